@@ -1,0 +1,84 @@
+//! Command-line definitions: the contract in the design notes (§5).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "tessera", version, about = "A terminal operations console for GPU clusters", long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct Global {
+    /// Run the simulated cluster (the default when no source is configured).
+    #[arg(long, global = true)]
+    pub demo: bool,
+    /// Config file (default: $XDG_CONFIG_HOME/tessera/config.toml).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Refuse every action and hide the action keys.
+    #[arg(long, global = true)]
+    pub read_only: bool,
+    /// Theme name (default, light, high-contrast, colorblind, mono) or a theme file.
+    #[arg(long, global = true, value_name = "NAME|PATH")]
+    pub theme: Option<String>,
+    /// How often to poll sources, e.g. 1s, 500ms.
+    #[arg(long, global = true, value_name = "DURATION")]
+    pub refresh: Option<String>,
+    /// Read local GPUs through NVML, optionally from this library.
+    #[arg(long, global = true, value_name = "LIBPATH", num_args = 0..=1, require_equals = true)]
+    pub nvml: Option<Option<String>>,
+    /// A Prometheus server that scrapes dcgm-exporter.
+    #[arg(long, global = true, value_name = "URL")]
+    pub prometheus: Option<String>,
+    /// A dcgm-exporter endpoint to scrape (repeatable).
+    #[arg(long, global = true, value_name = "URL")]
+    pub scrape: Vec<String>,
+    /// Read the Slurm queue and nodes on this host.
+    #[arg(long, global = true)]
+    pub slurm: bool,
+    /// Read Kubernetes, optionally from this kubeconfig context.
+    #[arg(long, global = true, value_name = "CONTEXT", num_args = 0..=1, require_equals = true)]
+    pub kubernetes: Option<Option<String>>,
+    /// Seed of the simulated cluster.
+    #[arg(long, global = true)]
+    pub seed: Option<u64>,
+    /// Simulated seconds per real second.
+    #[arg(long, global = true)]
+    pub speed: Option<f64>,
+    /// Scale the simulated cluster: NODESxGPUS, e.g. 512x8.
+    #[arg(long, global = true, value_name = "NODESxGPUS")]
+    pub demo_size: Option<String>,
+    /// Draw with ASCII only (no box or block glyphs).
+    #[arg(long, global = true)]
+    pub ascii: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Collect once from every source, print, exit.
+    Snapshot {
+        /// Print JSON (the documented contract) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every valid (maximal) MIG layout for a GPU model.
+    Layouts {
+        /// A GPU model as NVML, DCGM, Kubernetes or Slurm name it, e.g. "NVIDIA H100 80GB HBM3".
+        model: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a config file (default: the one tessera would load).
+    CheckConfig {
+        path: Option<PathBuf>,
+        /// Print the commented example config instead.
+        #[arg(long)]
+        example: bool,
+    },
+}

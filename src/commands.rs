@@ -1,0 +1,131 @@
+//! Subcommands: settings from flags over config, `snapshot`, `layouts`, `check-config`.
+
+mod snapshot;
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cli::Global;
+use crate::config::{self, Config, ConfigError};
+use crate::model::mig::{catalog, enumerate};
+
+pub use snapshot::{collect_once, snapshot_json, snapshot_table};
+
+/// A failed command, with the exit code the contract gives it.
+#[derive(Debug, thiserror::Error)]
+pub enum CmdError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Failed(String),
+    #[error("refused: {0}")]
+    Refused(String),
+}
+
+impl CmdError {
+    pub fn code(&self) -> u8 {
+        match self {
+            Self::Usage(_) | Self::Config(_) => 2,
+            Self::Failed(_) => 1,
+            Self::Refused(_) => 3,
+        }
+    }
+}
+
+/// The config file with the command line laid over it.
+pub fn settings(g: &Global) -> Result<Config, CmdError> {
+    let mut cfg = config::load(g.config.as_deref())?;
+    cfg.read_only |= g.read_only;
+    cfg.sources.demo |= g.demo;
+    if let Some(t) = &g.theme {
+        cfg.theme = Some(t.clone());
+    }
+    if let Some(r) = &g.refresh {
+        let d = config::duration::parse(r).map_err(|e| CmdError::Usage(format!("--refresh {r}: {e}")))?;
+        if d < Duration::from_millis(100) {
+            return Err(CmdError::Usage(format!("--refresh {r}: must be at least 100ms")));
+        }
+        cfg.refresh = d;
+    }
+    if g.nvml.is_some() {
+        cfg.sources.nvml.clone_from(&g.nvml);
+    }
+    if g.prometheus.is_some() {
+        cfg.sources.prometheus.clone_from(&g.prometheus);
+    }
+    if !g.scrape.is_empty() {
+        cfg.sources.scrape.clone_from(&g.scrape);
+    }
+    cfg.sources.slurm |= g.slurm;
+    if g.kubernetes.is_some() {
+        cfg.sources.kubernetes.clone_from(&g.kubernetes);
+    }
+    if let Some(s) = g.seed {
+        cfg.demo.seed = s;
+    }
+    if let Some(s) = g.speed {
+        if !(s > 0.0 && s <= 10_000.0) {
+            return Err(CmdError::Usage(format!("--speed {s}: expected a number above 0 and at most 10000")));
+        }
+        cfg.demo.speed = s;
+    }
+    if let Some(size) = &g.demo_size {
+        cfg.demo.size = Some(config::parse_size(size).map_err(|e| CmdError::Usage(format!("--demo-size: {e}")))?);
+    }
+    Ok(cfg)
+}
+
+pub fn layouts(model_name: &str, json: bool) -> Result<(), CmdError> {
+    let Some(model) = catalog::lookup(model_name) else {
+        let known: Vec<&str> = catalog::catalog().models.iter().map(|m| m.name.as_str()).collect();
+        return Err(CmdError::Usage(format!("unknown GPU model {model_name:?}; known: {}", known.join(", "))));
+    };
+    let all = enumerate(model);
+    if json {
+        let v = serde_json::json!({ "model": model.name, "layouts": all });
+        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))?);
+        return Ok(());
+    }
+    println!(
+        "{}: {} maximal layouts ({} memory slices; +me variants not listed separately)",
+        model.name,
+        all.len(),
+        model.memory_slices
+    );
+    for (i, l) in all.iter().enumerate() {
+        let text: Vec<String> = l.iter().map(ToString::to_string).collect();
+        println!("{:>3}. {}", i + 1, text.join(","));
+    }
+    Ok(())
+}
+
+pub fn check_config(path: Option<&Path>, example: bool) -> Result<(), CmdError> {
+    if example {
+        print!("{}", config::example());
+        return Ok(());
+    }
+    let cfg = config::load(path)?;
+    match &cfg.path {
+        Some(p) => println!("{}: ok", p.display()),
+        None => println!(
+            "no config file found ({}); using the defaults",
+            config::default_path().map_or_else(|| "no home directory".into(), |p| p.display().to_string())
+        ),
+    }
+    Ok(())
+}
+
+/// The interactive console. Until it exists, print the snapshot table.
+pub fn console(g: &Global) -> Result<(), CmdError> {
+    snapshot(g, false)
+}
+
+pub fn snapshot(g: &Global, json: bool) -> Result<(), CmdError> {
+    let cfg = settings(g)?;
+    let fleet = collect_once(&cfg)?;
+    let out = if json { snapshot_json(&fleet) } else { snapshot_table(&fleet) };
+    println!("{out}");
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! `tessera snapshot`: one collection from every source through the normal channel, printed
+//! as the JSON contract or a compact table.
+
+use std::time::Duration;
+
+use chrono::{SecondsFormat, Utc};
+use serde_json::{Value, json};
+
+use super::CmdError;
+use crate::config::{Config, duration};
+use crate::model::{Card, Fleet, QueueSummary, SourceHealth};
+use crate::store::Store;
+
+/// How long a one-shot collection waits for every source's first answer.
+const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The merged fleet after every source answered once (or the timeout passed), and whether
+/// any of it is simulated.
+pub fn collect_once(cfg: &Config) -> Result<(Fleet, bool), CmdError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CmdError::Failed(format!("cannot start the runtime: {e}")))?;
+    rt.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        let mut store = Store::new();
+        crate::sources::spawn_all(cfg, &mut store, tx).map_err(CmdError::Usage)?;
+        let deadline = tokio::time::Instant::now() + COLLECT_TIMEOUT;
+        while store.fleet().sources.iter().any(|s| s.health == SourceHealth::Connecting) {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(update)) => store.apply(update, Utc::now()),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        Ok((store.fleet().clone(), store.simulated()))
+    })
+}
+
+fn time(t: Option<chrono::DateTime<Utc>>) -> Value {
+    t.map_or(Value::Null, |t| Value::String(t.to_rfc3339_opts(SecondsFormat::Secs, true)))
+}
+
+/// The JSON contract: `taken_at, sources, nodes, workloads, queue` and a few more keys.
+pub fn snapshot_json((fleet, simulated): &(Fleet, bool)) -> String {
+    let now = fleet.taken_at.unwrap_or_else(Utc::now);
+    let queue = QueueSummary::compute(fleet, now);
+    let nodes: Vec<Value> = fleet
+        .nodes
+        .iter()
+        .map(|n| {
+            let cards: Vec<Value> = n
+                .cards
+                .iter()
+                .map(|c| {
+                    let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
+                    if let Value::Object(m) = &mut v {
+                        m.insert(
+                            "gpu_model".into(),
+                            c.gpu_model().map_or(Value::Null, |g| Value::String(g.name.clone())),
+                        );
+                    }
+                    v
+                })
+                .collect();
+            json!({ "name": n.name, "schedulable": n.schedulable, "reason": n.reason, "cards": cards })
+        })
+        .collect();
+    let workloads: Vec<Value> = fleet
+        .workloads
+        .iter()
+        .map(|w| {
+            let mut v = serde_json::to_value(w).unwrap_or(Value::Null);
+            if let Value::Object(m) = &mut v {
+                m.insert("submitted_at".into(), time(w.submitted_at));
+                m.insert("started_at".into(), time(w.started_at));
+            }
+            v
+        })
+        .collect();
+    let sources: Vec<Value> = fleet
+        .sources
+        .iter()
+        .map(
+            |s| json!({ "name": s.name, "kind": s.kind.as_str(), "state": s.health.name(), "error": s.health.error() }),
+        )
+        .collect();
+    let v = json!({
+        "taken_at": time(fleet.taken_at),
+        "simulated": simulated,
+        "sources": sources,
+        "nodes": nodes,
+        "workloads": workloads,
+        "queue": queue,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+fn gib(mib: Option<u64>) -> String {
+    mib.map_or_else(|| "-".into(), |m| format!("{:.1}", m as f64 / 1024.0))
+}
+
+fn opt(v: Option<f64>, unit: &str) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:.0}{unit}"))
+}
+
+fn layout_text(c: &Card) -> String {
+    if !c.mig.enabled {
+        return "whole".into();
+    }
+    let parts: Vec<String> = c.mig.instances.iter().map(|i| format!("{}@{}", i.profile, i.start)).collect();
+    parts.join(" ")
+}
+
+/// A compact table: one line per card, then the queue.
+pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
+    let now = fleet.taken_at.unwrap_or_else(Utc::now);
+    let mut out = String::new();
+    let taken = time(fleet.taken_at);
+    out.push_str(&format!(
+        "tessera snapshot {}{}\n",
+        taken.as_str().unwrap_or("-"),
+        if *simulated { "  SIMULATED" } else { "" }
+    ));
+    let health: Vec<String> = fleet.sources.iter().map(|s| s.summary(Utc::now())).collect();
+    out.push_str(&format!("sources: {}\n\n", health.join(", ")));
+    out.push_str(&format!(
+        "{:<13} {:>3} {:<18} {:<40} {:>5} {:>13} {:>5} {:>6}  {}\n",
+        "NODE", "GPU", "MODEL", "MIG LAYOUT", "UTIL", "MEM GiB", "TEMP", "POWER", "HOLDERS"
+    ));
+    for (n, c) in fleet.cards() {
+        let model = c.gpu_model().map_or_else(|| format!("{} (unknown)", c.model), |m| m.name.clone());
+        let mut holders: Vec<&str> = c.holders().collect();
+        holders.dedup();
+        let util = match (c.utilization_pct, c.mig.enabled) {
+            (Some(u), _) => format!("{u:.0}%"),
+            (None, true) => "mig".into(),
+            (None, false) => "-".into(),
+        };
+        let flags = if c.draining { " DRAINING" } else { "" };
+        out.push_str(&format!(
+            "{:<13} {:>3} {:<18} {:<40} {:>5} {:>13} {:>5} {:>6}  {}{}\n",
+            n.name,
+            c.index,
+            model,
+            layout_text(c),
+            util,
+            format!("{}/{}", gib(c.memory_used_mib), gib(c.memory_total_mib)),
+            opt(c.temperature_c, "C"),
+            opt(c.power_w, "W"),
+            holders.join(","),
+            flags
+        ));
+    }
+    let q = QueueSummary::compute(fleet, now);
+    let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), duration::short);
+    out.push_str(&format!("\nqueue: {} pending, oldest wait {oldest}\n", q.pending));
+    for d in &q.demand {
+        out.push_str(&format!(
+            "  {:<24} {:>3} waiting for {:>3}, {:>3} free\n",
+            d.resource.to_string(),
+            d.pending,
+            d.wanted,
+            d.free
+        ));
+    }
+    out
+}

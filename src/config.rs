@@ -1,0 +1,345 @@
+//! The config file: sources, simulator settings, policy thresholds, read-only mode.
+//!
+//! Read from `--config PATH` or `$XDG_CONFIG_HOME/tessera/config.toml`. Every error names the
+//! file, the key and the bad value. `example()` is the commented example config; a test keeps
+//! the committed `config.example.toml` identical to it.
+
+pub mod duration;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::{Table, Value};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The file this came from; `None` for built-in defaults.
+    pub path: Option<PathBuf>,
+    pub read_only: bool,
+    pub refresh: Duration,
+    pub theme: Option<String>,
+    pub sources: Sources,
+    pub demo: Demo,
+    pub policy: Policy,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sources {
+    /// Run the simulated cluster even when real sources are configured.
+    pub demo: bool,
+    /// `Some(None)`: NVML from the default library; `Some(Some(path))`: that library.
+    pub nvml: Option<Option<String>>,
+    pub prometheus: Option<String>,
+    pub scrape: Vec<String>,
+    pub slurm: bool,
+    /// `Some(None)`: the current kubeconfig context; `Some(Some(name))`: that context.
+    pub kubernetes: Option<Option<String>>,
+}
+
+impl Sources {
+    pub fn any_real(&self) -> bool {
+        self.nvml.is_some()
+            || self.prometheus.is_some()
+            || !self.scrape.is_empty()
+            || self.slurm
+            || self.kubernetes.is_some()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Demo {
+    pub seed: u64,
+    pub speed: f64,
+    pub size: Option<(u32, u32)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Training may be preempted only after running this long.
+    pub min_runtime: Duration,
+    /// Suggest scale-in when utilisation stays under this.
+    pub scale_in_utilization_pct: f64,
+    /// Suggest scale-out when the oldest pending workload waited longer than this.
+    pub queue_wait_threshold: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            path: None,
+            read_only: false,
+            refresh: Duration::from_secs(1),
+            theme: None,
+            sources: Sources::default(),
+            demo: Demo { seed: 42, speed: 1.0, size: None },
+            policy: Policy {
+                min_runtime: Duration::from_secs(30 * 60),
+                scale_in_utilization_pct: 50.0,
+                queue_wait_threshold: Duration::from_secs(15 * 60),
+            },
+        }
+    }
+}
+
+/// A config problem: which file, which key, which value, and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}: {key}{}: {why}", value.as_ref().map(|v| format!(" = {v}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub file: String,
+    pub key: String,
+    pub value: Option<String>,
+    pub why: String,
+}
+
+/// The default config path: `$XDG_CONFIG_HOME/tessera/config.toml`, else `~/.config/...`.
+pub fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("tessera").join("config.toml"))
+}
+
+/// Load `explicit` (which must exist), else the default path if it exists, else defaults.
+pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+    match explicit {
+        Some(p) => load_file(p),
+        None => match default_path().filter(|p| p.exists()) {
+            Some(p) => load_file(&p),
+            None => Ok(Config::default()),
+        },
+    }
+}
+
+pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: file.clone(),
+        key: "(file)".into(),
+        value: None,
+        why: e.to_string(),
+    })?;
+    let mut cfg = parse(&text, &file)?;
+    cfg.path = Some(path.to_path_buf());
+    Ok(cfg)
+}
+
+/// Parse config text; `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+    let table: Table = text.parse().map_err(|e: toml::de::Error| {
+        let why = e.message().to_string();
+        let at = e.span().map(|s| format!("byte {}", s.start)).unwrap_or_else(|| "(syntax)".into());
+        ConfigError { file: file.into(), key: at, value: None, why: format!("not valid TOML: {why}") }
+    })?;
+    let r = Reader { file };
+    let mut cfg = Config::default();
+    for (key, value) in &table {
+        match key.as_str() {
+            "read_only" => cfg.read_only = r.boolean(key, value)?,
+            "refresh" => cfg.refresh = r.duration(key, value)?,
+            "theme" => cfg.theme = Some(r.string(key, value)?),
+            "sources" => read_sources(&r, r.table(key, value)?, &mut cfg.sources)?,
+            "demo" => read_demo(&r, r.table(key, value)?, &mut cfg.demo)?,
+            "policy" => read_policy(&r, r.table(key, value)?, &mut cfg.policy)?,
+            _ => return Err(r.unknown(key, &["read_only", "refresh", "theme", "sources", "demo", "policy"])),
+        }
+    }
+    if cfg.refresh < Duration::from_millis(100) {
+        return Err(r.bad("refresh", &table["refresh"], "must be at least 100ms"));
+    }
+    Ok(cfg)
+}
+
+fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigError> {
+    for (k, v) in t {
+        let key = format!("sources.{k}");
+        match k.as_str() {
+            "demo" => s.demo = r.boolean(&key, v)?,
+            "nvml" => s.nvml = r.flag_or_string(&key, v)?,
+            "prometheus" => s.prometheus = Some(r.url(&key, v)?),
+            "scrape" => {
+                let Value::Array(items) = v else { return Err(r.bad(&key, v, "expected a list of URLs")) };
+                s.scrape = items.iter().map(|i| r.url(&key, i)).collect::<Result<_, _>>()?;
+            }
+            "slurm" => s.slurm = r.boolean(&key, v)?,
+            "kubernetes" => s.kubernetes = r.flag_or_string(&key, v)?,
+            _ => return Err(r.unknown(&key, &["demo", "nvml", "prometheus", "scrape", "slurm", "kubernetes"])),
+        }
+    }
+    Ok(())
+}
+
+fn read_demo(r: &Reader, t: &Table, d: &mut Demo) -> Result<(), ConfigError> {
+    for (k, v) in t {
+        let key = format!("demo.{k}");
+        match k.as_str() {
+            "seed" => match v {
+                Value::Integer(i) if *i >= 0 => d.seed = *i as u64,
+                _ => return Err(r.bad(&key, v, "expected a whole number >= 0")),
+            },
+            "speed" => {
+                let s = r.number(&key, v)?;
+                if !(s > 0.0 && s <= 10_000.0) {
+                    return Err(r.bad(&key, v, "expected a number above 0 and at most 10000"));
+                }
+                d.speed = s;
+            }
+            "size" => d.size = Some(parse_size(&r.string(&key, v)?).map_err(|why| r.bad(&key, v, &why))?),
+            _ => return Err(r.unknown(&key, &["seed", "speed", "size"])),
+        }
+    }
+    Ok(())
+}
+
+fn read_policy(r: &Reader, t: &Table, p: &mut Policy) -> Result<(), ConfigError> {
+    for (k, v) in t {
+        let key = format!("policy.{k}");
+        match k.as_str() {
+            "min_runtime" => p.min_runtime = r.duration(&key, v)?,
+            "queue_wait_threshold" => p.queue_wait_threshold = r.duration(&key, v)?,
+            "scale_in_utilization_pct" => {
+                let x = r.number(&key, v)?;
+                if !(0.0..=100.0).contains(&x) {
+                    return Err(r.bad(&key, v, "expected a percentage from 0 to 100"));
+                }
+                p.scale_in_utilization_pct = x;
+            }
+            _ => return Err(r.unknown(&key, &["min_runtime", "scale_in_utilization_pct", "queue_wait_threshold"])),
+        }
+    }
+    Ok(())
+}
+
+/// `NODESxGPUS`, as `--demo-size 512x8`.
+pub fn parse_size(text: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("expected NODESxGPUS such as 512x8, got {text:?}");
+    let (n, g) = text.trim().split_once(['x', 'X']).ok_or_else(bad)?;
+    let n: u32 = n.trim().parse().map_err(|_| bad())?;
+    let g: u32 = g.trim().parse().map_err(|_| bad())?;
+    if !(1..=4096).contains(&n) || !(1..=16).contains(&g) {
+        return Err(format!("{text:?}: nodes must be 1..=4096 and GPUs per node 1..=16"));
+    }
+    Ok((n, g))
+}
+
+struct Reader<'a> {
+    file: &'a str,
+}
+
+impl Reader<'_> {
+    fn bad(&self, key: &str, v: &Value, why: &str) -> ConfigError {
+        ConfigError { file: self.file.into(), key: key.into(), value: Some(v.to_string()), why: why.into() }
+    }
+
+    fn unknown(&self, key: &str, known: &[&str]) -> ConfigError {
+        ConfigError {
+            file: self.file.into(),
+            key: key.into(),
+            value: None,
+            why: format!("unknown key; known keys here: {}", known.join(", ")),
+        }
+    }
+
+    fn table<'v>(&self, key: &str, v: &'v Value) -> Result<&'v Table, ConfigError> {
+        v.as_table().ok_or_else(|| self.bad(key, v, "expected a [section]"))
+    }
+
+    fn boolean(&self, key: &str, v: &Value) -> Result<bool, ConfigError> {
+        v.as_bool().ok_or_else(|| self.bad(key, v, "expected true or false"))
+    }
+
+    fn string(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
+        v.as_str().map(str::to_string).ok_or_else(|| self.bad(key, v, "expected a string in quotes"))
+    }
+
+    fn number(&self, key: &str, v: &Value) -> Result<f64, ConfigError> {
+        match v {
+            Value::Integer(i) => Ok(*i as f64),
+            Value::Float(f) if f.is_finite() => Ok(*f),
+            _ => Err(self.bad(key, v, "expected a number")),
+        }
+    }
+
+    fn duration(&self, key: &str, v: &Value) -> Result<Duration, ConfigError> {
+        let s = v.as_str().ok_or_else(|| self.bad(key, v, "expected a duration in quotes, like \"30m\""))?;
+        duration::parse(s).map_err(|why| self.bad(key, v, &why))
+    }
+
+    fn url(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
+        let s = self.string(key, v)?;
+        if s.starts_with("http://") || s.starts_with("https://") {
+            Ok(s)
+        } else {
+            Err(self.bad(key, v, "expected an http:// or https:// URL"))
+        }
+    }
+
+    fn flag_or_string(&self, key: &str, v: &Value) -> Result<Option<Option<String>>, ConfigError> {
+        match v {
+            Value::Boolean(true) => Ok(Some(None)),
+            Value::Boolean(false) => Ok(None),
+            Value::String(s) if !s.is_empty() => Ok(Some(Some(s.clone()))),
+            _ => Err(self.bad(key, v, "expected true, false or a non-empty string")),
+        }
+    }
+}
+
+/// The commented example config, built from the defaults so it cannot drift from them.
+pub fn example() -> String {
+    let d = Config::default();
+    format!(
+        r#"# tessera configuration: $XDG_CONFIG_HOME/tessera/config.toml (else ~/.config/tessera/config.toml).
+# Check a file with `tessera check-config [PATH]`. Every key is optional; the values shown are
+# the defaults. Command-line flags override the file.
+
+# Refuse every action and hide the action keys (SSH dashboards).
+read_only = {read_only}
+# How often sources are polled and the screen may redraw.
+refresh = "{refresh}"
+# A theme name (default, light, high-contrast, colorblind, mono) or a path to a theme file.
+# theme = "default"
+
+[sources]
+# With no source configured (and no GPU found) tessera runs the simulated cluster.
+# Set demo = true to run it alongside (or instead of) real sources.
+demo = false
+# Local GPUs through NVML: true for the system library, or a path to libnvidia-ml.so.1.
+# nvml = true
+# A Prometheus server that scrapes dcgm-exporter.
+# prometheus = "http://prometheus.example:9090"
+# dcgm-exporter endpoints to scrape directly.
+# scrape = ["http://gpu-node-1.example:9400/metrics"]
+# Slurm queue and nodes from squeue/sinfo JSON on this host.
+# slurm = false
+# Kubernetes: true for the current kubeconfig context, or a context name.
+# kubernetes = "prod-gpu"
+
+[demo]
+# The simulated cluster: the same seed gives the same cluster.
+seed = {seed}
+# Simulated seconds per real second.
+speed = {speed:?}
+# NODESxGPUS to scale it up, for load and render testing.
+# size = "512x8"
+
+[policy]
+# Training may be preempted only after running this long (checkpoints are costly).
+min_runtime = "{min_runtime}"
+# Suggest scale-in when utilisation stays under this percentage.
+scale_in_utilization_pct = {scale_in:?}
+# Suggest scale-out when a workload has waited longer than this.
+queue_wait_threshold = "{wait}"
+"#,
+        read_only = d.read_only,
+        refresh = duration::format(d.refresh),
+        seed = d.demo.seed,
+        speed = d.demo.speed,
+        min_runtime = duration::format(d.policy.min_runtime),
+        scale_in = d.policy.scale_in_utilization_pct,
+        wait = duration::format(d.policy.queue_wait_threshold),
+    )
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

@@ -1,0 +1,86 @@
+//! Tests for config parsing and the committed example.
+
+use super::*;
+
+#[test]
+fn the_committed_example_is_the_generated_one_and_means_the_defaults() {
+    let committed = include_str!("../config.example.toml");
+    assert_eq!(committed, example(), "run `cargo run -- check-config --example > config.example.toml`");
+    assert_eq!(parse(committed, "config.example.toml"), Ok(Config::default()));
+}
+
+#[test]
+fn a_full_config_parses() {
+    let cfg = parse(
+        r#"
+        read_only = true
+        refresh = "2s"
+        theme = "light"
+        [sources]
+        nvml = "/opt/nvidia/libnvidia-ml.so.1"
+        prometheus = "http://127.0.0.1:9090"
+        scrape = ["http://127.0.0.1:9400/metrics"]
+        slurm = true
+        kubernetes = true
+        [demo]
+        seed = 7
+        speed = 60
+        size = "16x8"
+        [policy]
+        min_runtime = "1h"
+        scale_in_utilization_pct = 40
+        queue_wait_threshold = "5m"
+        "#,
+        "t.toml",
+    );
+    let Ok(cfg) = cfg else { panic!("{cfg:?}") };
+    assert!(cfg.read_only);
+    assert_eq!(cfg.refresh, Duration::from_secs(2));
+    assert_eq!(cfg.sources.nvml, Some(Some("/opt/nvidia/libnvidia-ml.so.1".into())));
+    assert_eq!(cfg.sources.kubernetes, Some(None));
+    assert_eq!(cfg.demo.size, Some((16, 8)));
+    assert_eq!(cfg.demo.speed, 60.0);
+    assert_eq!(cfg.policy.min_runtime, Duration::from_secs(3600));
+    assert!(cfg.sources.any_real());
+}
+
+#[test]
+fn errors_name_the_file_the_key_and_the_value() {
+    let cases = [
+        (
+            "[policy]\nmin_runtime = \"30x\"",
+            "t.toml: policy.min_runtime = \"30x\": unknown unit \"x\" in \"30x\": use ms, s, m, h or d",
+        ),
+        (
+            "[policy]\nscale_in_utilization_pct = 140",
+            "t.toml: policy.scale_in_utilization_pct = 140: expected a percentage from 0 to 100",
+        ),
+        (
+            "[sources]\nprometheus = \"prom:9090\"",
+            "t.toml: sources.prometheus = \"prom:9090\": expected an http:// or https:// URL",
+        ),
+        ("read_only = \"yes\"", "t.toml: read_only = \"yes\": expected true or false"),
+        (
+            "[sources]\nslurmm = true",
+            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, scrape, slurm, kubernetes",
+        ),
+        ("[demo]\nsize = \"8by8\"", "t.toml: demo.size = \"8by8\": expected NODESxGPUS such as 512x8, got \"8by8\""),
+        ("refresh = \"10ms\"", "t.toml: refresh = \"10ms\": must be at least 100ms"),
+    ];
+    for (text, want) in cases {
+        assert_eq!(parse(text, "t.toml").map_err(|e| e.to_string()), Err(want.to_string()), "{text}");
+    }
+    let syntax = parse("[policy\n", "t.toml").map_err(|e| e.to_string());
+    assert!(
+        syntax.as_ref().is_err_and(|e| e.starts_with("t.toml: byte ") && e.contains("not valid TOML")),
+        "{syntax:?}"
+    );
+}
+
+#[test]
+fn sizes_parse() {
+    assert_eq!(parse_size("512x8"), Ok((512, 8)));
+    assert!(parse_size("0x8").is_err());
+    assert!(parse_size("8").is_err());
+    assert!(parse_size("8x99").is_err());
+}

@@ -1,0 +1,35 @@
+//! The `tessera` binary: parse arguments, load config, dispatch, exit with the contract's codes
+//! (0 done, 1 failed, 2 usage or config error, 3 refused by a guard).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use tessera::cli::{Cli, Command};
+use tessera::commands;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Some(Command::Layouts { model, json }) => commands::layouts(&model, json),
+        Some(Command::CheckConfig { path, example }) => {
+            commands::check_config(path.as_deref().or(cli.global.config.as_deref()), example)
+        }
+        Some(Command::Snapshot { json }) => commands::snapshot(&cli.global, json),
+        None => commands::console(&cli.global),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tessera: {e}");
+            ExitCode::from(e.code())
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! The domain model: pure data about nodes, cards, MIG instances, workloads and the queue.
+//!
+//! Nothing here does IO or knows where data came from; sources build these values and the
+//! store merges them. Unknown values are `None`, never 0.
+
+pub mod event;
+pub mod fleet;
+pub mod mig;
+pub mod queue;
+pub mod source;
+pub mod workload;
+
+pub use event::{Event, Severity};
+pub use fleet::{Card, CardRef, ComputeInstance, ComputeMode, Fleet, Health, MigInstance, MigState, Node};
+pub use queue::{Demand, QueueSummary, Resource};
+pub use source::{SourceHealth, SourceKind, SourceStatus};
+pub use workload::{Request, Workload, WorkloadKind, WorkloadState};

@@ -1,0 +1,200 @@
+//! Fleet, nodes, cards and MIG instances as the console sees them.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::event::Event;
+use super::mig::catalog::{self, GpuModel};
+use super::source::SourceStatus;
+use super::workload::Workload;
+
+/// Everything tessera knows at one moment: merged from every source.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Fleet {
+    pub taken_at: Option<DateTime<Utc>>,
+    pub sources: Vec<SourceStatus>,
+    pub nodes: Vec<Node>,
+    pub workloads: Vec<Workload>,
+    /// Recent events, oldest first, bounded by the store.
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Node {
+    pub name: String,
+    /// False when the node is cordoned or drained at the scheduler.
+    pub schedulable: bool,
+    /// Why the node is not schedulable, where the scheduler says.
+    pub reason: Option<String>,
+    pub cards: Vec<Card>,
+}
+
+/// Where a card lives: the node name and the card index on that node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct CardRef {
+    pub node: String,
+    pub index: u32,
+}
+
+impl CardRef {
+    pub fn new(node: impl Into<String>, index: u32) -> Self {
+        Self { node: node.into(), index }
+    }
+}
+
+impl std::fmt::Display for CardRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.node, self.index)
+    }
+}
+
+/// NVML compute modes; `Prohibited` is how a card is drained locally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComputeMode {
+    Default,
+    ExclusiveProcess,
+    Prohibited,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Health {
+    /// Volatile (since boot) uncorrected ECC errors.
+    pub ecc_volatile_uncorrected: Option<u64>,
+    /// The last XID error seen, not a count.
+    pub last_xid: Option<u32>,
+    /// The card stopped answering (NVML GPU_IS_LOST or it vanished from a source).
+    pub lost: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Card {
+    pub index: u32,
+    pub uuid: Option<String>,
+    /// The model name as the source reported it ("NVIDIA H100 80GB HBM3").
+    pub model: String,
+    pub memory_total_mib: Option<u64>,
+    pub memory_used_mib: Option<u64>,
+    pub utilization_pct: Option<f64>,
+    pub temperature_c: Option<f64>,
+    pub power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub compute_mode: Option<ComputeMode>,
+    pub draining: bool,
+    pub health: Health,
+    pub mig: MigState,
+    /// Workload ids holding the whole card (MIG holders are on the instances).
+    pub workloads: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MigState {
+    pub enabled: bool,
+    /// The mode after the next reset, where it differs or is reported.
+    pub pending: Option<bool>,
+    pub instances: Vec<MigInstance>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MigInstance {
+    pub gi_id: u32,
+    pub profile: String,
+    /// First memory slice, as NVML placements count.
+    pub start: u8,
+    /// Memory slices occupied.
+    pub size: u8,
+    pub compute_instances: Vec<ComputeInstance>,
+    pub memory_total_mib: Option<u64>,
+    pub memory_used_mib: Option<u64>,
+    /// Activity where a source can measure it (GPM, DCGM profiling); NVML alone cannot.
+    pub utilization_pct: Option<f64>,
+    pub workloads: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ComputeInstance {
+    pub ci_id: u32,
+    pub profile: String,
+}
+
+impl Card {
+    /// The catalog entry for this card's model, if tessera knows it.
+    pub fn gpu_model(&self) -> Option<&'static GpuModel> {
+        catalog::lookup(&self.model)
+    }
+
+    /// Anyone on the card: whole-card holders or any instance's holders.
+    pub fn holders(&self) -> impl Iterator<Item = &str> {
+        self.workloads.iter().chain(self.mig.instances.iter().flat_map(|i| i.workloads.iter())).map(String::as_str)
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.holders().next().is_none()
+    }
+
+    /// Memory slices not covered by any instance (bit i = slice i), for a MIG card.
+    pub fn free_slice_mask(&self) -> Option<u16> {
+        let model = self.gpu_model()?;
+        let all = (1u16 << model.memory_slices) - 1;
+        Some(all & !self.used_slice_mask())
+    }
+
+    pub fn used_slice_mask(&self) -> u16 {
+        self.mig.instances.iter().fold(0, |m, i| m | slice_mask(i.start, i.size))
+    }
+}
+
+/// A bit mask of `size` slices starting at `start`; out-of-range slices are dropped.
+pub fn slice_mask(start: u8, size: u8) -> u16 {
+    let mut m = 0u16;
+    for s in start..start.saturating_add(size) {
+        if s < 16 {
+            m |= 1 << s;
+        }
+    }
+    m
+}
+
+impl Fleet {
+    pub fn cards(&self) -> impl Iterator<Item = (&Node, &Card)> {
+        self.nodes.iter().flat_map(|n| n.cards.iter().map(move |c| (n, c)))
+    }
+
+    pub fn card(&self, r: &CardRef) -> Option<&Card> {
+        self.nodes.iter().find(|n| n.name == r.node)?.cards.iter().find(|c| c.index == r.index)
+    }
+
+    pub fn card_mut(&mut self, r: &CardRef) -> Option<&mut Card> {
+        self.nodes.iter_mut().find(|n| n.name == r.node)?.cards.iter_mut().find(|c| c.index == r.index)
+    }
+
+    pub fn workload(&self, id: &str) -> Option<&Workload> {
+        self.workloads.iter().find(|w| w.id == id)
+    }
+
+    pub fn card_count(&self) -> usize {
+        self.nodes.iter().map(|n| n.cards.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slice_masks() {
+        assert_eq!(slice_mask(0, 8), 0xff);
+        assert_eq!(slice_mask(4, 2), 0b0011_0000);
+        assert_eq!(slice_mask(15, 4), 1 << 15);
+    }
+
+    #[test]
+    fn free_slices_of_a_mig_card() {
+        let mut card = Card { model: "NVIDIA A100-SXM4-80GB".into(), ..Card::default() };
+        card.mig.enabled = true;
+        card.mig.instances.push(MigInstance { profile: "3g.40gb".into(), start: 0, size: 4, ..MigInstance::default() });
+        assert_eq!(card.free_slice_mask(), Some(0xf0));
+        card.model = "Mystery GPU".into();
+        assert_eq!(card.free_slice_mask(), None);
+    }
+}

@@ -1,0 +1,88 @@
+//! Per-source health: every source's state is always visible.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    Simulated,
+    Nvml,
+    Prometheus,
+    Scrape,
+    Slurm,
+    Kubernetes,
+}
+
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Simulated => "simulated",
+            Self::Nvml => "nvml",
+            Self::Prometheus => "prometheus",
+            Self::Scrape => "scrape",
+            Self::Slurm => "slurm",
+            Self::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum SourceHealth {
+    Connecting,
+    Live {
+        at: DateTime<Utc>,
+    },
+    /// Last good data is kept but old: `since` is when it stopped being fresh.
+    Stale {
+        since: DateTime<Utc>,
+        error: Option<String>,
+    },
+    Unavailable {
+        reason: String,
+    },
+}
+
+impl SourceHealth {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Connecting => "connecting",
+            Self::Live { .. } => "live",
+            Self::Stale { .. } => "stale",
+            Self::Unavailable { .. } => "unavailable",
+        }
+    }
+
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Self::Stale { error, .. } => error.as_deref(),
+            Self::Unavailable { reason } => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourceStatus {
+    pub name: String,
+    pub kind: SourceKind,
+    pub health: SourceHealth,
+    /// How often the source reports; three missed intervals make it stale.
+    #[serde(skip)]
+    pub interval: std::time::Duration,
+}
+
+impl SourceStatus {
+    /// One line for the header: "sim: live", "prometheus: stale 42s", "nvml: unavailable: no library".
+    pub fn summary(&self, now: DateTime<Utc>) -> String {
+        match &self.health {
+            SourceHealth::Connecting => format!("{}: connecting", self.name),
+            SourceHealth::Live { .. } => format!("{}: live", self.name),
+            SourceHealth::Stale { since, .. } => {
+                format!("{}: stale {}s", self.name, (now - *since).num_seconds().max(0))
+            }
+            SourceHealth::Unavailable { reason } => format!("{}: unavailable: {reason}", self.name),
+        }
+    }
+}

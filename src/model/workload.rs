@@ -1,0 +1,141 @@
+//! Workloads: jobs and pods that hold cards or wait for them.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::fleet::CardRef;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadKind {
+    Training,
+    Inference,
+    Other,
+}
+
+impl WorkloadKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Training => "training",
+            Self::Inference => "inference",
+            Self::Other => "other",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadState {
+    Pending,
+    Running,
+    /// Asked to stop: checkpointing before a requeue or eviction.
+    Checkpointing,
+    Completing,
+    Completed,
+    Failed,
+    Unknown,
+}
+
+impl WorkloadState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Checkpointing => "checkpointing",
+            Self::Completing => "completing",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// Holds cards now.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Running | Self::Checkpointing | Self::Completing)
+    }
+}
+
+/// What a workload asked for. Whole GPUs and a MIG profile are alternatives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Request {
+    pub gpus: Option<u32>,
+    pub mig_profile: Option<String>,
+    pub memory_mib: Option<u64>,
+    /// The GPU model asked for, where the request names one (a Slurm gres type, a node selector).
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Workload {
+    /// Backend-qualified id: `slurm:42`, `k8s:ns/pod`, `sim:17`.
+    pub id: String,
+    pub name: String,
+    pub owner: Option<String>,
+    pub kind: WorkloadKind,
+    pub state: WorkloadState,
+    /// Why it waits (pending) or why it ended.
+    pub reason: Option<String>,
+    pub priority: Option<i64>,
+    pub request: Request,
+    pub submitted_at: Option<DateTime<Utc>>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub node: Option<String>,
+    #[serde(serialize_with = "serialize_cards")]
+    pub cards: Vec<CardRef>,
+    /// Memory the workload actually uses, where a source can tell.
+    pub memory_used_mib: Option<u64>,
+}
+
+fn serialize_cards<S: serde::Serializer>(cards: &[CardRef], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(cards.iter().map(ToString::to_string))
+}
+
+impl Workload {
+    pub fn new(id: impl Into<String>, name: impl Into<String>, kind: WorkloadKind, state: WorkloadState) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            owner: None,
+            kind,
+            state,
+            reason: None,
+            priority: None,
+            request: Request::default(),
+            submitted_at: None,
+            started_at: None,
+            node: None,
+            cards: Vec::new(),
+            memory_used_mib: None,
+        }
+    }
+
+    /// How long it has run, as of `now`.
+    pub fn runtime(&self, now: DateTime<Utc>) -> Option<chrono::Duration> {
+        self.started_at.filter(|_| self.state.is_active()).map(|s| now - s)
+    }
+
+    /// How long it has waited, as of `now`, while pending.
+    pub fn wait(&self, now: DateTime<Utc>) -> Option<chrono::Duration> {
+        self.submitted_at.filter(|_| self.state == WorkloadState::Pending).map(|s| now - s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn runtime_and_wait_depend_on_state() {
+        let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().unwrap_or_default();
+        let now = t0 + chrono::Duration::minutes(45);
+        let mut w = Workload::new("sim:1", "train", WorkloadKind::Training, WorkloadState::Pending);
+        w.submitted_at = Some(t0);
+        assert_eq!(w.wait(now), Some(chrono::Duration::minutes(45)));
+        assert_eq!(w.runtime(now), None);
+        w.state = WorkloadState::Running;
+        w.started_at = Some(t0 + chrono::Duration::minutes(5));
+        assert_eq!(w.wait(now), None);
+        assert_eq!(w.runtime(now), Some(chrono::Duration::minutes(40)));
+    }
+}

@@ -1,0 +1,97 @@
+//! Sources collect data and send whole updates to the owner loop; they never draw.
+
+pub mod sim;
+
+use chrono::{DateTime, Timelike, Utc};
+use tokio::sync::mpsc;
+
+use crate::model::{Event, Node, SourceKind, Workload};
+
+/// What one collection of one source saw: a fragment of the fleet.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Partial {
+    pub nodes: Vec<Node>,
+    pub workloads: Vec<Workload>,
+    /// Events since the previous update.
+    pub events: Vec<Event>,
+    /// True when the data is simulated; the header then says SIMULATED.
+    pub simulated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct SourceError {
+    pub message: String,
+    /// The source cannot work at all (no library, bad address); else it may recover.
+    pub fatal: bool,
+}
+
+/// One message from a source task to the owner loop.
+#[derive(Debug, Clone)]
+pub struct SourceUpdate {
+    pub source: String,
+    pub kind: SourceKind,
+    pub at: DateTime<Utc>,
+    pub result: Result<Partial, SourceError>,
+}
+
+/// Capped exponential backoff for a failing source: base, 2×, 4×, … up to `max`.
+pub fn backoff(base: std::time::Duration, failures: u32, max: std::time::Duration) -> std::time::Duration {
+    let factor = 1u32.checked_shl(failures.min(16)).unwrap_or(u32::MAX);
+    base.saturating_mul(factor).min(max)
+}
+
+/// Start every source the config names, registering each with the store. With no real source
+/// configured, or with `demo`, the simulated cluster runs. Must run inside a tokio runtime.
+pub fn spawn_all(
+    cfg: &crate::config::Config,
+    store: &mut crate::store::Store,
+    tx: mpsc::Sender<SourceUpdate>,
+) -> Result<(), String> {
+    let s = &cfg.sources;
+    let not_yet = |what: &str| Err(format!("the {what} source is not available in this version of tessera"));
+    if s.nvml.is_some() {
+        return not_yet("NVML");
+    }
+    if s.prometheus.is_some() {
+        return not_yet("Prometheus");
+    }
+    if !s.scrape.is_empty() {
+        return not_yet("dcgm-exporter scrape");
+    }
+    if s.slurm {
+        return not_yet("Slurm");
+    }
+    if s.kubernetes.is_some() {
+        return not_yet("Kubernetes");
+    }
+    if s.demo || !s.any_real() {
+        let start = Utc::now().with_nanosecond(0).unwrap_or_else(Utc::now);
+        let sim_cfg = sim::SimConfig { size: cfg.demo.size, ..sim::SimConfig::new(cfg.demo.seed, start) };
+        let name = "sim".to_string();
+        store.register(name.clone(), SourceKind::Simulated, cfg.refresh);
+        let refresh = cfg.refresh;
+        let speed = cfg.demo.speed;
+        tokio::spawn(async move {
+            // Building a large simulated cluster takes a moment: keep it off the owner loop.
+            let Ok(sim) = tokio::task::spawn_blocking(move || sim::Sim::new(sim_cfg)).await else { return };
+            sim::run(sim, name, refresh, speed, tx).await;
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn backoff_doubles_then_caps() {
+        let s = Duration::from_secs;
+        assert_eq!(backoff(s(1), 0, s(60)), s(1));
+        assert_eq!(backoff(s(1), 3, s(60)), s(8));
+        assert_eq!(backoff(s(1), 10, s(60)), s(60));
+        assert_eq!(backoff(s(1), u32::MAX, s(60)), s(60));
+    }
+}

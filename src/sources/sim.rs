@@ -1,0 +1,133 @@
+//! The simulated cluster: seeded, deterministic, realistic; the default when nothing else is
+//! configured, and `--demo`. It reaches the store through the same channel as real sources.
+
+mod build;
+mod jobs;
+pub mod rng;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::mpsc;
+
+use crate::model::{Event, Node, SourceKind};
+
+use super::{Partial, SourceUpdate};
+use build::CardModel;
+use jobs::Job;
+use rng::Rng;
+
+/// How one simulation tick moves the clock; events happen on this grid, whatever the
+/// refresh, so the same seed gives the same cluster however time is fed in.
+pub const TICK: Duration = Duration::from_secs(5);
+
+/// Simulated history before `start`, so the cluster is busy and the queue has reasons.
+pub const WARMUP: Duration = Duration::from_secs(3600);
+
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub seed: u64,
+    /// Simulated time of the first snapshot; the cluster has run for `WARMUP` before it.
+    pub start: DateTime<Utc>,
+    /// `Some((nodes, gpus))` for `--demo-size`; `None` for the default fleet.
+    pub size: Option<(u32, u32)>,
+    /// Multiplies the arrival rates (tests use it to overload the queue).
+    pub arrival_scale: f64,
+}
+
+impl SimConfig {
+    pub fn new(seed: u64, start: DateTime<Utc>) -> Self {
+        Self { seed, start, size: None, arrival_scale: 1.0 }
+    }
+}
+
+#[derive(Debug)]
+pub struct Sim {
+    cfg: SimConfig,
+    rng: Rng,
+    now: DateTime<Utc>,
+    nodes: Vec<Node>,
+    models: Vec<CardModel>,
+    jobs: Vec<Job>,
+    next_id: u64,
+    /// Time fed in but not yet a whole tick.
+    carry: Duration,
+    events: Vec<Event>,
+    node_index: HashMap<String, usize>,
+    /// Something changed outside `tick` (an action): schedule on the next tick.
+    reschedule: bool,
+}
+
+impl Sim {
+    pub fn new(cfg: SimConfig) -> Self {
+        let (nodes, models): (Vec<Node>, Vec<CardModel>) = build::build(cfg.seed, cfg.size).into_iter().unzip();
+        let node_index = nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+        let mut sim = Self {
+            node_index,
+            reschedule: true,
+            rng: Rng::new(cfg.seed),
+            now: cfg.start - WARMUP,
+            nodes,
+            models,
+            jobs: Vec::new(),
+            next_id: 1,
+            carry: Duration::ZERO,
+            events: Vec::new(),
+            cfg,
+        };
+        sim.populate();
+        sim
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.now
+    }
+
+    /// Move simulated time forward by `dt`, one tick at a time.
+    pub fn advance(&mut self, dt: Duration) {
+        self.carry += dt;
+        while self.carry >= TICK {
+            self.carry -= TICK;
+            self.now += TICK;
+            self.tick();
+        }
+    }
+
+    /// The cluster as a source would report it now; events since the last snapshot.
+    pub fn snapshot(&mut self) -> Partial {
+        Partial {
+            nodes: self.observed_nodes(),
+            workloads: self.jobs.iter().map(|j| j.w.clone()).collect(),
+            events: std::mem::take(&mut self.events),
+            simulated: true,
+        }
+    }
+}
+
+/// Run the simulator as a source: advance by wall time × `speed`, send a snapshot every
+/// `refresh`, until the receiver goes away.
+pub async fn run(mut sim: Sim, name: String, refresh: Duration, speed: f64, tx: mpsc::Sender<SourceUpdate>) {
+    let mut interval = tokio::time::interval(refresh);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last = tokio::time::Instant::now();
+    loop {
+        interval.tick().await;
+        let now = tokio::time::Instant::now();
+        sim.advance((now - last).mul_f64(speed.max(0.0)));
+        last = now;
+        let update = SourceUpdate {
+            source: name.clone(),
+            kind: SourceKind::Simulated,
+            at: sim.now(),
+            result: Ok(sim.snapshot()),
+        };
+        if tx.send(update).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "sim_tests.rs"]
+mod tests;

@@ -1,0 +1,156 @@
+//! The simulated cluster's hardware: nodes, cards and their MIG layouts.
+
+use crate::model::mig::{LayoutSpec, lookup, parse_layout};
+use crate::model::{Card, ComputeInstance, ComputeMode, MigInstance, MigState, Node};
+
+use super::rng::{Rng, mix};
+
+/// A card model the simulator knows how to draw: its NVML name, memory and power.
+#[derive(Debug, Clone, Copy)]
+pub struct CardModel {
+    pub nvml_name: &'static str,
+    pub short: &'static str,
+    pub memory_mib: u64,
+    pub tdp_w: f64,
+    /// MIG layouts this model's cards are given, in `parse_layout` syntax.
+    pub layouts: &'static [&'static str],
+}
+
+pub const A100: CardModel = CardModel {
+    nvml_name: "NVIDIA A100-SXM4-80GB",
+    short: "a100",
+    memory_mib: 81920,
+    tdp_w: 400.0,
+    layouts: &[
+        "3g.40gb@0,2g.20gb@4,1g.10gb@6",
+        "1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb",
+        "4g.40gb@0,3g.40gb@4",
+        "2g.20gb@0,2g.20gb@2,2g.20gb@4,1g.10gb@6",
+    ],
+};
+
+pub const H100: CardModel = CardModel {
+    nvml_name: "NVIDIA H100 80GB HBM3",
+    short: "h100",
+    memory_mib: 81559,
+    tdp_w: 700.0,
+    layouts: &["1g.20gb,1g.20gb,1g.20gb,1g.20gb", "3g.40gb@0,3g.40gb@4", "3g.40gb@0,1g.10gb@4,1g.10gb@5,1g.10gb@6"],
+};
+
+pub const H200: CardModel = CardModel {
+    nvml_name: "NVIDIA H200",
+    short: "h200",
+    memory_mib: 143771,
+    tdp_w: 700.0,
+    layouts: &["1g.18gb,1g.18gb,1g.18gb,1g.18gb,1g.18gb,1g.18gb,1g.18gb", "3g.71gb@0,2g.35gb@4,1g.18gb@6"],
+};
+
+/// The default fleet: four 8-card nodes, with MIG cards of mixed layouts on three of them.
+/// Each entry is (node name, model, number of MIG cards at the low indexes).
+const DEFAULT: &[(&str, CardModel, usize)] =
+    &[("gpu-a100-01", A100, 4), ("gpu-h100-01", H100, 2), ("gpu-h100-02", H100, 0), ("gpu-h200-01", H200, 2)];
+
+/// Build the nodes: the default fleet, or `nodes × gpus` cycling through the models.
+pub fn build(seed: u64, size: Option<(u32, u32)>) -> Vec<(Node, CardModel)> {
+    let mut rng = Rng::new(seed ^ 0xf1ee7);
+    let plan: Vec<(String, CardModel, usize, u32)> = match size {
+        None => DEFAULT.iter().map(|(n, m, mig)| (n.to_string(), *m, *mig, 8)).collect(),
+        Some((nodes, gpus)) => (0..nodes)
+            .map(|i| {
+                let m = [A100, H100, H200][i as usize % 3];
+                let mig = (gpus as usize).div_ceil(4);
+                (format!("gpu-{}-{:03}", m.short, i / 3 + 1), m, mig, gpus)
+            })
+            .collect(),
+    };
+    plan.into_iter()
+        .map(|(name, model, mig_cards, gpus)| {
+            let cards = (0..gpus)
+                .map(|index| {
+                    let layout = if (index as usize) < mig_cards {
+                        let pick = if size.is_none() { index as usize } else { rng.range(0, 64) as usize };
+                        Some(model.layouts[pick % model.layouts.len()])
+                    } else {
+                        None
+                    };
+                    card(&name, index, model, layout)
+                })
+                .collect();
+            (Node { name, schedulable: true, reason: None, cards }, model)
+        })
+        .collect()
+}
+
+fn card(node: &str, index: u32, model: CardModel, layout: Option<&str>) -> Card {
+    let h = mix(node.bytes().fold(u64::from(index), |a, b| a.wrapping_mul(31).wrapping_add(u64::from(b))));
+    let uuid = format!(
+        "GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        h >> 32,
+        (h >> 16) & 0xffff,
+        h & 0xffff,
+        (mix(h) >> 48) & 0xffff,
+        mix(h) & 0xffff_ffff_ffff
+    );
+    let mut card = Card {
+        index,
+        uuid: Some(uuid),
+        model: model.nvml_name.to_string(),
+        memory_total_mib: Some(model.memory_mib),
+        power_limit_w: Some(model.tdp_w),
+        compute_mode: Some(ComputeMode::Default),
+        ..Card::default()
+    };
+    if let Some(text) = layout {
+        card.mig = mig_state(model.nvml_name, text);
+    }
+    card
+}
+
+/// The instances of a layout, with GPU instance ids as the driver would number them.
+pub fn mig_state(model_name: &str, text: &str) -> MigState {
+    let Some(model) = lookup(model_name) else { return MigState::default() };
+    let Ok(LayoutSpec::Mig(layout)) = parse_layout(model, text) else { return MigState::default() };
+    let instances = layout
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let profile = model.profile(&p.profile);
+            MigInstance {
+                gi_id: 1 + i as u32,
+                profile: p.profile.clone(),
+                start: p.start,
+                size: p.size,
+                compute_instances: vec![ComputeInstance { ci_id: 0, profile: p.profile.clone() }],
+                memory_total_mib: profile.map(|pr| pr.planning_mib()),
+                ..MigInstance::default()
+            }
+        })
+        .collect();
+    MigState { enabled: true, pending: None, instances }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sim_layout_parses() {
+        for m in [A100, H100, H200] {
+            for l in m.layouts {
+                let st = mig_state(m.nvml_name, l);
+                assert!(st.enabled && !st.instances.is_empty(), "{} {l}", m.nvml_name);
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_scale() {
+        let nodes = build(1, Some((6, 4)));
+        assert_eq!(nodes.len(), 6);
+        assert!(nodes.iter().all(|(n, _)| n.cards.len() == 4));
+        let default = build(1, None);
+        assert_eq!(default.iter().map(|(n, _)| n.cards.len()).sum::<usize>(), 32);
+        let names: std::collections::BTreeSet<_> = nodes.iter().map(|(n, _)| n.name.clone()).collect();
+        assert_eq!(names.len(), 6, "node names are unique");
+    }
+}

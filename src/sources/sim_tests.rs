@@ -1,0 +1,116 @@
+//! Tests for the simulated cluster: determinism, queue growth, the load curve.
+
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+
+use super::*;
+use crate::model::{WorkloadKind, WorkloadState};
+
+fn start() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 2, 9, 0, 0).single().unwrap_or_default()
+}
+
+fn pending(p: &Partial) -> usize {
+    p.workloads.iter().filter(|w| w.state == WorkloadState::Pending).count()
+}
+
+#[test]
+fn same_seed_same_fleet_after_n_minutes() {
+    let mut a = Sim::new(SimConfig::new(42, start()));
+    let mut b = Sim::new(SimConfig::new(42, start()));
+    // Fed in different chunks: the tick grid keeps them identical.
+    a.advance(Duration::from_secs(30 * 60));
+    for _ in 0..180 {
+        b.advance(Duration::from_secs(10));
+    }
+    let (sa, sb) = (a.snapshot(), b.snapshot());
+    assert_eq!(sa.nodes, sb.nodes);
+    assert_eq!(sa.workloads, sb.workloads);
+    let mut c = Sim::new(SimConfig::new(43, start()));
+    c.advance(Duration::from_secs(30 * 60));
+    assert_ne!(c.snapshot().workloads, sa.workloads, "another seed gives another cluster");
+}
+
+#[test]
+fn the_default_fleet_is_realistic() {
+    let mut sim = Sim::new(SimConfig::new(1, start()));
+    let p = sim.snapshot();
+    assert!(p.simulated);
+    assert_eq!(p.nodes.len(), 4);
+    let cards: Vec<_> = p.nodes.iter().flat_map(|n| &n.cards).collect();
+    assert_eq!(cards.len(), 32);
+    assert!(cards.iter().any(|c| c.mig.enabled) && cards.iter().any(|c| !c.mig.enabled));
+    for model in ["A100-80GB", "H100-80GB", "H200-141GB"] {
+        assert!(cards.iter().any(|c| c.gpu_model().is_some_and(|m| m.name == model)), "{model}");
+    }
+    assert!(p.workloads.iter().any(|w| w.state == WorkloadState::Running && w.kind == WorkloadKind::Inference));
+    assert!(p.workloads.iter().any(|w| w.state == WorkloadState::Running && w.kind == WorkloadKind::Training));
+    // Every running workload's cards exist and list it as a holder.
+    for w in p.workloads.iter().filter(|w| w.state == WorkloadState::Running) {
+        for r in &w.cards {
+            let card =
+                p.nodes.iter().find(|n| n.name == r.node).and_then(|n| n.cards.iter().find(|c| c.index == r.index));
+            assert!(card.is_some_and(|c| c.holders().any(|h| h == w.id)), "{} on {r}", w.id);
+        }
+    }
+    // MIG cards report no whole-card utilisation; instances do.
+    for c in cards.iter().filter(|c| c.mig.enabled) {
+        assert_eq!(c.utilization_pct, None);
+        assert!(c.mig.instances.iter().all(|i| i.utilization_pct.is_some()));
+    }
+}
+
+#[test]
+fn the_queue_grows_when_arrivals_exceed_capacity() {
+    let mut calm = Sim::new(SimConfig::new(5, start()));
+    let mut busy = Sim::new(SimConfig { arrival_scale: 20.0, ..SimConfig::new(5, start()) });
+    calm.advance(Duration::from_secs(3 * 3600));
+    busy.advance(Duration::from_secs(3 * 3600));
+    let (pc, pb) = (pending(&calm.snapshot()), pending(&busy.snapshot()));
+    assert!(pb > pc + 10, "busy {pb} vs calm {pc}");
+    let later = {
+        busy.advance(Duration::from_secs(3 * 3600));
+        pending(&busy.snapshot())
+    };
+    assert!(later > pb, "the queue keeps growing: {later} after {pb}");
+    assert!(busy.snapshot().workloads.iter().filter(|w| w.state == WorkloadState::Pending).all(|w| w.reason.is_some()));
+}
+
+#[test]
+fn utilisation_follows_the_load_curve() {
+    let night = Utc.with_ymd_and_hms(2026, 3, 2, 4, 0, 0).single().unwrap_or_default();
+    let afternoon = Utc.with_ymd_and_hms(2026, 3, 2, 16, 0, 0).single().unwrap_or_default();
+    assert!((jobs::load_curve(night) - 0.2).abs() < 1e-9);
+    assert!((jobs::load_curve(afternoon) - 1.0).abs() < 1e-9);
+    let mean_inference = |sim: &mut Sim| {
+        let p = sim.snapshot();
+        let ids: Vec<_> = p
+            .workloads
+            .iter()
+            .filter(|w| w.kind == WorkloadKind::Inference && w.state == WorkloadState::Running)
+            .map(|w| w.id.clone())
+            .collect();
+        let utils: Vec<f64> = p
+            .nodes
+            .iter()
+            .flat_map(|n| &n.cards)
+            .flat_map(|c| &c.mig.instances)
+            .filter(|i| i.workloads.iter().any(|w| ids.contains(w)))
+            .filter_map(|i| i.utilization_pct)
+            .collect();
+        utils.iter().sum::<f64>() / utils.len().max(1) as f64
+    };
+    let mut sim = Sim::new(SimConfig::new(9, night));
+    let low = mean_inference(&mut sim);
+    sim.advance(Duration::from_secs(12 * 3600));
+    let high = mean_inference(&mut sim);
+    assert!(high > low * 2.0, "afternoon {high:.1} vs night {low:.1}");
+}
+
+#[test]
+fn demo_size_scales_to_thousands_of_cards() {
+    let mut sim = Sim::new(SimConfig { size: Some((512, 8)), ..SimConfig::new(3, start()) });
+    let p = sim.snapshot();
+    assert_eq!(p.nodes.iter().map(|n| n.cards.len()).sum::<usize>(), 4096);
+}

@@ -1,0 +1,200 @@
+//! The store merges updates of several sources into one fleet and keeps each source's health.
+//!
+//! Sources are ranked by registration order: where two report the same card (joined by node
+//! and UUID, else node and index), the earlier source's known values win and the later one
+//! fills what the earlier one does not know.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::model::{Card, Event, Fleet, Node, SourceHealth, SourceKind, SourceStatus, Workload};
+use crate::sources::{Partial, SourceUpdate};
+
+/// Events kept for the card view.
+pub const MAX_EVENTS: usize = 500;
+
+/// A source that missed this many intervals is stale.
+pub const STALE_AFTER_INTERVALS: u32 = 3;
+
+#[derive(Debug)]
+struct Entry {
+    status: SourceStatus,
+    last: Option<Partial>,
+    /// Wall-clock time of the last good update.
+    last_ok: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Default)]
+pub struct Store {
+    entries: Vec<Entry>,
+    fleet: Fleet,
+    simulated: bool,
+}
+
+impl Store {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register(&mut self, name: impl Into<String>, kind: SourceKind, interval: Duration) {
+        let status = SourceStatus { name: name.into(), kind, health: SourceHealth::Connecting, interval };
+        self.entries.push(Entry { status, last: None, last_ok: None });
+        self.rebuild();
+    }
+
+    pub fn fleet(&self) -> &Fleet {
+        &self.fleet
+    }
+
+    /// True when any data on screen is simulated.
+    pub fn simulated(&self) -> bool {
+        self.simulated
+    }
+
+    /// Apply one update received at wall-clock `now`. Updates of unknown sources are ignored.
+    pub fn apply(&mut self, update: SourceUpdate, now: DateTime<Utc>) {
+        let Some(e) = self.entries.iter_mut().find(|e| e.status.name == update.source) else { return };
+        match update.result {
+            Ok(mut partial) => {
+                e.status.health = SourceHealth::Live { at: now };
+                e.last_ok = Some(now);
+                self.fleet.events.append(&mut partial.events);
+                let excess = self.fleet.events.len().saturating_sub(MAX_EVENTS);
+                self.fleet.events.drain(..excess);
+                e.last = Some(partial);
+                self.fleet.taken_at = Some(update.at);
+            }
+            Err(err) => {
+                e.status.health = match (err.fatal, e.last_ok) {
+                    (false, Some(since)) => SourceHealth::Stale { since, error: Some(err.message) },
+                    _ => SourceHealth::Unavailable { reason: err.message },
+                };
+            }
+        }
+        self.rebuild();
+    }
+
+    /// Mark sources that missed three intervals as stale. Returns true when anything changed.
+    pub fn check_staleness(&mut self, now: DateTime<Utc>) -> bool {
+        let mut changed = false;
+        for e in &mut self.entries {
+            if let (SourceHealth::Live { at }, Ok(limit)) =
+                (&e.status.health, chrono::Duration::from_std(e.status.interval * STALE_AFTER_INTERVALS))
+                && now - *at > limit
+            {
+                e.status.health =
+                    SourceHealth::Stale { since: *at, error: Some("no update for three intervals".into()) };
+                changed = true;
+            }
+        }
+        if changed {
+            self.fleet.sources = self.entries.iter().map(|e| e.status.clone()).collect();
+        }
+        changed
+    }
+
+    fn rebuild(&mut self) {
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut workloads: Vec<Workload> = Vec::new();
+        self.simulated = false;
+        for p in self.entries.iter().filter_map(|e| e.last.as_ref()) {
+            self.simulated |= p.simulated;
+            for n in &p.nodes {
+                match nodes.iter_mut().find(|m| m.name == n.name) {
+                    Some(m) => merge_node(m, n),
+                    None => nodes.push(n.clone()),
+                }
+            }
+            for w in &p.workloads {
+                if !workloads.iter().any(|x| x.id == w.id) {
+                    workloads.push(w.clone());
+                }
+            }
+        }
+        self.fleet.nodes = nodes;
+        self.fleet.workloads = workloads;
+        self.fleet.sources = self.entries.iter().map(|e| e.status.clone()).collect();
+    }
+
+    /// Append events that did not come from a source (actions, the UI).
+    pub fn push_event(&mut self, event: Event) {
+        self.fleet.events.push(event);
+    }
+}
+
+fn merge_node(into: &mut Node, from: &Node) {
+    into.schedulable &= from.schedulable;
+    if into.reason.is_none() {
+        into.reason.clone_from(&from.reason);
+    }
+    for c in &from.cards {
+        let same = |x: &Card| match (&x.uuid, &c.uuid) {
+            (Some(a), Some(b)) => a == b,
+            _ => x.index == c.index,
+        };
+        match into.cards.iter_mut().find(|x| same(x)) {
+            Some(x) => merge_card(x, c),
+            None => into.cards.push(c.clone()),
+        }
+    }
+    into.cards.sort_by_key(|c| c.index);
+}
+
+fn merge_card(into: &mut Card, from: &Card) {
+    macro_rules! fill {
+        ($($f:ident).+) => {
+            if into.$($f).+.is_none() {
+                into.$($f).+.clone_from(&from.$($f).+);
+            }
+        };
+    }
+    fill!(uuid);
+    fill!(memory_total_mib);
+    fill!(memory_used_mib);
+    fill!(utilization_pct);
+    fill!(temperature_c);
+    fill!(power_w);
+    fill!(power_limit_w);
+    fill!(compute_mode);
+    fill!(health.ecc_volatile_uncorrected);
+    fill!(health.last_xid);
+    if into.model.is_empty() {
+        into.model.clone_from(&from.model);
+    }
+    into.draining |= from.draining;
+    into.health.lost |= from.health.lost;
+    if !into.mig.enabled && into.mig.instances.is_empty() && from.mig.enabled {
+        into.mig = from.mig.clone();
+    } else {
+        for inst in &mut into.mig.instances {
+            if let Some(o) = from
+                .mig
+                .instances
+                .iter()
+                .find(|o| o.gi_id == inst.gi_id || (o.start == inst.start && o.profile == inst.profile))
+            {
+                if inst.utilization_pct.is_none() {
+                    inst.utilization_pct = o.utilization_pct;
+                }
+                if inst.memory_used_mib.is_none() {
+                    inst.memory_used_mib = o.memory_used_mib;
+                }
+                for w in &o.workloads {
+                    if !inst.workloads.contains(w) {
+                        inst.workloads.push(w.clone());
+                    }
+                }
+            }
+        }
+    }
+    for w in &from.workloads {
+        if !into.workloads.contains(w) {
+            into.workloads.push(w.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

@@ -1,0 +1,163 @@
+//! The command-line contract, driven through the real binary.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn tessera(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run tessera: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn snapshot_demo_json_has_the_contract_keys() {
+    let (code, out, err) = tessera(&["snapshot", "--demo", "--json", "--seed", "7"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    for key in ["taken_at", "sources", "nodes", "workloads", "queue"] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["simulated"], true);
+    assert_eq!(v["sources"][0]["kind"], "simulated");
+    assert_eq!(v["sources"][0]["state"], "live");
+    let cards: Vec<&Value> =
+        v["nodes"].as_array().into_iter().flatten().flat_map(|n| n["cards"].as_array().into_iter().flatten()).collect();
+    assert_eq!(cards.len(), 32);
+    for key in [
+        "index",
+        "uuid",
+        "model",
+        "memory_total_mib",
+        "memory_used_mib",
+        "utilization_pct",
+        "temperature_c",
+        "power_w",
+        "draining",
+        "mig",
+        "workloads",
+    ] {
+        assert!(cards.iter().all(|c| c.get(key).is_some()), "card key {key}");
+    }
+    let mig: Vec<&Value> = cards.iter().copied().filter(|c| c["mig"]["enabled"] == true).collect();
+    assert!(!mig.is_empty() && mig.len() < cards.len(), "MIG and whole cards");
+    let inst = &mig[0]["mig"]["instances"][0];
+    for key in
+        ["gi_id", "profile", "start", "size", "memory_total_mib", "memory_used_mib", "utilization_pct", "workloads"]
+    {
+        assert!(inst.get(key).is_some(), "instance key {key}");
+    }
+    // A MIG card has no whole-card utilisation: null, never 0.
+    assert!(mig.iter().all(|c| c["utilization_pct"].is_null()));
+    let workloads = v["workloads"].as_array().cloned().unwrap_or_default();
+    assert!(workloads.iter().any(|w| w["state"] == "running"));
+    assert!(workloads.iter().any(|w| w["state"] == "pending" && w["reason"].is_string()));
+    for w in &workloads {
+        assert!(["training", "inference", "other"].contains(&w["kind"].as_str().unwrap_or("")));
+        for key in ["id", "name", "owner", "priority", "request", "submitted_at", "started_at", "node", "cards"] {
+            assert!(w.get(key).is_some(), "workload key {key}");
+        }
+        assert!(w["cards"].as_array().into_iter().flatten().all(|c| c.as_str().is_some_and(|s| s.contains('/'))));
+    }
+    assert!(v["queue"]["pending"].as_u64().is_some_and(|n| n > 0));
+    assert!(v["queue"]["oldest_wait_s"].is_i64());
+}
+
+#[test]
+fn snapshot_is_deterministic_per_seed_apart_from_the_clock() {
+    let strip = |s: String| {
+        let mut v = json(&s);
+        v["taken_at"] = Value::Null;
+        for w in v["workloads"].as_array_mut().into_iter().flatten() {
+            w["submitted_at"] = Value::Null;
+            w["started_at"] = Value::Null;
+        }
+        v
+    };
+    let a = strip(tessera(&["snapshot", "--demo", "--json", "--seed", "3"]).1);
+    let b = strip(tessera(&["snapshot", "--demo", "--json", "--seed", "3"]).1);
+    assert_eq!(a["nodes"], b["nodes"]);
+    assert_eq!(a["workloads"], b["workloads"]);
+}
+
+#[test]
+fn snapshot_table_says_simulated() {
+    let (code, out, _) = tessera(&["snapshot"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("SIMULATED"), "{out}");
+    assert!(out.contains("3g.40gb@0 2g.20gb@4 1g.10gb@6"), "{out}");
+    assert!(out.contains("queue:"), "{out}");
+}
+
+#[test]
+fn layouts_json_follows_the_placement_rules() {
+    let (code, out, err) = tessera(&["layouts", "NVIDIA A100-SXM4-80GB", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(v["model"], "A100-80GB");
+    let layouts = v["layouts"].as_array().cloned().unwrap_or_default();
+    assert_eq!(layouts.len(), 78);
+    assert_eq!(layouts[0], serde_json::json!([{ "profile": "7g.80gb", "start": 0, "size": 8 }]));
+    for l in &layouts {
+        let mut used = 0u32;
+        for i in l.as_array().into_iter().flatten() {
+            let (start, size) = (i["start"].as_u64().unwrap_or(99), i["size"].as_u64().unwrap_or(99));
+            let mask = ((1u32 << size) - 1) << start;
+            assert_eq!(used & mask, 0, "overlap in {l}");
+            assert!(start + size <= 8);
+            used |= mask;
+        }
+    }
+    let (code, out, _) = tessera(&["layouts", "A30"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("A30-24GB: 5 maximal layouts"), "{out}");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_clear_line() {
+    for args in [
+        &["layouts", "Tesla T4"][..],
+        &["snapshot", "--demo-size", "8by8"],
+        &["snapshot", "--refresh", "fast"],
+        &["snapshot", "--prometheus", "http://127.0.0.1:1"],
+        &["no-such-command"],
+    ] {
+        let (code, _, err) = tessera(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(!err.trim().is_empty(), "{args:?}");
+    }
+    let (_, _, err) = tessera(&["layouts", "Tesla T4"]);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("unknown GPU model \"Tesla T4\""), "{err}");
+}
+
+#[test]
+fn check_config_names_file_key_and_value() {
+    let dir = std::env::temp_dir().join(format!("tessera-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[policy]\nmin_runtime = \"soon\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let (code, _, err) = tessera(&["check-config", bad.to_str().unwrap_or_default()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.toml: policy.min_runtime = \"soon\""), "{err}");
+    let good = dir.join("good.toml");
+    std::fs::write(&good, "read_only = true\n").unwrap_or_else(|e| panic!("{e}"));
+    let (code, out, _) = tessera(&["check-config", good.to_str().unwrap_or_default()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("good.toml: ok"));
+    let (code, out, _) = tessera(&["check-config", "--example"]);
+    assert_eq!(code, 0);
+    assert_eq!(out, include_str!("../config.example.toml"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
