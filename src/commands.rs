@@ -117,9 +117,14 @@ pub fn check_config(path: Option<&Path>, example: bool) -> Result<(), CmdError> 
     Ok(())
 }
 
-/// The interactive console. Until it exists, print the snapshot table.
+/// The interactive console; when stdout is not a terminal, the snapshot table instead.
 pub fn console(g: &Global) -> Result<(), CmdError> {
-    snapshot(g, false)
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return snapshot(g, false);
+    }
+    let cfg = settings(g)?;
+    crate::ui::app::run(&cfg, g.ascii)
 }
 
 pub fn snapshot(g: &Global, json: bool) -> Result<(), CmdError> {

@@ -9,3 +9,4 @@ pub mod config;
 pub mod model;
 pub mod sources;
 pub mod store;
+pub mod ui;

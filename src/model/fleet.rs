@@ -128,6 +128,20 @@ impl Card {
         self.workloads.iter().chain(self.mig.instances.iter().flat_map(|i| i.workloads.iter())).map(String::as_str)
     }
 
+    /// Utilisation of a whole card, or for a MIG card the slice-weighted mean of its
+    /// instances' activity (free slices count as idle). `None` when any part is unknown.
+    pub fn activity_pct(&self) -> Option<f64> {
+        if !self.mig.enabled {
+            return self.utilization_pct;
+        }
+        let slices = self.gpu_model().map_or(8.0, |m| f64::from(m.memory_slices));
+        let mut sum = 0.0;
+        for i in &self.mig.instances {
+            sum += i.utilization_pct? * f64::from(i.size);
+        }
+        Some(sum / slices)
+    }
+
     pub fn is_idle(&self) -> bool {
         self.holders().next().is_none()
     }

@@ -121,6 +121,23 @@ impl Sim {
                 }
             }
         }
+        // Work that arrived while the cluster was full: a queue from the first frame.
+        let waiting = (self.nodes.iter().map(|n| n.cards.len()).sum::<usize>() / 6).max(2);
+        for i in 0..waiting {
+            let mut job = match i % 3 {
+                0 => {
+                    let profiles = self.wanted_profiles();
+                    let p = self.rng.pick(&profiles).cloned();
+                    self.new_job(WorkloadKind::Inference, p, 1, None)
+                }
+                _ => {
+                    let gpus = *self.rng.pick(&[1u32, 2, 4, 8]).unwrap_or(&1);
+                    self.new_job(WorkloadKind::Training, None, gpus, None)
+                }
+            };
+            job.w.submitted_at = Some(self.now - Span::minutes(self.rng.range(1, 40) as i64));
+            self.jobs.push(job);
+        }
         // History builds the queue with real reasons.
         for _ in 0..(super::WARMUP.as_secs() / super::TICK.as_secs()) {
             self.now += super::TICK;

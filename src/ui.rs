@@ -1,0 +1,69 @@
+//! The console: draws the fleet, the queue and the workloads; never does IO.
+//! `app` owns the loop; `draw` is a pure function of state, fleet and theme.
+
+pub mod app;
+pub mod filter;
+pub mod keymap;
+pub mod state;
+pub mod theme;
+pub mod views;
+pub mod widgets;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use crate::model::Fleet;
+use state::UiState;
+use theme::Theme;
+
+/// The screen's regions: header lines, body, footer line.
+pub struct Areas {
+    pub header: Rect,
+    pub body: Rect,
+    pub footer: Rect,
+}
+
+pub const HEADER_LINES: u16 = 2;
+
+pub fn areas(area: Rect) -> Areas {
+    let header_h = HEADER_LINES.min(area.height);
+    let footer_h = u16::from(area.height > header_h);
+    Areas {
+        header: Rect { height: header_h, ..area },
+        body: Rect { y: area.y + header_h, height: area.height.saturating_sub(header_h + footer_h), ..area },
+        footer: Rect { y: area.y + area.height.saturating_sub(footer_h), height: footer_h, ..area },
+    }
+}
+
+/// Rows of data the body shows under its column heading.
+pub fn viewport(area: Rect) -> usize {
+    usize::from(areas(area).body.height.saturating_sub(1))
+}
+
+/// Draw one frame.
+pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated: bool) {
+    let a = areas(f.area());
+    views::header::draw(f, a.header, st, fleet, theme, simulated);
+    match (&st.open_card, st.tab) {
+        (Some(card), _) => views::card::draw(f, a.body, st, fleet, theme, card),
+        (None, state::Tab::Fleet) => views::fleet::draw(f, a.body, st, fleet, theme),
+        (None, state::Tab::Queue) => views::queue::draw(f, a.body, st, fleet, theme),
+        (None, state::Tab::Workloads) => views::workloads::draw(f, a.body, st, fleet, theme),
+    }
+    views::footer::draw(f, a.footer, st, theme);
+    if st.help {
+        views::help::draw(f, f.area(), theme);
+    }
+}
+
+/// Holder label for bars and tables: the workload's short name, else its id.
+pub fn holder_name(fleet: &Fleet, id: &str) -> Option<String> {
+    let w = fleet.workload(id)?;
+    Some(w.name.rsplit('/').next().unwrap_or(&w.name).to_string())
+}
+
+/// `12.3/80.0` in GiB, or `-` parts where unknown.
+pub fn gib_pair(used: Option<u64>, total: Option<u64>) -> String {
+    let g = |m: Option<u64>| m.map_or_else(|| "-".into(), |m| format!("{:.1}", m as f64 / 1024.0));
+    format!("{}/{}", g(used), g(total))
+}

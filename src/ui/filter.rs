@@ -1,0 +1,130 @@
+//! The fleet filter: words that must all match. Plain text matches node, model, UUID and
+//! holders; `util<5`, `util>90`, `temp>80`, `free>0`, `mig`, `whole`, `draining`, `idle`,
+//! `xid` are terms.
+
+use crate::model::{Card, Fleet, Node};
+
+#[derive(Debug, Clone, PartialEq)]
+enum Term {
+    Text(String),
+    Util(std::cmp::Ordering, f64),
+    Temp(std::cmp::Ordering, f64),
+    Free(std::cmp::Ordering, u32),
+    Mig,
+    Whole,
+    Draining,
+    Idle,
+    Xid,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    terms: Vec<Term>,
+}
+
+fn comparison(word: &str, name: &str) -> Option<(std::cmp::Ordering, f64)> {
+    let rest = word.strip_prefix(name)?;
+    let (ord, num) = if let Some(n) = rest.strip_prefix('<') {
+        (std::cmp::Ordering::Less, n)
+    } else if let Some(n) = rest.strip_prefix('>') {
+        (std::cmp::Ordering::Greater, n)
+    } else if let Some(n) = rest.strip_prefix('=') {
+        (std::cmp::Ordering::Equal, n)
+    } else {
+        return None;
+    };
+    num.trim_end_matches('%').parse().ok().map(|n| (ord, n))
+}
+
+impl Filter {
+    pub fn parse(text: &str) -> Self {
+        let terms = text
+            .split_whitespace()
+            .map(|w| {
+                let lw = w.to_lowercase();
+                if let Some((o, n)) = comparison(&lw, "util") {
+                    Term::Util(o, n)
+                } else if let Some((o, n)) = comparison(&lw, "temp") {
+                    Term::Temp(o, n)
+                } else if let Some((o, n)) = comparison(&lw, "free") {
+                    Term::Free(o, n.max(0.0) as u32)
+                } else {
+                    match lw.as_str() {
+                        "mig" => Term::Mig,
+                        "whole" => Term::Whole,
+                        "draining" | "drained" => Term::Draining,
+                        "idle" => Term::Idle,
+                        "xid" => Term::Xid,
+                        _ => Term::Text(lw),
+                    }
+                }
+            })
+            .collect();
+        Self { terms }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    pub fn matches(&self, fleet: &Fleet, node: &Node, card: &Card) -> bool {
+        self.terms.iter().all(|t| match t {
+            Term::Text(s) => {
+                node.name.to_lowercase().contains(s)
+                    || card.model.to_lowercase().contains(s)
+                    || card.gpu_model().is_some_and(|m| m.name.to_lowercase().contains(s))
+                    || card.uuid.as_deref().is_some_and(|u| u.to_lowercase().contains(s))
+                    || card.holders().any(|h| {
+                        h.to_lowercase().contains(s)
+                            || fleet.workload(h).is_some_and(|w| {
+                                w.name.to_lowercase().contains(s)
+                                    || w.owner.as_deref().is_some_and(|o| o.to_lowercase().contains(s))
+                            })
+                    })
+                    || card.mig.instances.iter().any(|i| i.profile.contains(s.as_str()))
+            }
+            Term::Util(o, n) => card.activity_pct().is_some_and(|u| u.partial_cmp(n) == Some(*o)),
+            Term::Temp(o, n) => card.temperature_c.is_some_and(|u| u.partial_cmp(n) == Some(*o)),
+            Term::Free(o, n) => free_units(card).cmp(n) == *o,
+            Term::Mig => card.mig.enabled,
+            Term::Whole => !card.mig.enabled,
+            Term::Draining => card.draining,
+            Term::Idle => card.is_idle(),
+            Term::Xid => card.health.last_xid.is_some(),
+        })
+    }
+}
+
+/// Free capacity on a card: unheld instances plus free slices (MIG), or 1 for an idle whole card.
+pub fn free_units(card: &Card) -> u32 {
+    if card.mig.enabled {
+        let unheld = card.mig.instances.iter().filter(|i| i.workloads.is_empty()).count() as u32;
+        unheld + card.free_slice_mask().map_or(0, u16::count_ones)
+    } else {
+        u32::from(card.workloads.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::MigInstance;
+
+    #[test]
+    fn terms_combine() {
+        let fleet = Fleet::default();
+        let node = Node { name: "gpu-h100-01".into(), schedulable: true, ..Node::default() };
+        let mut card = Card { model: "NVIDIA H100 80GB HBM3".into(), utilization_pct: Some(3.0), ..Card::default() };
+        assert!(Filter::parse("h100 util<5 whole idle").matches(&fleet, &node, &card));
+        assert!(!Filter::parse("util>5").matches(&fleet, &node, &card));
+        assert!(!Filter::parse("a100").matches(&fleet, &node, &card));
+        assert!(Filter::parse("free>0").matches(&fleet, &node, &card));
+        card.mig.enabled = true;
+        card.mig.instances.push(MigInstance { profile: "3g.40gb".into(), start: 0, size: 4, ..MigInstance::default() });
+        card.utilization_pct = None;
+        assert!(Filter::parse("mig 3g.40gb").matches(&fleet, &node, &card));
+        assert_eq!(free_units(&card), 5, "one unheld instance and four free slices");
+        assert!(!Filter::parse("util<5").matches(&fleet, &node, &card), "unknown utilisation matches no comparison");
+        assert!(Filter::parse("").is_empty());
+    }
+}

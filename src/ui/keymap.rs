@@ -1,0 +1,195 @@
+//! The keymap: one table of (keys, intent, description) that the router, the footer hints and
+//! the help screen all read, so they cannot disagree.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Intent {
+    Quit,
+    Help,
+    Filter,
+    Command,
+    Back,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    Open,
+    NextView,
+    ViewFleet,
+    ViewQueue,
+    ViewWorkloads,
+    Sort,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Ctrl(char),
+    Code(KeyCode),
+}
+
+pub struct Binding {
+    pub keys: &'static [Key],
+    /// How the keys are written on screen.
+    pub label: &'static str,
+    pub intent: Intent,
+    pub description: &'static str,
+    /// Shown in the footer hints (the help screen lists every binding).
+    pub footer: bool,
+}
+
+use Key::{Char, Code, Ctrl};
+
+pub const KEYMAP: &[Binding] = &[
+    Binding { keys: &[Char('?')], label: "?", intent: Intent::Help, description: "help: every key", footer: true },
+    Binding {
+        keys: &[Char('1')],
+        label: "1",
+        intent: Intent::ViewFleet,
+        description: "fleet view: cards by node",
+        footer: true,
+    },
+    Binding {
+        keys: &[Char('2')],
+        label: "2",
+        intent: Intent::ViewQueue,
+        description: "queue view: pending work and demand",
+        footer: true,
+    },
+    Binding {
+        keys: &[Char('3')],
+        label: "3",
+        intent: Intent::ViewWorkloads,
+        description: "workloads view: running work",
+        footer: true,
+    },
+    Binding {
+        keys: &[Code(KeyCode::Tab)],
+        label: "Tab",
+        intent: Intent::NextView,
+        description: "next view",
+        footer: false,
+    },
+    Binding {
+        keys: &[Char('/')],
+        label: "/",
+        intent: Intent::Filter,
+        description: "filter: text, util<5, mig, whole, free>0, draining",
+        footer: true,
+    },
+    Binding {
+        keys: &[Char(':')],
+        label: ":",
+        intent: Intent::Command,
+        description: "command: node NAME, fleet, queue, workloads, q",
+        footer: true,
+    },
+    Binding {
+        keys: &[Char('s')],
+        label: "s",
+        intent: Intent::Sort,
+        description: "sort: cycle the sort column",
+        footer: true,
+    },
+    Binding {
+        keys: &[Code(KeyCode::Enter)],
+        label: "Enter",
+        intent: Intent::Open,
+        description: "open the selected card",
+        footer: true,
+    },
+    Binding {
+        keys: &[Code(KeyCode::Esc)],
+        label: "Esc",
+        intent: Intent::Back,
+        description: "back: close help, clear the filter, leave a card",
+        footer: false,
+    },
+    Binding {
+        keys: &[Char('j'), Code(KeyCode::Down)],
+        label: "j/↓",
+        intent: Intent::Down,
+        description: "down",
+        footer: false,
+    },
+    Binding {
+        keys: &[Char('k'), Code(KeyCode::Up)],
+        label: "k/↑",
+        intent: Intent::Up,
+        description: "up",
+        footer: false,
+    },
+    Binding {
+        keys: &[Code(KeyCode::PageDown), Ctrl('d')],
+        label: "PgDn/^d",
+        intent: Intent::PageDown,
+        description: "page down",
+        footer: false,
+    },
+    Binding {
+        keys: &[Code(KeyCode::PageUp), Ctrl('u')],
+        label: "PgUp/^u",
+        intent: Intent::PageUp,
+        description: "page up",
+        footer: false,
+    },
+    Binding {
+        keys: &[Char('g'), Code(KeyCode::Home)],
+        label: "g/Home",
+        intent: Intent::Top,
+        description: "first row",
+        footer: false,
+    },
+    Binding {
+        keys: &[Char('G'), Code(KeyCode::End)],
+        label: "G/End",
+        intent: Intent::Bottom,
+        description: "last row",
+        footer: false,
+    },
+    Binding { keys: &[Char('q'), Ctrl('c')], label: "q", intent: Intent::Quit, description: "quit", footer: true },
+];
+
+fn matches(key: &Key, ev: &KeyEvent) -> bool {
+    let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
+    match (key, ev.code) {
+        (Char(c), KeyCode::Char(e)) => !ctrl && *c == e,
+        (Ctrl(c), KeyCode::Char(e)) => ctrl && c.eq_ignore_ascii_case(&e),
+        (Code(c), code) => *c == code,
+        _ => false,
+    }
+}
+
+/// The intent a key press means, from the same table the help screen shows.
+pub fn route(ev: &KeyEvent) -> Option<Intent> {
+    KEYMAP.iter().find(|b| b.keys.iter().any(|k| matches(k, ev))).map(|b| b.intent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode, m: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, m)
+    }
+
+    #[test]
+    fn routes_from_the_table() {
+        assert_eq!(route(&key(KeyCode::Char('q'), KeyModifiers::NONE)), Some(Intent::Quit));
+        assert_eq!(route(&key(KeyCode::Char('c'), KeyModifiers::CONTROL)), Some(Intent::Quit));
+        assert_eq!(route(&key(KeyCode::Char('c'), KeyModifiers::NONE)), None);
+        assert_eq!(route(&key(KeyCode::Down, KeyModifiers::NONE)), Some(Intent::Down));
+        assert_eq!(route(&key(KeyCode::Char('G'), KeyModifiers::SHIFT)), Some(Intent::Bottom));
+    }
+
+    #[test]
+    fn no_key_is_bound_twice() {
+        let all: Vec<&Key> = KEYMAP.iter().flat_map(|b| b.keys).collect();
+        for (i, k) in all.iter().enumerate() {
+            assert!(!all[i + 1..].contains(k), "{k:?} bound twice");
+        }
+    }
+}

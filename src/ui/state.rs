@@ -1,0 +1,410 @@
+//! UI state and the pure key/mouse logic: which view, which row, filter, sort, history.
+//! The owner loop feeds it fleets and intents; views only read it.
+
+use std::collections::{HashMap, VecDeque};
+
+use chrono::{DateTime, Utc};
+
+use super::filter::{Filter, free_units};
+use super::keymap::Intent;
+use crate::model::{CardRef, Fleet, WorkloadState};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Fleet,
+    Queue,
+    Workloads,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 3] = [Tab::Fleet, Tab::Queue, Tab::Workloads];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Fleet => "Fleet",
+            Tab::Queue => "Queue",
+            Tab::Workloads => "Workloads",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    Normal,
+    Filter(String),
+    Command(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Node,
+    Util,
+    Memory,
+    Temp,
+    Power,
+    Free,
+}
+
+impl SortKey {
+    pub fn next(self) -> Self {
+        match self {
+            Self::Node => Self::Util,
+            Self::Util => Self::Memory,
+            Self::Memory => Self::Temp,
+            Self::Temp => Self::Power,
+            Self::Power => Self::Free,
+            Self::Free => Self::Node,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Node => "node",
+            Self::Util => "util",
+            Self::Memory => "memory",
+            Self::Temp => "temp",
+            Self::Power => "power",
+            Self::Free => "free",
+        }
+    }
+}
+
+/// A fleet table row: a node heading (node index) or a card (node index, card index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Row {
+    Node(usize),
+    Card(usize, usize),
+}
+
+/// Recent samples per card for the card view's sparklines.
+pub const HISTORY: usize = 120;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    pub util: Option<f64>,
+    pub mem_pct: Option<f64>,
+}
+
+#[derive(Debug)]
+pub struct UiState {
+    pub tab: Tab,
+    pub open_card: Option<CardRef>,
+    pub help: bool,
+    pub input: Input,
+    pub filter_text: String,
+    pub filter: Filter,
+    pub sort: SortKey,
+    pub rows: Vec<Row>,
+    pub queue_rows: Vec<usize>,
+    pub workload_rows: Vec<usize>,
+    pub selected: [usize; 3],
+    pub offset: [usize; 3],
+    /// Rows the body shows; set by the loop from the terminal size.
+    pub viewport: usize,
+    pub message: Option<String>,
+    pub history: HashMap<CardRef, VecDeque<Sample>>,
+    pub read_only: bool,
+    pub ascii: bool,
+    pub min_runtime: std::time::Duration,
+    /// The data's clock (the simulator's, or wall time for real sources).
+    pub now: DateTime<Utc>,
+    /// Wall-clock time, for source ages.
+    pub wall: DateTime<Utc>,
+}
+
+/// What the loop must do after a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    None,
+    Redraw,
+    Quit,
+}
+
+impl UiState {
+    pub fn new(read_only: bool, ascii: bool, min_runtime: std::time::Duration, now: DateTime<Utc>) -> Self {
+        Self {
+            tab: Tab::Fleet,
+            open_card: None,
+            help: false,
+            input: Input::Normal,
+            filter_text: String::new(),
+            filter: Filter::default(),
+            sort: SortKey::Node,
+            rows: Vec::new(),
+            queue_rows: Vec::new(),
+            workload_rows: Vec::new(),
+            selected: [0; 3],
+            offset: [0; 3],
+            viewport: 20,
+            message: None,
+            history: HashMap::new(),
+            read_only,
+            ascii,
+            min_runtime,
+            now,
+            wall: now,
+        }
+    }
+
+    /// A new fleet arrived: record history, rebuild rows, keep the selection on its card.
+    pub fn on_fleet(&mut self, fleet: &Fleet) {
+        if let Some(t) = fleet.taken_at {
+            self.now = t;
+        }
+        for (n, c) in fleet.cards() {
+            let h = self.history.entry(CardRef::new(n.name.clone(), c.index)).or_default();
+            let mem_pct = match (c.memory_used_mib, c.memory_total_mib) {
+                (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
+                _ => None,
+            };
+            h.push_back(Sample { util: c.activity_pct(), mem_pct });
+            if h.len() > HISTORY {
+                h.pop_front();
+            }
+        }
+        self.rebuild(fleet);
+    }
+
+    pub fn selected_card(&self, fleet: &Fleet) -> Option<CardRef> {
+        match self.rows.get(self.selected[0])? {
+            Row::Card(ni, ci) => {
+                let n = fleet.nodes.get(*ni)?;
+                Some(CardRef::new(n.name.clone(), n.cards.get(*ci)?.index))
+            }
+            Row::Node(_) => None,
+        }
+    }
+
+    /// Rebuild the row lists from the fleet, the filter and the sort.
+    pub fn rebuild(&mut self, fleet: &Fleet) {
+        let keep = self.selected_card_before_rebuild(fleet);
+        let mut cards: Vec<(usize, usize)> = Vec::new();
+        for (ni, n) in fleet.nodes.iter().enumerate() {
+            for (ci, c) in n.cards.iter().enumerate() {
+                if self.filter.is_empty() || self.filter.matches(fleet, n, c) {
+                    cards.push((ni, ci));
+                }
+            }
+        }
+        self.rows.clear();
+        if self.sort == SortKey::Node {
+            let mut last = None;
+            for (ni, ci) in cards {
+                if last != Some(ni) {
+                    self.rows.push(Row::Node(ni));
+                    last = Some(ni);
+                }
+                self.rows.push(Row::Card(ni, ci));
+            }
+        } else {
+            let key = |&(ni, ci): &(usize, usize)| -> f64 {
+                let c = &fleet.nodes[ni].cards[ci];
+                match self.sort {
+                    SortKey::Util => c.activity_pct().unwrap_or(-1.0),
+                    SortKey::Memory => c.memory_used_mib.map_or(-1.0, |m| m as f64),
+                    SortKey::Temp => c.temperature_c.unwrap_or(-1.0),
+                    SortKey::Power => c.power_w.unwrap_or(-1.0),
+                    SortKey::Free => f64::from(free_units(c)),
+                    SortKey::Node => 0.0,
+                }
+            };
+            cards.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.cmp(b)));
+            self.rows.extend(cards.into_iter().map(|(n, c)| Row::Card(n, c)));
+        }
+        let mut pending: Vec<usize> =
+            (0..fleet.workloads.len()).filter(|&i| fleet.workloads[i].state == WorkloadState::Pending).collect();
+        pending.sort_by_key(|&i| {
+            let w = &fleet.workloads[i];
+            (std::cmp::Reverse(w.priority), w.submitted_at, i)
+        });
+        self.queue_rows = pending;
+        let mut active: Vec<usize> =
+            (0..fleet.workloads.len()).filter(|&i| fleet.workloads[i].state.is_active()).collect();
+        active.sort_by(|&a, &b| {
+            let (wa, wb) = (&fleet.workloads[a], &fleet.workloads[b]);
+            (&wa.node, wa.cards.first()).cmp(&(&wb.node, wb.cards.first())).then(a.cmp(&b))
+        });
+        self.workload_rows = active;
+        if let Some(r) = keep
+            && let Some(pos) = self.rows.iter().position(|row| match row {
+                Row::Card(ni, ci) => {
+                    fleet.nodes[*ni].name == r.node
+                        && fleet.nodes[*ni].cards.get(*ci).is_some_and(|c| c.index == r.index)
+                }
+                Row::Node(_) => false,
+            })
+        {
+            self.selected[0] = pos;
+        }
+        for t in Tab::ALL {
+            self.clamp(t);
+        }
+        if self.tab == Tab::Fleet && matches!(self.rows.get(self.selected[0]), Some(Row::Node(_))) {
+            self.step(1);
+        }
+    }
+
+    /// The card under the cursor, by identity, so a rebuild can find it again.
+    fn selected_card_before_rebuild(&self, fleet: &Fleet) -> Option<CardRef> {
+        self.selected_card(fleet)
+    }
+
+    fn len(&self, t: Tab) -> usize {
+        match t {
+            Tab::Fleet => self.rows.len(),
+            Tab::Queue => self.queue_rows.len(),
+            Tab::Workloads => self.workload_rows.len(),
+        }
+    }
+
+    fn clamp(&mut self, t: Tab) {
+        let i = t.index();
+        let len = self.len(t);
+        self.selected[i] = self.selected[i].min(len.saturating_sub(1));
+        let vp = self.viewport.max(1);
+        if self.selected[i] < self.offset[i] {
+            self.offset[i] = self.selected[i];
+        } else if self.selected[i] >= self.offset[i] + vp {
+            self.offset[i] = self.selected[i] + 1 - vp;
+        }
+        self.offset[i] = self.offset[i].min(len.saturating_sub(vp));
+    }
+
+    /// Move the selection by `delta` rows, skipping node headings in the fleet view.
+    pub fn step(&mut self, delta: isize) {
+        let t = self.tab;
+        let i = t.index();
+        let len = self.len(t);
+        if len == 0 {
+            return;
+        }
+        let mut pos = (self.selected[i] as isize + delta).clamp(0, len as isize - 1) as usize;
+        if t == Tab::Fleet {
+            let dir = if delta < 0 { -1 } else { 1 };
+            while matches!(self.rows.get(pos), Some(Row::Node(_))) {
+                let next = pos as isize + dir;
+                if next < 0 || next >= len as isize {
+                    // Nothing beyond: turn around.
+                    pos = (pos as isize - dir).clamp(0, len as isize - 1) as usize;
+                    if matches!(self.rows.get(pos), Some(Row::Node(_))) && len > 1 {
+                        pos = (pos as isize - dir).clamp(0, len as isize - 1) as usize;
+                    }
+                    break;
+                }
+                pos = next as usize;
+            }
+        }
+        self.selected[i] = pos;
+        self.clamp(t);
+    }
+
+    /// Apply an intent from the keymap.
+    pub fn apply(&mut self, intent: Intent, fleet: &Fleet) -> Effect {
+        let page = self.viewport.max(1) as isize;
+        match intent {
+            Intent::Quit => return Effect::Quit,
+            Intent::Help => self.help = !self.help,
+            Intent::Back => {
+                if self.help {
+                    self.help = false;
+                } else if self.open_card.is_some() {
+                    self.open_card = None;
+                } else if !self.filter_text.is_empty() {
+                    self.set_filter(String::new(), fleet);
+                } else {
+                    self.message = None;
+                }
+            }
+            Intent::Filter => self.input = Input::Filter(self.filter_text.clone()),
+            Intent::Command => self.input = Input::Command(String::new()),
+            Intent::Up => self.step(-1),
+            Intent::Down => self.step(1),
+            Intent::PageUp => self.step(-page),
+            Intent::PageDown => self.step(page),
+            Intent::Top => self.step(-(self.len(self.tab) as isize)),
+            Intent::Bottom => self.step(self.len(self.tab) as isize),
+            Intent::Open => {
+                if self.tab == Tab::Fleet {
+                    self.open_card = self.selected_card(fleet);
+                }
+            }
+            Intent::NextView => self.switch(Tab::ALL[(self.tab.index() + 1) % 3]),
+            Intent::ViewFleet => self.switch(Tab::Fleet),
+            Intent::ViewQueue => self.switch(Tab::Queue),
+            Intent::ViewWorkloads => self.switch(Tab::Workloads),
+            Intent::Sort => {
+                self.sort = self.sort.next();
+                self.message = Some(format!("sorted by {}", self.sort.name()));
+                self.rebuild(fleet);
+            }
+        }
+        Effect::Redraw
+    }
+
+    fn switch(&mut self, t: Tab) {
+        self.tab = t;
+        self.open_card = None;
+        self.help = false;
+    }
+
+    pub fn set_filter(&mut self, text: String, fleet: &Fleet) {
+        self.filter = Filter::parse(&text);
+        self.filter_text = text;
+        self.selected[0] = 0;
+        self.offset[0] = 0;
+        self.rebuild(fleet);
+        self.step(0);
+    }
+
+    /// Run a `:` command. Unknown commands say so in the message line.
+    pub fn command(&mut self, text: &str, fleet: &Fleet) -> Effect {
+        let mut words = text.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some("q" | "quit"), _) => return Effect::Quit,
+            (Some("fleet"), _) => self.switch(Tab::Fleet),
+            (Some("queue"), _) => self.switch(Tab::Queue),
+            (Some("workloads" | "wl"), _) => self.switch(Tab::Workloads),
+            (Some("node"), Some(name)) => {
+                self.switch(Tab::Fleet);
+                if !self.filter_text.is_empty() {
+                    self.set_filter(String::new(), fleet);
+                }
+                let pos = self.rows.iter().position(|r| match r {
+                    Row::Card(ni, _) => fleet.nodes[*ni].name == name,
+                    Row::Node(_) => false,
+                });
+                match pos {
+                    Some(p) => {
+                        self.selected[0] = p;
+                        // Show the node heading too.
+                        self.offset[0] = p.saturating_sub(1);
+                        self.clamp(Tab::Fleet);
+                    }
+                    None => self.message = Some(format!("no node named {name}")),
+                }
+            }
+            (Some(other), _) => self.message = Some(format!("unknown command :{other} (try :node NAME, :queue, :q)")),
+            (None, _) => {}
+        }
+        Effect::Redraw
+    }
+
+    /// A click on body row `y` (0 = first data row) selects it.
+    pub fn click(&mut self, y: usize) {
+        let i = self.tab.index();
+        let target = self.offset[i] + y;
+        if target < self.len(self.tab) && !matches!(self.rows.get(target), Some(Row::Node(_)) if self.tab == Tab::Fleet)
+        {
+            self.selected[i] = target;
+            self.clamp(self.tab);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

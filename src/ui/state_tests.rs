@@ -1,0 +1,83 @@
+//! Tests for navigation, filtering, sorting and commands over a simulated fleet.
+
+use chrono::TimeZone;
+
+use super::*;
+use crate::sources::sim::{Sim, SimConfig};
+use crate::store::Store;
+use crate::ui::keymap::Intent;
+
+fn fleet() -> Fleet {
+    let t = Utc.with_ymd_and_hms(2026, 3, 2, 14, 0, 0).single().unwrap_or_default();
+    let mut sim = Sim::new(SimConfig::new(42, t));
+    let mut store = Store::new();
+    store.register("sim", crate::model::SourceKind::Simulated, std::time::Duration::from_secs(1));
+    let update = crate::sources::SourceUpdate {
+        source: "sim".into(),
+        kind: crate::model::SourceKind::Simulated,
+        at: t,
+        result: Ok(sim.snapshot()),
+    };
+    store.apply(update, t);
+    store.fleet().clone()
+}
+
+fn state(f: &Fleet) -> UiState {
+    let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), Utc::now());
+    st.viewport = 10;
+    st.on_fleet(f);
+    st
+}
+
+#[test]
+fn selection_skips_node_headings() {
+    let f = fleet();
+    let mut st = state(&f);
+    assert_eq!(st.rows[0], Row::Node(0));
+    assert_eq!(st.selected[0], 1, "starts on the first card");
+    for _ in 0..8 {
+        st.apply(Intent::Down, &f);
+    }
+    assert_eq!(st.rows[st.selected[0]], Row::Card(1, 0), "jumped over the second heading");
+    st.apply(Intent::Up, &f);
+    assert_eq!(st.rows[st.selected[0]], Row::Card(0, 7));
+    st.apply(Intent::Top, &f);
+    assert_eq!(st.selected[0], 1);
+    st.apply(Intent::Bottom, &f);
+    assert_eq!(st.selected[0], st.rows.len() - 1);
+    assert!(st.offset[0] + st.viewport > st.selected[0], "the selection stays in view");
+}
+
+#[test]
+fn filter_sort_and_jump() {
+    let f = fleet();
+    let mut st = state(&f);
+    st.set_filter("h200 mig".into(), &f);
+    let cards = st.rows.iter().filter(|r| matches!(r, Row::Card(..))).count();
+    assert_eq!(cards, 2);
+    st.apply(Intent::Back, &f);
+    assert!(st.filter_text.is_empty());
+    st.apply(Intent::Sort, &f);
+    assert_eq!(st.sort, SortKey::Util);
+    assert!(st.rows.iter().all(|r| matches!(r, Row::Card(..))), "sorted views are flat");
+    st.command("node gpu-h100-02", &f);
+    assert_eq!(st.selected_card(&f).map(|c| c.node), Some("gpu-h100-02".to_string()));
+    assert_eq!(st.command("bogus", &f), Effect::Redraw);
+    assert!(st.message.as_deref().is_some_and(|m| m.contains("unknown command")));
+    assert_eq!(st.command("q", &f), Effect::Quit);
+}
+
+#[test]
+fn open_and_close_a_card() {
+    let f = fleet();
+    let mut st = state(&f);
+    st.apply(Intent::Open, &f);
+    assert_eq!(st.open_card, Some(CardRef::new("gpu-a100-01", 0)));
+    st.apply(Intent::Back, &f);
+    assert_eq!(st.open_card, None);
+    st.apply(Intent::ViewQueue, &f);
+    assert_eq!(st.tab, Tab::Queue);
+    assert!(!st.queue_rows.is_empty());
+    st.click(0);
+    assert_eq!(st.selected[1], 0);
+}

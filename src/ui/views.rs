@@ -1,0 +1,28 @@
+//! One module per screen region or view; each draws from borrowed state and returns nothing.
+
+pub mod card;
+pub mod fleet;
+pub mod footer;
+pub mod header;
+pub mod help;
+pub mod queue;
+pub mod workloads;
+
+use ratatui::style::Style;
+use ratatui::text::Span;
+
+use super::widgets::text::{pad, rpad};
+
+/// A left-aligned cell of exactly `w` columns followed by one space.
+pub fn cell(s: &str, w: usize, style: Style, ascii: bool) -> Span<'static> {
+    Span::styled(format!("{} ", pad(s, w, ascii)), style)
+}
+
+/// A right-aligned cell of exactly `w` columns followed by one space.
+pub fn rcell(s: &str, w: usize, style: Style, ascii: bool) -> Span<'static> {
+    Span::styled(format!("{} ", rpad(s, w, ascii)), style)
+}
+
+pub fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "N/A".into(), |u| format!("{u:.0}%"))
+}

@@ -1,0 +1,180 @@
+//! The card view: one card's instances with placement, memory and utilisation (N/A where the
+//! source has none), who holds each, sparklines of recent activity, and the card's events.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
+
+use super::fleet::card_state;
+use super::{cell, pct, rcell};
+use crate::model::mig::layout::{Placed, reachable_slices};
+use crate::model::{Card, CardRef, Fleet};
+use crate::ui::state::UiState;
+use crate::ui::theme::Theme;
+use crate::ui::widgets::mig_bar::mig_bar;
+use crate::ui::widgets::text::fit;
+use crate::ui::{gib_pair, holder_name};
+
+/// Sparkline levels in plain ASCII for `--ascii`.
+const ASCII_BARS: ratatui::symbols::bar::Set<'static> = ratatui::symbols::bar::Set {
+    full: "#",
+    seven_eighths: "#",
+    three_quarters: "=",
+    five_eighths: "=",
+    half: "-",
+    three_eighths: "-",
+    one_quarter: "_",
+    one_eighth: "_",
+    empty: " ",
+};
+
+pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme, r: &CardRef) {
+    let Some(card) = fleet.card(r) else {
+        let msg = format!("card {r} is gone from every source (Esc goes back)");
+        f.render_widget(Paragraph::new(Span::styled(msg, theme.fg(theme.c.warning))), area);
+        return;
+    };
+    let a = st.ascii;
+    let w = usize::from(area.width);
+    let model = card.gpu_model().map_or_else(|| "unknown model: MIG planning off".into(), |m| m.name.clone());
+    let dot = if a { "-" } else { "·" };
+    let title = format!(" {r} {dot} {model} {dot} {} {dot} {} ", card.model, card.uuid.as_deref().unwrap_or("no UUID"));
+    let (state, state_style) = card_state(card, theme);
+    let facts = format!(
+        "util {}  mem {} GiB  temp {}  power {}/{}  mode {}  ECC {}  XID {}  ",
+        if card.mig.enabled {
+            card.activity_pct().map_or("N/A".into(), |u| format!("~{u:.0}%"))
+        } else {
+            pct(card.utilization_pct)
+        },
+        gib_pair(card.memory_used_mib, card.memory_total_mib),
+        card.temperature_c.map_or("-".into(), |t| format!("{t:.0}C")),
+        card.power_w.map_or("-".into(), |p| format!("{p:.0}W")),
+        card.power_limit_w.map_or("-".into(), |p| format!("{p:.0}W")),
+        card.compute_mode.map_or("-".into(), |m| format!("{m:?}").to_lowercase()),
+        card.health.ecc_volatile_uncorrected.map_or("-".into(), |e| e.to_string()),
+        card.health.last_xid.map_or("-".into(), |x| x.to_string()),
+    );
+    let name = |id: &str| holder_name(fleet, id);
+    let mut top = vec![
+        Line::from(Span::styled(fit(&title, w, a), theme.title())),
+        Line::from(vec![
+            Span::styled(fit(&facts, w.saturating_sub(state.len()), a), theme.text()),
+            Span::styled(state, state_style),
+        ]),
+        mig_bar(card, area.width, theme, &name),
+    ];
+    top.push(Line::default());
+    top.extend(instance_lines(fleet, card, w, theme, a));
+
+    let events: Vec<_> = fleet.events.iter().rev().filter(|e| e.card.as_ref() == Some(r)).take(8).collect();
+    let ev_h = (events.len() as u16 + 1).min(9);
+    let spark_h = if area.height >= 18 { (area.height / 4).clamp(4, 12) } else { 0 };
+    let rows =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(spark_h), Constraint::Length(ev_h)]).split(area);
+    f.render_widget(Paragraph::new(top), rows[0]);
+
+    if spark_h > 0 {
+        let halves = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).split(rows[1]);
+        let hist = st.history.get(r);
+        let series = |pick: fn(&crate::ui::state::Sample) -> Option<f64>| -> Vec<Option<u64>> {
+            hist.map(|h| h.iter().map(|s| pick(s).map(|v| v.round() as u64)).collect()).unwrap_or_default()
+        };
+        let borders = if a { Borders::NONE } else { Borders::TOP };
+        for (i, (label, data)) in
+            [("utilisation % (recent)", series(|s| s.util)), ("memory % (recent)", series(|s| s.mem_pct))]
+                .into_iter()
+                .enumerate()
+        {
+            let width = usize::from(halves[i].width);
+            let tail: Vec<u64> = data.iter().rev().take(width).rev().map(|v| v.unwrap_or(0)).collect();
+            let block =
+                Block::new().borders(borders).border_style(theme.border()).title(Span::styled(label, theme.dim()));
+            let mut spark = Sparkline::default().block(block).data(&tail).max(100).style(theme.fg(theme.c.util_mid));
+            if a {
+                spark = spark.bar_set(ASCII_BARS);
+            }
+            f.render_widget(spark, halves[i]);
+        }
+    }
+
+    let mut ev_lines = vec![Line::from(Span::styled("recent events", theme.title()))];
+    if events.is_empty() {
+        ev_lines.push(Line::from(Span::styled("none", theme.dim())));
+    }
+    for e in events {
+        let style = match e.severity {
+            crate::model::Severity::Critical => theme.fg(theme.c.danger),
+            crate::model::Severity::Warning => theme.fg(theme.c.warning),
+            crate::model::Severity::Info => theme.dim(),
+        };
+        let text = format!("{}  {}", e.at.format("%m-%d %H:%M:%S"), e.text);
+        ev_lines.push(Line::from(Span::styled(fit(&text, w, a), style)));
+    }
+    f.render_widget(Paragraph::new(ev_lines), rows[2]);
+}
+
+fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) -> Vec<Line<'static>> {
+    let head = theme.title();
+    let text = theme.text();
+    let holders_w = w.saturating_sub(4 + 11 + 6 + 12 + 6 + 5);
+    let mut out = Vec::new();
+    if !card.mig.enabled {
+        let who: Vec<String> = card.workloads.iter().map(|id| describe(fleet, id)).collect();
+        out.push(Line::from(vec![
+            Span::styled(if a { "whole card - " } else { "whole card · " }, head),
+            Span::styled(
+                fit(&if who.is_empty() { "idle".into() } else { who.join(", ") }, w.saturating_sub(13), a),
+                text,
+            ),
+        ]));
+        return out;
+    }
+    out.push(Line::from(vec![
+        cell("GI", 3, head, a),
+        cell("PROFILE", 10, head, a),
+        cell("PLACE", 5, head, a),
+        rcell("MEM GiB", 11, head, a),
+        rcell("UTIL", 5, head, a),
+        cell("HOLDERS", holders_w, head, a),
+    ]));
+    for i in &card.mig.instances {
+        let who: Vec<String> = i.workloads.iter().map(|id| describe(fleet, id)).collect();
+        let who = if who.is_empty() { "free".to_string() } else { who.join(", ") };
+        let util_style = i.utilization_pct.map_or(theme.dim(), |u| theme.fg(theme.util_color(u)));
+        out.push(Line::from(vec![
+            cell(&i.gi_id.to_string(), 3, text, a),
+            cell(&i.profile, 10, text, a),
+            cell(&format!("{}:{}", i.start, i.size), 5, text, a),
+            rcell(&gib_pair(i.memory_used_mib, i.memory_total_mib), 11, text, a),
+            rcell(&pct(i.utilization_pct), 5, util_style, a),
+            cell(&who, holders_w, if i.workloads.is_empty() { theme.dim() } else { text }, a),
+        ]));
+    }
+    if let (Some(free), Some(model)) = (card.free_slice_mask().filter(|m| *m != 0), card.gpu_model()) {
+        let layout: Vec<Placed> = card
+            .mig
+            .instances
+            .iter()
+            .map(|i| Placed { profile: i.profile.clone(), start: i.start, size: i.size })
+            .collect();
+        let reachable = reachable_slices(model, &layout);
+        let list =
+            |mask: u16| (0..16).filter(|s| mask & (1 << s) != 0).map(|s| s.to_string()).collect::<Vec<_>>().join(",");
+        let mut text = String::new();
+        if free & reachable != 0 {
+            text.push_str(&format!("free memory slices: {}  ", list(free & reachable)));
+        }
+        if free & !reachable != 0 {
+            text.push_str(&format!("stranded (no profile fits): {}", list(free & !reachable)));
+        }
+        out.push(Line::from(Span::styled(text, theme.dim())));
+    }
+    out
+}
+
+/// `sim:3 search/embed-svc-3 (inference)`.
+fn describe(fleet: &Fleet, id: &str) -> String {
+    fleet.workload(id).map_or_else(|| id.to_string(), |w| format!("{id} {} ({})", w.name, w.kind.as_str()))
+}

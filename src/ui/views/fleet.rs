@@ -1,0 +1,161 @@
+//! The fleet view: cards grouped by node (or sorted flat), each with its MIG bar. Only the
+//! visible rows are built, so 4096 cards cost what a screenful costs.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{cell, pct, rcell};
+use crate::model::{Card, Fleet, Node};
+use crate::ui::filter::free_units;
+use crate::ui::state::{Row, SortKey, UiState};
+use crate::ui::theme::Theme;
+use crate::ui::widgets::mig_bar::mig_bar;
+use crate::ui::{gib_pair, holder_name};
+
+/// Column widths for a terminal width; `wide` adds power and state columns.
+pub struct Cols {
+    pub first: usize,
+    pub model: usize,
+    pub bar: usize,
+    pub mem: usize,
+    pub wide: bool,
+    pub holders: usize,
+}
+
+pub fn cols(width: u16, flat: bool) -> Cols {
+    let w = usize::from(width);
+    let wide = w >= 120;
+    let first = if flat { if wide { 16 } else { 13 } } else { 3 };
+    let model = if wide { 11 } else { 9 };
+    let mem = if wide { 13 } else { 11 };
+    // Fixed columns, each followed by a space: util 5, temp 4, (power 5, state 9).
+    let fixed = first + 1 + model + 1 + 5 + 1 + mem + 1 + 4 + 1 + if wide { 5 + 1 + 9 + 1 } else { 0 };
+    let rest = w.saturating_sub(fixed);
+    let bar = if wide { (rest * 3 / 5).clamp(16, 64) } else { rest.saturating_sub(14).clamp(8, 24) };
+    let holders = rest.saturating_sub(bar + 1);
+    Cols { first, model, bar, mem, wide, holders }
+}
+
+pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
+    if area.height == 0 {
+        return;
+    }
+    let flat = st.sort != SortKey::Node;
+    let c = cols(area.width, flat);
+    let a = st.ascii;
+    let head = theme.title();
+    let mut heading = vec![
+        cell(if flat { "NODE/GPU" } else { "GPU" }, c.first, head, a),
+        cell("MODEL", c.model, head, a),
+        cell("MIG LAYOUT", c.bar, head, a),
+        rcell("UTIL", 5, head, a),
+        rcell("MEM GiB", c.mem, head, a),
+        rcell("TEMP", 4, head, a),
+    ];
+    if c.wide {
+        heading.push(rcell("POWER", 5, head, a));
+        heading.push(cell("STATE", 9, head, a));
+    }
+    heading.push(cell("HOLDERS", c.holders, head, a));
+    let mut lines = vec![Line::from(heading)];
+    let vp = usize::from(area.height.saturating_sub(1));
+    let start = st.offset[0];
+    for (i, row) in st.rows.iter().enumerate().skip(start).take(vp) {
+        let selected = i == st.selected[0];
+        let line = match *row {
+            Row::Node(ni) => node_line(&fleet.nodes[ni], theme, area.width),
+            Row::Card(ni, ci) => {
+                let node = &fleet.nodes[ni];
+                card_line(fleet, node, &node.cards[ci], &c, theme, flat)
+            }
+        };
+        lines.push(if selected { line.patch_style(theme.selection()) } else { line });
+    }
+    if st.rows.is_empty() {
+        let msg = if st.filter_text.is_empty() { "no cards yet" } else { "no card matches the filter (Esc clears it)" };
+        lines.push(Line::from(Span::styled(msg, theme.dim())));
+    }
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+fn node_line(n: &Node, theme: &Theme, width: u16) -> Line<'static> {
+    let arrow = if theme.ascii { "v" } else { "▾" };
+    let models: Vec<String> = {
+        let mut m: Vec<String> =
+            n.cards.iter().map(|c| c.gpu_model().map_or(c.model.clone(), |g| g.name.clone())).collect();
+        m.dedup();
+        m
+    };
+    let free: u32 = n.cards.iter().map(free_units).sum();
+    let times = if theme.ascii { "x" } else { "×" };
+    let mut text = format!("{arrow} {}  {} {times} {}  free {free}", n.name, n.cards.len(), models.join(", "));
+    if !n.schedulable {
+        text.push_str(&format!("  CORDONED{}", n.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()));
+    }
+    let text = crate::ui::widgets::text::fit(&text, usize::from(width), theme.ascii);
+    Line::from(Span::styled(text, theme.title().add_modifier(Modifier::BOLD)))
+}
+
+fn card_line(fleet: &Fleet, node: &Node, card: &Card, c: &Cols, theme: &Theme, flat: bool) -> Line<'static> {
+    let a = theme.ascii;
+    let text = theme.text();
+    let first = if flat { format!("{}/{}", node.name, card.index) } else { card.index.to_string() };
+    let model = card.gpu_model().map_or_else(|| format!("?{}", card.model), |m| m.name.clone());
+    let activity = card.activity_pct();
+    let util = match (card.mig.enabled, activity) {
+        (true, Some(u)) => format!("~{u:.0}%"),
+        (_, v) => pct(v),
+    };
+    let util_style = activity.map_or(theme.dim(), |u| theme.fg(theme.util_color(u)));
+    let temp = card.temperature_c.map_or_else(|| "-".into(), |t| format!("{t:.0}C"));
+    let temp_style = match card.temperature_c {
+        Some(t) if t >= 85.0 => theme.fg(theme.c.danger),
+        Some(t) if t >= 75.0 => theme.fg(theme.c.warning),
+        _ => text,
+    };
+    let name = |id: &str| holder_name(fleet, id);
+    let mut spans = vec![
+        cell(&first, c.first, text, a),
+        cell(&model, c.model, if card.gpu_model().is_some() { text } else { theme.fg(theme.c.warning) }, a),
+    ];
+    spans.extend(mig_bar(card, c.bar as u16, theme, &name).spans);
+    spans.push(Span::raw(" "));
+    spans.push(rcell(&util, 5, util_style, a));
+    spans.push(rcell(&gib_pair(card.memory_used_mib, card.memory_total_mib), c.mem, text, a));
+    spans.push(rcell(&temp, 4, temp_style, a));
+    let (state, state_style) = card_state(card, theme);
+    if c.wide {
+        let power = card.power_w.map_or_else(|| "-".into(), |p| format!("{p:.0}W"));
+        spans.push(rcell(&power, 5, text, a));
+        spans.push(cell(&state, 9, state_style, a));
+    }
+    let mut holders: Vec<String> =
+        card.holders().map(|h| holder_name(fleet, h).unwrap_or_else(|| h.to_string())).collect();
+    holders.dedup();
+    let mut who = holders.join(",");
+    if !c.wide && !state.is_empty() && state != "ok" {
+        who = format!("{state} {who}");
+    }
+    let who_style = if !c.wide && state != "ok" { state_style } else { theme.dim() };
+    spans.push(cell(&who, c.holders, who_style, a));
+    Line::from(spans)
+}
+
+/// A card's condition in one word: lost, XID, draining, or ok.
+pub fn card_state(card: &Card, theme: &Theme) -> (String, Style) {
+    if card.health.lost {
+        ("LOST".into(), theme.fg(theme.c.danger).add_modifier(Modifier::BOLD))
+    } else if let Some(x) = card.health.last_xid {
+        let s = if card.draining { format!("XID{x} DRN") } else { format!("XID {x}") };
+        (s, theme.fg(theme.c.danger))
+    } else if card.draining {
+        ("DRAINING".into(), theme.fg(theme.c.warning))
+    } else if card.health.ecc_volatile_uncorrected.is_some_and(|e| e > 0) {
+        ("ECC".into(), theme.fg(theme.c.warning))
+    } else {
+        ("ok".into(), theme.fg(theme.c.ok))
+    }
+}

@@ -1,0 +1,130 @@
+//! The header: where the data comes from, fleet totals, queue, tabs and source health.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::config::duration::short;
+use crate::model::{Fleet, QueueSummary, SourceHealth};
+use crate::ui::state::{Tab, UiState};
+use crate::ui::theme::Theme;
+use crate::ui::widgets::text::fit;
+
+pub struct Totals {
+    pub cards: usize,
+    pub mean_util: Option<f64>,
+    pub mem_used_mib: u64,
+    pub mem_total_mib: u64,
+    pub mig_used: usize,
+    pub mig_total: usize,
+}
+
+pub fn totals(fleet: &Fleet) -> Totals {
+    let mut t = Totals { cards: 0, mean_util: None, mem_used_mib: 0, mem_total_mib: 0, mig_used: 0, mig_total: 0 };
+    let (mut sum, mut n) = (0.0, 0usize);
+    for (_, c) in fleet.cards() {
+        t.cards += 1;
+        if let Some(u) = c.activity_pct() {
+            sum += u;
+            n += 1;
+        }
+        t.mem_used_mib += c.memory_used_mib.unwrap_or(0);
+        t.mem_total_mib += c.memory_total_mib.unwrap_or(0);
+        t.mig_total += c.mig.instances.len();
+        t.mig_used += c.mig.instances.iter().filter(|i| !i.workloads.is_empty()).count();
+    }
+    t.mean_util = (n > 0).then(|| sum / n as f64);
+    t
+}
+
+fn tib(mib: u64) -> String {
+    if mib >= 1024 * 1024 {
+        format!("{:.1}TiB", mib as f64 / 1048576.0)
+    } else {
+        format!("{:.0}GiB", mib as f64 / 1024.0)
+    }
+}
+
+pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme, simulated: bool) {
+    if area.height == 0 {
+        return;
+    }
+    let t = totals(fleet);
+    let q = QueueSummary::compute(fleet, st.now);
+    let w = usize::from(area.width);
+    let hs = theme.header();
+    let mut spans = vec![Span::styled(" tessera ", hs.add_modifier(Modifier::BOLD))];
+    if simulated {
+        let sim = if theme.mono {
+            Style::new().add_modifier(Modifier::BOLD)
+        } else {
+            Style::new().fg(theme.c.header_fg).bg(theme.c.simulated).add_modifier(Modifier::BOLD)
+        };
+        spans.push(Span::styled(" SIMULATED ", sim));
+    }
+    if st.read_only {
+        spans.push(Span::styled(" READ-ONLY ", hs.add_modifier(Modifier::REVERSED)));
+    }
+    let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), short);
+    let util = t.mean_util.map_or_else(|| "N/A".into(), |u| format!("{u:.0}%"));
+    let summary = if w < 120 {
+        format!(
+            " {} cards │ {util} │ mem {}/{} │ MIG {}/{} │ queue {} ({oldest})",
+            t.cards,
+            tib(t.mem_used_mib),
+            tib(t.mem_total_mib),
+            t.mig_used,
+            t.mig_total,
+            q.pending
+        )
+    } else {
+        format!(
+            " {} cards │ util {util} │ mem {}/{} │ MIG {}/{} used │ queue {} (oldest {oldest}) │ {}",
+            t.cards,
+            tib(t.mem_used_mib),
+            tib(t.mem_total_mib),
+            t.mig_used,
+            t.mig_total,
+            q.pending,
+            st.now.format("%H:%M:%S UTC"),
+        )
+    };
+    let summary = if theme.ascii { summary.replace('│', "|").replace('…', "~") } else { summary };
+    let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    spans
+        .push(Span::styled(format!("{:<1$}", fit(&summary, w.saturating_sub(used), theme.ascii), w - used.min(w)), hs));
+    let line1 = Line::from(spans);
+
+    // Line 2: tabs on the left, source health on the right.
+    let mut tabs: Vec<Span> = Vec::new();
+    for tab in Tab::ALL {
+        let label = format!(" {} {} ", tab.index() + 1, tab.title());
+        let style = if tab == st.tab && st.open_card.is_none() { theme.selection() } else { theme.dim() };
+        tabs.push(Span::styled(label, style));
+    }
+    if let Some(c) = &st.open_card {
+        tabs.push(Span::styled(format!(" card {c} "), theme.selection()));
+    }
+    let tab_w: usize = tabs.iter().map(|s| s.content.chars().count()).sum();
+    let mut health: Vec<Span> = Vec::new();
+    let room = w.saturating_sub(tab_w + 1);
+    let mut used = 0;
+    for s in &fleet.sources {
+        let style = match s.health {
+            SourceHealth::Live { .. } => theme.fg(theme.c.ok),
+            SourceHealth::Connecting => theme.dim(),
+            SourceHealth::Stale { .. } => theme.fg(theme.c.warning),
+            SourceHealth::Unavailable { .. } => theme.fg(theme.c.danger),
+        };
+        let text = fit(&format!(" {} ", s.summary(st.wall)), room.saturating_sub(used), theme.ascii);
+        used += text.chars().count();
+        health.push(Span::styled(text, style));
+    }
+    let gap = w.saturating_sub(tab_w + used);
+    let mut line2 = tabs;
+    line2.push(Span::raw(" ".repeat(gap)));
+    line2.extend(health);
+    f.render_widget(Paragraph::new(vec![line1, Line::from(line2)]), area);
+}

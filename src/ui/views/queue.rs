@@ -1,0 +1,91 @@
+//! The queue view: pending workloads with what they want and why they wait, and a demand
+//! table of each resource's waiting work against what is free now.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{cell, rcell};
+use crate::config::duration::short;
+use crate::model::{Fleet, QueueSummary, Workload};
+use crate::ui::state::UiState;
+use crate::ui::theme::Theme;
+
+pub fn request_text(w: &Workload) -> String {
+    let mut parts = Vec::new();
+    match (&w.request.mig_profile, w.request.gpus) {
+        (Some(p), Some(n)) if n > 1 => parts.push(format!("{n}× MIG {p}")),
+        (Some(p), _) => parts.push(format!("MIG {p}")),
+        (None, Some(n)) => parts.push(format!("{n} GPU")),
+        (None, None) => {}
+    }
+    if let Some(m) = w.request.model.as_deref() {
+        parts.push(crate::model::mig::lookup(m).map_or(m.to_string(), |g| g.name.clone()));
+    }
+    parts.join(" ")
+}
+
+pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
+    let q = QueueSummary::compute(fleet, st.now);
+    let demand_h = if area.height >= 12 { (q.demand.len() as u16 + 2).min(area.height / 2) } else { 0 };
+    let parts = Layout::vertical([Constraint::Min(2), Constraint::Length(demand_h)]).split(area);
+    let a = st.ascii;
+    let w = usize::from(area.width);
+    let head = theme.title();
+    let (name_w, req_w) = if w >= 120 { (21, 21) } else { (14, 12) };
+    let reason_w = w.saturating_sub(9 + name_w + 1 + 10 + req_w + 1 + 5 + 7);
+    let mut lines = vec![Line::from(vec![
+        cell("ID", 8, head, a),
+        cell("NAME", name_w, head, a),
+        cell("KIND", 9, head, a),
+        cell("REQUEST", req_w, head, a),
+        rcell("PRIO", 4, head, a),
+        rcell("WAIT", 6, head, a),
+        cell("REASON", reason_w, head, a),
+    ])];
+    let vp = usize::from(parts[0].height.saturating_sub(1));
+    for (i, &wi) in st.queue_rows.iter().enumerate().skip(st.offset[1]).take(vp) {
+        let wl = &fleet.workloads[wi];
+        let text = theme.text();
+        let wait = wl.wait(st.now).map(|d| d.num_seconds());
+        let over = wait.is_some_and(|s| s as u64 > 15 * 60);
+        let line = Line::from(vec![
+            cell(&wl.id, 8, text, a),
+            cell(&wl.name, name_w, text, a),
+            cell(wl.kind.as_str(), 9, text, a),
+            cell(&request_text(wl), req_w, text, a),
+            rcell(&wl.priority.map_or("-".into(), |p| p.to_string()), 4, text, a),
+            rcell(&wait.map_or("-".into(), short), 6, if over { theme.fg(theme.c.warning) } else { text }, a),
+            cell(wl.reason.as_deref().unwrap_or("-"), reason_w, theme.dim(), a),
+        ]);
+        lines.push(if i == st.selected[1] { line.patch_style(theme.selection()) } else { line });
+    }
+    if st.queue_rows.is_empty() {
+        lines.push(Line::from(Span::styled("nothing is waiting", theme.dim())));
+    }
+    f.render_widget(Paragraph::new(lines), parts[0]);
+
+    if demand_h > 0 {
+        let mut d = vec![
+            Line::from(Span::styled(format!("demand against free capacity · {} pending", q.pending), theme.title())),
+            Line::from(vec![
+                cell("RESOURCE", 26, head, a),
+                rcell("WAITING", 7, head, a),
+                rcell("WANT", 5, head, a),
+                rcell("FREE", 5, head, a),
+            ]),
+        ];
+        for dm in &q.demand {
+            let short_of = dm.wanted > dm.free;
+            let style = if short_of { theme.fg(theme.c.warning) } else { theme.fg(theme.c.ok) };
+            d.push(Line::from(vec![
+                cell(&dm.resource.to_string(), 26, theme.text(), a),
+                rcell(&dm.pending.to_string(), 7, theme.text(), a),
+                rcell(&dm.wanted.to_string(), 5, theme.text(), a),
+                rcell(&dm.free.to_string(), 5, style, a),
+            ]));
+        }
+        f.render_widget(Paragraph::new(d), parts[1]);
+    }
+}

@@ -1,0 +1,4 @@
+//! Small drawing pieces shared by views.
+
+pub mod mig_bar;
+pub mod text;

@@ -1,0 +1,120 @@
+//! Screens of every view and the help at 80×24 and 160×48, on a fixed-seed simulated cluster
+//! and a fixed clock, through ratatui's TestBackend.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use ratatui::{Terminal, backend::TestBackend};
+use tessera::model::{CardRef, SourceKind};
+use tessera::sources::SourceUpdate;
+use tessera::sources::sim::{Sim, SimConfig};
+use tessera::store::Store;
+use tessera::ui::keymap::Intent;
+use tessera::ui::state::UiState;
+use tessera::ui::theme::{Depth, Theme};
+
+fn clock() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 2, 14, 30, 0).single().unwrap_or_default()
+}
+
+fn store() -> Store {
+    let mut sim = Sim::new(SimConfig::new(42, clock()));
+    let mut store = Store::new();
+    store.register("sim", SourceKind::Simulated, Duration::from_secs(1));
+    // Three updates so the card view has a little history.
+    for i in 0..3 {
+        if i > 0 {
+            sim.advance(Duration::from_secs(30));
+        }
+        let at = sim.now();
+        store.apply(
+            SourceUpdate { source: "sim".into(), kind: SourceKind::Simulated, at, result: Ok(sim.snapshot()) },
+            clock(),
+        );
+    }
+    store
+}
+
+fn render(w: u16, h: u16, setup: impl Fn(&mut UiState, &Store), ascii: bool) -> String {
+    let store = store();
+    let theme = Theme::load(None, Depth::TrueColor, ascii).unwrap_or_else(|e| panic!("{e}"));
+    let mut st = UiState::new(false, ascii, Duration::from_secs(1800), clock());
+    st.viewport = tessera::ui::viewport(ratatui::layout::Rect::new(0, 0, w, h));
+    // Replay the history the loop would have recorded, then the latest fleet.
+    st.on_fleet(store.fleet());
+    st.wall = clock();
+    setup(&mut st, &store);
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap_or_else(|e| panic!("{e}"));
+    term.draw(|f| tessera::ui::draw(f, &st, store.fleet(), &theme, store.simulated()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    term.backend().to_string()
+}
+
+type Setup = Box<dyn Fn(&mut UiState, &Store)>;
+
+fn views() -> Vec<(&'static str, Setup)> {
+    vec![
+        ("fleet", Box::new(|_, _| {})),
+        (
+            "card",
+            Box::new(|st: &mut UiState, _: &Store| {
+                st.open_card = Some(CardRef::new("gpu-a100-01", 0));
+            }),
+        ),
+        (
+            "queue",
+            Box::new(|st: &mut UiState, s: &Store| {
+                st.apply(Intent::ViewQueue, s.fleet());
+            }),
+        ),
+        (
+            "workloads",
+            Box::new(|st: &mut UiState, s: &Store| {
+                st.apply(Intent::ViewWorkloads, s.fleet());
+            }),
+        ),
+        (
+            "help",
+            Box::new(|st: &mut UiState, s: &Store| {
+                st.apply(Intent::Help, s.fleet());
+            }),
+        ),
+        (
+            "fleet_sorted_filtered",
+            Box::new(|st: &mut UiState, s: &Store| {
+                st.set_filter("whole".into(), s.fleet());
+                st.apply(Intent::Sort, s.fleet());
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn every_view_at_80x24_and_160x48() {
+    for (w, h) in [(80u16, 24u16), (160, 48)] {
+        for (name, setup) in views() {
+            let screen = render(w, h, setup, false);
+            insta::assert_snapshot!(format!("{name}_{w}x{h}"), screen);
+        }
+    }
+}
+
+#[test]
+fn ascii_fallback_uses_no_box_or_block_glyphs() {
+    for (name, setup) in views() {
+        let screen = render(100, 30, setup, true);
+        let bad: Vec<char> = screen.chars().filter(|c| "░╳▏█▾│…┌─┐".contains(*c)).collect();
+        assert!(bad.is_empty(), "{name}: {bad:?}\n{screen}");
+    }
+    insta::assert_snapshot!("fleet_ascii_100x30", render(100, 30, |_, _| {}, true));
+}
+
+#[test]
+fn nothing_overflows_at_small_and_odd_sizes() {
+    for (w, h) in [(80u16, 24u16), (20, 5), (1, 1), (200, 60), (81, 25)] {
+        for (_, setup) in views() {
+            // TestBackend panics on out-of-bounds writes; rendering must not.
+            let _ = render(w, h, setup, false);
+        }
+    }
+}
