@@ -120,11 +120,14 @@ pub fn check_config(path: Option<&Path>, example: bool) -> Result<(), CmdError> 
 /// The interactive console; when stdout is not a terminal, the snapshot table instead.
 pub fn console(g: &Global) -> Result<(), CmdError> {
     use std::io::IsTerminal;
+    let cfg = settings(g)?;
+    // A bad theme is a usage error however the output goes.
+    let theme = crate::ui::theme::Theme::load(cfg.theme.as_deref(), crate::ui::theme::Depth::detect(), g.ascii)
+        .map_err(|e| CmdError::Usage(e.to_string()))?;
     if !std::io::stdout().is_terminal() {
         return snapshot(g, false);
     }
-    let cfg = settings(g)?;
-    crate::ui::app::run(&cfg, g.ascii)
+    crate::ui::app::run(&cfg, theme, g.ascii)
 }
 
 pub fn snapshot(g: &Global, json: bool) -> Result<(), CmdError> {

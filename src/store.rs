@@ -4,6 +4,7 @@
 //! and UUID, else node and index), the earlier source's known values win and the later one
 //! fills what the earlier one does not know.
 
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -96,24 +97,30 @@ impl Store {
 
     fn rebuild(&mut self) {
         let mut nodes: Vec<Node> = Vec::new();
+        let mut node_at: HashMap<String, usize> = HashMap::new();
         let mut workloads: Vec<Workload> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         self.simulated = false;
         for p in self.entries.iter().filter_map(|e| e.last.as_ref()) {
             self.simulated |= p.simulated;
             for n in &p.nodes {
-                match nodes.iter_mut().find(|m| m.name == n.name) {
-                    Some(m) => merge_node(m, n),
-                    None => nodes.push(n.clone()),
+                match node_at.get(&n.name) {
+                    Some(&i) => merge_node(&mut nodes[i], n),
+                    None => {
+                        node_at.insert(n.name.clone(), nodes.len());
+                        nodes.push(n.clone());
+                    }
                 }
             }
             for w in &p.workloads {
-                if !workloads.iter().any(|x| x.id == w.id) {
+                if seen.insert(w.id.clone()) {
                     workloads.push(w.clone());
                 }
             }
         }
         self.fleet.nodes = nodes;
         self.fleet.workloads = workloads;
+        self.fleet.index_workloads();
         self.fleet.sources = self.entries.iter().map(|e| e.status.clone()).collect();
     }
 

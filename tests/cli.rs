@@ -161,3 +161,21 @@ fn check_config_names_file_key_and_value() {
     assert_eq!(out, include_str!("../config.example.toml"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_bad_theme_exits_2_naming_the_key() {
+    let dir = std::env::temp_dir().join(format!("tessera-theme-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let bad = dir.join("bad-theme.toml");
+    std::fs::write(&bad, "[colors]\nwarning = \"blurple\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let (code, _, err) = tessera(&["--theme", bad.to_str().unwrap_or_default()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad-theme.toml: colors.warning = \"blurple\""), "{err}");
+    let (code, _, err) = tessera(&["--theme", "no-such-theme"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("built-in themes: default, light, high-contrast, colorblind, mono"), "{err}");
+    let (code, out, _) = tessera(&["--theme", "light"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("SIMULATED"), "not a terminal: the snapshot table");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,6 +17,9 @@ pub struct Fleet {
     pub workloads: Vec<Workload>,
     /// Recent events, oldest first, bounded by the store.
     pub events: Vec<Event>,
+    /// Workload id -> position in `workloads`; `index_workloads` builds it.
+    #[serde(skip)]
+    pub workload_index: std::collections::HashMap<String, usize>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -182,8 +185,17 @@ impl Fleet {
         self.nodes.iter_mut().find(|n| n.name == r.node)?.cards.iter_mut().find(|c| c.index == r.index)
     }
 
+    /// A workload by id: through the index when it is current, else by scanning.
     pub fn workload(&self, id: &str) -> Option<&Workload> {
+        if self.workload_index.len() == self.workloads.len() {
+            return self.workload_index.get(id).and_then(|&i| self.workloads.get(i));
+        }
         self.workloads.iter().find(|w| w.id == id)
+    }
+
+    /// Rebuild the id index after `workloads` changed.
+    pub fn index_workloads(&mut self) {
+        self.workload_index = self.workloads.iter().enumerate().map(|(i, w)| (w.id.clone(), i)).collect();
     }
 
     pub fn card_count(&self) -> usize {

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::keymap::route;
 use super::state::{Effect, Input, UiState};
-use super::theme::{Depth, Theme};
+use super::theme::Theme;
 use crate::commands::CmdError;
 use crate::config::Config;
 use crate::store::Store;
@@ -30,9 +30,7 @@ impl Drop for Restore {
     }
 }
 
-pub fn run(cfg: &Config, ascii: bool) -> Result<(), CmdError> {
-    let theme =
-        Theme::load(cfg.theme.as_deref(), Depth::detect(), ascii).map_err(|e| CmdError::Usage(e.to_string()))?;
+pub fn run(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

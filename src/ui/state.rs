@@ -114,6 +114,9 @@ pub struct UiState {
     pub now: DateTime<Utc>,
     /// Wall-clock time, for source ages.
     pub wall: DateTime<Utc>,
+    /// Header figures and the queue summary, computed once per fleet update, not per frame.
+    pub totals: super::views::header::Totals,
+    pub queue: crate::model::QueueSummary,
 }
 
 /// What the loop must do after a key.
@@ -147,6 +150,8 @@ impl UiState {
             min_runtime,
             now,
             wall: now,
+            totals: super::views::header::Totals::default(),
+            queue: crate::model::QueueSummary::default(),
         }
     }
 
@@ -166,6 +171,8 @@ impl UiState {
                 h.pop_front();
             }
         }
+        self.totals = super::views::header::totals(fleet);
+        self.queue = crate::model::QueueSummary::compute(fleet, self.now);
         self.rebuild(fleet);
     }
 

@@ -7,11 +7,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::config::duration::short;
-use crate::model::{Fleet, QueueSummary, SourceHealth};
+use crate::model::{Fleet, SourceHealth};
 use crate::ui::state::{Tab, UiState};
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
 
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Totals {
     pub cards: usize,
     pub mean_util: Option<f64>,
@@ -51,8 +52,8 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     if area.height == 0 {
         return;
     }
-    let t = totals(fleet);
-    let q = QueueSummary::compute(fleet, st.now);
+    let t = &st.totals;
+    let q = &st.queue;
     let w = usize::from(area.width);
     let hs = theme.header();
     let mut spans = vec![Span::styled(" tessera ", hs.add_modifier(Modifier::BOLD))];

@@ -8,7 +8,7 @@ use ratatui::widgets::Paragraph;
 
 use super::{cell, rcell};
 use crate::config::duration::short;
-use crate::model::{Fleet, QueueSummary, Workload};
+use crate::model::{Fleet, Workload};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 
@@ -27,7 +27,7 @@ pub fn request_text(w: &Workload) -> String {
 }
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
-    let q = QueueSummary::compute(fleet, st.now);
+    let q = &st.queue;
     let demand_h = if area.height >= 12 { (q.demand.len() as u16 + 2).min(area.height / 2) } else { 0 };
     let parts = Layout::vertical([Constraint::Min(2), Constraint::Length(demand_h)]).split(area);
     let a = st.ascii;

@@ -91,3 +91,13 @@ fn whole_cards_show_utilisation_or_na() {
     assert!(text(&mig_bar(&c, 20, &theme, &none)).starts_with("util N/A"));
     assert_eq!(mig_bar(&c, 1, &theme, &none).width(), 1);
 }
+
+#[test]
+fn unknown_models_still_draw() {
+    let theme = Theme::default_theme();
+    let layout = vec![Placed { profile: "2g.24gb".into(), start: 0, size: 2 }];
+    let c = card("Mystery Accelerator 9000", &layout);
+    for w in [0u16, 1, 5, 30] {
+        assert_eq!(mig_bar(&c, w, &theme, &none).width(), usize::from(w));
+    }
+}

@@ -1,0 +1,144 @@
+//! End to end: the real binary in a detached tmux session, driven by keys like a person.
+//! Needs tmux; without it the test prints SKIPPED and passes, unless
+//! TESSERA_REQUIRE_SERVICES=1 (CI), where it fails.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn have(program: &str) -> bool {
+    let found = Command::new(program).arg("-V").output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var("TESSERA_REQUIRE_SERVICES").as_deref() != Ok("1"), "{program} is required but missing");
+        println!("SKIPPED: tmux_console_end_to_end needs {program}");
+    }
+    found
+}
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux").args(["-L", &self.socket]).args(args).output().unwrap_or_else(|e| panic!("tmux: {e}"))
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
+    }
+
+    fn display(&self, format: &str) -> String {
+        String::from_utf8_lossy(&self.run(&["display-message", "-p", "-t", "e2e", format]).stdout).trim().to_string()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Wait until the screen satisfies `ok`; panic with the screen after a timeout.
+    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for {what}; screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+#[test]
+fn tmux_console_end_to_end() {
+    if !have("tmux") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tessera-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let conf = dir.join("tmux.conf");
+    std::fs::write(&conf, "set -g remain-on-exit on\nset -g default-terminal tmux-256color\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let t = Tmux { socket: format!("tessera-e2e-{}", std::process::id()) };
+    // The shell records the exit status: tmux 3.3 does not report it for dead panes.
+    let status = dir.join("status");
+    let cmd = format!(
+        "env XDG_CONFIG_HOME={} {} --demo --refresh 200ms; echo $? > {}",
+        dir.display(),
+        env!("CARGO_BIN_EXE_tessera"),
+        status.display()
+    );
+    let conf = conf.to_string_lossy().into_owned();
+    let out = t.run(&["-f", &conf, "new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", &cmd]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let first = t.wait("the first frame", |s| s.contains("SIMULATED") && s.contains("gpu-a100-01"));
+    assert!(first.contains("MIG LAYOUT"), "{first}");
+    assert_eq!(t.display("#{alternate_on}"), "1", "the console uses the alternate screen");
+
+    t.keys(&["2"]);
+    t.wait("the queue view", |s| s.contains("demand against free capacity"));
+    t.keys(&["3"]);
+    t.wait("the workloads view", |s| s.contains("PREEMPT"));
+    t.keys(&["1"]);
+    t.wait("the fleet view", |s| s.contains("MIG LAYOUT"));
+    t.keys(&["Enter"]);
+    t.wait("the card view", |s| s.contains("recent events") && s.contains("card gpu-a100-01/0"));
+    t.keys(&["Escape"]);
+    t.wait("back to the fleet", |s| s.contains("MIG LAYOUT"));
+    t.keys(&["?"]);
+    t.wait("help", |s| s.contains("Esc or ? closes this help"));
+    t.keys(&["Escape"]);
+    t.wait("help closed", |s| !s.contains("Esc or ? closes this help"));
+    t.keys(&["/", "h", "2", "0", "0", "Enter"]);
+    let filtered = t.wait("the filter", |s| s.contains("filter: h200"));
+    assert!(!filtered.contains("gpu-a100-01"), "{filtered}");
+    t.keys(&["Escape"]);
+    t.wait("the filter cleared", |s| s.contains("gpu-a100-01"));
+
+    t.run(&["resize-window", "-t", "e2e", "-x", "80", "-y", "24"]);
+    let small = t.wait("the 80x24 layout", |s| {
+        let lines: Vec<&str> = s.lines().collect();
+        lines.len() == 24 && lines.iter().any(|l| l.contains("MIG LAYOUT")) && s.contains("? help")
+    });
+    assert!(small.lines().all(|l| l.chars().count() <= 80), "{small}");
+
+    t.keys(&["q"]);
+    t.wait("the process to end", |_| t.display("#{pane_dead}") == "1");
+    let code = std::fs::read_to_string(&status).unwrap_or_default();
+    assert_eq!(code.trim(), "0", "exit status");
+    assert_eq!(t.display("#{alternate_on}"), "0", "the alternate screen was left");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn signals_restore_the_terminal() {
+    if !have("tmux") {
+        return;
+    }
+    for (i, signal) in ["TERM", "HUP"].iter().enumerate() {
+        let dir = std::env::temp_dir().join(format!("tessera-sig-{}-{i}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let conf = dir.join("tmux.conf");
+        std::fs::write(&conf, "set -g remain-on-exit on\n").unwrap_or_else(|e| panic!("{e}"));
+        let t = Tmux { socket: format!("tessera-sig-{}-{i}", std::process::id()) };
+        let cmd = format!("exec env XDG_CONFIG_HOME={} {} --demo", dir.display(), env!("CARGO_BIN_EXE_tessera"));
+        let conf = conf.to_string_lossy().into_owned();
+        t.run(&["-f", &conf, "new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", &cmd]);
+        t.wait("the first frame", |s| s.contains("SIMULATED"));
+        let pid = t.display("#{pane_pid}");
+        let killed = Command::new("kill").args([&format!("-{signal}"), &pid]).status();
+        assert!(killed.is_ok_and(|s| s.success()), "kill -{signal} {pid}");
+        t.wait("the process to end", |_| t.display("#{pane_dead}") == "1");
+        assert_eq!(t.display("#{alternate_on}"), "0", "SIG{signal} left the alternate screen");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
