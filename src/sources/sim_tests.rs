@@ -114,3 +114,15 @@ fn demo_size_scales_to_thousands_of_cards() {
     let p = sim.snapshot();
     assert_eq!(p.nodes.iter().map(|n| n.cards.len()).sum::<usize>(), 4096);
 }
+
+#[test]
+fn the_default_queue_stays_bounded_over_a_simulated_week() {
+    let mut sim = Sim::new(SimConfig::new(11, start()));
+    let mut worst = 0;
+    for _ in 0..(7 * 24) {
+        sim.advance(Duration::from_secs(3600));
+        worst = worst.max(pending(&sim.snapshot()));
+    }
+    assert!(worst < 60, "the queue peaked at {worst}");
+    assert!(sim.snapshot().workloads.len() < 200);
+}

@@ -32,6 +32,8 @@ pub fn load_curve(now: DateTime<Utc>) -> f64 {
 }
 
 const CHECKPOINT_EVERY_MIN: i64 = 30;
+/// Pending work is withdrawn after waiting this many hours.
+const GIVE_UP_H: i64 = 6;
 const CHECKPOINT_MIN: i64 = 2;
 
 impl Job {
@@ -264,7 +266,13 @@ impl Sim {
                 });
             }
         }
-        let arrived = self.arrivals();
+        // People give up on work that waited too long; this also keeps the queue bounded.
+        let before = self.jobs.len();
+        self.jobs.retain(|j| {
+            j.w.state != WorkloadState::Pending || j.w.submitted_at.is_none_or(|s| now - s < Span::hours(GIVE_UP_H))
+        });
+        let gave_up = self.jobs.len() != before;
+        let arrived = self.arrivals() || gave_up;
         // Nothing freed and nothing new: the last decisions still stand.
         if !done.is_empty() || arrived || self.reschedule {
             self.reschedule = false;
@@ -276,15 +284,18 @@ impl Sim {
         let before = self.jobs.len();
         let scale = self.cfg.arrival_scale * (self.nodes.iter().map(|n| n.cards.len()).sum::<usize>() as f64 / 32.0);
         let per_tick = super::TICK.as_secs_f64() / 3600.0 * scale;
-        if self.rng.chance(3.0 * per_tick) {
-            let gpus = *self.rng.pick(&[1u32, 1, 2, 2, 4, 8]).unwrap_or(&1);
+        // About 2.5 training jobs an hour at ~2.3 GPUs for ~3 h: near, not over, capacity.
+        if self.rng.chance(2.5 * per_tick) {
+            let gpus = *self.rng.pick(&[1u32, 1, 1, 2, 2, 4, 8]).unwrap_or(&1);
             let model =
                 if self.rng.chance(0.5) { self.rng.pick(&self.models).map(|m| m.nvml_name.to_string()) } else { None };
             let job = self.new_job(WorkloadKind::Training, None, gpus, model);
             self.jobs.push(job);
         }
         if self.rng.chance(2.0 * per_tick) {
-            let profiles: Vec<String> = self.wanted_profiles();
+            // Mostly profiles some card has; sometimes one that needs a repartition.
+            let profiles: Vec<String> =
+                if self.rng.chance(0.8) { self.configured_profiles() } else { self.wanted_profiles() };
             let profile = self.rng.pick(&profiles).cloned();
             let job = self.new_job(WorkloadKind::Inference, profile, 1, None);
             self.jobs.push(job);
@@ -294,6 +305,19 @@ impl Sim {
             self.jobs.push(job);
         }
         self.jobs.len() != before
+    }
+
+    fn configured_profiles(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .nodes
+            .iter()
+            .flat_map(|n| &n.cards)
+            .flat_map(|c| &c.mig.instances)
+            .map(|i| i.profile.clone())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Profiles inference asks for: the small ones of each model, including some no card has.

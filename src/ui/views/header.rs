@@ -71,14 +71,15 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), short);
     let util = t.mean_util.map_or_else(|| "N/A".into(), |u| format!("{u:.0}%"));
     let summary = if w < 120 {
+        // Narrow: the queue before memory, so an 80-column header keeps it.
         format!(
-            " {} cards │ {util} │ mem {}/{} │ MIG {}/{} │ queue {} ({oldest})",
+            " {} cards │ {util} │ queue {} ({oldest}) │ MIG {}/{} │ mem {}/{}",
             t.cards,
-            tib(t.mem_used_mib),
-            tib(t.mem_total_mib),
+            q.pending,
             t.mig_used,
             t.mig_total,
-            q.pending
+            tib(t.mem_used_mib),
+            tib(t.mem_total_mib)
         )
     } else {
         format!(

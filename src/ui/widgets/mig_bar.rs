@@ -127,8 +127,9 @@ fn mig_cells(card: &Card, w: usize, theme: &Theme, holder: HolderName) -> Vec<Ce
             *c = Cell { ch: ' ', style };
         }
         let who = inst.workloads.first().and_then(|id| holder(id)).unwrap_or_default();
-        // Room after the separator; the compute part ("1g") stands in for a long name.
-        let room = to - from - 1;
+        // Room after the separator, the same for every instance of a size however cells
+        // round; the compute part ("1g") stands in for a name that does not fit.
+        let room = (w * usize::from(inst.size) / slices).saturating_sub(1).min(to - from - 1);
         let short = inst.profile.split('.').next().unwrap_or_default();
         let label = match held {
             true if room > inst.profile.len() + who.len() && !who.is_empty() => format!("{} {who}", inst.profile),
