@@ -68,6 +68,7 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
         (signal(SignalKind::terminate())?, signal(SignalKind::hangup())?, signal(SignalKind::interrupt())?);
 
     let mut st = UiState::new(cfg.read_only, ascii, cfg.policy.min_runtime, Utc::now());
+    st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
     st.on_fleet(store.fleet());
     let mut clock = tokio::time::interval(Duration::from_secs(1));
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -129,8 +130,7 @@ fn draw(
     let size = terminal.size().map_err(|e| CmdError::Failed(format!("terminal: {e}")))?;
     let vp = super::viewport(ratatui::layout::Rect::new(0, 0, size.width, size.height));
     if vp != st.viewport {
-        st.viewport = vp;
-        st.rebuild(store.fleet());
+        st.set_viewport(vp);
     }
     terminal
         .draw(|f| super::draw(f, st, store.fleet(), theme, store.simulated()))
@@ -148,8 +148,8 @@ pub fn on_event(st: &mut UiState, store: &Store, ev: Event) -> Effect {
             let body_top = super::HEADER_LINES + 1;
             match m.kind {
                 MouseEventKind::Down(_) if m.row >= body_top => st.click(usize::from(m.row - body_top)),
-                MouseEventKind::ScrollDown => st.step(3),
-                MouseEventKind::ScrollUp => st.step(-3),
+                MouseEventKind::ScrollDown if !st.help && st.open_card.is_none() => st.step(3),
+                MouseEventKind::ScrollUp if !st.help && st.open_card.is_none() => st.step(-3),
                 _ => return Effect::None,
             }
             Effect::Redraw
@@ -160,6 +160,10 @@ pub fn on_event(st: &mut UiState, store: &Store, ev: Event) -> Effect {
 }
 
 pub fn on_key(st: &mut UiState, fleet: &crate::model::Fleet, k: KeyEvent) -> Effect {
+    // Ctrl-C quits from anywhere, typing included: raw mode turns it into a key.
+    if k.code == KeyCode::Char('c') && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) {
+        return Effect::Quit;
+    }
     match &mut st.input {
         Input::Normal => route(&k).map_or(Effect::None, |intent| st.apply(intent, fleet)),
         Input::Filter(text) => {

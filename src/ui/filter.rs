@@ -99,7 +99,7 @@ impl Filter {
 pub fn free_units(card: &Card) -> u32 {
     if card.mig.enabled {
         let unheld = card.mig.instances.iter().filter(|i| i.workloads.is_empty()).count() as u32;
-        unheld + card.free_slice_mask().map_or(0, u16::count_ones)
+        unheld + card.usable_free_slices().map_or(0, u16::count_ones)
     } else {
         u32::from(card.workloads.is_empty())
     }

@@ -103,6 +103,9 @@ pub struct UiState {
     pub workload_rows: Vec<usize>,
     pub selected: [usize; 3],
     pub offset: [usize; 3],
+    /// Node names and card indexes of the fleet the rows were built from, so the selection
+    /// can be found again by identity in the next fleet, whatever its order.
+    built_from: Vec<(String, Vec<u32>)>,
     /// Rows the body shows; set by the loop from the terminal size.
     pub viewport: usize,
     pub message: Option<String>,
@@ -110,6 +113,8 @@ pub struct UiState {
     pub read_only: bool,
     pub ascii: bool,
     pub min_runtime: std::time::Duration,
+    /// Waits longer than this stand out in the queue view (policy `queue_wait_threshold`).
+    pub queue_wait_threshold: std::time::Duration,
     /// The data's clock (the simulator's, or wall time for real sources).
     pub now: DateTime<Utc>,
     /// Wall-clock time, for source ages.
@@ -142,12 +147,14 @@ impl UiState {
             workload_rows: Vec::new(),
             selected: [0; 3],
             offset: [0; 3],
+            built_from: Vec::new(),
             viewport: 20,
             message: None,
             history: HashMap::new(),
             read_only,
             ascii,
             min_runtime,
+            queue_wait_threshold: std::time::Duration::from_secs(15 * 60),
             now,
             wall: now,
             totals: super::views::header::Totals::default(),
@@ -176,19 +183,13 @@ impl UiState {
         self.rebuild(fleet);
     }
 
-    pub fn selected_card(&self, fleet: &Fleet) -> Option<CardRef> {
-        match self.rows.get(self.selected[0])? {
-            Row::Card(ni, ci) => {
-                let n = fleet.nodes.get(*ni)?;
-                Some(CardRef::new(n.name.clone(), n.cards.get(*ci)?.index))
-            }
-            Row::Node(_) => None,
-        }
+    pub fn selected_card(&self, _fleet: &Fleet) -> Option<CardRef> {
+        self.ref_at(self.selected[0])
     }
 
     /// Rebuild the row lists from the fleet, the filter and the sort.
     pub fn rebuild(&mut self, fleet: &Fleet) {
-        let keep = self.selected_card_before_rebuild(fleet);
+        let keep = self.ref_at(self.selected[0]);
         let mut cards: Vec<(usize, usize)> = Vec::new();
         for (ni, n) in fleet.nodes.iter().enumerate() {
             for (ci, c) in n.cards.iter().enumerate() {
@@ -219,8 +220,9 @@ impl UiState {
                     SortKey::Node => 0.0,
                 }
             };
-            cards.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.cmp(b)));
-            self.rows.extend(cards.into_iter().map(|(n, c)| Row::Card(n, c)));
+            let mut keyed: Vec<(f64, (usize, usize))> = cards.into_iter().map(|c| (key(&c), c)).collect();
+            keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            self.rows.extend(keyed.into_iter().map(|(_, (n, c))| Row::Card(n, c)));
         }
         let mut pending: Vec<usize> =
             (0..fleet.workloads.len()).filter(|&i| fleet.workloads[i].state == WorkloadState::Pending).collect();
@@ -250,14 +252,35 @@ impl UiState {
         for t in Tab::ALL {
             self.clamp(t);
         }
-        if self.tab == Tab::Fleet && matches!(self.rows.get(self.selected[0]), Some(Row::Node(_))) {
-            self.step(1);
+        if matches!(self.rows.get(self.selected[0]), Some(Row::Node(_))) {
+            self.step_in(Tab::Fleet, 1);
         }
+        self.built_from =
+            fleet.nodes.iter().map(|n| (n.name.clone(), n.cards.iter().map(|c| c.index).collect())).collect();
     }
 
-    /// The card under the cursor, by identity, so a rebuild can find it again.
-    fn selected_card_before_rebuild(&self, fleet: &Fleet) -> Option<CardRef> {
-        self.selected_card(fleet)
+    /// The card on fleet row `row`, by identity.
+    fn ref_at(&self, row: usize) -> Option<CardRef> {
+        let Row::Card(ni, ci) = *self.rows.get(row)? else { return None };
+        let (name, cards) = self.built_from.get(ni)?;
+        Some(CardRef::new(name.clone(), *cards.get(ci)?))
+    }
+
+    /// Rows of data a tab shows: the queue gives part of the body to its demand table.
+    pub fn rows_visible(&self, t: Tab) -> usize {
+        match t {
+            Tab::Queue => self.viewport.saturating_sub(queue_demand_height(self.viewport + 1, self.queue.demand.len())),
+            _ => self.viewport,
+        }
+        .max(1)
+    }
+
+    /// The terminal changed size: keep the selections in view (no rebuild needed).
+    pub fn set_viewport(&mut self, rows: usize) {
+        self.viewport = rows;
+        for t in Tab::ALL {
+            self.clamp(t);
+        }
     }
 
     fn len(&self, t: Tab) -> usize {
@@ -272,9 +295,14 @@ impl UiState {
         let i = t.index();
         let len = self.len(t);
         self.selected[i] = self.selected[i].min(len.saturating_sub(1));
-        let vp = self.viewport.max(1);
-        if self.selected[i] < self.offset[i] {
-            self.offset[i] = self.selected[i];
+        let vp = self.rows_visible(t);
+        // A card right under its node heading shows the heading too.
+        let top = match (t, self.selected[i].checked_sub(1)) {
+            (Tab::Fleet, Some(above)) if matches!(self.rows.get(above), Some(Row::Node(_))) && vp > 1 => above,
+            _ => self.selected[i],
+        };
+        if top < self.offset[i] {
+            self.offset[i] = top;
         } else if self.selected[i] >= self.offset[i] + vp {
             self.offset[i] = self.selected[i] + 1 - vp;
         }
@@ -283,7 +311,10 @@ impl UiState {
 
     /// Move the selection by `delta` rows, skipping node headings in the fleet view.
     pub fn step(&mut self, delta: isize) {
-        let t = self.tab;
+        self.step_in(self.tab, delta);
+    }
+
+    fn step_in(&mut self, t: Tab, delta: isize) {
         let i = t.index();
         let len = self.len(t);
         if len == 0 {
@@ -402,6 +433,9 @@ impl UiState {
 
     /// A click on body row `y` (0 = first data row) selects it.
     pub fn click(&mut self, y: usize) {
+        if y >= self.rows_visible(self.tab) || self.help || self.open_card.is_some() {
+            return;
+        }
         let i = self.tab.index();
         let target = self.offset[i] + y;
         if target < self.len(self.tab) && !matches!(self.rows.get(target), Some(Row::Node(_)) if self.tab == Tab::Fleet)
@@ -415,3 +449,8 @@ impl UiState {
 #[cfg(test)]
 #[path = "state_tests.rs"]
 mod tests;
+
+/// Lines the queue view gives its demand table in a body of `body_height` lines.
+pub fn queue_demand_height(body_height: usize, demand_rows: usize) -> usize {
+    if body_height >= 12 { (demand_rows + 2).min(body_height / 2) } else { 0 }
+}

@@ -81,3 +81,22 @@ fn open_and_close_a_card() {
     st.click(0);
     assert_eq!(st.selected[1], 0);
 }
+
+#[test]
+fn the_selection_follows_its_card_and_headings_stay_visible() {
+    let mut f = fleet();
+    let mut st = state(&f);
+    st.command("node gpu-h100-02", &f);
+    st.apply(Intent::Down, &f);
+    let before = st.selected_card(&f);
+    // The next fleet lists the nodes in another order.
+    f.nodes.reverse();
+    st.on_fleet(&f);
+    assert_eq!(st.selected_card(&f), before);
+    st.apply(Intent::Top, &f);
+    assert_eq!(st.offset[0], 0, "the first node heading is in view");
+    st.apply(Intent::Help, &f);
+    let sel = st.selected[0];
+    st.click(3);
+    assert_eq!(st.selected[0], sel, "clicks under the help do not move the list");
+}

@@ -94,7 +94,7 @@ impl GpuModel {
     }
 
     pub fn all_slices(&self) -> u16 {
-        (1u16 << self.memory_slices) - 1
+        crate::model::fleet::slice_mask(0, self.memory_slices)
     }
 }
 

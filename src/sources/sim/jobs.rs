@@ -14,6 +14,8 @@ use super::rng::noise;
 #[derive(Debug, Clone)]
 pub struct Job {
     pub w: Workload,
+    /// How long it runs once started.
+    pub duration: Span,
     pub ends_at: DateTime<Utc>,
     /// Seeds this job's metric noise.
     pub key: u64,
@@ -115,11 +117,15 @@ impl Sim {
                 }
                 let kind = if roll < 0.2 && n == 1 { WorkloadKind::Other } else { WorkloadKind::Training };
                 let mut job = self.new_job(kind, None, n as u32, None);
-                job.w.submitted_at = Some(self.now - Span::minutes(self.rng.range(20, 900) as i64));
+                let duration = job.duration;
+                let ran = Span::minutes(self.rng.range(5, 600) as i64);
+                job.w.submitted_at = Some(self.now - ran - Span::minutes(self.rng.range(1, 60) as i64));
                 self.start(job, Spot::Whole { node: ni, cards });
-                let started = self.now - Span::minutes(self.rng.range(5, 600) as i64);
+                // It has been running for a while already: started after it was submitted,
+                // ending its drawn runtime after that start.
                 if let Some(j) = self.jobs.last_mut() {
-                    j.w.started_at = Some(started);
+                    j.w.started_at = Some(self.now - ran);
+                    j.ends_at = self.now - ran + duration;
                 }
             }
         }
@@ -179,14 +185,8 @@ impl Sim {
             WorkloadKind::Inference => 0.45 + self.rng.f64() * 0.45,
             WorkloadKind::Other => 0.25 + self.rng.f64() * 0.3,
         };
-        Job {
-            w,
-            ends_at: self.now + Span::seconds((hours * 3600.0) as i64),
-            key,
-            peak,
-            mem_mib: (mem_frac * 1000.0) as u64,
-            gi: None,
-        }
+        let duration = Span::seconds((hours * 3600.0) as i64);
+        Job { w, duration, ends_at: self.now + duration, key, peak, mem_mib: (mem_frac * 1000.0) as u64, gi: None }
     }
 
     fn start(&mut self, mut job: Job, spot: Spot) {
@@ -215,8 +215,7 @@ impl Sim {
         job.w.reason = None;
         job.w.started_at = Some(self.now);
         job.w.node = Some(self.nodes[node].name.clone());
-        let runtime = job.ends_at - job.w.submitted_at.unwrap_or(self.now);
-        job.ends_at = self.now + runtime;
+        job.ends_at = self.now + job.duration;
         for r in &refs {
             self.events.push(Event {
                 at: self.now,
@@ -284,7 +283,7 @@ impl Sim {
         let before = self.jobs.len();
         let scale = self.cfg.arrival_scale * (self.nodes.iter().map(|n| n.cards.len()).sum::<usize>() as f64 / 32.0);
         let per_tick = super::TICK.as_secs_f64() / 3600.0 * scale;
-        // About 2.5 training jobs an hour at ~2.3 GPUs for ~3 h: near, not over, capacity.
+        // About 2.5 training jobs an hour at ~2.7 GPUs for ~3 h: near, not over, capacity.
         if self.rng.chance(2.5 * per_tick) {
             let gpus = *self.rng.pick(&[1u32, 1, 1, 2, 2, 4, 8]).unwrap_or(&1);
             let model =
@@ -426,9 +425,23 @@ impl Sim {
                 self.nodes.iter().flat_map(|n| &n.cards).any(|c| c.mig.instances.iter().any(|i| &i.profile == profile));
             return if exists { "Resources".into() } else { format!("Resources: no {profile} instance is configured") };
         }
+        // Could it ever start here, once running work ends? Count usable whole cards of the
+        // model it asks for on each schedulable node.
         let need = w.request.gpus.unwrap_or(1) as usize;
-        let fits_node = self.nodes.iter().any(|n| n.cards.iter().filter(|c| !c.mig.enabled).count() >= need);
-        if !fits_node { format!("Resources: no node has {need} whole cards") } else { "Resources".into() }
+        let want_model = w.request.model.as_deref().and_then(crate::model::mig::lookup).map(|m| m.name.as_str());
+        let usable = |c: &&crate::model::Card| {
+            !c.mig.enabled
+                && !c.draining
+                && !c.health.lost
+                && (want_model.is_none() || c.gpu_model().map(|m| m.name.as_str()) == want_model)
+        };
+        let fits_node =
+            self.nodes.iter().filter(|n| n.schedulable).any(|n| n.cards.iter().filter(usable).count() >= need);
+        match (fits_node, want_model) {
+            (true, _) => "Resources".into(),
+            (false, Some(m)) => format!("Resources: no node has {need} usable whole {m} cards"),
+            (false, None) => format!("Resources: no node has {need} usable whole cards"),
+        }
     }
 
     /// Nodes with live metrics filled in from the jobs on them.

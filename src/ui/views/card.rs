@@ -69,8 +69,11 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     top.extend(instance_lines(fleet, card, w, theme, a));
 
     let events: Vec<_> = fleet.events.iter().rev().filter(|e| e.card.as_ref() == Some(r)).take(8).collect();
-    let ev_h = (events.len() as u16 + 1).min(9);
-    let spark_h = if area.height >= 18 { (area.height / 4).clamp(4, 12) } else { 0 };
+    // The instance table comes first; sparklines and events take what a small screen spares.
+    let table_h = 4 + card.mig.instances.len() as u16 + 1 + (card.processes.len() as u16).min(8);
+    let spare = area.height.saturating_sub(table_h);
+    let ev_h = (events.len() as u16 + 1).min(9).min(spare / 2);
+    let spark_h = if spare.saturating_sub(ev_h) >= 4 { (area.height / 4).clamp(4, 12).min(spare - ev_h) } else { 0 };
     let rows =
         Layout::vertical([Constraint::Min(3), Constraint::Length(spark_h), Constraint::Length(ev_h)]).split(area);
     f.render_widget(Paragraph::new(top), rows[0]);
@@ -151,6 +154,24 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
             rcell(&pct(i.utilization_pct), 5, util_style, a),
             cell(&who, holders_w, if i.workloads.is_empty() { theme.dim() } else { text }, a),
         ]));
+    }
+    if !card.processes.is_empty() {
+        out.push(Line::from(vec![
+            rcell("PID", 7, head, a),
+            cell("PROCESS", 16, head, a),
+            cell("USER", 10, head, a),
+            rcell("MEM GiB", 8, head, a),
+            cell("GI", 3, head, a),
+        ]));
+        for p in &card.processes {
+            out.push(Line::from(vec![
+                rcell(&p.pid.to_string(), 7, text, a),
+                cell(p.name.as_deref().unwrap_or("?"), 16, text, a),
+                cell(p.user.as_deref().unwrap_or("?"), 10, text, a),
+                rcell(&p.used_mib.map_or("-".into(), |m| format!("{:.1}", m as f64 / 1024.0)), 8, text, a),
+                cell(&p.gi_id.map_or("-".into(), |g| g.to_string()), 3, text, a),
+            ]));
+        }
     }
     if let (Some(free), Some(model)) = (card.free_slice_mask().filter(|m| *m != 0), card.gpu_model()) {
         let layout: Vec<Placed> = card

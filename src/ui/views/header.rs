@@ -113,7 +113,41 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     let mut health: Vec<Span> = Vec::new();
     let room = w.saturating_sub(tab_w + 1);
     let mut used = 0;
-    for s in &fleet.sources {
+    // Hundreds of exporters do not fit a line: past a handful, one summary per kind.
+    if fleet.sources.len() > 4 {
+        let mut kinds: Vec<(&str, [usize; 4])> = Vec::new();
+        for s in &fleet.sources {
+            let slot = match s.health {
+                SourceHealth::Live { .. } => 0,
+                SourceHealth::Connecting => 1,
+                SourceHealth::Stale { .. } => 2,
+                SourceHealth::Unavailable { .. } => 3,
+            };
+            match kinds.iter_mut().find(|(k, _)| *k == s.kind.as_str()) {
+                Some((_, c)) => c[slot] += 1,
+                None => {
+                    let mut c = [0; 4];
+                    c[slot] = 1;
+                    kinds.push((s.kind.as_str(), c));
+                }
+            }
+        }
+        for (kind, c) in kinds {
+            let names = ["live", "connecting", "stale", "unavailable"];
+            let parts: Vec<String> = (0..4).filter(|&i| c[i] > 0).map(|i| format!("{} {}", c[i], names[i])).collect();
+            let style = if c[3] > 0 {
+                theme.fg(theme.c.danger)
+            } else if c[2] > 0 {
+                theme.fg(theme.c.warning)
+            } else {
+                theme.fg(theme.c.ok)
+            };
+            let text = fit(&format!(" {kind}: {} ", parts.join(", ")), room.saturating_sub(used), theme.ascii);
+            used += text.chars().count();
+            health.push(Span::styled(text, style));
+        }
+    }
+    for s in fleet.sources.iter().filter(|_| fleet.sources.len() <= 4) {
         let style = match s.health {
             SourceHealth::Live { .. } => theme.fg(theme.c.ok),
             SourceHealth::Connecting => theme.dim(),

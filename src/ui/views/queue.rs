@@ -28,7 +28,7 @@ pub fn request_text(w: &Workload) -> String {
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
     let q = &st.queue;
-    let demand_h = if area.height >= 12 { (q.demand.len() as u16 + 2).min(area.height / 2) } else { 0 };
+    let demand_h = crate::ui::state::queue_demand_height(usize::from(area.height), q.demand.len()) as u16;
     let parts = Layout::vertical([Constraint::Min(2), Constraint::Length(demand_h)]).split(area);
     let a = st.ascii;
     let w = usize::from(area.width);
@@ -49,7 +49,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         let wl = &fleet.workloads[wi];
         let text = theme.text();
         let wait = wl.wait(st.now).map(|d| d.num_seconds());
-        let over = wait.is_some_and(|s| s as u64 > 15 * 60);
+        let over = wait.is_some_and(|s| s > 0 && s as u64 > st.queue_wait_threshold.as_secs());
         let line = Line::from(vec![
             cell(&wl.id, 8, text, a),
             cell(&wl.name, name_w, text, a),

@@ -72,7 +72,10 @@ fn whole_cells(card: &Card, w: usize, theme: &Theme) -> Vec<Cell> {
 /// Write `text` over cells [from, to), keeping each cell's style, truncated with an ellipsis.
 fn write_label(cells: &mut [Cell], from: usize, to: usize, text: &str, theme: &Theme) {
     let room = to.saturating_sub(from);
-    let fitted = super::text::fit(text, room, theme.ascii);
+    // One cell per character: a wide character (CJK, emoji) from a source becomes '?'.
+    let narrow: String =
+        text.chars().map(|c| if unicode_width::UnicodeWidthChar::width(c) == Some(1) { c } else { '?' }).collect();
+    let fitted = super::text::fit(&narrow, room, theme.ascii);
     for (i, ch) in fitted.chars().enumerate().take(room) {
         if let Some(c) = cells.get_mut(from + i) {
             c.ch = ch;
