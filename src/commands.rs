@@ -3,7 +3,6 @@
 mod snapshot;
 
 use std::path::Path;
-use std::time::Duration;
 
 use crate::cli::Global;
 use crate::config::{self, Config, ConfigError};
@@ -44,9 +43,7 @@ pub fn settings(g: &Global) -> Result<Config, CmdError> {
     }
     if let Some(r) = &g.refresh {
         let d = config::duration::parse(r).map_err(|e| CmdError::Usage(format!("--refresh {r}: {e}")))?;
-        if d < Duration::from_millis(100) {
-            return Err(CmdError::Usage(format!("--refresh {r}: must be at least 100ms")));
-        }
+        config::check_refresh(d).map_err(|why| CmdError::Usage(format!("--refresh {r}: {why}")))?;
         cfg.refresh = d;
     }
     if g.nvml.is_some() {
@@ -57,6 +54,12 @@ pub fn settings(g: &Global) -> Result<Config, CmdError> {
     }
     if !g.scrape.is_empty() {
         cfg.sources.scrape.clone_from(&g.scrape);
+    }
+    for (flag, url) in g.scrape.iter().map(|u| ("--scrape", u)).chain(g.prometheus.iter().map(|u| ("--prometheus", u)))
+    {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(CmdError::Usage(format!("{flag} {url}: expected an http:// or https:// URL")));
+        }
     }
     cfg.sources.slurm |= g.slurm;
     if g.kubernetes.is_some() {

@@ -34,6 +34,46 @@ pub struct Sources {
     pub slurm: bool,
     /// `Some(None)`: the current kubeconfig context; `Some(Some(name))`: that context.
     pub kubernetes: Option<Option<String>>,
+    /// Where a scraped card's node name comes from.
+    pub scrape_node: ScrapeNode,
+    pub http: Http,
+}
+
+/// dcgm-exporter's hostname label is often the exporter pod's name, so the scrape target's
+/// host is the default node name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ScrapeNode {
+    #[default]
+    Target,
+    Label,
+}
+
+/// Transport settings for the metrics sources (`[sources.http]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Http {
+    pub connect_timeout: Duration,
+    pub timeout: Duration,
+    pub bearer_token_file: Option<String>,
+    pub bearer_token_env: Option<String>,
+    pub basic_user: Option<String>,
+    pub basic_password_file: Option<String>,
+    pub ca_file: Option<String>,
+    pub insecure_skip_verify: bool,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(3),
+            timeout: Duration::from_secs(10),
+            bearer_token_file: None,
+            bearer_token_env: None,
+            basic_user: None,
+            basic_password_file: None,
+            ca_file: None,
+            insecure_skip_verify: false,
+        }
+    }
 }
 
 impl Sources {
@@ -144,8 +184,10 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
             _ => return Err(r.unknown(key, &["read_only", "refresh", "theme", "sources", "demo", "policy"])),
         }
     }
-    if cfg.refresh < Duration::from_millis(100) {
-        return Err(r.bad("refresh", &table["refresh"], "must be at least 100ms"));
+    if let Some(v) = table.get("refresh")
+        && let Err(why) = check_refresh(cfg.refresh)
+    {
+        return Err(r.bad("refresh", v, why));
     }
     Ok(cfg)
 }
@@ -163,7 +205,52 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
             }
             "slurm" => s.slurm = r.boolean(&key, v)?,
             "kubernetes" => s.kubernetes = r.flag_or_string(&key, v)?,
-            _ => return Err(r.unknown(&key, &["demo", "nvml", "prometheus", "scrape", "slurm", "kubernetes"])),
+            "scrape_node" => {
+                s.scrape_node = match r.string(&key, v)?.as_str() {
+                    "target" => ScrapeNode::Target,
+                    "label" => ScrapeNode::Label,
+                    _ => return Err(r.bad(&key, v, "expected \"target\" or \"label\"")),
+                }
+            }
+            "http" => read_http(r, r.table(&key, v)?, &mut s.http)?,
+            _ => {
+                return Err(r.unknown(
+                    &key,
+                    &["demo", "nvml", "prometheus", "scrape", "scrape_node", "slurm", "kubernetes", "http"],
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_http(r: &Reader, t: &Table, h: &mut Http) -> Result<(), ConfigError> {
+    for (k, v) in t {
+        let key = format!("sources.http.{k}");
+        match k.as_str() {
+            "connect_timeout" => h.connect_timeout = r.duration(&key, v)?,
+            "timeout" => h.timeout = r.duration(&key, v)?,
+            "bearer_token_file" => h.bearer_token_file = Some(r.string(&key, v)?),
+            "bearer_token_env" => h.bearer_token_env = Some(r.string(&key, v)?),
+            "basic_user" => h.basic_user = Some(r.string(&key, v)?),
+            "basic_password_file" => h.basic_password_file = Some(r.string(&key, v)?),
+            "ca_file" => h.ca_file = Some(r.string(&key, v)?),
+            "insecure_skip_verify" => h.insecure_skip_verify = r.boolean(&key, v)?,
+            _ => {
+                return Err(r.unknown(
+                    &key,
+                    &[
+                        "connect_timeout",
+                        "timeout",
+                        "bearer_token_file",
+                        "bearer_token_env",
+                        "basic_user",
+                        "basic_password_file",
+                        "ca_file",
+                        "insecure_skip_verify",
+                    ],
+                ));
+            }
         }
     }
     Ok(())
@@ -208,6 +295,17 @@ fn read_policy(r: &Reader, t: &Table, p: &mut Policy) -> Result<(), ConfigError>
         }
     }
     Ok(())
+}
+
+/// Refresh intervals tessera accepts: from 100 ms to one hour.
+pub fn check_refresh(d: Duration) -> Result<(), &'static str> {
+    if d < Duration::from_millis(100) {
+        Err("must be at least 100ms")
+    } else if d > Duration::from_secs(3600) {
+        Err("must be at most 1h")
+    } else {
+        Ok(())
+    }
 }
 
 /// `NODESxGPUS`, as `--demo-size 512x8`.
@@ -313,6 +411,20 @@ demo = false
 # slurm = false
 # Kubernetes: true for the current kubeconfig context, or a context name.
 # kubernetes = "prod-gpu"
+# Node names of scraped cards: "target" (the scrape URL's host) or "label" (dcgm-exporter's
+# Hostname label, often the exporter pod's name unless NODE_NAME is set).
+scrape_node = "target"
+
+[sources.http]
+# Transport for Prometheus and the exporters. Credentials never appear on screen or in logs.
+connect_timeout = "{connect}"
+timeout = "{timeout}"
+# bearer_token_file = "/var/run/secrets/prometheus/token"
+# bearer_token_env = "PROMETHEUS_TOKEN"
+# basic_user = "tessera"
+# basic_password_file = "/etc/tessera/prometheus-password"
+# ca_file = "/etc/ssl/certs/internal-ca.pem"
+insecure_skip_verify = false
 
 [demo]
 # The simulated cluster: the same seed gives the same cluster.
@@ -337,6 +449,8 @@ queue_wait_threshold = "{wait}"
         min_runtime = duration::format(d.policy.min_runtime),
         scale_in = d.policy.scale_in_utilization_pct,
         wait = duration::format(d.policy.queue_wait_threshold),
+        connect = duration::format(d.sources.http.connect_timeout),
+        timeout = duration::format(d.sources.http.timeout),
     )
 }
 

@@ -62,10 +62,11 @@ fn errors_name_the_file_the_key_and_the_value() {
         ("read_only = \"yes\"", "t.toml: read_only = \"yes\": expected true or false"),
         (
             "[sources]\nslurmm = true",
-            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, scrape, slurm, kubernetes",
+            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, scrape, scrape_node, slurm, kubernetes, http",
         ),
         ("[demo]\nsize = \"8by8\"", "t.toml: demo.size = \"8by8\": expected NODESxGPUS such as 512x8, got \"8by8\""),
         ("refresh = \"10ms\"", "t.toml: refresh = \"10ms\": must be at least 100ms"),
+        ("refresh = \"10000000000000000000s\"", "t.toml: refresh = \"10000000000000000000s\": must be at most 1h"),
     ];
     for (text, want) in cases {
         assert_eq!(parse(text, "t.toml").map_err(|e| e.to_string()), Err(want.to_string()), "{text}");

@@ -1,5 +1,11 @@
 //! Sources collect data and send whole updates to the owner loop; they never draw.
 
+pub mod dcgm;
+pub mod exposition;
+pub mod http;
+pub mod nvml;
+pub mod prometheus;
+pub mod scrape;
 pub mod sim;
 
 use chrono::{DateTime, Timelike, Utc};
@@ -16,6 +22,8 @@ pub struct Partial {
     pub events: Vec<Event>,
     /// True when the data is simulated; the header then says SIMULATED.
     pub simulated: bool,
+    /// Problems that did not stop the collection (bad lines skipped, say), for the status.
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -50,14 +58,25 @@ pub fn spawn_all(
 ) -> Result<(), String> {
     let s = &cfg.sources;
     let not_yet = |what: &str| Err(format!("the {what} source is not available in this version of tessera"));
-    if s.nvml.is_some() {
-        return not_yet("NVML");
-    }
-    if s.prometheus.is_some() {
-        return not_yet("Prometheus");
+    if let Some(base) = &s.prometheus {
+        let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
+        store.register("prometheus", SourceKind::Prometheus, cfg.refresh.max(std::time::Duration::from_secs(5)));
+        prometheus::spawn(
+            base.clone(),
+            s.scrape_node,
+            client,
+            cfg.refresh.max(std::time::Duration::from_secs(5)),
+            tx.clone(),
+        );
     }
     if !s.scrape.is_empty() {
-        return not_yet("dcgm-exporter scrape");
+        let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
+        let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(scrape::MAX_CONCURRENT));
+        let mut seen = std::collections::HashSet::new();
+        for url in s.scrape.iter().filter(|u| seen.insert(scrape::source_name(u))) {
+            store.register(scrape::source_name(url), SourceKind::Scrape, cfg.refresh);
+            scrape::spawn(url.clone(), s.scrape_node, client.clone(), limit.clone(), cfg.refresh, tx.clone());
+        }
     }
     if s.slurm {
         return not_yet("Slurm");
@@ -65,7 +84,32 @@ pub fn spawn_all(
     if s.kubernetes.is_some() {
         return not_yet("Kubernetes");
     }
-    if s.demo || !s.any_real() {
+    let mut run_sim = s.demo;
+    if let Some(lib) = &s.nvml {
+        store.register("nvml", SourceKind::Nvml, cfg.refresh);
+        nvml::spawn("nvml".into(), lib.clone(), cfg.refresh, tx.clone());
+    } else if !s.demo && !s.any_real() {
+        // Nothing configured: use this host's GPUs if NVML finds any, else the simulator.
+        match nvml::open(None).map(|n| n.device_count()) {
+            Ok(Ok(n)) if n > 0 => {
+                store.register("nvml", SourceKind::Nvml, cfg.refresh);
+                nvml::spawn("nvml".into(), None, cfg.refresh, tx.clone());
+            }
+            Ok(_) => {
+                store.register_unavailable("nvml", SourceKind::Nvml, "no GPU found; running the simulated cluster");
+                run_sim = true;
+            }
+            Err(reason) => {
+                store.register_unavailable(
+                    "nvml",
+                    SourceKind::Nvml,
+                    format!("{reason}; running the simulated cluster"),
+                );
+                run_sim = true;
+            }
+        }
+    }
+    if run_sim {
         let start = Utc::now().with_nanosecond(0).unwrap_or_else(Utc::now);
         let sim_cfg = sim::SimConfig { size: cfg.demo.size, ..sim::SimConfig::new(cfg.demo.seed, start) };
         let name = "sim".to_string();

@@ -39,7 +39,20 @@ impl Store {
     }
 
     pub fn register(&mut self, name: impl Into<String>, kind: SourceKind, interval: Duration) {
-        let status = SourceStatus { name: name.into(), kind, health: SourceHealth::Connecting, interval };
+        let status = SourceStatus { name: name.into(), kind, health: SourceHealth::Connecting, interval, note: None };
+        self.entries.push(Entry { status, last: None, last_ok: None });
+        self.rebuild();
+    }
+
+    /// Register a source that cannot run, so the header says why.
+    pub fn register_unavailable(&mut self, name: impl Into<String>, kind: SourceKind, reason: impl Into<String>) {
+        let status = SourceStatus {
+            name: name.into(),
+            kind,
+            health: SourceHealth::Unavailable { reason: reason.into() },
+            interval: Duration::from_secs(1),
+            note: None,
+        };
         self.entries.push(Entry { status, last: None, last_ok: None });
         self.rebuild();
     }
@@ -59,6 +72,7 @@ impl Store {
         match update.result {
             Ok(mut partial) => {
                 e.status.health = SourceHealth::Live { at: now };
+                e.status.note = partial.note.take();
                 e.last_ok = Some(now);
                 self.fleet.events.append(&mut partial.events);
                 let excess = self.fleet.events.len().saturating_sub(MAX_EVENTS);
@@ -71,6 +85,10 @@ impl Store {
                     (false, Some(since)) => SourceHealth::Stale { since, error: Some(err.message) },
                     _ => SourceHealth::Unavailable { reason: err.message },
                 };
+                // Stale data stays on screen marked stale; an unavailable source shows none.
+                if matches!(e.status.health, SourceHealth::Unavailable { .. }) {
+                    e.last = None;
+                }
             }
         }
         self.rebuild();
@@ -80,8 +98,8 @@ impl Store {
     pub fn check_staleness(&mut self, now: DateTime<Utc>) -> bool {
         let mut changed = false;
         for e in &mut self.entries {
-            if let (SourceHealth::Live { at }, Ok(limit)) =
-                (&e.status.health, chrono::Duration::from_std(e.status.interval * STALE_AFTER_INTERVALS))
+            let limit = e.status.interval.checked_mul(STALE_AFTER_INTERVALS).map(chrono::Duration::from_std);
+            if let (SourceHealth::Live { at }, Some(Ok(limit))) = (&e.status.health, limit)
                 && now - *at > limit
             {
                 e.status.health =
@@ -163,41 +181,54 @@ fn merge_card(into: &mut Card, from: &Card) {
     fill!(temperature_c);
     fill!(power_w);
     fill!(power_limit_w);
+    fill!(pci_bus_id);
+    fill!(sm_clock_mhz);
+    fill!(memory_clock_mhz);
     fill!(compute_mode);
     fill!(health.ecc_volatile_uncorrected);
     fill!(health.last_xid);
+    if into.processes.is_empty() {
+        into.processes.clone_from(&from.processes);
+    }
     if into.model.is_empty() {
         into.model.clone_from(&from.model);
     }
     into.draining |= from.draining;
     into.health.lost |= from.health.lost;
-    if !into.mig.enabled && into.mig.instances.is_empty() && from.mig.enabled {
-        into.mig = from.mig.clone();
-    } else {
-        for inst in &mut into.mig.instances {
-            if let Some(o) = from
-                .mig
-                .instances
-                .iter()
-                .find(|o| o.gi_id == inst.gi_id || (o.start == inst.start && o.profile == inst.profile))
-            {
-                if inst.utilization_pct.is_none() {
-                    inst.utilization_pct = o.utilization_pct;
-                }
-                if inst.memory_used_mib.is_none() {
-                    inst.memory_used_mib = o.memory_used_mib;
-                }
-                for w in &o.workloads {
-                    if !inst.workloads.contains(w) {
-                        inst.workloads.push(w.clone());
-                    }
-                }
-            }
-        }
-    }
+    merge_mig(&mut into.mig, &from.mig);
     for w in &from.workloads {
         if !into.workloads.contains(w) {
             into.workloads.push(w.clone());
+        }
+    }
+}
+
+/// The earlier source's MIG view wins where it has one; the later one fills in what it lacks:
+/// the instances themselves when the earlier lists none, and per instance (matched by
+/// placement and profile, or by id when the profile agrees) activity, memory and holders.
+fn merge_mig(into: &mut crate::model::MigState, from: &crate::model::MigState) {
+    if into.instances.is_empty() && !from.instances.is_empty() {
+        into.enabled |= from.enabled;
+        into.instances.clone_from(&from.instances);
+        return;
+    }
+    if into.pending.is_none() {
+        into.pending = from.pending;
+    }
+    for o in &from.instances {
+        let same =
+            |i: &&mut crate::model::MigInstance| i.profile == o.profile && (i.start == o.start || i.gi_id == o.gi_id);
+        let Some(inst) = into.instances.iter_mut().find(|i| same(i)) else { continue };
+        if inst.utilization_pct.is_none() {
+            inst.utilization_pct = o.utilization_pct;
+        }
+        if inst.memory_used_mib.is_none() {
+            inst.memory_used_mib = o.memory_used_mib;
+        }
+        for w in &o.workloads {
+            if !inst.workloads.contains(w) {
+                inst.workloads.push(w.clone());
+            }
         }
     }
 }

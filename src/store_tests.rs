@@ -86,3 +86,57 @@ fn events_are_bounded_and_simulated_data_is_flagged() {
     assert_eq!(s.fleet().events[0].text, "20");
     assert!(s.simulated());
 }
+
+#[test]
+fn mig_views_merge_by_placement_and_fill_gaps() {
+    use crate::model::MigInstance;
+    let mut s = Store::new();
+    s.register("nvml", SourceKind::Nvml, Duration::from_secs(1));
+    s.register("prom", SourceKind::Prometheus, Duration::from_secs(15));
+    // NVML knows MIG is on but could not list instances; Prometheus has them with activity.
+    let mut a = card(0, Some("GPU-a"));
+    a.mig.enabled = true;
+    s.apply(update("nvml", t(0), vec![a]), t(0));
+    let mut b = card(0, Some("GPU-a"));
+    b.mig.enabled = true;
+    b.mig.instances = vec![
+        MigInstance {
+            gi_id: 1,
+            profile: "3g.40gb".into(),
+            start: 0,
+            size: 4,
+            utilization_pct: Some(40.0),
+            ..MigInstance::default()
+        },
+        MigInstance { gi_id: 2, profile: "3g.40gb".into(), start: 4, size: 4, ..MigInstance::default() },
+    ];
+    s.apply(update("prom", t(1), vec![b.clone()]), t(1));
+    assert_eq!(s.fleet().nodes[0].cards[0].mig.instances.len(), 2, "instances come from the later source");
+    // Now NVML lists them too, numbered differently: matched by placement, activity filled in.
+    let mut a2 = card(0, Some("GPU-a"));
+    a2.mig.enabled = true;
+    a2.mig.instances = vec![
+        MigInstance { gi_id: 7, profile: "3g.40gb".into(), start: 0, size: 4, ..MigInstance::default() },
+        MigInstance { gi_id: 1, profile: "1g.10gb".into(), start: 4, size: 1, ..MigInstance::default() },
+    ];
+    s.apply(update("nvml", t(2), vec![a2]), t(2));
+    let inst = &s.fleet().nodes[0].cards[0].mig.instances;
+    assert_eq!(inst[0].utilization_pct, Some(40.0));
+    assert_eq!(inst[1].utilization_pct, None, "same id, other profile: not the same instance");
+}
+
+#[test]
+fn an_unavailable_source_shows_no_data() {
+    let mut s = Store::new();
+    s.register("nvml", SourceKind::Nvml, Duration::from_secs(1));
+    s.apply(update("nvml", t(0), vec![card(0, None)]), t(0));
+    let fatal = SourceUpdate {
+        source: "nvml".into(),
+        kind: SourceKind::Nvml,
+        at: t(1),
+        result: Err(SourceError { message: "gone".into(), fatal: true }),
+    };
+    s.apply(fatal, t(1));
+    assert!(s.fleet().nodes.is_empty());
+    assert_eq!(s.fleet().sources[0].health, SourceHealth::Unavailable { reason: "gone".into() });
+}

@@ -130,7 +130,8 @@ fn bad_input_exits_2_with_one_clear_line() {
         &["layouts", "Tesla T4"][..],
         &["snapshot", "--demo-size", "8by8"],
         &["snapshot", "--refresh", "fast"],
-        &["snapshot", "--prometheus", "http://127.0.0.1:1"],
+        &["snapshot", "--prometheus", "prometheus:9090"],
+        &["snapshot", "--slurm"],
         &["no-such-command"],
     ] {
         let (code, _, err) = tessera(args);

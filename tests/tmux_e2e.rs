@@ -2,60 +2,10 @@
 //! Needs tmux; without it the test prints SKIPPED and passes, unless
 //! TESSERA_REQUIRE_SERVICES=1 (CI), where it fails.
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-fn have(program: &str) -> bool {
-    let found = Command::new(program).arg("-V").output().is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(std::env::var("TESSERA_REQUIRE_SERVICES").as_deref() != Ok("1"), "{program} is required but missing");
-        println!("SKIPPED: tmux_console_end_to_end needs {program}");
-    }
-    found
-}
-
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux").args(["-L", &self.socket]).args(args).output().unwrap_or_else(|e| panic!("tmux: {e}"))
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
-    }
-
-    fn display(&self, format: &str) -> String {
-        String::from_utf8_lossy(&self.run(&["display-message", "-p", "-t", "e2e", format]).stdout).trim().to_string()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend_from_slice(keys);
-        self.run(&args);
-    }
-
-    /// Wait until the screen satisfies `ok`; panic with the screen after a timeout.
-    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if ok(&s) {
-                return s;
-            }
-            assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for {what}; screen:\n{s}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        self.run(&["kill-server"]);
-    }
-}
+mod common;
+use common::{Tmux, have};
 
 #[test]
 fn tmux_console_end_to_end() {
@@ -141,4 +91,37 @@ fn signals_restore_the_terminal() {
         assert_eq!(t.display("#{alternate_on}"), "0", "SIG{signal} left the alternate screen");
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// `tessera --nvml=<fake>` shows the scenario's cards and MIG layout exactly.
+#[test]
+fn console_over_fake_nvml_shows_the_layout() {
+    if !have("tmux") {
+        return;
+    }
+    let lib = common::fake_lib();
+    let dir = std::env::temp_dir().join(format!("tessera-nvml-tmux-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let t = Tmux { socket: format!("tessera-nvml-{}", std::process::id()) };
+    let cmd = format!(
+        "exec env XDG_CONFIG_HOME={} FAKE_NVML_SCENARIO={} {} --nvml={}",
+        dir.display(),
+        common::scenario("h200-7x1g.json").display(),
+        env!("CARGO_BIN_EXE_tessera"),
+        lib.display()
+    );
+    t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "160", "-y", "30", &cmd]);
+    let screen = t.wait("the NVML card", |s| s.contains("nvml: live") && s.contains("H200-141GB"));
+    assert!(!screen.contains("SIMULATED"), "{screen}");
+    let row = screen.lines().find(|l| l.contains("H200-141GB") && l.contains("▏")).unwrap_or_default().to_string();
+    assert_eq!(row.matches("▏1g").count(), 7, "seven 1g.18gb instances: {row}");
+    assert!(row.contains('╳'), "slice 7 is stranded: {row}");
+    assert!(row.contains("N/A") || row.contains('%'), "{row}");
+    t.keys(&["Enter"]);
+    let card = t.wait("the card view", |s| s.contains("PROFILE") && s.contains("PLACE"));
+    for start in 0..7 {
+        assert!(card.contains(&format!("1g.18gb    {start}:1")), "instance at {start}:\n{card}");
+    }
+    t.keys(&["q"]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -81,9 +81,12 @@ pub fn snapshot_json((fleet, simulated): &(Fleet, bool)) -> String {
     let sources: Vec<Value> = fleet
         .sources
         .iter()
-        .map(
-            |s| json!({ "name": s.name, "kind": s.kind.as_str(), "state": s.health.name(), "error": s.health.error() }),
-        )
+        .map(|s| {
+            json!({
+                "name": s.name, "kind": s.kind.as_str(), "state": s.health.name(),
+                "error": s.health.error(), "note": s.note,
+            })
+        })
         .collect();
     let v = json!({
         "taken_at": time(fleet.taken_at),

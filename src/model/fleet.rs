@@ -76,18 +76,34 @@ pub struct Card {
     pub uuid: Option<String>,
     /// The model name as the source reported it ("NVIDIA H100 80GB HBM3").
     pub model: String,
+    pub pci_bus_id: Option<String>,
     pub memory_total_mib: Option<u64>,
     pub memory_used_mib: Option<u64>,
     pub utilization_pct: Option<f64>,
     pub temperature_c: Option<f64>,
     pub power_w: Option<f64>,
     pub power_limit_w: Option<f64>,
+    pub sm_clock_mhz: Option<u32>,
+    pub memory_clock_mhz: Option<u32>,
     pub compute_mode: Option<ComputeMode>,
     pub draining: bool,
     pub health: Health,
     pub mig: MigState,
     /// Workload ids holding the whole card (MIG holders are on the instances).
     pub workloads: Vec<String>,
+    /// Compute processes on the card (all of them, MIG or not), where a source can see them.
+    pub processes: Vec<Process>,
+}
+
+/// A compute process on a card, as NVML reports it, with name and user from the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Process {
+    pub pid: u32,
+    pub name: Option<String>,
+    pub user: Option<String>,
+    pub used_mib: Option<u64>,
+    /// The GPU instance it runs in, on a MIG card.
+    pub gi_id: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -152,8 +168,21 @@ impl Card {
     /// Memory slices not covered by any instance (bit i = slice i), for a MIG card.
     pub fn free_slice_mask(&self) -> Option<u16> {
         let model = self.gpu_model()?;
-        let all = (1u16 << model.memory_slices) - 1;
+        let all = slice_mask(0, model.memory_slices);
         Some(all & !self.used_slice_mask())
+    }
+
+    /// Free slices some profile could still use next to the current instances; the rest of
+    /// the free slices are stranded (slice 7 under 7×1g).
+    pub fn usable_free_slices(&self) -> Option<u16> {
+        let model = self.gpu_model()?;
+        let layout: Vec<super::mig::Placed> = self
+            .mig
+            .instances
+            .iter()
+            .map(|i| super::mig::Placed { profile: i.profile.clone(), start: i.start, size: i.size })
+            .collect();
+        Some(self.free_slice_mask()? & super::mig::layout::reachable_slices(model, &layout))
     }
 
     pub fn used_slice_mask(&self) -> u16 {

@@ -71,6 +71,8 @@ pub struct SourceStatus {
     /// How often the source reports; three missed intervals make it stale.
     #[serde(skip)]
     pub interval: std::time::Duration,
+    /// What the last good collection had to skip (bad lines, blank values), if anything.
+    pub note: Option<String>,
 }
 
 impl SourceStatus {
@@ -78,7 +80,10 @@ impl SourceStatus {
     pub fn summary(&self, now: DateTime<Utc>) -> String {
         match &self.health {
             SourceHealth::Connecting => format!("{}: connecting", self.name),
-            SourceHealth::Live { .. } => format!("{}: live", self.name),
+            SourceHealth::Live { .. } => match &self.note {
+                Some(n) => format!("{}: live ({n})", self.name),
+                None => format!("{}: live", self.name),
+            },
             SourceHealth::Stale { since, .. } => {
                 format!("{}: stale {}s", self.name, (now - *since).num_seconds().max(0))
             }

@@ -1,0 +1,755 @@
+//! dcgm-exporter metrics mapped into the model.
+//!
+//! [`map`] turns one scrape (or several concatenated) into nodes, cards and MIG instances,
+//! plus the pods and HPC jobs the exporter names on each card or instance ([`Holder`]). It is
+//! pure: the scrape itself happens elsewhere. Rules, from dcgm-exporter's behaviour as
+//! documented in the reference notes:
+//!
+//! * A card is node + `gpu` index (else `device="nvidiaN"`). `UUID`/`uuid`, `modelName` and
+//!   `pci_bus_id` describe it. Series with no usable index (NVSwitch, NVLink and CPU entities,
+//!   label-less dummies) are counted in [`MapStats::unknown_gpu`] and skipped.
+//! * The node is the `Hostname`/`hostname` label ([`NodeName::Label`], "unknown" without one),
+//!   or a fixed name ([`NodeName::Fixed`]) where the exporter's hostname is its pod name or a
+//!   container id.
+//! * A series with `GPU_I_ID` belongs to that GPU instance (`GPU_I_PROFILE` names its profile)
+//!   and makes the card a MIG card. DCGM says nothing about placement: `start` is left 0 and
+//!   `size` is the catalog's memory slices for the profile where the model and profile are
+//!   known (else 0); NVML or the catalog must supply the placement.
+//! * `DCGM_FI_DEV_GPU_UTIL` is a percentage for the whole card. `DCGM_FI_PROF_GR_ENGINE_ACTIVE`
+//!   is a 0–1 ratio: ×100 it is an instance's activity, and a whole card's only where GPU_UTIL
+//!   is missing.
+//! * `DCGM_FI_DEV_FB_USED`/`_FREE`/`_RESERVED` (MiB) are per instance on MIG; the total is the
+//!   sum of used, free and reserved (where sent), else `DCGM_FI_DEV_FB_TOTAL`. A MIG card's
+//!   memory used is the sum over its instances; its total is known only from a parent series
+//!   (older exporters sent one).
+//! * Device-wide fields (temperature, power, power limit, clocks, last XID, ECC) repeat once
+//!   per GPU instance with the parent's value: they are taken once per card (the parent series,
+//!   else the lowest instance id that has them), never summed. `DCGM_FI_DEV_XID_ERRORS` is the
+//!   last XID, 0 meaning none.
+//! * The old 1.x names (`dcgm_gpu_temp`, ...) and `--use-old-namespace` labels (`uuid`,
+//!   `pod_name`, `pod_namespace`, `container_name`) are accepted.
+//! * Holders come from `pod`/`namespace`/`container`, or from `exported_pod`/
+//!   `exported_namespace`/`exported_container` when any of those is set (Prometheus renames the
+//!   workload's labels, and `pod` is then the exporter's own pod; the three are taken as a
+//!   set so the exporter's namespace is never paired with the workload's pod), and `hpc_job`.
+//!   Empty values mean none; a holder needs a pod or an HPC job. One [`Holder`] per card,
+//!   instance, pod and HPC job.
+//! * DCGM blank sentinels are counted in [`MapStats::blank_sentinels`] and ignored: any value
+//!   at or above 9.223372036854775e18 (the int64 blanks such as 9223372036854775794), and for
+//!   the fields mapped here any value at or above the FP64 blank 140737488355328.0 (counters
+//!   that are not mapped, such as PCIe bytes, can legitimately pass that). NaN and ±Inf in a
+//!   mapped field are ignored and added to `stats.parse.bad_values`.
+//! * A mapped field seen twice for the same card, instance and holder is a duplicate: the
+//!   first value is kept and [`MapStats::duplicates`] counts the rest. The same field repeated
+//!   for a different pod (a time-shared GPU, where the exporter writes one series per pod) is
+//!   not a duplicate; the first value is kept too. Unknown metric names are ignored.
+//!
+//! Output: nodes sorted by name, cards by index, instances by GPU instance id.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use super::exposition::{self, Sample};
+use crate::model::{Card, MigInstance, Node};
+
+/// Where a card's node name comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeName {
+    /// The `Hostname`/`hostname` label.
+    Label,
+    /// The given name (the scrape target's host), for exporters whose hostname is a pod name.
+    Fixed(String),
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MapStats {
+    pub parse: super::exposition::ParseStats,
+    pub blank_sentinels: usize,
+    pub duplicates: usize,
+    pub unknown_gpu: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mapped {
+    pub nodes: Vec<Node>,
+    pub holders: Vec<Holder>,
+    pub stats: MapStats,
+}
+
+/// A pod or HPC job the exporter attributes a card (or one GPU instance) to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Holder {
+    pub node: String,
+    pub index: u32,
+    pub gi_id: Option<u32>,
+    pub namespace: Option<String>,
+    pub pod: Option<String>,
+    pub container: Option<String>,
+    pub hpc_job: Option<String>,
+}
+
+/// Values from here up are DCGM int64 blanks (`DCGM_INT64_BLANK` = 0x7ffffffffffffff0 and the
+/// codes above it) whatever the field.
+const INT64_BLANK: f64 = 9.223372036854775e18;
+/// `DCGM_FP64_BLANK`; FP64 fields' blank codes are this and above.
+const FP64_BLANK: f64 = 140_737_488_355_328.0;
+
+/// The fields tessera reads, each a slot per card or GPU instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    GpuUtil,
+    GrActive,
+    FbUsed,
+    FbFree,
+    FbReserved,
+    FbTotal,
+    Temp,
+    Power,
+    PowerLimit,
+    SmClock,
+    MemClock,
+    Xid,
+    EccDbe,
+}
+
+const FIELDS: usize = 13;
+
+/// The field a metric name feeds: current names and the 1.x compatibility names.
+fn field(name: &str) -> Option<Field> {
+    Some(match name {
+        "DCGM_FI_DEV_GPU_UTIL" | "dcgm_gpu_utilization" => Field::GpuUtil,
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE" | "dcgm_fi_prof_gr_engine_active" => Field::GrActive,
+        "DCGM_FI_DEV_FB_USED" | "dcgm_fb_used" => Field::FbUsed,
+        "DCGM_FI_DEV_FB_FREE" | "dcgm_fb_free" => Field::FbFree,
+        "DCGM_FI_DEV_FB_RESERVED" => Field::FbReserved,
+        "DCGM_FI_DEV_FB_TOTAL" => Field::FbTotal,
+        "DCGM_FI_DEV_GPU_TEMP" | "dcgm_gpu_temp" => Field::Temp,
+        "DCGM_FI_DEV_POWER_USAGE" | "dcgm_power_usage" => Field::Power,
+        "DCGM_FI_DEV_POWER_MGMT_LIMIT" => Field::PowerLimit,
+        "DCGM_FI_DEV_SM_CLOCK" | "dcgm_sm_clock" => Field::SmClock,
+        "DCGM_FI_DEV_MEM_CLOCK" | "dcgm_memory_clock" => Field::MemClock,
+        "DCGM_FI_DEV_XID_ERRORS" | "dcgm_xid_errors" => Field::Xid,
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" | "dcgm_ecc_dbe_volatile_total" => Field::EccDbe,
+        _ => return None,
+    })
+}
+
+/// No holder on the series.
+const NO_HOLDER: u32 = u32::MAX;
+
+/// Per card (series without `GPU_I_ID`) or per GPU instance: the first value of each field,
+/// with the holder of the series it came from, and the holders seen there.
+#[derive(Default)]
+struct Slots {
+    vals: [Option<(f64, u32)>; FIELDS],
+    holders: Vec<u32>,
+}
+
+impl Slots {
+    fn get(&self, f: Field) -> Option<f64> {
+        self.vals[f as usize].map(|(v, _)| v)
+    }
+
+    /// Used and total MiB.
+    fn memory(&self) -> (Option<u64>, Option<u64>) {
+        let used = self.get(Field::FbUsed).and_then(to_u64);
+        let free = self.get(Field::FbFree).and_then(to_u64);
+        let total = match (used, free) {
+            (Some(u), Some(f)) => {
+                Some(u.saturating_add(f).saturating_add(self.get(Field::FbReserved).and_then(to_u64).unwrap_or(0)))
+            }
+            _ => self.get(Field::FbTotal).and_then(to_u64),
+        };
+        (used, total)
+    }
+}
+
+struct InstAcc<'a> {
+    gi: u32,
+    profile: Option<Cow<'a, str>>,
+    slots: Slots,
+}
+
+struct CardAcc<'a> {
+    /// The node key: the hostname label, or "" under a fixed name.
+    node: Cow<'a, str>,
+    index: u32,
+    uuid: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    pci: Option<Cow<'a, str>>,
+    whole: Slots,
+    instances: Vec<InstAcc<'a>>,
+}
+
+struct HolderAcc<'a> {
+    card: usize,
+    gi: Option<u32>,
+    namespace: Option<Cow<'a, str>>,
+    pod: Option<Cow<'a, str>>,
+    container: Option<Cow<'a, str>>,
+    hpc_job: Option<Cow<'a, str>>,
+}
+
+/// The labels `map` reads from one series.
+#[derive(Default)]
+struct Labels<'a> {
+    gpu: Option<Cow<'a, str>>,
+    device: Option<Cow<'a, str>>,
+    uuid: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    pci: Option<Cow<'a, str>>,
+    gi: Option<Cow<'a, str>>,
+    profile: Option<Cow<'a, str>>,
+    host: Option<Cow<'a, str>>,
+    pod: Option<Cow<'a, str>>,
+    namespace: Option<Cow<'a, str>>,
+    container: Option<Cow<'a, str>>,
+    exported_pod: Option<Cow<'a, str>>,
+    exported_namespace: Option<Cow<'a, str>>,
+    exported_container: Option<Cow<'a, str>>,
+    hpc_job: Option<Cow<'a, str>>,
+}
+
+impl<'a> Labels<'a> {
+    fn read(labels: Vec<(&'a str, Cow<'a, str>)>) -> Self {
+        let mut l = Labels::default();
+        for (k, v) in labels {
+            let slot = match k {
+                "gpu" => &mut l.gpu,
+                "device" => &mut l.device,
+                "UUID" | "uuid" => &mut l.uuid,
+                "modelName" => &mut l.model,
+                "pci_bus_id" => &mut l.pci,
+                "GPU_I_ID" => &mut l.gi,
+                "GPU_I_PROFILE" => &mut l.profile,
+                "Hostname" | "hostname" => &mut l.host,
+                "pod" | "pod_name" => &mut l.pod,
+                "namespace" | "pod_namespace" => &mut l.namespace,
+                "container" | "container_name" => &mut l.container,
+                "exported_pod" => &mut l.exported_pod,
+                "exported_namespace" => &mut l.exported_namespace,
+                "exported_container" => &mut l.exported_container,
+                "hpc_job" => &mut l.hpc_job,
+                _ => continue,
+            };
+            if slot.is_none() && !v.is_empty() {
+                *slot = Some(v);
+            }
+        }
+        l
+    }
+
+    fn gpu_index(&self) -> Option<u32> {
+        let from_gpu = self.gpu.as_deref().and_then(|g| g.trim().parse().ok());
+        from_gpu.or_else(|| self.device.as_deref()?.trim().strip_prefix("nvidia")?.parse().ok())
+    }
+}
+
+#[derive(Default)]
+struct Acc<'a> {
+    cards: Vec<CardAcc<'a>>,
+    index: HashMap<(Cow<'a, str>, u32), usize>,
+    holders: Vec<HolderAcc<'a>>,
+    stats: Counts,
+}
+
+#[derive(Default)]
+struct Counts {
+    blank_sentinels: usize,
+    duplicates: usize,
+    unknown_gpu: usize,
+    non_finite: usize,
+}
+
+impl<'a> Acc<'a> {
+    fn add(&mut self, s: Sample<'a>, fixed: bool) {
+        let name = s.name;
+        let value = s.value;
+        let l = Labels::read(s.labels);
+        let Some(gpu) = l.gpu_index() else {
+            self.stats.unknown_gpu += 1;
+            return;
+        };
+        let node: Cow<'a, str> = if fixed { Cow::Borrowed("") } else { l.host.unwrap_or(Cow::Borrowed("unknown")) };
+        let cards = &mut self.cards;
+        let ci = *self.index.entry((node, gpu)).or_insert_with_key(|(node, index)| {
+            cards.push(CardAcc {
+                node: node.clone(),
+                index: *index,
+                uuid: None,
+                model: None,
+                pci: None,
+                whole: Slots::default(),
+                instances: Vec::new(),
+            });
+            cards.len() - 1
+        });
+        let Some(card) = self.cards.get_mut(ci) else { return };
+        fill(&mut card.uuid, l.uuid);
+        fill(&mut card.model, l.model);
+        fill(&mut card.pci, l.pci);
+
+        let gi = l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok());
+        let slots = match gi {
+            None => &mut card.whole,
+            Some(gi) => {
+                let at = match card.instances.iter().position(|i| i.gi == gi) {
+                    Some(at) => at,
+                    None => {
+                        card.instances.push(InstAcc { gi, profile: None, slots: Slots::default() });
+                        card.instances.len() - 1
+                    }
+                };
+                let Some(inst) = card.instances.get_mut(at) else { return };
+                fill(&mut inst.profile, l.profile);
+                &mut inst.slots
+            }
+        };
+
+        let exported = l.exported_pod.is_some() || l.exported_namespace.is_some() || l.exported_container.is_some();
+        let (pod, namespace, container) = if exported {
+            (l.exported_pod, l.exported_namespace, l.exported_container)
+        } else {
+            (l.pod, l.namespace, l.container)
+        };
+        let holder = if pod.is_none() && l.hpc_job.is_none() {
+            NO_HOLDER
+        } else {
+            let holders = &mut self.holders;
+            let known = slots
+                .holders
+                .iter()
+                .copied()
+                .find(|&h| holders.get(h as usize).is_some_and(|x| x.pod == pod && x.hpc_job == l.hpc_job));
+            match known {
+                Some(h) => h,
+                None => {
+                    let h = u32::try_from(holders.len()).unwrap_or(NO_HOLDER);
+                    holders.push(HolderAcc { card: ci, gi, namespace, pod, container, hpc_job: l.hpc_job });
+                    slots.holders.push(h);
+                    h
+                }
+            }
+        };
+
+        if value >= INT64_BLANK && value.is_finite() {
+            self.stats.blank_sentinels += 1;
+            return;
+        }
+        let Some(f) = field(name) else { return };
+        if !value.is_finite() {
+            self.stats.non_finite += 1;
+            return;
+        }
+        if value >= FP64_BLANK {
+            self.stats.blank_sentinels += 1;
+            return;
+        }
+        match &mut slots.vals[f as usize] {
+            Some((_, first)) => {
+                if *first == holder {
+                    self.stats.duplicates += 1;
+                }
+            }
+            empty => *empty = Some((value, holder)),
+        }
+    }
+
+    fn finish(self, node: &NodeName) -> (Vec<Node>, Vec<Holder>) {
+        let name_of = |c: &CardAcc| match node {
+            NodeName::Fixed(n) => n.clone(),
+            NodeName::Label => c.node.to_string(),
+        };
+        let mut holders: Vec<Holder> = self
+            .holders
+            .into_iter()
+            .filter_map(|h| {
+                let c = self.cards.get(h.card)?;
+                Some(Holder {
+                    node: name_of(c),
+                    index: c.index,
+                    gi_id: h.gi,
+                    namespace: h.namespace.map(Cow::into_owned),
+                    pod: h.pod.map(Cow::into_owned),
+                    container: h.container.map(Cow::into_owned),
+                    hpc_job: h.hpc_job.map(Cow::into_owned),
+                })
+            })
+            .collect();
+        holders.sort_by(|a, b| (&a.node, a.index, a.gi_id).cmp(&(&b.node, b.index, b.gi_id)));
+
+        let mut nodes: BTreeMap<String, Vec<Card>> = BTreeMap::new();
+        for c in self.cards {
+            nodes.entry(name_of(&c)).or_default().push(card(c));
+        }
+        let nodes = nodes
+            .into_iter()
+            .map(|(name, mut cards)| {
+                cards.sort_by_key(|c| c.index);
+                Node { name, schedulable: true, reason: None, cards }
+            })
+            .collect();
+        (nodes, holders)
+    }
+}
+
+fn fill<'a>(slot: &mut Option<Cow<'a, str>>, v: Option<Cow<'a, str>>) {
+    if slot.is_none() {
+        *slot = v;
+    }
+}
+
+fn to_u64(v: f64) -> Option<u64> {
+    (0.0..1.8e19).contains(&v).then(|| v.round() as u64)
+}
+
+fn to_u32(v: f64) -> Option<u32> {
+    (0.0..=f64::from(u32::MAX)).contains(&v).then(|| v.round() as u32)
+}
+
+fn card(c: CardAcc) -> Card {
+    let model = c.model.map(Cow::into_owned).unwrap_or_default();
+    let mut instances = c.instances;
+    instances.sort_by_key(|i| i.gi);
+    let device = |f: Field| c.whole.get(f).or_else(|| instances.iter().find_map(|i| i.slots.get(f)));
+    let mut card = Card {
+        index: c.index,
+        uuid: c.uuid.map(Cow::into_owned),
+        pci_bus_id: c.pci.map(Cow::into_owned),
+        temperature_c: device(Field::Temp),
+        power_w: device(Field::Power),
+        power_limit_w: device(Field::PowerLimit),
+        sm_clock_mhz: device(Field::SmClock).and_then(to_u32),
+        memory_clock_mhz: device(Field::MemClock).and_then(to_u32),
+        ..Card::default()
+    };
+    card.health.last_xid = device(Field::Xid).and_then(to_u32).filter(|&x| x != 0);
+    card.health.ecc_volatile_uncorrected = device(Field::EccDbe).and_then(to_u64);
+    // A parent series (whole card, or a MIG card's parent on older exporters) measures the card.
+    card.utilization_pct = c.whole.get(Field::GpuUtil).or_else(|| c.whole.get(Field::GrActive).map(|r| r * 100.0));
+    let (used, total) = c.whole.memory();
+    card.memory_used_mib = used;
+    card.memory_total_mib = total;
+    if !instances.is_empty() {
+        let catalog = crate::model::mig::lookup(&model);
+        card.mig.enabled = true;
+        card.mig.instances = instances
+            .into_iter()
+            .map(|i| {
+                let profile = i.profile.map(Cow::into_owned).unwrap_or_default();
+                let size = catalog.and_then(|m| m.profile(&profile)).map_or(0, |p| p.memory_slices);
+                let (used, total) = i.slots.memory();
+                MigInstance {
+                    gi_id: i.gi,
+                    profile,
+                    start: 0,
+                    size,
+                    memory_used_mib: used,
+                    memory_total_mib: total,
+                    utilization_pct: i.slots.get(Field::GrActive).map(|r| r * 100.0),
+                    ..MigInstance::default()
+                }
+            })
+            .collect();
+        let mut sum = None;
+        for u in card.mig.instances.iter().filter_map(|i| i.memory_used_mib) {
+            sum = Some(sum.unwrap_or(0u64).saturating_add(u));
+        }
+        if sum.is_some() {
+            card.memory_used_mib = sum;
+        }
+    }
+    card.model = model;
+    card
+}
+
+/// Map a dcgm-exporter scrape into nodes and holders. Never panics on any input.
+pub fn map(text: &str, node: &NodeName) -> Mapped {
+    let fixed = matches!(node, NodeName::Fixed(_));
+    let mut acc = Acc::default();
+    let mut parse = exposition::parse(text, |s| acc.add(s, fixed));
+    let counts = std::mem::take(&mut acc.stats);
+    parse.bad_values += counts.non_finite;
+    let (nodes, holders) = acc.finish(node);
+    Mapped {
+        nodes,
+        holders,
+        stats: MapStats {
+            parse,
+            blank_sentinels: counts.blank_sentinels,
+            duplicates: counts.duplicates,
+            unknown_gpu: counts.unknown_gpu,
+        },
+    }
+}
+
+/// Where a family's series appear: on whole cards only, on whole cards and once per GPU
+/// instance with the parent's value (device-wide), or on whole cards and per instance with the
+/// instance's own value.
+#[derive(Clone, Copy, PartialEq)]
+enum Scope {
+    Whole,
+    Device,
+    Instance,
+}
+
+/// The families `generate` writes, in the exporter's order (DCGM field id), with TYPE and HELP
+/// as the current default counters and the profiling list give them.
+const FAMILIES: &[(&str, &str, &str, Scope)] = &[
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", Scope::Device),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", Scope::Device),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", Scope::Device),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", Scope::Device),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", Scope::Device),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).", Scope::Device),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", Scope::Device),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", Scope::Whole),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", Scope::Whole),
+    ("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", Scope::Whole),
+    ("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", Scope::Whole),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", Scope::Device),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", Scope::Instance),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", Scope::Instance),
+    ("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", Scope::Instance),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.", Scope::Device),
+    (
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for uncorrectable errors",
+        Scope::Whole,
+    ),
+    (
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for correctable errors",
+        Scope::Whole,
+    ),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed", Scope::Whole),
+    (
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+        "counter",
+        "Total number of NVLink bandwidth counters for all lanes.",
+        Scope::Device,
+    ),
+    ("DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU License status", Scope::Device),
+    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.", Scope::Instance),
+    ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned.", Scope::Instance),
+    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active.", Scope::Instance),
+    (
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "gauge",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+        Scope::Instance,
+    ),
+    (
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        "gauge",
+        "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.",
+        Scope::Whole,
+    ),
+    (
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+        "gauge",
+        "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.",
+        Scope::Whole,
+    ),
+];
+
+/// A GPU model as `generate` writes it: modelName, memory (MiB), TDP (W), max SM and memory
+/// clocks (MHz), and its MIG profiles for 7, 4, 3, 2 and 1 compute slices.
+struct GenModel {
+    name: &'static str,
+    memory_mib: u64,
+    tdp_w: f64,
+    sm_clock: u32,
+    mem_clock: u32,
+    profiles: [&'static str; 5],
+}
+
+const GEN_MODELS: [GenModel; 3] = [
+    GenModel {
+        name: "NVIDIA A100-SXM4-80GB",
+        memory_mib: 81920,
+        tdp_w: 400.0,
+        sm_clock: 1410,
+        mem_clock: 1593,
+        profiles: ["7g.80gb", "4g.40gb", "3g.40gb", "2g.20gb", "1g.10gb"],
+    },
+    GenModel {
+        name: "NVIDIA H100 80GB HBM3",
+        memory_mib: 81559,
+        tdp_w: 700.0,
+        sm_clock: 1980,
+        mem_clock: 2619,
+        profiles: ["7g.80gb", "4g.40gb", "3g.40gb", "2g.20gb", "1g.10gb"],
+    },
+    GenModel {
+        name: "NVIDIA H200",
+        memory_mib: 143771,
+        tdp_w: 700.0,
+        sm_clock: 1980,
+        mem_clock: 3201,
+        profiles: ["7g.141gb", "4g.71gb", "3g.71gb", "2g.35gb", "1g.18gb"],
+    },
+];
+
+/// MIG layouts as (profile position in `GenModel::profiles`, GPU instance id), as NVML numbers
+/// the instances of these layouts.
+const GEN_LAYOUTS: [&[(usize, u32)]; 3] = [&[(0, 0)], &[(1, 1), (2, 2)], &[(2, 1), (3, 5), (4, 13)]];
+
+/// PCI bus numbers of an 8-GPU HGX board.
+const GEN_BUSES: [u32; 8] = [0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb];
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// What one generated card or GPU instance reports.
+struct GenUnit {
+    /// Labels from `gpu` through `pod`, without the braces.
+    labels: String,
+    util: f64,
+    fb_used: u64,
+    fb_free: u64,
+    fb_reserved: u64,
+}
+
+/// Synthetic dcgm-exporter output for benchmarks and tests: `nodes` scrapes of `gpus` cards
+/// each, concatenated, with every `mig_every`-th card (counting across nodes; 0 for none) in
+/// MIG mode. It is modelled on real output: the full label set in the exporter's order
+/// (`gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`, the MIG labels, `Hostname`, the driver
+/// version, then `container`, `namespace`, `pod`, empty on idle cards), HELP and TYPE per
+/// family, 27 families per whole card, and MIG cards with per-instance series (device-wide
+/// values repeated per instance; no utilisation, remapped-row or PCIe-bytes series). Nodes
+/// rotate A100-80GB, H100-80GB and H200; MIG cards rotate the layouts 7g, 4g+3g and
+/// 3g+2g+1g. The same arguments give the same text. `generate(512, 8, 4)` is about 36 MB and
+/// 120k samples (real dcgm-exporter lines run 250 to 350 bytes).
+pub fn generate(nodes: usize, gpus: usize, mig_every: usize) -> String {
+    let mut out = String::with_capacity(nodes.saturating_mul(gpus).saturating_mul(7_500).min(1 << 30));
+    for n in 0..nodes {
+        let model = &GEN_MODELS[n % GEN_MODELS.len()];
+        let host = format!("gpu-node-{n:03}");
+        // Each card: its whole-card unit, or its instances' units (with profile and gi).
+        let mut cards: Vec<(u32, bool, Vec<GenUnit>, u64)> = Vec::with_capacity(gpus);
+        for g in 0..gpus {
+            let global = n * gpus + g;
+            let seed = splitmix(global as u64);
+            let uuid = format!(
+                "GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+                seed >> 32,
+                (seed >> 16) & 0xffff,
+                seed & 0xffff,
+                splitmix(seed) >> 48,
+                splitmix(seed) & 0xffff_ffff_ffff
+            );
+            let bus = GEN_BUSES[g % GEN_BUSES.len()] + 0x100 * (g / GEN_BUSES.len()) as u32;
+            let head = format!(
+                "gpu=\"{g}\",UUID=\"{uuid}\",pci_bus_id=\"00000000:{bus:02X}:00.0\",device=\"nvidia{g}\",modelName=\"{}\"",
+                model.name
+            );
+            let tail = format!("Hostname=\"{host}\",DCGM_FI_DRIVER_VERSION=\"550.90.07\"");
+            let holder = |r: u64, what: &str, gi: Option<u32>| {
+                if r % 4 == 0 {
+                    "container=\"\",namespace=\"\",pod=\"\"".to_string()
+                } else {
+                    let gi = gi.map(|x| format!("-{x}")).unwrap_or_default();
+                    format!(
+                        "container=\"main\",namespace=\"team-{}\",pod=\"{what}-{n}-{g}{gi}-{:05x}\"",
+                        r % 5,
+                        (r >> 8) & 0xfffff
+                    )
+                }
+            };
+            let mig = mig_every > 0 && global % mig_every == mig_every - 1;
+            let mut units = Vec::new();
+            if mig {
+                for &(p, gi) in GEN_LAYOUTS[global / mig_every.max(1) % GEN_LAYOUTS.len()] {
+                    let profile = model.profiles[p];
+                    let r = splitmix(seed ^ u64::from(gi + 1));
+                    let mem = crate::model::mig::lookup(model.name)
+                        .and_then(|m| m.profile(profile))
+                        .and_then(|p| p.memory_mib)
+                        .unwrap_or(model.memory_mib / 8);
+                    let busy = r % 4 != 0;
+                    let util = if busy { (r % 1000) as f64 / 1000.0 } else { 0.0 };
+                    let fb_used = if busy { mem * (20 + r % 75) / 100 } else { 0 };
+                    units.push(GenUnit {
+                        labels: format!(
+                            "{head},GPU_I_PROFILE=\"{profile}\",GPU_I_ID=\"{gi}\",{tail},{}",
+                            holder(r, "infer", Some(gi))
+                        ),
+                        util,
+                        fb_used,
+                        fb_free: mem.saturating_sub(fb_used),
+                        fb_reserved: 0,
+                    });
+                }
+            } else {
+                let busy = seed % 4 != 0;
+                let util = if busy { (seed % 1000) as f64 / 1000.0 } else { 0.0 };
+                let reserved = model.memory_mib / 160;
+                let fb_used = if busy { model.memory_mib * (30 + seed % 65) / 100 } else { 0 };
+                units.push(GenUnit {
+                    labels: format!("{head},{tail},{}", holder(seed, "train", None)),
+                    util,
+                    fb_used,
+                    fb_free: model.memory_mib.saturating_sub(fb_used + reserved),
+                    fb_reserved: reserved,
+                });
+            }
+            cards.push((g as u32, mig, units, seed));
+        }
+
+        for &(family, kind, help, scope) in FAMILIES {
+            let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} {kind}");
+            for (g, mig, units, seed) in &cards {
+                if *mig && scope == Scope::Whole {
+                    continue;
+                }
+                // Device-wide values come from the card, the same in every instance's series.
+                let card_util = units.iter().map(|u| u.util).sum::<f64>() / units.len().max(1) as f64;
+                let temp = 30 + (seed % 11) + (card_util * 45.0) as u64;
+                let power = model.tdp_w * (0.15 + 0.8 * card_util);
+                for u in units {
+                    let _ = write!(out, "{family}{{{}}} ", u.labels);
+                    let r = seed.rotate_left(*g + 7);
+                    let _ = match family {
+                        "DCGM_FI_DEV_SM_CLOCK" => {
+                            writeln!(out, "{}", if card_util > 0.0 { model.sm_clock } else { 210 })
+                        }
+                        "DCGM_FI_DEV_MEM_CLOCK" => writeln!(out, "{}", model.mem_clock),
+                        "DCGM_FI_DEV_MEMORY_TEMP" => writeln!(out, "{}", temp + 6),
+                        "DCGM_FI_DEV_GPU_TEMP" => writeln!(out, "{temp}"),
+                        "DCGM_FI_DEV_POWER_USAGE" => writeln!(out, "{power:.6}"),
+                        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" => {
+                            writeln!(out, "{}", 90_000_000_000 + r % 900_000_000_000)
+                        }
+                        "DCGM_FI_DEV_GPU_UTIL" => writeln!(out, "{}", (u.util * 100.0).round()),
+                        "DCGM_FI_DEV_MEM_COPY_UTIL" => writeln!(out, "{}", (u.util * 40.0).round()),
+                        "DCGM_FI_DEV_XID_ERRORS" => writeln!(out, "{}", if r % 61 == 0 { 79 } else { 0 }),
+                        "DCGM_FI_DEV_FB_FREE" => writeln!(out, "{}", u.fb_free),
+                        "DCGM_FI_DEV_FB_USED" => writeln!(out, "{}", u.fb_used),
+                        "DCGM_FI_DEV_FB_RESERVED" => writeln!(out, "{}", u.fb_reserved),
+                        "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => writeln!(out, "{:.6}", u.util),
+                        "DCGM_FI_PROF_SM_ACTIVE" => writeln!(out, "{:.6}", u.util * 0.9),
+                        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" => writeln!(out, "{:.6}", u.util * 0.6),
+                        "DCGM_FI_PROF_DRAM_ACTIVE" => writeln!(out, "{:.6}", u.util * 0.45),
+                        "DCGM_FI_PROF_PCIE_TX_BYTES" | "DCGM_FI_PROF_PCIE_RX_BYTES" => {
+                            writeln!(out, "{}", (u.util * 2.0e9) as u64 + r % 1_000_000)
+                        }
+                        _ => writeln!(out, "0"),
+                    };
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "dcgm_tests.rs"]
+mod tests;

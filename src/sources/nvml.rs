@@ -1,0 +1,422 @@
+//! The NVML source: this host's cards through nvml-wrapper, on a thread of its own (FFI
+//! blocks), one collection at a time. MIG instances come from raw calls in `nvml/ffi.rs`,
+//! their activity from GPM where the card has it (Hopper and newer); processes are read on a
+//! slower cadence; XIDs arrive through an event set, polled.
+
+mod ffi;
+mod procfs;
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
+use std::time::Duration;
+
+use chrono::Utc;
+use nvml_wrapper::bitmasks::event::EventTypes;
+use nvml_wrapper::enum_wrappers::device::{Clock, EccCounter, MemoryError, TemperatureSensor};
+use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::enums::event::XidError;
+use nvml_wrapper::enums::gpm::GpmMetricId;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::gpm::gpm_metrics_get;
+use nvml_wrapper::{Device, EventSet, GpmSample, Nvml};
+use tokio::sync::mpsc;
+
+use super::{Partial, SourceError, SourceUpdate, backoff};
+use crate::model::{
+    Card, ComputeInstance, ComputeMode, Event, MigInstance, MigState, Node, Process, Severity, SourceKind, Workload,
+    WorkloadKind, WorkloadState,
+};
+
+/// The library a driver install provides (the unversioned name needs the development package).
+pub const DEFAULT_LIB: &str = "libnvidia-ml.so.1";
+
+/// GPM needs two samples at least this far apart.
+const GPM_MIN_GAP: Duration = Duration::from_millis(100);
+
+/// Processes cost a /proc read each; they refresh every this many collections.
+pub const PROCESS_EVERY: u64 = 5;
+
+const MIB: u64 = 1024 * 1024;
+
+/// Load and initialise NVML from `lib` (default: the driver's library).
+pub fn open(lib: Option<&str>) -> Result<Nvml, String> {
+    let path = lib.unwrap_or(DEFAULT_LIB);
+    Nvml::builder().lib_path(OsStr::new(path)).init().map_err(|e| match e {
+        NvmlError::LibloadingError(_) => format!("cannot load {path}"),
+        NvmlError::DriverNotLoaded => "the NVIDIA driver is not loaded".into(),
+        NvmlError::NoPermission => "no permission to talk to the driver".into(),
+        other => format!("{path}: {other}"),
+    })
+}
+
+/// This host's name: the node the cards belong to.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Collects from one initialised NVML. Keeps the last good view of each card so a card that
+/// is lost is marked, not dropped.
+pub struct Collector<'n> {
+    nvml: &'n Nvml,
+    events: Option<EventSet<'n>>,
+    node: String,
+    last: BTreeMap<u32, Card>,
+    processes: HashMap<u32, Vec<Process>>,
+    users: HashMap<u32, String>,
+    collections: u64,
+    /// Whether each card supports GPM (Hopper and newer), asked once.
+    gpm_supported: HashMap<u32, bool>,
+    /// The last GPM sample per (card, GPU instance), with when it was taken.
+    gpm: HashMap<(u32, u32), (std::time::Instant, GpmSample<'n>)>,
+}
+
+impl<'n> Collector<'n> {
+    pub fn new(nvml: &'n Nvml) -> Self {
+        let users = std::fs::read_to_string("/etc/passwd").map(|p| procfs::users(&p)).unwrap_or_default();
+        let mut c = Self {
+            nvml,
+            events: None,
+            node: hostname(),
+            last: BTreeMap::new(),
+            processes: HashMap::new(),
+            users,
+            collections: 0,
+            gpm_supported: HashMap::new(),
+            gpm: HashMap::new(),
+        };
+        c.events = c.register_events();
+        c.prime_gpm();
+        c
+    }
+
+    /// Take a first GPM sample of every instance, so the first collection can already report
+    /// per-instance activity (one 100 ms wait, only where GPM exists).
+    fn prime_gpm(&mut self) {
+        let mut primed = false;
+        for index in 0..self.nvml.device_count().unwrap_or(0) {
+            let Ok(dev) = self.nvml.device_by_index(index) else { continue };
+            if !self.gpm_supported(index, &dev) {
+                continue;
+            }
+            for gi in ffi::gpu_instances(self.nvml, &dev).unwrap_or_default() {
+                if let Ok(sample) = dev.gpm_mig_sample(gi.id) {
+                    self.gpm.insert((index, gi.id), (std::time::Instant::now(), sample));
+                    primed = true;
+                }
+            }
+        }
+        if primed {
+            std::thread::sleep(GPM_MIN_GAP);
+        }
+    }
+
+    fn gpm_supported(&mut self, index: u32, dev: &Device<'n>) -> bool {
+        *self.gpm_supported.entry(index).or_insert_with(|| dev.gpm_support().unwrap_or(false))
+    }
+
+    /// GPU instance activity (GPM graphics utilisation, percent) since the previous sample;
+    /// `None` without GPM or before two samples at least 100 ms apart exist.
+    fn gpm_util(&mut self, index: u32, dev: &Device<'n>, gi: u32) -> Option<f64> {
+        if !self.gpm_supported(index, dev) {
+            return None;
+        }
+        let now = std::time::Instant::now();
+        if let Some((t, _)) = self.gpm.get(&(index, gi))
+            && now.duration_since(*t) < GPM_MIN_GAP
+        {
+            return None;
+        }
+        let sample = dev.gpm_mig_sample(gi).ok()?;
+        let previous = self.gpm.insert((index, gi), (now, sample));
+        let (_, prev) = previous?;
+        let (_, current) = self.gpm.get(&(index, gi))?;
+        let metrics = gpm_metrics_get(self.nvml, &prev, current, &[GpmMetricId::GraphicsUtil]).ok()?;
+        metrics.into_iter().next()?.ok().map(|m| m.value.clamp(0.0, 100.0))
+    }
+
+    /// An event set with every card that supports XID events; `None` if NVML has none.
+    fn register_events(&self) -> Option<EventSet<'n>> {
+        let mut set = self.nvml.create_event_set().ok()?;
+        for i in 0..self.nvml.device_count().unwrap_or(0) {
+            let Ok(dev) = self.nvml.device_by_index(i) else { continue };
+            if dev.supported_event_types().is_ok_and(|t| t.contains(EventTypes::CRITICAL_XID_ERROR)) {
+                // A failed registration frees the set (NVML leaves it undefined); start over.
+                set = match dev.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
+                    Ok(s) => s,
+                    Err(_) => self.nvml.create_event_set().ok()?,
+                };
+            }
+        }
+        Some(set)
+    }
+
+    pub fn collect(&mut self) -> Result<Partial, SourceError> {
+        let count = self
+            .nvml
+            .device_count()
+            .map_err(|e| SourceError { message: format!("device count: {e}"), fatal: false })?;
+        let slow = self.collections % PROCESS_EVERY == 0;
+        self.collections += 1;
+        let mut events = Vec::new();
+        let mut cards = Vec::new();
+        for index in 0..count {
+            match self.nvml.device_by_index(index).and_then(|d| self.card(index, &d, slow)) {
+                Ok(card) => {
+                    self.last.insert(index, card.clone());
+                    cards.push(card);
+                }
+                Err(e) => {
+                    let mut card = self.last.get(&index).cloned().unwrap_or_else(|| Card {
+                        index,
+                        model: "unknown (lost before first read)".into(),
+                        ..Card::default()
+                    });
+                    let lost = matches!(e, NvmlError::GpuLost);
+                    if lost && !card.health.lost {
+                        let text = format!("GPU lost: {e}");
+                        events.push(Event {
+                            at: Utc::now(),
+                            card: Some(self.card_ref(index)),
+                            severity: Severity::Critical,
+                            text,
+                        });
+                    }
+                    card.health.lost |= lost;
+                    card.utilization_pct = None;
+                    self.last.insert(index, card.clone());
+                    cards.push(card);
+                }
+            }
+        }
+        // Cards that vanished from the count entirely are lost too.
+        for (_, card) in self.last.range_mut(count..) {
+            card.health.lost = true;
+            cards.push(card.clone());
+        }
+        self.drain_events(&mut cards, &mut events);
+        let workloads = self.process_workloads(&mut cards);
+        let node = Node { name: self.node.clone(), schedulable: true, reason: None, cards };
+        Ok(Partial { nodes: vec![node], workloads, events, simulated: false, note: None })
+    }
+
+    /// Each compute process becomes a workload (`pid:N`, kind other) holding its card or GPU
+    /// instance, so holders, the workloads view and "free" mean the same with NVML alone.
+    fn process_workloads(&self, cards: &mut [Card]) -> Vec<Workload> {
+        let mut out: Vec<Workload> = Vec::new();
+        for card in cards.iter_mut().filter(|c| !c.health.lost) {
+            for p in card.processes.clone() {
+                let id = format!("pid:{}", p.pid);
+                let r = self.card_ref(card.index);
+                let held = match p.gi_id.and_then(|gi| card.mig.instances.iter_mut().find(|i| i.gi_id == gi)) {
+                    Some(inst) => &mut inst.workloads,
+                    None => &mut card.workloads,
+                };
+                if !held.contains(&id) {
+                    held.push(id.clone());
+                }
+                match out.iter_mut().find(|w| w.id == id) {
+                    Some(w) => {
+                        if !w.cards.contains(&r) {
+                            w.cards.push(r);
+                        }
+                        w.memory_used_mib = Some(w.memory_used_mib.unwrap_or(0) + p.used_mib.unwrap_or(0));
+                    }
+                    None => {
+                        let name = p.name.clone().unwrap_or_else(|| format!("pid {}", p.pid));
+                        let mut w = Workload::new(id, name, WorkloadKind::Other, WorkloadState::Running);
+                        w.owner.clone_from(&p.user);
+                        w.node = Some(self.node.clone());
+                        w.cards = vec![r];
+                        w.memory_used_mib = p.used_mib;
+                        out.push(w);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn card_ref(&self, index: u32) -> crate::model::CardRef {
+        crate::model::CardRef::new(self.node.clone(), index)
+    }
+
+    /// XIDs since the last collection, at most 64 a time so a storm cannot stall the thread.
+    fn drain_events(&mut self, cards: &mut [Card], events: &mut Vec<Event>) {
+        let Some(set) = &self.events else { return };
+        for _ in 0..64 {
+            let Ok(data) = set.wait(0) else { break };
+            let Ok(index) = data.device.index() else { continue };
+            if let Some(XidError::Value(xid)) = data.event_data {
+                let xid = u32::try_from(xid).unwrap_or(u32::MAX);
+                if let Some(c) = cards.iter_mut().find(|c| c.index == index) {
+                    c.health.last_xid = Some(xid);
+                }
+                if let Some(c) = self.last.get_mut(&index) {
+                    c.health.last_xid = Some(xid);
+                }
+                let text = format!("XID {xid}");
+                events.push(Event {
+                    at: Utc::now(),
+                    card: Some(self.card_ref(index)),
+                    severity: Severity::Critical,
+                    text,
+                });
+            }
+        }
+    }
+
+    fn card(&mut self, index: u32, dev: &Device<'n>, slow: bool) -> Result<Card, NvmlError> {
+        let name = known(dev.name())?.unwrap_or_else(|| "unknown".into());
+        let mig_mode = known(dev.mig_mode())?;
+        let mig_enabled = mig_mode.as_ref().is_some_and(|m| m.current == 1);
+        let memory = known(dev.memory_info())?;
+        let compute_mode = known(dev.compute_mode())?.map(|m| match m {
+            nvml_wrapper::enum_wrappers::device::ComputeMode::Prohibited => ComputeMode::Prohibited,
+            nvml_wrapper::enum_wrappers::device::ComputeMode::ExclusiveProcess => ComputeMode::ExclusiveProcess,
+            _ => ComputeMode::Default,
+        });
+        let mut card = Card {
+            index,
+            uuid: known(dev.uuid())?,
+            model: name,
+            memory_total_mib: memory.as_ref().map(|m| m.total / MIB),
+            memory_used_mib: memory.as_ref().map(|m| m.used / MIB),
+            // NVML has no utilisation for MIG; never show 0 for unknown.
+            utilization_pct: if mig_enabled { None } else { known(dev.utilization_rates())?.map(|u| f64::from(u.gpu)) },
+            temperature_c: known(dev.temperature(TemperatureSensor::Gpu))?.map(f64::from),
+            power_w: known(dev.power_usage())?.map(|mw| f64::from(mw) / 1000.0),
+            power_limit_w: known(dev.enforced_power_limit())?.map(|mw| f64::from(mw) / 1000.0),
+            compute_mode,
+            draining: compute_mode == Some(ComputeMode::Prohibited),
+            ..Card::default()
+        };
+        card.sm_clock_mhz = known(dev.clock_info(Clock::SM))?;
+        card.memory_clock_mhz = known(dev.clock_info(Clock::Memory))?;
+        card.pci_bus_id = known(dev.pci_info())?.map(|p| p.bus_id);
+        card.health.ecc_volatile_uncorrected =
+            known(dev.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile))?;
+        card.health.last_xid = self.last.get(&index).and_then(|c| c.health.last_xid);
+        card.mig = MigState {
+            enabled: mig_enabled,
+            pending: mig_mode.as_ref().map(|m| m.pending == 1),
+            instances: if mig_enabled { self.instances(index, dev, &card.model)? } else { Vec::new() },
+        };
+        if slow || !self.processes.contains_key(&index) {
+            let procs = known(dev.running_compute_processes())?.unwrap_or_default();
+            let list: Vec<Process> = procs
+                .into_iter()
+                .map(|p| Process {
+                    pid: p.pid,
+                    name: procfs::name(p.pid),
+                    user: procfs::uid(p.pid).and_then(|u| self.users.get(&u).cloned()),
+                    used_mib: match p.used_gpu_memory {
+                        UsedGpuMemory::Used(b) => Some(b / MIB),
+                        UsedGpuMemory::Unavailable => None,
+                    },
+                    gi_id: p.gpu_instance_id,
+                })
+                .collect();
+            self.processes.insert(index, list);
+        }
+        card.processes = self.processes.get(&index).cloned().unwrap_or_default();
+        Ok(card)
+    }
+
+    fn instances(&mut self, index: u32, dev: &Device<'n>, model_name: &str) -> Result<Vec<MigInstance>, NvmlError> {
+        let raw = match ffi::gpu_instances(self.nvml, dev) {
+            Ok(r) => r,
+            Err(NvmlError::GpuLost) => return Err(NvmlError::GpuLost),
+            Err(_) => return Ok(Vec::new()),
+        };
+        // Memory in use per GPU instance, from the MIG devices (one per compute instance).
+        let mut used: HashMap<u32, u64> = HashMap::new();
+        for j in 0..dev.mig_device_count().unwrap_or(0) {
+            let Ok(md) = dev.mig_device_by_index(j) else { continue };
+            let (Ok(gi), Ok(mem)) = (ffi::gpu_instance_id(self.nvml, &md), md.memory_info()) else { continue };
+            let e = used.entry(gi).or_default();
+            *e = (*e).max(mem.used / MIB);
+        }
+        let catalog = crate::model::mig::lookup(model_name);
+        let activity: HashMap<u32, f64> =
+            raw.iter().filter_map(|g| self.gpm_util(index, dev, g.id).map(|u| (g.id, u))).collect();
+        // Instances destroyed since: forget their samples.
+        self.gpm.retain(|(card, gi), _| *card != index || raw.iter().any(|g| g.id == *gi));
+        Ok(raw
+            .into_iter()
+            .map(|g| {
+                let profile = catalog
+                    .and_then(|m| m.profiles.iter().find(|p| p.nvml_enum_value == g.profile_enum))
+                    .map(|p| p.name.clone())
+                    .unwrap_or_else(|| format!("{}g.{}gb", g.compute_slices, (g.memory_mib as f64 / 1024.0).round()));
+                MigInstance {
+                    gi_id: g.id,
+                    profile: profile.clone(),
+                    start: u8::try_from(g.start).unwrap_or(u8::MAX),
+                    size: u8::try_from(g.size).unwrap_or(0),
+                    compute_instances: g
+                        .compute_instances
+                        .iter()
+                        .map(|&(id, slices)| ComputeInstance { ci_id: id, profile: format!("{slices}c.{profile}") })
+                        .collect(),
+                    memory_total_mib: Some(g.memory_mib),
+                    memory_used_mib: used.get(&g.id).copied(),
+                    utilization_pct: activity.get(&g.id).copied(),
+                    workloads: Vec::new(),
+                }
+            })
+            .collect())
+    }
+}
+
+/// `Ok(None)` for what this card does not support; a lost GPU is an error for the whole card.
+fn known<T>(r: Result<T, NvmlError>) -> Result<Option<T>, NvmlError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(NvmlError::GpuLost) => Err(NvmlError::GpuLost),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Run the NVML source on its own thread until the receiver goes away. A library that cannot
+/// be loaded is reported and retried with a capped backoff.
+pub fn spawn(name: String, lib: Option<String>, interval: Duration, tx: mpsc::Sender<SourceUpdate>) {
+    std::thread::spawn(move || {
+        let mut failures = 0;
+        loop {
+            match open(lib.as_deref()) {
+                Ok(nvml) => {
+                    failures = 0;
+                    let mut c = Collector::new(&nvml);
+                    loop {
+                        let result = c.collect();
+                        let failed = result.is_err();
+                        let update =
+                            SourceUpdate { source: name.clone(), kind: SourceKind::Nvml, at: Utc::now(), result };
+                        if tx.blocking_send(update).is_err() {
+                            return;
+                        }
+                        if failed {
+                            break;
+                        }
+                        std::thread::sleep(interval);
+                    }
+                }
+                Err(reason) => {
+                    let err = SourceError { message: reason, fatal: true };
+                    let update =
+                        SourceUpdate { source: name.clone(), kind: SourceKind::Nvml, at: Utc::now(), result: Err(err) };
+                    if tx.blocking_send(update).is_err() {
+                        return;
+                    }
+                }
+            }
+            failures += 1;
+            std::thread::sleep(backoff(interval, failures, Duration::from_secs(60)));
+        }
+    });
+}

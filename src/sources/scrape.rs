@@ -1,0 +1,182 @@
+//! The scrape source: dcgm-exporter endpoints fetched directly (`--scrape URL`, repeatable).
+//! Each target is a source of its own, so one target down marks that target stale and no
+//! other. Fetches run concurrently under one bound; parsing and mapping run off the async
+//! workers; a failing target backs off.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::{Semaphore, mpsc};
+
+use super::dcgm::{self, Holder, NodeName};
+use super::http::Client;
+use super::{Partial, SourceError, SourceUpdate, backoff};
+use crate::config::ScrapeNode;
+use crate::model::{Node, SourceKind, Workload, WorkloadKind, WorkloadState};
+
+/// Fetches in flight at once across every target.
+pub const MAX_CONCURRENT: usize = 32;
+
+/// The source name of a target: `scrape:HOST:PORT`, with the path when it is not `/metrics`.
+pub fn source_name(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    if path.is_empty() || path == "/metrics" {
+        format!("scrape:{}", host_port(url))
+    } else {
+        format!("scrape:{}{path}", host_port(url))
+    }
+}
+
+/// `host:port` of a URL (`http://gpu-1:9400/metrics` -> `gpu-1:9400`).
+pub fn host_port(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    rest.rsplit_once('@').map_or(rest, |(_, h)| h).to_string()
+}
+
+/// The host alone, for node names (`gpu-1:9400` -> `gpu-1`; IPv6 in brackets kept).
+pub fn host(url: &str) -> String {
+    let hp = host_port(url);
+    if hp.starts_with('[') {
+        return hp.split_once(']').map_or(hp.clone(), |(h, _)| format!("{h}]"));
+    }
+    hp.rsplit_once(':').map_or(hp.clone(), |(h, _)| h.to_string())
+}
+
+/// Map one exposition into a partial fleet: cards, and the pods or jobs on them as workloads.
+pub fn to_partial(text: &str, node: &NodeName) -> (Partial, dcgm::MapStats) {
+    let mapped = dcgm::map(text, node);
+    let mut nodes = mapped.nodes;
+    let workloads = holders_to_workloads(&mut nodes, &mapped.holders);
+    let note = problems(&mapped.stats);
+    (Partial { nodes, workloads, events: Vec::new(), simulated: false, note }, mapped.stats)
+}
+
+/// A holder becomes a running workload (`k8s:NS/POD` or `slurm:JOB`) holding its card or
+/// instance. Its kind is unknown from metrics alone (`other`) until a scheduler source says.
+fn holders_to_workloads(nodes: &mut [Node], holders: &[Holder]) -> Vec<Workload> {
+    let mut out: Vec<Workload> = Vec::new();
+    for h in holders {
+        let (id, name, owner) = match (&h.pod, &h.hpc_job) {
+            (Some(pod), _) => {
+                let ns = h.namespace.clone().unwrap_or_else(|| "default".into());
+                (format!("k8s:{ns}/{pod}"), pod.clone(), Some(ns))
+            }
+            (None, Some(job)) => (format!("slurm:{job}"), job.clone(), None),
+            (None, None) => continue,
+        };
+        let r = crate::model::CardRef::new(h.node.clone(), h.index);
+        if let Some(card) =
+            nodes.iter_mut().find(|n| n.name == h.node).and_then(|n| n.cards.iter_mut().find(|c| c.index == h.index))
+        {
+            let list = match h.gi_id.and_then(|gi| card.mig.instances.iter_mut().find(|i| i.gi_id == gi)) {
+                Some(inst) => &mut inst.workloads,
+                None => &mut card.workloads,
+            };
+            if !list.contains(&id) {
+                list.push(id.clone());
+            }
+        }
+        match out.iter_mut().find(|w| w.id == id) {
+            Some(w) if !w.cards.contains(&r) => w.cards.push(r),
+            Some(_) => {}
+            None => {
+                let mut w = Workload::new(id, name, WorkloadKind::Other, WorkloadState::Running);
+                w.owner = owner;
+                w.node = Some(h.node.clone());
+                w.cards = vec![r];
+                out.push(w);
+            }
+        }
+    }
+    out
+}
+
+/// Problems worth showing in the source's status, or `None` for a clean scrape.
+fn problems(stats: &dcgm::MapStats) -> Option<String> {
+    let p = &stats.parse;
+    let mut parts = Vec::new();
+    if p.bad_lines > 0 {
+        parts.push(format!("{} bad lines", p.bad_lines));
+    }
+    if p.bad_values > 0 {
+        parts.push(format!("{} non-numeric values", p.bad_values));
+    }
+    if stats.blank_sentinels > 0 {
+        parts.push(format!("{} blank values", stats.blank_sentinels));
+    }
+    if stats.duplicates > 0 {
+        parts.push(format!("{} duplicate series", stats.duplicates));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Run one target until the receiver goes away.
+pub fn spawn(
+    url: String,
+    node: ScrapeNode,
+    client: Client,
+    limit: Arc<Semaphore>,
+    interval: Duration,
+    tx: mpsc::Sender<SourceUpdate>,
+) {
+    let name = source_name(&url);
+    let node = match node {
+        ScrapeNode::Target => NodeName::Fixed(host(&url)),
+        ScrapeNode::Label => NodeName::Label,
+    };
+    tokio::spawn(async move {
+        let mut failures = 0u32;
+        loop {
+            let fetched = {
+                let Ok(_permit) = limit.acquire().await else { return };
+                client.get(&url).await
+            };
+            let result = match fetched {
+                Ok(text) => {
+                    let node = node.clone();
+                    match tokio::task::spawn_blocking(move || to_partial(&text, &node)).await {
+                        Ok((partial, stats)) if partial.nodes.is_empty() => Err(SourceError {
+                            message: format!(
+                                "no GPU metrics in the response{}",
+                                problems(&stats).map(|p| format!(" ({p})")).unwrap_or_default()
+                            ),
+                            fatal: false,
+                        }),
+                        Ok((mut partial, stats)) => {
+                            partial.note = problems(&stats);
+                            Ok(partial)
+                        }
+                        Err(e) => Err(SourceError { message: format!("mapping failed: {e}"), fatal: false }),
+                    }
+                }
+                Err(e) => Err(SourceError { message: e.to_string(), fatal: false }),
+            };
+            let ok = result.is_ok();
+            let update = SourceUpdate { source: name.clone(), kind: SourceKind::Scrape, at: Utc::now(), result };
+            if tx.send(update).await.is_err() {
+                return;
+            }
+            failures = if ok { 0 } else { failures + 1 };
+            let wait = if ok { interval } else { backoff(interval, failures, Duration::from_secs(60)) };
+            tokio::time::sleep(wait).await;
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_from_urls() {
+        assert_eq!(source_name("http://gpu-1:9400/metrics"), "scrape:gpu-1:9400");
+        assert_eq!(source_name("http://gpu-1:9400/other"), "scrape:gpu-1:9400/other");
+        assert_eq!(host("http://gpu-1:9400/metrics"), "gpu-1");
+        assert_eq!(host("https://user@10.0.0.5/metrics"), "10.0.0.5");
+        assert_eq!(host("http://[::1]:9400/metrics"), "[::1]");
+        assert_eq!(host_port("gpu-2:9400"), "gpu-2:9400");
+    }
+}

@@ -1,0 +1,98 @@
+//! Helpers shared by the integration tests: the fake NVML library and a tmux driver.
+#![allow(dead_code)]
+
+pub mod http;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Whether `program` runs. Without it a test prints SKIPPED and passes, unless
+/// TESSERA_REQUIRE_SERVICES=1 (CI), where it fails.
+pub fn have(program: &str) -> bool {
+    have_with(program, "-V")
+}
+
+/// `have`, asking the program's version with `flag`.
+pub fn have_with(program: &str, flag: &str) -> bool {
+    let found = Command::new(program).arg(flag).output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var("TESSERA_REQUIRE_SERVICES").as_deref() != Ok("1"), "{program} is required but missing");
+        println!("SKIPPED: {} needs {program}", std::thread::current().name().unwrap_or("test"));
+    }
+    found
+}
+
+/// A private tmux server driving one session named `e2e`.
+pub struct Tmux {
+    pub socket: String,
+}
+
+impl Tmux {
+    pub fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux").args(["-L", &self.socket]).args(args).output().unwrap_or_else(|e| panic!("tmux: {e}"))
+    }
+
+    pub fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
+    }
+
+    pub fn display(&self, format: &str) -> String {
+        String::from_utf8_lossy(&self.run(&["display-message", "-p", "-t", "e2e", format]).stdout).trim().to_string()
+    }
+
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Wait until the screen satisfies `ok`; panic with the screen after a timeout.
+    pub fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for {what}; screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The fake library: `FAKE_NVML_LIB` if set, else built into its own target directory (a
+/// nested cargo must not wait on the lock of the build running these tests).
+pub fn fake_lib() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        if let Some(p) = std::env::var_os("FAKE_NVML_LIB") {
+            return PathBuf::from(p);
+        }
+        let target = root().join("target").join("fake-nvml");
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "fake-nvml", "--target-dir"])
+            .arg(&target)
+            .current_dir(root())
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run cargo: {e}"));
+        assert!(status.success(), "building the fake NVML library failed");
+        target.join("debug").join("libfake_nvml.so")
+    })
+    .clone()
+}
+
+pub fn scenario(name: &str) -> PathBuf {
+    root().join("tests/fixtures/nvml").join(name)
+}

@@ -1,0 +1,118 @@
+//! The scrape source end to end: `tessera snapshot --scrape URL` against dcgm-exporter text
+//! (real samples) served on 127.0.0.1, with a target down, auth, and bad input.
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+use common::http::{Reply, Server};
+
+fn fixture(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dcgm").join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn snapshot(args: &[&str], env: &[(&str, &str)]) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["snapshot", "--json"])
+        .args(args)
+        .envs(env.iter().copied())
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), v, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn source<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["sources"].as_array().and_then(|s| s.iter().find(|x| x["name"] == name)).unwrap_or(&Value::Null)
+}
+
+#[test]
+fn a_mig_exporter_becomes_cards_and_instances() {
+    let server = Server::start(
+        HashMap::from([("/metrics".into(), Reply::ok(fixture("metrics-a100-mig-1g.5gb-exporter-2.4.0rc2.prom")))]),
+        None,
+    );
+    let (code, v, err) = snapshot(&["--scrape", &server.url("/metrics")], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["simulated"], false);
+    let s = source(&v, &format!("scrape:{}", server.addr));
+    assert_eq!(s["state"], "live", "{v}");
+    // The node is the target's host, not the exporter's Hostname label.
+    assert_eq!(v["nodes"][0]["name"], "127.0.0.1");
+    let card = &v["nodes"][0]["cards"][0];
+    assert_eq!(card["uuid"], "GPU-34319582-d595-d1c7-d1d2-179bcfa61660");
+    assert_eq!(card["mig"]["enabled"], true);
+    let inst = &card["mig"]["instances"][0];
+    assert_eq!(inst["gi_id"], 13);
+    assert_eq!(inst["profile"], "1g.5gb");
+    // GR_ENGINE_ACTIVE is a 0-1 ratio: 0.995687 is 99.6 %.
+    assert!(inst["utilization_pct"].as_f64().is_some_and(|u| (u - 99.5687).abs() < 0.01), "{inst}");
+    assert_eq!(card["temperature_c"], 61.0);
+}
+
+#[test]
+fn one_target_down_marks_only_that_target() {
+    let good = Server::start(
+        HashMap::from([("/metrics".into(), Reply::ok(fixture("metrics-t4-nonmig.datadog-fixture.prom")))]),
+        None,
+    );
+    let bad = Server::start(
+        HashMap::from([(
+            "/metrics".into(),
+            Reply::status(500, "text/html", "<html><body>Internal Server Error</body></html>\n"),
+        )]),
+        None,
+    );
+    let (code, v, err) = snapshot(&["--scrape", &good.url("/metrics"), "--scrape", &bad.url("/metrics")], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(source(&v, &format!("scrape:{}", good.addr))["state"], "live", "{v}");
+    let b = source(&v, &format!("scrape:{}", bad.addr));
+    assert_eq!(b["state"], "unavailable");
+    assert!(b["error"].as_str().is_some_and(|e| e.contains("HTTP 500")), "{b}");
+    assert!(v["nodes"].as_array().is_some_and(|n| !n.is_empty()));
+}
+
+#[test]
+fn bearer_token_from_the_environment_and_never_shown() {
+    let server = Server::start(
+        HashMap::from([("/metrics".into(), Reply::ok(fixture("metrics-t4-nonmig.datadog-fixture.prom")))]),
+        Some("s3cret-token"),
+    );
+    let dir = std::env::temp_dir().join(format!("tessera-scrape-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = dir.join("config.toml");
+    let text = format!(
+        "[sources]\nscrape = [\"{}\"]\n[sources.http]\nbearer_token_env = \"TESSERA_TEST_TOKEN\"\n",
+        server.url("/metrics")
+    );
+    std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = cfg.to_string_lossy().into_owned();
+    let (_, v, _) = snapshot(&["--config", &cfg], &[("TESSERA_TEST_TOKEN", "s3cret-token")]);
+    assert_eq!(v["sources"][0]["state"], "live", "{v}");
+    let (_, v, err) = snapshot(&["--config", &cfg], &[("TESSERA_TEST_TOKEN", "wrong")]);
+    assert!(v["sources"][0]["error"].as_str().is_some_and(|e| e.contains("HTTP 401")), "{v}");
+    let all = format!("{v}{err}");
+    assert!(!all.contains("s3cret") && !all.contains("wrong"), "credentials leaked: {all}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_is_counted_not_fatal() {
+    let mut text = fixture("metrics-a100-mig-1g.5gb-exporter-2.4.0rc2.prom");
+    text.push_str("...\n");
+    text.push_str("DCGM_FI_DEV_VGPU_PER_PROCESS_UTILIZATION{gpu=\"0\",UUID=\"GPU-34319582-d595-d1c7-d1d2-179bcfa61660\"} ERROR - FAILED TO CONVERT TO STRING\n");
+    let server =
+        Server::start(HashMap::from([("/metrics".into(), Reply::ok(text)), ("/empty".into(), Reply::ok(""))]), None);
+    let (code, v, err) = snapshot(&["--scrape", &server.url("/metrics"), "--scrape", &server.url("/empty")], &[]);
+    assert_eq!(code, 0, "{err}");
+    let note = source(&v, &format!("scrape:{}", server.addr))["note"].as_str().unwrap_or_default().to_string();
+    assert!(note.contains("1 bad lines") && note.contains("1 non-numeric values"), "{v}");
+    let empty = source(&v, &format!("scrape:{}/empty", server.addr));
+    assert_eq!(empty["state"], "unavailable");
+    assert!(empty["error"].as_str().is_some_and(|e| e.contains("no GPU metrics")), "{empty}");
+    assert_eq!(v["nodes"][0]["cards"][0]["mig"]["instances"][0]["gi_id"], 13, "the rest of the scrape is used");
+}
