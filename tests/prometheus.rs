@@ -131,3 +131,56 @@ fn prometheus_shows_what_the_exporter_describes() {
     assert_eq!(strip(direct), strip(got), "Prometheus and a direct scrape agree");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// By hand: `cargo test --release --test prometheus -- --ignored --nocapture`. Serves the
+/// generated 512×8 exposition, lets the real Prometheus scrape it, and prints Prometheus's
+/// own `scrape_duration_seconds` beside tessera's parse + map time on the same text.
+#[test]
+#[ignore]
+fn measure_against_prometheus_scrape() {
+    if !have_with("prometheus", "--version") {
+        return;
+    }
+    let text = tessera::sources::dcgm::generate(512, 8, 4);
+    let exporter = Server::start(HashMap::from([("/metrics".into(), Reply::ok(text.clone()))]), None);
+    let dir = std::env::temp_dir().join(format!("tessera-prom-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let port = free_port();
+    let config = format!(
+        "global:\n  scrape_interval: 5s\n  scrape_timeout: 4s\nscrape_configs:\n  - job_name: big\n    sample_limit: 0\n    static_configs:\n      - targets: ['{}']\n",
+        exporter.addr
+    );
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap_or_else(|e| panic!("{e}"));
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _guard = Prometheus(child);
+    // Let it scrape several times, then read its own measurements.
+    std::thread::sleep(Duration::from_secs(32));
+    let q = format!("http://127.0.0.1:{port}/api/v1/query?query=scrape_duration_seconds%7Bjob%3D%22big%22%7D%5B30s%5D");
+    let out = Command::new("curl").args(["-s", &q]).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    let v: Value = serde_json::from_str(&out.unwrap_or_default()).unwrap_or(Value::Null);
+    let durations: Vec<f64> = v["data"]["result"][0]["values"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p[1].as_str().and_then(|s| s.parse().ok()))
+        .collect();
+    let mut ours = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let m = tessera::sources::dcgm::map(&text, &tessera::sources::dcgm::NodeName::Label);
+        ours.push(t.elapsed().as_secs_f64());
+        assert_eq!(m.nodes.len(), 512);
+    }
+    ours.sort_by(f64::total_cmp);
+    println!("exposition: {:.1} MB", text.len() as f64 / 1e6);
+    println!("prometheus scrape_duration_seconds: {durations:?}");
+    println!("tessera parse + map seconds (5 runs, sorted): {ours:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
