@@ -30,6 +30,8 @@ pub struct Sources {
     /// `Some(None)`: NVML from the default library; `Some(Some(path))`: that library.
     pub nvml: Option<Option<String>>,
     pub prometheus: Option<String>,
+    /// The instant query whose series tessera maps; `None` for the DCGM default.
+    pub prometheus_query: Option<String>,
     pub scrape: Vec<String>,
     pub slurm: bool,
     /// `Some(None)`: the current kubeconfig context; `Some(Some(name))`: that context.
@@ -199,6 +201,7 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
             "demo" => s.demo = r.boolean(&key, v)?,
             "nvml" => s.nvml = r.flag_or_string(&key, v)?,
             "prometheus" => s.prometheus = Some(r.url(&key, v)?),
+            "prometheus_query" => s.prometheus_query = Some(r.string(&key, v)?),
             "scrape" => {
                 let Value::Array(items) = v else { return Err(r.bad(&key, v, "expected a list of URLs")) };
                 s.scrape = items.iter().map(|i| r.url(&key, i)).collect::<Result<_, _>>()?;
@@ -216,7 +219,17 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
             _ => {
                 return Err(r.unknown(
                     &key,
-                    &["demo", "nvml", "prometheus", "scrape", "scrape_node", "slurm", "kubernetes", "http"],
+                    &[
+                        "demo",
+                        "nvml",
+                        "prometheus",
+                        "prometheus_query",
+                        "scrape",
+                        "scrape_node",
+                        "slurm",
+                        "kubernetes",
+                        "http",
+                    ],
                 ));
             }
         }
@@ -405,6 +418,9 @@ demo = false
 # nvml = true
 # A Prometheus server that scrapes dcgm-exporter.
 # prometheus = "http://prometheus.example:9090"
+# The instant query whose series are mapped like dcgm-exporter's (the default selects the DCGM
+# families tessera reads); use it to add label filters, e.g. {{__name__=~"DCGM_FI_.*",cluster="a"}}.
+# prometheus_query = '{{__name__=~"DCGM_FI_.*",cluster="a"}}'
 # dcgm-exporter endpoints to scrape directly.
 # scrape = ["http://gpu-node-1.example:9400/metrics"]
 # Slurm queue and nodes from squeue/sinfo JSON on this host.

@@ -62,7 +62,7 @@ fn errors_name_the_file_the_key_and_the_value() {
         ("read_only = \"yes\"", "t.toml: read_only = \"yes\": expected true or false"),
         (
             "[sources]\nslurmm = true",
-            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, scrape, scrape_node, slurm, kubernetes, http",
+            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, prometheus_query, scrape, scrape_node, slurm, kubernetes, http",
         ),
         ("[demo]\nsize = \"8by8\"", "t.toml: demo.size = \"8by8\": expected NODESxGPUS such as 512x8, got \"8by8\""),
         ("refresh = \"10ms\"", "t.toml: refresh = \"10ms\": must be at least 100ms"),

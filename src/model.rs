@@ -11,7 +11,9 @@ pub mod source;
 pub mod workload;
 
 pub use event::{Event, Severity};
-pub use fleet::{Card, CardRef, ComputeInstance, ComputeMode, Fleet, Health, MigInstance, MigState, Node, Process};
+pub use fleet::{
+    Card, CardHistory, CardRef, ComputeInstance, ComputeMode, Fleet, Health, MigInstance, MigState, Node, Process,
+};
 pub use queue::{Demand, QueueSummary, Resource};
 pub use source::{SourceHealth, SourceKind, SourceStatus};
 pub use workload::{Request, Workload, WorkloadKind, WorkloadState};

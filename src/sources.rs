@@ -24,6 +24,8 @@ pub struct Partial {
     pub simulated: bool,
     /// Problems that did not stop the collection (bad lines skipped, say), for the status.
     pub note: Option<String>,
+    /// History a source keeps (Prometheus), sent once; empty otherwise.
+    pub history: Vec<crate::model::CardHistory>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -61,13 +63,8 @@ pub fn spawn_all(
     if let Some(base) = &s.prometheus {
         let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
         store.register("prometheus", SourceKind::Prometheus, cfg.refresh.max(std::time::Duration::from_secs(5)));
-        prometheus::spawn(
-            base.clone(),
-            s.scrape_node,
-            client,
-            cfg.refresh.max(std::time::Duration::from_secs(5)),
-            tx.clone(),
-        );
+        let every = cfg.refresh.max(std::time::Duration::from_secs(5));
+        prometheus::spawn(base.clone(), s.prometheus_query.clone(), s.scrape_node, client, every, tx.clone());
     }
     if !s.scrape.is_empty() {
         let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;

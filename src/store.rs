@@ -68,6 +68,13 @@ impl Store {
 
     /// Apply one update received at wall-clock `now`. Updates of unknown sources are ignored.
     pub fn apply(&mut self, update: SourceUpdate, now: DateTime<Utc>) {
+        self.apply_deferred(update, now);
+        self.rebuild();
+    }
+
+    /// Apply without rebuilding the merged fleet: for a batch of updates, followed by one
+    /// `rebuild` (hundreds of exporters would otherwise rebuild it hundreds of times).
+    pub fn apply_deferred(&mut self, update: SourceUpdate, now: DateTime<Utc>) {
         let Some(e) = self.entries.iter_mut().find(|e| e.status.name == update.source) else { return };
         match update.result {
             Ok(mut partial) => {
@@ -75,6 +82,9 @@ impl Store {
                 e.status.note = partial.note.take();
                 e.last_ok = Some(now);
                 self.fleet.events.append(&mut partial.events);
+                if !partial.history.is_empty() {
+                    self.fleet.history = std::mem::take(&mut partial.history);
+                }
                 let excess = self.fleet.events.len().saturating_sub(MAX_EVENTS);
                 self.fleet.events.drain(..excess);
                 e.last = Some(partial);
@@ -91,7 +101,6 @@ impl Store {
                 }
             }
         }
-        self.rebuild();
     }
 
     /// Mark sources that missed three intervals as stale. Returns true when anything changed.
@@ -113,7 +122,13 @@ impl Store {
         changed
     }
 
-    fn rebuild(&mut self) {
+    /// True while any source has not answered yet.
+    pub fn any_connecting(&self) -> bool {
+        self.entries.iter().any(|e| e.status.health == SourceHealth::Connecting)
+    }
+
+    /// Merge every source's last data into the fleet.
+    pub fn rebuild(&mut self) {
         let mut nodes: Vec<Node> = Vec::new();
         let mut node_at: HashMap<String, usize> = HashMap::new();
         let mut workloads: Vec<Workload> = Vec::new();

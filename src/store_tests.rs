@@ -140,3 +140,17 @@ fn an_unavailable_source_shows_no_data() {
     assert!(s.fleet().nodes.is_empty());
     assert_eq!(s.fleet().sources[0].health, SourceHealth::Unavailable { reason: "gone".into() });
 }
+
+#[test]
+fn deferred_updates_merge_once() {
+    let mut s = Store::new();
+    s.register("a", SourceKind::Scrape, Duration::from_secs(1));
+    s.register("b", SourceKind::Scrape, Duration::from_secs(1));
+    assert!(s.any_connecting());
+    s.apply_deferred(update("a", t(0), vec![card(0, Some("GPU-a"))]), t(0));
+    s.apply_deferred(update("b", t(0), vec![card(1, Some("GPU-b"))]), t(0));
+    assert!(!s.any_connecting());
+    assert!(s.fleet().nodes.is_empty(), "nothing merged before the rebuild");
+    s.rebuild();
+    assert_eq!(s.fleet().nodes[0].cards.len(), 2);
+}

@@ -171,6 +171,20 @@ fn measure_against_prometheus_scrape() {
         .flatten()
         .filter_map(|p| p[1].as_str().and_then(|s| s.parse().ok()))
         .collect();
+    // Refresh latency through the API for these 4096 GPUs: one `tessera snapshot`, from
+    // process start to exit (query, transfer, mapping).
+    let url = format!("http://127.0.0.1:{port}");
+    // One exporter serves all 512 generated nodes here, so name nodes by their label.
+    let cfg = dir.join("label.toml");
+    std::fs::write(&cfg, "[sources]\nscrape_node = \"label\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let cfg = cfg.to_string_lossy().into_owned();
+    for run in 0..3 {
+        let t = Instant::now();
+        let v = snapshot(&["--config", &cfg, "--prometheus", &url]);
+        let cards: usize =
+            v["nodes"].as_array().into_iter().flatten().map(|n| n["cards"].as_array().map_or(0, Vec::len)).sum();
+        println!("API refresh run {run}: {cards} cards in {:?}", t.elapsed());
+    }
     let mut ours = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();

@@ -116,3 +116,39 @@ fn bad_input_is_counted_not_fatal() {
     assert!(empty["error"].as_str().is_some_and(|e| e.contains("no GPU metrics")), "{empty}");
     assert_eq!(v["nodes"][0]["cards"][0]["mig"]["instances"][0]["gi_id"], 13, "the rest of the scrape is used");
 }
+
+/// By hand: `cargo test --release --test scrape -- --ignored --nocapture`. 512 exporters of 8
+/// GPUs each on 127.0.0.1 (one server, one path per node), scraped by one `tessera snapshot`.
+#[test]
+#[ignore]
+fn measure_512_exporters() {
+    let text = tessera::sources::dcgm::generate(512, 8, 4);
+    // Split the generated text per node by its Hostname label.
+    let mut per_node: HashMap<String, String> = HashMap::new();
+    for line in text.lines() {
+        let host = line.split("Hostname=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or("none");
+        let body = per_node.entry(format!("/{host}")).or_default();
+        body.push_str(line);
+        body.push('\n');
+    }
+    let routes: HashMap<String, Reply> = per_node.into_iter().map(|(p, b)| (p, Reply::ok(b))).collect();
+    let server = Server::start(routes, None);
+    let dir = std::env::temp_dir().join(format!("tessera-512-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let urls: Vec<String> = (0..512).map(|n| format!("\"{}\"", server.url(&format!("/gpu-node-{n:03}")))).collect();
+    let cfg = dir.join("config.toml");
+    std::fs::write(&cfg, format!("[sources]\nscrape_node = \"label\"\nscrape = [{}]\n", urls.join(",")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cfg = cfg.to_string_lossy().into_owned();
+    for run in 0..3 {
+        let t = std::time::Instant::now();
+        let (code, v, err) = snapshot(&["--config", &cfg], &[]);
+        let took = t.elapsed();
+        assert_eq!(code, 0, "{err}");
+        let cards: usize =
+            v["nodes"].as_array().into_iter().flatten().map(|n| n["cards"].as_array().map_or(0, Vec::len)).sum();
+        assert_eq!(cards, 4096);
+        println!("run {run}: 512 exporters, {cards} cards, one snapshot (process start to exit) in {took:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

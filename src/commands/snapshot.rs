@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::CmdError;
 use crate::config::{Config, duration};
-use crate::model::{Card, Fleet, QueueSummary, SourceHealth};
+use crate::model::{Card, Fleet, QueueSummary};
 use crate::store::Store;
 
 /// How long a one-shot collection waits for every source's first answer.
@@ -27,12 +27,13 @@ pub fn collect_once(cfg: &Config) -> Result<(Fleet, bool), CmdError> {
         let mut store = Store::new();
         crate::sources::spawn_all(cfg, &mut store, tx).map_err(CmdError::Usage)?;
         let deadline = tokio::time::Instant::now() + COLLECT_TIMEOUT;
-        while store.fleet().sources.iter().any(|s| s.health == SourceHealth::Connecting) {
+        while store.any_connecting() {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(update)) => store.apply(update, Utc::now()),
+                Ok(Some(update)) => store.apply_deferred(update, Utc::now()),
                 Ok(None) | Err(_) => break,
             }
         }
+        store.rebuild();
         Ok((store.fleet().clone(), store.simulated()))
     })
 }

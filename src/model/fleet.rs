@@ -17,6 +17,9 @@ pub struct Fleet {
     pub workloads: Vec<Workload>,
     /// Recent events, oldest first, bounded by the store.
     pub events: Vec<Event>,
+    /// Recent history of cards from a source that keeps it (Prometheus), to seed sparklines.
+    #[serde(skip)]
+    pub history: Vec<CardHistory>,
     /// Workload id -> position in `workloads`; `index_workloads` builds it.
     #[serde(skip)]
     pub workload_index: std::collections::HashMap<String, usize>,
@@ -93,6 +96,15 @@ pub struct Card {
     pub workloads: Vec<String>,
     /// Compute processes on the card (all of them, MIG or not), where a source can see them.
     pub processes: Vec<Process>,
+}
+
+/// A card's recent activity and memory use (percent), oldest first, one point per `step_s`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CardHistory {
+    pub card: CardRef,
+    pub step_s: u64,
+    pub util: Vec<Option<f64>>,
+    pub mem_pct: Vec<Option<f64>>,
 }
 
 /// A compute process on a card, as NVML reports it, with name and user from the host.

@@ -201,7 +201,7 @@ impl<'n> Collector<'n> {
         self.drain_events(&mut cards, &mut events);
         let workloads = self.process_workloads(&mut cards);
         let node = Node { name: self.node.clone(), schedulable: true, reason: None, cards };
-        Ok(Partial { nodes: vec![node], workloads, events, simulated: false, note: None })
+        Ok(Partial { nodes: vec![node], workloads, events, note: None, ..Partial::default() })
     }
 
     /// Each compute process becomes a workload (`pid:N`, kind other) holding its card or GPU

@@ -17,8 +17,13 @@ use super::{Partial, SourceError, SourceUpdate, backoff};
 use crate::config::ScrapeNode;
 use crate::model::SourceKind;
 
-/// The default query: every DCGM family, current and 1.x names.
-pub const DEFAULT_QUERY: &str = r#"{__name__=~"DCGM_FI_.*|dcgm_.*"}"#;
+/// The default query: the DCGM families tessera maps (current and 1.x names). Asking for
+/// these alone, not every `DCGM_FI_.*`, halves what Prometheus encodes and sends.
+pub const DEFAULT_QUERY: &str = concat!(
+    r#"{__name__=~"DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_GR_ENGINE_ACTIVE|DCGM_FI_DEV_FB_(USED|FREE|RESERVED|TOTAL)"#,
+    r#"|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_(USAGE|MGMT_LIMIT)|DCGM_FI_DEV_(SM|MEM)_CLOCK"#,
+    r#"|DCGM_FI_DEV_XID_ERRORS|DCGM_FI_DEV_ECC_DBE_VOL_TOTAL|dcgm_.*"}"#
+);
 
 #[derive(Debug, Deserialize)]
 struct Envelope {
@@ -120,13 +125,116 @@ fn query_url(base: &str, query: &str) -> String {
     format!("{}/api/v1/query?query={enc}", base.trim_end_matches('/'))
 }
 
+/// History points fetched per card: the card view keeps this many samples.
+pub const HISTORY_POINTS: u64 = 120;
+/// How far back the history reaches.
+pub const HISTORY_SPAN_S: u64 = 3600;
+
+/// Per-card activity in percent: whole cards' GPU_UTIL, else the mean of the card's
+/// instances' GR_ENGINE_ACTIVE ratio (an approximation of the slice-weighted figure).
+pub const HISTORY_UTIL: &str = "avg by (instance, gpu, Hostname, hostname) (DCGM_FI_DEV_GPU_UTIL) or \
+     (avg by (instance, gpu, Hostname, hostname) (DCGM_FI_PROF_GR_ENGINE_ACTIVE) * 100)";
+/// Per-card memory in use, percent, summed over a MIG card's instances.
+pub const HISTORY_MEM: &str = "sum by (instance, gpu, Hostname, hostname) (DCGM_FI_DEV_FB_USED) / \
+     sum by (instance, gpu, Hostname, hostname) (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100";
+
+#[derive(Debug, Deserialize)]
+struct MatrixEnvelope {
+    status: String,
+    #[serde(default)]
+    data: Option<MatrixData>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MatrixData {
+    #[serde(default)]
+    result: Vec<MatrixSeries>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MatrixSeries {
+    metric: BTreeMap<String, String>,
+    #[serde(default)]
+    values: Vec<(f64, String)>,
+}
+
+type Points = BTreeMap<(String, u32), Vec<Option<f64>>>;
+
+/// A range-query answer as (node, gpu index) -> points on the grid from `start`, `step_s` apart.
+fn matrix_points(body: &str, node: ScrapeNode, start: f64, step_s: u64) -> Result<Points, String> {
+    let env: MatrixEnvelope =
+        serde_json::from_str(body).map_err(|e| format!("history: not a Prometheus answer: {e}"))?;
+    if env.status != "success" {
+        return Err(format!("history: {}", env.error.unwrap_or_default()));
+    }
+    let mut out = BTreeMap::new();
+    for s in env.data.map(|d| d.result).unwrap_or_default() {
+        let Some(gpu) = s.metric.get("gpu").and_then(|g| g.parse::<u32>().ok()) else { continue };
+        let name = match node {
+            ScrapeNode::Target => s.metric.get("instance").map(|i| host(i)),
+            ScrapeNode::Label => s.metric.get("Hostname").or_else(|| s.metric.get("hostname")).cloned(),
+        };
+        let Some(name) = name else { continue };
+        let mut points = vec![None; HISTORY_POINTS as usize];
+        for (t, v) in &s.values {
+            let i = ((t - start) / step_s as f64).round();
+            if (0.0..HISTORY_POINTS as f64).contains(&i)
+                && let Ok(x) = v.parse::<f64>()
+                && x.is_finite()
+            {
+                points[i as usize] = Some(x.clamp(0.0, 100.0));
+            }
+        }
+        out.insert((name, gpu), points);
+    }
+    Ok(out)
+}
+
+/// The last hour of every card's activity and memory, `HISTORY_POINTS` points each, the step
+/// fitted so that the card view's sparkline history is full from the start.
+async fn history(client: &Client, base: &str, node: ScrapeNode) -> Result<Vec<crate::model::CardHistory>, String> {
+    let step = HISTORY_SPAN_S / HISTORY_POINTS;
+    let end = Utc::now().timestamp() as f64;
+    let start = end - (step * (HISTORY_POINTS - 1)) as f64;
+    let range = |q: &str| {
+        let url = query_url(base, q).replacen("/api/v1/query?", "/api/v1/query_range?", 1);
+        format!("{url}&start={start}&end={end}&step={step}")
+    };
+    let util = client.get(&range(HISTORY_UTIL)).await.map_err(|e| e.to_string())?;
+    let mem = client.get(&range(HISTORY_MEM)).await.map_err(|e| e.to_string())?;
+    let util = matrix_points(&util, node, start, step)?;
+    let mut mem = matrix_points(&mem, node, start, step)?;
+    let mut keys: Vec<(String, u32)> = util.keys().chain(mem.keys()).cloned().collect();
+    keys.sort();
+    keys.dedup();
+    Ok(keys
+        .into_iter()
+        .map(|k| crate::model::CardHistory {
+            util: util.get(&k).cloned().unwrap_or_default(),
+            mem_pct: mem.remove(&k).unwrap_or_default(),
+            card: crate::model::CardRef::new(k.0, k.1),
+            step_s: step,
+        })
+        .collect())
+}
+
 /// Poll Prometheus until the receiver goes away; failures back off, capped at a minute.
-pub fn spawn(base: String, node: ScrapeNode, client: Client, interval: Duration, tx: mpsc::Sender<SourceUpdate>) {
+pub fn spawn(
+    base: String,
+    query: Option<String>,
+    node: ScrapeNode,
+    client: Client,
+    interval: Duration,
+    tx: mpsc::Sender<SourceUpdate>,
+) {
     tokio::spawn(async move {
-        let url = query_url(&base, DEFAULT_QUERY);
+        let url = query_url(&base, query.as_deref().unwrap_or(DEFAULT_QUERY));
         let mut failures = 0u32;
+        let mut history_sent = false;
         loop {
-            let result = match client.get(&url).await {
+            let mut result = match client.get(&url).await {
                 Ok(body) => tokio::task::spawn_blocking(move || to_partial_from_api(&body, node))
                     .await
                     .unwrap_or_else(|e| Err(SourceError { message: format!("mapping failed: {e}"), fatal: false })),
@@ -137,6 +245,17 @@ pub fn spawn(base: String, node: ScrapeNode, client: Client, interval: Duration,
                 }
                 Err(e) => Err(SourceError { message: e.to_string(), fatal: false }),
             };
+            // With the first good answer, the last hour for the sparklines (once: after that
+            // the console keeps its own).
+            if let Ok(p) = &mut result
+                && !history_sent
+            {
+                match history(&client, &base, node).await {
+                    Ok(h) => p.history = h,
+                    Err(e) => p.note = Some(p.note.take().map_or(e.clone(), |n| format!("{n}; {e}"))),
+                }
+                history_sent = true;
+            }
             let ok = result.is_ok();
             let update =
                 SourceUpdate { source: "prometheus".into(), kind: SourceKind::Prometheus, at: Utc::now(), result };
@@ -152,6 +271,16 @@ pub fn spawn(base: String, node: ScrapeNode, client: Client, interval: Duration,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn range_answers_land_on_the_grid() {
+        let body = r#"{"status":"success","data":{"resultType":"matrix","result":[
+          {"metric":{"instance":"10.0.0.7:9400","gpu":"3"},"values":[[1000,"50"],[1030,"NaN"],[1060,"250"]]}]}}"#;
+        let m = matrix_points(body, ScrapeNode::Target, 1000.0, 30).unwrap_or_else(|e| panic!("{e}"));
+        let p = &m[&("10.0.0.7".to_string(), 3)];
+        assert_eq!(p.len(), HISTORY_POINTS as usize);
+        assert_eq!(&p[..4], &[Some(50.0), None, Some(100.0), None], "NaN is a gap; values clamp to 100");
+    }
 
     const VECTOR: &str = r#"{"status":"success","data":{"resultType":"vector","result":[
       {"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0","UUID":"GPU-a","modelName":"NVIDIA H100 80GB HBM3","Hostname":"dcgm-exporter-x1","instance":"10.0.0.7:9400","exported_pod":"train, \"big\"=1","exported_namespace":"ml"},"value":[1700000000.1,"87"]},
@@ -189,7 +318,7 @@ mod tests {
         let e = to_partial_from_api("", ScrapeNode::Target);
         assert!(e.is_err());
         assert_eq!(
-            query_url("http://p:9090/", DEFAULT_QUERY),
+            query_url("http://p:9090/", r#"{__name__=~"DCGM_FI_.*|dcgm_.*"}"#),
             "http://p:9090/api/v1/query?query=%7B__name__%3D~%22DCGM_FI_.%2A%7Cdcgm_.%2A%22%7D"
         );
     }

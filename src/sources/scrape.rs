@@ -51,7 +51,7 @@ pub fn to_partial(text: &str, node: &NodeName) -> (Partial, dcgm::MapStats) {
     let mut nodes = mapped.nodes;
     let workloads = holders_to_workloads(&mut nodes, &mapped.holders);
     let note = problems(&mapped.stats);
-    (Partial { nodes, workloads, events: Vec::new(), simulated: false, note }, mapped.stats)
+    (Partial { nodes, workloads, note, ..Partial::default() }, mapped.stats)
 }
 
 /// A holder becomes a running workload (`k8s:NS/POD` or `slurm:JOB`) holding its card or

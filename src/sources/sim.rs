@@ -101,7 +101,7 @@ impl Sim {
             workloads: self.jobs.iter().map(|j| j.w.clone()).collect(),
             events: std::mem::take(&mut self.events),
             simulated: true,
-            note: None,
+            ..Partial::default()
         }
     }
 }

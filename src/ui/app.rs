@@ -20,6 +20,9 @@ use crate::commands::CmdError;
 use crate::config::Config;
 use crate::store::Store;
 
+/// The most often source updates are merged and drawn.
+const MERGE_EVERY: Duration = Duration::from_millis(100);
+
 /// Restores the terminal however the loop ends.
 struct Restore;
 
@@ -73,6 +76,8 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
     let mut clock = tokio::time::interval(Duration::from_secs(1));
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
+    let (mut merge_pending, mut merge_at, mut last_merge) =
+        (false, tokio::time::Instant::now(), tokio::time::Instant::now() - MERGE_EVERY);
     loop {
         if dirty {
             draw(&mut terminal, &mut st, &store, &theme)?;
@@ -92,11 +97,21 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                 }
             }
             Some(update) = updates.recv() => {
-                store.apply(update, Utc::now());
+                store.apply_deferred(update, Utc::now());
                 while let Ok(more) = updates.try_recv() {
-                    store.apply(more, Utc::now());
+                    store.apply_deferred(more, Utc::now());
                 }
+                // Merge at most ten times a second, however many exporters report.
+                if !merge_pending {
+                    merge_pending = true;
+                    merge_at = tokio::time::Instant::now().max(last_merge + MERGE_EVERY);
+                }
+            }
+            _ = tokio::time::sleep_until(merge_at), if merge_pending => {
+                store.rebuild();
                 st.on_fleet(store.fleet());
+                merge_pending = false;
+                last_merge = tokio::time::Instant::now();
                 dirty = true;
             }
             _ = clock.tick() => {
