@@ -32,6 +32,11 @@ pub struct Sources {
     pub prometheus: Option<String>,
     /// The instant query whose series tessera maps; `None` for the DCGM default.
     pub prometheus_query: Option<String>,
+    /// Also read the queue from Prometheus (kube-state-metrics pending pods, Kueue).
+    pub prometheus_queue: bool,
+    /// Per-field PromQL (`[sources.promql]`): field -> expression, replacing that field's
+    /// series from the main query.
+    pub promql: Vec<(String, String)>,
     pub scrape: Vec<String>,
     pub slurm: bool,
     /// `Some(None)`: the current kubeconfig context; `Some(Some(name))`: that context.
@@ -39,6 +44,26 @@ pub struct Sources {
     /// Where a scraped card's node name comes from.
     pub scrape_node: ScrapeNode,
     pub http: Http,
+}
+
+/// Fields `[sources.promql]` may set, and the DCGM metric each one stands for.
+pub const PROMQL_FIELDS: &[(&str, &str)] = &[
+    ("gpu_util", "DCGM_FI_DEV_GPU_UTIL"),
+    ("gr_engine_active", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
+    ("fb_used", "DCGM_FI_DEV_FB_USED"),
+    ("fb_free", "DCGM_FI_DEV_FB_FREE"),
+    ("temperature", "DCGM_FI_DEV_GPU_TEMP"),
+    ("power", "DCGM_FI_DEV_POWER_USAGE"),
+    ("power_limit", "DCGM_FI_DEV_POWER_MGMT_LIMIT"),
+    ("sm_clock", "DCGM_FI_DEV_SM_CLOCK"),
+    ("mem_clock", "DCGM_FI_DEV_MEM_CLOCK"),
+    ("xid", "DCGM_FI_DEV_XID_ERRORS"),
+    ("ecc_dbe", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
+];
+
+/// The DCGM metric a `[sources.promql]` field stands for.
+pub fn promql_metric(field: &str) -> Option<&'static str> {
+    PROMQL_FIELDS.iter().find(|(f, _)| *f == field).map(|(_, m)| *m)
 }
 
 /// dcgm-exporter's hostname label is often the exporter pod's name, so the scrape target's
@@ -202,6 +227,7 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
             "nvml" => s.nvml = r.flag_or_string(&key, v)?,
             "prometheus" => s.prometheus = Some(r.url(&key, v)?),
             "prometheus_query" => s.prometheus_query = Some(r.string(&key, v)?),
+            "prometheus_queue" => s.prometheus_queue = r.boolean(&key, v)?,
             "scrape" => {
                 let Value::Array(items) = v else { return Err(r.bad(&key, v, "expected a list of URLs")) };
                 s.scrape = items.iter().map(|i| r.url(&key, i)).collect::<Result<_, _>>()?;
@@ -216,6 +242,16 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
                 }
             }
             "http" => read_http(r, r.table(&key, v)?, &mut s.http)?,
+            "promql" => {
+                for (field, expr) in r.table(&key, v)? {
+                    let fkey = format!("sources.promql.{field}");
+                    if promql_metric(field).is_none() {
+                        let known: Vec<&str> = PROMQL_FIELDS.iter().map(|(f, _)| *f).collect();
+                        return Err(r.unknown(&fkey, &known));
+                    }
+                    s.promql.push((field.clone(), r.string(&fkey, expr)?));
+                }
+            }
             _ => {
                 return Err(r.unknown(
                     &key,
@@ -224,11 +260,13 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
                         "nvml",
                         "prometheus",
                         "prometheus_query",
+                        "prometheus_queue",
                         "scrape",
                         "scrape_node",
                         "slurm",
                         "kubernetes",
                         "http",
+                        "promql",
                     ],
                 ));
             }
@@ -421,6 +459,9 @@ demo = false
 # The instant query whose series are mapped like dcgm-exporter's (the default selects the DCGM
 # families tessera reads); use it to add label filters, e.g. {{__name__=~"DCGM_FI_.*",cluster="a"}}.
 # prometheus_query = '{{__name__=~"DCGM_FI_.*",cluster="a"}}'
+# Also read the queue from Prometheus: pending pods that request GPUs (kube-state-metrics)
+# and Kueue's pending count.
+prometheus_queue = false
 # dcgm-exporter endpoints to scrape directly.
 # scrape = ["http://gpu-node-1.example:9400/metrics"]
 # Slurm queue and nodes from squeue/sinfo JSON on this host.
@@ -441,6 +482,13 @@ timeout = "{timeout}"
 # basic_password_file = "/etc/tessera/prometheus-password"
 # ca_file = "/etc/ssl/certs/internal-ca.pem"
 insecure_skip_verify = false
+
+# Per-field PromQL for the Prometheus source: any of gpu_util, gr_engine_active, fb_used,
+# fb_free, temperature, power, power_limit, sm_clock, mem_clock, xid, ecc_dbe. Each replaces
+# that field's series from prometheus_query; keep the labels gpu, UUID and instance (or
+# Hostname) in the answer.
+# [sources.promql]
+# temperature = 'max_over_time(DCGM_FI_DEV_GPU_TEMP[1m])'
 
 [demo]
 # The simulated cluster: the same seed gives the same cluster.

@@ -62,7 +62,7 @@ fn errors_name_the_file_the_key_and_the_value() {
         ("read_only = \"yes\"", "t.toml: read_only = \"yes\": expected true or false"),
         (
             "[sources]\nslurmm = true",
-            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, prometheus_query, scrape, scrape_node, slurm, kubernetes, http",
+            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, prometheus_query, prometheus_queue, scrape, scrape_node, slurm, kubernetes, http, promql",
         ),
         ("[demo]\nsize = \"8by8\"", "t.toml: demo.size = \"8by8\": expected NODESxGPUS such as 512x8, got \"8by8\""),
         ("refresh = \"10ms\"", "t.toml: refresh = \"10ms\": must be at least 100ms"),
@@ -84,4 +84,15 @@ fn sizes_parse() {
     assert!(parse_size("0x8").is_err());
     assert!(parse_size("8").is_err());
     assert!(parse_size("8x99").is_err());
+}
+
+#[test]
+fn per_field_promql() {
+    let cfg = parse("[sources.promql]\ntemperature = 'max_over_time(DCGM_FI_DEV_GPU_TEMP[1m])'\n", "t.toml");
+    assert_eq!(
+        cfg.map(|c| c.sources.promql),
+        Ok(vec![("temperature".to_string(), "max_over_time(DCGM_FI_DEV_GPU_TEMP[1m])".to_string())])
+    );
+    let err = parse("[sources.promql]\ntemp = 'x'\n", "t.toml").map_err(|e| e.to_string());
+    assert!(err.is_err_and(|e| e.starts_with("t.toml: sources.promql.temp: unknown key; known keys here: gpu_util")));
 }

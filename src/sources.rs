@@ -64,7 +64,14 @@ pub fn spawn_all(
         let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
         store.register("prometheus", SourceKind::Prometheus, cfg.refresh.max(std::time::Duration::from_secs(5)));
         let every = cfg.refresh.max(std::time::Duration::from_secs(5));
-        prometheus::spawn(base.clone(), s.prometheus_query.clone(), s.scrape_node, client, every, tx.clone());
+        let settings = prometheus::Settings {
+            base: base.clone(),
+            query: s.prometheus_query.clone(),
+            fields: s.promql.clone(),
+            with_queue: s.prometheus_queue,
+            node: s.scrape_node,
+        };
+        prometheus::spawn(settings, client, every, tx.clone());
     }
     if !s.scrape.is_empty() {
         let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;

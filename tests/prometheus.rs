@@ -70,6 +70,13 @@ fn prometheus_shows_what_the_exporter_describes() {
         HashMap::from([
             ("/a100".into(), Reply::ok(exposition[0].clone())),
             ("/t4".into(), Reply::ok(exposition[1].clone())),
+            (
+                "/ksm".into(),
+                Reply::ok(
+                    std::fs::read_to_string(root.join("tests/fixtures/kube-state-metrics/pending-gpu-pods.prom"))
+                        .unwrap_or_default(),
+                ),
+            ),
         ]),
         None,
     );
@@ -77,7 +84,7 @@ fn prometheus_shows_what_the_exporter_describes() {
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
     let port = free_port();
     let config = format!(
-        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: a100\n    metrics_path: /a100\n    static_configs:\n      - targets: ['{0}']\n  - job_name: t4\n    metrics_path: /t4\n    static_configs:\n      - targets: ['localhost:{1}']\n",
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: a100\n    metrics_path: /a100\n    static_configs:\n      - targets: ['{0}']\n  - job_name: t4\n    metrics_path: /t4\n    static_configs:\n      - targets: ['localhost:{1}']\n  - job_name: ksm\n    metrics_path: /ksm\n    honor_labels: true\n    static_configs:\n      - targets: ['{0}']\n",
         exporter.addr,
         exporter.addr.rsplit(':').next().unwrap_or("0"),
     );
@@ -114,6 +121,28 @@ fn prometheus_shows_what_the_exporter_describes() {
     assert_eq!(a100["mig"][0][0], 13);
     assert_eq!(a100["mig"][0][1], "1g.5gb");
     assert!(a100["mig"][0][2].as_f64().is_some_and(|u| (u - 99.5687).abs() < 0.01), "{a100}");
+
+    // The queue from kube-state-metrics and Kueue, when asked for.
+    let qcfg = dir.join("queue.toml");
+    std::fs::write(&qcfg, "[sources]\nprometheus_queue = true\n").unwrap_or_else(|e| panic!("{e}"));
+    let q = snapshot(&["--config", &qcfg.to_string_lossy(), "--prometheus", &url]);
+    let pending: Vec<&Value> =
+        q["workloads"].as_array().into_iter().flatten().filter(|w| w["state"] == "pending").collect();
+    let ids: Vec<&str> = pending.iter().filter_map(|w| w["id"].as_str()).collect();
+    assert_eq!(ids, vec!["k8s:ml/train-0", "k8s:web/embed-7"], "{q}");
+    assert_eq!(pending[0]["request"]["gpus"], 4);
+    assert_eq!(pending[1]["request"]["mig_profile"], "1g.10gb");
+    assert_eq!(pending[0]["submitted_at"], "2023-11-14T22:13:20Z");
+    assert_eq!(q["queue"]["pending"], 2);
+    assert!(q["sources"][0]["note"].as_str().is_some_and(|n| n.contains("kueue: 3 pending")), "{q}");
+
+    // A field's own PromQL replaces that field.
+    let fcfg = dir.join("fields.toml");
+    std::fs::write(&fcfg, "[sources.promql]\ntemperature = 'DCGM_FI_DEV_GPU_TEMP + 1'\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let f = cards(&snapshot(&["--config", &fcfg.to_string_lossy(), "--prometheus", &url]));
+    let a = f.iter().find(|c| c["uuid"] == "GPU-34319582-d595-d1c7-d1d2-179bcfa61660").cloned().unwrap_or_default();
+    assert_eq!(a["temp"], 62.0, "{f:?}");
 
     // The same as scraping the exporters directly. The T4 fixture has two series claiming
     // gpu="0" with different UUIDs (its source mixes real and hand-written lines), and which

@@ -2,6 +2,8 @@
 //! series, mapped by the same code as a direct scrape. Series are grouped by the `instance`
 //! label (the exporter Prometheus scraped), so each exporter's cards land on its node.
 
+mod queue;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -26,7 +28,7 @@ pub const DEFAULT_QUERY: &str = concat!(
 );
 
 #[derive(Debug, Deserialize)]
-struct Envelope {
+pub(super) struct Envelope {
     status: String,
     #[serde(default)]
     data: Option<Data>,
@@ -54,9 +56,66 @@ struct Series {
     value: Option<(f64, String)>,
 }
 
+/// An instant-vector answer as (labels, value) pairs; NaN and unparsable values dropped.
+/// Labels and value of each series of an instant vector.
+pub(super) type Labeled = Vec<(BTreeMap<String, String>, f64)>;
+
+pub(super) fn vector(body: &str) -> Result<Labeled, String> {
+    let env: Envelope = serde_json::from_str(body).map_err(|e| format!("not a Prometheus API answer ({e})"))?;
+    if env.status != "success" {
+        return Err(format!("Prometheus: {}", env.error.unwrap_or_default()));
+    }
+    Ok(env
+        .data
+        .map(|d| d.result)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|s| {
+            let v = s.value.as_ref()?.1.parse::<f64>().ok().filter(|v| v.is_finite())?;
+            Some((s.metric, v))
+        })
+        .collect())
+}
+
+/// Pending GPU pods and Kueue's count, when `prometheus_queue` is on. Failures become a note:
+/// the cards still show.
+async fn queue_into(client: &Client, base: &str, p: &mut Partial) {
+    let (a, b, c, k) = (
+        query_url(base, queue::PENDING_PODS),
+        query_url(base, queue::GPU_REQUESTS),
+        query_url(base, queue::POD_CREATED),
+        query_url(base, queue::KUEUE_PENDING),
+    );
+    let (pending, requests, created) = (client.get(&a).await, client.get(&b).await, client.get(&c).await);
+    let mut notes = Vec::new();
+    match (pending, requests, created) {
+        (Ok(a), Ok(b), Ok(c)) => match queue::pending_workloads(&a, &b, &c) {
+            Ok(w) => p.workloads.extend(w),
+            Err(e) => notes.push(format!("queue: {e}")),
+        },
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => notes.push(format!("queue: {e}")),
+    }
+    if let Ok(body) = client.get(&k).await
+        && let Some(n) = queue::kueue_pending(&body)
+    {
+        notes.push(format!("kueue: {n} pending"));
+    }
+    if !notes.is_empty() {
+        let mut all: Vec<String> = p.note.take().into_iter().collect();
+        all.extend(notes);
+        p.note = Some(all.join("; "));
+    }
+}
+
 /// Rebuild exposition text per `instance` from an instant-vector answer. Label values are
 /// escaped so the parser reads them back exactly, commas and quotes included.
 fn by_instance(body: &str) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
+    let (series, warnings) = series(body)?;
+    Ok((texts(series), warnings))
+}
+
+/// The series of an instant-vector answer, and its warnings; errors say what Prometheus said.
+fn series(body: &str) -> Result<(Vec<Series>, Vec<String>), String> {
     let env: Envelope = serde_json::from_str(body).map_err(|e| {
         let start: String = body.trim_start().chars().take(60).collect();
         format!("not a Prometheus API answer ({e}); it starts with {start:?}")
@@ -72,8 +131,12 @@ fn by_instance(body: &str) -> Result<(BTreeMap<String, String>, Vec<String>), St
     if data.result_type != "vector" {
         return Err(format!("expected an instant vector, got {}", data.result_type));
     }
+    Ok((data.result, env.warnings))
+}
+
+fn texts(series: Vec<Series>) -> BTreeMap<String, String> {
     let mut texts: BTreeMap<String, String> = BTreeMap::new();
-    for s in data.result {
+    for s in series {
         let (Some(name), Some((_, value))) = (s.metric.get("__name__"), s.value.as_ref()) else { continue };
         let instance = s.metric.get("instance").cloned().unwrap_or_default();
         let text = texts.entry(instance).or_default();
@@ -85,12 +148,38 @@ fn by_instance(body: &str) -> Result<(BTreeMap<String, String>, Vec<String>), St
             .collect();
         let _ = writeln!(text, "{name}{{{}}} {value}", labels.join(","));
     }
-    Ok((texts, env.warnings))
+    texts
+}
+
+/// The main answer with some fields replaced by their own queries' answers (`[sources.promql]`):
+/// each override's series take the field's DCGM name, and the main answer's series of that
+/// name are dropped.
+pub fn to_partial_with_fields(main: &str, fields: &[(&str, String)], node: ScrapeNode) -> Result<Partial, SourceError> {
+    let err = |message| SourceError { message, fatal: false };
+    let (mut all, mut warnings) = series(main).map_err(err)?;
+    for (metric, body) in fields {
+        let (mut extra, w) = series(body).map_err(|e| err(format!("{metric}: {e}")))?;
+        all.retain(|s| s.metric.get("__name__").map(String::as_str) != Some(*metric));
+        for s in &mut extra {
+            s.metric.insert("__name__".into(), (*metric).to_string());
+        }
+        all.extend(extra);
+        warnings.extend(w);
+    }
+    from_texts(texts(all), warnings, node)
 }
 
 /// One collection: the query answered by Prometheus, as a partial fleet.
 pub fn to_partial_from_api(body: &str, node: ScrapeNode) -> Result<Partial, SourceError> {
     let (texts, warnings) = by_instance(body).map_err(|message| SourceError { message, fatal: false })?;
+    from_texts(texts, warnings, node)
+}
+
+fn from_texts(
+    texts: BTreeMap<String, String>,
+    warnings: Vec<String>,
+    node: ScrapeNode,
+) -> Result<Partial, SourceError> {
     let mut out = Partial::default();
     let mut notes: Vec<String> = warnings;
     for (instance, text) in texts {
@@ -221,21 +310,40 @@ async fn history(client: &Client, base: &str, node: ScrapeNode) -> Result<Vec<cr
 }
 
 /// Poll Prometheus until the receiver goes away; failures back off, capped at a minute.
-pub fn spawn(
-    base: String,
-    query: Option<String>,
-    node: ScrapeNode,
-    client: Client,
-    interval: Duration,
-    tx: mpsc::Sender<SourceUpdate>,
-) {
+/// What the Prometheus source asks for.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub base: String,
+    /// The main selector; `None` for `DEFAULT_QUERY`.
+    pub query: Option<String>,
+    /// `[sources.promql]`: field -> expression.
+    pub fields: Vec<(String, String)>,
+    pub with_queue: bool,
+    pub node: ScrapeNode,
+}
+
+pub fn spawn(settings: Settings, client: Client, interval: Duration, tx: mpsc::Sender<SourceUpdate>) {
+    let Settings { base, query, fields, with_queue, node } = settings;
+
     tokio::spawn(async move {
         let url = query_url(&base, query.as_deref().unwrap_or(DEFAULT_QUERY));
         let mut failures = 0u32;
         let mut history_sent = false;
         loop {
+            let mut answers: Vec<(&'static str, String)> = Vec::new();
+            let mut field_error = None;
+            for (field, expr) in &fields {
+                let Some(metric) = crate::config::promql_metric(field) else { continue };
+                match client.get(&query_url(&base, expr)).await {
+                    Ok(body) => answers.push((metric, body)),
+                    Err(e) => field_error = Some(format!("promql.{field}: {e}")),
+                }
+            }
             let mut result = match client.get(&url).await {
-                Ok(body) => tokio::task::spawn_blocking(move || to_partial_from_api(&body, node))
+                Ok(_) if field_error.is_some() => {
+                    Err(SourceError { message: field_error.take().unwrap_or_default(), fatal: false })
+                }
+                Ok(body) => tokio::task::spawn_blocking(move || to_partial_with_fields(&body, &answers, node))
                     .await
                     .unwrap_or_else(|e| Err(SourceError { message: format!("mapping failed: {e}"), fatal: false })),
                 Err(super::http::FetchError::Status { status, body: Some(b), url }) if b.starts_with('{') => {
@@ -245,6 +353,9 @@ pub fn spawn(
                 }
                 Err(e) => Err(SourceError { message: e.to_string(), fatal: false }),
             };
+            if with_queue && let Ok(p) = &mut result {
+                queue_into(&client, &base, p).await;
+            }
             // With the first good answer, the last hour for the sparklines (once: after that
             // the console keeps its own).
             if let Ok(p) = &mut result
@@ -299,6 +410,16 @@ mod tests {
         assert_eq!(p.nodes[1].cards[0].utilization_pct, None, "NaN is unknown, never 0");
         let by_label = to_partial_from_api(VECTOR, ScrapeNode::Label).unwrap_or_else(|e| panic!("{e}"));
         assert!(by_label.nodes.iter().any(|n| n.name == "dcgm-exporter-x1"));
+    }
+
+    #[test]
+    fn a_field_query_replaces_its_series() {
+        let temp = r#"{"status":"success","data":{"resultType":"vector","result":[
+          {"metric":{"gpu":"0","UUID":"GPU-a","instance":"10.0.0.7:9400"},"value":[1700000000.1,"70"]}]}}"#;
+        let p = to_partial_with_fields(VECTOR, &[("DCGM_FI_DEV_GPU_TEMP", temp.to_string())], ScrapeNode::Target)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.nodes[0].cards[0].temperature_c, Some(70.0), "the field's own query wins");
+        assert_eq!(p.nodes[0].cards[0].utilization_pct, Some(87.0), "other fields from the main query");
     }
 
     #[test]
