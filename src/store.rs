@@ -202,6 +202,7 @@ fn merge_card(into: &mut Card, from: &Card) {
     fill!(compute_mode);
     fill!(health.ecc_volatile_uncorrected);
     fill!(health.last_xid);
+    fill!(health.remapped_rows_uncorrectable);
     if into.processes.is_empty() {
         into.processes.clone_from(&from.processes);
     }

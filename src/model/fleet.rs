@@ -69,6 +69,9 @@ pub struct Health {
     pub ecc_volatile_uncorrected: Option<u64>,
     /// The last XID error seen, not a count.
     pub last_xid: Option<u32>,
+    /// Memory rows remapped after uncorrectable errors (a card near its remap limit needs
+    /// service).
+    pub remapped_rows_uncorrectable: Option<u64>,
     /// The card stopped answering (NVML GPU_IS_LOST or it vanished from a source).
     pub lost: bool,
 }
@@ -184,17 +187,25 @@ impl Card {
         Some(all & !self.used_slice_mask())
     }
 
-    /// Free slices some profile could still use next to the current instances; the rest of
-    /// the free slices are stranded (slice 7 under 7×1g).
-    pub fn usable_free_slices(&self) -> Option<u16> {
-        let model = self.gpu_model()?;
-        let layout: Vec<super::mig::Placed> = self
-            .mig
+    /// The instances as a layout (profile and placement), for the MIG rules.
+    pub fn layout(&self) -> Vec<super::mig::Placed> {
+        self.mig
             .instances
             .iter()
             .map(|i| super::mig::Placed { profile: i.profile.clone(), start: i.start, size: i.size })
-            .collect();
-        Some(self.free_slice_mask()? & super::mig::layout::reachable_slices(model, &layout))
+            .collect()
+    }
+
+    /// Slices some profile could still occupy next to the current instances (bit i = slice
+    /// i); every slice when the model is unknown.
+    pub fn reachable_slices(&self) -> u16 {
+        self.gpu_model().map_or(u16::MAX, |m| super::mig::layout::reachable_slices(m, &self.layout()))
+    }
+
+    /// Free slices some profile could still use next to the current instances; the rest of
+    /// the free slices are stranded (slice 7 under 7×1g).
+    pub fn usable_free_slices(&self) -> Option<u16> {
+        Some(self.free_slice_mask()? & self.reachable_slices())
     }
 
     pub fn used_slice_mask(&self) -> u16 {

@@ -396,3 +396,13 @@ proptest! {
         prop_assert!(m.nodes.windows(2).all(|w| w[0].name < w[1].name));
     }
 }
+
+#[test]
+fn remapped_rows_and_ecc_reach_health() {
+    let text = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{gpu=\"2\",UUID=\"GPU-r\",Hostname=\"n1\"} 3\n\
+                DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu=\"2\",UUID=\"GPU-r\",Hostname=\"n1\"} 1\n\
+                DCGM_FI_DEV_XID_ERRORS{gpu=\"2\",UUID=\"GPU-r\",Hostname=\"n1\"} 48\n";
+    let m = map(text, &NodeName::Label);
+    let h = &m.nodes[0].cards[0].health;
+    assert_eq!((h.remapped_rows_uncorrectable, h.ecc_volatile_uncorrected, h.last_xid), (Some(3), Some(1), Some(48)));
+}

@@ -8,7 +8,6 @@ use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 
 use super::fleet::card_state;
 use super::{cell, pct, rcell};
-use crate::model::mig::layout::{Placed, reachable_slices};
 use crate::model::{Card, CardRef, Fleet};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
@@ -42,7 +41,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     let title = format!(" {r} {dot} {model} {dot} {} {dot} {} ", card.model, card.uuid.as_deref().unwrap_or("no UUID"));
     let (state, state_style) = card_state(card, theme);
     let facts = format!(
-        "util {}  mem {} GiB  temp {}  power {}/{}  mode {}  ECC {}  XID {}  ",
+        "util {}  mem {} GiB  temp {}  power {}/{}  mode {}  ECC {}  XID {}{}  ",
         if card.mig.enabled {
             card.activity_pct().map_or("N/A".into(), |u| format!("~{u:.0}%"))
         } else {
@@ -55,6 +54,10 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         card.compute_mode.map_or("-".into(), |m| format!("{m:?}").to_lowercase()),
         card.health.ecc_volatile_uncorrected.map_or("-".into(), |e| e.to_string()),
         card.health.last_xid.map_or("-".into(), |x| x.to_string()),
+        card.health
+            .remapped_rows_uncorrectable
+            .filter(|r| *r > 0)
+            .map_or(String::new(), |r| format!("  remapped rows {r}")),
     );
     let name = |id: &str| holder_name(fleet, id);
     let mut top = vec![
@@ -173,14 +176,8 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
             ]));
         }
     }
-    if let (Some(free), Some(model)) = (card.free_slice_mask().filter(|m| *m != 0), card.gpu_model()) {
-        let layout: Vec<Placed> = card
-            .mig
-            .instances
-            .iter()
-            .map(|i| Placed { profile: i.profile.clone(), start: i.start, size: i.size })
-            .collect();
-        let reachable = reachable_slices(model, &layout);
+    if let Some(free) = card.free_slice_mask().filter(|m| *m != 0) {
+        let reachable = card.reachable_slices();
         let list =
             |mask: u16| (0..16).filter(|s| mask & (1 << s) != 0).map(|s| s.to_string()).collect::<Vec<_>>().join(",");
         let mut text = String::new();

@@ -155,6 +155,8 @@ pub fn card_state(card: &Card, theme: &Theme) -> (String, Style) {
         ("DRAINING".into(), theme.fg(theme.c.warning))
     } else if card.health.ecc_volatile_uncorrected.is_some_and(|e| e > 0) {
         ("ECC".into(), theme.fg(theme.c.warning))
+    } else if card.health.remapped_rows_uncorrectable.is_some_and(|r| r > 0) {
+        ("REMAPPED".into(), theme.fg(theme.c.warning))
     } else {
         ("ok".into(), theme.fg(theme.c.ok))
     }

@@ -6,7 +6,6 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::model::Card;
-use crate::model::mig::layout::{Placed, reachable_slices};
 use crate::ui::theme::Theme;
 
 /// What tessera knows of a holder, for the label: a short name.
@@ -89,13 +88,7 @@ fn mig_cells(card: &Card, w: usize, theme: &Theme, holder: HolderName) -> Vec<Ce
         || card.mig.instances.iter().map(|i| usize::from(i.start) + usize::from(i.size)).max().unwrap_or(8).max(8),
         |m| usize::from(m.memory_slices),
     );
-    let layout: Vec<Placed> = card
-        .mig
-        .instances
-        .iter()
-        .map(|i| Placed { profile: i.profile.clone(), start: i.start, size: i.size })
-        .collect();
-    let reachable = model.map_or(u16::MAX, |m| reachable_slices(m, &layout));
+    let reachable = card.reachable_slices();
     let used = card.used_slice_mask();
     let (free_ch, stranded_ch, sep) = if theme.ascii { ('.', 'x', '|') } else { ('░', '╳', '▏') };
     let mut cells: Vec<Cell> = (0..w)

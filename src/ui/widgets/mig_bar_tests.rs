@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::model::MigInstance;
+use crate::model::mig::Placed;
 use crate::model::mig::catalog::catalog;
 use crate::model::mig::enumerate;
 
