@@ -406,3 +406,15 @@ fn remapped_rows_and_ecc_reach_health() {
     let h = &m.nodes[0].cards[0].health;
     assert_eq!((h.remapped_rows_uncorrectable, h.ecc_volatile_uncorrected, h.last_xid), (Some(3), Some(1), Some(48)));
 }
+
+#[test]
+fn huge_label_values_are_kept_whole() {
+    let pod = "p".repeat(200_000);
+    let text = format!(
+        "DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\",UUID=\"GPU-h\",Hostname=\"n1\",pod=\"{pod}\",namespace=\"ns, with=commas}}\"}} 42\n"
+    );
+    let m = map(&text, &NodeName::Label);
+    assert_eq!(m.nodes[0].cards[0].utilization_pct, Some(42.0));
+    assert_eq!(m.holders[0].pod.as_deref().map(str::len), Some(200_000));
+    assert_eq!(m.holders[0].namespace.as_deref(), Some("ns, with=commas}"));
+}
