@@ -176,6 +176,22 @@ impl Card {
         Some(sum / slices)
     }
 
+    /// The holder list of GPU instance `gi` when the card has it, else the whole card's.
+    pub fn holders_mut(&mut self, gi: Option<u32>) -> &mut Vec<String> {
+        match gi.and_then(|gi| self.mig.instances.iter().position(|i| i.gi_id == gi)) {
+            Some(i) => &mut self.mig.instances[i].workloads,
+            None => &mut self.workloads,
+        }
+    }
+
+    /// Record `id` as a holder of instance `gi` (or the card), once.
+    pub fn add_holder(&mut self, gi: Option<u32>, id: &str) {
+        let list = self.holders_mut(gi);
+        if !list.iter().any(|w| w == id) {
+            list.push(id.to_string());
+        }
+    }
+
     pub fn is_idle(&self) -> bool {
         self.holders().next().is_none()
     }

@@ -212,13 +212,7 @@ impl<'n> Collector<'n> {
             for p in card.processes.clone() {
                 let id = format!("pid:{}", p.pid);
                 let r = self.card_ref(card.index);
-                let held = match p.gi_id.and_then(|gi| card.mig.instances.iter_mut().find(|i| i.gi_id == gi)) {
-                    Some(inst) => &mut inst.workloads,
-                    None => &mut card.workloads,
-                };
-                if !held.contains(&id) {
-                    held.push(id.clone());
-                }
+                card.add_holder(p.gi_id, &id);
                 match out.iter_mut().find(|w| w.id == id) {
                     Some(w) => {
                         if !w.cards.contains(&r) {

@@ -71,13 +71,7 @@ fn holders_to_workloads(nodes: &mut [Node], holders: &[Holder]) -> Vec<Workload>
         if let Some(card) =
             nodes.iter_mut().find(|n| n.name == h.node).and_then(|n| n.cards.iter_mut().find(|c| c.index == h.index))
         {
-            let list = match h.gi_id.and_then(|gi| card.mig.instances.iter_mut().find(|i| i.gi_id == gi)) {
-                Some(inst) => &mut inst.workloads,
-                None => &mut card.workloads,
-            };
-            if !list.contains(&id) {
-                list.push(id.clone());
-            }
+            card.add_holder(h.gi_id, &id);
         }
         match out.iter_mut().find(|w| w.id == id) {
             Some(w) if !w.cards.contains(&r) => w.cards.push(r),

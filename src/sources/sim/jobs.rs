@@ -237,10 +237,7 @@ impl Sim {
         for r in &job.w.cards {
             let Some(&ni) = self.node_index.get(&r.node) else { continue };
             let Some(card) = self.nodes[ni].cards.iter_mut().find(|c| c.index == r.index) else { continue };
-            let list = match job.gi.and_then(|gi| card.mig.instances.iter_mut().find(|i| i.gi_id == gi)) {
-                Some(inst) => &mut inst.workloads,
-                None => &mut card.workloads,
-            };
+            let list = card.holders_mut(job.gi);
             list.retain(|w| *w != job.w.id);
             if on {
                 list.push(job.w.id.clone());
