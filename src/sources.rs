@@ -60,10 +60,41 @@ pub fn spawn_all(
 ) -> Result<(), String> {
     let s = &cfg.sources;
     let not_yet = |what: &str| Err(format!("the {what} source is not available in this version of tessera"));
+    if s.slurm {
+        return not_yet("Slurm");
+    }
+    if s.kubernetes.is_some() {
+        return not_yet("Kubernetes");
+    }
+    // NVML first: where it and a metrics source report the same card, its values and MIG
+    // placements win (the store ranks sources by registration order).
+    let mut run_sim = s.demo;
+    if let Some(lib) = &s.nvml {
+        store.register("nvml", SourceKind::Nvml, cfg.refresh);
+        nvml::spawn("nvml".into(), lib.clone(), cfg.refresh, tx.clone());
+    } else if !s.demo && !s.any_real() {
+        // Nothing configured: use this host's GPUs if NVML finds any, else the simulator.
+        let unavailable = match nvml::open(None).map(|n| n.device_count()) {
+            Ok(Ok(n)) if n > 0 => None,
+            Ok(_) => Some("no GPU found".to_string()),
+            Err(reason) => Some(reason),
+        };
+        match unavailable {
+            None => {
+                store.register("nvml", SourceKind::Nvml, cfg.refresh);
+                nvml::spawn("nvml".into(), None, cfg.refresh, tx.clone());
+            }
+            Some(reason) => {
+                let reason = format!("{reason}; running the simulated cluster");
+                store.register_unavailable("nvml", SourceKind::Nvml, reason);
+                run_sim = true;
+            }
+        }
+    }
     if let Some(base) = &s.prometheus {
         let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
-        store.register("prometheus", SourceKind::Prometheus, cfg.refresh.max(std::time::Duration::from_secs(5)));
         let every = cfg.refresh.max(std::time::Duration::from_secs(5));
+        store.register("prometheus", SourceKind::Prometheus, every);
         let settings = prometheus::Settings {
             base: base.clone(),
             query: s.prometheus_query.clone(),
@@ -80,37 +111,6 @@ pub fn spawn_all(
         for url in s.scrape.iter().filter(|u| seen.insert(scrape::source_name(u))) {
             store.register(scrape::source_name(url), SourceKind::Scrape, cfg.refresh);
             scrape::spawn(url.clone(), s.scrape_node, client.clone(), limit.clone(), cfg.refresh, tx.clone());
-        }
-    }
-    if s.slurm {
-        return not_yet("Slurm");
-    }
-    if s.kubernetes.is_some() {
-        return not_yet("Kubernetes");
-    }
-    let mut run_sim = s.demo;
-    if let Some(lib) = &s.nvml {
-        store.register("nvml", SourceKind::Nvml, cfg.refresh);
-        nvml::spawn("nvml".into(), lib.clone(), cfg.refresh, tx.clone());
-    } else if !s.demo && !s.any_real() {
-        // Nothing configured: use this host's GPUs if NVML finds any, else the simulator.
-        match nvml::open(None).map(|n| n.device_count()) {
-            Ok(Ok(n)) if n > 0 => {
-                store.register("nvml", SourceKind::Nvml, cfg.refresh);
-                nvml::spawn("nvml".into(), None, cfg.refresh, tx.clone());
-            }
-            Ok(_) => {
-                store.register_unavailable("nvml", SourceKind::Nvml, "no GPU found; running the simulated cluster");
-                run_sim = true;
-            }
-            Err(reason) => {
-                store.register_unavailable(
-                    "nvml",
-                    SourceKind::Nvml,
-                    format!("{reason}; running the simulated cluster"),
-                );
-                run_sim = true;
-            }
         }
     }
     if run_sim {

@@ -221,7 +221,8 @@ fn merge_card(into: &mut Card, from: &Card) {
 
 /// The earlier source's MIG view wins where it has one; the later one fills in what it lacks:
 /// the instances themselves when the earlier lists none, and per instance (matched by
-/// placement and profile, or by id when the profile agrees) activity, memory and holders.
+/// GPU instance id and profile: ids are NVML's in every source, DCGM's GPU_I_ID too, while DCGM
+/// has no placement) activity, memory and holders.
 fn merge_mig(into: &mut crate::model::MigState, from: &crate::model::MigState) {
     if into.instances.is_empty() && !from.instances.is_empty() {
         into.enabled |= from.enabled;
@@ -232,8 +233,7 @@ fn merge_mig(into: &mut crate::model::MigState, from: &crate::model::MigState) {
         into.pending = from.pending;
     }
     for o in &from.instances {
-        let same =
-            |i: &&mut crate::model::MigInstance| i.profile == o.profile && (i.start == o.start || i.gi_id == o.gi_id);
+        let same = |i: &&mut crate::model::MigInstance| i.profile == o.profile && i.gi_id == o.gi_id;
         let Some(inst) = into.instances.iter_mut().find(|i| same(i)) else { continue };
         if inst.utilization_pct.is_none() {
             inst.utilization_pct = o.utilization_pct;

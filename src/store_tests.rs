@@ -112,17 +112,18 @@ fn mig_views_merge_by_placement_and_fill_gaps() {
     ];
     s.apply(update("prom", t(1), vec![b.clone()]), t(1));
     assert_eq!(s.fleet().nodes[0].cards[0].mig.instances.len(), 2, "instances come from the later source");
-    // Now NVML lists them too, numbered differently: matched by placement, activity filled in.
+    // Now NVML lists them too, with placements: matched by id and profile, activity filled in.
     let mut a2 = card(0, Some("GPU-a"));
     a2.mig.enabled = true;
     a2.mig.instances = vec![
-        MigInstance { gi_id: 7, profile: "3g.40gb".into(), start: 0, size: 4, ..MigInstance::default() },
-        MigInstance { gi_id: 1, profile: "1g.10gb".into(), start: 4, size: 1, ..MigInstance::default() },
+        MigInstance { gi_id: 1, profile: "3g.40gb".into(), start: 0, size: 4, ..MigInstance::default() },
+        MigInstance { gi_id: 2, profile: "1g.10gb".into(), start: 4, size: 1, ..MigInstance::default() },
     ];
     s.apply(update("nvml", t(2), vec![a2]), t(2));
     let inst = &s.fleet().nodes[0].cards[0].mig.instances;
     assert_eq!(inst[0].utilization_pct, Some(40.0));
     assert_eq!(inst[1].utilization_pct, None, "same id, other profile: not the same instance");
+    assert_eq!((inst[0].start, inst[1].start), (0, 4), "placements from the source that has them");
 }
 
 #[test]

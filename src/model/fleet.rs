@@ -127,6 +127,9 @@ pub struct MigState {
     /// The mode after the next reset, where it differs or is reported.
     pub pending: Option<bool>,
     pub instances: Vec<MigInstance>,
+    /// Why the instances could not be read (listing them needs privileges), if so: then
+    /// `instances` is empty because it is unknown, not because the card is free.
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

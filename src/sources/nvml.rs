@@ -73,6 +73,8 @@ pub struct Collector<'n> {
     gpm_supported: HashMap<u32, bool>,
     /// The last GPM sample per (card, GPU instance), with when it was taken.
     gpm: HashMap<(u32, u32), (std::time::Instant, GpmSample<'n>)>,
+    /// Why the current card's MIG instances could not be read.
+    mig_error: Option<String>,
 }
 
 impl<'n> Collector<'n> {
@@ -88,6 +90,7 @@ impl<'n> Collector<'n> {
             collections: 0,
             gpm_supported: HashMap::new(),
             gpm: HashMap::new(),
+            mig_error: None,
         };
         c.events = c.register_events();
         c.prime_gpm();
@@ -142,13 +145,25 @@ impl<'n> Collector<'n> {
     /// An event set with every card that supports XID events; `None` if NVML has none.
     fn register_events(&self) -> Option<EventSet<'n>> {
         let mut set = self.nvml.create_event_set().ok()?;
+        let mut registered: Vec<u32> = Vec::new();
         for i in 0..self.nvml.device_count().unwrap_or(0) {
             let Ok(dev) = self.nvml.device_by_index(i) else { continue };
             if dev.supported_event_types().is_ok_and(|t| t.contains(EventTypes::CRITICAL_XID_ERROR)) {
-                // A failed registration frees the set (NVML leaves it undefined); start over.
                 set = match dev.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
-                    Ok(s) => s,
-                    Err(_) => self.nvml.create_event_set().ok()?,
+                    Ok(s) => {
+                        registered.push(i);
+                        s
+                    }
+                    // A failed registration frees the set (NVML leaves it undefined): make a new
+                    // one and register again the cards that had succeeded.
+                    Err(_) => {
+                        let mut fresh = self.nvml.create_event_set().ok()?;
+                        for &j in &registered {
+                            let Ok(d) = self.nvml.device_by_index(j) else { continue };
+                            fresh = d.register_events(EventTypes::CRITICAL_XID_ERROR, fresh).ok()?;
+                        }
+                        fresh
+                    }
                 };
             }
         }
@@ -163,6 +178,7 @@ impl<'n> Collector<'n> {
         let slow = self.collections % PROCESS_EVERY == 0;
         self.collections += 1;
         let mut events = Vec::new();
+        let mut notes: Vec<String> = Vec::new();
         let mut cards = Vec::new();
         for index in 0..count {
             match self.nvml.device_by_index(index).and_then(|d| self.card(index, &d, slow)) {
@@ -185,6 +201,8 @@ impl<'n> Collector<'n> {
                             severity: Severity::Critical,
                             text,
                         });
+                    } else if !lost {
+                        notes.push(format!("card {index}: {e}; showing its last values"));
                     }
                     card.health.lost |= lost;
                     card.utilization_pct = None;
@@ -194,14 +212,23 @@ impl<'n> Collector<'n> {
             }
         }
         // Cards that vanished from the count entirely are lost too.
-        for (_, card) in self.last.range_mut(count..) {
+        let node = self.node.clone();
+        for (index, card) in self.last.range_mut(count..) {
+            if !card.health.lost {
+                let text = format!("card {index} is gone from NVML's device list");
+                let r = crate::model::CardRef::new(node.clone(), *index);
+                events.push(Event { at: Utc::now(), card: Some(r), severity: Severity::Critical, text });
+            }
             card.health.lost = true;
+            card.utilization_pct = None;
             cards.push(card.clone());
         }
+        notes.extend(cards.iter().filter_map(|c| c.mig.error.as_ref().map(|e| format!("card {}: {e}", c.index))));
         self.drain_events(&mut cards, &mut events);
         let workloads = self.process_workloads(&mut cards);
         let node = Node { name: self.node.clone(), schedulable: true, reason: None, cards };
-        Ok(Partial { nodes: vec![node], workloads, events, note: None, ..Partial::default() })
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
+        Ok(Partial { nodes: vec![node], workloads, events, note, ..Partial::default() })
     }
 
     /// Each compute process becomes a workload (`pid:N`, kind other) holding its card or GPU
@@ -295,11 +322,14 @@ impl<'n> Collector<'n> {
         card.health.ecc_volatile_uncorrected =
             known(dev.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile))?;
         card.health.last_xid = self.last.get(&index).and_then(|c| c.health.last_xid);
+        self.mig_error = None;
         card.mig = MigState {
             enabled: mig_enabled,
             pending: mig_mode.as_ref().map(|m| m.pending == 1),
             instances: if mig_enabled { self.instances(index, dev, &card.model)? } else { Vec::new() },
+            error: None,
         };
+        card.mig.error = self.mig_error.take();
         if slow || !self.processes.contains_key(&index) {
             let procs = known(dev.running_compute_processes())?.unwrap_or_default();
             let list: Vec<Process> = procs
@@ -325,7 +355,10 @@ impl<'n> Collector<'n> {
         let raw = match ffi::gpu_instances(self.nvml, dev) {
             Ok(r) => r,
             Err(NvmlError::GpuLost) => return Err(NvmlError::GpuLost),
-            Err(_) => return Ok(Vec::new()),
+            Err(e) => {
+                self.mig_error = Some(format!("cannot list MIG instances: {e} (listing needs root)"));
+                return Ok(Vec::new());
+            }
         };
         // Memory in use per GPU instance, from the MIG devices (one per compute instance).
         let mut used: HashMap<u32, u64> = HashMap::new();

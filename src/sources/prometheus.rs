@@ -95,10 +95,13 @@ async fn queue_into(client: &Client, base: &str, p: &mut Partial) {
         },
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => notes.push(format!("queue: {e}")),
     }
-    if let Ok(body) = client.get(&k).await
-        && let Some(n) = queue::kueue_pending(&body)
-    {
-        notes.push(format!("kueue: {n} pending"));
+    match client.get(&k).await {
+        Ok(body) => {
+            if let Some(n) = queue::kueue_pending(&body) {
+                notes.push(format!("kueue: {n} pending"));
+            }
+        }
+        Err(e) => notes.push(format!("kueue: {e}")),
     }
     if !notes.is_empty() {
         let mut all: Vec<String> = p.note.take().into_iter().collect();

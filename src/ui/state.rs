@@ -119,6 +119,8 @@ pub struct UiState {
     pub now: DateTime<Utc>,
     /// Wall-clock time, for source ages.
     pub wall: DateTime<Utc>,
+    /// Data time of the last sparkline sample.
+    last_sample: Option<DateTime<Utc>>,
     /// Header figures and the queue summary, computed once per fleet update, not per frame.
     pub totals: super::views::header::Totals,
     pub queue: crate::model::QueueSummary,
@@ -157,6 +159,7 @@ impl UiState {
             queue_wait_threshold: std::time::Duration::from_secs(15 * 60),
             now,
             wall: now,
+            last_sample: None,
             totals: super::views::header::Totals::default(),
             queue: crate::model::QueueSummary::default(),
         }
@@ -167,7 +170,27 @@ impl UiState {
         if let Some(t) = fleet.taken_at {
             self.now = t;
         }
-        for (n, c) in fleet.cards() {
+        // History from a source (Prometheus) seeds a card's sparklines once, before its own samples.
+        for h in &fleet.history {
+            let mine = self.history.entry(h.card.clone()).or_default();
+            if mine.len() <= 1 {
+                let mem = h.mem_pct.iter().copied().chain(std::iter::repeat(None));
+                let seeded: Vec<Sample> =
+                    h.util.iter().zip(mem).map(|(u, m)| Sample { util: *u, mem_pct: m }).collect();
+                let own: Vec<Sample> = mine.drain(..).collect();
+                mine.extend(seeded);
+                mine.extend(own);
+                while mine.len() > HISTORY {
+                    mine.pop_front();
+                }
+            }
+        }
+        // One sample per second of data time, however often sources merge.
+        let sample = self.last_sample.is_none_or(|t| self.now - t >= chrono::Duration::seconds(1));
+        if sample {
+            self.last_sample = Some(self.now);
+        }
+        for (n, c) in fleet.cards().filter(|_| sample) {
             let h = self.history.entry(CardRef::new(n.name.clone(), c.index)).or_default();
             let mem_pct = match (c.memory_used_mib, c.memory_total_mib) {
                 (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),

@@ -100,3 +100,23 @@ fn the_selection_follows_its_card_and_headings_stay_visible() {
     st.click(3);
     assert_eq!(st.selected[0], sel, "clicks under the help do not move the list");
 }
+
+#[test]
+fn source_history_seeds_the_sparklines_once() {
+    let mut f = fleet();
+    let r = CardRef::new("gpu-a100-01", 4);
+    f.history = vec![crate::model::CardHistory {
+        card: r.clone(),
+        step_s: 30,
+        util: vec![Some(10.0), None, Some(30.0)],
+        mem_pct: vec![Some(50.0)],
+    }];
+    let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), Utc::now());
+    st.on_fleet(&f);
+    let h: Vec<Option<f64>> = st.history[&r].iter().map(|s| s.util).collect();
+    assert_eq!(h.len(), 4, "three from the source, then the card's own sample");
+    assert_eq!(&h[..3], &[Some(10.0), None, Some(30.0)]);
+    f.taken_at = f.taken_at.map(|t| t + chrono::Duration::seconds(5));
+    st.on_fleet(&f);
+    assert_eq!(st.history[&r].len(), 5, "seeded once; later fleets only add samples");
+}

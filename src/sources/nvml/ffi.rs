@@ -13,7 +13,8 @@ use nvml_wrapper_sys::bindings::{
     nvmlGpuInstanceInfo_t, nvmlGpuInstanceProfileInfo_t,
 };
 
-/// NVML_GPU_INSTANCE_PROFILE_COUNT and NVML_COMPUTE_INSTANCE_PROFILE_COUNT (nvml.h).
+/// NVML_GPU_INSTANCE_PROFILE_COUNT and NVML_COMPUTE_INSTANCE_PROFILE_COUNT of current nvml.h
+/// (the bundled bindings are older: 17 and 8); drivers answer unknown profiles with an error.
 const GI_PROFILE_COUNT: c_uint = 0x12;
 const CI_PROFILE_COUNT: c_uint = 0x9;
 
@@ -47,10 +48,12 @@ pub fn gpu_instances(nvml: &Nvml, device: &Device) -> Result<Vec<GpuInstance>, N
         // SAFETY: nvmlGpuInstanceProfileInfo_t is plain data; zero is a valid value.
         let mut info: nvmlGpuInstanceProfileInfo_t = unsafe { mem::zeroed() };
         // SAFETY: a valid device handle and a pointer to a live, writable struct.
+        // A profile the driver does not know or support answers with an error of its own
+        // choosing; only a lost GPU or missing permission is the card's problem.
         match nvml_try(unsafe { profile_info(handle, profile_enum, &mut info) }) {
             Ok(()) => {}
-            Err(NvmlError::NotSupported | NvmlError::InvalidArg | NvmlError::NotFound) => continue,
-            Err(e) => return Err(e),
+            Err(e @ (NvmlError::GpuLost | NvmlError::NoPermission)) => return Err(e),
+            Err(_) => continue,
         }
         let cap = info.instanceCount.max(1) as usize;
         let mut handles: Vec<nvmlGpuInstance_t> = vec![std::ptr::null_mut(); cap];
@@ -90,8 +93,8 @@ fn compute_instances(nvml: &Nvml, gi: nvmlGpuInstance_t) -> Result<Vec<(u32, u32
         // SAFETY: `gi` is a live GPU instance handle; engine profile 0 is SHARED.
         match nvml_try(unsafe { profile_info(gi, profile_enum, 0, &mut info) }) {
             Ok(()) => {}
-            Err(NvmlError::NotSupported | NvmlError::InvalidArg | NvmlError::NotFound) => continue,
-            Err(e) => return Err(e),
+            Err(e @ (NvmlError::GpuLost | NvmlError::NoPermission)) => return Err(e),
+            Err(_) => continue,
         }
         let cap = info.instanceCount.max(1) as usize;
         let mut handles: Vec<nvmlComputeInstance_t> = vec![std::ptr::null_mut(); cap];

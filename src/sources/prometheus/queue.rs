@@ -43,17 +43,15 @@ pub fn pending_workloads(pending: &str, requests: &str, created: &str) -> Result
             w.reason = Some("Pending (kube-state-metrics)".into());
             w
         });
-        let n = value.max(0.0).round() as u32;
-        match mig_profile(resource) {
-            Some(p) => {
-                w.request.mig_profile = Some(p);
-                w.request.gpus = Some(w.request.gpus.unwrap_or(0) + n);
-            }
-            None => w.request.gpus = Some(w.request.gpus.unwrap_or(0) + n),
+        let n = value.clamp(0.0, f64::from(u32::MAX)).round() as u32;
+        // A pod asking for several MIG profiles keeps the first; the count adds up.
+        if let Some(p) = mig_profile(resource) {
+            w.request.mig_profile.get_or_insert(p);
         }
+        w.request.gpus = Some(w.request.gpus.unwrap_or(0).saturating_add(n));
     }
     // Only pods still pending (the join in the query says so; this keeps a stale answer honest).
-    let still: Vec<(String, String)> = pending.iter().filter_map(|(m, _)| key(m)).collect();
+    let still: std::collections::HashSet<(String, String)> = pending.iter().filter_map(|(m, _)| key(m)).collect();
     out.retain(|k, _| still.contains(k));
     for (m, value) in &created {
         if let Some(w) = key(m).and_then(|k| out.get_mut(&k)) {

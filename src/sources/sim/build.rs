@@ -126,7 +126,7 @@ pub fn mig_state(model_name: &str, text: &str) -> MigState {
             }
         })
         .collect();
-    MigState { enabled: true, pending: None, instances }
+    MigState { enabled: true, pending: None, instances, error: None }
 }
 
 #[cfg(test)]

@@ -137,6 +137,12 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
         ]));
         return out;
     }
+    if let Some(e) = &card.mig.error {
+        out.push(Line::from(Span::styled(
+            fit(&format!("MIG instances unknown: {e}"), w, a),
+            theme.fg(theme.c.warning),
+        )));
+    }
     out.push(Line::from(vec![
         cell("GI", 3, head, a),
         cell("PROFILE", 10, head, a),

@@ -26,7 +26,16 @@ pub fn mig_bar(card: &Card, width: u16, theme: &Theme, holder: HolderName) -> Li
     if w == 0 {
         return Line::default();
     }
-    let cells = if card.mig.enabled { mig_cells(card, w, theme, holder) } else { whole_cells(card, w, theme) };
+    let cells = if card.mig.enabled && card.mig.instances.is_empty() && card.mig.error.is_some() {
+        // Unknown is not free: say so rather than draw empty slices.
+        let mut cells: Vec<Cell> = (0..w).map(|_| Cell { ch: ' ', style: theme.dim() }).collect();
+        write_label(&mut cells, 0, w, "MIG: instances unknown", theme);
+        cells
+    } else if card.mig.enabled {
+        mig_cells(card, w, theme, holder)
+    } else {
+        whole_cells(card, w, theme)
+    };
     // Merge runs of equal style into spans.
     let mut spans: Vec<Span<'static>> = Vec::new();
     let mut run = String::new();
