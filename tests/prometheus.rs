@@ -125,7 +125,15 @@ fn prometheus_shows_what_the_exporter_describes() {
     // The queue from kube-state-metrics and Kueue, when asked for.
     let qcfg = dir.join("queue.toml");
     std::fs::write(&qcfg, "[sources]\nprometheus_queue = true\n").unwrap_or_else(|e| panic!("{e}"));
-    let q = snapshot(&["--config", &qcfg.to_string_lossy(), "--prometheus", &url]);
+    // kube-state-metrics is its own scrape job: wait for its first scrape too.
+    let start = Instant::now();
+    let q = loop {
+        let q = snapshot(&["--config", &qcfg.to_string_lossy(), "--prometheus", &url]);
+        if q["queue"]["pending"].as_u64().is_some_and(|n| n > 0) || start.elapsed() > Duration::from_secs(30) {
+            break q;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
     let pending: Vec<&Value> =
         q["workloads"].as_array().into_iter().flatten().filter(|w| w["state"] == "pending").collect();
     let ids: Vec<&str> = pending.iter().filter_map(|w| w["id"].as_str()).collect();

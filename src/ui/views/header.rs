@@ -154,7 +154,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             SourceHealth::Stale { .. } => theme.fg(theme.c.warning),
             SourceHealth::Unavailable { .. } => theme.fg(theme.c.danger),
         };
-        let text = fit(&format!(" {} ", s.summary(st.wall)), room.saturating_sub(used), theme.ascii);
+        // Each source gets a fair share, so one long reason cannot hide the others' health.
+        let share = (room / fleet.sources.len().max(1)).max(12);
+        let text = fit(&format!(" {} ", s.summary(st.wall)), share.min(room.saturating_sub(used)), theme.ascii);
         used += text.chars().count();
         health.push(Span::styled(text, style));
     }
