@@ -7,6 +7,7 @@ pub mod nvml;
 pub mod prometheus;
 pub mod scrape;
 pub mod sim;
+pub mod slurm;
 
 use chrono::{DateTime, Timelike, Utc};
 use tokio::sync::mpsc;
