@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::model::{Card, Event, Fleet, Node, SourceHealth, SourceKind, SourceStatus, Workload};
+use crate::model::{Card, Fleet, Node, SourceHealth, SourceKind, SourceStatus, Workload};
 use crate::sources::{Partial, SourceUpdate};
 
 /// Events kept for the card view.
@@ -155,11 +155,6 @@ impl Store {
         self.fleet.workloads = workloads;
         self.fleet.index_workloads();
         self.fleet.sources = self.entries.iter().map(|e| e.status.clone()).collect();
-    }
-
-    /// Append events that did not come from a source (actions, the UI).
-    pub fn push_event(&mut self, event: Event) {
-        self.fleet.events.push(event);
     }
 }
 

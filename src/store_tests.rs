@@ -5,6 +5,7 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 
 use super::*;
+use crate::model::Event;
 use crate::sources::SourceError;
 
 fn t(s: i64) -> DateTime<Utc> {

@@ -252,10 +252,6 @@ impl Fleet {
         self.nodes.iter().find(|n| n.name == r.node)?.cards.iter().find(|c| c.index == r.index)
     }
 
-    pub fn card_mut(&mut self, r: &CardRef) -> Option<&mut Card> {
-        self.nodes.iter_mut().find(|n| n.name == r.node)?.cards.iter_mut().find(|c| c.index == r.index)
-    }
-
     /// A workload by id: through the index when it is current, else by scanning.
     pub fn workload(&self, id: &str) -> Option<&Workload> {
         if self.workload_index.len() == self.workloads.len() {
@@ -267,10 +263,6 @@ impl Fleet {
     /// Rebuild the id index after `workloads` changed.
     pub fn index_workloads(&mut self) {
         self.workload_index = self.workloads.iter().enumerate().map(|(i, w)| (w.id.clone(), i)).collect();
-    }
-
-    pub fn card_count(&self) -> usize {
-        self.nodes.iter().map(|n| n.cards.len()).sum()
     }
 }
 

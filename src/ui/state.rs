@@ -206,7 +206,7 @@ impl UiState {
         self.rebuild(fleet);
     }
 
-    pub fn selected_card(&self, _fleet: &Fleet) -> Option<CardRef> {
+    pub fn selected_card(&self) -> Option<CardRef> {
         self.ref_at(self.selected[0])
     }
 
@@ -390,7 +390,7 @@ impl UiState {
             Intent::Bottom => self.step(self.len(self.tab) as isize),
             Intent::Open => {
                 if self.tab == Tab::Fleet {
-                    self.open_card = self.selected_card(fleet);
+                    self.open_card = self.selected_card();
                 }
             }
             Intent::NextView => self.switch(Tab::ALL[(self.tab.index() + 1) % 3]),

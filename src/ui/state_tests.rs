@@ -61,7 +61,7 @@ fn filter_sort_and_jump() {
     assert_eq!(st.sort, SortKey::Util);
     assert!(st.rows.iter().all(|r| matches!(r, Row::Card(..))), "sorted views are flat");
     st.command("node gpu-h100-02", &f);
-    assert_eq!(st.selected_card(&f).map(|c| c.node), Some("gpu-h100-02".to_string()));
+    assert_eq!(st.selected_card().map(|c| c.node), Some("gpu-h100-02".to_string()));
     assert_eq!(st.command("bogus", &f), Effect::Redraw);
     assert!(st.message.as_deref().is_some_and(|m| m.contains("unknown command")));
     assert_eq!(st.command("q", &f), Effect::Quit);
@@ -88,11 +88,11 @@ fn the_selection_follows_its_card_and_headings_stay_visible() {
     let mut st = state(&f);
     st.command("node gpu-h100-02", &f);
     st.apply(Intent::Down, &f);
-    let before = st.selected_card(&f);
+    let before = st.selected_card();
     // The next fleet lists the nodes in another order.
     f.nodes.reverse();
     st.on_fleet(&f);
-    assert_eq!(st.selected_card(&f), before);
+    assert_eq!(st.selected_card(), before);
     st.apply(Intent::Top, &f);
     assert_eq!(st.offset[0], 0, "the first node heading is in view");
     st.apply(Intent::Help, &f);
