@@ -30,7 +30,8 @@ fn tmux_console_end_to_end() {
     let out = t.run(&["-f", &conf, "new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", &cmd]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
-    let first = t.wait("the first frame", |s| s.contains("SIMULATED") && s.contains("gpu-a100-01"));
+    let first =
+        t.wait("the first frame", |s| s.contains("SIMULATED") && s.contains("gpu-a100-01") && s.contains("MIG LAYOUT"));
     assert!(first.contains("MIG LAYOUT"), "{first}");
     assert_eq!(t.display("#{alternate_on}"), "1", "the console uses the alternate screen");
 
@@ -111,17 +112,18 @@ fn console_over_fake_nvml_shows_the_layout() {
         lib.display()
     );
     t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "160", "-y", "30", &cmd]);
-    let screen = t.wait("the NVML card", |s| s.contains("nvml: live") && s.contains("H200-141GB"));
+    let bar = |s: &str| s.lines().any(|l| l.contains("H200-141GB") && l.matches("▏1g").count() == 7);
+    let screen = t.wait("the NVML card", |s| s.contains("nvml: live") && bar(s));
     assert!(!screen.contains("SIMULATED"), "{screen}");
     let row = screen.lines().find(|l| l.contains("H200-141GB") && l.contains("▏")).unwrap_or_default().to_string();
     assert_eq!(row.matches("▏1g").count(), 7, "seven 1g.18gb instances: {row}");
     assert!(row.contains('╳'), "slice 7 is stranded: {row}");
     assert!(row.contains("N/A") || row.contains('%'), "{row}");
     t.keys(&["Enter"]);
-    let card = t.wait("the card view", |s| s.contains("PROFILE") && s.contains("PLACE"));
-    for start in 0..7 {
-        assert!(card.contains(&format!("1g.18gb    {start}:1")), "instance at {start}:\n{card}");
-    }
+    // Wait for the whole card view: a capture can land while the frame is still being written.
+    let rows = |s: &str| (0..7).all(|start| s.contains(&format!("1g.18gb    {start}:1")));
+    let card = t.wait("the card view with all seven instances", rows);
+    assert!(card.contains("PROFILE") && card.contains("PLACE"), "{card}");
     t.keys(&["q"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
