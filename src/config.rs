@@ -5,6 +5,9 @@
 //! the committed `config.example.toml` identical to it.
 
 pub mod duration;
+pub mod scheduler;
+
+pub use scheduler::{Kubernetes, Slurm};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,6 +24,9 @@ pub struct Config {
     pub sources: Sources,
     pub demo: Demo,
     pub policy: Policy,
+    pub slurm: Slurm,
+    pub kubernetes: Kubernetes,
+    pub kinds: crate::sources::kinds::KindRules,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -144,6 +150,9 @@ impl Default for Config {
                 scale_in_utilization_pct: 50.0,
                 queue_wait_threshold: Duration::from_secs(15 * 60),
             },
+            slurm: Slurm::default(),
+            kubernetes: Kubernetes::default(),
+            kinds: crate::sources::kinds::KindRules::default(),
         }
     }
 }
@@ -208,7 +217,15 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
             "sources" => read_sources(&r, r.table(key, value)?, &mut cfg.sources)?,
             "demo" => read_demo(&r, r.table(key, value)?, &mut cfg.demo)?,
             "policy" => read_policy(&r, r.table(key, value)?, &mut cfg.policy)?,
-            _ => return Err(r.unknown(key, &["read_only", "refresh", "theme", "sources", "demo", "policy"])),
+            "slurm" => scheduler::read_slurm(&r, r.table(key, value)?, &mut cfg.slurm)?,
+            "kubernetes" => scheduler::read_kubernetes(&r, r.table(key, value)?, &mut cfg.kubernetes)?,
+            "kinds" => scheduler::read_kinds(&r, r.table(key, value)?, &mut cfg.kinds)?,
+            _ => {
+                return Err(r.unknown(
+                    key,
+                    &["read_only", "refresh", "theme", "sources", "demo", "policy", "slurm", "kubernetes", "kinds"],
+                ));
+            }
         }
     }
     if let Some(v) = table.get("refresh")
@@ -464,8 +481,8 @@ demo = false
 prometheus_queue = false
 # dcgm-exporter endpoints to scrape directly.
 # scrape = ["http://gpu-node-1.example:9400/metrics"]
-# Slurm queue and nodes from squeue/sinfo JSON on this host.
-# slurm = false
+# Slurm queue and nodes from squeue/sinfo JSON on this host (see [slurm]).
+# slurm = true
 # Kubernetes: true for the current kubeconfig context, or a context name.
 # kubernetes = "prod-gpu"
 # Node names of scraped cards: "target" (the scrape URL's host) or "label" (dcgm-exporter's
@@ -505,7 +522,8 @@ min_runtime = "{min_runtime}"
 scale_in_utilization_pct = {scale_in:?}
 # Suggest scale-out when a workload has waited longer than this.
 queue_wait_threshold = "{wait}"
-"#,
+{scheduler}"#,
+        scheduler = scheduler::example(),
         read_only = d.read_only,
         refresh = duration::format(d.refresh),
         seed = d.demo.seed,

@@ -12,7 +12,8 @@ pub mod workload;
 
 pub use event::{Event, Severity};
 pub use fleet::{
-    Card, CardHistory, CardRef, ComputeInstance, ComputeMode, Fleet, Health, MigInstance, MigState, Node, Process,
+    Capacity, Card, CardHistory, CardRef, ComputeInstance, ComputeMode, Fleet, Health, MigInstance, MigState, Node,
+    Process,
 };
 pub use queue::{Demand, QueueSummary, Resource};
 pub use source::{SourceHealth, SourceKind, SourceStatus};

@@ -3,6 +3,7 @@
 pub mod dcgm;
 pub mod exposition;
 pub mod http;
+pub mod kinds;
 pub mod nvml;
 pub mod prometheus;
 pub mod scrape;
@@ -61,9 +62,6 @@ pub fn spawn_all(
 ) -> Result<(), String> {
     let s = &cfg.sources;
     let not_yet = |what: &str| Err(format!("the {what} source is not available in this version of tessera"));
-    if s.slurm {
-        return not_yet("Slurm");
-    }
     if s.kubernetes.is_some() {
         return not_yet("Kubernetes");
     }
@@ -91,6 +89,29 @@ pub fn spawn_all(
                 run_sim = true;
             }
         }
+    }
+    // Schedulers before the metrics sources: their workloads (kind, reason, request) are the
+    // richer record of a job or pod that an exporter's holder labels also name.
+    if s.slurm {
+        let c = &cfg.slurm;
+        let rest = c.rest_url.as_ref().map(|url| slurm::Rest {
+            url: url.clone(),
+            user: c.rest_user.clone(),
+            token_file: c.rest_token_file.clone(),
+        });
+        let client = match &rest {
+            Some(_) => Some(http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?),
+            None => None,
+        };
+        let settings = slurm::Settings {
+            commands_dir: c.commands_dir.clone(),
+            timeout: c.timeout,
+            rest,
+            kinds: cfg.kinds.clone(),
+        };
+        let every = cfg.refresh.max(std::time::Duration::from_secs(5));
+        store.register("slurm", SourceKind::Slurm, every);
+        slurm::spawn("slurm".into(), settings, client, every, tx.clone());
     }
     if let Some(base) = &s.prometheus {
         let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;

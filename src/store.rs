@@ -133,6 +133,7 @@ impl Store {
         let mut node_at: HashMap<String, usize> = HashMap::new();
         let mut workloads: Vec<Workload> = Vec::new();
         let mut seen: HashSet<String> = HashSet::new();
+        let mut workload_at: HashMap<String, usize> = HashMap::new();
         self.simulated = false;
         for p in self.entries.iter().filter_map(|e| e.last.as_ref()) {
             self.simulated |= p.simulated;
@@ -147,7 +148,10 @@ impl Store {
             }
             for w in &p.workloads {
                 if seen.insert(w.id.clone()) {
+                    workload_at.insert(w.id.clone(), workloads.len());
                     workloads.push(w.clone());
+                } else if let Some(&i) = workload_at.get(&w.id) {
+                    merge_workload(&mut workloads[i], w);
                 }
             }
         }
@@ -163,6 +167,9 @@ fn merge_node(into: &mut Node, from: &Node) {
     if into.reason.is_none() {
         into.reason.clone_from(&from.reason);
     }
+    if into.capacity.is_empty() {
+        into.capacity.clone_from(&from.capacity);
+    }
     for c in &from.cards {
         let same = |x: &Card| match (&x.uuid, &c.uuid) {
             (Some(a), Some(b)) => a == b,
@@ -174,6 +181,25 @@ fn merge_node(into: &mut Node, from: &Node) {
         }
     }
     into.cards.sort_by_key(|c| c.index);
+}
+
+/// A workload two sources name (a scheduler and an exporter's holder labels): the earlier
+/// source's record wins, the later one adds what it lacks (cards, memory in use).
+fn merge_workload(into: &mut Workload, from: &Workload) {
+    if into.node.is_none() {
+        into.node.clone_from(&from.node);
+    }
+    if into.memory_used_mib.is_none() {
+        into.memory_used_mib = from.memory_used_mib;
+    }
+    if into.started_at.is_none() {
+        into.started_at = from.started_at;
+    }
+    for c in &from.cards {
+        if !into.cards.contains(c) {
+            into.cards.push(c.clone());
+        }
+    }
 }
 
 fn merge_card(into: &mut Card, from: &Card) {

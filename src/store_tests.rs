@@ -17,7 +17,7 @@ fn card(index: u32, uuid: Option<&str>) -> Card {
 }
 
 fn update(source: &str, at: DateTime<Utc>, cards: Vec<Card>) -> SourceUpdate {
-    let node = Node { name: "n1".into(), schedulable: true, reason: None, cards };
+    let node = Node { name: "n1".into(), schedulable: true, reason: None, cards, capacity: Vec::new() };
     SourceUpdate {
         source: source.into(),
         kind: SourceKind::Nvml,

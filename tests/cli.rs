@@ -131,7 +131,6 @@ fn bad_input_exits_2_with_one_clear_line() {
         &["snapshot", "--demo-size", "8by8"],
         &["snapshot", "--refresh", "fast"],
         &["snapshot", "--prometheus", "prometheus:9090"],
-        &["snapshot", "--slurm"],
         &["no-such-command"],
     ] {
         let (code, _, err) = tessera(args);

@@ -33,6 +33,26 @@ pub struct Node {
     /// Why the node is not schedulable, where the scheduler says.
     pub reason: Option<String>,
     pub cards: Vec<Card>,
+    /// GPU resources as a scheduler (Slurm GRES, Kubernetes allocatable) counts them: what
+    /// the scheduler can hand out, which can differ from what the cards show. Empty where no
+    /// scheduler reports on this node.
+    pub capacity: Vec<Capacity>,
+}
+
+/// One schedulable GPU resource on a node: whole cards of a model or MIG instances of a profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Capacity {
+    pub resource: super::queue::Resource,
+    /// Units the scheduler can allocate (allocatable, not raw capacity).
+    pub total: u64,
+    /// Units allocated to running workloads.
+    pub used: u64,
+}
+
+impl Capacity {
+    pub fn free(&self) -> u64 {
+        self.total.saturating_sub(self.used)
+    }
 }
 
 /// Where a card lives: the node name and the card index on that node.

@@ -59,11 +59,23 @@ impl QueueSummary {
         let pending: Vec<_> = fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending).collect();
         let oldest_wait_s = pending.iter().filter_map(|w| w.wait(now)).map(|d| d.num_seconds().max(0)).max();
 
-        // Free capacity: idle whole cards per model, idle MIG instances per profile.
+        // Free capacity: idle whole cards per model, idle MIG instances per profile. Where a
+        // scheduler counts a node's resources, its count is what a pending job can get.
         let mut free_whole: BTreeMap<String, u64> = BTreeMap::new();
         let mut free_mig: BTreeMap<String, u64> = BTreeMap::new();
+        for node in fleet.nodes.iter().filter(|n| n.schedulable && !n.capacity.is_empty()) {
+            for c in &node.capacity {
+                match &c.resource {
+                    Resource::WholeCard { model } => {
+                        let key = model.as_deref().map_or_else(|| "unknown".to_string(), model_key);
+                        *free_whole.entry(key).or_default() += c.free();
+                    }
+                    Resource::MigInstance { profile } => *free_mig.entry(profile.clone()).or_default() += c.free(),
+                }
+            }
+        }
         for (node, card) in fleet.cards() {
-            if card.draining || card.health.lost || !node.schedulable {
+            if card.draining || card.health.lost || !node.schedulable || !node.capacity.is_empty() {
                 continue;
             }
             if card.mig.enabled {

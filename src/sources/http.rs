@@ -63,7 +63,7 @@ impl std::fmt::Debug for Client {
     }
 }
 
-fn read_secret(path: &str) -> Result<String, String> {
+pub fn read_secret(path: &str) -> Result<String, String> {
     std::fs::read_to_string(path).map(|s| s.trim().to_string()).map_err(|e| format!("cannot read {path}: {e}"))
 }
 
@@ -109,9 +109,18 @@ impl Client {
 
     /// GET `url` and return the body as text, at most the size cap.
     pub async fn get(&self, url: &str) -> Result<String, FetchError> {
+        self.get_with(url, &[]).await
+    }
+
+    /// GET with extra headers (slurmrestd's `X-SLURM-USER-TOKEN`, say). Header values are
+    /// never part of an error message.
+    pub async fn get_with(&self, url: &str, headers: &[(&str, &str)]) -> Result<String, FetchError> {
         let shown = redact(url);
         let url_for_errors = shown.as_str();
         let mut req = self.inner.get(url).header("Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
         req = match &self.auth {
             Auth::None => req,
             Auth::Bearer(t) => req.bearer_auth(t),

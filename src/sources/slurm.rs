@@ -1,4 +1,214 @@
-//! Slurm: parsers for what Slurm prints. The source that runs `squeue`/`sinfo --json` is not
-//! built yet (`--slurm` exits 2 and says so); these parsers are its first, tested part.
+//! Slurm: jobs and nodes from Slurm's own JSON, by running `squeue --json` and `sinfo --json`
+//! (one at a time, each with a timeout) or by asking slurmrestd. Pending jobs with their
+//! reasons form the queue; running jobs hold the cards their GRES indexes name.
 
 pub mod gres;
+pub mod jobs;
+pub mod json;
+pub mod nodes;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{Partial, SourceError, SourceUpdate, http, kinds::KindRules};
+use crate::model::SourceKind;
+
+/// slurmrestd instead of the commands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rest {
+    pub url: String,
+    /// Sent as `X-SLURM-USER-NAME` (needed with an admin token).
+    pub user: Option<String>,
+    /// A file holding the JWT, sent as `X-SLURM-USER-TOKEN`.
+    pub token_file: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Where `squeue`, `sinfo` and `scontrol` are; `None` looks them up on PATH.
+    pub commands_dir: Option<PathBuf>,
+    /// Longest one command (or one REST call) may take.
+    pub timeout: Duration,
+    pub rest: Option<Rest>,
+    pub kinds: KindRules,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self { commands_dir: None, timeout: Duration::from_secs(10), rest: None, kinds: KindRules::default() }
+    }
+}
+
+impl Settings {
+    /// The path to run for a Slurm command.
+    pub fn program(&self, name: &str) -> PathBuf {
+        self.commands_dir.as_ref().map_or_else(|| PathBuf::from(name), |d| d.join(name))
+    }
+}
+
+fn err(message: impl Into<String>) -> SourceError {
+    SourceError { message: message.into(), fatal: false }
+}
+
+/// Run a Slurm command with a timeout; its stdout, or an error naming the command and what
+/// went wrong (stderr's first line, the exit code, or the timeout).
+pub async fn run(settings: &Settings, name: &str, args: &[&str]) -> Result<String, SourceError> {
+    let shown = format!("{name} {}", args.join(" "));
+    let mut cmd = tokio::process::Command::new(settings.program(name));
+    cmd.args(args).kill_on_drop(true).stdin(std::process::Stdio::null());
+    let out = match tokio::time::timeout(settings.timeout, cmd.output()).await {
+        Err(_) => return Err(err(format!("{shown}: no answer within {:?}", settings.timeout))),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(err(format!("{name}: not found (is Slurm's client installed? see slurm.commands_dir)")));
+        }
+        Ok(Err(e)) => return Err(err(format!("{shown}: {e}"))),
+        Ok(Ok(out)) => out,
+    };
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let line = stderr.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("no message");
+        let code = out.status.code().map_or_else(|| "a signal".to_string(), |c| format!("code {c}"));
+        return Err(err(format!("{shown} exited with {code}: {line}")));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Parse one JSON document and check it is the kind asked for (`jobs` or `nodes`), noting an
+/// unknown dialect. Slurm's own `errors` array becomes the error when it carries no data.
+fn document(text: &str, what: &str, key: &str, notes: &mut Vec<String>) -> Result<Value, SourceError> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| err(format!("{what}: not JSON ({e})")))?;
+    let errors: Vec<String> = doc
+        .get("errors")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let text = |k| e.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+            match (text("error"), text("description")) {
+                (Some(e), Some(d)) => Some(format!("{e} ({d})")),
+                (e, d) => e.or(d).map(str::to_string),
+            }
+        })
+        .collect();
+    if !doc.get(key).is_some_and(Value::is_array) {
+        let why = errors.first().cloned().unwrap_or_else(|| format!("no \"{key}\" list"));
+        return Err(err(format!("{what}: {why}")));
+    }
+    match json::Dialect::of(&doc) {
+        Some(d) if !d.known() => notes.push(format!("unknown Slurm JSON {}: read as the nearest known", d.parser)),
+        Some(_) => {}
+        None => notes.push("Slurm JSON without meta: version unknown".into()),
+    }
+    Ok(doc)
+}
+
+/// Versions of slurmrestd's API, newest first; the first one the server has is used.
+const REST_VERSIONS: &[&str] = &["v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0.0.39", "v0.0.38"];
+
+async fn rest_get(client: &http::Client, rest: &Rest, path: &str, version: &mut usize) -> Result<String, SourceError> {
+    let token = rest.token_file.as_deref().map(http::read_secret).transpose().map_err(err)?;
+    let mut headers = Vec::new();
+    if let Some(u) = &rest.user {
+        headers.push(("X-SLURM-USER-NAME", u.as_str()));
+    }
+    if let Some(t) = &token {
+        headers.push(("X-SLURM-USER-TOKEN", t.as_str()));
+    }
+    let base = rest.url.trim_end_matches('/');
+    loop {
+        let Some(v) = REST_VERSIONS.get(*version) else {
+            return Err(err(format!(
+                "{}: no supported slurmrestd API version (tried v0.0.38 to v0.0.43)",
+                http::redact(base)
+            )));
+        };
+        match client.get_with(&format!("{base}/slurm/{v}/{path}"), &headers).await {
+            Err(http::FetchError::Status { status: 404, .. }) => *version += 1,
+            Err(e) => return Err(err(e.to_string())),
+            Ok(body) => return Ok(body),
+        }
+    }
+}
+
+/// One collection: jobs then nodes.
+pub async fn collect(
+    settings: &Settings,
+    client: Option<&http::Client>,
+    version: &mut usize,
+) -> Result<Partial, SourceError> {
+    let mut notes = Vec::new();
+    let (jobs_doc, nodes_doc) = match (&settings.rest, client) {
+        (Some(rest), Some(client)) => {
+            let late = || err(format!("slurmrestd: no answer within {:?}", settings.timeout));
+            let t = settings.timeout;
+            let jobs = tokio::time::timeout(t, rest_get(client, rest, "jobs", version)).await.map_err(|_| late())??;
+            let jobs = document(&jobs, "slurmrestd jobs", "jobs", &mut notes)?;
+            let nodes =
+                tokio::time::timeout(t, rest_get(client, rest, "nodes", version)).await.map_err(|_| late())??;
+            (jobs, document(&nodes, "slurmrestd nodes", "nodes", &mut notes)?)
+        }
+        _ => {
+            let jobs = document(&run(settings, "squeue", &["--json"]).await?, "squeue --json", "jobs", &mut notes)?;
+            let nodes = document(&run(settings, "sinfo", &["--json"]).await?, "sinfo --json", "nodes", &mut notes)?;
+            (jobs, nodes)
+        }
+    };
+    notes.dedup();
+    let found = jobs::map(&jobs_doc, &settings.kinds);
+    let (mut nodes, bad_nodes) = nodes::map(&nodes_doc);
+    for w in found.workloads.iter().filter(|w| w.state.is_active()) {
+        for c in &w.cards {
+            let card = nodes
+                .iter_mut()
+                .find(|n| n.name == c.node)
+                .and_then(|n| n.cards.iter_mut().find(|x| x.index == c.index));
+            if let Some(card) = card {
+                card.add_holder(None, &w.id);
+            }
+        }
+    }
+    if found.unreadable + bad_nodes > 0 {
+        notes.push(format!("{} unreadable jobs, {bad_nodes} unreadable nodes", found.unreadable));
+    }
+    if found.without_gpu > 0 {
+        notes.push(format!("{} jobs without GPUs not shown", found.without_gpu));
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    Ok(Partial { nodes, workloads: found.workloads, note, ..Partial::default() })
+}
+
+/// Collect every `interval` until the receiver goes away, backing off while Slurm fails.
+pub fn spawn(
+    name: String,
+    settings: Settings,
+    client: Option<http::Client>,
+    interval: Duration,
+    tx: mpsc::Sender<SourceUpdate>,
+) {
+    tokio::spawn(async move {
+        let mut failures = 0u32;
+        let mut version = 0usize;
+        loop {
+            let result = collect(&settings, client.as_ref(), &mut version).await;
+            let wait = match &result {
+                Ok(_) => {
+                    failures = 0;
+                    interval
+                }
+                Err(_) => {
+                    failures = failures.saturating_add(1);
+                    super::backoff(interval, failures - 1, Duration::from_secs(60)).max(interval)
+                }
+            };
+            let update = SourceUpdate { source: name.clone(), kind: SourceKind::Slurm, at: Utc::now(), result };
+            if tx.send(update).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(wait).await;
+        }
+    });
+}

@@ -103,6 +103,10 @@ fn serve(stream: TcpStream, routes: &Mutex<HashMap<String, Reply>>, n: &AtomicUs
             if lower.starts_with("authorization:") {
                 auth = Some(h["authorization:".len()..].trim().to_string());
             }
+            // slurmrestd's JWT header counts as the same token.
+            if lower.starts_with("x-slurm-user-token:") {
+                auth = Some(format!("Bearer {}", h["x-slurm-user-token:".len()..].trim()));
+            }
         }
         let mut body = vec![0; length];
         let _ = reader.read_exact(&mut body);

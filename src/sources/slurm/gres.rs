@@ -91,7 +91,8 @@ fn entry(e: &str) -> Option<Gres> {
         Some((h, d)) => (h, Some(d.trim_end_matches(')'))),
         None => (e, None),
     };
-    let head = head.strip_prefix("gres/").unwrap_or(head);
+    // `gres/gpu:1` in TRES strings; 22.05's tres_per_node says `gres:gpu:1`.
+    let head = head.strip_prefix("gres/").or_else(|| head.strip_prefix("gres:")).unwrap_or(head);
     // TRES writes `gres/gpu:h100=4` in some places.
     let head = head.replace('=', ":");
     let parts: Vec<&str> = head.split(':').collect();
@@ -137,6 +138,7 @@ mod tests {
     #[test]
     fn tres_node_gres_and_mig_types() {
         assert_eq!(parse("gres/gpu:6"), vec![g("gpu", None, 6, None)]);
+        assert_eq!(parse("gres:gpu:a100_3g.20gb:1"), vec![g("gpu", Some("a100_3g.20gb"), 1, None)]);
         assert_eq!(parse("gres/gpu:h100:1,gres/gpu:h200:1").len(), 2);
         assert_eq!(parse("gres/gpu:a100=4"), vec![g("gpu", Some("a100"), 4, None)]);
         assert_eq!(

@@ -92,8 +92,24 @@ fn node_line(n: &Node, theme: &Theme, width: u16) -> Line<'static> {
     let free: u32 = n.cards.iter().map(free_units).sum();
     let times = if theme.ascii { "x" } else { "×" };
     let mut text = format!("{arrow} {}  {} {times} {}  free {free}", n.name, n.cards.len(), models.join(", "));
+    if !n.capacity.is_empty() {
+        // What the scheduler can still hand out, which a busy-looking card may not show.
+        let parts: Vec<String> = n
+            .capacity
+            .iter()
+            .map(|c| {
+                let what = match &c.resource {
+                    crate::model::Resource::WholeCard { model } => model.clone().unwrap_or_else(|| "gpu".into()),
+                    crate::model::Resource::MigInstance { profile } => profile.clone(),
+                };
+                format!("{what} {}/{}", c.free(), c.total)
+            })
+            .collect();
+        text.push_str(&format!("  sched free {}", parts.join(" ")));
+    }
     if !n.schedulable {
-        text.push_str(&format!("  CORDONED{}", n.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()));
+        let why = n.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        text.push_str(&format!("  UNSCHEDULABLE{why}"));
     }
     let text = crate::ui::widgets::text::fit(&text, usize::from(width), theme.ascii);
     Line::from(Span::styled(text, theme.title().add_modifier(Modifier::BOLD)))

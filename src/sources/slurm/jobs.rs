@@ -1,0 +1,191 @@
+//! Slurm jobs (`squeue --json`, slurmrestd `/jobs`) to workloads: state and reason, what the
+//! job asked for (GPU count, model or MIG profile from its TRES), and the cards it holds from
+//! `gres_detail` (one entry per allocated node, device indexes in `IDX:`).
+
+use serde_json::Value;
+
+use super::gres::{self, Gres};
+use super::json::{hostlist, num, states, text, time};
+use crate::model::{CardRef, Request, Workload, WorkloadState};
+use crate::sources::kinds::KindRules;
+
+/// What `map` found.
+#[derive(Debug, Default)]
+pub struct Jobs {
+    pub workloads: Vec<Workload>,
+    /// Job objects without an id.
+    pub unreadable: usize,
+    /// Waiting or running jobs that want no GPU: counted, not shown (this is a GPU console).
+    pub without_gpu: usize,
+}
+
+/// Map every GPU job that waits or holds resources. Finished jobs (still listed for
+/// MinJobAge) hold nothing and are left out.
+pub fn map(doc: &Value, kinds: &KindRules) -> Jobs {
+    let mut out = Jobs::default();
+    for job in doc.get("jobs").and_then(Value::as_array).into_iter().flatten() {
+        match workload(job, kinds) {
+            Some(Some(w)) if w.request.gpus.is_some_and(|n| n > 0) || w.request.mig_profile.is_some() => {
+                out.workloads.push(w);
+            }
+            Some(Some(_)) => out.without_gpu += 1,
+            Some(None) => {}
+            None => out.unreadable += 1,
+        }
+    }
+    out
+}
+
+/// `None` for a job without an id; `Some(None)` for a finished job.
+fn workload(job: &Value, kinds: &KindRules) -> Option<Option<Workload>> {
+    let id = num(job.get("job_id"))?;
+    let st = states(job.get("job_state"), None);
+    let Some(state) = state_of(&st) else { return Some(None) };
+    let partition = text(job.get("partition")).unwrap_or_default();
+    let qos = text(job.get("qos")).unwrap_or_default();
+    let request = request(job);
+    let wants_gpu = request.gpus.is_some_and(|n| n > 0) || request.mig_profile.is_some();
+    let kind = kinds.classify([partition, qos], wants_gpu);
+    let name = text(job.get("name")).unwrap_or("(no name)");
+    let mut w = Workload::new(format!("slurm:{id}"), name, kind, state);
+    w.owner = text(job.get("user_name")).map(str::to_string);
+    w.priority = num(job.get("priority"));
+    w.submitted_at = time(job.get("submit_time"));
+    w.request = request;
+    let reason = text(job.get("state_reason")).filter(|r| *r != "None");
+    w.reason = match (state, reason) {
+        (WorkloadState::Pending, Some(r)) => Some(r.to_string()),
+        (WorkloadState::Pending, None) => Some("Pending".into()),
+        (_, r) if st.iter().any(|s| s == "SUSPENDED") => Some(r.unwrap_or("suspended").to_string()),
+        _ => None,
+    };
+    if state.is_active() {
+        w.started_at = time(job.get("start_time"));
+        let nodes = text(job.get("nodes")).map(hostlist).unwrap_or_default();
+        w.node = nodes.first().cloned();
+        let detail: Vec<&str> =
+            job.get("gres_detail").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        // gres_detail lists allocated nodes in the job's node order.
+        for (node, d) in nodes.iter().zip(detail) {
+            for g in gres::parse(d).iter().filter(|g| g.name == "gpu" && g.mig_profile().is_none()) {
+                for &i in g.indexes.iter().flatten() {
+                    w.cards.push(CardRef::new(node.clone(), i));
+                }
+            }
+        }
+    }
+    Some(Some(w))
+}
+
+fn state_of(st: &[String]) -> Option<WorkloadState> {
+    let has = |s: &str| st.iter().any(|x| x == s);
+    if has("COMPLETING") {
+        return Some(WorkloadState::Completing);
+    }
+    let base = st.first().map(String::as_str).unwrap_or("UNKNOWN");
+    Some(match base {
+        "PENDING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" => WorkloadState::Pending,
+        "RUNNING" | "CONFIGURING" | "RESIZING" | "SIGNALING" | "STAGE_OUT" => WorkloadState::Running,
+        "SUSPENDED" | "STOPPED" => WorkloadState::Unknown,
+        "COMPLETED" | "CANCELLED" | "FAILED" | "TIMEOUT" | "NODE_FAIL" | "PREEMPTED" | "BOOT_FAIL" | "DEADLINE"
+        | "OUT_OF_MEMORY" | "SPECIAL_EXIT" | "REVOKED" => return None,
+        _ => WorkloadState::Unknown,
+    })
+}
+
+/// GPUs the job asked for: per job, per node (× nodes), per task (× tasks), else from the
+/// requested TRES (`gres/gpu=2`, present where accounting tracks it).
+fn request(job: &Value) -> Request {
+    let gpus_in = |field: &str| -> Vec<Gres> {
+        text(job.get(field)).map(gres::parse).unwrap_or_default().into_iter().filter(|g| g.name == "gpu").collect()
+    };
+    let nodes = num(job.get("node_count")).filter(|&n| n > 0).unwrap_or(1);
+    let tasks = num(job.get("tasks")).or_else(|| num(job.get("num_tasks"))).filter(|&n| n > 0).unwrap_or(1);
+    let candidates = [("tres_per_job", 1), ("tres_per_node", nodes), ("tres_per_task", tasks), ("tres_req_str", 1)];
+    let mut r = Request::default();
+    for (field, times) in candidates {
+        let g = gpus_in(field);
+        if g.is_empty() {
+            continue;
+        }
+        let per: u64 = g.iter().map(|x| x.count).sum();
+        let total = per.saturating_mul(u64::try_from(times).unwrap_or(1));
+        r.gpus = Some(u32::try_from(total).unwrap_or(u32::MAX));
+        if let Some(kind) = g.iter().find_map(|x| x.kind.as_deref()) {
+            match gres::mig_profile(kind) {
+                Some(p) => r.mig_profile = Some(p),
+                None => r.model = Some(kind.to_string()),
+            }
+        }
+        break;
+    }
+    r.memory_mib = num(job.get("memory_per_node")).and_then(|m| u64::try_from(m).ok()).filter(|&m| m > 0);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn one(job: Value) -> Workload {
+        let j = map(&json!({ "jobs": [job] }), &KindRules::default());
+        assert_eq!(j.unreadable, 0);
+        j.workloads.into_iter().next().unwrap_or_else(|| panic!("no workload"))
+    }
+
+    #[test]
+    fn old_dialect_pending_job() {
+        let w = one(json!({"job_id": 7, "name": "llm", "job_state": "PENDING", "state_reason": "Resources",
+            "partition": "training", "qos": "normal", "priority": 4294901758u64, "submit_time": 1_700_000_000,
+            "start_time": 0, "user_name": "ana", "nodes": "", "gres_detail": [], "tres_per_node": "gres:gpu:h100:2",
+            "node_count": 2}));
+        assert_eq!(w.id, "slurm:7");
+        assert_eq!(w.state, WorkloadState::Pending);
+        assert_eq!(w.reason.as_deref(), Some("Resources"));
+        assert_eq!(w.request.gpus, Some(4), "per node × nodes");
+        assert_eq!(w.request.model.as_deref(), Some("h100"));
+        assert_eq!(w.kind, crate::model::WorkloadKind::Training);
+        assert_eq!(w.owner.as_deref(), Some("ana"));
+        assert!(w.started_at.is_none() && w.cards.is_empty());
+    }
+
+    #[test]
+    fn new_dialect_running_multi_node_job() {
+        let w = one(json!({"job_id": 795, "name": "wrap", "job_state": ["RUNNING"], "state_reason": "None",
+            "partition": "inference", "priority": {"set": true, "infinite": false, "number": 9},
+            "start_time": {"set": true, "infinite": false, "number": 1_700_000_100}, "nodes": "ia[1-2]",
+            "gres_detail": ["gpu:h100:1(IDX:0),gpu:h200:0(IDX:)", "gpu:h100:1(IDX:1)"], "tres_per_job": "gres/gpu:2"}));
+        assert_eq!(w.state, WorkloadState::Running);
+        assert_eq!(w.reason, None);
+        assert_eq!(w.kind, crate::model::WorkloadKind::Inference);
+        assert_eq!(w.priority, Some(9));
+        assert_eq!(w.node.as_deref(), Some("ia1"));
+        assert_eq!(w.cards, vec![CardRef::new("ia1", 0), CardRef::new("ia2", 1)]);
+    }
+
+    #[test]
+    fn mig_gres_and_tres_fallback() {
+        let w = one(json!({"job_id": 1, "job_state": "PENDING", "tres_per_node": "gres:gpu:a100_3g.20gb:1"}));
+        assert_eq!((w.request.mig_profile.as_deref(), w.request.gpus), (Some("3g.20gb"), Some(1)));
+        let w = one(json!({"job_id": 2, "job_state": "PENDING", "tres_req_str": "cpu=1,mem=1G,gres/gpu=3",
+            "state_reason": "None"}));
+        assert_eq!(w.request.gpus, Some(3));
+        assert_eq!(w.reason.as_deref(), Some("Pending"), "a pending job always says why");
+    }
+
+    #[test]
+    fn finished_and_unreadable_jobs() {
+        let gpu = "gres/gpu:1";
+        let doc = json!({"jobs": [{"job_id": 1, "job_state": "COMPLETED", "tres_per_job": gpu},
+            {"job_state": "RUNNING"}, {"job_id": 3, "job_state": ["RUNNING", "COMPLETING"], "tres_per_job": gpu},
+            "nonsense", {"job_id": 4, "job_state": 12, "tres_per_job": gpu}, {"job_id": 5, "job_state": "RUNNING"}]});
+        let j = map(&doc, &KindRules::default());
+        assert_eq!(j.unreadable, 2, "no id twice");
+        assert_eq!(j.without_gpu, 1);
+        assert_eq!(j.workloads.len(), 2);
+        assert_eq!(j.workloads[0].state, WorkloadState::Completing);
+        assert_eq!(j.workloads[1].state, WorkloadState::Unknown);
+        assert_eq!(map(&json!({"jobs": 5}), &KindRules::default()).workloads.len(), 0);
+    }
+}

@@ -1,0 +1,202 @@
+//! Reading Slurm's JSON across releases: 21.08/22.05 (`openapi/v0.0.37`, `v0.0.38`) print bare
+//! numbers and state strings; 23.02+ (`data_parser/v0.0.39` and later) print
+//! `{set, infinite, number}` objects and state arrays. Helpers here accept both.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+/// Which JSON dialect a document is in, from its `meta` (`meta.plugin` before 23.02,
+/// `meta.plugin.data_parser` after).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialect {
+    /// `openapi/v0.0.38`, `data_parser/v0.0.40`, …
+    pub parser: String,
+    /// `22.05.8`, where the document says.
+    pub release: Option<String>,
+}
+
+/// The parsers tessera has been tested with. Others are read the same way, with a note.
+const KNOWN: &[&str] = &[
+    "openapi/v0.0.37",
+    "openapi/v0.0.38",
+    "data_parser/v0.0.39",
+    "data_parser/v0.0.40",
+    "data_parser/v0.0.41",
+    "data_parser/v0.0.42",
+    "data_parser/v0.0.43",
+];
+
+impl Dialect {
+    pub fn of(doc: &Value) -> Option<Self> {
+        let meta = doc.get("meta")?;
+        let plugin = meta.get("plugin")?;
+        let parser = plugin
+            .get("data_parser")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .or_else(|| plugin.get("type").and_then(Value::as_str))?
+            .to_string();
+        let slurm = meta.get("slurm").or_else(|| meta.get("Slurm"));
+        let release = slurm.and_then(|s| s.get("release")).and_then(Value::as_str).map(str::to_string);
+        Some(Self { parser, release })
+    }
+
+    pub fn known(&self) -> bool {
+        KNOWN.contains(&self.parser.as_str())
+    }
+}
+
+/// A number in either dialect: `5`, `null`, or `{"set": true, "infinite": false, "number": 5}`.
+/// Unset and infinite numbers are `None`.
+pub fn num(v: Option<&Value>) -> Option<i64> {
+    match v? {
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Value::Object(o) => {
+            let set = o.get("set").and_then(Value::as_bool).unwrap_or(true);
+            let infinite = o.get("infinite").and_then(Value::as_bool).unwrap_or(false);
+            if !set || infinite { None } else { num(o.get("number")) }
+        }
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A Unix time; 0 means unset in Slurm.
+pub fn time(v: Option<&Value>) -> Option<DateTime<Utc>> {
+    num(v).filter(|&t| t > 0).and_then(|t| DateTime::from_timestamp(t, 0))
+}
+
+/// A string field; empty strings are `None`.
+pub fn text(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// A state in either dialect, upper case: `"mixed"` + `state_flags ["DRAIN"]`, or
+/// `["MIXED", "DRAIN"]`. The base state comes first.
+pub fn states(state: Option<&Value>, flags: Option<&Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut push = |v: &Value| {
+        if let Some(s) = v.as_str() {
+            // 22.05 can print compound states such as "idle+drain" in some fields.
+            out.extend(s.split('+').map(|x| x.trim().to_ascii_uppercase()).filter(|x| !x.is_empty()));
+        }
+    };
+    for v in [state, flags].into_iter().flatten() {
+        match v {
+            Value::Array(a) => a.iter().for_each(&mut push),
+            other => push(other),
+        }
+    }
+    out
+}
+
+/// Expand a Slurm hostlist: `gpu[01-03,7],cpu1` -> gpu01 gpu02 gpu03 gpu7 cpu1. Leading zeros
+/// are kept. Unreadable ranges are kept literally rather than dropped.
+pub fn hostlist(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    let mut parts = Vec::new();
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth <= 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    for part in parts.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
+        expand(part, &mut out);
+    }
+    out
+}
+
+fn expand(part: &str, out: &mut Vec<String>) {
+    let (Some(open), Some(close)) = (part.find('['), part.find(']')) else {
+        out.push(part.to_string());
+        return;
+    };
+    if close < open {
+        out.push(part.to_string());
+        return;
+    }
+    let (prefix, ranges, suffix) = (&part[..open], &part[open + 1..close], &part[close + 1..]);
+    let mut heads = Vec::new();
+    for r in ranges.split(',') {
+        let (a, b) = r.split_once('-').unwrap_or((r, r));
+        let width = a.len();
+        match (a.parse::<u64>(), b.parse::<u64>()) {
+            (Ok(x), Ok(y)) if x <= y && y - x <= 100_000 => {
+                heads.extend((x..=y).map(|n| format!("{prefix}{n:0width$}")));
+            }
+            _ => heads.push(format!("{prefix}[{r}]")),
+        }
+    }
+    // A suffix may hold another bracket (`a[1-2]b[1-2]`): expand it per head.
+    let mut tails = Vec::new();
+    if suffix.contains('[') {
+        expand(suffix, &mut tails);
+    } else {
+        tails.push(suffix.to_string());
+    }
+    for h in &heads {
+        for t in &tails {
+            out.push(format!("{h}{t}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_in_both_dialects() {
+        assert_eq!(num(Some(&json!(5))), Some(5));
+        assert_eq!(num(Some(&json!(null))), None);
+        assert_eq!(num(Some(&json!({"set": true, "infinite": false, "number": 181}))), Some(181));
+        assert_eq!(num(Some(&json!({"set": false, "infinite": false, "number": 0}))), None);
+        assert_eq!(num(Some(&json!({"set": true, "infinite": true, "number": 0}))), None);
+        assert_eq!(num(Some(&json!("12"))), Some(12));
+        assert_eq!(num(None), None);
+        assert_eq!(time(Some(&json!(0))), None, "0 is unset");
+        assert_eq!(time(Some(&json!(1_700_000_000))).map(|t| t.timestamp()), Some(1_700_000_000));
+    }
+
+    #[test]
+    fn states_in_both_dialects() {
+        assert_eq!(states(Some(&json!("mixed")), Some(&json!(["DRAIN"]))), vec!["MIXED", "DRAIN"]);
+        assert_eq!(states(Some(&json!(["IDLE", "DRAIN"])), Some(&json!(null))), vec!["IDLE", "DRAIN"]);
+        assert_eq!(states(Some(&json!("idle+drain")), None), vec!["IDLE", "DRAIN"]);
+        assert!(states(Some(&json!(42)), None).is_empty());
+    }
+
+    #[test]
+    fn hostlists() {
+        assert_eq!(hostlist("ia[1-2]"), vec!["ia1", "ia2"]);
+        assert_eq!(hostlist("gpu[01-03,7],cpu1"), vec!["gpu01", "gpu02", "gpu03", "gpu7", "cpu1"]);
+        assert_eq!(hostlist("cs75"), vec!["cs75"]);
+        assert_eq!(hostlist(""), Vec::<String>::new());
+        assert_eq!(hostlist("r[1-2]n[1-2]"), vec!["r1n1", "r1n2", "r2n1", "r2n2"]);
+        assert_eq!(hostlist("bad[x-y]"), vec!["bad[x-y]"]);
+        assert_eq!(hostlist("huge[1-99999999999]"), vec!["huge[1-99999999999]"]);
+    }
+
+    #[test]
+    fn dialects_of_the_real_samples() {
+        let old = json!({"meta": {"plugin": {"type": "openapi/v0.0.37", "name": "x"},
+            "Slurm": {"version": {"major": 21, "micro": 5, "minor": 8}, "release": "21.08.5"}}});
+        let d = Dialect::of(&old).unwrap_or_else(|| panic!("dialect"));
+        assert_eq!((d.parser.as_str(), d.release.as_deref(), d.known()), ("openapi/v0.0.37", Some("21.08.5"), true));
+        let new = json!({"meta": {"plugin": {"type": "openapi/slurmctld", "data_parser": "data_parser/v0.0.43"},
+            "slurm": {"version": {"major": "25", "micro": "4", "minor": "05"}, "release": "25.05.4"}}});
+        let d = Dialect::of(&new).unwrap_or_else(|| panic!("dialect"));
+        assert_eq!(d.parser, "data_parser/v0.0.43");
+        assert_eq!(Dialect::of(&json!({"jobs": []})), None);
+        assert!(!Dialect { parser: "data_parser/v0.0.99".into(), release: None }.known());
+    }
+}

@@ -1,0 +1,125 @@
+//! Slurm nodes (`sinfo --json`, slurmrestd `/nodes`) to fleet nodes: scheduler state and drain
+//! reason, GPU GRES as schedulable capacity, and whole-GPU GRES devices as cards (their GRES
+//! index is the device order on the node). MIG GRES devices are instances whose parent card
+//! Slurm does not name: they count as capacity only.
+
+use serde_json::Value;
+
+use super::gres;
+use super::json::{states, text};
+use crate::model::{Capacity, Card, Node, Resource};
+
+/// Node states (base or flag) under which Slurm starts nothing new there.
+const UNSCHEDULABLE: &[&str] =
+    &["DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "FUTURE", "NOT_RESPONDING", "POWERED_DOWN", "UNKNOWN"];
+
+/// Map every node; nodes without GPU GRES are kept (they may run CPU work) but have no cards.
+/// Returns the nodes and how many node objects had no name.
+pub fn map(doc: &Value) -> (Vec<Node>, usize) {
+    let mut out: Vec<Node> = Vec::new();
+    let mut bad = 0;
+    for n in doc.get("nodes").and_then(Value::as_array).into_iter().flatten() {
+        match node(n) {
+            // sinfo can list a node once per partition: keep the first.
+            Some(x) if out.iter().any(|o| o.name == x.name) => {}
+            Some(x) => out.push(x),
+            None => bad += 1,
+        }
+    }
+    (out, bad)
+}
+
+fn node(n: &Value) -> Option<Node> {
+    let name = text(n.get("name")).or_else(|| text(n.get("hostname")))?.to_string();
+    let st = states(n.get("state"), n.get("state_flags"));
+    let blocked: Vec<&str> = st.iter().map(String::as_str).filter(|s| UNSCHEDULABLE.contains(s)).collect();
+    let schedulable = blocked.is_empty();
+    let why = text(n.get("reason"));
+    let reason = (!schedulable).then(|| {
+        let what = blocked.iter().map(|s| s.to_ascii_lowercase()).collect::<Vec<_>>().join("+");
+        match why {
+            Some(r) => format!("{what}: {r}"),
+            None => what,
+        }
+    });
+    let draining = st.iter().any(|s| s.starts_with("DRAIN"));
+
+    let total = gres::parse(text(n.get("gres")).unwrap_or_default());
+    let used = gres::parse(text(n.get("gres_used")).unwrap_or_default());
+    let mut cards = Vec::new();
+    let mut capacity: Vec<Capacity> = Vec::new();
+    let mut next_index = 0u32;
+    for g in total.iter().filter(|g| g.name == "gpu") {
+        let in_use: u64 =
+            used.iter().filter(|u| u.name == "gpu" && u.kind == g.kind).map(|u| u.count).sum::<u64>().min(g.count);
+        let resource = match g.mig_profile() {
+            Some(profile) => Resource::MigInstance { profile },
+            None => Resource::WholeCard { model: g.kind.clone() },
+        };
+        match capacity.iter_mut().find(|c| c.resource == resource) {
+            Some(c) => {
+                c.total += g.count;
+                c.used += in_use;
+            }
+            None => capacity.push(Capacity { resource: resource.clone(), total: g.count, used: in_use }),
+        }
+        let count = u32::try_from(g.count).unwrap_or(0).min(64);
+        if matches!(resource, Resource::WholeCard { .. }) {
+            for i in next_index..next_index + count {
+                let model = g.kind.clone().unwrap_or_else(|| "gpu".into());
+                cards.push(Card { index: i, model, draining, ..Card::default() });
+            }
+        }
+        next_index += count;
+    }
+    Some(Node { name, schedulable, reason, cards, capacity })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn old_dialect_drained_node_with_typed_and_mig_gres() {
+        let doc = json!({"nodes": [{"name": "gpu1", "state": "idle", "state_flags": ["DRAIN"],
+            "reason": "tessera: root: swap fan", "gres": "gpu:h100:2(S:0),gpu:a100_3g.20gb:2(S:0)",
+            "gres_used": "gpu:h100:1(IDX:0),gpu:a100_3g.20gb:1(IDX:3)"}]});
+        let (nodes, bad) = map(&doc);
+        assert_eq!(bad, 0);
+        let n = &nodes[0];
+        assert!(!n.schedulable);
+        assert_eq!(n.reason.as_deref(), Some("drain: tessera: root: swap fan"));
+        assert_eq!(
+            n.cards.iter().map(|c| (c.index, c.model.as_str(), c.draining)).collect::<Vec<_>>(),
+            vec![(0, "h100", true), (1, "h100", true)]
+        );
+        assert_eq!(
+            n.capacity,
+            vec![
+                Capacity { resource: Resource::WholeCard { model: Some("h100".into()) }, total: 2, used: 1 },
+                Capacity { resource: Resource::MigInstance { profile: "3g.20gb".into() }, total: 2, used: 1 },
+            ]
+        );
+    }
+
+    #[test]
+    fn new_dialect_and_oddities() {
+        let doc = json!({"nodes": [
+            {"name": "ia1", "state": ["ALLOCATED"], "gres": "gpu:h100:2,gpu:h200:4",
+             "gres_used": "gpu:h100:1(IDX:0),gpu:h200:0(IDX:N/A)"},
+            {"name": "ia1", "state": ["IDLE"]},
+            {"name": "cpu1", "state": ["DOWN", "NOT_RESPONDING"], "reason": "", "gres": ""},
+            {"state": "idle"},
+            {"name": "odd", "state": "idle", "gres": "gpu:(null)", "gres_used": "gpu:99"}]});
+        let (nodes, bad) = map(&doc);
+        assert_eq!(bad, 1);
+        assert_eq!(nodes.len(), 3, "a node listed twice is kept once");
+        assert!(nodes[0].schedulable);
+        assert_eq!(nodes[0].cards.iter().map(|c| c.index).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(nodes[0].cards[2].model, "h200");
+        assert_eq!(nodes[1].reason.as_deref(), Some("down+not_responding"));
+        assert!(nodes[1].cards.is_empty() && nodes[1].capacity.is_empty());
+        assert!(nodes[2].capacity.iter().all(|c| c.used <= c.total), "used never exceeds total");
+    }
+}
