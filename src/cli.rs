@@ -81,4 +81,43 @@ pub enum Command {
         #[arg(long)]
         example: bool,
     },
+    /// Stop new work on a card (NODE/INDEX or GPU UUID) or a node.
+    Drain {
+        target: String,
+        #[command(flatten)]
+        how: ActOptions,
+    },
+    /// Let a drained card or node take new work again.
+    Undrain {
+        target: String,
+        #[command(flatten)]
+        how: ActOptions,
+    },
+    /// Replace a card's MIG layout, e.g. 3g.40gb@0,2g.20gb@4,1g.10gb@6, or `whole`.
+    Repartition {
+        target: String,
+        layout: String,
+        #[command(flatten)]
+        how: ActOptions,
+    },
+    /// Checkpoint a training workload and put it back in the queue (slurm:ID, k8s:NS/POD, sim:ID).
+    Preempt {
+        workload: String,
+        #[command(flatten)]
+        how: ActOptions,
+        /// Preempt training that has not run the minimum runtime (asks a second time).
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// How an action command runs.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct ActOptions {
+    /// Print the plan and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation.
+    #[arg(long)]
+    pub yes: bool,
 }

@@ -1,5 +1,6 @@
 //! Subcommands: settings from flags over config, `snapshot`, `layouts`, `check-config`.
 
+mod act;
 mod snapshot;
 
 use std::path::Path;
@@ -8,7 +9,8 @@ use crate::cli::Global;
 use crate::config::{self, Config, ConfigError};
 use crate::model::mig::{catalog, enumerate};
 
-pub use snapshot::{collect_once, snapshot_json, snapshot_table};
+pub use act::act;
+pub use snapshot::{collect_once, first_answers, snapshot_json, snapshot_table};
 
 /// A failed command, with the exit code the contract gives it.
 #[derive(Debug, thiserror::Error)]

@@ -3,6 +3,7 @@
 //! Layers with mirrored names: `sources` collect, `model` holds state, `store` merges,
 //! `ui` draws. See docs/ and the design notes for the data flow.
 
+pub mod actions;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use tessera::actions::Action;
 use tessera::cli::{Cli, Command};
 use tessera::commands;
 
@@ -23,6 +24,14 @@ fn main() -> ExitCode {
             commands::check_config(path.as_deref().or(cli.global.config.as_deref()), example)
         }
         Some(Command::Snapshot { json }) => commands::snapshot(&cli.global, json),
+        Some(Command::Drain { target, how }) => commands::act(&cli.global, Action::Drain { target }, how),
+        Some(Command::Undrain { target, how }) => commands::act(&cli.global, Action::Undrain { target }, how),
+        Some(Command::Repartition { target, layout, how }) => {
+            commands::act(&cli.global, Action::Repartition { target, layout }, how)
+        }
+        Some(Command::Preempt { workload, how, force }) => {
+            commands::act(&cli.global, Action::Preempt { workload, force }, how)
+        }
         None => commands::console(&cli.global),
     };
     match result {

@@ -4,6 +4,7 @@ pub mod dcgm;
 pub mod exposition;
 pub mod http;
 pub mod kinds;
+pub mod kubernetes;
 pub mod nvml;
 pub mod prometheus;
 pub mod scrape;
@@ -53,18 +54,27 @@ pub fn backoff(base: std::time::Duration, failures: u32, max: std::time::Duratio
     base.saturating_mul(factor).min(max)
 }
 
+/// The Kubernetes source's settings, when it is configured.
+pub fn kubernetes_settings(cfg: &crate::config::Config) -> Option<kubernetes::Settings> {
+    let context = cfg.sources.kubernetes.clone()?;
+    Some(kubernetes::Settings { context, kubeconfig: cfg.kubernetes.kubeconfig.clone(), kinds: cfg.kinds.clone() })
+}
+
+/// What executors need to reach sources that are also backends (the simulator).
+#[derive(Debug, Clone, Default)]
+pub struct Handles {
+    pub sim: Option<sim::SimHandle>,
+}
+
 /// Start every source the config names, registering each with the store. With no real source
 /// configured, or with `demo`, the simulated cluster runs. Must run inside a tokio runtime.
 pub fn spawn_all(
     cfg: &crate::config::Config,
     store: &mut crate::store::Store,
     tx: mpsc::Sender<SourceUpdate>,
-) -> Result<(), String> {
+) -> Result<Handles, String> {
+    let mut handles = Handles::default();
     let s = &cfg.sources;
-    let not_yet = |what: &str| Err(format!("the {what} source is not available in this version of tessera"));
-    if s.kubernetes.is_some() {
-        return not_yet("Kubernetes");
-    }
     // NVML first: where it and a metrics source report the same card, its values and MIG
     // placements win (the store ranks sources by registration order).
     let mut run_sim = s.demo;
@@ -113,6 +123,11 @@ pub fn spawn_all(
         store.register("slurm", SourceKind::Slurm, every);
         slurm::spawn("slurm".into(), settings, client, every, tx.clone());
     }
+    if let Some(settings) = kubernetes_settings(cfg) {
+        let every = cfg.refresh.max(std::time::Duration::from_secs(2));
+        store.register("kubernetes", SourceKind::Kubernetes, every);
+        kubernetes::spawn("kubernetes".into(), settings, every, tx.clone());
+    }
     if let Some(base) = &s.prometheus {
         let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
         let every = cfg.refresh.max(std::time::Duration::from_secs(5));
@@ -142,13 +157,15 @@ pub fn spawn_all(
         store.register(name.clone(), SourceKind::Simulated, cfg.refresh);
         let refresh = cfg.refresh;
         let speed = cfg.demo.speed;
+        let (ops_tx, ops) = mpsc::channel(8);
+        handles.sim = Some(sim::SimHandle { tx: ops_tx, speed });
         tokio::spawn(async move {
             // Building a large simulated cluster takes a moment: keep it off the owner loop.
             let Ok(sim) = tokio::task::spawn_blocking(move || sim::Sim::new(sim_cfg)).await else { return };
-            sim::run(sim, name, refresh, speed, tx).await;
+            sim::run(sim, name, refresh, speed, tx, ops).await;
         });
     }
-    Ok(())
+    Ok(handles)
 }
 
 #[cfg(test)]

@@ -135,16 +135,21 @@ impl Store {
         let mut seen: HashSet<String> = HashSet::new();
         let mut workload_at: HashMap<String, usize> = HashMap::new();
         self.simulated = false;
-        for p in self.entries.iter().filter_map(|e| e.last.as_ref()) {
+        for (name, p) in self.entries.iter().filter_map(|e| Some((&e.status.name, e.last.as_ref()?))) {
             self.simulated |= p.simulated;
             for n in &p.nodes {
-                match node_at.get(&n.name) {
-                    Some(&i) => merge_node(&mut nodes[i], n),
+                let i = match node_at.get(&n.name) {
+                    Some(&i) => {
+                        merge_node(&mut nodes[i], n);
+                        i
+                    }
                     None => {
                         node_at.insert(n.name.clone(), nodes.len());
                         nodes.push(n.clone());
+                        nodes.len() - 1
                     }
-                }
+                };
+                nodes[i].sources.push(name.clone());
             }
             for w in &p.workloads {
                 if seen.insert(w.id.clone()) {

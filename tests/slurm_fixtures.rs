@@ -198,3 +198,30 @@ fn slurmrestd_error_envelope_is_the_message() {
         "slurmrestd jobs: Unable to connect to database (openapi_get_db_conn() failed to open slurmdb connection)"
     );
 }
+
+#[test]
+fn slurm_22_05_real_capture() {
+    let dir = "22.05.8-tessera-harness";
+    let j = jobs::map(&doc(&format!("{dir}/squeue_mixed.json")), &KindRules::default());
+    assert_eq!((j.workloads.len(), j.without_gpu), (8, 1), "the cpu-only job is counted, not shown");
+    let by = |id: &str| j.workloads.iter().find(|w| w.id == id).unwrap_or_else(|| panic!("{id}"));
+    assert_eq!(by("slurm:1").cards, vec![CardRef::new("vm", 0)]);
+    assert_eq!(by("slurm:1").kind, WorkloadKind::Training);
+    assert_eq!(by("slurm:2").kind, WorkloadKind::Inference, "partition inference");
+    assert_eq!(by("slurm:3").request.mig_profile.as_deref(), Some("3g.20gb"));
+    assert!(by("slurm:3").cards.is_empty(), "a MIG GRES names no card");
+    assert_eq!((by("slurm:6").reason.as_deref(), by("slurm:6").request.gpus), (Some("Resources"), Some(2)));
+    assert_eq!(by("slurm:9").request.gpus, Some(1), "--gpus=1 is tres_per_job gres:gpu:1");
+    assert_eq!(by("slurm:9").request.model, None);
+
+    let (n, _) = nodes::map(&doc(&format!("{dir}/sinfo.json")));
+    assert_eq!(n[0].cards.len(), 2);
+    let free: Vec<u64> = n[0].capacity.iter().map(|c| c.free()).collect();
+    assert_eq!(free, vec![0, 0]);
+    let (n, _) = nodes::map(&doc(&format!("{dir}/sinfo_draining.json")));
+    assert!(!n[0].schedulable);
+    assert_eq!(n[0].reason.as_deref(), Some("drain: tessera: root: test"));
+
+    let j = jobs::map(&doc(&format!("{dir}/squeue_after_requeue.json")), &KindRules::default());
+    assert!(j.workloads.iter().any(|w| w.state == WorkloadState::Pending && w.reason.as_deref() == Some("BeginTime")));
+}

@@ -26,16 +26,21 @@ pub fn collect_once(cfg: &Config) -> Result<(Fleet, bool), CmdError> {
         let (tx, mut rx) = tokio::sync::mpsc::channel(64);
         let mut store = Store::new();
         crate::sources::spawn_all(cfg, &mut store, tx).map_err(CmdError::Usage)?;
-        let deadline = tokio::time::Instant::now() + COLLECT_TIMEOUT;
-        while store.any_connecting() {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(update)) => store.apply_deferred(update, Utc::now()),
-                Ok(None) | Err(_) => break,
-            }
-        }
-        store.rebuild();
+        first_answers(&mut store, &mut rx).await;
         Ok((store.fleet().clone(), store.simulated()))
     })
+}
+
+/// Apply updates until every source answered once (or the timeout passed), then rebuild.
+pub async fn first_answers(store: &mut Store, rx: &mut tokio::sync::mpsc::Receiver<crate::sources::SourceUpdate>) {
+    let deadline = tokio::time::Instant::now() + COLLECT_TIMEOUT;
+    while store.any_connecting() {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(update)) => store.apply_deferred(update, Utc::now()),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    store.rebuild();
 }
 
 fn time(t: Option<chrono::DateTime<Utc>>) -> Value {
@@ -64,7 +69,10 @@ pub fn snapshot_json((fleet, simulated): &(Fleet, bool)) -> String {
                     v
                 })
                 .collect();
-            json!({ "name": n.name, "schedulable": n.schedulable, "reason": n.reason, "cards": cards })
+            json!({
+                "name": n.name, "schedulable": n.schedulable, "reason": n.reason, "sources": n.sources,
+                "capacity": n.capacity, "cards": cards,
+            })
         })
         .collect();
     let workloads: Vec<Value> = fleet

@@ -37,6 +37,9 @@ pub struct Node {
     /// the scheduler can hand out, which can differ from what the cards show. Empty where no
     /// scheduler reports on this node.
     pub capacity: Vec<Capacity>,
+    /// Names of the sources that reported this node, in rank order (the store fills it): an
+    /// action goes to the backend that can act on the node.
+    pub sources: Vec<String>,
 }
 
 /// One schedulable GPU resource on a node: whole cards of a model or MIG instances of a profile.
@@ -75,7 +78,7 @@ impl std::fmt::Display for CardRef {
 }
 
 /// NVML compute modes; `Prohibited` is how a card is drained locally.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ComputeMode {
     Default,

@@ -388,7 +388,7 @@ impl<'a> Acc<'a> {
             .into_iter()
             .map(|(name, mut cards)| {
                 cards.sort_by_key(|c| c.index);
-                Node { name, schedulable: true, reason: None, cards, capacity: Vec::new() }
+                Node { name, schedulable: true, reason: None, cards, capacity: Vec::new(), sources: Vec::new() }
             })
             .collect();
         (nodes, holders)

@@ -1,6 +1,7 @@
 //! The simulated cluster: seeded, deterministic, realistic; the default when nothing else is
 //! configured, and `--demo`. It reaches the store through the same channel as real sources.
 
+mod actions;
 mod build;
 mod jobs;
 pub mod rng;
@@ -14,6 +15,7 @@ use tokio::sync::mpsc;
 use crate::model::{Event, Node, SourceKind};
 
 use super::{Partial, SourceUpdate};
+pub use actions::SimOp;
 use build::CardModel;
 use jobs::Job;
 use rng::Rng;
@@ -106,14 +108,53 @@ impl Sim {
     }
 }
 
+/// An operation for the running simulator and where its answer goes.
+#[derive(Debug)]
+pub struct SimRequest {
+    pub op: SimOp,
+    pub reply: tokio::sync::oneshot::Sender<Result<String, String>>,
+}
+
+/// How executors reach the running simulator.
+#[derive(Debug, Clone)]
+pub struct SimHandle {
+    pub tx: mpsc::Sender<SimRequest>,
+    /// Simulated seconds per real second: executors scale their waits by it.
+    pub speed: f64,
+}
+
+impl SimHandle {
+    pub async fn apply(&self, op: SimOp) -> Result<String, String> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.tx.send(SimRequest { op, reply }).await.map_err(|_| "the simulated cluster has stopped".to_string())?;
+        answer.await.map_err(|_| "the simulated cluster has stopped".to_string())?
+    }
+}
+
 /// Run the simulator as a source: advance by wall time × `speed`, send a snapshot every
-/// `refresh`, until the receiver goes away.
-pub async fn run(mut sim: Sim, name: String, refresh: Duration, speed: f64, tx: mpsc::Sender<SourceUpdate>) {
+/// `refresh` and after every operation it obeys, until the receiver goes away.
+pub async fn run(
+    mut sim: Sim,
+    name: String,
+    refresh: Duration,
+    speed: f64,
+    tx: mpsc::Sender<SourceUpdate>,
+    mut ops: mpsc::Receiver<SimRequest>,
+) {
     let mut interval = tokio::time::interval(refresh);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last = tokio::time::Instant::now();
+    let mut ops_open = true;
     loop {
-        interval.tick().await;
+        tokio::select! {
+            _ = interval.tick() => {}
+            req = ops.recv(), if ops_open => match req {
+                Some(SimRequest { op, reply }) => {
+                    let _ = reply.send(sim.apply(&op));
+                }
+                None => ops_open = false,
+            },
+        }
         let now = tokio::time::Instant::now();
         sim.advance((now - last).mul_f64(speed.max(0.0)));
         last = now;

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod k8s;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -76,7 +76,7 @@ pub fn build(seed: u64, size: Option<(u32, u32)>) -> Vec<(Node, CardModel)> {
                     card(&name, index, model, layout)
                 })
                 .collect();
-            (Node { name, schedulable: true, reason: None, cards, capacity: Vec::new() }, model)
+            (Node { name, schedulable: true, reason: None, cards, capacity: Vec::new(), sources: Vec::new() }, model)
         })
         .collect()
 }

@@ -233,7 +233,7 @@ impl Sim {
     }
 
     /// Add (or remove) the job as a holder of its cards or instance.
-    fn hold(&mut self, job: &Job, on: bool) {
+    pub(super) fn hold(&mut self, job: &Job, on: bool) {
         for r in &job.w.cards {
             let Some(&ni) = self.node_index.get(&r.node) else { continue };
             let Some(card) = self.nodes[ni].cards.iter_mut().find(|c| c.index == r.index) else { continue };

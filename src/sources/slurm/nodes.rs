@@ -72,7 +72,7 @@ fn node(n: &Value) -> Option<Node> {
         }
         next_index += count;
     }
-    Some(Node { name, schedulable, reason, cards, capacity })
+    Some(Node { name, schedulable, reason, cards, capacity, sources: Vec::new() })
 }
 
 #[cfg(test)]

@@ -1,0 +1,209 @@
+//! Operator actions: drain, undrain, repartition, preempt. A request becomes a `Plan` (the
+//! exact steps and calls, warnings, blockers) from the live fleet, passes the guards, is
+//! confirmed, executed step by step with progress, verified, and audited.
+
+pub mod audit;
+pub mod execute;
+pub mod guard;
+pub mod kubernetes;
+pub mod nvml;
+pub mod plan;
+
+use serde::Serialize;
+
+use crate::model::{CardRef, ComputeMode};
+use crate::sources::sim::SimOp;
+
+/// What the operator asked for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    Drain { target: String },
+    Undrain { target: String },
+    Repartition { target: String, layout: String },
+    Preempt { workload: String, force: bool },
+}
+
+impl Action {
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Self::Drain { .. } => "drain",
+            Self::Undrain { .. } => "undrain",
+            Self::Repartition { .. } => "repartition",
+            Self::Preempt { .. } => "preempt",
+        }
+    }
+}
+
+/// Who carries an action out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    Simulated,
+    Nvml,
+    Slurm,
+    Kubernetes,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Simulated => "simulated",
+            Self::Nvml => "nvml",
+            Self::Slurm => "slurm",
+            Self::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+/// One operation a backend performs; the plan shows each with its exact call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Op {
+    Sim {
+        op: SimOp,
+    },
+    /// Wait this long (simulated seconds for the simulator; real seconds otherwise).
+    Wait {
+        seconds: u64,
+        why: String,
+    },
+    /// Run a program with arguments (never through a shell).
+    Run {
+        program: String,
+        args: Vec<String>,
+    },
+    NvmlSetComputeMode {
+        index: u32,
+        mode: ComputeMode,
+    },
+    NvmlDestroyComputeInstance {
+        index: u32,
+        gi: u32,
+        ci: u32,
+    },
+    NvmlDestroyGpuInstance {
+        index: u32,
+        gi: u32,
+    },
+    NvmlCreateGpuInstance {
+        index: u32,
+        profile: String,
+        start: u8,
+    },
+    /// Read the card's instances back and compare with `layout` (profile@start list).
+    NvmlVerifyLayout {
+        index: u32,
+        layout: Vec<(String, u8)>,
+    },
+    /// Merge-patch a node (cordon, labels).
+    KubePatchNode {
+        node: String,
+        patch: serde_json::Value,
+    },
+    /// Create an Eviction for a pod (honours PodDisruptionBudgets).
+    KubeEvict {
+        namespace: String,
+        pod: String,
+    },
+    /// Follow a node label until it has one of the wanted values.
+    KubeWaitLabel {
+        node: String,
+        key: String,
+        success: String,
+        failure: String,
+        timeout_s: u64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// What this step does, in words.
+    pub what: String,
+    /// The exact command or API call.
+    pub call: String,
+    #[serde(skip)]
+    pub op: Op,
+}
+
+/// Everything the confirmation shows and the executor runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub action: Action,
+    pub backend: Backend,
+    /// The source whose data the plan was made from.
+    pub source: String,
+    /// What the action acts on, as the operator must type it to confirm a destructive one.
+    pub target: String,
+    /// One line: what will happen.
+    pub summary: String,
+    pub steps: Vec<Step>,
+    pub warnings: Vec<String>,
+    /// Reasons the action cannot run; a plan with blockers is never executed.
+    pub blockers: Vec<String>,
+    /// Asks the operator to type the target's name.
+    pub destructive: bool,
+    /// A second confirmation is needed (a forced preemption).
+    pub second_confirmation: Option<String>,
+    /// The card the action is on, where it is on one.
+    #[serde(skip)]
+    pub card: Option<CardRef>,
+}
+
+impl Plan {
+    pub fn allowed(&self) -> bool {
+        self.blockers.is_empty()
+    }
+
+    /// The plan as text: for the command line, the audit log and the console.
+    pub fn render(&self) -> String {
+        let mut out = format!("{} via {} ({})\n", self.summary, self.backend.as_str(), self.source);
+        for (i, s) in self.steps.iter().enumerate() {
+            out.push_str(&format!("  {}. {}\n       {}\n", i + 1, s.what, s.call));
+        }
+        for w in &self.warnings {
+            out.push_str(&format!("  warning: {w}\n"));
+        }
+        for b in &self.blockers {
+            out.push_str(&format!("  refused: {b}\n"));
+        }
+        out
+    }
+}
+
+/// A target string: `NODE/INDEX`, a GPU UUID, or a bare node name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Card(CardRef),
+    Uuid(String),
+    Node(String),
+}
+
+impl Target {
+    pub fn parse(text: &str) -> Self {
+        let t = text.trim();
+        if t.starts_with("GPU-") || t.starts_with("MIG-") {
+            return Self::Uuid(t.to_string());
+        }
+        match t.rsplit_once('/') {
+            Some((node, idx)) if !node.is_empty() => match idx.parse::<u32>() {
+                Ok(i) => Self::Card(CardRef::new(node, i)),
+                Err(_) => Self::Node(t.to_string()),
+            },
+            _ => Self::Node(t.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        assert_eq!(Target::parse("gpu-a1/3"), Target::Card(CardRef::new("gpu-a1", 3)));
+        assert_eq!(Target::parse("GPU-1234-abcd"), Target::Uuid("GPU-1234-abcd".into()));
+        assert_eq!(Target::parse("gpu-a1"), Target::Node("gpu-a1".into()));
+        assert_eq!(Target::parse("rack/x"), Target::Node("rack/x".into()));
+    }
+}

@@ -1,0 +1,148 @@
+//! The Kubernetes source (`--kubernetes[=CONTEXT]`): GPU nodes, their allocatable GPU
+//! resources and what bound pods hold, GPU pods as workloads with their pending reasons, and
+//! Kueue's pending Workloads. Watches (kube-runtime reflectors) keep the objects current, so a
+//! large cluster costs one list and then only its changes; every interval the stores are
+//! mapped into one update.
+
+mod error;
+mod kueue;
+mod nodes;
+mod objects;
+mod partial;
+mod pods;
+mod resources;
+mod watch;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::Utc;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::kinds::KindRules;
+use super::{Partial, SourceError, SourceUpdate};
+use crate::model::SourceKind;
+use watch::{State, Watches};
+
+/// How long the first complete list may take before the source says it is still waiting.
+const LIST_PATIENCE: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// The kubeconfig context; `None` is the current context, or the in-cluster service
+    /// account when there is no kubeconfig.
+    pub context: Option<String>,
+    /// `None` reads `KUBECONFIG` or `~/.kube/config`.
+    pub kubeconfig: Option<PathBuf>,
+    /// Which workloads are inference or training, by PriorityClass name and namespace.
+    pub kinds: KindRules,
+}
+
+/// A client for the configured cluster (also for the actions: cordon, labels, eviction).
+pub async fn client(settings: &Settings) -> Result<kube::Client, String> {
+    connect(settings).await.map(|(c, _)| c)
+}
+
+/// The client and the API server's URL as messages may show it.
+async fn connect(settings: &Settings) -> Result<(kube::Client, String), String> {
+    let options = KubeConfigOptions { context: settings.context.clone(), ..KubeConfigOptions::default() };
+    let config = match (&settings.kubeconfig, &settings.context) {
+        (Some(path), _) => {
+            // kube's read error repeats the path in quotes; the cause at the bottom is enough.
+            let file = Kubeconfig::read_from(path)
+                .map_err(|e| format!("kubeconfig {}: {}", path.display(), error::root_cause(&e)))?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
+        }
+        (None, Some(_)) => kube::Config::from_kubeconfig(&options).await.map_err(|e| format!("kubeconfig: {e}"))?,
+        (None, None) => kube::Config::infer().await.map_err(|e| format!("no Kubernetes configuration: {e}"))?,
+    };
+    let server = super::http::redact(&config.cluster_url.to_string());
+    let server = server.trim_end_matches('/').to_string();
+    let client = kube::Client::try_from(config).map_err(|e| format!("Kubernetes client for {server}: {e}"))?;
+    Ok((client, server))
+}
+
+fn build(w: &Watches, kinds: &KindRules, notes: Vec<String>) -> Partial {
+    let kueue = w.kueue().map(|k| k.state()).unwrap_or_default();
+    let mut p = partial::build(&w.nodes.state(), &w.pods.state(), &w.classes.state(), &kueue, kinds);
+    let notes: Vec<String> = p.note.take().into_iter().chain(notes).collect();
+    p.note = (!notes.is_empty()).then(|| notes.join("; "));
+    p
+}
+
+fn err(message: String, fatal: bool) -> SourceError {
+    SourceError { message, fatal }
+}
+
+/// Run the source until the receiver goes away. Must run inside a tokio runtime.
+pub fn spawn(name: String, settings: Settings, interval: Duration, tx: mpsc::Sender<SourceUpdate>) {
+    tokio::spawn(async move {
+        let send = |result| SourceUpdate { source: name.clone(), kind: SourceKind::Kubernetes, at: Utc::now(), result };
+        // A configuration that cannot be read will not fix itself: that is fatal.
+        let (client, server) = match connect(&settings).await {
+            Ok(c) => c,
+            Err(m) => {
+                let _ = tx.send(send(Err(err(m, true)))).await;
+                return;
+            }
+        };
+        let watches = Watches::start(client, &server);
+        let started = Instant::now();
+        let mut tick = tokio::time::interval(interval.max(Duration::from_millis(100)));
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        // What the last update said: Ok, or the error message.
+        let mut last: Option<Result<(), String>> = None;
+        loop {
+            // Send on every tick (the store marks a silent source stale), and at once when
+            // health changes, so the first data, a failure and a recovery show without waiting.
+            let on_tick = tokio::select! {
+                _ = tick.tick() => true,
+                () = watches.changed() => false,
+            };
+            let result = match watches.state() {
+                State::Syncing if !on_tick || started.elapsed() < LIST_PATIENCE => continue,
+                State::Syncing => {
+                    Err(err(format!("no complete list from {server} after {}s", started.elapsed().as_secs()), false))
+                }
+                State::Failed(m) if !on_tick && last.as_ref().is_some_and(|l| l.as_ref().err() == Some(&m)) => continue,
+                State::Failed(m) => Err(err(m, false)),
+                State::Ready { .. } if !on_tick && last == Some(Ok(())) => continue,
+                // Mapping ten thousand pods takes milliseconds: no need to leave the runtime.
+                State::Ready { notes } => Ok(build(&watches, &settings.kinds, notes)),
+            };
+            last = Some(result.as_ref().map(|_| ()).map_err(|e| e.message.clone()));
+            if tx.send(send(result)).await.is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// One collection for `tessera snapshot --kubernetes`: the first complete list of everything,
+/// or the first failure, within `timeout`.
+pub async fn collect_once(settings: &Settings, timeout: Duration) -> Result<Partial, SourceError> {
+    let deadline = Instant::now() + timeout;
+    let late = |what: &str| err(format!("{what} within {}s", timeout.as_secs_f64()), false);
+    let (client, server) = match tokio::time::timeout_at(deadline, connect(settings)).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(m)) => return Err(err(m, true)),
+        Err(_) => return Err(late("could not read the Kubernetes configuration")),
+    };
+    let watches = Watches::start(client, &server);
+    let collect = async {
+        loop {
+            match watches.state() {
+                State::Ready { notes } => return Ok(build(&watches, &settings.kinds, notes)),
+                State::Failed(m) => return Err(err(m, false)),
+                State::Syncing => watches.changed().await,
+            }
+        }
+    };
+    tokio::time::timeout_at(deadline, collect)
+        .await
+        .unwrap_or_else(|_| Err(late(&format!("no complete answer from {server}"))))
+}

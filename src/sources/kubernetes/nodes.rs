@@ -1,0 +1,165 @@
+//! Node mapping: which nodes have GPUs, whether the scheduler may use them, what it can hand
+//! out (allocatable against what bound pods hold), and the cards GPU Feature Discovery labels.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::objects::{GpuNode, condition};
+use super::resources::{self, COUNT, GpuResource, MEMORY, MIG_CONFIG, MIG_STATE, MIG_STRATEGY, PRODUCT};
+use crate::model::{Capacity, Card, Node, Resource};
+
+/// Units of each GPU resource (by resource name) held by pods bound to one node.
+pub type Used = HashMap<String, u64>;
+
+fn label<'a>(n: &'a GpuNode, key: &str) -> Option<&'a str> {
+    n.metadata.labels.as_ref()?.get(key).map(String::as_str).filter(|v| !v.is_empty())
+}
+
+/// True when the node advertises any NVIDIA GPU resource, even at zero (a device plugin
+/// that lost its cards still says the node is a GPU node).
+pub fn is_gpu_node(n: &GpuNode) -> bool {
+    n.status.capacity.keys().chain(n.status.allocatable.keys()).any(|k| GpuResource::parse(k).is_some())
+}
+
+/// The MIG manager's view: the named config and how applying it went.
+struct MigConfig<'a> {
+    config: Option<&'a str>,
+    state: Option<&'a str>,
+}
+
+impl MigConfig<'_> {
+    fn describe(&self) -> Option<String> {
+        self.config.map(|c| format!("mig.config={c}, state {}", self.state.unwrap_or("unknown")))
+    }
+}
+
+/// The node as tessera shows it, or `None` for a node without GPUs.
+pub fn map(n: &GpuNode, used: Option<&Used>) -> Option<Node> {
+    if !is_gpu_node(n) {
+        return None;
+    }
+    let name = n.metadata.name.clone().unwrap_or_default();
+    let mig = MigConfig { config: label(n, MIG_CONFIG), state: label(n, MIG_STATE) };
+    let (schedulable, reason) = schedulable(n, &mig);
+    let product = label(n, PRODUCT);
+    let single_profile = match label(n, MIG_STRATEGY) {
+        Some("single") => product.and_then(|p| resources::split_product(p).1),
+        _ => None,
+    };
+    let capacity = capacity(n, used, product, single_profile);
+    let cards = cards(n, product, single_profile, &mig);
+    Some(Node { name, schedulable, reason, cards, capacity, sources: Vec::new() })
+}
+
+/// Cordoned or not Ready means the scheduler will not place pods; the MIG manager's state is
+/// added when a reconfiguration is under way or failed, since the GPUs are withdrawn meanwhile.
+fn schedulable(n: &GpuNode, mig: &MigConfig) -> (bool, Option<String>) {
+    let mut why = Vec::new();
+    let cordoned = n.spec.unschedulable == Some(true);
+    if cordoned {
+        why.push("cordoned".to_string());
+    }
+    let ready = match condition(&n.status.conditions, "Ready") {
+        Some(c) if c.status == "True" => true,
+        Some(c) => {
+            let detail: Vec<&str> = [c.reason.as_deref(), c.message.as_deref()].into_iter().flatten().collect();
+            let status = if c.status == "False" { String::new() } else { format!(" ({})", c.status) };
+            why.push(if detail.is_empty() {
+                format!("NotReady{status}")
+            } else {
+                format!("NotReady{status}: {}", detail.join(": "))
+            });
+            false
+        }
+        None => {
+            why.push("no Ready condition reported".to_string());
+            false
+        }
+    };
+    if let (Some(config), Some(state @ ("pending" | "rebooting" | "failed"))) = (mig.config, mig.state) {
+        why.push(format!("MIG reconfiguration to {config}: {state}"));
+    }
+    (!cordoned && ready, (!why.is_empty()).then(|| why.join("; ")))
+}
+
+fn capacity(n: &GpuNode, used: Option<&Used>, product: Option<&str>, single_profile: Option<&str>) -> Vec<Capacity> {
+    // Allocatable is what the scheduler hands out; a node that has not reported it yet still
+    // says its capacity.
+    let list = if n.status.allocatable.is_empty() { &n.status.capacity } else { &n.status.allocatable };
+    let model = product.map(resources::model_name);
+    let mut by: BTreeMap<Resource, (u64, u64)> = BTreeMap::new();
+    for (res, qty) in list {
+        let resource = match GpuResource::parse(res) {
+            Some(GpuResource::Gpu) => match single_profile {
+                Some(p) => Resource::MigInstance { profile: p.to_string() },
+                None => Resource::WholeCard { model: model.clone() },
+            },
+            Some(GpuResource::Mig(profile)) => Resource::MigInstance { profile },
+            // The model has no resource for a time-slice of a card; counting replicas as
+            // whole cards would overstate what is free.
+            Some(GpuResource::Shared) | None => continue,
+        };
+        let total = resources::count(qty).unwrap_or(0);
+        let held = used.and_then(|u| u.get(res)).copied().unwrap_or(0);
+        let e = by.entry(resource).or_default();
+        e.0 += total;
+        e.1 += held;
+    }
+    by.into_iter()
+        .filter(|(_, (total, used))| *total > 0 || *used > 0)
+        .map(|(resource, (total, used))| Capacity { resource, total, used })
+        .collect()
+}
+
+/// Cards from GFD's `nvidia.com/gpu.count`. Kubernetes says which cards exist and their model,
+/// never which MIG instances sit where: MIG cards say so rather than look free.
+fn cards(n: &GpuNode, product: Option<&str>, single_profile: Option<&str>, mig: &MigConfig) -> Vec<Card> {
+    let Some(count) = label(n, COUNT).and_then(|c| c.parse::<u32>().ok()) else { return Vec::new() };
+    let model = product.map(|p| resources::split_product(p).0.to_string()).unwrap_or_default();
+    let disabled = mig.config == Some("all-disabled");
+    let unknown = |extra: &str| {
+        let config = mig.describe().map(|d| format!(" ({d})")).unwrap_or_default();
+        format!("{extra}layout not reported by Kubernetes{config}")
+    };
+    let card = |index: u32, memory: Option<u64>, error: Option<String>| {
+        let mut c = Card { index, model: model.clone(), memory_total_mib: memory, ..Card::default() };
+        c.mig.enabled = error.is_some();
+        c.mig.error = error;
+        c
+    };
+
+    if let Some(profile) = single_profile {
+        // Under the single strategy GFD counts MIG devices, not cards, and gpu.memory is one
+        // instance's. The card count follows only where every card has the same, full layout.
+        let per_card = crate::model::mig::catalog::lookup(&model)
+            .and_then(|m| m.profile(profile))
+            .map(|p| u32::from(p.max_count))
+            .filter(|&m| m > 0 && mig.config.is_none_or(|c| c == format!("all-{profile}")));
+        let Some(per_card) = per_card else { return Vec::new() };
+        let error = unknown(&format!("{per_card}× {profile} per card assumed; "));
+        return (0..count.div_ceil(per_card)).map(|i| card(i, None, Some(error.clone()))).collect();
+    }
+
+    let memory = label(n, MEMORY).and_then(|m| m.parse::<u64>().ok());
+    let list = if n.status.capacity.is_empty() { &n.status.allocatable } else { &n.status.capacity };
+    let mig_resources = list.iter().any(|(k, v)| {
+        matches!(GpuResource::parse(k), Some(GpuResource::Mig(_))) && resources::count(v).unwrap_or(0) > 0
+    });
+    let mig_cards = match label(n, MIG_STRATEGY) {
+        Some("mixed") if mig_resources && !disabled => {
+            // Mixed strategy: nvidia.com/gpu counts only the cards without MIG.
+            let whole = list.get(resources::GPU).and_then(resources::count).unwrap_or(0);
+            u64::from(count).saturating_sub(whole)
+        }
+        _ => 0,
+    };
+    let error = match mig_cards {
+        0 => None,
+        m if m >= u64::from(count) => Some(unknown("")),
+        m => Some(unknown(&format!("{m} of {count} cards are in MIG mode and Kubernetes does not say which; "))),
+    };
+    (0..count).map(|i| card(i, memory, error.clone())).collect()
+}
+
+#[cfg(test)]
+#[path = "nodes_tests.rs"]
+mod tests;

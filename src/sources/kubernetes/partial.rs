@@ -1,0 +1,91 @@
+//! One update from the watch stores: GPU nodes with their capacity, GPU pods as workloads,
+//! and Kueue's pending Workloads laid over them.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+
+use super::objects::{GpuNode, GpuPod, KueueWorkload};
+use super::pods::Classes;
+use super::{kueue, nodes, pods};
+use crate::sources::Partial;
+use crate::sources::kinds::KindRules;
+
+pub fn build(
+    node_objs: &[Arc<GpuNode>],
+    pod_objs: &[Arc<GpuPod>],
+    class_objs: &[Arc<PriorityClass>],
+    kueue_objs: &[Arc<KueueWorkload>],
+    kinds: &KindRules,
+) -> Partial {
+    let classes: Classes = class_objs.iter().filter_map(|c| Some((c.metadata.name.clone()?, c.value))).collect();
+    let used = pods::used_by_node(pod_objs.iter().map(AsRef::as_ref));
+    let mut nodes: Vec<_> =
+        node_objs.iter().filter_map(|n| nodes::map(n, used.get(n.metadata.name.as_deref()?))).collect();
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut workloads: Vec<_> = pod_objs.iter().filter_map(|p| pods::map(p, kinds, &classes)).collect();
+    kueue::apply(&mut workloads, kueue_objs, pod_objs, kinds, &classes);
+    workloads.sort_by(|a, b| a.id.cmp(&b.id));
+    let note = (nodes.is_empty() && !node_objs.is_empty())
+        .then(|| format!("none of {} nodes advertises an nvidia.com GPU resource", node_objs.len()));
+    Partial { nodes, workloads, note, ..Partial::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Resource, WorkloadState};
+    use serde_json::json;
+
+    fn obj<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Arc<T> {
+        Arc::new(serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    #[test]
+    fn bound_pods_count_against_their_node_and_pending_ones_queue() {
+        let node = obj::<GpuNode>(json!({
+            "metadata": {"name": "gpu-1", "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"}},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"}, "conditions": [{"type": "Ready", "status": "True"}]}
+        }));
+        let cpu_node = obj::<GpuNode>(json!({"metadata": {"name": "cpu-1"}, "status": {"allocatable": {"cpu": "4"}}}));
+        let pod = |name: &str, node: Option<&str>, phase: &str, gpus: u32| {
+            obj::<GpuPod>(json!({
+                "metadata": {"name": name, "namespace": "ml"},
+                "spec": {"nodeName": node, "priorityClassName": "batch-high",
+                    "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]},
+                "status": {"phase": phase}
+            }))
+        };
+        let pods = [
+            pod("a", Some("gpu-1"), "Running", 4),
+            pod("b", Some("gpu-1"), "Pending", 2),
+            pod("c", None, "Pending", 8),
+            pod("done", Some("gpu-1"), "Succeeded", 2),
+        ];
+        let classes = [obj::<PriorityClass>(json!({"metadata": {"name": "batch-high"}, "value": 700}))];
+        let p = build(&[node, cpu_node], &pods, &classes, &[], &KindRules::default());
+        assert_eq!(p.nodes.len(), 1);
+        let cap = &p.nodes[0].capacity;
+        assert_eq!(cap.len(), 1);
+        assert_eq!(cap[0].resource, Resource::WholeCard { model: Some("H100-80GB".into()) });
+        assert_eq!((cap[0].total, cap[0].used), (8, 6));
+        let ids: Vec<_> = p.workloads.iter().map(|w| (w.id.as_str(), w.state, w.priority)).collect();
+        assert_eq!(
+            ids,
+            [
+                ("k8s:ml/a", WorkloadState::Running, Some(700)),
+                ("k8s:ml/b", WorkloadState::Running, Some(700)),
+                ("k8s:ml/c", WorkloadState::Pending, Some(700)),
+            ]
+        );
+        assert_eq!(p.note, None);
+    }
+
+    #[test]
+    fn a_cluster_without_gpus_says_so() {
+        let cpu_node = obj::<GpuNode>(json!({"metadata": {"name": "cpu-1"}, "status": {"allocatable": {"cpu": "4"}}}));
+        let p = build(&[cpu_node], &[], &[], &[], &KindRules::default());
+        assert!(p.nodes.is_empty());
+        assert_eq!(p.note.as_deref(), Some("none of 1 nodes advertises an nvidia.com GPU resource"));
+    }
+}

@@ -1,0 +1,186 @@
+//! The simulated cluster obeys actions: drain and undrain a card, repartition an idle card,
+//! ask a job to checkpoint, requeue it. Durations are the executor's (it waits between
+//! steps); each operation here is one instant change, answered with what happened.
+
+use serde::Serialize;
+
+use super::Sim;
+use crate::model::{Event, Severity, WorkloadState};
+
+/// One operation on the simulated cluster.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum SimOp {
+    Drain {
+        node: String,
+        index: u32,
+    },
+    Undrain {
+        node: String,
+        index: u32,
+    },
+    /// Destroy the card's instances and create `layout` (`whole` disables MIG).
+    Repartition {
+        node: String,
+        index: u32,
+        layout: String,
+    },
+    /// Ask a running job to checkpoint (the signal a real scheduler would send).
+    Checkpoint {
+        workload: String,
+    },
+    /// Stop the job and put it back in the queue.
+    Requeue {
+        workload: String,
+    },
+}
+
+impl Sim {
+    /// Apply one operation now; the answer says what changed, or why nothing did.
+    pub fn apply(&mut self, op: &SimOp) -> Result<String, String> {
+        let now = self.now;
+        let (text, card) = match op {
+            SimOp::Drain { node, index } | SimOp::Undrain { node, index } => {
+                let drain = matches!(op, SimOp::Drain { .. });
+                let c = self.card_mut(node, *index)?;
+                c.draining = drain;
+                let holders = c.holders().count();
+                self.reschedule = true;
+                let text = if drain {
+                    format!("{node}/{index} drained: no new work; {holders} running workloads continue")
+                } else {
+                    format!("{node}/{index} undrained: accepts new work")
+                };
+                (text, Some(crate::model::CardRef::new(node.clone(), *index)))
+            }
+            SimOp::Repartition { node, index, layout } => {
+                let c = self.card_mut(node, *index)?;
+                if c.holders().next().is_some() {
+                    return Err(format!("{node}/{index} is not idle: {} workloads hold it", c.holders().count()));
+                }
+                let model = c.model.clone();
+                c.mig = if layout == "whole" {
+                    crate::model::MigState::default()
+                } else {
+                    let m = super::build::mig_state(&model, layout);
+                    if m.instances.is_empty() {
+                        return Err(format!("layout {layout} is not valid for {model}"));
+                    }
+                    m
+                };
+                self.reschedule = true;
+                (format!("{node}/{index} now {layout}"), Some(crate::model::CardRef::new(node.clone(), *index)))
+            }
+            SimOp::Checkpoint { workload } => {
+                let j = self.job_mut(workload)?;
+                if !j.w.state.is_active() {
+                    return Err(format!("{workload} is {}, not running", j.w.state.as_str()));
+                }
+                j.w.state = WorkloadState::Checkpointing;
+                j.w.reason = Some("checkpointing: asked by tessera".into());
+                (format!("{workload} checkpointing"), j.w.cards.first().cloned())
+            }
+            SimOp::Requeue { workload } => {
+                let i = self.jobs.iter().position(|j| j.w.id == *workload).ok_or_else(|| gone(workload))?;
+                let job = self.jobs[i].clone();
+                self.hold(&job, false);
+                let j = &mut self.jobs[i];
+                let card = j.w.cards.first().cloned();
+                j.w.state = WorkloadState::Pending;
+                j.w.reason = Some("Requeued: preempted by tessera".into());
+                j.w.started_at = None;
+                j.w.node = None;
+                j.w.cards.clear();
+                j.w.memory_used_mib = None;
+                j.gi = None;
+                j.w.submitted_at = Some(now);
+                self.reschedule = true;
+                (format!("{workload} requeued"), card)
+            }
+        };
+        self.events.push(Event { at: now, card, severity: Severity::Warning, text: format!("tessera: {text}") });
+        Ok(text)
+    }
+
+    fn card_mut(&mut self, node: &str, index: u32) -> Result<&mut crate::model::Card, String> {
+        let ni = *self.node_index.get(node).ok_or_else(|| format!("no node {node} in the simulated cluster"))?;
+        self.nodes[ni].cards.iter_mut().find(|c| c.index == index).ok_or_else(|| format!("no card {node}/{index}"))
+    }
+
+    fn job_mut(&mut self, id: &str) -> Result<&mut super::jobs::Job, String> {
+        self.jobs.iter_mut().find(|j| j.w.id == id).ok_or_else(|| gone(id))
+    }
+}
+
+fn gone(id: &str) -> String {
+    format!("{id} no longer exists")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::sim::SimConfig;
+    use chrono::TimeZone;
+
+    fn sim() -> Sim {
+        let start = chrono::Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).single().unwrap_or_default();
+        Sim::new(SimConfig::new(7, start))
+    }
+
+    #[test]
+    fn drain_stops_new_work_and_undrain_restores_it() {
+        let mut s = sim();
+        let node = s.nodes[0].name.clone();
+        assert!(s.apply(&SimOp::Drain { node: node.clone(), index: 0 }).is_ok());
+        s.advance(std::time::Duration::from_secs(3600));
+        let snap = s.snapshot();
+        let card = &snap.nodes[0].cards[0];
+        assert!(card.draining);
+        assert!(s.apply(&SimOp::Undrain { node, index: 0 }).is_ok());
+        assert!(!s.nodes[0].cards[0].draining);
+        assert!(s.apply(&SimOp::Drain { node: "nope".into(), index: 0 }).is_err());
+    }
+
+    #[test]
+    fn repartition_needs_an_idle_card_and_a_valid_layout() {
+        let mut s = sim();
+        let (ni, ci) = s
+            .nodes
+            .iter()
+            .enumerate()
+            .find_map(|(ni, n)| n.cards.iter().position(|c| c.holders().next().is_some()).map(|ci| (ni, ci)))
+            .unwrap_or_else(|| panic!("a busy card"));
+        let (node, index) = (s.nodes[ni].name.clone(), s.nodes[ni].cards[ci].index);
+        let busy = s.apply(&SimOp::Repartition { node: node.clone(), index, layout: "whole".into() });
+        assert!(busy.unwrap_err().contains("not idle"));
+        // Requeue everything on it, then it is idle.
+        let holders: Vec<String> = s.nodes[ni].cards[ci].holders().map(str::to_string).collect();
+        for h in holders {
+            assert!(s.apply(&SimOp::Requeue { workload: h }).is_ok());
+        }
+        let model = s.nodes[ni].cards[ci].model.clone();
+        let layout = if crate::model::mig::lookup(&model).is_some_and(|m| m.name.contains("A100-80GB")) {
+            "3g.40gb,3g.40gb"
+        } else {
+            "whole"
+        };
+        assert!(s.apply(&SimOp::Repartition { node: node.clone(), index, layout: layout.into() }).is_ok());
+        assert!(s.apply(&SimOp::Repartition { node, index, layout: "9g.99gb".into() }).is_err());
+    }
+
+    #[test]
+    fn checkpoint_then_requeue_puts_the_job_back_in_the_queue() {
+        let mut s = sim();
+        let id =
+            s.jobs.iter().find(|j| j.w.state == WorkloadState::Running).map(|j| j.w.id.clone()).unwrap_or_default();
+        assert!(s.apply(&SimOp::Checkpoint { workload: id.clone() }).is_ok());
+        assert_eq!(s.job_mut(&id).map(|j| j.w.state), Ok(WorkloadState::Checkpointing));
+        assert!(s.apply(&SimOp::Requeue { workload: id.clone() }).is_ok());
+        let j = s.job_mut(&id).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(j.w.state, WorkloadState::Pending);
+        assert!(j.w.cards.is_empty());
+        assert!(
+            s.apply(&SimOp::Checkpoint { workload: "sim:999999".into() }).unwrap_err().contains("no longer exists")
+        );
+    }
+}

@@ -1,0 +1,433 @@
+//! A fake Kubernetes API server on 127.0.0.1 for the Kubernetes source's tests: discovery
+//! (`/api`, `/apis`, Kueue's group when installed), list with `limit`/`continue` and field
+//! selectors, and watch streams of newline-delimited events (ADDED, MODIFIED, DELETED,
+//! BOOKMARK, and ERROR 410 once history is compacted). Failures, delays and a bearer token
+//! check are switches. It serves until dropped.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+pub const NODES: &str = "/api/v1/nodes";
+pub const PODS: &str = "/api/v1/pods";
+pub const CLASSES: &str = "/apis/scheduling.k8s.io/v1/priorityclasses";
+pub const KUEUE: &str = "/apis/kueue.x-k8s.io/v1beta1/workloads";
+pub const TOKEN: &str = "tessera-test-token-s3cret";
+
+#[derive(Default)]
+struct Collection {
+    objects: BTreeMap<String, Value>,
+    /// (resourceVersion, type, object), oldest first.
+    events: Vec<(u64, &'static str, Value)>,
+    /// Watches from an older resourceVersion get 410 Gone.
+    compacted_below: u64,
+}
+
+#[derive(Default)]
+struct State {
+    rv: u64,
+    collections: BTreeMap<&'static str, Collection>,
+    kueue: bool,
+    fail: Option<u16>,
+    delay: Duration,
+    requests: Vec<String>,
+}
+
+type Shared = Arc<(Mutex<State>, Condvar)>;
+
+pub struct FakeK8s {
+    pub addr: String,
+    shared: Shared,
+    stop: Arc<AtomicBool>,
+}
+
+fn key(obj: &Value) -> String {
+    let m = &obj["metadata"];
+    format!("{}/{}", m["namespace"].as_str().unwrap_or_default(), m["name"].as_str().unwrap_or_default())
+}
+
+impl FakeK8s {
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let mut state = State { rv: 100, ..State::default() };
+        for path in [NODES, PODS, CLASSES, KUEUE] {
+            state.collections.insert(path, Collection::default());
+        }
+        let shared: Shared = Arc::new((Mutex::new(state), Condvar::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (sh, st) = (shared.clone(), stop.clone());
+        listener.set_nonblocking(true).unwrap_or_else(|e| panic!("{e}"));
+        std::thread::spawn(move || {
+            while !st.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let (sh, st) = (sh.clone(), st.clone());
+                        std::thread::spawn(move || serve(stream, &sh, &st));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Self { addr, shared, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A kubeconfig in `dir` whose current context points here with the bearer token.
+    pub fn kubeconfig(&self, dir: &Path) -> PathBuf {
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\n\
+             users:\n- name: tester\n  user:\n    token: {TOKEN}\ncontexts:\n- name: fake\n  context:\n    \
+             cluster: fake\n    user: tester\ncurrent-context: fake\n",
+            self.url()
+        );
+        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.join("kubeconfig");
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        path
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let (lock, cv) = &*self.shared;
+        let mut s = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let out = f(&mut s);
+        cv.notify_all();
+        out
+    }
+
+    /// Create or replace an object: an ADDED or MODIFIED event.
+    pub fn put(&self, path: &'static str, mut obj: Value) {
+        self.with(|s| {
+            s.rv += 1;
+            let rv = s.rv;
+            obj["metadata"]["resourceVersion"] = json!(rv.to_string());
+            let c = s.collections.entry(path).or_default();
+            let kind = if c.objects.insert(key(&obj), obj.clone()).is_some() { "MODIFIED" } else { "ADDED" };
+            c.events.push((rv, kind, obj));
+        });
+    }
+
+    pub fn delete(&self, path: &'static str, key: &str) {
+        self.with(|s| {
+            s.rv += 1;
+            let rv = s.rv;
+            let c = s.collections.entry(path).or_default();
+            if let Some(mut obj) = c.objects.remove(key) {
+                obj["metadata"]["resourceVersion"] = json!(rv.to_string());
+                c.events.push((rv, "DELETED", obj));
+            }
+        });
+    }
+
+    pub fn bookmark(&self, path: &'static str) {
+        self.with(|s| {
+            s.rv += 1;
+            let rv = s.rv;
+            let kind = if path == PODS { "Pod" } else { "Node" };
+            let obj = json!({"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}});
+            s.collections.entry(path).or_default().events.push((rv, "BOOKMARK", obj));
+        });
+    }
+
+    /// Change objects without events, then compact history: open watches get 410 Gone and
+    /// only a new list shows the change.
+    pub fn compact(&self, path: &'static str, change: impl FnOnce(&mut BTreeMap<String, Value>)) {
+        self.with(|s| {
+            s.rv += 1;
+            let rv = s.rv;
+            let c = s.collections.entry(path).or_default();
+            change(&mut c.objects);
+            for obj in c.objects.values_mut() {
+                obj["metadata"]["resourceVersion"] = json!(rv.to_string());
+            }
+            c.events.clear();
+            c.compacted_below = rv;
+        });
+    }
+
+    pub fn set_kueue(&self, on: bool) {
+        self.with(|s| s.kueue = on);
+    }
+
+    /// Answer every request with this HTTP status (and end open watches), or stop failing.
+    pub fn fail(&self, status: Option<u16>) {
+        self.with(|s| s.fail = status);
+    }
+
+    /// Wait this long before answering any request.
+    pub fn delay(&self, d: Duration) {
+        self.with(|s| s.delay = d);
+    }
+
+    /// The request lines seen so far (path and query).
+    pub fn requests(&self) -> Vec<String> {
+        self.with(|s| s.requests.clone())
+    }
+}
+
+impl Drop for FakeK8s {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.shared.1.notify_all();
+    }
+}
+
+fn query(target: &str) -> (String, BTreeMap<String, String>) {
+    let (path, q) = target.split_once('?').unwrap_or((target, ""));
+    let decode = |s: &str| {
+        let s = s.replace('+', " ");
+        let mut out = Vec::new();
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%'
+                && let Some(v) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+            out.push(b[i]);
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    let params = q.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (decode(k), decode(v))).collect();
+    (path.to_string(), params)
+}
+
+/// `a.b!=x,c=y` as the API server reads it, for the dotted fields the tests use.
+fn matches(obj: &Value, selector: Option<&String>) -> bool {
+    let Some(sel) = selector else { return true };
+    sel.split(',').filter(|t| !t.is_empty()).all(|term| {
+        let (field, want, negate) = match term.split_once("!=") {
+            Some((f, v)) => (f, v, true),
+            None => match term.split_once('=') {
+                Some((f, v)) => (f, v.trim_start_matches('='), false),
+                None => return true,
+            },
+        };
+        let got = field.split('.').fold(obj, |v, k| &v[k]).as_str().unwrap_or_default();
+        (got == want) != negate
+    })
+}
+
+fn status_body(code: u16, reason: &str, message: &str) -> String {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+        "reason": reason, "code": code})
+    .to_string()
+}
+
+fn respond(stream: &mut TcpStream, code: u16, body: &str) -> bool {
+    let head = format!("HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len());
+    stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body.as_bytes())).is_ok()
+}
+
+fn chunk(stream: &mut TcpStream, line: &str) -> bool {
+    let data = format!("{line}\n");
+    stream.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes()).and_then(|_| stream.flush()).is_ok()
+}
+
+fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let Ok(read) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(read);
+    let mut stream = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let mut auth = String::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                break;
+            }
+            if h.to_ascii_lowercase().starts_with("authorization:") {
+                auth = h["authorization:".len()..].trim().to_string();
+            }
+        }
+        let lock = &shared.0;
+        let (delay, fail, kueue) = {
+            let mut s = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.requests.push(target.clone());
+            (s.delay, s.fail, s.kueue)
+        };
+        std::thread::sleep(delay);
+        if auth != format!("Bearer {TOKEN}") {
+            respond(&mut stream, 401, &status_body(401, "Unauthorized", "Unauthorized"));
+            continue;
+        }
+        if let Some(code) = fail {
+            respond(
+                &mut stream,
+                code,
+                &status_body(code, "InternalError", "the fake API server is failing on purpose"),
+            );
+            continue;
+        }
+        let (path, params) = query(&target);
+        let ok = match path.as_str() {
+            "/api" => respond(&mut stream, 200, &json!({"kind": "APIVersions", "versions": ["v1"]}).to_string()),
+            "/apis" => respond(&mut stream, 200, &groups(kueue).to_string()),
+            "/apis/kueue.x-k8s.io/v1beta1" if kueue => respond(&mut stream, 200, &kueue_resources().to_string()),
+            p if params.get("watch").is_some_and(|w| w == "true" || w == "1") => {
+                let Some(name) = [NODES, PODS, CLASSES, KUEUE].into_iter().find(|c| *c == p) else {
+                    respond(&mut stream, 404, &status_body(404, "NotFound", "not found"));
+                    continue;
+                };
+                if name == KUEUE && !kueue {
+                    respond(&mut stream, 404, &status_body(404, "NotFound", "not found"));
+                    continue;
+                }
+                watch(&mut stream, shared, stop, name, &params);
+                // The stream ended: HTTP/1.1 with chunked bodies can go on, but a real server
+                // closes here too often for a client to rely on reuse.
+                return;
+            }
+            p => match [NODES, PODS, CLASSES, KUEUE].into_iter().find(|c| *c == p) {
+                Some(KUEUE) if !kueue => respond(&mut stream, 404, &status_body(404, "NotFound", "not found")),
+                Some(name) => {
+                    let body = list(&lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner), name, &params);
+                    respond(&mut stream, 200, &body)
+                }
+                None => respond(&mut stream, 404, &status_body(404, "NotFound", "the server could not find it")),
+            },
+        };
+        if !ok {
+            return;
+        }
+    }
+}
+
+fn groups(kueue: bool) -> Value {
+    let group = |name: &str, version: &str| {
+        let gv = json!({"groupVersion": format!("{name}/{version}"), "version": version});
+        json!({"name": name, "versions": [gv.clone()], "preferredVersion": gv})
+    };
+    let mut list = vec![group("scheduling.k8s.io", "v1")];
+    if kueue {
+        list.push(group("kueue.x-k8s.io", "v1beta1"));
+    }
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": list})
+}
+
+fn kueue_resources() -> Value {
+    let verbs = json!(["get", "list", "watch"]);
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "kueue.x-k8s.io/v1beta1", "resources": [
+        {"name": "workloads", "singularName": "workload", "namespaced": true, "kind": "Workload", "verbs": verbs},
+        {"name": "workloads/status", "singularName": "", "namespaced": true, "kind": "Workload", "verbs": verbs},
+    ]})
+}
+
+fn list(s: &State, name: &'static str, params: &BTreeMap<String, String>) -> String {
+    let Some(c) = s.collections.get(name) else { return status_body(404, "NotFound", "not found") };
+    let items: Vec<&Value> = c.objects.values().filter(|o| matches(o, params.get("fieldSelector"))).collect();
+    let start: usize = params.get("continue").and_then(|c| c.parse().ok()).unwrap_or(0);
+    let limit: usize = params.get("limit").and_then(|l| l.parse().ok()).filter(|&l| l > 0).unwrap_or(usize::MAX);
+    let end = start.saturating_add(limit).min(items.len());
+    let page: Vec<&Value> = items.get(start..end).map(<[_]>::to_vec).unwrap_or_default();
+    let mut meta = json!({"resourceVersion": s.rv.to_string()});
+    if end < items.len() {
+        meta["continue"] = json!(end.to_string());
+    }
+    json!({"kind": "List", "apiVersion": "v1", "metadata": meta, "items": page}).to_string()
+}
+
+/// Stream events after the requested resourceVersion until the watch times out, the server
+/// starts failing, history is compacted past it (410), or the server stops.
+fn watch(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    stop: &AtomicBool,
+    name: &'static str,
+    params: &BTreeMap<String, String>,
+) {
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    if stream.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    let mut from: u64 = params.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let timeout = Duration::from_secs(params.get("timeoutSeconds").and_then(|t| t.parse().ok()).unwrap_or(290));
+    let started = std::time::Instant::now();
+    let selector = params.get("fieldSelector").cloned();
+    let (lock, cv) = &**shared;
+    let mut s = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        if stop.load(Ordering::Relaxed) || s.fail.is_some() || started.elapsed() > timeout {
+            break;
+        }
+        let Some(c) = s.collections.get(name) else { break };
+        if from < c.compacted_below {
+            let gone = format!(
+                r#"{{"type":"ERROR","object":{}}}"#,
+                status_body(410, "Expired", &format!("too old resource version: {from} ({})", c.compacted_below))
+            );
+            drop(s);
+            chunk(stream, &gone);
+            break;
+        }
+        let pending: Vec<(u64, &'static str, Value)> = c.events.iter().filter(|(rv, ..)| *rv > from).cloned().collect();
+        if pending.is_empty() {
+            s = cv.wait_timeout(s, Duration::from_millis(100)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+            continue;
+        }
+        drop(s);
+        for (rv, kind, obj) in pending {
+            from = rv;
+            // An object that stops matching the selector is gone as far as this watch goes.
+            let kind = if kind == "MODIFIED" && !matches(&obj, selector.as_ref()) { "DELETED" } else { kind };
+            if kind != "BOOKMARK" && kind != "DELETED" && !matches(&obj, selector.as_ref()) {
+                continue;
+            }
+            if !chunk(stream, &json!({"type": kind, "object": obj}).to_string()) {
+                return;
+            }
+        }
+        s = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    let _ = stream.write_all(b"0\r\n\r\n");
+}
+
+/// A listener that accepts connections and never answers.
+pub struct Silent {
+    pub addr: String,
+    stop: Arc<AtomicBool>,
+}
+
+impl Silent {
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        listener.set_nonblocking(true).unwrap_or_else(|e| panic!("{e}"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !st.load(Ordering::Relaxed) {
+                if let Ok((s, _)) = listener.accept() {
+                    held.push(s);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        Self { addr, stop }
+    }
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
