@@ -80,6 +80,22 @@ fn views() -> Vec<(&'static str, Setup)> {
             }),
         ),
         (
+            "confirm_drain",
+            Box::new(|st: &mut UiState, s: &Store| {
+                let opts = tessera::actions::plan::Options::new(&tessera::config::Config::default(), false, clock());
+                let action = tessera::actions::Action::Drain { target: "gpu-a100-01/0".into() };
+                let plan = tessera::actions::plan::plan(&action, s.fleet(), &opts).unwrap_or_else(|e| panic!("{e}"));
+                st.modal = Some(tessera::ui::actions::confirm(plan));
+            }),
+        ),
+        (
+            "repartition_picker",
+            Box::new(|st: &mut UiState, s: &Store| {
+                st.apply(Intent::Repartition, s.fleet());
+                assert!(st.modal.is_some(), "{:?}", st.message);
+            }),
+        ),
+        (
             "fleet_sorted_filtered",
             Box::new(|st: &mut UiState, s: &Store| {
                 st.set_filter("whole".into(), s.fleet());

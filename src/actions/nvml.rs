@@ -1,11 +1,303 @@
 //! NVML executor: compute mode for drain/undrain, MIG instance destroy/create with explicit
-//! placements, and reading the layout back.
+//! placements, and reading the layout back. One plan step per call, on a blocking thread; raw
+//! calls live in `sources/nvml/ffi.rs`. Errors name the NVML call and its error.
+
+use nvml_wrapper::enum_wrappers::device::ComputeMode as NvmlMode;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::{Device, Nvml};
 
 use super::Op;
 use crate::model::ComputeMode;
+use crate::model::mig::{GpuModel, lookup};
+use crate::sources::nvml::ffi::{self, Failed};
+use crate::sources::nvml::{open, profile_name};
+
+type StepResult = Result<(String, Option<ComputeMode>), String>;
 
 /// Run one NVML step against the library at `lib` (`None`: the system library).
-pub fn run_op(op: &Op, lib: Option<&str>) -> Result<(String, Option<ComputeMode>), String> {
-    let _ = (op, lib);
-    Err("the NVML executor is being built".into())
+pub fn run_op(op: &Op, lib: Option<&str>) -> StepResult {
+    if !is_nvml(op) {
+        return Err(format!("not an NVML step: {op:?}"));
+    }
+    let nvml = open(lib).map_err(|e| format!("NVML: {e}"))?;
+    let plain = |r: Result<String, String>| r.map(|m| (m, None));
+    match op {
+        Op::NvmlSetComputeMode { index, mode } => set_compute_mode(&nvml, *index, *mode),
+        Op::NvmlDestroyComputeInstance { index, gi, ci } => plain(with_mig(&nvml, *index, |dev| {
+            ffi::destroy_compute_instance(&nvml, dev, *gi, *ci)
+                .map_err(|f| failed(&f, &format!("GPU {index} GI {gi} CI {ci}")))?;
+            Ok(format!("destroyed compute instance {ci} of GPU instance {gi}"))
+        })),
+        Op::NvmlDestroyGpuInstance { index, gi } => plain(with_mig(&nvml, *index, |dev| {
+            ffi::destroy_gpu_instance(&nvml, dev, *gi).map_err(|f| failed(&f, &format!("GPU {index} GI {gi}")))?;
+            Ok(format!("destroyed GPU instance {gi}"))
+        })),
+        Op::NvmlCreateGpuInstance { index, profile, start } => {
+            plain(with_mig(&nvml, *index, |dev| create(&nvml, dev, *index, profile, *start)))
+        }
+        Op::NvmlVerifyLayout { index, layout } => plain(verify(&nvml, *index, layout)),
+        other => Err(format!("not an NVML step: {other:?}")),
+    }
+}
+
+fn is_nvml(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::NvmlSetComputeMode { .. }
+            | Op::NvmlDestroyComputeInstance { .. }
+            | Op::NvmlDestroyGpuInstance { .. }
+            | Op::NvmlCreateGpuInstance { .. }
+            | Op::NvmlVerifyLayout { .. }
+    )
+}
+
+/// NVML's error in words, also for the codes nvml-wrapper does not name.
+fn describe(e: &NvmlError) -> String {
+    match e {
+        NvmlError::UnexpectedVariant(23) => "insufficient resources (NVML_ERROR_INSUFFICIENT_RESOURCES)".into(),
+        NvmlError::UnexpectedVariant(25) => "argument version mismatch (NVML_ERROR_ARGUMENT_VERSION_MISMATCH)".into(),
+        NvmlError::UnexpectedVariant(27) => "not ready (NVML_ERROR_NOT_READY)".into(),
+        NvmlError::UnexpectedVariant(28) => "GPU not found (NVML_ERROR_GPU_NOT_FOUND)".into(),
+        NvmlError::UnexpectedVariant(29) => "invalid state (NVML_ERROR_INVALID_STATE)".into(),
+        other => other.to_string(),
+    }
+}
+
+fn failed(f: &Failed, args: &str) -> String {
+    format!("{}({args}): {}", f.call, describe(&f.error))
+}
+
+fn device(nvml: &Nvml, index: u32) -> Result<Device<'_>, String> {
+    nvml.device_by_index(index).map_err(|e| format!("nvmlDeviceGetHandleByIndex(GPU {index}): {}", describe(&e)))
+}
+
+/// Run `f` on card `index` once it is known to be in MIG mode.
+fn with_mig(nvml: &Nvml, index: u32, f: impl FnOnce(&Device<'_>) -> Result<String, String>) -> Result<String, String> {
+    let dev = device(nvml, index)?;
+    let mode = dev.mig_mode().map_err(|e| format!("nvmlDeviceGetMigMode(GPU {index}): {}", describe(&e)))?;
+    if mode.current != 1 {
+        return Err(format!("GPU {index} is not in MIG mode (nvmlDeviceGetMigMode says {})", mode.current));
+    }
+    f(&dev)
+}
+
+fn mode_name(m: ComputeMode) -> &'static str {
+    match m {
+        ComputeMode::Default => "DEFAULT",
+        ComputeMode::ExclusiveProcess => "EXCLUSIVE_PROCESS",
+        ComputeMode::Prohibited => "PROHIBITED",
+    }
+}
+
+fn to_nvml(m: ComputeMode) -> NvmlMode {
+    match m {
+        ComputeMode::Default => NvmlMode::Default,
+        ComputeMode::ExclusiveProcess => NvmlMode::ExclusiveProcess,
+        ComputeMode::Prohibited => NvmlMode::Prohibited,
+    }
+}
+
+/// The mode as tessera models it; EXCLUSIVE_THREAD (removed from drivers long ago) is `None`.
+fn from_nvml(m: NvmlMode) -> Option<ComputeMode> {
+    match m {
+        NvmlMode::Default => Some(ComputeMode::Default),
+        NvmlMode::ExclusiveProcess => Some(ComputeMode::ExclusiveProcess),
+        NvmlMode::Prohibited => Some(ComputeMode::Prohibited),
+        NvmlMode::ExclusiveThread => None,
+    }
+}
+
+/// Read the mode, set the new one, read it back. Returns the mode before, for undrain.
+fn set_compute_mode(nvml: &Nvml, index: u32, mode: ComputeMode) -> StepResult {
+    let mut dev = device(nvml, index)?;
+    let read = |dev: &Device<'_>| {
+        dev.compute_mode().map_err(|e| format!("nvmlDeviceGetComputeMode(GPU {index}): {}", describe(&e)))
+    };
+    let before = read(&dev)?;
+    let previous = from_nvml(before).ok_or_else(|| {
+        format!("GPU {index} is in compute mode EXCLUSIVE_THREAD, which tessera cannot restore later: not changing it")
+    })?;
+    dev.set_compute_mode(to_nvml(mode)).map_err(|e| {
+        format!("nvmlDeviceSetComputeMode(GPU {index}, NVML_COMPUTEMODE_{}): {}", mode_name(mode), describe(&e))
+    })?;
+    let after = read(&dev)?;
+    if from_nvml(after) != Some(mode) {
+        return Err(format!(
+            "nvmlDeviceSetComputeMode(GPU {index}) succeeded but the mode reads back as {after:?}, not {}",
+            mode_name(mode)
+        ));
+    }
+    Ok((format!("compute mode {} -> {}", mode_name(previous), mode_name(mode)), Some(previous)))
+}
+
+/// The card's catalog model, from the name NVML reports.
+fn model_of(dev: &Device<'_>, index: u32) -> Result<&'static GpuModel, String> {
+    let name = dev.name().map_err(|e| format!("nvmlDeviceGetName(GPU {index}): {}", describe(&e)))?;
+    lookup(&name).ok_or_else(|| format!("GPU {index} ({name}) is not in the MIG catalog"))
+}
+
+/// Create GPU instance `profile` at `start`, then one full-size compute instance in it. If the
+/// compute instance fails, the new GPU instance is destroyed again (and the message says
+/// whether that worked), so a failed step leaves no instance that cannot run work.
+fn create(nvml: &Nvml, dev: &Device<'_>, index: u32, profile: &str, start: u8) -> Result<String, String> {
+    let model = model_of(dev, index)?;
+    let p = model.profile(profile).ok_or_else(|| format!("{} has no MIG profile {profile}", model.name))?;
+    // The catalog's NVML enum names the profile on the device (as the source does when listing);
+    // the device gives its own profile id, and its slice count must agree with the name.
+    let info = dev.profile_info(p.nvml_enum_value).map_err(|e| {
+        format!(
+            "nvmlDeviceGetGpuInstanceProfileInfo(GPU {index}, profile {} = {profile}): {}",
+            p.nvml_enum_value,
+            describe(&e)
+        )
+    })?;
+    if info.slice_count != u32::from(p.compute_slices) {
+        return Err(format!(
+            "GPU {index}: NVML profile {} has {} compute slices, but {profile} has {}: the catalog does not match this driver",
+            p.nvml_enum_value, info.slice_count, p.compute_slices
+        ));
+    }
+    let args = format!("GPU {index}, profile id {}", info.id);
+    let placements = ffi::possible_placements(nvml, dev, info.id).map_err(|f| failed(&f, &args))?;
+    let Some(&(at, size)) = placements.iter().find(|(s, _)| *s == u32::from(start)) else {
+        let starts: Vec<String> = placements.iter().map(|(s, _)| s.to_string()).collect();
+        return Err(format!(
+            "{profile} cannot start at slice {start} on GPU {index} (allowed starts: {})",
+            starts.join(", ")
+        ));
+    };
+    let where_ = format!("{args}, start {at}, size {size}");
+    let gi = ffi::create_gpu_instance(nvml, dev, info.id, at, size).map_err(|f| failed(&f, &where_))?;
+    match ffi::create_full_compute_instance(nvml, dev, gi) {
+        Ok((ci, slices)) => Ok(format!(
+            "created GPU instance {gi} ({profile}@{start}, slices {at}-{}) with compute instance {ci} ({slices} compute slices)",
+            at + size.saturating_sub(1)
+        )),
+        Err(f) => {
+            let why = failed(&f, &format!("GPU {index} GI {gi}"));
+            Err(match ffi::destroy_gpu_instance(nvml, dev, gi) {
+                Ok(()) => format!(
+                    "created GPU instance {gi} ({profile}@{start}) but {why}; destroyed GPU instance {gi} again"
+                ),
+                Err(g) => format!(
+                    "created GPU instance {gi} ({profile}@{start}) but {why}; destroying it again failed too ({}): \
+                     GPU instance {gi} remains, without a compute instance",
+                    failed(&g, &format!("GPU {index} GI {gi}"))
+                ),
+            })
+        }
+    }
+}
+
+/// Read the card's GPU instances back and compare (profile, start) with the plan's.
+fn verify(nvml: &Nvml, index: u32, want: &[(String, u8)]) -> Result<String, String> {
+    let dev = device(nvml, index)?;
+    let model = model_of(&dev, index).ok();
+    let listed = ffi::gpu_instances(nvml, &dev)
+        .map_err(|e| format!("listing GPU instances of GPU {index}: {}", describe(&e)))?;
+    let got: Vec<(String, u8)> =
+        listed.iter().map(|g| (profile_name(model, g), u8::try_from(g.start).unwrap_or(u8::MAX))).collect();
+    let bare: Vec<String> =
+        listed.iter().filter(|g| g.compute_instances.is_empty()).map(|g| format!("GPU instance {}", g.id)).collect();
+    let shown = if got.is_empty() { "no GPU instances".to_string() } else { layout_text(&got) };
+    let mut problems = Vec::new();
+    if let Err(diff) = compare(want, &got) {
+        problems.push(diff);
+    }
+    if !bare.is_empty() {
+        problems.push(format!("{} without a compute instance", bare.join(", ")));
+    }
+    if problems.is_empty() {
+        Ok(format!("layout read back: {shown} matches the plan"))
+    } else {
+        Err(format!("layout read back: {shown} does not match the plan: {}", problems.join("; ")))
+    }
+}
+
+fn layout_text(l: &[(String, u8)]) -> String {
+    let mut v: Vec<&(String, u8)> = l.iter().collect();
+    v.sort_by_key(|(p, s)| (*s, p.clone()));
+    v.iter().map(|(p, s)| format!("{p}@{s}")).collect::<Vec<_>>().join(",")
+}
+
+/// Compare two layouts as multisets of (profile, start): `Err` names what is missing and
+/// what is there unplanned.
+fn compare(want: &[(String, u8)], got: &[(String, u8)]) -> Result<(), String> {
+    let mut extra: Vec<(String, u8)> = got.to_vec();
+    let mut missing = Vec::new();
+    for w in want {
+        match extra.iter().position(|g| g == w) {
+            Some(i) => {
+                extra.remove(i);
+            }
+            None => missing.push(w.clone()),
+        }
+    }
+    let mut parts = Vec::new();
+    if !missing.is_empty() {
+        parts.push(format!("missing {}", layout_text(&missing)));
+    }
+    if !extra.is_empty() {
+        parts.push(format!("not planned {}", layout_text(&extra)));
+    }
+    if parts.is_empty() { Ok(()) } else { Err(parts.join("; ")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(items: &[(&str, u8)]) -> Vec<(String, u8)> {
+        items.iter().map(|(p, s)| ((*p).to_string(), *s)).collect()
+    }
+
+    #[test]
+    fn layouts_compare_as_multisets() {
+        let want = l(&[("3g.40gb", 4), ("4g.40gb", 0)]);
+        assert_eq!(compare(&want, &l(&[("4g.40gb", 0), ("3g.40gb", 4)])), Ok(()));
+        assert_eq!(compare(&[], &[]), Ok(()));
+        assert_eq!(
+            compare(&want, &l(&[("4g.40gb", 0), ("2g.20gb", 4), ("1g.10gb", 6)])),
+            Err("missing 3g.40gb@4; not planned 2g.20gb@4,1g.10gb@6".into())
+        );
+        // Same profiles, another start: both named.
+        assert_eq!(
+            compare(&l(&[("1g.10gb", 6)]), &l(&[("1g.10gb", 5)])),
+            Err("missing 1g.10gb@6; not planned 1g.10gb@5".into())
+        );
+        // Multiplicity counts.
+        assert_eq!(
+            compare(&l(&[("1g.10gb", 0), ("1g.10gb", 0)]), &l(&[("1g.10gb", 0)])),
+            Err("missing 1g.10gb@0".into())
+        );
+    }
+
+    #[test]
+    fn errors_nvml_wrapper_does_not_name_are_named() {
+        assert_eq!(
+            describe(&NvmlError::UnexpectedVariant(23)),
+            "insufficient resources (NVML_ERROR_INSUFFICIENT_RESOURCES)"
+        );
+        assert_eq!(describe(&NvmlError::Unknown), "an internal driver error occurred");
+        assert_eq!(describe(&NvmlError::InUse), "operation cannot be performed because the GPU is currently in use");
+    }
+
+    #[test]
+    fn modes_map_both_ways() {
+        for m in [ComputeMode::Default, ComputeMode::ExclusiveProcess, ComputeMode::Prohibited] {
+            assert_eq!(from_nvml(to_nvml(m)), Some(m));
+        }
+        assert_eq!(from_nvml(NvmlMode::ExclusiveThread), None);
+        assert_eq!(mode_name(ComputeMode::Prohibited), "PROHIBITED");
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error_naming_it() {
+        let op = Op::NvmlSetComputeMode { index: 0, mode: ComputeMode::Prohibited };
+        let r = run_op(&op, Some("/nonexistent/libnvidia-ml.so.1"));
+        assert_eq!(r, Err("NVML: cannot load /nonexistent/libnvidia-ml.so.1".into()));
+        let wait = Op::Wait { seconds: 0, why: "x".into() };
+        let r = run_op(&wait, Some("/nonexistent/libnvidia-ml.so.1"));
+        assert!(r.is_err_and(|e| e.starts_with("not an NVML step: Wait")));
+    }
 }

@@ -129,7 +129,7 @@ fn drain(p: &mut Plan, node: &Node, card: Option<&Card>, on: bool, o: &Options) 
                 format!("{verb} {}/{index}: {}", n, if on { "no new work starts on it" } else { "accept new work" });
             let op =
                 if on { SimOp::Drain { node: n.clone(), index } } else { SimOp::Undrain { node: n.clone(), index } };
-            p.steps.push(step(format!("{verb} the card"), format!("simulator: {op:?}"), Op::Sim { op }));
+            p.steps.push(step(format!("{verb} the card"), format!("simulator: {op}"), Op::Sim { op }));
         }
         (Backend::Nvml, Some(c)) => {
             let mode = if on { ComputeMode::Prohibited } else { o.previous_mode.unwrap_or(ComputeMode::Default) };

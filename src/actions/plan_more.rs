@@ -37,7 +37,7 @@ pub(super) fn repartition(p: &mut Plan, node: &Node, card: Option<&Card>, layout
                 Op::Wait { seconds: SIM_MIG_DESTROY_S, why: "destroying instances".into() },
             ));
             let op = SimOp::Repartition { node: node.name.clone(), index: c.index, layout: layout.to_string() };
-            p.steps.push(step(format!("Create {layout}"), format!("simulator: {op:?}"), Op::Sim { op }));
+            p.steps.push(step(format!("Create {layout}"), format!("simulator: {op}"), Op::Sim { op }));
             p.steps.push(step(
                 "Wait for the instances to come up",
                 "simulator: wait",
@@ -168,14 +168,14 @@ pub(super) fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> 
     match backend {
         Backend::Simulated => {
             let ck = SimOp::Checkpoint { workload: id.into() };
-            p.steps.push(step("Ask the job to checkpoint", format!("simulator: {ck:?}"), Op::Sim { op: ck }));
+            p.steps.push(step("Ask the job to checkpoint", format!("simulator: {ck}"), Op::Sim { op: ck }));
             p.steps.push(step(
                 format!("Wait {SIM_CHECKPOINT_S} s for the checkpoint"),
                 "simulator: wait",
                 Op::Wait { seconds: SIM_CHECKPOINT_S, why: "checkpointing".into() },
             ));
             let rq = SimOp::Requeue { workload: id.into() };
-            p.steps.push(step("Requeue the job", format!("simulator: {rq:?}"), Op::Sim { op: rq }));
+            p.steps.push(step("Requeue the job", format!("simulator: {rq}"), Op::Sim { op: rq }));
         }
         Backend::Slurm => {
             let signal = &o.slurm.preempt_signal;

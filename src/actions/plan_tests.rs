@@ -1,1 +1,152 @@
+use super::*;
+use crate::model::{MigState, SourceHealth, SourceStatus, Workload, WorkloadKind, WorkloadState};
+use chrono::{DateTime, Utc};
 
+fn now() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default()
+}
+
+fn opts() -> Options {
+    Options::new(&Config::default(), false, now())
+}
+
+/// One node `n1` reported by one source of `kind`, with an A100 in MIG mode (3g.40gb@0 held
+/// by `holder`, 2g.20gb@4) and an idle whole A100.
+fn fleet(kind: SourceKind, holder: Option<&str>) -> Fleet {
+    let mut mig = Card { index: 0, model: "NVIDIA A100-SXM4-80GB".into(), ..Card::default() };
+    mig.mig = MigState::from_layout(&mig.model, "3g.40gb@0,2g.20gb@4");
+    if let Some(h) = holder {
+        mig.mig.instances[0].workloads.push(h.into());
+    }
+    let whole = Card { index: 1, model: "NVIDIA A100-SXM4-80GB".into(), ..Card::default() };
+    let name = kind.as_str().to_string();
+    let node = Node {
+        name: "n1".into(),
+        schedulable: true,
+        cards: vec![mig, whole],
+        sources: vec![name.clone()],
+        ..Node::default()
+    };
+    let status = SourceStatus {
+        name,
+        kind,
+        health: SourceHealth::Live { at: now() },
+        interval: std::time::Duration::from_secs(1),
+        note: None,
+    };
+    let mut f = Fleet { nodes: vec![node], sources: vec![status], ..Fleet::default() };
+    let mut w = Workload::new("slurm:7", "train", WorkloadKind::Training, WorkloadState::Running);
+    w.started_at = Some(now() - chrono::Duration::hours(2));
+    let mut i = Workload::new("slurm:8", "serve", WorkloadKind::Inference, WorkloadState::Running);
+    i.started_at = w.started_at;
+    f.workloads = vec![w, i];
+    f.index_workloads();
+    f
+}
+
+fn calls(p: &Plan) -> Vec<&str> {
+    p.steps.iter().map(|s| s.call.as_str()).collect()
+}
+
+#[test]
+fn nvml_repartition_destroys_then_creates_largest_first_then_verifies() {
+    let f = fleet(SourceKind::Nvml, None);
+    let a = Action::Repartition { target: "n1/0".into(), layout: "1g.10gb@6,4g.40gb@0,2g.20gb@4".into() };
+    let p = plan(&a, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.allowed(), "{:?}", p.blockers);
+    assert!(p.destructive);
+    assert_eq!(
+        calls(&p),
+        vec![
+            "nvmlComputeInstanceDestroy(GPU 0 GI 1 CI 0)",
+            "nvmlGpuInstanceDestroy(GPU 0 GI 1)",
+            "nvmlComputeInstanceDestroy(GPU 0 GI 2 CI 0)",
+            "nvmlGpuInstanceDestroy(GPU 0 GI 2)",
+            "nvmlDeviceCreateGpuInstanceWithPlacement(GPU 0, 4g.40gb, start 0); nvmlGpuInstanceCreateComputeInstance(full)",
+            "nvmlDeviceCreateGpuInstanceWithPlacement(GPU 0, 2g.20gb, start 4); nvmlGpuInstanceCreateComputeInstance(full)",
+            "nvmlDeviceCreateGpuInstanceWithPlacement(GPU 0, 1g.10gb, start 6); nvmlGpuInstanceCreateComputeInstance(full)",
+            "nvmlDeviceGetGpuInstances(GPU 0)",
+        ]
+    );
+}
+
+#[test]
+fn mig_mode_changes_and_busy_cards_are_refused() {
+    let f = fleet(SourceKind::Nvml, Some("slurm:7"));
+    let busy = plan(&Action::Repartition { target: "n1/0".into(), layout: "whole".into() }, &f, &opts());
+    let busy = busy.unwrap_or_else(|e| panic!("{e}"));
+    assert!(busy.blockers.iter().any(|b| b.contains("drain it first")), "{:?}", busy.blockers);
+    let to_mig = plan(&Action::Repartition { target: "n1/1".into(), layout: "7g.80gb".into() }, &f, &opts());
+    let to_mig = to_mig.unwrap_or_else(|e| panic!("{e}"));
+    assert!(to_mig.blockers.iter().any(|b| b.contains("GPU reset")), "{:?}", to_mig.blockers);
+    assert!(to_mig.steps.is_empty());
+    let invalid = plan(&Action::Repartition { target: "n1/1".into(), layout: "3g.40gb@1".into() }, &f, &opts());
+    assert!(invalid.unwrap_or_else(|e| panic!("{e}")).blockers.iter().any(|b| b.contains("not valid")));
+}
+
+#[test]
+fn nvml_drain_and_undrain_restore_the_previous_mode() {
+    let f = fleet(SourceKind::Nvml, None);
+    let p = plan(&Action::Drain { target: "n1/1".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(calls(&p), vec!["nvmlDeviceSetComputeMode(index 1, NVML_COMPUTEMODE_PROHIBITED)"]);
+    let mut o = opts();
+    o.previous_mode = Some(ComputeMode::ExclusiveProcess);
+    let p = plan(&Action::Undrain { target: "n1/1".into() }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(calls(&p), vec!["nvmlDeviceSetComputeMode(index 1, NVML_COMPUTEMODE_EXCLUSIVE_PROCESS)"]);
+    assert!(plan(&Action::Drain { target: "n1".into() }, &f, &opts()).is_err(), "NVML needs a card");
+}
+
+#[test]
+fn slurm_acts_on_nodes_and_preempts_with_signal_grace_requeue() {
+    let f = fleet(SourceKind::Slurm, None);
+    let p = plan(&Action::Drain { target: "n1/0".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.backend, Backend::Slurm);
+    assert!(p.warnings[0].contains("Slurm drains whole nodes"));
+    assert!(calls(&p)[0].starts_with("scontrol update NodeName=n1 State=DRAIN 'Reason=tessera: "), "{}", calls(&p)[0]);
+    let p = plan(&Action::Preempt { workload: "slurm:7".into(), force: false }, &f, &opts());
+    let p = p.unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.allowed(), "{:?}", p.blockers);
+    assert_eq!(calls(&p), vec!["scancel --signal=USR1 --batch 7", "sleep 120", "scontrol requeue 7"]);
+    let p = plan(&Action::Preempt { workload: "slurm:8".into(), force: true }, &f, &opts());
+    assert!(p.unwrap_or_else(|e| panic!("{e}")).blockers[0].contains("inference is never preempted"));
+    let r = plan(&Action::Repartition { target: "n1/1".into(), layout: "whole".into() }, &f, &opts());
+    assert!(r.unwrap_err().contains("Slurm cannot"));
+    assert!(plan(&Action::Preempt { workload: "slurm:99".into(), force: false }, &f, &opts()).is_err());
+    assert!(plan(&Action::Preempt { workload: "pid:42".into(), force: false }, &f, &opts()).is_err());
+}
+
+#[test]
+fn kubernetes_cordons_labels_and_evicts() {
+    let mut f = fleet(SourceKind::Kubernetes, None);
+    let p = plan(&Action::Drain { target: "n1".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(calls(&p), vec![r#"PATCH /api/v1/nodes/n1 (merge-patch) {"spec":{"unschedulable":true}}"#]);
+    let a = Action::Repartition { target: "n1".into(), layout: "all-balanced".into() };
+    let p = plan(&a, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.allowed(), "{:?}", p.blockers);
+    assert_eq!(
+        calls(&p)[0],
+        r#"PATCH /api/v1/nodes/n1 (merge-patch) {"metadata":{"labels":{"nvidia.com/mig.config":"all-balanced"}}}"#
+    );
+    let a = Action::Repartition { target: "n1".into(), layout: "3g.40gb@0".into() };
+    assert!(!plan(&a, &f, &opts()).unwrap_or_else(|e| panic!("{e}")).allowed());
+    let mut w = Workload::new("k8s:ml/train-0", "train-0", WorkloadKind::Training, WorkloadState::Running);
+    w.started_at = Some(now() - chrono::Duration::hours(1));
+    f.workloads.push(w);
+    f.index_workloads();
+    let p = plan(&Action::Preempt { workload: "k8s:ml/train-0".into(), force: false }, &f, &opts());
+    assert_eq!(calls(&p.unwrap_or_else(|e| panic!("{e}"))), vec!["POST /api/v1/namespaces/ml/pods/train-0/eviction"]);
+}
+
+#[test]
+fn stale_sources_and_read_only_refuse() {
+    let mut f = fleet(SourceKind::Slurm, None);
+    f.sources[0].health = SourceHealth::Stale { since: now(), error: None };
+    let p = plan(&Action::Drain { target: "n1".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.blockers[0].contains("stale"));
+    let f = fleet(SourceKind::Slurm, None);
+    let mut o = opts();
+    o.ctx.read_only = true;
+    let p = plan(&Action::Drain { target: "n1".into() }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.blockers[0].contains("read-only"));
+    assert!(plan(&Action::Drain { target: "nope/0".into() }, &f, &opts()).is_err());
+}

@@ -177,6 +177,33 @@ pub struct ComputeInstance {
     pub profile: String,
 }
 
+impl MigState {
+    /// The instances of a layout text (`3g.40gb@0,...`), with GPU instance ids numbered as the
+    /// driver would; the default (MIG off) for `whole` or anything invalid.
+    pub fn from_layout(model_name: &str, text: &str) -> MigState {
+        use super::mig::{LayoutSpec, parse_layout};
+        let Some(model) = catalog::lookup(model_name) else { return MigState::default() };
+        let Ok(LayoutSpec::Mig(layout)) = parse_layout(model, text) else { return MigState::default() };
+        let instances = layout
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let profile = model.profile(&p.profile);
+                MigInstance {
+                    gi_id: 1 + i as u32,
+                    profile: p.profile.clone(),
+                    start: p.start,
+                    size: p.size,
+                    compute_instances: vec![ComputeInstance { ci_id: 0, profile: p.profile.clone() }],
+                    memory_total_mib: profile.map(|pr| pr.planning_mib()),
+                    ..MigInstance::default()
+                }
+            })
+            .collect();
+        MigState { enabled: true, pending: None, instances, error: None }
+    }
+}
+
 impl Card {
     /// The catalog entry for this card's model, if tessera knows it.
     pub fn gpu_model(&self) -> Option<&'static GpuModel> {

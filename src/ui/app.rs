@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use super::keymap::route;
 use super::state::{Effect, Input, UiState};
 use super::theme::Theme;
+use crate::actions::execute::{self, Env, Outcome, Progress};
 use crate::commands::CmdError;
 use crate::config::Config;
 use crate::store::Store;
@@ -45,7 +46,16 @@ pub fn run(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdError> {
 async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdError> {
     let (tx, mut updates) = mpsc::channel(64);
     let mut store = Store::new();
-    crate::sources::spawn_all(cfg, &mut store, tx).map_err(CmdError::Usage)?;
+    let handles = crate::sources::spawn_all(cfg, &mut store, tx).map_err(CmdError::Usage)?;
+    let env = Env {
+        read_only: cfg.read_only,
+        sim: handles.sim.clone(),
+        nvml_lib: cfg.sources.nvml.clone().flatten(),
+        command_timeout: cfg.slurm.timeout,
+        kubernetes: crate::sources::kubernetes_settings(cfg),
+    };
+    // Progress and outcomes of running actions come back here.
+    let (act_tx, mut act_rx) = mpsc::unbounded_channel::<ActEvent>();
 
     let mut terminal = ratatui::init();
     let _restore = Restore;
@@ -95,6 +105,19 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                     Effect::Redraw => dirty = true,
                     Effect::None => {}
                 }
+                if let Some(req) = st.request.take() {
+                    on_request(&mut st, &store, cfg, &env, &act_tx, req);
+                    dirty = true;
+                }
+            }
+            Some(ev) = act_rx.recv() => {
+                if let Some(m) = &mut st.modal {
+                    match ev {
+                        ActEvent::Progress(p) => super::actions::on_progress(m, p),
+                        ActEvent::Finished(o) => super::actions::on_outcome(m, o),
+                    }
+                }
+                dirty = true;
             }
             Some(update) = updates.recv() => {
                 store.apply_deferred(update, Utc::now());
@@ -126,6 +149,85 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
         }
     }
     Ok(())
+}
+
+/// What a running action reports to the loop.
+#[derive(Debug)]
+enum ActEvent {
+    Progress(Progress),
+    Finished(Outcome),
+}
+
+/// Plan an action (opening its confirmation) or execute a confirmed plan: audit the intent,
+/// run it on a task that streams progress back, audit the outcome.
+fn on_request(
+    st: &mut UiState,
+    store: &Store,
+    cfg: &Config,
+    env: &Env,
+    tx: &mpsc::UnboundedSender<ActEvent>,
+    req: super::actions::Request,
+) {
+    use crate::actions::{Action, Target, audit, plan};
+    let audit_path = audit::default_path();
+    match req {
+        super::actions::Request::Plan(action) => {
+            let force = matches!(action, Action::Preempt { force: true, .. });
+            let mut opts = plan::Options::new(cfg, force, Utc::now());
+            if let (Action::Undrain { target }, Some(path)) = (&action, &audit_path)
+                && let Target::Card(r) = Target::parse(target)
+            {
+                opts.previous_mode = audit::previous_compute_mode(path, &r.to_string());
+            }
+            match plan::plan(&action, store.fleet(), &opts) {
+                Ok(p) => {
+                    if !p.allowed()
+                        && let Some(path) = &audit_path
+                    {
+                        let _ = audit::append(path, &audit::refused(&p));
+                    }
+                    st.modal = Some(super::actions::confirm(p));
+                }
+                Err(e) => {
+                    st.modal = None;
+                    st.message = Some(format!("{}: {e}", action.verb()));
+                }
+            }
+        }
+        super::actions::Request::Execute(plan) => {
+            // No audit, no action.
+            let logged = audit_path
+                .ok_or_else(|| "no audit log path (set XDG_STATE_HOME or HOME)".to_string())
+                .and_then(|path| audit::append(&path, &audit::intent(&plan)).map(|()| path));
+            let path = match logged {
+                Ok(p) => p,
+                Err(e) => {
+                    st.modal = None;
+                    st.message = Some(format!("{} not started: {e}", plan.action.verb()));
+                    return;
+                }
+            };
+            st.modal = Some(super::actions::running(plan.clone()));
+            let (env, tx) = (env.clone(), tx.clone());
+            tokio::spawn(async move {
+                let (ptx, mut prx) = mpsc::unbounded_channel();
+                let forward = {
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        while let Some(p) = prx.recv().await {
+                            let _ = tx.send(ActEvent::Progress(p));
+                        }
+                    })
+                };
+                let mut outcome = execute::execute(&plan, &env, Some(ptx)).await;
+                let _ = forward.await;
+                if let Err(e) = audit::append(&path, &audit::outcome(&plan, &outcome)) {
+                    outcome.reached = format!("{} (and the audit outcome could not be written: {e})", outcome.reached);
+                }
+                let _ = tx.send(ActEvent::Finished(outcome));
+            });
+        }
+    }
 }
 
 fn merge(a: Effect, b: Effect) -> Effect {
@@ -179,8 +281,20 @@ pub fn on_key(st: &mut UiState, fleet: &crate::model::Fleet, k: KeyEvent) -> Eff
     if k.code == KeyCode::Char('c') && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) {
         return Effect::Quit;
     }
+    if let Some(modal) = &mut st.modal {
+        match super::actions::on_key(modal, &k) {
+            super::actions::Answer::Stay => {}
+            super::actions::Answer::Close(message) => {
+                st.modal = None;
+                st.message = Some(message);
+            }
+            super::actions::Answer::Request(r) => st.request = Some(r),
+        }
+        return Effect::Redraw;
+    }
+    let read_only = st.read_only;
     match &mut st.input {
-        Input::Normal => route(&k).map_or(Effect::None, |intent| st.apply(intent, fleet)),
+        Input::Normal => route(&k, read_only).map_or(Effect::None, |intent| st.apply(intent, fleet)),
         Input::Filter(text) => {
             match k.code {
                 KeyCode::Esc => {

@@ -22,6 +22,11 @@ pub enum Intent {
     ViewQueue,
     ViewWorkloads,
     Sort,
+    Drain,
+    Undrain,
+    Repartition,
+    Preempt,
+    ForcePreempt,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,18 +44,28 @@ pub struct Binding {
     pub description: &'static str,
     /// Shown in the footer hints (the help screen lists every binding).
     pub footer: bool,
+    /// An action key: absent (not routed, not shown) in read-only mode.
+    pub action: bool,
 }
 
 use Key::{Char, Code, Ctrl};
 
 pub const KEYMAP: &[Binding] = &[
-    Binding { keys: &[Char('?')], label: "?", intent: Intent::Help, description: "help: every key", footer: true },
+    Binding {
+        keys: &[Char('?')],
+        label: "?",
+        intent: Intent::Help,
+        description: "help: every key",
+        footer: true,
+        action: false,
+    },
     Binding {
         keys: &[Char('1')],
         label: "1",
         intent: Intent::ViewFleet,
         description: "fleet view: cards by node",
         footer: true,
+        action: false,
     },
     Binding {
         keys: &[Char('2')],
@@ -58,6 +73,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::ViewQueue,
         description: "queue view: pending work and demand",
         footer: true,
+        action: false,
     },
     Binding {
         keys: &[Char('3')],
@@ -65,6 +81,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::ViewWorkloads,
         description: "workloads view: running work",
         footer: true,
+        action: false,
     },
     Binding {
         keys: &[Code(KeyCode::Tab)],
@@ -72,6 +89,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::NextView,
         description: "next view",
         footer: false,
+        action: false,
     },
     Binding {
         keys: &[Char('/')],
@@ -79,6 +97,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Filter,
         description: "filter: text, util<5, mig, whole, free>0, draining",
         footer: true,
+        action: false,
     },
     Binding {
         keys: &[Char(':')],
@@ -86,6 +105,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Command,
         description: "command: node NAME, fleet, queue, workloads, q",
         footer: true,
+        action: false,
     },
     Binding {
         keys: &[Char('s')],
@@ -93,6 +113,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Sort,
         description: "sort: cycle the sort column",
         footer: true,
+        action: false,
     },
     Binding {
         keys: &[Code(KeyCode::Enter)],
@@ -100,6 +121,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Open,
         description: "open the selected card",
         footer: true,
+        action: false,
     },
     Binding {
         keys: &[Code(KeyCode::Esc)],
@@ -107,6 +129,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Back,
         description: "back: close help, clear the filter, leave a card",
         footer: false,
+        action: false,
     },
     Binding {
         keys: &[Char('j'), Code(KeyCode::Down)],
@@ -114,6 +137,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Down,
         description: "down",
         footer: false,
+        action: false,
     },
     Binding {
         keys: &[Char('k'), Code(KeyCode::Up)],
@@ -121,6 +145,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Up,
         description: "up",
         footer: false,
+        action: false,
     },
     Binding {
         keys: &[Code(KeyCode::PageDown), Ctrl('d')],
@@ -128,6 +153,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::PageDown,
         description: "page down",
         footer: false,
+        action: false,
     },
     Binding {
         keys: &[Code(KeyCode::PageUp), Ctrl('u')],
@@ -135,6 +161,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::PageUp,
         description: "page up",
         footer: false,
+        action: false,
     },
     Binding {
         keys: &[Char('g'), Code(KeyCode::Home)],
@@ -142,6 +169,7 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Top,
         description: "first row",
         footer: false,
+        action: false,
     },
     Binding {
         keys: &[Char('G'), Code(KeyCode::End)],
@@ -149,8 +177,56 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Bottom,
         description: "last row",
         footer: false,
+        action: false,
     },
-    Binding { keys: &[Char('q'), Ctrl('c')], label: "q", intent: Intent::Quit, description: "quit", footer: true },
+    Binding {
+        keys: &[Char('d')],
+        label: "d",
+        intent: Intent::Drain,
+        description: "drain the selected card (no new work), after confirmation",
+        footer: true,
+        action: true,
+    },
+    Binding {
+        keys: &[Char('u')],
+        label: "u",
+        intent: Intent::Undrain,
+        description: "undrain the selected card, after confirmation",
+        footer: false,
+        action: true,
+    },
+    Binding {
+        keys: &[Char('r')],
+        label: "r",
+        intent: Intent::Repartition,
+        description: "repartition: pick a MIG layout for the selected card",
+        footer: true,
+        action: true,
+    },
+    Binding {
+        keys: &[Char('p')],
+        label: "p",
+        intent: Intent::Preempt,
+        description: "preempt the selected training workload (workloads view)",
+        footer: true,
+        action: true,
+    },
+    Binding {
+        keys: &[Char('P')],
+        label: "P",
+        intent: Intent::ForcePreempt,
+        description: "preempt before the minimum runtime (asks twice)",
+        footer: false,
+        action: true,
+    },
+    Binding {
+        keys: &[Char('q'), Ctrl('c')],
+        label: "q",
+        intent: Intent::Quit,
+        description: "quit",
+        footer: true,
+        action: false,
+    },
 ];
 
 fn matches(key: &Key, ev: &KeyEvent) -> bool {
@@ -163,9 +239,14 @@ fn matches(key: &Key, ev: &KeyEvent) -> bool {
     }
 }
 
+/// The bindings in effect: without the action keys in read-only mode.
+pub fn bindings(read_only: bool) -> impl Iterator<Item = &'static Binding> {
+    KEYMAP.iter().filter(move |b| !(read_only && b.action))
+}
+
 /// The intent a key press means, from the same table the help screen shows.
-pub fn route(ev: &KeyEvent) -> Option<Intent> {
-    KEYMAP.iter().find(|b| b.keys.iter().any(|k| matches(k, ev))).map(|b| b.intent)
+pub fn route(ev: &KeyEvent, read_only: bool) -> Option<Intent> {
+    bindings(read_only).find(|b| b.keys.iter().any(|k| matches(k, ev))).map(|b| b.intent)
 }
 
 #[cfg(test)]
@@ -176,13 +257,25 @@ mod tests {
         KeyEvent::new(code, m)
     }
 
+    fn route_rw(ev: &KeyEvent) -> Option<Intent> {
+        route(ev, false)
+    }
+
+    #[test]
+    fn action_keys_do_not_exist_read_only() {
+        let d = key(KeyCode::Char('d'), KeyModifiers::NONE);
+        assert_eq!(route(&d, false), Some(Intent::Drain));
+        assert_eq!(route(&d, true), None);
+        assert!(bindings(true).all(|b| !b.action));
+    }
+
     #[test]
     fn routes_from_the_table() {
-        assert_eq!(route(&key(KeyCode::Char('q'), KeyModifiers::NONE)), Some(Intent::Quit));
-        assert_eq!(route(&key(KeyCode::Char('c'), KeyModifiers::CONTROL)), Some(Intent::Quit));
-        assert_eq!(route(&key(KeyCode::Char('c'), KeyModifiers::NONE)), None);
-        assert_eq!(route(&key(KeyCode::Down, KeyModifiers::NONE)), Some(Intent::Down));
-        assert_eq!(route(&key(KeyCode::Char('G'), KeyModifiers::SHIFT)), Some(Intent::Bottom));
+        assert_eq!(route_rw(&key(KeyCode::Char('q'), KeyModifiers::NONE)), Some(Intent::Quit));
+        assert_eq!(route_rw(&key(KeyCode::Char('c'), KeyModifiers::CONTROL)), Some(Intent::Quit));
+        assert_eq!(route_rw(&key(KeyCode::Char('c'), KeyModifiers::NONE)), None);
+        assert_eq!(route_rw(&key(KeyCode::Down, KeyModifiers::NONE)), Some(Intent::Down));
+        assert_eq!(route_rw(&key(KeyCode::Char('G'), KeyModifiers::SHIFT)), Some(Intent::Bottom));
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod fleet;
 pub mod footer;
 pub mod header;
 pub mod help;
+pub mod modal;
 pub mod queue;
 pub mod workloads;
 

@@ -35,6 +35,18 @@ pub enum SimOp {
     },
 }
 
+impl std::fmt::Display for SimOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Drain { node, index } => write!(f, "drain {node}/{index}"),
+            Self::Undrain { node, index } => write!(f, "undrain {node}/{index}"),
+            Self::Repartition { node, index, layout } => write!(f, "repartition {node}/{index} to {layout}"),
+            Self::Checkpoint { workload } => write!(f, "signal {workload} to checkpoint"),
+            Self::Requeue { workload } => write!(f, "requeue {workload}"),
+        }
+    }
+}
+
 impl Sim {
     /// Apply one operation now; the answer says what changed, or why nothing did.
     pub fn apply(&mut self, op: &SimOp) -> Result<String, String> {

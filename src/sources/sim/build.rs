@@ -1,7 +1,6 @@
 //! The simulated cluster's hardware: nodes, cards and their MIG layouts.
 
-use crate::model::mig::{LayoutSpec, lookup, parse_layout};
-use crate::model::{Card, ComputeInstance, ComputeMode, MigInstance, MigState, Node};
+use crate::model::{Card, ComputeMode, MigState, Node};
 
 use super::rng::{Rng, mix};
 
@@ -108,25 +107,7 @@ fn card(node: &str, index: u32, model: CardModel, layout: Option<&str>) -> Card 
 
 /// The instances of a layout, with GPU instance ids as the driver would number them.
 pub fn mig_state(model_name: &str, text: &str) -> MigState {
-    let Some(model) = lookup(model_name) else { return MigState::default() };
-    let Ok(LayoutSpec::Mig(layout)) = parse_layout(model, text) else { return MigState::default() };
-    let instances = layout
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let profile = model.profile(&p.profile);
-            MigInstance {
-                gi_id: 1 + i as u32,
-                profile: p.profile.clone(),
-                start: p.start,
-                size: p.size,
-                compute_instances: vec![ComputeInstance { ci_id: 0, profile: p.profile.clone() }],
-                memory_total_mib: profile.map(|pr| pr.planning_mib()),
-                ..MigInstance::default()
-            }
-        })
-        .collect();
-    MigState { enabled: true, pending: None, instances, error: None }
+    MigState::from_layout(model_name, text)
 }
 
 #[cfg(test)]

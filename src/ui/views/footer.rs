@@ -5,14 +5,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::ui::keymap::KEYMAP;
+use crate::ui::keymap::bindings;
 use crate::ui::state::{Input, SortKey, UiState};
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
 
-pub fn hints() -> String {
-    KEYMAP
-        .iter()
+pub fn hints(read_only: bool) -> String {
+    bindings(read_only)
         .filter(|b| b.footer)
         .map(|b| format!("{} {}", b.label, short(b.description)))
         .collect::<Vec<_>>()
@@ -53,7 +52,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
             }
             let (dot, bar) = if theme.ascii { (" - ", " | ") } else { (" · ", " │ ") };
             let left = status.join(dot);
-            let right = hints();
+            let right = hints(st.read_only);
             let text = if left.is_empty() { right } else { format!("{left}{bar}{right}") };
             Line::from(Span::styled(fit(&text, w, theme.ascii), theme.dim()))
         }

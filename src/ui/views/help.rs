@@ -5,17 +5,16 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use crate::ui::keymap::KEYMAP;
+use crate::ui::keymap::bindings;
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::pad;
 
-pub fn draw(f: &mut Frame, area: Rect, theme: &Theme) {
+pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, read_only: bool) {
     let w = area.width.min(72);
-    let h = area.height.min(KEYMAP.len() as u16 + 5);
+    let h = area.height.min(bindings(read_only).count() as u16 + 5);
     let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
     let a = theme.ascii;
-    let mut lines: Vec<Line> = KEYMAP
-        .iter()
+    let mut lines: Vec<Line> = bindings(read_only)
         .map(|b| {
             Line::from(vec![Span::styled(pad(b.label, 9, a), theme.title()), Span::styled(b.description, theme.text())])
         })

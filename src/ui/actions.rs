@@ -1,0 +1,194 @@
+//! The console's action dialogs as pure state: the repartition picker, the confirmation
+//! rendered from a plan (typing the target's name for destructive actions, a second question
+//! for a forced preemption), and the progress of a running action. Keys go in, requests for
+//! the loop come out; nothing here does IO.
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use crate::actions::execute::{Outcome, Progress};
+use crate::actions::{Action, Plan};
+use crate::model::mig::{enumerate, lookup};
+use crate::model::{Card, CardRef, Fleet, QueueSummary, Resource};
+
+/// One layout the picker offers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// `3g.40gb@0,3g.40gb@4`, or `whole`.
+    pub layout: String,
+    /// Queued workloads this layout would give an instance (or a card) to.
+    pub fits: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Modal {
+    Picker { card: CardRef, choices: Vec<Choice>, selected: usize, current: String },
+    Confirm { plan: Box<Plan>, typed: String, second: bool },
+    Running { plan: Box<Plan>, status: Vec<StepState>, outcome: Option<Outcome> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepState {
+    Waiting,
+    Running,
+    Done(String),
+    Failed(String),
+}
+
+/// What the loop must do after a key in a dialog.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// Plan this action and open its confirmation.
+    Plan(Action),
+    /// The operator confirmed: audit and execute.
+    Execute(Box<Plan>),
+}
+
+/// Result of a key in a dialog.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Stay,
+    /// Close the dialog with this message for the status line.
+    Close(String),
+    Request(Request),
+}
+
+/// The picker for a card: every maximal layout of its model and `whole`, each with how many
+/// queued workloads it would serve; the current layout first when it is one of them.
+pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card, queue: &QueueSummary) -> Result<Modal, String> {
+    let model = lookup(&card.model).ok_or_else(|| format!("{}: GPU model not in the MIG catalog", card.model))?;
+    let wanted = |res: &Resource| queue.demand.iter().filter(|d| d.resource == *res).map(|d| d.wanted).sum::<u64>();
+    let mut choices = vec![Choice {
+        layout: "whole".into(),
+        fits: wanted(&Resource::WholeCard { model: Some(model.name.clone()) }).min(1)
+            + wanted(&Resource::WholeCard { model: None }).min(1),
+    }];
+    for layout in enumerate(model) {
+        let text: Vec<String> = layout.iter().map(|p| format!("{}@{}", p.profile, p.start)).collect();
+        let mut fits = 0;
+        let mut seen: Vec<&str> = Vec::new();
+        for p in &layout {
+            if seen.contains(&p.profile.as_str()) {
+                continue;
+            }
+            seen.push(&p.profile);
+            let count = layout.iter().filter(|x| x.profile == p.profile).count() as u64;
+            fits += count.min(wanted(&Resource::MigInstance { profile: p.profile.clone() }));
+        }
+        choices.push(Choice { layout: text.join(","), fits });
+    }
+    // Most useful first; ties keep the catalog order.
+    choices.sort_by(|a, b| b.fits.cmp(&a.fits));
+    let current = if card.mig.enabled {
+        card.mig.instances.iter().map(|i| format!("{}@{}", i.profile, i.start)).collect::<Vec<_>>().join(",")
+    } else {
+        "whole".into()
+    };
+    let _ = fleet;
+    Ok(Modal::Picker { card: r.clone(), choices, selected: 0, current })
+}
+
+pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
+    match modal {
+        Modal::Picker { card, choices, selected, .. } => match k.code {
+            KeyCode::Esc => Answer::Close("repartition cancelled: nothing done".into()),
+            KeyCode::Down | KeyCode::Char('j') => {
+                *selected = (*selected + 1).min(choices.len().saturating_sub(1));
+                Answer::Stay
+            }
+            KeyCode::Up | KeyCode::Char('k') => {
+                *selected = selected.saturating_sub(1);
+                Answer::Stay
+            }
+            KeyCode::Enter => match choices.get(*selected) {
+                Some(c) => Answer::Request(Request::Plan(Action::Repartition {
+                    target: card.to_string(),
+                    layout: c.layout.clone(),
+                })),
+                None => Answer::Stay,
+            },
+            _ => Answer::Stay,
+        },
+        Modal::Confirm { plan, typed, second } => {
+            let cancelled = || Answer::Close(format!("{} {} cancelled: nothing done", plan.action.verb(), plan.target));
+            if k.code == KeyCode::Esc {
+                return cancelled();
+            }
+            if !plan.allowed() {
+                return Answer::Stay;
+            }
+            if *second {
+                return match k.code {
+                    KeyCode::Char('y') => Answer::Request(Request::Execute(plan.clone())),
+                    KeyCode::Char('n') => cancelled(),
+                    _ => Answer::Stay,
+                };
+            }
+            let confirmed = if plan.destructive {
+                match k.code {
+                    KeyCode::Char(c) => {
+                        typed.push(c);
+                        false
+                    }
+                    KeyCode::Backspace => {
+                        typed.pop();
+                        false
+                    }
+                    KeyCode::Enter => *typed == plan.target,
+                    _ => false,
+                }
+            } else {
+                matches!(k.code, KeyCode::Char('y') | KeyCode::Enter)
+            };
+            if !confirmed {
+                return if k.code == KeyCode::Char('n') && !plan.destructive { cancelled() } else { Answer::Stay };
+            }
+            if plan.second_confirmation.is_some() {
+                *second = true;
+                return Answer::Stay;
+            }
+            Answer::Request(Request::Execute(plan.clone()))
+        }
+        Modal::Running { plan, outcome, .. } => match (k.code, outcome) {
+            (KeyCode::Esc | KeyCode::Enter, Some(o)) => {
+                let verdict = if o.ok { "done".to_string() } else { format!("FAILED: {}", o.reached) };
+                Answer::Close(format!("{} {}: {verdict}", plan.action.verb(), plan.target))
+            }
+            _ => Answer::Stay,
+        },
+    }
+}
+
+/// A confirmation dialog for a plan.
+pub fn confirm(plan: Plan) -> Modal {
+    Modal::Confirm { plan: Box::new(plan), typed: String::new(), second: false }
+}
+
+/// The progress dialog of a plan that started.
+pub fn running(plan: Box<Plan>) -> Modal {
+    let status = vec![StepState::Waiting; plan.steps.len()];
+    Modal::Running { plan, status, outcome: None }
+}
+
+/// Fold one progress event into the dialog.
+pub fn on_progress(modal: &mut Modal, p: Progress) {
+    if let Modal::Running { status, .. } = modal {
+        let (i, s) = match p {
+            Progress::Started { step } => (step, StepState::Running),
+            Progress::Done { step, message } => (step, StepState::Done(message)),
+            Progress::Failed { step, message } => (step, StepState::Failed(message)),
+        };
+        if let Some(x) = status.get_mut(i) {
+            *x = s;
+        }
+    }
+}
+
+pub fn on_outcome(modal: &mut Modal, o: Outcome) {
+    if let Modal::Running { outcome, .. } = modal {
+        *outcome = Some(o);
+    }
+}
+
+#[cfg(test)]
+#[path = "actions_tests.rs"]
+mod tests;

@@ -1,0 +1,194 @@
+use super::*;
+use crate::actions::plan::{Options, plan};
+use crate::model::SourceKind;
+use crate::sources::SourceUpdate;
+use crate::sources::sim::{Sim, SimConfig};
+use crate::store::Store;
+use crate::ui::app::on_key;
+use crate::ui::state::UiState;
+use chrono::{DateTime, TimeZone, Utc};
+use crossterm::event::KeyModifiers;
+use proptest::prelude::*;
+
+fn clock() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 2, 14, 30, 0).single().unwrap_or_default()
+}
+
+fn store() -> Store {
+    let mut sim = Sim::new(SimConfig::new(42, clock()));
+    let mut store = Store::new();
+    store.register("sim", SourceKind::Simulated, std::time::Duration::from_secs(1));
+    let at = sim.now();
+    store.apply(
+        SourceUpdate { source: "sim".into(), kind: SourceKind::Simulated, at, result: Ok(sim.snapshot()) },
+        clock(),
+    );
+    store
+}
+
+fn key(c: KeyCode) -> KeyEvent {
+    KeyEvent::new(c, KeyModifiers::NONE)
+}
+
+/// The loop's handling of requests, without IO: plans open confirmations; an execution is
+/// recorded (that is where the executor would run) and finishes at once.
+fn serve(st: &mut UiState, store: &Store, executed: &mut Vec<Plan>) {
+    match st.request.take() {
+        Some(Request::Plan(action)) => {
+            let force = matches!(action, Action::Preempt { force: true, .. });
+            let opts = Options::new(&crate::config::Config::default(), force, clock());
+            match plan(&action, store.fleet(), &opts) {
+                Ok(p) => st.modal = Some(confirm(p)),
+                Err(e) => st.message = Some(e),
+            }
+        }
+        Some(Request::Execute(p)) => {
+            executed.push((*p).clone());
+            st.modal = Some(running(p));
+        }
+        None => {}
+    }
+}
+
+fn ui() -> UiState {
+    UiState::new(false, false, std::time::Duration::from_secs(1800), clock())
+}
+
+#[test]
+fn drain_confirmed_with_y_executes_once() {
+    let store = store();
+    let mut st = ui();
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    for k in [KeyCode::Char('d'), KeyCode::Char('y')] {
+        on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, &mut executed);
+    }
+    assert_eq!(executed.len(), 1);
+    assert_eq!(executed[0].action, Action::Drain { target: "gpu-a100-01/0".into() });
+}
+
+#[test]
+fn cancel_leaves_everything_unchanged() {
+    let store = store();
+    let mut st = ui();
+    st.on_fleet(store.fleet());
+    let before = store.fleet().nodes.clone();
+    let mut executed = Vec::new();
+    for k in [KeyCode::Char('d'), KeyCode::Esc] {
+        on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, &mut executed);
+    }
+    assert!(executed.is_empty());
+    assert!(st.modal.is_none());
+    assert_eq!(st.message.as_deref(), Some("drain gpu-a100-01/0 cancelled: nothing done"));
+    assert_eq!(store.fleet().nodes, before);
+}
+
+#[test]
+fn destructive_actions_need_the_typed_name() {
+    let store = store();
+    let mut st = ui();
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    // Repartition the selected card: open the picker, take the first layout, plan it.
+    for k in [KeyCode::Char('r'), KeyCode::Enter] {
+        on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, &mut executed);
+    }
+    let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("no confirmation: {:?}", st.message) };
+    // The selected card is busy: the guards refuse, so nothing can confirm it.
+    assert!(!plan.allowed(), "{:?}", plan.blockers);
+    for k in [KeyCode::Char('y'), KeyCode::Enter] {
+        on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, &mut executed);
+    }
+    assert!(executed.is_empty());
+
+    // An allowed destructive plan: typing anything else and Enter does not confirm.
+    let mut p = plan.as_ref().clone();
+    p.blockers.clear();
+    st.modal = Some(confirm(p.clone()));
+    for c in "wrong".chars() {
+        on_key(&mut st, store.fleet(), key(KeyCode::Char(c)));
+    }
+    on_key(&mut st, store.fleet(), key(KeyCode::Enter));
+    serve(&mut st, &store, &mut executed);
+    assert!(executed.is_empty());
+    st.modal = Some(confirm(p.clone()));
+    for c in p.target.chars() {
+        on_key(&mut st, store.fleet(), key(KeyCode::Char(c)));
+    }
+    on_key(&mut st, store.fleet(), key(KeyCode::Enter));
+    serve(&mut st, &store, &mut executed);
+    assert_eq!(executed.len(), 1);
+}
+
+#[test]
+fn read_only_has_no_action_keys() {
+    let store = store();
+    let mut st = UiState::new(true, false, std::time::Duration::from_secs(1800), clock());
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    for k in ['d', 'u', 'r', 'p', 'P', 'y'] {
+        on_key(&mut st, store.fleet(), key(KeyCode::Char(k)));
+        serve(&mut st, &store, &mut executed);
+    }
+    assert!(st.modal.is_none() && executed.is_empty());
+}
+
+fn keys() -> impl Strategy<Value = Vec<KeyCode>> {
+    let one = prop_oneof![
+        Just(KeyCode::Char('d')),
+        Just(KeyCode::Char('u')),
+        Just(KeyCode::Char('r')),
+        Just(KeyCode::Char('p')),
+        Just(KeyCode::Char('P')),
+        Just(KeyCode::Char('y')),
+        Just(KeyCode::Char('n')),
+        Just(KeyCode::Char('j')),
+        Just(KeyCode::Char('k')),
+        Just(KeyCode::Char('1')),
+        Just(KeyCode::Char('3')),
+        Just(KeyCode::Char('g')),
+        Just(KeyCode::Enter),
+        Just(KeyCode::Esc),
+        Just(KeyCode::Backspace),
+        Just(KeyCode::Tab),
+    ];
+    proptest::collection::vec(one, 0..60)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever keys arrive, an execution only follows the confirming key of an allowed plan's
+    /// confirmation, with the name typed for a destructive one and the second answer given.
+    #[test]
+    fn no_execution_without_the_confirm_step(seq in keys()) {
+        let store = store();
+        let mut st = ui();
+        st.on_fleet(store.fleet());
+        let mut executed = Vec::new();
+        for k in seq {
+            let before = st.modal.clone();
+            let n = executed.len();
+            on_key(&mut st, store.fleet(), key(k));
+            serve(&mut st, &store, &mut executed);
+            if executed.len() > n {
+                let Some(Modal::Confirm { plan, typed, second }) = before else {
+                    panic!("executed without a confirmation on screen")
+                };
+                prop_assert!(plan.allowed());
+                prop_assert_eq!(&*plan, &executed[n]);
+                if plan.second_confirmation.is_some() {
+                    prop_assert!(second && k == KeyCode::Char('y'));
+                } else if plan.destructive {
+                    prop_assert!(k == KeyCode::Enter && typed == plan.target);
+                } else {
+                    prop_assert!(matches!(k, KeyCode::Char('y') | KeyCode::Enter));
+                }
+            }
+        }
+    }
+}
