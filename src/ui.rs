@@ -1,6 +1,7 @@
 //! The console: draws the fleet, the queue and the workloads; never does IO.
 //! `app` owns the loop; `draw` is a pure function of state, fleet and theme.
 
+pub mod actions;
 pub mod app;
 pub mod filter;
 pub mod keymap;
@@ -52,7 +53,10 @@ pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated
     }
     views::footer::draw(f, a.footer, st, theme);
     if st.help {
-        views::help::draw(f, f.area(), theme);
+        views::help::draw(f, f.area(), theme, st.read_only);
+    }
+    if let Some(m) = &st.modal {
+        views::modal::draw(f, f.area(), m, fleet, theme);
     }
 }
 
