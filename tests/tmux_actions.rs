@@ -1,0 +1,75 @@
+//! End to end: actions in the real console on the simulated cluster, driven through tmux:
+//! drain after a confirmation, a cancelled repartition, a refused preemption, the audit log;
+//! and no action keys at all in read-only mode.
+
+mod common;
+use common::{Tmux, have};
+
+fn session(name: &str, args: &str) -> (Tmux, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("tessera-act-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let t = Tmux { socket: format!("tessera-act-{name}-{}", std::process::id()) };
+    let cmd = format!(
+        "exec env XDG_CONFIG_HOME={d} XDG_STATE_HOME={d}/state {bin} --demo --refresh 200ms {args}",
+        d = dir.display(),
+        bin = env!("CARGO_BIN_EXE_tessera"),
+    );
+    t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "140", "-y", "40", &cmd]);
+    t.wait("the first frame", |s| s.contains("SIMULATED") && s.contains("gpu-a100-01"));
+    (t, dir)
+}
+
+#[test]
+fn drain_confirm_cancel_and_refuse_in_the_console() {
+    if !have("tmux") {
+        return;
+    }
+    let (t, dir) = session("rw", "");
+    t.keys(&["d"]);
+    let confirm = t.wait("the drain confirmation", |s| s.contains("y or Enter to confirm"));
+    assert!(confirm.contains("Drain gpu-a100-01/0"), "{confirm}");
+    t.keys(&["y"]);
+    t.wait("the drain done", |s| s.contains("done: every step done"));
+    t.keys(&["Enter"]);
+    t.wait("the result in the footer", |s| s.contains("drain gpu-a100-01/0: done"));
+    t.wait("the card marked draining", |s| s.lines().any(|l| l.starts_with("0 ") && l.contains("DRAINING")));
+
+    t.keys(&["r"]);
+    t.wait("the repartition picker", |s| s.contains("repartition") && s.contains("fits"));
+    t.keys(&["Escape"]);
+    t.wait("the picker cancelled", |s| s.contains("repartition cancelled: nothing done"));
+
+    t.keys(&["3", "p"]);
+    let refused = t.wait("a refusal", |s| s.contains("refused"));
+    assert!(refused.contains("Esc closes"), "{refused}");
+    t.keys(&["y", "Enter", "Escape"]);
+    t.wait("the refusal closed", |s| s.contains("cancelled: nothing done"));
+
+    let audit = std::fs::read_to_string(dir.join("state/tessera/audit.jsonl")).unwrap_or_default();
+    let kinds: Vec<String> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["record"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(kinds, ["intent", "outcome", "refused"], "{audit}");
+    t.keys(&["q"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn read_only_console_has_no_action_keys() {
+    if !have("tmux") {
+        return;
+    }
+    let (t, dir) = session("ro", "--read-only");
+    let s = t.screen();
+    assert!(!s.contains("d drain"), "{s}");
+    t.keys(&["d", "r"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let s = t.screen();
+    assert!(!s.contains("confirm") && !s.contains("fits"), "{s}");
+    assert!(!dir.join("state/tessera/audit.jsonl").exists());
+    t.keys(&["q"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
