@@ -250,9 +250,15 @@ fn merge_card(into: &mut Card, from: &Card) {
 /// GPU instance id and profile: ids are NVML's in every source, DCGM's GPU_I_ID too, while DCGM
 /// has no placement) activity, memory and holders.
 fn merge_mig(into: &mut crate::model::MigState, from: &crate::model::MigState) {
+    // A source that cannot see the layout (Kubernetes, unprivileged NVML) yields to one that can.
+    if into.error.is_some() && into.instances.is_empty() && from.error.is_none() {
+        *into = from.clone();
+        return;
+    }
     if into.instances.is_empty() && !from.instances.is_empty() {
         into.enabled |= from.enabled;
         into.instances.clone_from(&from.instances);
+        into.error = None;
         return;
     }
     if into.pending.is_none() {

@@ -157,3 +157,23 @@ fn deferred_updates_merge_once() {
     s.rebuild();
     assert_eq!(s.fleet().nodes[0].cards.len(), 2);
 }
+
+#[test]
+fn a_scheduler_that_cannot_see_the_layout_yields_to_a_source_that_can() {
+    let mut s = Store::new();
+    s.register("kubernetes", SourceKind::Kubernetes, Duration::from_secs(1));
+    s.register("prom", SourceKind::Prometheus, Duration::from_secs(15));
+    let mut k = card(0, None);
+    k.mig.enabled = true;
+    k.mig.error = Some("layout not reported by Kubernetes".into());
+    s.apply(update("kubernetes", t(0), vec![k.clone(), { card(1, None) }]), t(0));
+    let mut p = card(0, None);
+    p.mig = crate::model::MigState::from_layout(&p.model, "3g.40gb@0,3g.40gb@4");
+    let whole = card(1, None);
+    s.apply(update("prom", t(1), vec![p, whole]), t(1));
+    let cards = &s.fleet().nodes[0].cards;
+    assert_eq!(cards[0].mig.instances.len(), 2);
+    assert_eq!(cards[0].mig.error, None);
+    assert!(!cards[1].mig.enabled);
+    assert_eq!(s.fleet().nodes[0].sources, vec!["kubernetes".to_string(), "prom".to_string()]);
+}

@@ -22,10 +22,26 @@ fn fixture(name: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-fn temp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("tessera-k8s-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// A temporary directory, removed when dropped.
+struct Temp(std::path::PathBuf);
+
+impl Temp {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("tessera-k8s-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        Self(dir)
+    }
+
+    fn join(&self, file: &str) -> std::path::PathBuf {
+        self.0.join(file)
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The real GKE node object renamed, with GPU labels and allocatable GPU resources laid in.
@@ -102,8 +118,8 @@ fn cluster() -> FakeK8s {
     k
 }
 
-fn settings(k: &FakeK8s, name: &str) -> Settings {
-    Settings { context: None, kubeconfig: Some(k.kubeconfig(&temp(name))), kinds: Default::default() }
+fn settings(k: &FakeK8s, dir: &Temp) -> Settings {
+    Settings { context: None, kubeconfig: Some(k.kubeconfig(&dir.0)), kinds: Default::default() }
 }
 
 fn start(settings: Settings) -> mpsc::Receiver<SourceUpdate> {
@@ -152,7 +168,8 @@ fn mig(profile: &str) -> Resource {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initial_list_then_watch_events() {
     let k = cluster();
-    let mut rx = start(settings(&k, "events"));
+    let dir = Temp::new("events");
+    let mut rx = start(settings(&k, &dir));
     let p = next(&mut rx).await.unwrap_or_else(|e| panic!("{e:?}"));
     let names: Vec<&str> = p.nodes.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names, ["h100-1", "h20-1"], "the CPU node is left out");
@@ -214,7 +231,8 @@ async fn initial_list_then_watch_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gone_relists_and_shows_what_changed_meanwhile() {
     let k = cluster();
-    let mut rx = start(settings(&k, "gone"));
+    let dir = Temp::new("gone");
+    let mut rx = start(settings(&k, &dir));
     until(&mut rx, "first data", |p| p.workloads.len() == 2).await;
     let lists_before = k.requests().iter().filter(|r| r.starts_with("/api/v1/pods?") && !r.contains("watch")).count();
     // Changes the watch never sees: only a relist can show them.
@@ -236,7 +254,8 @@ async fn gone_relists_and_shows_what_changed_meanwhile() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_are_reported_then_recovered() {
     let k = cluster();
-    let mut rx = start(settings(&k, "errors"));
+    let dir = Temp::new("errors");
+    let mut rx = start(settings(&k, &dir));
     until(&mut rx, "first data", |p| p.workloads.len() == 2).await;
     k.fail(Some(500));
     let err = loop {
@@ -265,8 +284,7 @@ async fn an_unreachable_server_is_named_and_a_bad_kubeconfig_is_fatal() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
     let port = closed.local_addr().map(|a| a.port()).unwrap_or_default();
     drop(closed);
-    let dir = temp("unreachable");
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let dir = Temp::new("unreachable");
     let config = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\n\
          users:\n- name: u\n  user:\n    token: {TOKEN}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    \
@@ -292,7 +310,8 @@ async fn an_unreachable_server_is_named_and_a_bad_kubeconfig_is_fatal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_answers_do_not_hold_back_updates() {
     let k = cluster();
-    let mut rx = start(settings(&k, "slow"));
+    let dir = Temp::new("slow");
+    let mut rx = start(settings(&k, &dir));
     until(&mut rx, "first data", |p| p.workloads.len() == 2).await;
     // Every answer now takes 3 s, and the pod watch must relist.
     k.delay(Duration::from_secs(3));
@@ -314,8 +333,7 @@ async fn slow_answers_do_not_hold_back_updates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn collect_once_gives_up_on_a_silent_server_in_time() {
     let silent = Silent::start();
-    let dir = temp("silent");
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let dir = Temp::new("silent");
     let config = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://{}\ncontexts:\n- name: c\n  \
          context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user: {{}}\ncurrent-context: c\n",
@@ -345,7 +363,8 @@ async fn collect_once_with_kueue_pending_workloads() {
     });
     wl["status"] = fixture("kueue.workload-status.pending-insufficient-quota.json")["status"].clone();
     k.put(KUEUE, wl);
-    let p = kubernetes::collect_once(&settings(&k, "kueue"), Duration::from_secs(10))
+    let dir = Temp::new("kueue");
+    let p = kubernetes::collect_once(&settings(&k, &dir), Duration::from_secs(10))
         .await
         .unwrap_or_else(|e| panic!("{e:?}"));
     let w = workload(&p, "kueue:team-a/job-sample-job-jrjfr-8d56e");
@@ -374,7 +393,8 @@ async fn ten_thousand_pods_in_pages() {
         k.put(PODS, p);
     }
     let t0 = Instant::now();
-    let p = kubernetes::collect_once(&settings(&k, "bulk"), Duration::from_secs(60))
+    let dir = Temp::new("bulk");
+    let p = kubernetes::collect_once(&settings(&k, &dir), Duration::from_secs(60))
         .await
         .unwrap_or_else(|e| panic!("{e:?}"));
     let took = t0.elapsed();
@@ -388,8 +408,7 @@ async fn ten_thousand_pods_in_pages() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_context_setting_picks_the_cluster() {
     let k = cluster();
-    let dir = temp("context");
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let dir = Temp::new("context");
     // The current context points nowhere; "live" is the fake server.
     let config = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:9\n\

@@ -31,11 +31,19 @@ pub(super) fn repartition(p: &mut Plan, node: &Node, card: Option<&Card>, layout
     match p.backend {
         Backend::Simulated => {
             let n = c.mig.instances.len();
-            p.steps.push(step(
-                format!("Destroy the {n} GPU instances and their compute instances"),
-                "simulator: destroy instances",
-                Op::Wait { seconds: SIM_MIG_DESTROY_S, why: "destroying instances".into() },
-            ));
+            if n > 0 {
+                p.steps.push(step(
+                    format!("Destroy the {n} GPU instances and their compute instances"),
+                    "simulator: destroy instances",
+                    Op::Wait { seconds: SIM_MIG_DESTROY_S, why: "destroying instances".into() },
+                ));
+            }
+            if c.mig.enabled == matches!(spec, LayoutSpec::Whole) {
+                p.warnings.push(
+                    "this changes MIG mode, which on real hardware needs a GPU reset; the simulator does it in place"
+                        .into(),
+                );
+            }
             let op = SimOp::Repartition { node: node.name.clone(), index: c.index, layout: layout.to_string() };
             p.steps.push(step(format!("Create {layout}"), format!("simulator: {op}"), Op::Sim { op }));
             p.steps.push(step(
@@ -46,15 +54,28 @@ pub(super) fn repartition(p: &mut Plan, node: &Node, card: Option<&Card>, layout
         }
         Backend::Nvml => {
             let whole = matches!(spec, LayoutSpec::Whole);
-            if whole != !c.mig.enabled {
+            if whole == c.mig.enabled {
                 let to = if whole { "off" } else { "on" };
-                p.blockers.push(format!(
-                    "this needs MIG mode {to}, which takes effect only after a GPU reset (nvidia-smi -i {} -mig {}); \
-                     tessera does not change MIG mode or reset GPUs",
-                    c.index,
-                    u8::from(!whole)
-                ));
+                p.blockers.push(if c.mig.pending == Some(!whole) {
+                    format!(
+                        "this needs MIG mode {to}, which is already pending: it takes effect after a GPU reset \
+                         (nvidia-smi -i {} -r); tessera does not reset GPUs",
+                        c.index
+                    )
+                } else {
+                    format!(
+                        "this needs MIG mode {to}, which takes effect only after a GPU reset (nvidia-smi -i {} -mig {}); \
+                         tessera does not change MIG mode or reset GPUs",
+                        c.index,
+                        u8::from(!whole)
+                    )
+                });
                 return;
+            }
+            if c.mig.enabled && c.mig.pending == Some(false) {
+                p.warnings.push(
+                    "MIG mode off is pending on this card: the new instances disappear at its next GPU reset".into(),
+                );
             }
             for inst in &c.mig.instances {
                 for ci in &inst.compute_instances {

@@ -47,7 +47,7 @@ pub fn map(n: &GpuNode, used: Option<&Used>) -> Option<Node> {
     };
     let capacity = capacity(n, used, product, single_profile);
     let cards = cards(n, product, single_profile, &mig);
-    Some(Node { name, schedulable, reason, cards, capacity, sources: Vec::new() })
+    Some(Node { name, schedulable, reason, cards, capacity, ..Node::default() })
 }
 
 /// Cordoned or not Ready means the scheduler will not place pods; the MIG manager's state is

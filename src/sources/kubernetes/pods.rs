@@ -35,16 +35,11 @@ pub fn request(gpus: &BTreeMap<String, u64>, spec: &PodSpec) -> Request {
             _ => {}
         }
     }
-    let to_u32 = |n: u64| Some(u32::try_from(n).unwrap_or(u32::MAX));
-    match (mig, single_profile) {
-        (Some((profile, n)), _) => {
-            Request { gpus: to_u32(n), mig_profile: Some(profile), memory_mib: None, model: base }
-        }
-        (None, Some(profile)) => {
-            Request { gpus: to_u32(whole), mig_profile: Some(profile.to_string()), memory_mib: None, model: base }
-        }
-        (None, None) => Request { gpus: to_u32(whole), mig_profile: None, memory_mib: None, model: base },
-    }
+    let (mig_profile, n) = match (mig, single_profile) {
+        (Some((profile, n)), _) => (Some(profile), n),
+        (None, profile) => (profile.map(str::to_string), whole),
+    };
+    Request { gpus: Some(u32::try_from(n).unwrap_or(u32::MAX)), mig_profile, model: base, ..Request::default() }
 }
 
 /// The pod as a workload, or `None` when it asks for no GPU or has finished.
