@@ -39,7 +39,7 @@ pub fn format(d: Duration) -> String {
     if ms == 0 {
         return "0s".into();
     }
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let mut s = d.as_secs();

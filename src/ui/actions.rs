@@ -77,7 +77,7 @@ pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card, queue: &QueueSummary) -> 
         choices.push(Choice { layout: text.join(","), fits });
     }
     // Most useful first; ties keep the catalog order.
-    choices.sort_by(|a, b| b.fits.cmp(&a.fits));
+    choices.sort_by_key(|c| std::cmp::Reverse(c.fits));
     let current = if card.mig.enabled {
         card.mig.instances.iter().map(|i| format!("{}@{}", i.profile, i.start)).collect::<Vec<_>>().join(",")
     } else {

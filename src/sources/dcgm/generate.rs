@@ -171,7 +171,7 @@ pub fn generate(nodes: usize, gpus: usize, mig_every: usize) -> String {
             );
             let tail = format!("Hostname=\"{host}\",DCGM_FI_DRIVER_VERSION=\"550.90.07\"");
             let holder = |r: u64, what: &str, gi: Option<u32>| {
-                if r % 4 == 0 {
+                if r.is_multiple_of(4) {
                     "container=\"\",namespace=\"\",pod=\"\"".to_string()
                 } else {
                     let gi = gi.map(|x| format!("-{x}")).unwrap_or_default();
@@ -192,7 +192,7 @@ pub fn generate(nodes: usize, gpus: usize, mig_every: usize) -> String {
                         .and_then(|m| m.profile(profile))
                         .and_then(|p| p.memory_mib)
                         .unwrap_or(model.memory_mib / 8);
-                    let busy = r % 4 != 0;
+                    let busy = !r.is_multiple_of(4);
                     let util = if busy { (r % 1000) as f64 / 1000.0 } else { 0.0 };
                     let fb_used = if busy { mem * (20 + r % 75) / 100 } else { 0 };
                     units.push(GenUnit {
@@ -207,7 +207,7 @@ pub fn generate(nodes: usize, gpus: usize, mig_every: usize) -> String {
                     });
                 }
             } else {
-                let busy = seed % 4 != 0;
+                let busy = !seed.is_multiple_of(4);
                 let util = if busy { (seed % 1000) as f64 / 1000.0 } else { 0.0 };
                 let reserved = model.memory_mib / 160;
                 let fb_used = if busy { model.memory_mib * (30 + seed % 65) / 100 } else { 0 };

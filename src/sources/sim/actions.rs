@@ -164,7 +164,7 @@ mod tests {
             .unwrap_or_else(|| panic!("a busy card"));
         let (node, index) = (s.nodes[ni].name.clone(), s.nodes[ni].cards[ci].index);
         let busy = s.apply(&SimOp::Repartition { node: node.clone(), index, layout: "whole".into() });
-        assert!(busy.unwrap_err().contains("not idle"));
+        assert!(busy.err().unwrap_or_default().contains("not idle"));
         // Requeue everything on it, then it is idle.
         let holders: Vec<String> = s.nodes[ni].cards[ci].holders().map(str::to_string).collect();
         for h in holders {
@@ -192,7 +192,10 @@ mod tests {
         assert_eq!(j.w.state, WorkloadState::Pending);
         assert!(j.w.cards.is_empty());
         assert!(
-            s.apply(&SimOp::Checkpoint { workload: "sim:999999".into() }).unwrap_err().contains("no longer exists")
+            s.apply(&SimOp::Checkpoint { workload: "sim:999999".into() })
+                .err()
+                .unwrap_or_default()
+                .contains("no longer exists")
         );
     }
 }
