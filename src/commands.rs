@@ -35,6 +35,15 @@ impl CmdError {
     }
 }
 
+/// The runtime every command runs its sources on: two workers are plenty for IO-bound tasks.
+pub fn runtime() -> Result<tokio::runtime::Runtime, CmdError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CmdError::Failed(format!("cannot start the runtime: {e}")))
+}
+
 /// The config file with the command line laid over it.
 pub fn settings(g: &Global) -> Result<Config, CmdError> {
     let mut cfg = config::load(g.config.as_deref())?;

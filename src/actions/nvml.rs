@@ -53,14 +53,21 @@ fn is_nvml(op: &Op) -> bool {
 
 /// NVML's error in words, also for the codes nvml-wrapper does not name.
 fn describe(e: &NvmlError) -> String {
-    match e {
-        NvmlError::UnexpectedVariant(23) => "insufficient resources (NVML_ERROR_INSUFFICIENT_RESOURCES)".into(),
-        NvmlError::UnexpectedVariant(25) => "argument version mismatch (NVML_ERROR_ARGUMENT_VERSION_MISMATCH)".into(),
-        NvmlError::UnexpectedVariant(27) => "not ready (NVML_ERROR_NOT_READY)".into(),
-        NvmlError::UnexpectedVariant(28) => "GPU not found (NVML_ERROR_GPU_NOT_FOUND)".into(),
-        NvmlError::UnexpectedVariant(29) => "invalid state (NVML_ERROR_INVALID_STATE)".into(),
-        other => other.to_string(),
-    }
+    use nvml_wrapper_sys::bindings as b;
+    let NvmlError::UnexpectedVariant(code) = e else { return e.to_string() };
+    let name = match *code {
+        b::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_RESOURCES => {
+            "insufficient resources (NVML_ERROR_INSUFFICIENT_RESOURCES)"
+        }
+        b::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH => {
+            "argument version mismatch (NVML_ERROR_ARGUMENT_VERSION_MISMATCH)"
+        }
+        b::nvmlReturn_enum_NVML_ERROR_NOT_READY => "not ready (NVML_ERROR_NOT_READY)",
+        b::nvmlReturn_enum_NVML_ERROR_GPU_NOT_FOUND => "GPU not found (NVML_ERROR_GPU_NOT_FOUND)",
+        b::nvmlReturn_enum_NVML_ERROR_INVALID_STATE => "invalid state (NVML_ERROR_INVALID_STATE)",
+        _ => return format!("NVML error {code}"),
+    };
+    name.to_string()
 }
 
 fn failed(f: &Failed, args: &str) -> String {
@@ -167,11 +174,16 @@ fn create(nvml: &Nvml, dev: &Device<'_>, index: u32, profile: &str, start: u8) -
         ));
     };
     let where_ = format!("{args}, start {at}, size {size}");
-    let gi = ffi::create_gpu_instance(nvml, dev, info.id, at, size).map_err(|f| failed(&f, &where_))?;
+    let gi = ffi::create_gpu_instance(nvml, dev, info.id, at, size).map_err(|f| match f.call {
+        "nvmlDeviceCreateGpuInstanceWithPlacement" => failed(&f, &where_),
+        _ => format!("a GPU instance {profile}@{start} was created but its id cannot be read: {}", failed(&f, &args)),
+    })?;
     match ffi::create_full_compute_instance(nvml, dev, gi) {
         Ok((ci, slices)) => Ok(format!(
-            "created GPU instance {gi} ({profile}@{start}, slices {at}-{}) with compute instance {ci} ({slices} compute slices)",
-            at + size.saturating_sub(1)
+            "created GPU instance {gi} ({profile}@{start}, slices {at}-{}) with compute instance {} ({slices} compute \
+             slices)",
+            at + size.saturating_sub(1),
+            ci.map_or_else(|| "(id unreadable)".to_string(), |c| c.to_string())
         )),
         Err(f) => {
             let why = failed(&f, &format!("GPU {index} GI {gi}"));
@@ -278,6 +290,7 @@ mod tests {
             describe(&NvmlError::UnexpectedVariant(23)),
             "insufficient resources (NVML_ERROR_INSUFFICIENT_RESOURCES)"
         );
+        assert_eq!(describe(&NvmlError::UnexpectedVariant(999)), "NVML error 999");
         assert_eq!(describe(&NvmlError::Unknown), "an internal driver error occurred");
         assert_eq!(describe(&NvmlError::InUse), "operation cannot be performed because the GPU is currently in use");
     }

@@ -15,11 +15,7 @@ use crate::store::Store;
 pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> {
     let cfg = settings(g)?;
     let audit_path = audit::default_path();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CmdError::Failed(format!("cannot start the runtime: {e}")))?;
+    let rt = crate::commands::runtime()?;
     rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::channel(64);
         let mut store = Store::new();

@@ -17,11 +17,7 @@ const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// The merged fleet after every source answered once (or the timeout passed), and whether
 /// any of it is simulated.
 pub fn collect_once(cfg: &Config) -> Result<(Fleet, bool), CmdError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CmdError::Failed(format!("cannot start the runtime: {e}")))?;
+    let rt = crate::commands::runtime()?;
     rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::channel(64);
         let mut store = Store::new();

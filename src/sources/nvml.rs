@@ -3,7 +3,7 @@
 //! their activity from GPM where the card has it (Hopper and newer); processes are read on a
 //! slower cadence; XIDs arrive through an event set, polled.
 
-mod ffi;
+pub(crate) mod ffi;
 mod procfs;
 
 use std::collections::{BTreeMap, HashMap};
@@ -175,7 +175,7 @@ impl<'n> Collector<'n> {
             .nvml
             .device_count()
             .map_err(|e| SourceError { message: format!("device count: {e}"), fatal: false })?;
-        let slow = self.collections % PROCESS_EVERY == 0;
+        let slow = self.collections.is_multiple_of(PROCESS_EVERY);
         self.collections += 1;
         let mut events = Vec::new();
         let mut notes: Vec<String> = Vec::new();
@@ -383,10 +383,7 @@ impl<'n> Collector<'n> {
         Ok(raw
             .into_iter()
             .map(|g| {
-                let profile = catalog
-                    .and_then(|m| m.profiles.iter().find(|p| p.nvml_enum_value == g.profile_enum))
-                    .map(|p| p.name.clone())
-                    .unwrap_or_else(|| format!("{}g.{}gb", g.compute_slices, (g.memory_mib as f64 / 1024.0).round()));
+                let profile = profile_name(catalog, &g);
                 MigInstance {
                     gi_id: g.id,
                     profile: profile.clone(),
@@ -405,6 +402,15 @@ impl<'n> Collector<'n> {
             })
             .collect())
     }
+}
+
+/// A GPU instance's profile name: the catalog's for its NVML profile enum (the executor maps
+/// names back the same way), else made from its compute slices and memory.
+pub(crate) fn profile_name(model: Option<&crate::model::mig::GpuModel>, g: &ffi::GpuInstance) -> String {
+    model
+        .and_then(|m| m.profiles.iter().find(|p| p.nvml_enum_value == g.profile_enum))
+        .map(|p| p.name.clone())
+        .unwrap_or_else(|| format!("{}g.{}gb", g.compute_slices, (g.memory_mib as f64 / 1024.0).round()))
 }
 
 /// `Ok(None)` for what this card does not support; a lost GPU is an error for the whole card.

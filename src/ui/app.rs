@@ -35,11 +35,7 @@ impl Drop for Restore {
 }
 
 pub fn run(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CmdError::Failed(format!("cannot start the runtime: {e}")))?;
+    let rt = crate::commands::runtime()?;
     rt.block_on(owner_loop(cfg, theme, ascii))
 }
 

@@ -1,5 +1,6 @@
 //! Raw NVML calls that nvml-wrapper does not wrap: GPU and compute instances with their
-//! placements, and a MIG device's GPU instance id. The only module of tessera with `unsafe`.
+//! placements (listing, creating, destroying), and a MIG device's GPU instance id. The only
+//! module of tessera with `unsafe`.
 #![allow(unsafe_code)]
 
 use std::mem;
@@ -10,7 +11,7 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper_sys::bindings::{
     nvmlComputeInstance_t, nvmlComputeInstanceInfo_t, nvmlComputeInstanceProfileInfo_t, nvmlGpuInstance_t,
-    nvmlGpuInstanceInfo_t, nvmlGpuInstanceProfileInfo_t,
+    nvmlGpuInstanceInfo_t, nvmlGpuInstancePlacement_t, nvmlGpuInstanceProfileInfo_t,
 };
 
 /// NVML_GPU_INSTANCE_PROFILE_COUNT and NVML_COMPUTE_INSTANCE_PROFILE_COUNT of current nvml.h
@@ -120,4 +121,132 @@ pub fn gpu_instance_id(nvml: &Nvml, mig_device: &Device) -> Result<u32, NvmlErro
     // SAFETY: the handle belongs to a live MIG device of `nvml`; the out-pointer is live.
     nvml_try(unsafe { sym(mig_device.handle(), &mut id) })?;
     Ok(id)
+}
+
+/// An NVML call that failed: which one, and NVML's error.
+#[derive(Debug)]
+pub struct Failed {
+    pub call: &'static str,
+    pub error: NvmlError,
+}
+
+fn named<T>(call: &'static str, r: Result<T, NvmlError>) -> Result<T, Failed> {
+    r.map_err(|error| Failed { call, error })
+}
+
+/// The symbol `$field` of the loaded library, or the failure naming it.
+macro_rules! sym {
+    ($nvml:expr, $field:ident) => {
+        named(stringify!($field), nvml_sym($nvml.lib().$field.as_ref()))
+    };
+}
+
+/// Every allowed placement (start, size) of a GPU instance profile id, as the device reports.
+pub fn possible_placements(nvml: &Nvml, device: &Device, profile_id: u32) -> Result<Vec<(u32, u32)>, Failed> {
+    let f = sym!(nvml, nvmlDeviceGetGpuInstancePossiblePlacements_v2)?;
+    let call = "nvmlDeviceGetGpuInstancePossiblePlacements_v2";
+    // SAFETY: the handle belongs to `device`, which borrows the live `nvml` it came from.
+    let handle = unsafe { device.handle() };
+    let mut count: c_uint = 0;
+    // SAFETY: a NULL array asks for the count only; the out-pointer is a live local.
+    named(call, nvml_try(unsafe { f(handle, profile_id, std::ptr::null_mut(), &mut count) }))?;
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let zero = nvmlGpuInstancePlacement_t { start: 0, size: 0 };
+    let mut list = vec![zero; count as usize];
+    let mut written = count;
+    // SAFETY: `list` holds `count` placements, the number NVML just said the profile has.
+    named(call, nvml_try(unsafe { f(handle, profile_id, list.as_mut_ptr(), &mut written) }))?;
+    list.truncate((written as usize).min(count as usize));
+    Ok(list.into_iter().map(|p| (p.start, p.size)).collect())
+}
+
+/// The handle of GPU instance `id` on `device`.
+fn gpu_instance_by_id(nvml: &Nvml, device: &Device, id: u32) -> Result<nvmlGpuInstance_t, Failed> {
+    let f = sym!(nvml, nvmlDeviceGetGpuInstanceById)?;
+    let mut gi: nvmlGpuInstance_t = std::ptr::null_mut();
+    // SAFETY: a live device handle of `nvml`; the out-pointer is a live local.
+    named("nvmlDeviceGetGpuInstanceById", nvml_try(unsafe { f(device.handle(), id, &mut gi) }))?;
+    Ok(gi)
+}
+
+/// Creates a GPU instance of `profile_id` at the placement (`start`, `size`); its id.
+pub fn create_gpu_instance(
+    nvml: &Nvml,
+    device: &Device,
+    profile_id: u32,
+    start: u32,
+    size: u32,
+) -> Result<u32, Failed> {
+    let create = sym!(nvml, nvmlDeviceCreateGpuInstanceWithPlacement)?;
+    let info = sym!(nvml, nvmlGpuInstanceGetInfo)?;
+    let placement = nvmlGpuInstancePlacement_t { start, size };
+    let mut gi: nvmlGpuInstance_t = std::ptr::null_mut();
+    // SAFETY: a live device handle; `placement` and the out-pointer are live locals.
+    let r = nvml_try(unsafe { create(device.handle(), profile_id, &placement, &mut gi) });
+    named("nvmlDeviceCreateGpuInstanceWithPlacement", r)?;
+    // SAFETY: plain data struct; zero is valid.
+    let mut data: nvmlGpuInstanceInfo_t = unsafe { mem::zeroed() };
+    // SAFETY: `gi` was just created by NVML; the out-pointer is live.
+    named("nvmlGpuInstanceGetInfo", nvml_try(unsafe { info(gi, &mut data) }))?;
+    Ok(data.id)
+}
+
+/// Destroys GPU instance `gi` (NVML refuses while it has compute instances).
+pub fn destroy_gpu_instance(nvml: &Nvml, device: &Device, gi: u32) -> Result<(), Failed> {
+    let destroy = sym!(nvml, nvmlGpuInstanceDestroy)?;
+    let handle = gpu_instance_by_id(nvml, device, gi)?;
+    // SAFETY: `handle` was just returned by NVML for this device.
+    named("nvmlGpuInstanceDestroy", nvml_try(unsafe { destroy(handle) }))
+}
+
+/// Creates one compute instance of the largest profile GPU instance `gi` offers (the full
+/// size); its id (`None` if it was created but could not be read) and compute slices.
+pub fn create_full_compute_instance(nvml: &Nvml, device: &Device, gi: u32) -> Result<(Option<u32>, u32), Failed> {
+    let profile_info = sym!(nvml, nvmlGpuInstanceGetComputeInstanceProfileInfo)?;
+    let create = sym!(nvml, nvmlGpuInstanceCreateComputeInstance)?;
+    let info_v2 = sym!(nvml, nvmlComputeInstanceGetInfo_v2)?;
+    let handle = gpu_instance_by_id(nvml, device, gi)?;
+    let mut best: Option<nvmlComputeInstanceProfileInfo_t> = None;
+    for profile_enum in 0..CI_PROFILE_COUNT {
+        // SAFETY: plain data struct; zero is valid.
+        let mut info: nvmlComputeInstanceProfileInfo_t = unsafe { mem::zeroed() };
+        // SAFETY: `handle` is a live GPU instance; engine profile 0 is SHARED; `info` is live.
+        match nvml_try(unsafe { profile_info(handle, profile_enum, 0, &mut info) }) {
+            Ok(()) => {}
+            Err(e @ (NvmlError::GpuLost | NvmlError::NoPermission)) => {
+                return Err(Failed { call: "nvmlGpuInstanceGetComputeInstanceProfileInfo", error: e });
+            }
+            // A profile this GPU instance does not offer.
+            Err(_) => continue,
+        }
+        // The lowest enum of the largest size: the plain profile, not a later revision.
+        if best.is_none_or(|b| info.sliceCount > b.sliceCount) {
+            best = Some(info);
+        }
+    }
+    let Some(profile) = best else {
+        return Err(Failed { call: "nvmlGpuInstanceGetComputeInstanceProfileInfo", error: NvmlError::NotSupported });
+    };
+    let mut ci: nvmlComputeInstance_t = std::ptr::null_mut();
+    // SAFETY: a live GPU instance handle, a profile id it offers, a live out-pointer.
+    named("nvmlGpuInstanceCreateComputeInstance", nvml_try(unsafe { create(handle, profile.id, &mut ci) }))?;
+    // SAFETY: plain data struct; zero is valid.
+    let mut data: nvmlComputeInstanceInfo_t = unsafe { mem::zeroed() };
+    // SAFETY: `ci` was just created by NVML; the out-pointer is live.
+    let read = nvml_try(unsafe { info_v2(ci, &mut data) });
+    Ok((read.ok().map(|()| data.id), profile.sliceCount))
+}
+
+/// Destroys compute instance `ci` of GPU instance `gi` (NVML refuses while processes run on it).
+pub fn destroy_compute_instance(nvml: &Nvml, device: &Device, gi: u32, ci: u32) -> Result<(), Failed> {
+    let by_id = sym!(nvml, nvmlGpuInstanceGetComputeInstanceById)?;
+    let destroy = sym!(nvml, nvmlComputeInstanceDestroy)?;
+    let gi_handle = gpu_instance_by_id(nvml, device, gi)?;
+    let mut handle: nvmlComputeInstance_t = std::ptr::null_mut();
+    // SAFETY: `gi_handle` was just returned by NVML; the out-pointer is a live local.
+    named("nvmlGpuInstanceGetComputeInstanceById", nvml_try(unsafe { by_id(gi_handle, ci, &mut handle) }))?;
+    // SAFETY: `handle` was just returned by NVML for this GPU instance.
+    named("nvmlComputeInstanceDestroy", nvml_try(unsafe { destroy(handle) }))
 }

@@ -56,19 +56,19 @@ pub fn index_list(text: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
-/// Split on commas outside parentheses: `(IDX:0-1,4)` stays whole.
-fn entries(text: &str) -> Vec<&str> {
+/// Split on commas outside brackets of the kind `open`/`close`, trimmed, empty parts dropped:
+/// `gpu:a100:3(IDX:0-1,4)` and `gpu[1-2,4]` stay whole.
+pub fn split_outside(text: &str, open: char, close: char) -> Vec<&str> {
     let mut out = Vec::new();
     let (mut depth, mut start) = (0i32, 0usize);
     for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth <= 0 => {
-                out.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+        } else if c == ',' && depth <= 0 {
+            out.push(&text[start..i]);
+            start = i + 1;
         }
     }
     out.push(&text[start..]);
@@ -82,7 +82,7 @@ pub fn parse(text: &str) -> Vec<Gres> {
     if text.is_empty() || text.eq_ignore_ascii_case("N/A") || text == "(null)" {
         return Vec::new();
     }
-    entries(text).into_iter().filter_map(entry).collect()
+    split_outside(text, '(', ')').into_iter().filter_map(entry).collect()
 }
 
 fn entry(e: &str) -> Option<Gres> {

@@ -94,21 +94,7 @@ pub fn states(state: Option<&Value>, flags: Option<&Value>) -> Vec<String> {
 /// are kept. Unreadable ranges are kept literally rather than dropped.
 pub fn hostlist(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0usize);
-    let mut parts = Vec::new();
-    for (i, c) in text.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth <= 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    for part in parts.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
+    for part in super::gres::split_outside(text, '[', ']') {
         expand(part, &mut out);
     }
     out

@@ -1,12 +1,12 @@
 //! Exports taking GPU instance and compute instance handles: info, destroy, and compute instance
-//! profiles, capacity, creation and lookup.
+//! profiles, capacity, creation and lookup (by profile or by id).
 
 use std::ffi::c_uint;
 
 use nvml_wrapper_sys::bindings::{
     NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT, nvmlComputeInstance_t, nvmlComputeInstanceInfo_t,
     nvmlComputeInstancePlacement_t, nvmlComputeInstanceProfileInfo_t, nvmlGpuInstance_t, nvmlGpuInstanceInfo_t,
-    nvmlGpuInstancePlacement_t, nvmlReturn_t,
+    nvmlGpuInstancePlacement_t, nvmlReturn_enum_NVML_ERROR_NOT_FOUND, nvmlReturn_t,
 };
 
 use super::{SUCCESS, addr, nonnull, put, put_slice, to_ptr, with_state};
@@ -158,4 +158,21 @@ pub unsafe extern "C" fn nvmlComputeInstanceDestroy(compute_instance: nvmlComput
         s.mutate(|s| s.cards[card].destroy_ci(gi, ci))
     });
     r.err().unwrap_or(SUCCESS)
+}
+
+/// The compute instance with this id in the GPU instance; NOT_FOUND if there is none.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceById(
+    gpu_instance: nvmlGpuInstance_t,
+    id: c_uint,
+    compute_instance: *mut nvmlComputeInstance_t,
+) -> nvmlReturn_t {
+    let r = with_state(|s| {
+        let (card, gi) = s.gpu_instance(addr(gpu_instance), "nvmlGpuInstanceGetComputeInstanceById")?;
+        nonnull(compute_instance)?;
+        s.cards[card].gi(gi)?.cis.get(&id).ok_or(nvmlReturn_enum_NVML_ERROR_NOT_FOUND)?;
+        Ok(to_ptr(Handle::Ci { card, gi, ci: id }))
+    });
+    // SAFETY: `compute_instance` is NULL or the caller's writable out-pointer.
+    unsafe { put(compute_instance, r) }
 }

@@ -208,6 +208,11 @@ fn the_c_api_end_to_end() {
         assert_eq!(nvmlGpuInstanceGetComputeInstances(gis[0], 2, cis.as_mut_ptr(), &mut n), SUCCESS);
         assert_eq!(n, 1);
         assert_eq!(nvmlComputeInstanceDestroy(cis[0]), b::nvmlReturn_enum_NVML_ERROR_IN_USE);
+        let mut ci = null_mut();
+        assert_eq!(nvmlGpuInstanceGetComputeInstanceById(gis[0], 0, &mut ci), SUCCESS);
+        assert_eq!(ci, cis[0]);
+        assert_eq!(nvmlGpuInstanceGetComputeInstanceById(gis[0], 1, &mut ci), b::nvmlReturn_enum_NVML_ERROR_NOT_FOUND);
+        assert_eq!(nvmlGpuInstanceGetComputeInstanceById(gis[0], 0, null_mut()), INVALID_ARGUMENT);
         let mut gi: nvmlGpuInstance_t = null_mut();
         let at = nvmlGpuInstancePlacement_t { start: 6, size: 1 };
         assert_eq!(nvmlDeviceCreateGpuInstanceWithPlacement(dev, 19, null(), &mut gi), INVALID_ARGUMENT);
