@@ -22,8 +22,7 @@ pub struct Options {
 impl Options {
     pub fn new(cfg: &Config, force: bool, now: chrono::DateTime<chrono::Utc>) -> Self {
         let ctx = Context { read_only: cfg.read_only, force, min_runtime: cfg.policy.min_runtime, now };
-        let user = std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "unknown".into());
-        Self { ctx, slurm: cfg.slurm.clone(), user, previous_mode: None }
+        Self { ctx, slurm: cfg.slurm.clone(), user: super::audit::user(), previous_mode: None }
     }
 }
 

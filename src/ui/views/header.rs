@@ -36,6 +36,14 @@ pub fn totals(fleet: &Fleet) -> Totals {
         t.mig_total += c.mig.instances.len();
         t.mig_used += c.mig.instances.iter().filter(|i| !i.workloads.is_empty()).count();
     }
+    // MIG instances only a scheduler counts (Slurm GRES, Kubernetes resources) on nodes whose
+    // cards show none.
+    for n in fleet.nodes.iter().filter(|n| n.cards.iter().all(|c| c.mig.instances.is_empty())) {
+        for c in n.capacity.iter().filter(|c| matches!(c.resource, crate::model::Resource::MigInstance { .. })) {
+            t.mig_total += c.total as usize;
+            t.mig_used += c.used as usize;
+        }
+    }
     t.mean_util = (n > 0).then(|| sum / n as f64);
     t
 }
@@ -70,23 +78,22 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     }
     let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), short);
     let util = t.mean_util.map_or_else(|| "N/A".into(), |u| format!("{u:.0}%"));
+    // No source reports memory (a scheduler alone): unknown, not zero.
+    let mem = if t.mem_total_mib == 0 {
+        "N/A".to_string()
+    } else {
+        format!("{}/{}", tib(t.mem_used_mib), tib(t.mem_total_mib))
+    };
     let summary = if w < 120 {
         // Narrow: the queue before memory, so an 80-column header keeps it.
         format!(
-            " {} cards │ {util} │ queue {} ({oldest}) │ MIG {}/{} │ mem {}/{}",
-            t.cards,
-            q.pending,
-            t.mig_used,
-            t.mig_total,
-            tib(t.mem_used_mib),
-            tib(t.mem_total_mib)
+            " {} cards │ {util} │ queue {} ({oldest}) │ MIG {}/{} │ mem {mem}",
+            t.cards, q.pending, t.mig_used, t.mig_total,
         )
     } else {
         format!(
-            " {} cards │ util {util} │ mem {}/{} │ MIG {}/{} used │ queue {} (oldest {oldest}) │ {}",
+            " {} cards │ util {util} │ mem {mem} │ MIG {}/{} used │ queue {} (oldest {oldest}) │ {}",
             t.cards,
-            tib(t.mem_used_mib),
-            tib(t.mem_total_mib),
             t.mig_used,
             t.mig_total,
             q.pending,
