@@ -114,7 +114,13 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
                 return cancelled();
             }
             if !plan.allowed() {
-                return Answer::Stay;
+                // A busy card cannot be repartitioned: offer the first step, a drain.
+                return match (&plan.action, k.code) {
+                    (Action::Repartition { target, .. }, KeyCode::Char('d')) if offers_drain(plan) => {
+                        Answer::Request(Request::Plan(Action::Drain { target: target.clone() }))
+                    }
+                    _ => Answer::Stay,
+                };
             }
             if *second {
                 return match k.code {
@@ -156,6 +162,13 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
             _ => Answer::Stay,
         },
     }
+}
+
+/// A refused repartition of a card that is only busy: draining it is the way forward.
+pub fn offers_drain(plan: &Plan) -> bool {
+    matches!(plan.action, Action::Repartition { .. })
+        && plan.card.is_some()
+        && plan.blockers.iter().any(|b| b.contains("not idle"))
 }
 
 /// A confirmation dialog for a plan.

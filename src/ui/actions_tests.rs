@@ -105,6 +105,14 @@ fn destructive_actions_need_the_typed_name() {
     }
     assert!(executed.is_empty());
 
+    // The refusal offers the drain that makes the card idle.
+    st.modal = Some(confirm(plan.as_ref().clone()));
+    on_key(&mut st, store.fleet(), key(KeyCode::Char('d')));
+    serve(&mut st, &store, &mut executed);
+    let Some(Modal::Confirm { plan: drain, .. }) = st.modal.clone() else { panic!("no drain offered") };
+    assert_eq!(drain.action, Action::Drain { target: plan.target.clone() });
+    assert!(executed.is_empty(), "offering is not executing");
+
     // An allowed destructive plan: typing anything else and Enter does not confirm.
     let mut p = plan.as_ref().clone();
     p.blockers.clear();

@@ -58,7 +58,10 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
         Modal::Confirm { plan, typed, second } => {
             let mut lines = plan_lines(plan, theme);
             lines.push(Line::default());
-            let prompt = if !plan.allowed() {
+            let prompt = if !plan.allowed() && crate::ui::actions::offers_drain(plan) {
+                "refused by the guards above: d drains the card first (then wait, then repartition), Esc closes"
+                    .to_string()
+            } else if !plan.allowed() {
                 "refused by the guards above: Esc closes".to_string()
             } else if *second {
                 format!("{}  y/n", plan.second_confirmation.clone().unwrap_or_default())
