@@ -1,9 +1,314 @@
-//! Kubernetes executor: cordon and label patches on nodes, following a label, evictions.
+//! Kubernetes executor: merge-patches of nodes (cordon, labels) read back and compared,
+//! evictions through the Eviction API (PodDisruptionBudgets may refuse them), and following a
+//! node label (the GPU Operator's `nvidia.com/mig.config.state`) to success or failure.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::Eviction;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::Value;
+use tokio::time::Instant;
 
 use super::Op;
-use crate::sources::kubernetes::Settings;
+use crate::sources::kubernetes::{Settings, client};
+
+/// Longest one API call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a label may keep the final value it had before the change before we conclude that
+/// nothing picked the change up.
+const UNCHANGED_PATIENCE: Duration = Duration::from_secs(60);
 
 pub async fn run_op(op: &Op, settings: &Settings) -> Result<String, String> {
-    let _ = (op, settings);
-    Err("the Kubernetes executor is being built".into())
+    match op {
+        Op::KubePatchNode { node, patch } => patch_node(settings, node, patch).await,
+        Op::KubeEvict { namespace, pod } => evict(settings, namespace, pod).await,
+        Op::KubeWaitLabel { node, key, success, failure, timeout_s } => {
+            let want = Want { key, success, failure };
+            wait_label(settings, node, &want, Duration::from_secs(*timeout_s)).await
+        }
+        other => Err(format!("the Kubernetes executor cannot run {other:?}")),
+    }
+}
+
+async fn patch_node(settings: &Settings, node: &str, patch: &Value) -> Result<String, String> {
+    let api: Api<Node> = Api::all(client(settings).await?);
+    let call = format!("PATCH /api/v1/nodes/{node}");
+    let not_found = || format!("{call}: no node {node} (HTTP 404)");
+    // A merge patch is idempotent, but a timed-out one may still have been applied: say so.
+    match tokio::time::timeout(CALL_TIMEOUT, api.patch(node, &PatchParams::default(), &Patch::Merge(patch))).await {
+        Err(_) => return Err(format!("{call}: no answer within {CALL_TIMEOUT:?}; the change may or may not be made")),
+        Ok(Err(e)) if code(&e) == Some(404) => return Err(not_found()),
+        Ok(Err(e)) => return Err(describe(&call, &e)),
+        Ok(Ok(_)) => {}
+    }
+    // Read back rather than trust the PATCH answer: an admission webhook or a controller may
+    // undo the change, and the operator is told what the node says now.
+    let call = format!("GET /api/v1/nodes/{node}");
+    let got = match tokio::time::timeout(CALL_TIMEOUT, api.get(node)).await {
+        Err(_) => return Err(format!("{call} (read back after the patch): no answer within {CALL_TIMEOUT:?}")),
+        Ok(Err(e)) => return Err(describe(&format!("{call} (read back after the patch)"), &e)),
+        Ok(Ok(n)) => serde_json::to_value(&n).map_err(|e| format!("{call}: cannot read the node back: {e}"))?,
+    };
+    let mut wanted = Vec::new();
+    leaves(patch, &mut Vec::new(), &mut wanted);
+    let mut shown = Vec::new();
+    for (path, want) in &wanted {
+        let now = path.iter().try_fold(&got, |v, k| v.get(k)).unwrap_or(&Value::Null);
+        let name = field_name(path);
+        // The API server omits false booleans (omitempty): absent reads as false.
+        let same = now == want || (now.is_null() && (want.is_null() || *want == Value::Bool(false)));
+        if !same {
+            let now = if now.is_null() && want.is_boolean() { "false".into() } else { plain(now) };
+            return Err(format!(
+                "node {node}: {name} is {now} after the patch, not {}: something changed it back",
+                plain(want)
+            ));
+        }
+        shown.push(format!("{name} = {}", plain(want)));
+    }
+    Ok(format!("node {node}: {}", shown.join(", ")))
+}
+
+/// Every leaf of a merge patch as (path, value); `null` means "removed".
+fn leaves(v: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, x) in m {
+                path.push(k.clone());
+                leaves(x, path, out);
+                path.pop();
+            }
+        }
+        other => out.push((path.clone(), other.clone())),
+    }
+}
+
+fn field_name(path: &[String]) -> String {
+    match path {
+        [m, l, key] if m == "metadata" && l == "labels" => format!("label {key}"),
+        _ => path.join("."),
+    }
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "(not set)".into(),
+        other => other.to_string(),
+    }
+}
+
+async fn evict(settings: &Settings, namespace: &str, pod: &str) -> Result<String, String> {
+    let api: Api<Pod> = Api::namespaced(client(settings).await?, namespace);
+    let call = format!("POST /api/v1/namespaces/{namespace}/pods/{pod}/eviction");
+    // Not `Api::evict`: kube 5 sends a body without apiVersion, kind or namespace (and with a
+    // snake_case `delete_options`); this is the policy/v1 Eviction the API documents.
+    let body = Eviction {
+        metadata: ObjectMeta { name: Some(pod.into()), namespace: Some(namespace.into()), ..ObjectMeta::default() },
+        delete_options: None,
+    };
+    let params = PostParams::default();
+    let post = api.create_subresource::<_, Value>("eviction", pod, &params, &body);
+    match tokio::time::timeout(CALL_TIMEOUT, post).await {
+        Err(_) => Err(format!("{call}: no answer within {CALL_TIMEOUT:?}; the pod may or may not be terminating")),
+        Ok(Ok(_)) => Ok(format!("eviction of {namespace}/{pod} accepted (graceful termination started)")),
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Err(format!("pod {namespace}/{pod} no longer exists")),
+        Ok(Err(kube::Error::Api(s))) if s.code == 429 => {
+            let causes: Vec<&str> = s.details.iter().flat_map(|d| &d.causes).map(|c| c.message.as_str()).collect();
+            let pdb = s.details.iter().flat_map(|d| &d.causes).any(|c| c.reason == "DisruptionBudget")
+                || s.message.to_ascii_lowercase().contains("disruption budget");
+            let mut message = s.message.trim().to_string();
+            if !causes.is_empty() {
+                message = format!("{message} ({})", causes.join("; "));
+            }
+            // The same code also means plain API throttling: do not blame a PDB for that.
+            let why =
+                if pdb { "a PodDisruptionBudget allows no disruption now" } else { "the API server is throttling" };
+            Err(format!("eviction of {namespace}/{pod} refused: {why} (HTTP 429): {message}"))
+        }
+        Ok(Err(e)) => Err(describe(&call, &e)),
+    }
+}
+
+/// What a followed label must become.
+struct Want<'a> {
+    key: &'a str,
+    success: &'a str,
+    failure: &'a str,
+}
+
+/// What was seen of the label so far.
+#[derive(Default)]
+struct Seen {
+    /// The first value read (`Some(None)`: read, and the label was not set).
+    first: Option<Option<String>>,
+    /// The label has had a value other than the first.
+    changed: bool,
+    last: Option<String>,
+}
+
+impl Seen {
+    fn observe(&mut self, value: Option<String>) {
+        match &self.first {
+            None => self.first = Some(value.clone()),
+            Some(f) => self.changed |= *f != value,
+        }
+        self.last = value;
+    }
+}
+
+/// A watch rather than polling: the GPU Operator's state goes pending -> success, and a poll
+/// that misses `pending` cannot tell a fresh `success` from the one left by the last change.
+async fn wait_label(settings: &Settings, node: &str, want: &Want<'_>, timeout: Duration) -> Result<String, String> {
+    let key = want.key;
+    let api: Api<Node> = Api::all(client(settings).await?);
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={node}"));
+    let mut stream = std::pin::pin!(watcher::watcher(api, cfg).default_backoff());
+    let call = format!("watching node {node}");
+    let (mut seen, mut listed, mut error) = (Seen::default(), false, None::<String>);
+    loop {
+        let unchanged_until = started + UNCHANGED_PATIENCE.min(timeout);
+        let terminal = |v: &Option<String>| matches!(v.as_deref(), Some(x) if x == want.success || x == want.failure);
+        let stuck = seen.first.as_ref().is_some_and(terminal) && !seen.changed;
+        let until = if stuck { unchanged_until } else { deadline };
+        let event = match tokio::time::timeout_at(until, stream.next()).await {
+            Ok(Some(e)) => e,
+            Ok(None) => return Err(format!("{call}: the watch ended")),
+            Err(_) if stuck => {
+                let was = seen.last.as_deref().unwrap_or_default();
+                let why = if key.starts_with("nvidia.com/mig.") {
+                    format!(
+                        "the MIG manager did not pick the change up (is it running on {node}? was that config \
+                         already applied?)"
+                    )
+                } else {
+                    "nothing picked the change up".into()
+                };
+                let secs = UNCHANGED_PATIENCE.min(timeout).as_secs();
+                return Err(format!("{key} stayed {was}, its value from before the change, for {secs} s: {why}"));
+            }
+            Err(_) => {
+                let last = match (&seen.first, &seen.last, &error) {
+                    (Some(_), Some(v), _) => v.clone(),
+                    (Some(_), None, _) => "none (the label is not set)".into(),
+                    (None, _, Some(e)) => format!("none (no answer: {e})"),
+                    (None, _, None) => "none (no answer)".into(),
+                };
+                return Err(format!(
+                    "{key} did not become {} within {} s; last value seen: {last}",
+                    want.success,
+                    timeout.as_secs()
+                ));
+            }
+        };
+        let n = match event {
+            Ok(Event::Init) => {
+                listed = false;
+                continue;
+            }
+            Ok(Event::InitDone) if !listed => return Err(format!("{call}: no node {node}")),
+            Ok(Event::InitDone) => continue,
+            Ok(Event::Delete(_)) => return Err(format!("node {node} was deleted while waiting for {key}")),
+            Ok(Event::InitApply(n) | Event::Apply(n)) => n,
+            // 401, 403, 404...: waiting will not help. Others (unreachable, 5xx, 429) may pass.
+            Err(e) => match error_code(&e) {
+                Some(c) if (400..500).contains(&c) && c != 410 && c != 429 => {
+                    return Err(format!("{call}: {}", watch_error(&e)));
+                }
+                _ => {
+                    error = Some(watch_error(&e));
+                    continue;
+                }
+            },
+        };
+        listed = true;
+        error = None;
+        let value = n.metadata.labels.as_ref().and_then(|l| l.get(key)).cloned();
+        seen.observe(value.clone());
+        // A final value only counts once the label has moved: the one present before the
+        // change is the previous change's result.
+        if !seen.changed {
+            continue;
+        }
+        let secs = started.elapsed().as_secs();
+        match value.as_deref() {
+            Some(v) if v == want.success => return Ok(format!("{key} = {v} after {secs} s")),
+            Some(v) if v == want.failure => {
+                let who = if key.starts_with("nvidia.com/mig.") {
+                    "the MIG manager could not apply the config; see its logs"
+                } else {
+                    "the controller reported a failure; see its logs"
+                };
+                return Err(format!("{key} = {v}: {who}"));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn error_code(e: &watcher::Error) -> Option<u16> {
+    match e {
+        watcher::Error::WatchError(s) => Some(s.code),
+        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
+            code(e)
+        }
+        watcher::Error::NoResourceVersion => None,
+    }
+}
+
+fn watch_error(e: &watcher::Error) -> String {
+    match e {
+        watcher::Error::InitialListFailed(e) => describe("listing", e),
+        watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => describe("watching", e),
+        watcher::Error::WatchError(s) => {
+            format!("the watch sent an error: HTTP {} {}: {}", s.code, s.reason, s.message)
+        }
+        watcher::Error::NoResourceVersion => "the API server sent no resourceVersion".into(),
+    }
+}
+
+fn code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// A failed call, named, with the server's answer or the cause at the bottom of the chain
+/// (hyper and tower wrap "Connection refused" several layers down). No credential is in
+/// either: kube keeps tokens in headers, never in errors.
+fn describe(call: &str, e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => {
+            let message = s.message.lines().next().unwrap_or_default().trim();
+            let reason = if s.reason.is_empty() { String::new() } else { format!(" {}", s.reason) };
+            let message = if message.is_empty() { String::new() } else { format!(": {message}") };
+            format!("{call}: the API server answered HTTP {}{reason}{message}", s.code)
+        }
+        kube::Error::HyperError(_) | kube::Error::Service(_) => {
+            format!("{call}: cannot reach the API server: {}", root_cause(e))
+        }
+        kube::Error::Auth(_) => format!("{call}: authenticating: {}", root_cause(e)),
+        other => format!("{call}: {other}"),
+    }
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut last = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let s = c.to_string();
+        if !s.is_empty() {
+            last = s;
+        }
+        cur = c.source();
+    }
+    last
 }

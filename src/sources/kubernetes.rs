@@ -40,13 +40,19 @@ pub struct Settings {
     pub kinds: KindRules,
 }
 
-/// A client for the configured cluster (also for the actions: cordon, labels, eviction).
+/// A client for the actions (cordon, labels, eviction). It does not retry on its own: kube's
+/// default client repeats a 429/503/504 up to 15 times with backoff, which would ask again, for
+/// minutes, for an eviction a PodDisruptionBudget refused; the operator must hear the refusal.
 pub async fn client(settings: &Settings) -> Result<kube::Client, String> {
-    connect(settings).await.map(|(c, _)| c)
+    connect_with(settings, false).await.map(|(c, _)| c)
 }
 
 /// The client and the API server's URL as messages may show it.
 async fn connect(settings: &Settings) -> Result<(kube::Client, String), String> {
+    connect_with(settings, true).await
+}
+
+async fn connect_with(settings: &Settings, retry: bool) -> Result<(kube::Client, String), String> {
     let options = KubeConfigOptions { context: settings.context.clone(), ..KubeConfigOptions::default() };
     let config = match (&settings.kubeconfig, &settings.context) {
         (Some(path), _) => {
@@ -60,6 +66,8 @@ async fn connect(settings: &Settings) -> Result<(kube::Client, String), String> 
         (None, Some(_)) => kube::Config::from_kubeconfig(&options).await.map_err(|e| format!("kubeconfig: {e}"))?,
         (None, None) => kube::Config::infer().await.map_err(|e| format!("no Kubernetes configuration: {e}"))?,
     };
+    let mut config = config;
+    config.default_retry = retry;
     let server = super::http::redact(&config.cluster_url.to_string());
     let server = server.trim_end_matches('/').to_string();
     let client = kube::Client::try_from(config).map_err(|e| format!("Kubernetes client for {server}: {e}"))?;

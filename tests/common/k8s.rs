@@ -1,8 +1,10 @@
 //! A fake Kubernetes API server on 127.0.0.1 for the Kubernetes source's tests: discovery
 //! (`/api`, `/apis`, Kueue's group when installed), list with `limit`/`continue` and field
 //! selectors, and watch streams of newline-delimited events (ADDED, MODIFIED, DELETED,
-//! BOOKMARK, and ERROR 410 once history is compacted). Failures, delays and a bearer token
-//! check are switches. It serves until dropped.
+//! BOOKMARK, and ERROR 410 once history is compacted). For the actions: GET and merge-PATCH of
+//! one node and pod evictions, each write recorded with its method, content type and body, and
+//! a canned answer for any method and path. Failures, delays and a bearer token check are
+//! switches. It serves until dropped.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -13,6 +15,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+mod write;
+use write::{one, write};
 
 pub const NODES: &str = "/api/v1/nodes";
 pub const PODS: &str = "/api/v1/pods";
@@ -37,6 +42,32 @@ struct State {
     fail: Option<u16>,
     delay: Duration,
     requests: Vec<String>,
+    writes: Vec<Call>,
+    /// (method, path) -> (status, body), answered instead of the usual handling.
+    answers: BTreeMap<(String, String), (u16, String)>,
+}
+
+/// A request that is not a GET, as the server received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub method: String,
+    /// Without the query.
+    pub path: String,
+    pub content_type: String,
+    /// The body as JSON (a string when it is not JSON).
+    pub body: Value,
+}
+
+impl State {
+    /// Create or replace an object: an ADDED or MODIFIED event.
+    fn upsert(&mut self, path: &'static str, mut obj: Value) -> Value {
+        self.rv += 1;
+        obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        let c = self.collections.entry(path).or_default();
+        let kind = if c.objects.insert(key(&obj), obj.clone()).is_some() { "MODIFIED" } else { "ADDED" };
+        c.events.push((self.rv, kind, obj.clone()));
+        obj
+    }
 }
 
 type Shared = Arc<(Mutex<State>, Condvar)>;
@@ -105,15 +136,30 @@ impl FakeK8s {
     }
 
     /// Create or replace an object: an ADDED or MODIFIED event.
-    pub fn put(&self, path: &'static str, mut obj: Value) {
-        self.with(|s| {
-            s.rv += 1;
-            let rv = s.rv;
-            obj["metadata"]["resourceVersion"] = json!(rv.to_string());
-            let c = s.collections.entry(path).or_default();
-            let kind = if c.objects.insert(key(&obj), obj.clone()).is_some() { "MODIFIED" } else { "ADDED" };
-            c.events.push((rv, kind, obj));
-        });
+    pub fn put(&self, path: &'static str, obj: Value) {
+        self.with(|s| s.upsert(path, obj));
+    }
+
+    /// The object stored under `key` (`NS/NAME`, `/NAME` when not namespaced).
+    pub fn get(&self, path: &'static str, key: &str) -> Option<Value> {
+        self.with(|s| s.collections.get(path).and_then(|c| c.objects.get(key).cloned()))
+    }
+
+    /// Change a stored object in place: a MODIFIED event. Panics when there is none.
+    pub fn edit(&self, path: &'static str, key: &str, change: impl FnOnce(&mut Value)) {
+        let mut obj = self.get(path, key).unwrap_or_else(|| panic!("no {key} in {path}"));
+        change(&mut obj);
+        self.put(path, obj);
+    }
+
+    /// The requests other than GETs, in order.
+    pub fn writes(&self) -> Vec<Call> {
+        self.with(|s| s.writes.clone())
+    }
+
+    /// Answer `method path` (no query) with this status and body from now on.
+    pub fn answer(&self, method: &str, path: &str, code: u16, body: Value) {
+        self.with(|s| s.answers.insert((method.into(), path.into()), (code, body.to_string())));
     }
 
     pub fn delete(&self, path: &'static str, key: &str) {
@@ -247,22 +293,38 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
             return;
         }
+        let method = line.split_whitespace().next().unwrap_or("GET").to_string();
         let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-        let mut auth = String::new();
+        let (mut auth, mut content_type, mut length) = (String::new(), String::new(), 0usize);
         loop {
             let mut h = String::new();
             if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
                 break;
             }
-            if h.to_ascii_lowercase().starts_with("authorization:") {
-                auth = h["authorization:".len()..].trim().to_string();
+            let Some((name, value)) = h.split_once(':') else { continue };
+            match name.to_ascii_lowercase().as_str() {
+                "authorization" => auth = value.trim().to_string(),
+                "content-type" => content_type = value.trim().to_string(),
+                "content-length" => length = value.trim().parse().unwrap_or(0),
+                _ => {}
             }
         }
+        let mut body = vec![0; length];
+        if std::io::Read::read_exact(&mut reader, &mut body).is_err() {
+            return;
+        }
         let lock = &shared.0;
-        let (delay, fail, kueue) = {
+        let (path, params) = query(&target);
+        let (delay, fail, kueue, answer) = {
             let mut s = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             s.requests.push(target.clone());
-            (s.delay, s.fail, s.kueue)
+            if method != "GET" {
+                let text = String::from_utf8_lossy(&body).into_owned();
+                let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                let content_type = content_type.clone();
+                s.writes.push(Call { method: method.clone(), path: path.clone(), content_type, body });
+            }
+            (s.delay, s.fail, s.kueue, s.answers.get(&(method.clone(), path.clone())).cloned())
         };
         std::thread::sleep(delay);
         if auth != format!("Bearer {TOKEN}") {
@@ -277,7 +339,17 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
             );
             continue;
         }
-        let (path, params) = query(&target);
+        if let Some((code, text)) = answer {
+            respond(&mut stream, code, &text);
+            continue;
+        }
+        if method != "GET" || one(&path).is_some() {
+            let (code, text) = write(shared, &method, &path, &content_type, &body);
+            if !respond(&mut stream, code, &text) {
+                return;
+            }
+            continue;
+        }
         let ok = match path.as_str() {
             "/api" => respond(&mut stream, 200, &json!({"kind": "APIVersions", "versions": ["v1"]}).to_string()),
             "/apis" => respond(&mut stream, 200, &groups(kueue).to_string()),
