@@ -5,7 +5,10 @@
 //! the committed `config.example.toml` identical to it.
 
 pub mod duration;
+mod example;
 pub mod scheduler;
+
+pub use example::example;
 
 pub use scheduler::{Kubernetes, Slurm};
 
@@ -448,92 +451,6 @@ impl Reader<'_> {
             _ => Err(self.bad(key, v, "expected true, false or a non-empty string")),
         }
     }
-}
-
-/// The commented example config, built from the defaults so it cannot drift from them.
-pub fn example() -> String {
-    let d = Config::default();
-    format!(
-        r#"# tessera configuration: $XDG_CONFIG_HOME/tessera/config.toml (else ~/.config/tessera/config.toml).
-# Check a file with `tessera check-config [PATH]`. Every key is optional; the values shown are
-# the defaults. Command-line flags override the file.
-
-# Refuse every action and hide the action keys (SSH dashboards).
-read_only = {read_only}
-# How often sources are polled and the screen may redraw.
-refresh = "{refresh}"
-# A theme name (default, light, high-contrast, colorblind, mono) or a path to a theme file.
-# theme = "default"
-
-[sources]
-# With no source configured (and no GPU found) tessera runs the simulated cluster.
-# Set demo = true to run it alongside (or instead of) real sources.
-demo = false
-# Local GPUs through NVML: true for the system library, or a path to libnvidia-ml.so.1.
-# nvml = true
-# A Prometheus server that scrapes dcgm-exporter.
-# prometheus = "http://prometheus.example:9090"
-# The instant query whose series are mapped like dcgm-exporter's (the default selects the DCGM
-# families tessera reads); use it to add label filters, e.g. {{__name__=~"DCGM_FI_.*",cluster="a"}}.
-# prometheus_query = '{{__name__=~"DCGM_FI_.*",cluster="a"}}'
-# Also read the queue from Prometheus: pending pods that request GPUs (kube-state-metrics)
-# and Kueue's pending count.
-prometheus_queue = false
-# dcgm-exporter endpoints to scrape directly.
-# scrape = ["http://gpu-node-1.example:9400/metrics"]
-# Slurm queue and nodes from squeue/sinfo JSON on this host (see [slurm]).
-# slurm = true
-# Kubernetes: true for the current kubeconfig context, or a context name.
-# kubernetes = "prod-gpu"
-# Node names of scraped cards: "target" (the scrape URL's host) or "label" (dcgm-exporter's
-# Hostname label, often the exporter pod's name unless NODE_NAME is set).
-scrape_node = "target"
-
-[sources.http]
-# Transport for Prometheus and the exporters. Credentials never appear on screen or in logs.
-connect_timeout = "{connect}"
-timeout = "{timeout}"
-# bearer_token_file = "/var/run/secrets/prometheus/token"
-# bearer_token_env = "PROMETHEUS_TOKEN"
-# basic_user = "tessera"
-# basic_password_file = "/etc/tessera/prometheus-password"
-# ca_file = "/etc/ssl/certs/internal-ca.pem"
-insecure_skip_verify = false
-
-# Per-field PromQL for the Prometheus source: any of gpu_util, gr_engine_active, fb_used,
-# fb_free, temperature, power, power_limit, sm_clock, mem_clock, xid, ecc_dbe. Each replaces
-# that field's series from prometheus_query; keep the labels gpu, UUID and instance (or
-# Hostname) in the answer.
-# [sources.promql]
-# temperature = 'max_over_time(DCGM_FI_DEV_GPU_TEMP[1m])'
-
-[demo]
-# The simulated cluster: the same seed gives the same cluster.
-seed = {seed}
-# Simulated seconds per real second.
-speed = {speed:?}
-# NODESxGPUS to scale it up, for load and render testing.
-# size = "512x8"
-
-[policy]
-# Training may be preempted only after running this long (checkpoints are costly).
-min_runtime = "{min_runtime}"
-# Suggest scale-in when utilisation stays under this percentage.
-scale_in_utilization_pct = {scale_in:?}
-# Suggest scale-out when a workload has waited longer than this.
-queue_wait_threshold = "{wait}"
-{scheduler}"#,
-        scheduler = scheduler::example(),
-        read_only = d.read_only,
-        refresh = duration::format(d.refresh),
-        seed = d.demo.seed,
-        speed = d.demo.speed,
-        min_runtime = duration::format(d.policy.min_runtime),
-        scale_in = d.policy.scale_in_utilization_pct,
-        wait = duration::format(d.policy.queue_wait_threshold),
-        connect = duration::format(d.sources.http.connect_timeout),
-        timeout = duration::format(d.sources.http.timeout),
-    )
 }
 
 #[cfg(test)]

@@ -293,22 +293,9 @@ fn describe(call: &str, e: &kube::Error) -> String {
             format!("{call}: the API server answered HTTP {}{reason}{message}", s.code)
         }
         kube::Error::HyperError(_) | kube::Error::Service(_) => {
-            format!("{call}: cannot reach the API server: {}", root_cause(e))
+            format!("{call}: cannot reach the API server: {}", crate::sources::kubernetes::error::root_cause(e))
         }
-        kube::Error::Auth(_) => format!("{call}: authenticating: {}", root_cause(e)),
+        kube::Error::Auth(_) => format!("{call}: authenticating: {}", crate::sources::kubernetes::error::root_cause(e)),
         other => format!("{call}: {other}"),
     }
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut last = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let s = c.to_string();
-        if !s.is_empty() {
-            last = s;
-        }
-        cur = c.source();
-    }
-    last
 }

@@ -9,6 +9,8 @@ use crate::actions::execute::{Outcome, Progress};
 use crate::actions::{Action, Plan};
 use crate::model::mig::{enumerate, lookup};
 use crate::model::{Card, CardRef, Fleet, QueueSummary, Resource};
+use crate::ui::keymap::Intent;
+use crate::ui::state::{Tab, UiState};
 
 /// One layout the picker offers.
 #[derive(Debug, Clone, PartialEq)]
@@ -169,6 +171,43 @@ pub fn offers_drain(plan: &Plan) -> bool {
     matches!(plan.action, Action::Repartition { .. })
         && plan.card.is_some()
         && plan.blockers.iter().any(|b| b.contains("not idle"))
+}
+
+/// An action key: the card it is on (fleet view or an open card) or the workload
+/// (workloads view), then a plan request or the repartition picker.
+pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) {
+    if st.read_only {
+        st.message = Some("read-only: actions are off".into());
+        return;
+    }
+    if matches!(intent, Intent::Preempt | Intent::ForcePreempt) {
+        let id = (st.tab == Tab::Workloads && st.open_card.is_none())
+            .then(|| st.workload_rows.get(st.selected[2]).and_then(|&i| fleet.workloads.get(i)))
+            .flatten()
+            .map(|w| w.id.clone());
+        match id {
+            Some(workload) => {
+                let force = intent == Intent::ForcePreempt;
+                st.request = Some(Request::Plan(Action::Preempt { workload, force }));
+            }
+            None => st.message = Some("preempt: select a workload in the workloads view (3)".into()),
+        }
+        return;
+    }
+    let card = st.open_card.clone().or_else(|| (st.tab == Tab::Fleet).then(|| st.selected_card()).flatten());
+    let Some(r) = card else {
+        st.message = Some("select a card in the fleet view (1) first".into());
+        return;
+    };
+    let target = r.to_string();
+    match intent {
+        Intent::Drain => st.request = Some(Request::Plan(Action::Drain { target })),
+        Intent::Undrain => st.request = Some(Request::Plan(Action::Undrain { target })),
+        _ => match fleet.card(&r).ok_or_else(|| format!("{r} is gone")).and_then(|c| picker(fleet, &r, c, &st.queue)) {
+            Ok(m) => st.modal = Some(m),
+            Err(e) => st.message = Some(e),
+        },
+    }
 }
 
 /// A confirmation dialog for a plan.

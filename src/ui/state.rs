@@ -409,53 +409,10 @@ impl UiState {
                 self.rebuild(fleet);
             }
             Intent::Drain | Intent::Undrain | Intent::Repartition | Intent::Preempt | Intent::ForcePreempt => {
-                self.action(intent, fleet);
+                super::actions::on_intent(self, intent, fleet);
             }
         }
         Effect::Redraw
-    }
-
-    /// An action key: the card it is on (fleet view or an open card) or the workload
-    /// (workloads view), then a plan request or the repartition picker.
-    fn action(&mut self, intent: Intent, fleet: &Fleet) {
-        use super::actions::{Request, picker};
-        use crate::actions::Action;
-        if self.read_only {
-            self.message = Some("read-only: actions are off".into());
-            return;
-        }
-        if matches!(intent, Intent::Preempt | Intent::ForcePreempt) {
-            let id = (self.tab == Tab::Workloads && self.open_card.is_none())
-                .then(|| self.workload_rows.get(self.selected[2]).and_then(|&i| fleet.workloads.get(i)))
-                .flatten()
-                .map(|w| w.id.clone());
-            match id {
-                Some(workload) => {
-                    let force = intent == Intent::ForcePreempt;
-                    self.request = Some(Request::Plan(Action::Preempt { workload, force }));
-                }
-                None => self.message = Some("preempt: select a workload in the workloads view (3)".into()),
-            }
-            return;
-        }
-        let card = self.open_card.clone().or_else(|| (self.tab == Tab::Fleet).then(|| self.selected_card()).flatten());
-        let Some(r) = card else {
-            self.message = Some("select a card in the fleet view (1) first".into());
-            return;
-        };
-        let target = r.to_string();
-        match intent {
-            Intent::Drain => self.request = Some(Request::Plan(Action::Drain { target })),
-            Intent::Undrain => self.request = Some(Request::Plan(Action::Undrain { target })),
-            _ => match fleet
-                .card(&r)
-                .ok_or_else(|| format!("{r} is gone"))
-                .and_then(|c| picker(fleet, &r, c, &self.queue))
-            {
-                Ok(m) => self.modal = Some(m),
-                Err(e) => self.message = Some(e),
-            },
-        }
     }
 
     fn switch(&mut self, t: Tab) {
