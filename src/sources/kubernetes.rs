@@ -4,7 +4,7 @@
 //! large cluster costs one list and then only its changes; every interval the stores are
 //! mapped into one update.
 
-mod error;
+pub(crate) mod error;
 mod kueue;
 mod nodes;
 mod objects;
