@@ -149,6 +149,26 @@ fn commands_that_print_fail_hang_or_are_missing() {
     assert!(note.contains("without meta"), "{note}");
     assert_eq!(p.nodes[0].cards.len(), 4);
 
+    // 23.11+: sinfo prints partition summaries; the nodes come from scontrol.
+    let newer = commands(
+        "newer",
+        r#"echo '{"jobs": []}'"#,
+        r#"echo '{"sinfo": [{"partition": {"name": "gpu"}}], "meta": {}}'"#,
+    );
+    let nodes = fix.join("slurm-nodes.json");
+    std::fs::write(
+        newer.join("scontrol"),
+        format!("#!/bin/sh\n[ \"$*\" = 'show nodes --json' ] && cat '{}'\n", nodes.display()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(newer.join("scontrol"), p).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let p = collect(&settings(Some(&newer)), None).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.nodes.iter().any(|n| n.name == "ia1" && n.cards.len() == 6), "{:?}", p.nodes);
+
     let missing = std::env::temp_dir().join("tessera-no-slurm-here");
     let e = collect(&settings(Some(&missing)), None).err().unwrap_or_default();
     assert!(e.starts_with("squeue: not found"), "{e}");

@@ -134,3 +134,35 @@ fn nothing_overflows_at_small_and_odd_sizes() {
         }
     }
 }
+
+#[test]
+fn long_plans_keep_warnings_and_the_prompt_in_view() {
+    use tessera::actions::{Action, Backend, Op, Plan, Step};
+    let setup = |st: &mut UiState, _: &Store| {
+        let steps = (0..22)
+            .map(|i| Step {
+                what: format!("step {i}"),
+                call: format!("call {i}"),
+                op: Op::Wait { seconds: 0, why: String::new() },
+            })
+            .collect();
+        let plan = Plan {
+            action: Action::Repartition { target: "n1/0".into(), layout: "whole".into() },
+            backend: Backend::Nvml,
+            source: "nvml".into(),
+            target: "n1/0".into(),
+            summary: "Repartition n1/0".into(),
+            steps,
+            warnings: vec!["the last warning".into()],
+            blockers: Vec::new(),
+            destructive: true,
+            second_confirmation: None,
+            card: None,
+        };
+        st.modal = Some(tessera::ui::actions::confirm(plan));
+    };
+    let screen = render(80, 24, setup, false);
+    assert!(screen.contains("more steps"), "{screen}");
+    assert!(screen.contains("warning: the last warning"), "{screen}");
+    assert!(screen.contains("type n1/0 and Enter"), "{screen}");
+}

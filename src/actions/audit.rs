@@ -46,6 +46,8 @@ fn who() -> Value {
         "host": host,
         // Only the client address and ports: never anything else of the SSH environment.
         "ssh_client": env("SSH_CLIENT"),
+        // Under sudo, who asked.
+        "sudo_user": env("SUDO_USER"),
     })
 }
 
@@ -55,6 +57,11 @@ fn now() -> String {
 
 pub fn intent(plan: &Plan) -> Value {
     json!({ "record": "intent", "at": now(), "who": who(), "plan": plan })
+}
+
+/// The console was left while the action ran: where each step stood.
+pub fn interrupted(plan: &Plan, steps: &[String]) -> Value {
+    json!({ "record": "interrupted", "at": now(), "who": who(), "plan": plan, "steps": steps })
 }
 
 /// An attempt the guards refused: nothing ran.
@@ -103,7 +110,10 @@ pub fn previous_compute_mode(path: &Path, card: &str) -> Option<ComputeMode> {
         if !is {
             return None;
         }
-        serde_json::from_value(v.pointer("/result/previous_mode")?.clone()).ok()
+        // A drain of a card already drained recorded PROHIBITED, and a failed one nothing: the
+        // mode to restore is the one before the first drain still in force.
+        let mode: ComputeMode = serde_json::from_value(v.pointer("/result/previous_mode")?.clone()).ok()?;
+        (mode != ComputeMode::Prohibited).then_some(mode)
     })
 }
 
@@ -120,10 +130,16 @@ mod tests {
             "result": {"previous_mode": "exclusive_process"}});
         assert!(append(&path, &json!({"record": "intent"})).is_ok());
         assert!(append(&path, &rec).is_ok());
+        // Drained twice, then a failed drain: still the mode before the first.
+        let twice = json!({"record": "outcome", "card": "n1/0", "action": {"action": "drain", "target": "n1/0"},
+            "result": {"previous_mode": "prohibited"}});
+        let failed = json!({"record": "outcome", "card": "n1/0", "action": {"action": "drain", "target": "n1/0"},
+            "result": {"previous_mode": null}});
+        assert!(append(&path, &twice).is_ok() && append(&path, &failed).is_ok());
         let mode = std::fs::metadata(&path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
         assert_eq!(mode, 0o600);
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        assert_eq!(text.lines().count(), 2);
+        assert_eq!(text.lines().count(), 4);
         assert_eq!(previous_compute_mode(&path, "n1/0"), Some(ComputeMode::ExclusiveProcess));
         assert_eq!(previous_compute_mode(&path, "n1/1"), None);
         let _ = std::fs::remove_dir_all(&dir);

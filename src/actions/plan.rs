@@ -85,15 +85,25 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                 ),
                 destructive: matches!(action, Action::Repartition { .. }),
                 second_confirmation: None,
-                card: card.map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
+                // Schedulers act on the whole node, so the action names no card there.
+                card: card
+                    .filter(|_| matches!(backend, Backend::Simulated | Backend::Nvml))
+                    .map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
             };
             let card_level = matches!(backend, Backend::Simulated | Backend::Nvml);
             if card_level && card.is_none() {
                 return Err(format!("{target}: {} acts on one card: give NODE/INDEX", backend.as_str()));
             }
             match action {
-                Action::Repartition { layout, .. } => repartition(&mut p, node, card, layout),
+                Action::Repartition { layout, .. } => repartition(&mut p, fleet, node, card, layout),
                 _ => drain(&mut p, node, card, matches!(action, Action::Drain { .. }), o),
+            }
+            // A scheduler's drain or cordon may be someone else's: say whose before replacing it.
+            if matches!(backend, Backend::Slurm | Backend::Kubernetes)
+                && let Some(reason) = node.reason.as_deref().filter(|_| !node.schedulable)
+                && !reason.contains("tessera:")
+            {
+                p.warnings.push(format!("{} is already unschedulable, not by tessera: {reason}", node.name));
             }
             Ok(p)
         }
@@ -135,6 +145,12 @@ fn drain(p: &mut Plan, node: &Node, card: Option<&Card>, on: bool, o: &Options) 
             p.summary = format!("{verb} {}/{}: compute mode {mode:?}", node.name, c.index);
             if on {
                 p.warnings.push("running processes continue; no new CUDA context can start on the card".into());
+                if c.mig.enabled {
+                    p.warnings.push(
+                        "MIG is on: some drivers refuse compute mode changes then; the step fails and nothing changes"
+                            .into(),
+                    );
+                }
             } else if o.previous_mode.is_none() {
                 p.warnings.push("the mode before the drain is not in the audit log: restoring DEFAULT".into());
             }

@@ -8,9 +8,9 @@ use super::super::guard;
 use super::super::{Action, Backend, Op, Plan};
 use super::{Options, SIM_CHECKPOINT_S, SIM_MIG_CREATE_S, SIM_MIG_DESTROY_S, program, shell_words, step};
 
-pub(super) fn repartition(p: &mut Plan, node: &Node, card: Option<&Card>, layout: &str) {
+pub(super) fn repartition(p: &mut Plan, fleet: &Fleet, node: &Node, card: Option<&Card>, layout: &str) {
     if p.backend == Backend::Kubernetes {
-        return kube_config(p, node, layout);
+        return kube_config(p, fleet, node, layout);
     }
     let Some(c) = card else { return };
     p.blockers.extend(guard::repartition(c, layout));
@@ -116,11 +116,11 @@ pub(super) fn repartition(p: &mut Plan, node: &Node, card: Option<&Card>, layout
 }
 
 /// Kubernetes repartitions a node by naming a mig-parted config in a label.
-fn kube_config(p: &mut Plan, node: &Node, layout: &str) {
+fn kube_config(p: &mut Plan, fleet: &Fleet, node: &Node, layout: &str) {
     let name = if layout == "whole" { "all-disabled".to_string() } else { layout.to_string() };
     p.summary = format!("Set MIG config {name} on node {} (GPU Operator)", node.name);
     p.warnings.push(format!(
-        "the GPU Operator applies named configs to every GPU of {}; its MIG manager evicts GPU pods there first",
+        "the GPU Operator applies named configs to every GPU of {}; GPU pods there must be gone first",
         node.name
     ));
     if name.contains('@') || name.contains(',') {
@@ -128,7 +128,9 @@ fn kube_config(p: &mut Plan, node: &Node, layout: &str) {
             "Kubernetes takes a named config from the mig-parted ConfigMap (e.g. all-balanced), not a layout: {layout}"
         ));
     }
-    let holders: usize = node.cards.iter().map(|c| c.holders().count()).sum();
+    // Kubernetes names a pod's node, not its card: every active GPU workload on the node counts.
+    let on_node = fleet.workloads.iter().filter(|w| w.state.is_active() && w.node.as_deref() == Some(&node.name));
+    let holders: usize = on_node.count().max(node.cards.iter().map(|c| c.holders().count()).sum());
     if holders > 0 {
         p.blockers.push(format!("{holders} workloads hold GPUs on {}: drain (cordon) and wait first", node.name));
     }

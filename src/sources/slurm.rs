@@ -106,6 +106,11 @@ fn document(text: &str, what: &str, key: &str, notes: &mut Vec<String>) -> Resul
     Ok(doc)
 }
 
+/// True for the newer `sinfo --json` shape (`{"sinfo": [...]}`, no `nodes`).
+fn sinfo_summary(text: &str) -> bool {
+    serde_json::from_str::<Value>(text).is_ok_and(|v| v.get("nodes").is_none() && v.get("sinfo").is_some())
+}
+
 /// Versions of slurmrestd's API, newest first; the first one the server has is used.
 const REST_VERSIONS: &[&str] = &["v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0.0.39", "v0.0.38"];
 
@@ -153,13 +158,33 @@ pub async fn collect(
         }
         _ => {
             let jobs = document(&run(settings, "squeue", &["--json"]).await?, "squeue --json", "jobs", &mut notes)?;
-            let nodes = document(&run(settings, "sinfo", &["--json"]).await?, "sinfo --json", "nodes", &mut notes)?;
+            let text = run(settings, "sinfo", &["--json"]).await?;
+            // Since 23.11 `sinfo --json` prints per-partition summaries under "sinfo" instead of
+            // nodes; `scontrol show nodes --json` (23.02 and later) has the node objects.
+            let nodes = if sinfo_summary(&text) {
+                let text = run(settings, "scontrol", &["show", "nodes", "--json"]).await?;
+                document(&text, "scontrol show nodes --json", "nodes", &mut notes)?
+            } else {
+                document(&text, "sinfo --json", "nodes", &mut notes)?
+            };
             (jobs, nodes)
         }
     };
     notes.dedup();
-    let found = jobs::map(&jobs_doc, &settings.kinds);
+    let mut found = jobs::map(&jobs_doc, &settings.kinds);
     let (mut nodes, bad_nodes) = nodes::map(&nodes_doc);
+    // Jobs name GRES device indexes; cards are numbered among whole-GPU devices only.
+    let indexes = nodes::card_indexes(&nodes_doc);
+    for w in &mut found.workloads {
+        w.cards.retain_mut(|c| match indexes.get(&c.node).and_then(|m| m.get(&c.index)) {
+            Some(&i) => {
+                c.index = i;
+                true
+            }
+            // A node sinfo did not list keeps the GRES index as the best guess.
+            None => !indexes.contains_key(&c.node),
+        });
+    }
     for w in found.workloads.iter().filter(|w| w.state.is_active()) {
         for c in &w.cards {
             let card = nodes

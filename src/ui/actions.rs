@@ -59,11 +59,13 @@ pub enum Answer {
 pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card, queue: &QueueSummary) -> Result<Modal, String> {
     let model = lookup(&card.model).ok_or_else(|| format!("{}: GPU model not in the MIG catalog", card.model))?;
     let wanted = |res: &Resource| queue.demand.iter().filter(|d| d.resource == *res).map(|d| d.wanted).sum::<u64>();
-    let mut choices = vec![Choice {
-        layout: "whole".into(),
-        fits: wanted(&Resource::WholeCard { model: Some(model.name.clone()) }).min(1)
-            + wanted(&Resource::WholeCard { model: None }).min(1),
-    }];
+    let whole_fits = (wanted(&Resource::WholeCard { model: Some(model.name.clone()) })
+        + wanted(&Resource::WholeCard { model: None }))
+    .min(1);
+    if kubernetes_only(fleet, &r.node) {
+        return Ok(config_picker(r, card, model, &wanted, whole_fits));
+    }
+    let mut choices = vec![Choice { layout: "whole".into(), fits: whole_fits }];
     for layout in enumerate(model) {
         let text: Vec<String> = layout.iter().map(|p| format!("{}@{}", p.profile, p.start)).collect();
         let mut fits = 0;
@@ -85,8 +87,36 @@ pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card, queue: &QueueSummary) -> 
     } else {
         "whole".into()
     };
-    let _ = fleet;
     Ok(Modal::Picker { card: r.clone(), choices, selected: 0, current })
+}
+
+/// Only Kubernetes can act on this node: it takes named configs, not layouts.
+fn kubernetes_only(fleet: &Fleet, node: &str) -> bool {
+    use crate::model::SourceKind;
+    let Some(n) = fleet.nodes.iter().find(|n| n.name == node) else { return false };
+    let kinds: Vec<SourceKind> =
+        n.sources.iter().filter_map(|s| fleet.sources.iter().find(|x| x.name == *s).map(|x| x.kind)).collect();
+    kinds.contains(&SourceKind::Kubernetes)
+        && !kinds.iter().any(|k| matches!(k, SourceKind::Simulated | SourceKind::Nvml))
+}
+
+/// The GPU Operator's stock mig-parted configs for this model: `all-disabled`, `all-balanced`
+/// and `all-<profile>` (site-defined names are typed on the command line).
+fn config_picker(
+    r: &CardRef,
+    card: &Card,
+    model: &crate::model::mig::GpuModel,
+    wanted: &dyn Fn(&Resource) -> u64,
+    whole_fits: u64,
+) -> Modal {
+    let mut choices = vec![Choice { layout: "all-disabled".into(), fits: whole_fits }];
+    choices.push(Choice { layout: "all-balanced".into(), fits: 0 });
+    for p in model.profiles.iter().filter(|p| !p.has_media_extensions()) {
+        let fits = wanted(&Resource::MigInstance { profile: p.name.clone() });
+        choices.push(Choice { layout: format!("all-{}", p.name), fits });
+    }
+    let current = card.mig.error.clone().unwrap_or_else(|| "MIG off".into());
+    Modal::Picker { card: r.clone(), choices, selected: 0, current }
 }
 
 pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
@@ -169,8 +199,7 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
 /// A refused repartition of a card that is only busy: draining it is the way forward.
 pub fn offers_drain(plan: &Plan) -> bool {
     matches!(plan.action, Action::Repartition { .. })
-        && plan.card.is_some()
-        && plan.blockers.iter().any(|b| b.contains("not idle"))
+        && plan.blockers.iter().any(|b| b.contains("not idle") || b.contains("drain (cordon)"))
 }
 
 /// An action key: the card it is on (fleet view or an open card) or the workload

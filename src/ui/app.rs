@@ -97,7 +97,10 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                     effect = merge(effect, on_event(&mut st, &store, ev));
                 }
                 match effect {
-                    Effect::Quit => break,
+                    Effect::Quit => {
+                        interrupted(&st);
+                        break;
+                    }
                     Effect::Redraw => dirty = true,
                     Effect::None => {}
                 }
@@ -107,11 +110,15 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                 }
             }
             Some(ev) = act_rx.recv() => {
+                let finished = matches!(ev, ActEvent::Finished(_));
                 if let Some(m) = &mut st.modal {
                     match ev {
                         ActEvent::Progress(p) => super::actions::on_progress(m, p),
                         ActEvent::Finished(o) => super::actions::on_outcome(m, o),
                     }
+                }
+                if finished && st.quit_after_action {
+                    break;
                 }
                 dirty = true;
             }
@@ -139,12 +146,35 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                 dirty |= store.check_staleness(st.wall)
                     || store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
             }
-            _ = term.recv() => break,
-            _ = hup.recv() => break,
-            _ = int.recv() => break,
+            // A signal while an action runs lets it finish (and be audited); a second one leaves.
+            _ = term.recv() => if wait_for_action(&mut st) { dirty = true } else { break },
+            _ = hup.recv() => if wait_for_action(&mut st) { dirty = true } else { break },
+            _ = int.recv() => if wait_for_action(&mut st) { dirty = true } else { break },
         }
     }
     Ok(())
+}
+
+/// Asked to quit while an action runs: the first time, let it finish (true); the second, go.
+fn wait_for_action(st: &mut UiState) -> bool {
+    if st.action_running() && !st.quit_after_action {
+        st.quit_after_action = true;
+        st.message = Some("an action is running: tessera quits when it ends (again to leave now)".into());
+        return true;
+    }
+    interrupted(st);
+    false
+}
+
+/// Leaving while an action runs: say in the audit log where it stood.
+fn interrupted(st: &UiState) {
+    use crate::actions::audit;
+    if let (Some(super::actions::Modal::Running { plan, status, outcome: None }), Some(path)) =
+        (&st.modal, audit::default_path())
+    {
+        let steps: Vec<String> = status.iter().map(|s| format!("{s:?}")).collect();
+        let _ = audit::append(&path, &audit::interrupted(plan, &steps));
+    }
 }
 
 /// What a running action reports to the loop.
@@ -164,17 +194,13 @@ fn on_request(
     tx: &mpsc::UnboundedSender<ActEvent>,
     req: super::actions::Request,
 ) {
-    use crate::actions::{Action, Target, audit, plan};
+    use crate::actions::{Action, audit, plan};
     let audit_path = audit::default_path();
     match req {
         super::actions::Request::Plan(action) => {
             let force = matches!(action, Action::Preempt { force: true, .. });
             let mut opts = plan::Options::new(cfg, force, Utc::now());
-            if let (Action::Undrain { target }, Some(path)) = (&action, &audit_path)
-                && let Target::Card(r) = Target::parse(target)
-            {
-                opts.previous_mode = audit::previous_compute_mode(path, &r.to_string());
-            }
+            opts.previous_mode = previous_mode(&action, audit_path.as_deref());
             match plan::plan(&action, store.fleet(), &opts) {
                 Ok(p) => {
                     if !p.allowed()
@@ -191,6 +217,24 @@ fn on_request(
             }
         }
         super::actions::Request::Execute(plan) => {
+            // The cluster may have moved while the operator typed: plan again and run only
+            // what was confirmed.
+            let mut opts =
+                plan::Options::new(cfg, matches!(plan.action, Action::Preempt { force: true, .. }), Utc::now());
+            opts.previous_mode = previous_mode(&plan.action, audit_path.as_deref());
+            match plan::plan(&plan.action, store.fleet(), &opts) {
+                Ok(now) if now.steps == plan.steps && now.blockers == plan.blockers => {}
+                Ok(now) => {
+                    st.message = Some("the cluster changed since the plan was shown: confirm the new plan".into());
+                    st.modal = Some(super::actions::confirm(now));
+                    return;
+                }
+                Err(e) => {
+                    st.modal = None;
+                    st.message = Some(format!("{}: {e}", plan.action.verb()));
+                    return;
+                }
+            }
             // No audit, no action.
             let logged = audit_path
                 .ok_or_else(|| "no audit log path (set XDG_STATE_HOME or HOME)".to_string())
@@ -223,6 +267,21 @@ fn on_request(
                 let _ = tx.send(ActEvent::Finished(outcome));
             });
         }
+    }
+}
+
+/// For an undrain of a card: the compute mode it had before tessera drained it.
+fn previous_mode(
+    action: &crate::actions::Action,
+    audit: Option<&std::path::Path>,
+) -> Option<crate::model::ComputeMode> {
+    use crate::actions::{Action, Target};
+    match (action, audit) {
+        (Action::Undrain { target }, Some(path)) => match Target::parse(target) {
+            Target::Card(r) => crate::actions::audit::previous_compute_mode(path, &r.to_string()),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -275,6 +334,11 @@ pub fn on_event(st: &mut UiState, store: &Store, ev: Event) -> Effect {
 pub fn on_key(st: &mut UiState, fleet: &crate::model::Fleet, k: KeyEvent) -> Effect {
     // Ctrl-C quits from anywhere, typing included: raw mode turns it into a key.
     if k.code == KeyCode::Char('c') && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) {
+        if st.action_running() && !st.quit_after_action {
+            st.quit_after_action = true;
+            st.message = Some("an action is running: tessera quits when it ends (Ctrl-C again to leave now)".into());
+            return Effect::Redraw;
+        }
         return Effect::Quit;
     }
     if let Some(modal) = &mut st.modal {
@@ -282,6 +346,8 @@ pub fn on_key(st: &mut UiState, fleet: &crate::model::Fleet, k: KeyEvent) -> Eff
             super::actions::Answer::Stay => {}
             super::actions::Answer::Close(message) => {
                 st.modal = None;
+                // A confirmation typed ahead of the loop must not outlive its dialog.
+                st.request = None;
                 st.message = Some(message);
             }
             super::actions::Answer::Request(r) => st.request = Some(r),

@@ -128,6 +128,8 @@ pub struct UiState {
     pub modal: Option<super::actions::Modal>,
     /// A request for the loop (plan an action, execute a confirmed plan).
     pub request: Option<super::actions::Request>,
+    /// Quit was asked while an action ran: leave when it ends.
+    pub quit_after_action: bool,
 }
 
 /// What the loop must do after a key.
@@ -168,6 +170,7 @@ impl UiState {
             queue: crate::model::QueueSummary::default(),
             modal: None,
             request: None,
+            quit_after_action: false,
         }
     }
 
@@ -210,6 +213,11 @@ impl UiState {
         self.totals = super::views::header::totals(fleet);
         self.queue = crate::model::QueueSummary::compute(fleet, self.now);
         self.rebuild(fleet);
+    }
+
+    /// An action is executing (its dialog shows progress and no outcome yet).
+    pub fn action_running(&self) -> bool {
+        matches!(&self.modal, Some(super::actions::Modal::Running { outcome: None, .. }))
     }
 
     pub fn selected_card(&self) -> Option<CardRef> {

@@ -47,6 +47,25 @@ fn workload(job: &Value, kinds: &KindRules) -> Option<Option<Workload>> {
     let wants_gpu = request.gpus.is_some_and(|n| n > 0) || request.mig_profile.is_some();
     let kind = kinds.classify([partition, qos], wants_gpu);
     let name = text(job.get("name")).unwrap_or("(no name)");
+    // An array task is `ARRAY_TASK` to Slurm's commands; a pending array record stands for
+    // all its waiting tasks (`0-99%4`), so its request counts every one of them.
+    let array = num(job.get("array_job_id")).filter(|&a| a > 0);
+    let (id, name, tasks) = match (array, num(job.get("array_task_id"))) {
+        (Some(a), Some(t)) => (format!("{a}_{t}"), name.to_string(), 1),
+        (Some(_), None) => match text(job.get("array_task_string")) {
+            Some(range) => {
+                let range = range.split('%').next().unwrap_or(range);
+                let n = gres::index_list(range).map_or(1, |v| v.len().max(1));
+                (id.to_string(), format!("{name}[{range}]"), n)
+            }
+            None => (id.to_string(), name.to_string(), 1),
+        },
+        _ => (id.to_string(), name.to_string(), 1),
+    };
+    let mut request = request;
+    if tasks > 1 {
+        request.gpus = request.gpus.map(|g| g.saturating_mul(u32::try_from(tasks).unwrap_or(u32::MAX)));
+    }
     let mut w = Workload::new(format!("slurm:{id}"), name, kind, state);
     w.owner = text(job.get("user_name")).map(str::to_string);
     w.priority = num(job.get("priority"));
@@ -172,6 +191,18 @@ mod tests {
             "state_reason": "None"}));
         assert_eq!(w.request.gpus, Some(3));
         assert_eq!(w.reason.as_deref(), Some("Pending"), "a pending job always says why");
+    }
+
+    #[test]
+    fn array_tasks_and_pending_arrays() {
+        let w = one(json!({"job_id": 124, "array_job_id": 120, "array_task_id": 4, "job_state": "RUNNING",
+            "name": "sweep", "tres_per_job": "gres/gpu:1"}));
+        assert_eq!(w.id, "slurm:120_4", "scancel and scontrol take ARRAY_TASK");
+        let w = one(json!({"job_id": 120, "array_job_id": 120, "array_task_id": null, "array_task_string": "5-9%2",
+            "job_state": "PENDING", "name": "sweep", "tres_per_node": "gres:gpu:2"}));
+        assert_eq!((w.id.as_str(), w.name.as_str(), w.request.gpus), ("slurm:120", "sweep[5-9]", Some(10)));
+        let w = one(json!({"job_id": 7, "array_job_id": 0, "job_state": "PENDING", "tres_per_node": "gres:gpu:1"}));
+        assert_eq!(w.id, "slurm:7");
     }
 
     #[test]

@@ -90,12 +90,20 @@ pub fn states(state: Option<&Value>, flags: Option<&Value>) -> Vec<String> {
     out
 }
 
+/// More nodes than any cluster has: expansion stops here.
+const MAX_HOSTS: usize = 100_000;
+
 /// Expand a Slurm hostlist: `gpu[01-03,7],cpu1` -> gpu01 gpu02 gpu03 gpu7 cpu1. Leading zeros
 /// are kept. Unreadable ranges are kept literally rather than dropped.
 pub fn hostlist(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for part in super::gres::split_outside(text, '[', ']') {
         expand(part, &mut out);
+        // Nonsense input must not expand into millions of names.
+        if out.len() > MAX_HOSTS {
+            out.truncate(MAX_HOSTS);
+            break;
+        }
     }
     out
 }
@@ -170,6 +178,7 @@ mod tests {
         assert_eq!(hostlist("r[1-2]n[1-2]"), vec!["r1n1", "r1n2", "r2n1", "r2n2"]);
         assert_eq!(hostlist("bad[x-y]"), vec!["bad[x-y]"]);
         assert_eq!(hostlist("huge[1-99999999999]"), vec!["huge[1-99999999999]"]);
+        assert_eq!(hostlist("a[1-90000],b[1-90000]").len(), 100_000, "the total is capped");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! index is the device order on the node). MIG GRES devices are instances whose parent card
 //! Slurm does not name: they count as capacity only.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::gres;
@@ -27,6 +29,30 @@ pub fn map(doc: &Value) -> (Vec<Node>, usize) {
         }
     }
     (out, bad)
+}
+
+/// Per node, GRES device index -> card index. Slurm numbers every GPU GRES device, MIG
+/// instances included; cards are the whole-GPU devices in that order, numbered from 0 as the
+/// driver numbers the physical cards (MIG devices sit on cards Slurm does not name).
+pub fn card_indexes(doc: &Value) -> HashMap<String, HashMap<u32, u32>> {
+    let mut out = HashMap::new();
+    for n in doc.get("nodes").and_then(Value::as_array).into_iter().flatten() {
+        let Some(name) = text(n.get("name")).or_else(|| text(n.get("hostname"))) else { continue };
+        let mut map = HashMap::new();
+        let (mut gres_index, mut card) = (0u32, 0u32);
+        for g in gres::parse(text(n.get("gres")).unwrap_or_default()).iter().filter(|g| g.name == "gpu") {
+            let count = u32::try_from(g.count).unwrap_or(0).min(64);
+            for _ in 0..count {
+                if g.mig_profile().is_none() {
+                    map.insert(gres_index, card);
+                    card += 1;
+                }
+                gres_index += 1;
+            }
+        }
+        out.entry(name.to_string()).or_insert(map);
+    }
+    out
 }
 
 fn node(n: &Value) -> Option<Node> {
@@ -65,12 +91,12 @@ fn node(n: &Value) -> Option<Node> {
         }
         let count = u32::try_from(g.count).unwrap_or(0).min(64);
         if matches!(resource, Resource::WholeCard { .. }) {
-            for i in next_index..next_index + count {
+            for _ in 0..count {
                 let model = g.kind.clone().unwrap_or_else(|| "gpu".into());
-                cards.push(Card { index: i, model, draining, ..Card::default() });
+                cards.push(Card { index: next_index, model, draining, ..Card::default() });
+                next_index += 1;
             }
         }
-        next_index += count;
     }
     Some(Node { name, schedulable, reason, cards, capacity, sources: Vec::new() })
 }
@@ -121,5 +147,14 @@ mod tests {
         assert_eq!(nodes[1].reason.as_deref(), Some("down+not_responding"));
         assert!(nodes[1].cards.is_empty() && nodes[1].capacity.is_empty());
         assert!(nodes[2].capacity.iter().all(|c| c.used <= c.total), "used never exceeds total");
+    }
+
+    #[test]
+    fn gres_indexes_skip_mig_devices() {
+        let doc = json!({"nodes": [{"name": "n", "state": "idle", "gres": "gpu:a100_3g.20gb:2,gpu:h100:2"}]});
+        let (nodes, _) = map(&doc);
+        assert_eq!(nodes[0].cards.iter().map(|c| c.index).collect::<Vec<_>>(), vec![0, 1]);
+        let m = &card_indexes(&doc)["n"];
+        assert_eq!((m.get(&0), m.get(&2), m.get(&3)), (None, Some(&0), Some(&1)));
     }
 }

@@ -56,7 +56,8 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
             (" repartition ", lines)
         }
         Modal::Confirm { plan, typed, second } => {
-            let mut lines = plan_lines(plan, theme);
+            // Borders, the blank line and the prompt always show; the steps give way.
+            let mut lines = plan_lines(plan, theme, usize::from(h).saturating_sub(4));
             lines.push(Line::default());
             let prompt = if !plan.allowed() && crate::ui::actions::offers_drain(plan) {
                 "refused by the guards above: d drains the card first (then wait, then repartition), Esc closes"
@@ -76,7 +77,14 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
         }
         Modal::Running { plan, status, outcome } => {
             let mut lines = vec![Line::from(Span::styled(plan.summary.clone(), theme.title()))];
-            for (s, st) in plan.steps.iter().zip(status) {
+            // Long plans scroll with the work: the step running now stays in view.
+            let room = usize::from(h).saturating_sub(6) / 2;
+            let current = status.iter().position(|s| matches!(s, StepState::Waiting | StepState::Running));
+            let skip = current.unwrap_or(status.len()).saturating_sub(room.saturating_sub(1));
+            if skip > 0 {
+                lines.push(Line::from(Span::styled(format!("... {skip} steps done above"), theme.dim())));
+            }
+            for (s, st) in plan.steps.iter().zip(status).skip(skip).take(room.max(1)) {
                 let (mark, style, msg) = match st {
                     StepState::Waiting => ("  ", theme.dim(), String::new()),
                     StepState::Running => ("..", theme.text(), String::new()),
@@ -114,20 +122,34 @@ fn bar_line(label: &str, card: &Card, width: usize, theme: &Theme, fleet: &Fleet
     Line::from(spans)
 }
 
-fn plan_lines(plan: &crate::actions::Plan, theme: &Theme) -> Vec<Line<'static>> {
-    let mut lines = vec![Line::from(Span::styled(
+fn plan_lines(plan: &crate::actions::Plan, theme: &Theme, rows: usize) -> Vec<Line<'static>> {
+    let head = Line::from(Span::styled(
         format!("{} via {} ({})", plan.summary, plan.backend.as_str(), plan.source),
         theme.title(),
-    ))];
-    for (i, s) in plan.steps.iter().enumerate() {
+    ));
+    let mut tail = Vec::new();
+    for w in &plan.warnings {
+        tail.push(Line::from(Span::styled(format!("warning: {w}"), theme.fg(theme.c.warning))));
+    }
+    for b in &plan.blockers {
+        tail.push(Line::from(Span::styled(format!("refused: {b}"), theme.fg(theme.c.danger))));
+    }
+    // Each step takes two rows; when they do not all fit, the last row says how many are
+    // left out, so the warnings, refusals and the prompt are never pushed off the dialog.
+    let room = rows.saturating_sub(1 + tail.len());
+    let shown = if plan.steps.len() * 2 <= room { plan.steps.len() } else { room.saturating_sub(1) / 2 };
+    let mut lines = vec![head];
+    for (i, s) in plan.steps.iter().enumerate().take(shown) {
         lines.push(Line::from(Span::styled(format!("{}. {}", i + 1, s.what), theme.text())));
         lines.push(Line::from(Span::styled(format!("   {}", s.call), theme.dim())));
     }
-    for w in &plan.warnings {
-        lines.push(Line::from(Span::styled(format!("warning: {w}"), theme.fg(theme.c.warning))));
+    if shown < plan.steps.len() {
+        let more = plan.steps.len() - shown;
+        lines.push(Line::from(Span::styled(
+            format!("... {more} more steps (every step: the same command with --dry-run)"),
+            theme.dim(),
+        )));
     }
-    for b in &plan.blockers {
-        lines.push(Line::from(Span::styled(format!("refused: {b}"), theme.fg(theme.c.danger))));
-    }
+    lines.extend(tail);
     lines
 }
