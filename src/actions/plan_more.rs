@@ -201,6 +201,9 @@ pub(super) fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> 
             p.steps.push(step("Requeue the job", format!("simulator: {rq}"), Op::Sim { op: rq }));
         }
         Backend::Slurm => {
+            if w.requeueable == Some(false) {
+                p.blockers.push(format!("{id} was submitted with --no-requeue: Slurm would refuse the requeue"));
+            }
             let signal = &o.slurm.preempt_signal;
             let args = vec![format!("--signal={signal}"), "--batch".into(), bare.to_string()];
             let scancel = program(o, "scancel");

@@ -107,6 +107,10 @@ fn slurm_acts_on_nodes_and_preempts_with_signal_grace_requeue() {
     let p = p.unwrap_or_else(|e| panic!("{e}"));
     assert!(p.allowed(), "{:?}", p.blockers);
     assert_eq!(calls(&p), vec!["scancel --signal=USR1 --batch 7", "sleep 120", "scontrol requeue 7"]);
+    let mut g = f.clone();
+    g.workloads[0].requeueable = Some(false);
+    let p = plan(&Action::Preempt { workload: "slurm:7".into(), force: false }, &g, &opts());
+    assert!(p.unwrap_or_else(|e| panic!("{e}")).blockers[0].contains("--no-requeue"));
     let p = plan(&Action::Preempt { workload: "slurm:8".into(), force: true }, &f, &opts());
     assert!(p.unwrap_or_else(|e| panic!("{e}")).blockers[0].contains("inference is never preempted"));
     let r = plan(&Action::Repartition { target: "n1/1".into(), layout: "whole".into() }, &f, &opts());

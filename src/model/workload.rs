@@ -84,6 +84,8 @@ pub struct Workload {
     pub cards: Vec<CardRef>,
     /// Memory the workload actually uses, where a source can tell.
     pub memory_used_mib: Option<u64>,
+    /// Whether the scheduler can put it back in the queue (Slurm's `requeue`), where known.
+    pub requeueable: Option<bool>,
 }
 
 fn serialize_cards<S: serde::Serializer>(cards: &[CardRef], s: S) -> Result<S::Ok, S::Error> {
@@ -106,6 +108,7 @@ impl Workload {
             node: None,
             cards: Vec::new(),
             memory_used_mib: None,
+            requeueable: None,
         }
     }
 

@@ -68,6 +68,7 @@ fn workload(job: &Value, kinds: &KindRules) -> Option<Option<Workload>> {
     }
     let mut w = Workload::new(format!("slurm:{id}"), name, kind, state);
     w.owner = text(job.get("user_name")).map(str::to_string);
+    w.requeueable = job.get("requeue").and_then(Value::as_bool);
     w.priority = num(job.get("priority"));
     w.submitted_at = time(job.get("submit_time"));
     w.request = request;
@@ -166,6 +167,9 @@ mod tests {
         assert_eq!(w.request.model.as_deref(), Some("h100"));
         assert_eq!(w.kind, crate::model::WorkloadKind::Training);
         assert_eq!(w.owner.as_deref(), Some("ana"));
+        assert_eq!(w.requeueable, None);
+        let w = one(json!({"job_id": 8, "job_state": "RUNNING", "requeue": false, "tres_per_job": "gres/gpu:1"}));
+        assert_eq!(w.requeueable, Some(false));
         assert!(w.started_at.is_none() && w.cards.is_empty());
     }
 
