@@ -1,8 +1,9 @@
 //! The Kubernetes source (`--kubernetes[=CONTEXT]`): GPU nodes, their allocatable GPU
 //! resources and what bound pods hold, GPU pods as workloads with their pending reasons, and
-//! Kueue's pending Workloads. Watches (kube-runtime reflectors) keep the objects current, so a
-//! large cluster costs one list and then only its changes; every interval the stores are
-//! mapped into one update.
+//! Kueue's pending Workloads with their queue positions. Watches (kube-runtime reflectors) keep
+//! the objects current, so a large cluster costs one list and then only its changes; every
+//! interval the stores are mapped into one update, and Kueue's visibility API is asked where
+//! the pending Workloads stand (in the background, for the next update).
 
 pub(crate) mod error;
 mod kueue;
@@ -11,9 +12,11 @@ mod objects;
 mod partial;
 mod pods;
 mod resources;
+mod visibility;
 mod watch;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -24,6 +27,8 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::kinds::KindRules;
 use super::{Partial, SourceError, SourceUpdate};
 use crate::model::SourceKind;
+use objects::KueueWorkload;
+use visibility::{Background, Known};
 use watch::{State, Watches};
 
 /// How long the first complete list may take before the source says it is still waiting.
@@ -74,10 +79,9 @@ async fn connect_with(settings: &Settings, retry: bool) -> Result<(kube::Client,
     Ok((client, server))
 }
 
-fn build(w: &Watches, kinds: &KindRules, notes: Vec<String>) -> Partial {
-    let kueue = w.kueue().map(|k| k.state()).unwrap_or_default();
-    let mut p = partial::build(&w.nodes.state(), &w.pods.state(), &w.classes.state(), &kueue, kinds);
-    let notes: Vec<String> = p.note.take().into_iter().chain(notes).collect();
+fn build(w: &Watches, kueue: &[Arc<KueueWorkload>], kinds: &KindRules, notes: Vec<String>, known: Known) -> Partial {
+    let mut p = partial::build(&w.nodes.state(), &w.pods.state(), &w.classes.state(), kueue, kinds, &known.positions);
+    let notes: Vec<String> = p.note.take().into_iter().chain(notes).chain(known.note).collect();
     p.note = (!notes.is_empty()).then(|| notes.join("; "));
     p
 }
@@ -99,6 +103,7 @@ pub fn spawn(name: String, settings: Settings, interval: Duration, tx: mpsc::Sen
             }
         };
         let watches = Watches::start(client, &server);
+        let positions = Background::start(settings.clone(), server.clone());
         let started = Instant::now();
         let mut tick = tokio::time::interval(interval.max(Duration::from_millis(100)));
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -120,7 +125,15 @@ pub fn spawn(name: String, settings: Settings, interval: Duration, tx: mpsc::Sen
                 State::Failed(m) => Err(err(m, false)),
                 State::Ready { .. } if !on_tick && last == Some(Ok(())) => continue,
                 // Mapping ten thousand pods takes milliseconds: no need to leave the runtime.
-                State::Ready { notes } => Ok(build(&watches, &settings.kinds, notes)),
+                State::Ready { notes } => {
+                    let kueue = watches.kueue().map(|k| k.state()).unwrap_or_default();
+                    // Once an interval, not on every watch event: each round is a request
+                    // per LocalQueue.
+                    if on_tick {
+                        positions.ask(visibility::wanted(&kueue));
+                    }
+                    Ok(build(&watches, &kueue, &settings.kinds, notes, positions.known()))
+                }
             };
             last = Some(result.as_ref().map(|_| ()).map_err(|e| e.message.clone()));
             if tx.send(send(result)).await.is_err() {
@@ -144,7 +157,13 @@ pub async fn collect_once(settings: &Settings, timeout: Duration) -> Result<Part
     let collect = async {
         loop {
             match watches.state() {
-                State::Ready { notes } => return Ok(build(&watches, &settings.kinds, notes)),
+                State::Ready { notes } => {
+                    let kueue = watches.kueue().map(|k| k.state()).unwrap_or_default();
+                    // Leave a moment for the mapping: positions are not worth the snapshot.
+                    let cutoff = deadline.checked_sub(Duration::from_millis(200)).unwrap_or(deadline);
+                    let known = visibility::once(settings, &server, &visibility::wanted(&kueue), cutoff).await;
+                    return Ok(build(&watches, &kueue, &settings.kinds, notes, known));
+                }
                 State::Failed(m) => return Err(err(m, false)),
                 State::Syncing => watches.changed().await,
             }

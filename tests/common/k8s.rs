@@ -1,10 +1,10 @@
 //! A fake Kubernetes API server on 127.0.0.1 for the Kubernetes source's tests: discovery
-//! (`/api`, `/apis`, Kueue's group when installed), list with `limit`/`continue` and field
+//! (`/api`, `/apis`, Kueue's groups when installed), list with `limit`/`continue` and field
 //! selectors, and watch streams of newline-delimited events (ADDED, MODIFIED, DELETED,
 //! BOOKMARK, and ERROR 410 once history is compacted). For the actions: GET and merge-PATCH of
 //! one node and pod evictions, each write recorded with its method, content type and body, and
-//! a canned answer for any method and path. Failures, delays and a bearer token check are
-//! switches. It serves until dropped.
+//! a canned answer for any method and path. Kueue's visibility API is in k8s/kueue.rs.
+//! Failures, delays and a bearer token check are switches. It serves until dropped.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+pub mod kueue;
 mod write;
+use kueue::VISIBILITY_GROUP;
 use write::{one, write};
 
 pub const NODES: &str = "/api/v1/nodes";
@@ -39,6 +41,7 @@ struct State {
     rv: u64,
     collections: BTreeMap<&'static str, Collection>,
     kueue: bool,
+    visibility: kueue::Visibility,
     fail: Option<u16>,
     delay: Duration,
     requests: Vec<String>,
@@ -315,7 +318,7 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
         }
         let lock = &shared.0;
         let (path, params) = query(&target);
-        let (delay, fail, kueue, answer) = {
+        let (delay, fail, kueue, answer, discovery) = {
             let mut s = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             s.requests.push(target.clone());
             if method != "GET" {
@@ -324,7 +327,11 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
                 let content_type = content_type.clone();
                 s.writes.push(Call { method: method.clone(), path: path.clone(), content_type, body });
             }
-            (s.delay, s.fail, s.kueue, s.answers.get(&(method.clone(), path.clone())).cloned())
+            let answer = s.answers.get(&(method.clone(), path.clone())).cloned();
+            let discovery = kueue::groups(&s);
+            let visibility = path.starts_with(&format!("/apis/{VISIBILITY_GROUP}/"));
+            let answer = answer.or_else(|| visibility.then(|| kueue::visibility(&s, &path, &params)));
+            (s.delay, s.fail, s.kueue, answer, discovery)
         };
         std::thread::sleep(delay);
         if auth != format!("Bearer {TOKEN}") {
@@ -352,8 +359,8 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
         }
         let ok = match path.as_str() {
             "/api" => respond(&mut stream, 200, &json!({"kind": "APIVersions", "versions": ["v1"]}).to_string()),
-            "/apis" => respond(&mut stream, 200, &groups(kueue).to_string()),
-            "/apis/kueue.x-k8s.io/v1beta1" if kueue => respond(&mut stream, 200, &kueue_resources().to_string()),
+            "/apis" => respond(&mut stream, 200, &discovery.to_string()),
+            "/apis/kueue.x-k8s.io/v1beta1" if kueue => respond(&mut stream, 200, &kueue::kueue_resources().to_string()),
             p if params.get("watch").is_some_and(|w| w == "true" || w == "1") => {
                 let Some(name) = [NODES, PODS, CLASSES, KUEUE].into_iter().find(|c| *c == p) else {
                     respond(&mut stream, 404, &status_body(404, "NotFound", "not found"));
@@ -381,26 +388,6 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
             return;
         }
     }
-}
-
-fn groups(kueue: bool) -> Value {
-    let group = |name: &str, version: &str| {
-        let gv = json!({"groupVersion": format!("{name}/{version}"), "version": version});
-        json!({"name": name, "versions": [gv.clone()], "preferredVersion": gv})
-    };
-    let mut list = vec![group("scheduling.k8s.io", "v1")];
-    if kueue {
-        list.push(group("kueue.x-k8s.io", "v1beta1"));
-    }
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": list})
-}
-
-fn kueue_resources() -> Value {
-    let verbs = json!(["get", "list", "watch"]);
-    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "kueue.x-k8s.io/v1beta1", "resources": [
-        {"name": "workloads", "singularName": "workload", "namespaced": true, "kind": "Workload", "verbs": verbs},
-        {"name": "workloads/status", "singularName": "", "namespaced": true, "kind": "Workload", "verbs": verbs},
-    ]})
 }
 
 fn list(s: &State, name: &'static str, params: &BTreeMap<String, String>) -> String {

@@ -1,18 +1,21 @@
 //! Kueue: a Workload waiting for quota explains why its job has no pods (Kueue suspends the
 //! job) or why its gated pods wait. Pending Workloads that ask for GPUs mark their pods, or
-//! become workloads `kueue:NAMESPACE/NAME` of their own when no pod exists yet.
+//! become workloads `kueue:NAMESPACE/NAME` of their own when no pod exists yet. Positions
+//! from the visibility API, where known, go into the reason.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::objects::{GpuPod, KueueWorkload, condition, created};
 use super::pods::{self, Classes};
 use super::resources;
+use super::visibility::{Position, Positions};
 use crate::model::{Workload, WorkloadState};
 use crate::sources::kinds::KindRules;
 
 /// Why the Workload waits, if it is waiting for quota: `Some(message)` while QuotaReserved is
-/// not True and it is neither admitted, finished nor deactivated.
-pub fn pending_reason(w: &KueueWorkload) -> Option<String> {
+/// not True and it is neither admitted, finished nor deactivated; with its place in the queues
+/// when the visibility API told it.
+pub fn pending_reason(w: &KueueWorkload, at: Option<&Position>) -> Option<String> {
     let conds = &w.status.conditions;
     let is_true = |t: &str| condition(conds, t).is_some_and(|c| c.status == "True");
     if w.spec.active == Some(false) || w.status.admission.is_some() || is_true("Finished") || is_true("QuotaReserved") {
@@ -20,10 +23,19 @@ pub fn pending_reason(w: &KueueWorkload) -> Option<String> {
     }
     let message = condition(conds, "QuotaReserved").and_then(|c| c.message.clone()).filter(|m| !m.is_empty());
     let queue = w.spec.queue_name.as_deref().filter(|q| !q.is_empty()).unwrap_or("(no queue)");
+    let queue = match at {
+        Some(p) => format!("{queue} ({})", p.describe()),
+        None => queue.to_string(),
+    };
     Some(match message {
         Some(m) => format!("Kueue queue {queue}: {m}"),
         None => format!("Kueue queue {queue}: waiting for quota"),
     })
+}
+
+/// Whether any pod set asks for a GPU resource: only those Workloads are shown.
+pub fn asks_for_gpus(w: &KueueWorkload) -> bool {
+    w.spec.pod_sets.iter().any(|s| !resources::pod_gpus(&s.template.spec).is_empty())
 }
 
 fn class_name(w: &KueueWorkload) -> Option<&str> {
@@ -89,6 +101,7 @@ pub fn apply(
     pods: &[impl AsRef<GpuPod>],
     kinds: &KindRules,
     classes: &Classes,
+    positions: &Positions,
 ) {
     // Owner uid (or a pod's own uid) → ids of the pod workloads it covers.
     let mut by_owner: HashMap<&str, Vec<String>> = HashMap::new();
@@ -102,7 +115,9 @@ pub fn apply(
     let at: HashMap<String, usize> = workloads.iter().enumerate().map(|(i, w)| (w.id.clone(), i)).collect();
     let mut extra = Vec::new();
     for w in kueue.iter().map(AsRef::as_ref) {
-        let Some(reason) = pending_reason(w) else { continue };
+        let meta = &w.metadata;
+        let place = positions.get(&(meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default()));
+        let Some(reason) = pending_reason(w, place) else { continue };
         let covered: Vec<usize> = w
             .metadata
             .owner_references
@@ -113,7 +128,13 @@ pub fn apply(
             .filter_map(|id| at.get(id).copied())
             .collect();
         if covered.is_empty() {
-            extra.extend(map(w, reason, kinds, classes));
+            // The summary's priority is the one Kueue queues by; it stands in when the
+            // Workload names a WorkloadPriorityClass, which is not read.
+            let mapped = map(w, reason, kinds, classes).map(|mut m| {
+                m.priority = m.priority.or(place.and_then(|p| p.priority).map(i64::from));
+                m
+            });
+            extra.extend(mapped);
             continue;
         }
         for i in covered {
@@ -160,7 +181,15 @@ mod tests {
         let classes = Classes::from([("research-low".to_string(), 100)]);
         let w = pending_sample();
         let mut out = Vec::new();
-        apply(&mut out, &[std::sync::Arc::new(w)], &[] as &[std::sync::Arc<GpuPod>], &KindRules::default(), &classes);
+        let none = Positions::new();
+        apply(
+            &mut out,
+            &[std::sync::Arc::new(w)],
+            &[] as &[std::sync::Arc<GpuPod>],
+            &KindRules::default(),
+            &classes,
+            &none,
+        );
         assert_eq!(out.len(), 1);
         let w = &out[0];
         assert_eq!(w.id, "kueue:team-a/job-sample-job-jrjfr-8d56e");
@@ -196,9 +225,28 @@ mod tests {
             out[0].reason.as_deref(),
             Some("SchedulingGated: Scheduling is blocked due to non-empty scheduling gates")
         );
-        apply(&mut out, &[std::sync::Arc::new(pending_sample())], &[std::sync::Arc::new(pod)], &kinds, &Classes::new());
+        let pending = [std::sync::Arc::new(pending_sample())];
+        apply(&mut out, &pending, &[std::sync::Arc::new(pod)], &kinds, &Classes::new(), &Positions::new());
         assert_eq!(out.len(), 1, "the pod stands for the Workload: {out:?}");
         assert!(out[0].reason.as_deref().is_some_and(|r| r.starts_with("Kueue queue user-queue: couldn't assign")));
+    }
+
+    #[test]
+    fn positions_go_into_the_reason() {
+        let at = Position { cluster_queue: 2, local_queue: 0, priority: Some(7) };
+        let positions = Positions::from([(("team-a".into(), "job-sample-job-jrjfr-8d56e".into()), at)]);
+        let mut out = Vec::new();
+        let pending = [std::sync::Arc::new(pending_sample())];
+        let no_pods: &[std::sync::Arc<GpuPod>] = &[];
+        apply(&mut out, &pending, no_pods, &KindRules::default(), &Classes::new(), &positions);
+        assert_eq!(
+            out[0].reason.as_deref(),
+            Some(
+                "Kueue queue user-queue (position 3 in cluster queue, 1 in local queue): couldn't assign flavors to \
+                 pod set main: insufficient quota for cpu in flavor default-flavor in ClusterQueue"
+            )
+        );
+        assert_eq!(out[0].priority, Some(7), "the summary's priority where the class value is unknown");
     }
 
     #[test]
@@ -206,13 +254,13 @@ mod tests {
         let base = pending_sample();
         let mut admitted = base.clone();
         admitted.status.conditions[0].status = "True".into();
-        assert_eq!(pending_reason(&admitted), None);
+        assert_eq!(pending_reason(&admitted, None), None);
         let mut inactive = base.clone();
         inactive.spec.active = Some(false);
-        assert_eq!(pending_reason(&inactive), None);
+        assert_eq!(pending_reason(&inactive, None), None);
         let mut fresh = base.clone();
         fresh.status.conditions.clear();
-        assert_eq!(pending_reason(&fresh).as_deref(), Some("Kueue queue user-queue: waiting for quota"));
+        assert_eq!(pending_reason(&fresh, None).as_deref(), Some("Kueue queue user-queue: waiting for quota"));
         let mut cpu = base;
         cpu.spec.pod_sets[0].template.spec.containers[0].resources.limits.clear();
         assert!(map(&cpu, "x".into(), &KindRules::default(), &Classes::new()).is_none());
@@ -227,7 +275,7 @@ mod tests {
                     {"name": "c", "resources": {"requests": {"nvidia.com/mig-1g.10gb": "1"}}}]}}}]}
         }));
         let classes = Classes::from([("online".to_string(), 5000)]);
-        let reason = pending_reason(&w).unwrap_or_default();
+        let reason = pending_reason(&w, None).unwrap_or_default();
         let out = map(&w, reason, &KindRules::default(), &classes).unwrap_or_else(|| panic!("mapped"));
         assert_eq!(out.kind, crate::model::WorkloadKind::Inference);
         assert_eq!(out.priority, Some(5000));

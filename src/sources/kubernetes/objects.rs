@@ -11,7 +11,7 @@ use kube::core::{ApiResource, NamespaceResourceScope};
 use serde::{Deserialize, Deserializer};
 
 /// `null` where an object or list is expected decodes as empty: some clients write it.
-fn nullable<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+pub fn nullable<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(d: D) -> Result<T, D::Error> {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 

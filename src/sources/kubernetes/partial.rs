@@ -1,5 +1,5 @@
 //! One update from the watch stores: GPU nodes with their capacity, GPU pods as workloads,
-//! and Kueue's pending Workloads laid over them.
+//! and Kueue's pending Workloads laid over them, with their queue positions where known.
 
 use std::sync::Arc;
 
@@ -7,6 +7,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 
 use super::objects::{GpuNode, GpuPod, KueueWorkload};
 use super::pods::Classes;
+use super::visibility::Positions;
 use super::{kueue, nodes, pods};
 use crate::sources::Partial;
 use crate::sources::kinds::KindRules;
@@ -17,6 +18,7 @@ pub fn build(
     class_objs: &[Arc<PriorityClass>],
     kueue_objs: &[Arc<KueueWorkload>],
     kinds: &KindRules,
+    positions: &Positions,
 ) -> Partial {
     let classes: Classes = class_objs.iter().filter_map(|c| Some((c.metadata.name.clone()?, c.value))).collect();
     let used = pods::used_by_node(pod_objs.iter().map(AsRef::as_ref));
@@ -24,7 +26,7 @@ pub fn build(
         node_objs.iter().filter_map(|n| nodes::map(n, used.get(n.metadata.name.as_deref()?))).collect();
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
     let mut workloads: Vec<_> = pod_objs.iter().filter_map(|p| pods::map(p, kinds, &classes)).collect();
-    kueue::apply(&mut workloads, kueue_objs, pod_objs, kinds, &classes);
+    kueue::apply(&mut workloads, kueue_objs, pod_objs, kinds, &classes, positions);
     workloads.sort_by(|a, b| a.id.cmp(&b.id));
     let note = (nodes.is_empty() && !node_objs.is_empty())
         .then(|| format!("none of {} nodes advertises an nvidia.com GPU resource", node_objs.len()));
@@ -63,7 +65,7 @@ mod tests {
             pod("done", Some("gpu-1"), "Succeeded", 2),
         ];
         let classes = [obj::<PriorityClass>(json!({"metadata": {"name": "batch-high"}, "value": 700}))];
-        let p = build(&[node, cpu_node], &pods, &classes, &[], &KindRules::default());
+        let p = build(&[node, cpu_node], &pods, &classes, &[], &KindRules::default(), &Positions::new());
         assert_eq!(p.nodes.len(), 1);
         let cap = &p.nodes[0].capacity;
         assert_eq!(cap.len(), 1);
@@ -84,7 +86,7 @@ mod tests {
     #[test]
     fn a_cluster_without_gpus_says_so() {
         let cpu_node = obj::<GpuNode>(json!({"metadata": {"name": "cpu-1"}, "status": {"allocatable": {"cpu": "4"}}}));
-        let p = build(&[cpu_node], &[], &[], &[], &KindRules::default());
+        let p = build(&[cpu_node], &[], &[], &[], &KindRules::default(), &Positions::new());
         assert!(p.nodes.is_empty());
         assert_eq!(p.note.as_deref(), Some("none of 1 nodes advertises an nvidia.com GPU resource"));
     }
