@@ -73,3 +73,32 @@ fn read_only_console_has_no_action_keys() {
     t.keys(&["q"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The command line asks y/N on a terminal: `n` does nothing (exit 1), `y` runs the plan.
+#[test]
+fn command_line_asks_on_the_terminal() {
+    if !have("tmux") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tessera-act-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    for (answer, code, said) in [("n", "1", "not confirmed: nothing done"), ("y", "0", "done: every step done")] {
+        let t = Tmux { socket: format!("tessera-act-cli-{answer}-{}", std::process::id()) };
+        let status = dir.join(format!("status-{answer}"));
+        let cmd = format!(
+            "env XDG_CONFIG_HOME={d} XDG_STATE_HOME={d}/state {bin} drain gpu-a100-01/0 --demo; echo $? > {s}; sleep 30",
+            d = dir.display(),
+            bin = env!("CARGO_BIN_EXE_tessera"),
+            s = status.display(),
+        );
+        t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "120", "-y", "30", &cmd]);
+        t.wait("the question", |s| s.contains("drain gpu-a100-01/0? [y/N]"));
+        t.keys(&[answer, "Enter"]);
+        t.wait("the answer's effect", |s| s.contains(said));
+        t.wait("the exit status", |_| std::fs::read_to_string(&status).is_ok_and(|s| s.trim() == code));
+    }
+    let audit = std::fs::read_to_string(dir.join("state/tessera/audit.jsonl")).unwrap_or_default();
+    assert_eq!(audit.lines().count(), 2, "only the confirmed drain is audited: {audit}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -46,6 +46,18 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
             if let Some(q) = &p.second_confirmation {
                 confirm(q)?;
             }
+            // The sources kept reporting while the operator read the plan: plan again and run
+            // only what was confirmed.
+            while let Ok(update) = rx.try_recv() {
+                store.apply_deferred(update, Utc::now());
+            }
+            store.rebuild();
+            opts.ctx.now = Utc::now();
+            let again = plan(&action, store.fleet(), &opts).map_err(CmdError::Usage)?;
+            if again.steps != p.steps || again.blockers != p.blockers {
+                print!("the cluster changed while you read the plan; the plan now:\n{}", again.render());
+                return Err(CmdError::Failed("not run: the plan changed; run the command again".into()));
+            }
         }
         let path =
             audit_path.ok_or_else(|| CmdError::Failed("no audit log path (set XDG_STATE_HOME or HOME)".into()))?;
