@@ -12,37 +12,10 @@ use tokio::sync::mpsc;
 
 mod common;
 use common::k8s::{CLASSES, FakeK8s, KUEUE, NODES, PODS, Silent, TOKEN};
+use common::{Temp, k8s_fixture as fixture};
 
 const TICK: Duration = Duration::from_millis(200);
 const PATIENCE: Duration = Duration::from_secs(20);
-
-fn fixture(name: &str) -> Value {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kubernetes").join(name);
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-/// A temporary directory, removed when dropped.
-struct Temp(std::path::PathBuf);
-
-impl Temp {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("tessera-k8s-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-        Self(dir)
-    }
-
-    fn join(&self, file: &str) -> std::path::PathBuf {
-        self.0.join(file)
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The real GKE node object renamed, with GPU labels and allocatable GPU resources laid in.
 fn node(name: &str, labels: Value, gpus: Value) -> Value {
@@ -168,7 +141,7 @@ fn mig(profile: &str) -> Resource {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initial_list_then_watch_events() {
     let k = cluster();
-    let dir = Temp::new("events");
+    let dir = Temp::new("k8s-events");
     let mut rx = start(settings(&k, &dir));
     let p = next(&mut rx).await.unwrap_or_else(|e| panic!("{e:?}"));
     let names: Vec<&str> = p.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -231,7 +204,7 @@ async fn initial_list_then_watch_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gone_relists_and_shows_what_changed_meanwhile() {
     let k = cluster();
-    let dir = Temp::new("gone");
+    let dir = Temp::new("k8s-gone");
     let mut rx = start(settings(&k, &dir));
     until(&mut rx, "first data", |p| p.workloads.len() == 2).await;
     let lists_before = k.requests().iter().filter(|r| r.starts_with("/api/v1/pods?") && !r.contains("watch")).count();
@@ -254,7 +227,7 @@ async fn gone_relists_and_shows_what_changed_meanwhile() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_are_reported_then_recovered() {
     let k = cluster();
-    let dir = Temp::new("errors");
+    let dir = Temp::new("k8s-errors");
     let mut rx = start(settings(&k, &dir));
     until(&mut rx, "first data", |p| p.workloads.len() == 2).await;
     k.fail(Some(500));
@@ -284,7 +257,7 @@ async fn an_unreachable_server_is_named_and_a_bad_kubeconfig_is_fatal() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
     let port = closed.local_addr().map(|a| a.port()).unwrap_or_default();
     drop(closed);
-    let dir = Temp::new("unreachable");
+    let dir = Temp::new("k8s-unreachable");
     let config = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\n\
          users:\n- name: u\n  user:\n    token: {TOKEN}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    \
@@ -310,7 +283,7 @@ async fn an_unreachable_server_is_named_and_a_bad_kubeconfig_is_fatal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_answers_do_not_hold_back_updates() {
     let k = cluster();
-    let dir = Temp::new("slow");
+    let dir = Temp::new("k8s-slow");
     let mut rx = start(settings(&k, &dir));
     until(&mut rx, "first data", |p| p.workloads.len() == 2).await;
     // Every answer now takes 3 s, and the pod watch must relist.
@@ -333,7 +306,7 @@ async fn slow_answers_do_not_hold_back_updates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn collect_once_gives_up_on_a_silent_server_in_time() {
     let silent = Silent::start();
-    let dir = Temp::new("silent");
+    let dir = Temp::new("k8s-silent");
     let config = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://{}\ncontexts:\n- name: c\n  \
          context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user: {{}}\ncurrent-context: c\n",
@@ -363,7 +336,7 @@ async fn collect_once_with_kueue_pending_workloads() {
     });
     wl["status"] = fixture("kueue.workload-status.pending-insufficient-quota.json")["status"].clone();
     k.put(KUEUE, wl);
-    let dir = Temp::new("kueue");
+    let dir = Temp::new("k8s-kueue");
     let p = kubernetes::collect_once(&settings(&k, &dir), Duration::from_secs(10))
         .await
         .unwrap_or_else(|e| panic!("{e:?}"));
@@ -395,7 +368,7 @@ async fn ten_thousand_pods_in_pages() {
         k.put(PODS, p);
     }
     let t0 = Instant::now();
-    let dir = Temp::new("bulk");
+    let dir = Temp::new("k8s-bulk");
     let p = kubernetes::collect_once(&settings(&k, &dir), Duration::from_secs(60))
         .await
         .unwrap_or_else(|e| panic!("{e:?}"));
@@ -410,7 +383,7 @@ async fn ten_thousand_pods_in_pages() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_context_setting_picks_the_cluster() {
     let k = cluster();
-    let dir = Temp::new("context");
+    let dir = Temp::new("k8s-context");
     // The current context points nowhere; "live" is the fake server.
     let config = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:9\n\

@@ -3,7 +3,6 @@
 //! cordon and uncordon, the MIG config label followed to success or failure, evictions and a
 //! PodDisruptionBudget's refusal, and `tessera drain --kubernetes` end to end with its audit.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -18,32 +17,9 @@ use tessera::store::Store;
 
 mod common;
 use common::k8s::{Call, FakeK8s, NODES, PODS, TOKEN};
+use common::{Temp, k8s_fixture as fixture};
 
 const STATE: &str = "nvidia.com/mig.config.state";
-
-fn fixture(name: &str) -> Value {
-    let p = common::root().join("tests/fixtures/kubernetes").join(name);
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-/// A temporary directory, removed when dropped.
-struct Temp(PathBuf);
-
-impl Temp {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("tessera-k8s-act-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-        Self(dir)
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The real GKE node renamed, with the labels of a real H100 node whose GPU Operator applied
 /// `all-disabled` (`nvidia.com/mig.config.state=success`), and one allocatable GPU.
@@ -115,7 +91,7 @@ fn message(o: &Outcome, step: usize) -> &str {
 async fn drain_cordons_and_undrain_uncordons() {
     let k = FakeK8s::start();
     k.put(NODES, gpu_node("gpu-1"));
-    let dir = Temp::new("cordon");
+    let dir = Temp::new("k8s-act-cordon");
     let s = settings(&k, &dir);
 
     let o = run(&plan_for(&s, Action::Drain { target: "gpu-1".into() }).await, &s).await;
@@ -134,7 +110,7 @@ async fn drain_cordons_and_undrain_uncordons() {
 async fn a_patch_is_read_back_and_failures_name_the_call() {
     let k = FakeK8s::start();
     k.put(NODES, gpu_node("gpu-1"));
-    let dir = Temp::new("patch-errors");
+    let dir = Temp::new("k8s-act-patch-errors");
     let s = settings(&k, &dir);
     let cordon = |node: &str| Op::KubePatchNode { node: node.into(), patch: json!({"spec": {"unschedulable": true}}) };
 
@@ -211,7 +187,7 @@ async fn repartition_labels_the_node_and_follows_the_mig_manager() {
 async fn the_wait_trusts_only_a_changed_state_and_times_out_with_the_last_value() {
     let k = FakeK8s::start();
     k.put(NODES, gpu_node("mig-1"));
-    let dir = Temp::new("wait");
+    let dir = Temp::new("k8s-act-wait");
     let s = settings(&k, &dir);
     let wait_on = |node: &str, timeout_s| Op::KubeWaitLabel {
         node: node.into(),
@@ -260,7 +236,7 @@ async fn preempt_evicts_through_the_eviction_api_and_a_pdb_refusal_is_clear() {
     k.put(NODES, gpu_node("gpu-1"));
     // The namespace says training (the default `[kinds]` rules); it has run for two hours.
     k.put(PODS, running_pod("training", "trainer", "gpu-1"));
-    let dir = Temp::new("evict");
+    let dir = Temp::new("k8s-act-evict");
     let s = settings(&k, &dir);
     let p = plan_for(&s, Action::Preempt { workload: "k8s:training/trainer".into(), force: false }).await;
 
@@ -307,7 +283,7 @@ async fn preempt_evicts_through_the_eviction_api_and_a_pdb_refusal_is_clear() {
 fn tessera_drain_kubernetes_end_to_end() {
     let k = FakeK8s::start();
     k.put(NODES, gpu_node("gpu-1"));
-    let dir = Temp::new("cli");
+    let dir = Temp::new("k8s-act-cli");
     let kubeconfig = k.kubeconfig(&dir.0);
     let state = dir.0.join("state");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))

@@ -13,33 +13,10 @@ use tokio::sync::mpsc;
 mod common;
 use common::k8s::kueue::{pending_item, pending_path};
 use common::k8s::{FakeK8s, KUEUE, TOKEN};
+use common::{Temp, k8s_fixture as fixture};
 
 const TICK: Duration = Duration::from_millis(200);
 const PATIENCE: Duration = Duration::from_secs(20);
-
-fn fixture(name: &str) -> Value {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kubernetes").join(name);
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-/// A temporary directory, removed when dropped.
-struct Temp(std::path::PathBuf);
-
-impl Temp {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("tessera-kueue-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-        Self(dir)
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A Workload of a suspended Job asking for 2 GPUs, pending with the status from Kueue's
 /// troubleshooting docs ("couldn't assign flavors ...").
@@ -109,7 +86,7 @@ async fn positions_appear_in_reasons_and_follow_changes() {
     // The ClusterQueue interleaves both LocalQueues.
     k.pending_workloads("team-a", "user-queue", &[("train-1", 2), ("train-2", 3)]);
     k.pending_workloads("team-b", "gpu-queue", &[("sweep", 0)]);
-    let dir = Temp::new("follow");
+    let dir = Temp::new("kueue-follow");
     let mut rx = start(settings(&k, &dir));
     let p = until(&mut rx, "positions", |p| reason(p, "kueue:team-b/sweep").contains("position")).await;
     let p = if reason(&p, "kueue:team-a/train-2").contains("position") {
@@ -163,7 +140,7 @@ async fn a_forbidden_api_is_a_note_on_a_healthy_source_and_asked_again_later() {
     // The aggregated server is down for the other queue: kube-apiserver's plain-text 503.
     let path_b = pending_path("v1beta2", "team-b", "gpu-queue");
     k.answer("GET", &path_b, 503, json!("service unavailable"));
-    let dir = Temp::new("forbidden");
+    let dir = Temp::new("kueue-forbidden");
     let mut rx = start(settings(&k, &dir));
     let p = until(&mut rx, "the note", |p| p.note.is_some()).await;
     let note = p.note.clone().unwrap_or_default();
@@ -188,7 +165,7 @@ async fn a_forbidden_api_is_a_note_on_a_healthy_source_and_asked_again_later() {
 async fn an_api_that_is_not_served_is_a_note_and_nothing_pending_is_no_note() {
     let k = cluster(None);
     k.pending_workloads("team-a", "user-queue", &[("train-1", 0)]);
-    let dir = Temp::new("unserved");
+    let dir = Temp::new("kueue-unserved");
     let p = kubernetes::collect_once(&settings(&k, &dir), Duration::from_secs(10))
         .await
         .unwrap_or_else(|e| panic!("{e:?}"));
@@ -220,7 +197,7 @@ async fn collect_once_reads_positions_page_by_page() {
     items.push(pending_item("team-a", "train-2", "user-queue", 1100, 1001));
     k.pending_items("team-a", "user-queue", items);
     k.pending_workloads("team-b", "gpu-queue", &[("sweep", 7)]);
-    let dir = Temp::new("pages");
+    let dir = Temp::new("kueue-pages");
     let p = kubernetes::collect_once(&settings(&k, &dir), Duration::from_secs(10))
         .await
         .unwrap_or_else(|e| panic!("{e:?}"));

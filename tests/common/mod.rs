@@ -97,3 +97,36 @@ pub fn fake_lib() -> PathBuf {
 pub fn scenario(name: &str) -> PathBuf {
     root().join("tests/fixtures/nvml").join(name)
 }
+
+/// A JSON fixture under `tests/fixtures/kubernetes`.
+pub fn k8s_fixture(name: &str) -> serde_json::Value {
+    let p = root().join("tests/fixtures/kubernetes").join(name);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// A temporary directory for one test, removed when dropped.
+pub struct Temp(pub PathBuf);
+
+impl Temp {
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("tessera-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        Self(dir)
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Temp {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
