@@ -191,18 +191,24 @@ fn merge_node(into: &mut Node, from: &Node) {
 /// A workload two sources name (a scheduler and an exporter's holder labels): the earlier
 /// source's record wins, the later one adds what it lacks (cards, memory in use).
 fn merge_workload(into: &mut Workload, from: &Workload) {
-    if into.node.is_none() {
-        into.node.clone_from(&from.node);
+    fill(&mut into.node, &from.node);
+    fill(&mut into.memory_used_mib, &from.memory_used_mib);
+    fill(&mut into.started_at, &from.started_at);
+    union(&mut into.cards, &from.cards);
+}
+
+/// What the earlier source does not know, the later one says.
+fn fill<T: Clone>(into: &mut Option<T>, from: &Option<T>) {
+    if into.is_none() {
+        into.clone_from(from);
     }
-    if into.memory_used_mib.is_none() {
-        into.memory_used_mib = from.memory_used_mib;
-    }
-    if into.started_at.is_none() {
-        into.started_at = from.started_at;
-    }
-    for c in &from.cards {
-        if !into.cards.contains(c) {
-            into.cards.push(c.clone());
+}
+
+/// Everything either source lists, each once, in first-seen order.
+fn union<T: Clone + PartialEq>(into: &mut Vec<T>, from: &[T]) {
+    for x in from {
+        if !into.contains(x) {
+            into.push(x.clone());
         }
     }
 }
@@ -210,9 +216,7 @@ fn merge_workload(into: &mut Workload, from: &Workload) {
 fn merge_card(into: &mut Card, from: &Card) {
     macro_rules! fill {
         ($($f:ident).+) => {
-            if into.$($f).+.is_none() {
-                into.$($f).+.clone_from(&from.$($f).+);
-            }
+            fill(&mut into.$($f).+, &from.$($f).+)
         };
     }
     fill!(uuid);
@@ -238,11 +242,7 @@ fn merge_card(into: &mut Card, from: &Card) {
     into.draining |= from.draining;
     into.health.lost |= from.health.lost;
     merge_mig(&mut into.mig, &from.mig);
-    for w in &from.workloads {
-        if !into.workloads.contains(w) {
-            into.workloads.push(w.clone());
-        }
-    }
+    union(&mut into.workloads, &from.workloads);
 }
 
 /// The earlier source's MIG view wins where it has one; the later one fills in what it lacks:
@@ -261,23 +261,13 @@ fn merge_mig(into: &mut crate::model::MigState, from: &crate::model::MigState) {
         into.error = None;
         return;
     }
-    if into.pending.is_none() {
-        into.pending = from.pending;
-    }
+    fill(&mut into.pending, &from.pending);
     for o in &from.instances {
         let same = |i: &&mut crate::model::MigInstance| i.profile == o.profile && i.gi_id == o.gi_id;
         let Some(inst) = into.instances.iter_mut().find(|i| same(i)) else { continue };
-        if inst.utilization_pct.is_none() {
-            inst.utilization_pct = o.utilization_pct;
-        }
-        if inst.memory_used_mib.is_none() {
-            inst.memory_used_mib = o.memory_used_mib;
-        }
-        for w in &o.workloads {
-            if !inst.workloads.contains(w) {
-                inst.workloads.push(w.clone());
-            }
-        }
+        fill(&mut inst.utilization_pct, &o.utilization_pct);
+        fill(&mut inst.memory_used_mib, &o.memory_used_mib);
+        union(&mut inst.workloads, &o.workloads);
     }
 }
 
