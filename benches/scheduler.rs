@@ -5,7 +5,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use tessera::sources::kinds::KindRules;
+use tessera::model::KindRules;
 use tessera::sources::slurm::{jobs, nodes};
 
 fn squeue(n: usize) -> String {

@@ -8,8 +8,13 @@ pub mod guard;
 pub mod kubernetes;
 pub mod nvml;
 pub mod plan;
+pub mod run;
+pub mod sim;
+pub mod slurm;
 
 use serde::Serialize;
+
+pub use execute::{Outcome, Progress};
 
 use crate::model::{CardRef, ComputeMode};
 use crate::sources::sim::SimOp;
@@ -140,7 +145,7 @@ pub struct Plan {
     pub steps: Vec<Step>,
     pub warnings: Vec<String>,
     /// Reasons the action cannot run; a plan with blockers is never executed.
-    pub blockers: Vec<String>,
+    pub blockers: Vec<guard::Refusal>,
     /// Asks the operator to type the target's name.
     pub destructive: bool,
     /// A second confirmation is needed (a forced preemption).

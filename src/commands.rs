@@ -10,7 +10,7 @@ use crate::config::{self, Config, ConfigError};
 use crate::model::mig::{catalog, enumerate};
 
 pub use act::act;
-pub use snapshot::{collect_once, first_answers, snapshot_json, snapshot_table};
+pub use snapshot::{collect_once, snapshot_json, snapshot_table};
 
 /// A failed command, with the exit code the contract gives it.
 #[derive(Debug, thiserror::Error)]
@@ -33,15 +33,6 @@ impl CmdError {
             Self::Refused(_) => 3,
         }
     }
-}
-
-/// The runtime every command runs its sources on: two workers are plenty for IO-bound tasks.
-pub fn runtime() -> Result<tokio::runtime::Runtime, CmdError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CmdError::Failed(format!("cannot start the runtime: {e}")))
 }
 
 /// The config file with the command line laid over it.
@@ -141,7 +132,7 @@ pub fn console(g: &Global) -> Result<(), CmdError> {
     if !std::io::stdout().is_terminal() {
         return snapshot(g, false);
     }
-    crate::ui::app::run(&cfg, theme, g.ascii)
+    crate::app::run(&cfg, theme, g.ascii)
 }
 
 pub fn snapshot(g: &Global, json: bool) -> Result<(), CmdError> {

@@ -29,7 +29,7 @@ pub struct Config {
     pub policy: Policy,
     pub slurm: Slurm,
     pub kubernetes: Kubernetes,
-    pub kinds: crate::sources::kinds::KindRules,
+    pub kinds: crate::model::KindRules,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -155,7 +155,7 @@ impl Default for Config {
             },
             slurm: Slurm::default(),
             kubernetes: Kubernetes::default(),
-            kinds: crate::sources::kinds::KindRules::default(),
+            kinds: crate::model::KindRules::default(),
         }
     }
 }

@@ -1,12 +1,15 @@
 //! tessera: a terminal operations console for GPU clusters.
 //!
 //! Layers with mirrored names: `sources` collect, `model` holds state, `store` merges,
-//! `ui` draws. See docs/ and the design notes for the data flow.
+//! `actions` plan, guard and execute, `ui` draws; `engine` wires them and `app` is the
+//! console's loop. See docs/architecture.md for the data flow.
 
 pub mod actions;
+pub mod app;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod engine;
 pub mod model;
 pub mod sources;
 pub mod store;

@@ -3,11 +3,14 @@
 //! Nothing here does IO or knows where data came from; sources build these values and the
 //! store merges them. Unknown values are `None`, never 0.
 
+pub mod capacity;
 pub mod event;
 pub mod fleet;
+pub mod kinds;
 pub mod mig;
 pub mod queue;
 pub mod source;
+pub mod totals;
 pub mod workload;
 
 pub use event::{Event, Severity};
@@ -15,6 +18,8 @@ pub use fleet::{
     Capacity, Card, CardHistory, CardRef, ComputeInstance, ComputeMode, Fleet, Health, MigInstance, MigState, Node,
     Process,
 };
+pub use kinds::KindRules;
 pub use queue::{Demand, QueueSummary, Resource};
 pub use source::{SourceHealth, SourceKind, SourceStatus};
+pub use totals::Totals;
 pub use workload::{Request, Workload, WorkloadKind, WorkloadState};

@@ -1,9 +1,10 @@
-//! The console: draws the fleet, the queue and the workloads; never does IO.
-//! `app` owns the loop; `draw` is a pure function of state, fleet and theme.
+//! The console: draws the fleet, the queue and the workloads; never does IO. State, pure
+//! input logic, views, widgets and themes live here; the owner loop is `crate::app`, and
+//! `draw` is a pure function of state, fleet and theme.
 
 pub mod actions;
-pub mod app;
 pub mod filter;
+pub mod input;
 pub mod keymap;
 pub mod state;
 pub mod theme;

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tessera::model::KindRules;
 use tessera::model::{CardRef, Resource, WorkloadKind, WorkloadState};
-use tessera::sources::kinds::KindRules;
 use tessera::sources::slurm::{self, Rest, Settings, jobs, nodes};
 
 mod common;

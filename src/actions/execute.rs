@@ -1,6 +1,7 @@
-//! Execution: run a plan's steps in order with per-step progress, stop at the first failure
-//! and say exactly which steps ran, never retrying silently. Every executor refuses a plan with
-//! blockers and refuses everything in read-only mode, whatever the caller checked before.
+//! Execution: run a plan's steps in order, each by its backend's file, with per-step progress;
+//! stop at the first failure and say exactly which steps ran, never retrying silently. Every
+//! executor refuses a plan with blockers and refuses everything in read-only mode, whatever
+//! the caller checked before.
 
 use std::time::Duration;
 
@@ -68,7 +69,7 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
         return refuse("read-only: the executor refuses every action".into());
     }
     if !plan.allowed() {
-        return refuse(format!("refused: {}", plan.blockers.join("; ")));
+        return refuse(format!("refused: {}", super::guard::joined(&plan.blockers)));
     }
     let send = |p: Progress| {
         if let Some(tx) = &progress {
@@ -110,17 +111,14 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
 async fn run_op(op: &Op, backend: Backend, env: &Env) -> Result<(String, Option<ComputeMode>), String> {
     let plain = |r: Result<String, String>| r.map(|m| (m, None));
     match op {
-        Op::Sim { op } => {
-            let sim = env.sim.as_ref().ok_or("the simulated cluster is not running here")?;
-            plain(sim.apply(op.clone()).await)
-        }
+        Op::Sim { op } => plain(super::sim::run_op(op, env).await),
         Op::Wait { seconds, why } => {
             let speed = if backend == Backend::Simulated { env.sim.as_ref().map_or(1.0, |s| s.speed) } else { 1.0 };
             let real = Duration::from_secs(*seconds).div_f64(speed.max(0.001));
             tokio::time::sleep(real).await;
             Ok((format!("waited {seconds} s ({why})"), None))
         }
-        Op::Run { program, args } => plain(run(program, args, env.command_timeout).await),
+        Op::Run { program, args } => plain(super::slurm::run(program, args, env.command_timeout).await),
         Op::NvmlSetComputeMode { .. }
         | Op::NvmlDestroyComputeInstance { .. }
         | Op::NvmlDestroyGpuInstance { .. }
@@ -135,25 +133,5 @@ async fn run_op(op: &Op, backend: Backend, env: &Env) -> Result<(String, Option<
             let settings = env.kubernetes.as_ref().ok_or("Kubernetes is not configured here")?;
             plain(super::kubernetes::run_op(op, settings).await)
         }
-    }
-}
-
-/// Run a command (no shell) with a timeout; stdout's first line, or an error with stderr's.
-async fn run(program: &str, args: &[String], timeout: Duration) -> Result<String, String> {
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args).kill_on_drop(true).stdin(std::process::Stdio::null());
-    let timeout = if timeout.is_zero() { Duration::from_secs(30) } else { timeout };
-    let out = match tokio::time::timeout(timeout, cmd.output()).await {
-        Err(_) => return Err(format!("{program}: no answer within {timeout:?}")),
-        Ok(Err(e)) => return Err(format!("{program}: {e}")),
-        Ok(Ok(o)) => o,
-    };
-    let first =
-        |b: &[u8]| String::from_utf8_lossy(b).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
-    if out.status.success() {
-        Ok(first(&out.stdout).unwrap_or_else(|| "ok".into()))
-    } else {
-        let code = out.status.code().map_or_else(|| "a signal".into(), |c| format!("code {c}"));
-        Err(format!("{program} exited with {code}: {}", first(&out.stderr).unwrap_or_else(|| "no message".into())))
     }
 }

@@ -16,50 +16,209 @@ pub struct Context {
     pub now: DateTime<Utc>,
 }
 
+/// Why a plan may not run. Typed, so callers decide by kind (the console offers a drain for
+/// a busy card), and written as the sentence the operator reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    ReadOnly,
+    SourceStale {
+        source: String,
+    },
+    SourceConnecting {
+        source: String,
+    },
+    SourceUnavailable {
+        source: String,
+        reason: String,
+    },
+    NoSource {
+        source: String,
+    },
+    Inference {
+        id: String,
+    },
+    NotPreemptible {
+        id: String,
+    },
+    NotRunning {
+        id: String,
+        state: &'static str,
+    },
+    TooYoung {
+        id: String,
+        ran: Duration,
+        min: Duration,
+    },
+    StartUnknown {
+        id: String,
+    },
+    NotRequeueable {
+        id: String,
+    },
+    NotInCatalog {
+        model: String,
+    },
+    InvalidLayout {
+        layout: String,
+        model: String,
+        error: String,
+    },
+    /// Workloads hold the card.
+    CardBusy {
+        holders: usize,
+    },
+    /// Processes run on the card.
+    ProcessesRunning {
+        count: usize,
+    },
+    MigUnreadable,
+    /// Workloads hold GPUs on a node a scheduler repartitions as a whole.
+    NodeBusy {
+        node: String,
+        holders: usize,
+    },
+    /// Kubernetes names a mig-parted config, not a layout.
+    NotAConfigName {
+        layout: String,
+    },
+    /// A backend's own reason (MIG mode needs a reset, the backend cannot act on that).
+    Backend(String),
+}
+
+impl Refusal {
+    /// Refusals that end once the card or node is drained and its work has left.
+    pub fn cleared_by_drain(&self) -> bool {
+        matches!(self, Self::CardBusy { .. } | Self::ProcessesRunning { .. } | Self::NodeBusy { .. })
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ReadOnly => f.write_str("tessera runs read-only: every action is refused"),
+            Self::SourceStale { source } => {
+                write!(f, "source {source} is stale: its data may be wrong, so tessera will not act on it")
+            }
+            Self::SourceConnecting { source } => write!(f, "source {source} has not answered yet"),
+            Self::SourceUnavailable { source, reason } => write!(f, "source {source} is unavailable: {reason}"),
+            Self::NoSource { source } => write!(f, "no source {source}"),
+            Self::Inference { id } => write!(f, "{id} is inference: inference is never preempted"),
+            Self::NotPreemptible { id } => write!(f, "{id} is neither training nor inference: not preemptible"),
+            Self::NotRunning { id, state } => write!(f, "{id} is {state}: only running work can be preempted"),
+            Self::TooYoung { id, ran, min } => write!(
+                f,
+                "{id} has run {} of the {} minimum (checkpoints are costly); --force overrides",
+                minutes(*ran),
+                minutes(*min)
+            ),
+            Self::StartUnknown { id } => {
+                write!(f, "{id}: start time unknown, so the minimum runtime cannot be checked; --force overrides")
+            }
+            Self::NotRequeueable { id } => {
+                write!(f, "{id} was submitted with --no-requeue: Slurm would refuse the requeue")
+            }
+            Self::NotInCatalog { model } => write!(f, "GPU model {model:?} is not in the MIG catalog"),
+            Self::InvalidLayout { layout, model, error } => {
+                write!(f, "layout {layout:?} is not valid for {model}: {error}")
+            }
+            Self::CardBusy { holders } => write!(
+                f,
+                "the card is not idle: {holders} workloads hold it (drain it first, wait for them to finish, then repartition)"
+            ),
+            Self::ProcessesRunning { count } => write!(f, "the card is not idle: {count} processes run on it"),
+            Self::MigUnreadable => {
+                f.write_str("the card's MIG instances cannot be read, so they cannot be replaced safely")
+            }
+            Self::NodeBusy { node, holders } => {
+                write!(f, "{holders} workloads hold GPUs on {node}: drain (cordon) and wait first")
+            }
+            Self::NotAConfigName { layout } => write!(
+                f,
+                "Kubernetes takes a named config from the mig-parted ConfigMap (e.g. all-balanced), not a layout: {layout}"
+            ),
+            Self::Backend(why) => f.write_str(why),
+        }
+    }
+}
+
+impl serde::Serialize for Refusal {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl From<String> for Refusal {
+    fn from(why: String) -> Self {
+        Self::Backend(why)
+    }
+}
+
+impl From<&str> for Refusal {
+    fn from(why: &str) -> Self {
+        Self::Backend(why.to_string())
+    }
+}
+
+/// A refusal equals the sentence it is written as.
+impl PartialEq<str> for Refusal {
+    fn eq(&self, other: &str) -> bool {
+        format!("{self}") == other
+    }
+}
+
+impl PartialEq<&str> for Refusal {
+    fn eq(&self, other: &&str) -> bool {
+        *self == **other
+    }
+}
+
+impl PartialEq<String> for Refusal {
+    fn eq(&self, other: &String) -> bool {
+        *self == **other
+    }
+}
+
+/// The refusals as one line.
+pub fn joined(refusals: &[Refusal]) -> String {
+    refusals.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
 /// Refusals that apply to every action.
-pub fn common(ctx: &Context, source: &str, health: Option<&SourceHealth>) -> Vec<String> {
+pub fn common(ctx: &Context, source: &str, health: Option<&SourceHealth>) -> Vec<Refusal> {
     let mut out = Vec::new();
     if ctx.read_only {
-        out.push("tessera runs read-only: every action is refused".into());
+        out.push(Refusal::ReadOnly);
     }
+    let source = source.to_string();
     match health {
         Some(SourceHealth::Live { .. }) => {}
-        Some(SourceHealth::Stale { .. }) => {
-            out.push(format!("source {source} is stale: its data may be wrong, so tessera will not act on it"));
+        Some(SourceHealth::Stale { .. }) => out.push(Refusal::SourceStale { source }),
+        Some(SourceHealth::Connecting) => out.push(Refusal::SourceConnecting { source }),
+        Some(SourceHealth::Unavailable { reason }) => {
+            out.push(Refusal::SourceUnavailable { source, reason: reason.clone() });
         }
-        Some(SourceHealth::Connecting) => out.push(format!("source {source} has not answered yet")),
-        Some(SourceHealth::Unavailable { reason }) => out.push(format!("source {source} is unavailable: {reason}")),
-        None => out.push(format!("no source {source}")),
+        None => out.push(Refusal::NoSource { source }),
     }
     out
 }
 
 /// Refusals for preempting `w`. A forced preemption of young training passes, but the caller
 /// must ask a second time (`needs_second_confirmation`).
-pub fn preempt(w: &Workload, ctx: &Context) -> Vec<String> {
+pub fn preempt(w: &Workload, ctx: &Context) -> Vec<Refusal> {
     let mut out = Vec::new();
+    let id = || w.id.clone();
     match w.kind {
-        WorkloadKind::Inference => out.push(format!("{} is inference: inference is never preempted", w.id)),
-        WorkloadKind::Other => out.push(format!("{} is neither training nor inference: not preemptible", w.id)),
+        WorkloadKind::Inference => out.push(Refusal::Inference { id: id() }),
+        WorkloadKind::Other => out.push(Refusal::NotPreemptible { id: id() }),
         WorkloadKind::Training => {}
     }
     if !w.state.is_active() {
-        out.push(format!("{} is {}: only running work can be preempted", w.id, w.state.as_str()));
+        out.push(Refusal::NotRunning { id: id(), state: w.state.as_str() });
     }
     if w.kind == WorkloadKind::Training && w.state.is_active() && !ctx.force {
         match young(w, ctx) {
-            Some(ran) => out.push(format!(
-                "{} has run {} of the {} minimum (checkpoints are costly); --force overrides",
-                w.id,
-                minutes(ran),
-                minutes(ctx.min_runtime)
-            )),
-            None if w.started_at.is_none() => {
-                out.push(format!(
-                    "{}: start time unknown, so the minimum runtime cannot be checked; --force overrides",
-                    w.id
-                ));
-            }
+            Some(ran) => out.push(Refusal::TooYoung { id: id(), ran, min: ctx.min_runtime }),
+            None if w.started_at.is_none() => out.push(Refusal::StartUnknown { id: id() }),
             None => {}
         }
     }
@@ -81,25 +240,27 @@ fn minutes(d: Duration) -> String {
 }
 
 /// Refusals for repartitioning `card` to `layout`.
-pub fn repartition(card: &Card, layout: &str) -> Vec<String> {
+pub fn repartition(card: &Card, layout: &str) -> Vec<Refusal> {
     let mut out = Vec::new();
     let Some(model) = card.gpu_model() else {
-        return vec![format!("GPU model {:?} is not in the MIG catalog", card.model)];
+        return vec![Refusal::NotInCatalog { model: card.model.clone() }];
     };
     if let Err(e) = crate::model::mig::parse_layout(model, layout) {
-        out.push(format!("layout {layout:?} is not valid for {}: {e}", model.name));
+        out.push(Refusal::InvalidLayout {
+            layout: layout.to_string(),
+            model: model.name.clone(),
+            error: e.to_string(),
+        });
     }
     let holders = card.holders().count();
     if holders > 0 {
-        out.push(format!(
-            "the card is not idle: {holders} workloads hold it (drain it first, wait for them to finish, then repartition)"
-        ));
+        out.push(Refusal::CardBusy { holders });
     }
     if !card.processes.is_empty() {
-        out.push(format!("the card is not idle: {} processes run on it", card.processes.len()));
+        out.push(Refusal::ProcessesRunning { count: card.processes.len() });
     }
     if card.mig.error.is_some() {
-        out.push("the card's MIG instances cannot be read, so they cannot be replaced safely".into());
+        out.push(Refusal::MigUnreadable);
     }
     out
 }
@@ -163,7 +324,7 @@ mod tests {
         let c = ctx(false, true);
         let mut w = job(WorkloadKind::Training, Some(100), &c);
         w.state = WorkloadState::Pending;
-        assert!(preempt(&w, &c).iter().any(|r| r.contains("only running work")));
+        assert!(preempt(&w, &c).iter().any(|r| r.to_string().contains("only running work")));
     }
 
     #[test]
@@ -171,10 +332,10 @@ mod tests {
         let mut card = Card { model: "NVIDIA A100-SXM4-80GB".into(), ..Card::default() };
         assert!(repartition(&card, "3g.40gb@0,3g.40gb@4").is_empty());
         assert!(repartition(&card, "whole").is_empty());
-        assert!(repartition(&card, "3g.40gb@1")[0].contains("not valid"));
+        assert!(repartition(&card, "3g.40gb@1")[0].to_string().contains("not valid"));
         card.workloads.push("slurm:4".into());
-        assert!(repartition(&card, "whole")[0].contains("drain it first"));
+        assert!(repartition(&card, "whole")[0].to_string().contains("drain it first"));
         let unknown = Card { model: "Tesla T4".into(), ..Card::default() };
-        assert!(repartition(&unknown, "whole")[0].contains("not in the MIG catalog"));
+        assert!(repartition(&unknown, "whole")[0].to_string().contains("not in the MIG catalog"));
     }
 }

@@ -1,4 +1,5 @@
-//! Kubernetes executor: merge-patches of nodes (cordon, labels) read back and compared,
+//! Kubernetes as a backend: plans for cordon, the GPU Operator's MIG config label and pod
+//! eviction; the executor's merge-patches of nodes (cordon, labels) read back and compared,
 //! evictions through the Eviction API (PodDisruptionBudgets may refuse them), and following a
 //! node label (the GPU Operator's `nvidia.com/mig.config.state`) to success or failure.
 
@@ -14,7 +15,10 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::Op;
+use super::guard::Refusal;
+use super::plan::step;
+use super::{Op, Plan};
+use crate::model::{Fleet, Node as FleetNode, Workload};
 use crate::sources::kubernetes::{Settings, client};
 
 /// Longest one API call may take.
@@ -22,6 +26,63 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a label may keep the final value it had before the change before we conclude that
 /// nothing picked the change up.
 const UNCHANGED_PATIENCE: Duration = Duration::from_secs(60);
+
+pub(super) fn drain(p: &mut Plan, node: &FleetNode, on: bool) {
+    let verb = if on { "Drain" } else { "Undrain" };
+    p.summary = format!("{} node {} (Kubernetes)", if on { "Cordon" } else { "Uncordon" }, node.name);
+    p.warnings.push(format!("Kubernetes cordons whole nodes: no new pods on any GPU of {}", node.name));
+    let patch = serde_json::json!({ "spec": { "unschedulable": on } });
+    let call = format!("PATCH /api/v1/nodes/{} (merge-patch) {patch}", node.name);
+    p.steps.push(step(format!("{verb} the node"), call, Op::KubePatchNode { node: node.name.clone(), patch }));
+}
+
+/// Kubernetes repartitions a node by naming a mig-parted config in a label.
+pub(super) fn repartition(p: &mut Plan, fleet: &Fleet, node: &FleetNode, layout: &str) {
+    let name = if layout == "whole" { "all-disabled".to_string() } else { layout.to_string() };
+    p.summary = format!("Set MIG config {name} on node {} (GPU Operator)", node.name);
+    p.warnings.push(format!(
+        "the GPU Operator applies named configs to every GPU of {}; GPU pods there must be gone first",
+        node.name
+    ));
+    if name.contains('@') || name.contains(',') {
+        p.blockers.push(Refusal::NotAConfigName { layout: layout.to_string() });
+    }
+    // Kubernetes names a pod's node, not its card: every active GPU workload on the node counts.
+    let on_node = fleet.workloads.iter().filter(|w| w.state.is_active() && w.node.as_deref() == Some(&node.name));
+    let holders: usize = on_node.count().max(node.cards.iter().map(|c| c.holders().count()).sum());
+    if holders > 0 {
+        p.blockers.push(Refusal::NodeBusy { node: node.name.clone(), holders });
+    }
+    let key = "nvidia.com/mig.config";
+    let patch = serde_json::json!({ "metadata": { "labels": { key: name } } });
+    p.steps.push(step(
+        format!("Label the node {key}={name}"),
+        format!("PATCH /api/v1/nodes/{} (merge-patch) {patch}", node.name),
+        Op::KubePatchNode { node: node.name.clone(), patch },
+    ));
+    p.steps.push(step(
+        "Follow nvidia.com/mig.config.state to success or failed",
+        format!("GET /api/v1/nodes/{} until label nvidia.com/mig.config.state is success", node.name),
+        Op::KubeWaitLabel {
+            node: node.name.clone(),
+            key: "nvidia.com/mig.config.state".into(),
+            success: "success".into(),
+            failure: "failed".into(),
+            timeout_s: 900,
+        },
+    ));
+}
+
+pub(super) fn preempt(p: &mut Plan, w: &Workload, bare: &str) {
+    let (ns, pod) = bare.split_once('/').unwrap_or(("default", bare));
+    p.summary = format!("Evict pod {ns}/{pod} ({}): its controller recreates it", w.kind.as_str());
+    p.warnings.push("the Eviction API honours PodDisruptionBudgets: it may be refused (429)".into());
+    p.steps.push(step(
+        "Evict the pod (graceful termination: SIGTERM, then the grace period)",
+        format!("POST /api/v1/namespaces/{ns}/pods/{pod}/eviction"),
+        Op::KubeEvict { namespace: ns.into(), pod: pod.into() },
+    ));
+}
 
 pub async fn run_op(op: &Op, settings: &Settings) -> Result<String, String> {
     match op {

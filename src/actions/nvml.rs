@@ -1,18 +1,97 @@
-//! NVML executor: compute mode for drain/undrain, MIG instance destroy/create with explicit
-//! placements, and reading the layout back. One plan step per call, on a blocking thread; raw
-//! calls live in `sources/nvml/ffi.rs`. Errors name the NVML call and its error.
+//! NVML as a backend: plans and runs compute mode changes for drain/undrain, MIG instance
+//! destroy/create with explicit placements, and reading the layout back. One plan step per
+//! call, on a blocking thread; raw calls live in `sources/nvml/ffi.rs`. Errors name the NVML
+//! call and its error.
 
 use nvml_wrapper::enum_wrappers::device::ComputeMode as NvmlMode;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 
-use super::Op;
-use crate::model::ComputeMode;
+use super::plan::{Options, step};
+use super::{Op, Plan};
 use crate::model::mig::{GpuModel, lookup};
+use crate::model::{Card, ComputeMode, Node};
 use crate::sources::nvml::ffi::{self, Failed};
 use crate::sources::nvml::{open, profile_name};
 
 type StepResult = Result<(String, Option<ComputeMode>), String>;
+
+pub(super) fn drain(p: &mut Plan, node: &Node, c: &Card, on: bool, o: &Options) {
+    let verb = if on { "Drain" } else { "Undrain" };
+    let mode = if on { ComputeMode::Prohibited } else { o.previous_mode.unwrap_or(ComputeMode::Default) };
+    p.summary = format!("{verb} {}/{}: compute mode {mode:?}", node.name, c.index);
+    if on {
+        p.warnings.push("running processes continue; no new CUDA context can start on the card".into());
+        if c.mig.enabled {
+            p.warnings.push(
+                "MIG is on: some drivers refuse compute mode changes then; the step fails and nothing changes".into(),
+            );
+        }
+    } else if o.previous_mode.is_none() {
+        p.warnings.push("the mode before the drain is not in the audit log: restoring DEFAULT".into());
+    }
+    let call = format!("nvmlDeviceSetComputeMode(index {}, NVML_COMPUTEMODE_{})", c.index, mode_name(mode));
+    p.steps.push(step("Set the compute mode", call, Op::NvmlSetComputeMode { index: c.index, mode }));
+}
+
+/// Destroy every compute and GPU instance, create `wanted` (profile@start, largest first),
+/// read the layout back. A change of MIG mode is refused: it needs a GPU reset.
+pub(super) fn repartition(p: &mut Plan, c: &Card, whole: bool, wanted: Vec<(String, u8)>) {
+    if whole == c.mig.enabled {
+        let to = if whole { "off" } else { "on" };
+        p.blockers.push(if c.mig.pending == Some(!whole) {
+            format!(
+                "this needs MIG mode {to}, which is already pending: it takes effect after a GPU reset \
+                 (nvidia-smi -i {} -r); tessera does not reset GPUs",
+                c.index
+            )
+            .into()
+        } else {
+            format!(
+                "this needs MIG mode {to}, which takes effect only after a GPU reset (nvidia-smi -i {} -mig {}); \
+                 tessera does not change MIG mode or reset GPUs",
+                c.index,
+                u8::from(!whole)
+            )
+            .into()
+        });
+        return;
+    }
+    if c.mig.enabled && c.mig.pending == Some(false) {
+        p.warnings
+            .push("MIG mode off is pending on this card: the new instances disappear at its next GPU reset".into());
+    }
+    for inst in &c.mig.instances {
+        for ci in &inst.compute_instances {
+            p.steps.push(step(
+                format!("Destroy compute instance {} of GPU instance {} ({})", ci.ci_id, inst.gi_id, inst.profile),
+                format!("nvmlComputeInstanceDestroy(GPU {} GI {} CI {})", c.index, inst.gi_id, ci.ci_id),
+                Op::NvmlDestroyComputeInstance { index: c.index, gi: inst.gi_id, ci: ci.ci_id },
+            ));
+        }
+        p.steps.push(step(
+            format!("Destroy GPU instance {} ({}@{})", inst.gi_id, inst.profile, inst.start),
+            format!("nvmlGpuInstanceDestroy(GPU {} GI {})", c.index, inst.gi_id),
+            Op::NvmlDestroyGpuInstance { index: c.index, gi: inst.gi_id },
+        ));
+    }
+    for (profile, start) in &wanted {
+        p.steps.push(step(
+            format!("Create GPU instance {profile} at slice {start}, with one full compute instance"),
+            format!(
+                "nvmlDeviceCreateGpuInstanceWithPlacement(GPU {}, {profile}, start {start}); \
+                 nvmlGpuInstanceCreateComputeInstance(full)",
+                c.index
+            ),
+            Op::NvmlCreateGpuInstance { index: c.index, profile: profile.clone(), start: *start },
+        ));
+    }
+    p.steps.push(step(
+        "Read the layout back and compare it with the plan",
+        format!("nvmlDeviceGetGpuInstances(GPU {})", c.index),
+        Op::NvmlVerifyLayout { index: c.index, layout: wanted },
+    ));
+}
 
 /// Run one NVML step against the library at `lib` (`None`: the system library).
 pub fn run_op(op: &Op, lib: Option<&str>) -> StepResult {

@@ -1,9 +1,11 @@
 //! Planning: from an action and the live fleet to the exact steps a backend will take, with
-//! warnings and the guards' refusals. Planning never changes anything.
+//! warnings and the guards' refusals. Planning never changes anything. This file chooses the
+//! backend and does what every backend shares; each backend's file (`sim.rs`, `nvml.rs`,
+//! `slurm.rs`, `kubernetes.rs`) writes its own steps.
 
 use crate::config::Config;
+use crate::model::mig::{LayoutSpec, parse_layout};
 use crate::model::{Card, ComputeMode, Fleet, Node, SourceKind};
-use crate::sources::sim::SimOp;
 
 use super::guard::{self, Context};
 use super::{Action, Backend, Op, Plan, Step, Target};
@@ -26,12 +28,7 @@ impl Options {
     }
 }
 
-/// Simulated seconds the simulator takes for MIG changes and a checkpoint.
-const SIM_MIG_DESTROY_S: u64 = 2;
-const SIM_MIG_CREATE_S: u64 = 4;
-const SIM_CHECKPOINT_S: u64 = 45;
-
-fn step(what: impl Into<String>, call: impl Into<String>, op: Op) -> Step {
+pub(super) fn step(what: impl Into<String>, call: impl Into<String>, op: Op) -> Step {
     Step { what: what.into(), call: call.into(), op }
 }
 
@@ -130,87 +127,88 @@ fn resolve<'f>(fleet: &'f Fleet, target: &str) -> Result<(&'f Node, Option<&'f C
 }
 
 fn drain(p: &mut Plan, node: &Node, card: Option<&Card>, on: bool, o: &Options) {
-    let verb = if on { "Drain" } else { "Undrain" };
     match (p.backend, card) {
-        (Backend::Simulated, Some(c)) => {
-            let (n, index) = (node.name.clone(), c.index);
-            p.summary =
-                format!("{verb} {}/{index}: {}", n, if on { "no new work starts on it" } else { "accept new work" });
-            let op =
-                if on { SimOp::Drain { node: n.clone(), index } } else { SimOp::Undrain { node: n.clone(), index } };
-            p.steps.push(step(format!("{verb} the card"), format!("simulator: {op}"), Op::Sim { op }));
-        }
-        (Backend::Nvml, Some(c)) => {
-            let mode = if on { ComputeMode::Prohibited } else { o.previous_mode.unwrap_or(ComputeMode::Default) };
-            p.summary = format!("{verb} {}/{}: compute mode {mode:?}", node.name, c.index);
-            if on {
-                p.warnings.push("running processes continue; no new CUDA context can start on the card".into());
-                if c.mig.enabled {
-                    p.warnings.push(
-                        "MIG is on: some drivers refuse compute mode changes then; the step fails and nothing changes"
-                            .into(),
-                    );
-                }
-            } else if o.previous_mode.is_none() {
-                p.warnings.push("the mode before the drain is not in the audit log: restoring DEFAULT".into());
-            }
-            let call = format!("nvmlDeviceSetComputeMode(index {}, NVML_COMPUTEMODE_{})", c.index, mode_name(mode));
-            p.steps.push(step("Set the compute mode", call, Op::NvmlSetComputeMode { index: c.index, mode }));
-        }
-        (Backend::Slurm, _) => {
-            let state = if on { "DRAIN" } else { "RESUME" };
-            p.summary = format!("{verb} node {} in Slurm (State={state})", node.name);
-            p.warnings.push(format!(
-                "Slurm drains whole nodes: all {} GPUs of {} stop taking new jobs; running jobs continue",
-                node.cards.len().max(node.capacity.iter().map(|c| c.total as usize).sum()),
-                node.name
-            ));
-            let mut args = vec!["update".to_string(), format!("NodeName={}", node.name), format!("State={state}")];
-            if on {
-                args.push(format!("Reason=tessera: {}: drained from tessera", o.user));
-            }
-            let program = program(o, "scontrol");
-            let call = shell_words(&program, &args);
-            p.steps.push(step(format!("{verb} the node"), call, Op::Run { program, args }));
-        }
-        (Backend::Kubernetes, _) => {
-            p.summary = format!("{} node {} (Kubernetes)", if on { "Cordon" } else { "Uncordon" }, node.name);
-            p.warnings.push(format!("Kubernetes cordons whole nodes: no new pods on any GPU of {}", node.name));
-            let patch = serde_json::json!({ "spec": { "unschedulable": on } });
-            let call = format!("PATCH /api/v1/nodes/{} (merge-patch) {patch}", node.name);
-            p.steps.push(step(format!("{verb} the node"), call, Op::KubePatchNode { node: node.name.clone(), patch }));
-        }
+        (Backend::Simulated, Some(c)) => super::sim::drain(p, node, c, on),
+        (Backend::Nvml, Some(c)) => super::nvml::drain(p, node, c, on, o),
+        (Backend::Slurm, _) => super::slurm::drain(p, node, on, o),
+        (Backend::Kubernetes, _) => super::kubernetes::drain(p, node, on),
         _ => p.blockers.push("this backend cannot act on a whole node".into()),
     }
 }
 
-fn mode_name(m: ComputeMode) -> &'static str {
-    match m {
-        ComputeMode::Default => "DEFAULT",
-        ComputeMode::ExclusiveProcess => "EXCLUSIVE_PROCESS",
-        ComputeMode::Prohibited => "PROHIBITED",
+/// A layout as the backends take it: placements largest first, as NVIDIA's tools create them
+/// (big placements are the scarce ones); empty for a whole card.
+fn placements(spec: &LayoutSpec) -> Vec<(String, u8)> {
+    match spec {
+        LayoutSpec::Whole => Vec::new(),
+        LayoutSpec::Mig(l) => {
+            let mut v: Vec<(String, u8, u8)> = l.iter().map(|x| (x.profile.clone(), x.start, x.size)).collect();
+            v.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
+            v.into_iter().map(|(p, s, _)| (p, s)).collect()
+        }
     }
 }
 
-fn program(o: &Options, name: &str) -> String {
-    o.slurm.commands_dir.as_ref().map_or_else(|| name.to_string(), |d| d.join(name).display().to_string())
+fn repartition(p: &mut Plan, fleet: &Fleet, node: &Node, card: Option<&Card>, layout: &str) {
+    if p.backend == Backend::Kubernetes {
+        return super::kubernetes::repartition(p, fleet, node, layout);
+    }
+    let Some(c) = card else { return };
+    p.blockers.extend(guard::repartition(c, layout));
+    let Some(model) = c.gpu_model() else { return };
+    let Ok(spec) = parse_layout(model, layout) else { return };
+    let current: Vec<String> = c.mig.instances.iter().map(|i| format!("{}@{}", i.profile, i.start)).collect();
+    let now = if c.mig.enabled { current.join(",") } else { "whole".into() };
+    p.summary = format!("Repartition {}/{} ({}): {now} -> {layout}", node.name, c.index, model.name);
+    let whole = matches!(spec, LayoutSpec::Whole);
+    match p.backend {
+        Backend::Simulated => super::sim::repartition(p, node, c, layout, whole),
+        Backend::Nvml => super::nvml::repartition(p, c, whole, placements(&spec)),
+        _ => {}
+    }
 }
 
-/// A command as a shell would need it typed, for display only (it is never run by a shell).
-fn shell_words(program: &str, args: &[String]) -> String {
-    let quote = |a: &str| {
-        if a.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_=./:,@".contains(&b)) {
-            a.to_string()
-        } else {
-            format!("'{}'", a.replace('\'', "'\\''"))
-        }
+fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> Result<Plan, String> {
+    let w = fleet.workload(id).ok_or_else(|| format!("no workload {id} (it may have finished)"))?;
+    let (backend, prefix) = match id.split_once(':').map(|(p, _)| p) {
+        Some("sim") => (Backend::Simulated, "sim"),
+        Some("slurm") => (Backend::Slurm, "slurm"),
+        Some("k8s") => (Backend::Kubernetes, "k8s"),
+        _ => return Err(format!("{id}: tessera preempts scheduler jobs (slurm:, k8s:, sim:), not bare processes")),
     };
-    std::iter::once(quote(program)).chain(args.iter().map(|a| quote(a))).collect::<Vec<_>>().join(" ")
+    let want = match backend {
+        Backend::Simulated => SourceKind::Simulated,
+        Backend::Slurm => SourceKind::Slurm,
+        _ => SourceKind::Kubernetes,
+    };
+    let source = fleet.sources.iter().find(|s| s.kind == want).map(|s| s.name.clone()).unwrap_or_else(|| prefix.into());
+    let health = fleet.sources.iter().find(|s| s.name == source).map(|s| &s.health);
+    let mut blockers = guard::common(&o.ctx, &source, health);
+    blockers.extend(guard::preempt(w, &o.ctx));
+    let second = (blockers.is_empty() && guard::needs_second_confirmation(w, &o.ctx)).then(|| {
+        format!("{id} has not run the {}-minute minimum: preempt it anyway?", o.ctx.min_runtime.as_secs() / 60)
+    });
+    let mut p = Plan {
+        action: action.clone(),
+        backend,
+        source,
+        target: id.to_string(),
+        summary: format!("Preempt {id} ({}, {}): checkpoint, then back to the queue", w.name, w.kind.as_str()),
+        steps: Vec::new(),
+        warnings: Vec::new(),
+        blockers,
+        destructive: true,
+        second_confirmation: second,
+        card: w.cards.first().cloned(),
+    };
+    let bare = id.split_once(':').map_or(id, |(_, b)| b);
+    match backend {
+        Backend::Simulated => super::sim::preempt(&mut p, id),
+        Backend::Slurm => super::slurm::preempt(&mut p, w, bare, o),
+        _ => super::kubernetes::preempt(&mut p, w, bare),
+    }
+    Ok(p)
 }
-
-#[path = "plan_more.rs"]
-mod more;
-use more::{preempt, repartition};
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]

@@ -75,13 +75,13 @@ fn mig_mode_changes_and_busy_cards_are_refused() {
     let f = fleet(SourceKind::Nvml, Some("slurm:7"));
     let busy = plan(&Action::Repartition { target: "n1/0".into(), layout: "whole".into() }, &f, &opts());
     let busy = busy.unwrap_or_else(|e| panic!("{e}"));
-    assert!(busy.blockers.iter().any(|b| b.contains("drain it first")), "{:?}", busy.blockers);
+    assert!(busy.blockers.iter().any(|b| b.to_string().contains("drain it first")), "{:?}", busy.blockers);
     let to_mig = plan(&Action::Repartition { target: "n1/1".into(), layout: "7g.80gb".into() }, &f, &opts());
     let to_mig = to_mig.unwrap_or_else(|e| panic!("{e}"));
-    assert!(to_mig.blockers.iter().any(|b| b.contains("GPU reset")), "{:?}", to_mig.blockers);
+    assert!(to_mig.blockers.iter().any(|b| b.to_string().contains("GPU reset")), "{:?}", to_mig.blockers);
     assert!(to_mig.steps.is_empty());
     let invalid = plan(&Action::Repartition { target: "n1/1".into(), layout: "3g.40gb@1".into() }, &f, &opts());
-    assert!(invalid.unwrap_or_else(|e| panic!("{e}")).blockers.iter().any(|b| b.contains("not valid")));
+    assert!(invalid.unwrap_or_else(|e| panic!("{e}")).blockers.iter().any(|b| b.to_string().contains("not valid")));
 }
 
 #[test]
@@ -110,9 +110,9 @@ fn slurm_acts_on_nodes_and_preempts_with_signal_grace_requeue() {
     let mut g = f.clone();
     g.workloads[0].requeueable = Some(false);
     let p = plan(&Action::Preempt { workload: "slurm:7".into(), force: false }, &g, &opts());
-    assert!(p.unwrap_or_else(|e| panic!("{e}")).blockers[0].contains("--no-requeue"));
+    assert!(p.unwrap_or_else(|e| panic!("{e}")).blockers[0].to_string().contains("--no-requeue"));
     let p = plan(&Action::Preempt { workload: "slurm:8".into(), force: true }, &f, &opts());
-    assert!(p.unwrap_or_else(|e| panic!("{e}")).blockers[0].contains("inference is never preempted"));
+    assert!(p.unwrap_or_else(|e| panic!("{e}")).blockers[0].to_string().contains("inference is never preempted"));
     let r = plan(&Action::Repartition { target: "n1/1".into(), layout: "whole".into() }, &f, &opts());
     assert!(r.err().unwrap_or_default().contains("Slurm cannot"));
     assert!(plan(&Action::Preempt { workload: "slurm:99".into(), force: false }, &f, &opts()).is_err());
@@ -146,11 +146,11 @@ fn stale_sources_and_read_only_refuse() {
     let mut f = fleet(SourceKind::Slurm, None);
     f.sources[0].health = SourceHealth::Stale { since: now(), error: None };
     let p = plan(&Action::Drain { target: "n1".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
-    assert!(p.blockers[0].contains("stale"));
+    assert!(p.blockers[0].to_string().contains("stale"));
     let f = fleet(SourceKind::Slurm, None);
     let mut o = opts();
     o.ctx.read_only = true;
     let p = plan(&Action::Drain { target: "n1".into() }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
-    assert!(p.blockers[0].contains("read-only"));
+    assert!(p.blockers[0].to_string().contains("read-only"));
     assert!(plan(&Action::Drain { target: "nope/0".into() }, &f, &opts()).is_err());
 }

@@ -1,41 +1,26 @@
 //! `tessera drain|undrain|repartition|preempt`: collect once, plan, show the plan, refuse (exit
-//! 3) or stop (`--dry-run`), ask y/N unless `--yes`, then audit, execute, audit.
+//! 3) or stop (`--dry-run`), ask y/N unless `--yes`; the action runner then plans again, audits,
+//! executes and audits. Progress prints as it happens.
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use chrono::Utc;
-
-use super::{CmdError, first_answers, settings};
-use crate::actions::execute::{self, Env, Progress};
-use crate::actions::plan::{Options, plan};
-use crate::actions::{Action, Target, audit};
+use super::{CmdError, settings};
+use crate::actions::execute::Progress;
+use crate::actions::run::Approval;
+use crate::actions::{Action, guard};
 use crate::cli::{ActOptions, Global};
-use crate::store::Store;
+use crate::engine::{Engine, runtime};
 
 pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> {
     let cfg = settings(g)?;
-    let audit_path = audit::default_path();
-    let rt = crate::commands::runtime()?;
+    let rt = runtime().map_err(CmdError::Failed)?;
     rt.block_on(async {
-        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
-        let mut store = Store::new();
-        let handles = crate::sources::spawn_all(&cfg, &mut store, tx).map_err(CmdError::Usage)?;
-        first_answers(&mut store, &mut rx).await;
-        let force = matches!(action, Action::Preempt { force: true, .. });
-        let mut opts = Options::new(&cfg, force, Utc::now());
-        if let (Action::Undrain { target }, Some(path)) = (&action, &audit_path)
-            && let Target::Card(r) = Target::parse(target)
-        {
-            opts.previous_mode = audit::previous_compute_mode(path, &r.to_string());
-        }
-        let p = plan(&action, store.fleet(), &opts).map_err(CmdError::Usage)?;
+        let mut engine = Engine::start(&cfg).map_err(CmdError::Usage)?;
+        engine.first_answers().await;
+        let p = engine.runner.propose(&action, engine.store.fleet()).map_err(CmdError::Usage)?;
         print!("{}", p.render());
         if !p.allowed() {
-            // Refused attempts are audited too (best effort: the refusal stands either way).
-            if let Some(path) = &audit_path {
-                let _ = audit::append(path, &audit::refused(&p));
-            }
-            return Err(CmdError::Refused(p.blockers.join("; ")));
+            return Err(CmdError::Refused(guard::joined(&p.blockers)));
         }
         if how.dry_run {
             println!("dry run: nothing done");
@@ -46,29 +31,18 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
             if let Some(q) = &p.second_confirmation {
                 confirm(q)?;
             }
-            // The sources kept reporting while the operator read the plan: plan again and run
-            // only what was confirmed.
-            while let Ok(update) = rx.try_recv() {
-                store.apply_deferred(update, Utc::now());
-            }
-            store.rebuild();
-            opts.ctx.now = Utc::now();
-            let again = plan(&action, store.fleet(), &opts).map_err(CmdError::Usage)?;
-            if again.steps != p.steps || again.blockers != p.blockers {
+        }
+        // The sources kept reporting while the operator read the plan: the runner plans again
+        // on what they say now and runs only what was confirmed.
+        engine.catch_up();
+        let approved = match engine.runner.approve(&p, engine.store.fleet()) {
+            Approval::Go(a) => a,
+            Approval::Changed(again) => {
                 print!("the cluster changed while you read the plan; the plan now:\n{}", again.render());
                 return Err(CmdError::Failed("not run: the plan changed; run the command again".into()));
             }
-        }
-        let path =
-            audit_path.ok_or_else(|| CmdError::Failed("no audit log path (set XDG_STATE_HOME or HOME)".into()))?;
-        // No audit, no action.
-        audit::append(&path, &audit::intent(&p)).map_err(CmdError::Failed)?;
-        let env = Env {
-            read_only: cfg.read_only,
-            sim: handles.sim.clone(),
-            nvml_lib: cfg.sources.nvml.clone().flatten(),
-            command_timeout: cfg.slurm.timeout,
-            kubernetes: crate::sources::kubernetes_settings(&cfg),
+            Approval::Gone(e) => return Err(CmdError::Usage(e)),
+            Approval::NotStarted(e) => return Err(CmdError::Failed(e)),
         };
         let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
         let steps = p.steps.clone();
@@ -85,11 +59,11 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
                 let _ = std::io::stdout().flush();
             }
         });
-        let outcome = execute::execute(&p, &env, Some(ptx)).await;
+        let finished = approved.run(Some(ptx)).await;
         let _ = printer.await;
-        let logged = audit::append(&path, &audit::outcome(&p, &outcome));
+        let outcome = finished.outcome;
         println!("{}: {}", if outcome.ok { "done" } else { "failed" }, outcome.reached);
-        if let Err(e) = logged {
+        if let Some(e) = finished.audit_error {
             return Err(CmdError::Failed(format!("{e} (the action's result: {})", outcome.reached)));
         }
         match outcome.error {

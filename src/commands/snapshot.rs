@@ -1,42 +1,22 @@
 //! `tessera snapshot`: one collection from every source through the normal channel, printed
 //! as the JSON contract or a compact table.
 
-use std::time::Duration;
-
 use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
 
 use super::CmdError;
 use crate::config::{Config, duration};
 use crate::model::{Card, Fleet, QueueSummary};
-use crate::store::Store;
-
-/// How long a one-shot collection waits for every source's first answer.
-const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The merged fleet after every source answered once (or the timeout passed), and whether
 /// any of it is simulated.
 pub fn collect_once(cfg: &Config) -> Result<(Fleet, bool), CmdError> {
-    let rt = crate::commands::runtime()?;
+    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
     rt.block_on(async {
-        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
-        let mut store = Store::new();
-        crate::sources::spawn_all(cfg, &mut store, tx).map_err(CmdError::Usage)?;
-        first_answers(&mut store, &mut rx).await;
-        Ok((store.fleet().clone(), store.simulated()))
+        let mut engine = crate::engine::Engine::start(cfg).map_err(CmdError::Usage)?;
+        engine.first_answers().await;
+        Ok((engine.store.fleet().clone(), engine.store.simulated()))
     })
-}
-
-/// Apply updates until every source answered once (or the timeout passed), then rebuild.
-pub async fn first_answers(store: &mut Store, rx: &mut tokio::sync::mpsc::Receiver<crate::sources::SourceUpdate>) {
-    let deadline = tokio::time::Instant::now() + COLLECT_TIMEOUT;
-    while store.any_connecting() {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(update)) => store.apply_deferred(update, Utc::now()),
-            Ok(None) | Err(_) => break,
-        }
-    }
-    store.rebuild();
 }
 
 fn time(t: Option<chrono::DateTime<Utc>>) -> Value {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use toml::{Table, Value};
 
 use super::{ConfigError, Reader, duration};
-use crate::sources::kinds::KindRules;
+use crate::model::KindRules;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slurm {

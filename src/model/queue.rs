@@ -49,50 +49,19 @@ pub struct QueueSummary {
     pub demand: Vec<Demand>,
 }
 
-/// A card's catalog model name, or the reported name when tessera does not know it.
-fn model_key(model: &str) -> String {
-    super::mig::catalog::lookup(model).map_or_else(|| model.to_string(), |m| m.name.clone())
-}
-
 impl QueueSummary {
     pub fn compute(fleet: &Fleet, now: DateTime<Utc>) -> Self {
         let pending: Vec<_> = fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending).collect();
         let oldest_wait_s = pending.iter().filter_map(|w| w.wait(now)).map(|d| d.num_seconds().max(0)).max();
 
-        // Free capacity: idle whole cards per model, idle MIG instances per profile. Where a
-        // scheduler counts a node's resources, its count is what a pending job can get.
-        let mut free_whole: BTreeMap<String, u64> = BTreeMap::new();
-        let mut free_mig: BTreeMap<String, u64> = BTreeMap::new();
-        for node in fleet.nodes.iter().filter(|n| n.schedulable && !n.capacity.is_empty()) {
-            for c in &node.capacity {
-                match &c.resource {
-                    Resource::WholeCard { model } => {
-                        let key = model.as_deref().map_or_else(|| "unknown".to_string(), model_key);
-                        *free_whole.entry(key).or_default() += c.free();
-                    }
-                    Resource::MigInstance { profile } => *free_mig.entry(profile.clone()).or_default() += c.free(),
-                }
-            }
-        }
-        for (node, card) in fleet.cards() {
-            if card.draining || card.health.lost || !node.schedulable || !node.capacity.is_empty() {
-                continue;
-            }
-            if card.mig.enabled {
-                for inst in card.mig.instances.iter().filter(|i| i.workloads.is_empty()) {
-                    *free_mig.entry(inst.profile.clone()).or_default() += 1;
-                }
-            } else if card.workloads.is_empty() {
-                *free_whole.entry(model_key(&card.model)).or_default() += 1;
-            }
-        }
+        let free = super::capacity::Free::compute(fleet);
 
         let mut demand: BTreeMap<Resource, (usize, u64)> = BTreeMap::new();
         for w in &pending {
             let (resource, units) = match (&w.request.mig_profile, w.request.gpus) {
                 (Some(p), n) => (Resource::MigInstance { profile: p.clone() }, u64::from(n.unwrap_or(1))),
                 (None, n) => (
-                    Resource::WholeCard { model: w.request.model.as_deref().map(model_key) },
+                    Resource::WholeCard { model: w.request.model.as_deref().map(super::capacity::model_key) },
                     u64::from(n.unwrap_or(1)),
                 ),
             };
@@ -103,11 +72,7 @@ impl QueueSummary {
         let demand = demand
             .into_iter()
             .map(|(resource, (pending, wanted))| {
-                let free = match &resource {
-                    Resource::WholeCard { model: Some(m) } => free_whole.get(m).copied().unwrap_or(0),
-                    Resource::WholeCard { model: None } => free_whole.values().sum(),
-                    Resource::MigInstance { profile } => free_mig.get(profile).copied().unwrap_or(0),
-                };
+                let free = free.of(&resource);
                 Demand { resource, pending, wanted, free }
             })
             .collect();

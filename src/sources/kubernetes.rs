@@ -24,8 +24,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::kinds::KindRules;
 use super::{Partial, SourceError, SourceUpdate};
+use crate::model::KindRules;
 use crate::model::SourceKind;
 use objects::KueueWorkload;
 use visibility::{Background, Known};

@@ -14,7 +14,8 @@ use chrono::Utc;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{Partial, SourceError, SourceUpdate, http, kinds::KindRules};
+use super::{Partial, SourceError, SourceUpdate, http};
+use crate::model::KindRules;
 use crate::model::SourceKind;
 
 /// slurmrestd instead of the commands.

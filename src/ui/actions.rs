@@ -5,10 +5,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent};
 
-use crate::actions::execute::{Outcome, Progress};
-use crate::actions::{Action, Plan};
+use crate::actions::{Action, Outcome, Plan, Progress};
 use crate::model::mig::{enumerate, lookup};
-use crate::model::{Card, CardRef, Fleet, QueueSummary, Resource};
+use crate::model::{Card, CardRef, Fleet, QueueSummary, capacity};
 use crate::ui::keymap::Intent;
 use crate::ui::state::{Tab, UiState};
 
@@ -58,27 +57,14 @@ pub enum Answer {
 /// queued workloads it would serve; the current layout first when it is one of them.
 pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card, queue: &QueueSummary) -> Result<Modal, String> {
     let model = lookup(&card.model).ok_or_else(|| format!("{}: GPU model not in the MIG catalog", card.model))?;
-    let wanted = |res: &Resource| queue.demand.iter().filter(|d| d.resource == *res).map(|d| d.wanted).sum::<u64>();
-    let whole_fits = (wanted(&Resource::WholeCard { model: Some(model.name.clone()) })
-        + wanted(&Resource::WholeCard { model: None }))
-    .min(1);
+    let whole_fits = capacity::whole_card_serves(&model.name, queue);
     if kubernetes_only(fleet, &r.node) {
-        return Ok(config_picker(r, card, model, &wanted, whole_fits));
+        return Ok(config_picker(r, card, model, queue, whole_fits));
     }
     let mut choices = vec![Choice { layout: "whole".into(), fits: whole_fits }];
     for layout in enumerate(model) {
         let text: Vec<String> = layout.iter().map(|p| format!("{}@{}", p.profile, p.start)).collect();
-        let mut fits = 0;
-        let mut seen: Vec<&str> = Vec::new();
-        for p in &layout {
-            if seen.contains(&p.profile.as_str()) {
-                continue;
-            }
-            seen.push(&p.profile);
-            let count = layout.iter().filter(|x| x.profile == p.profile).count() as u64;
-            fits += count.min(wanted(&Resource::MigInstance { profile: p.profile.clone() }));
-        }
-        choices.push(Choice { layout: text.join(","), fits });
+        choices.push(Choice { layout: text.join(","), fits: capacity::layout_serves(&layout, queue) });
     }
     // Most useful first; ties keep the catalog order.
     choices.sort_by_key(|c| std::cmp::Reverse(c.fits));
@@ -106,13 +92,13 @@ fn config_picker(
     r: &CardRef,
     card: &Card,
     model: &crate::model::mig::GpuModel,
-    wanted: &dyn Fn(&Resource) -> u64,
+    queue: &QueueSummary,
     whole_fits: u64,
 ) -> Modal {
     let mut choices = vec![Choice { layout: "all-disabled".into(), fits: whole_fits }];
     choices.push(Choice { layout: "all-balanced".into(), fits: 0 });
     for p in model.profiles.iter().filter(|p| !p.has_media_extensions()) {
-        let fits = wanted(&Resource::MigInstance { profile: p.name.clone() });
+        let fits = capacity::profile_serves(&p.name, queue);
         choices.push(Choice { layout: format!("all-{}", p.name), fits });
     }
     let current = card.mig.error.clone().unwrap_or_else(|| "MIG off".into());
@@ -198,16 +184,15 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
 
 /// A refused repartition of a card that is only busy: draining it is the way forward.
 pub fn offers_drain(plan: &Plan) -> bool {
-    matches!(plan.action, Action::Repartition { .. })
-        && plan.blockers.iter().any(|b| b.contains("not idle") || b.contains("drain (cordon)"))
+    matches!(plan.action, Action::Repartition { .. }) && plan.blockers.iter().any(|b| b.cleared_by_drain())
 }
 
 /// An action key: the card it is on (fleet view or an open card) or the workload
 /// (workloads view), then a plan request or the repartition picker.
-pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) {
+pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) -> Option<Request> {
     if st.read_only {
         st.message = Some("read-only: actions are off".into());
-        return;
+        return None;
     }
     if matches!(intent, Intent::Preempt | Intent::ForcePreempt) {
         let id = (st.tab == Tab::Workloads && st.open_card.is_none())
@@ -217,26 +202,27 @@ pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) {
         match id {
             Some(workload) => {
                 let force = intent == Intent::ForcePreempt;
-                st.request = Some(Request::Plan(Action::Preempt { workload, force }));
+                return Some(Request::Plan(Action::Preempt { workload, force }));
             }
             None => st.message = Some("preempt: select a workload in the workloads view (3)".into()),
         }
-        return;
+        return None;
     }
     let card = st.open_card.clone().or_else(|| (st.tab == Tab::Fleet).then(|| st.selected_card()).flatten());
     let Some(r) = card else {
         st.message = Some("select a card in the fleet view (1) first".into());
-        return;
+        return None;
     };
     let target = r.to_string();
     match intent {
-        Intent::Drain => st.request = Some(Request::Plan(Action::Drain { target })),
-        Intent::Undrain => st.request = Some(Request::Plan(Action::Undrain { target })),
+        Intent::Drain => return Some(Request::Plan(Action::Drain { target })),
+        Intent::Undrain => return Some(Request::Plan(Action::Undrain { target })),
         _ => match fleet.card(&r).ok_or_else(|| format!("{r} is gone")).and_then(|c| picker(fleet, &r, c, &st.queue)) {
             Ok(m) => st.modal = Some(m),
             Err(e) => st.message = Some(e),
         },
     }
+    None
 }
 
 /// A confirmation dialog for a plan.

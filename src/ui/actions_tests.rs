@@ -1,10 +1,8 @@
 use super::*;
 use crate::actions::plan::{Options, plan};
-use crate::model::SourceKind;
-use crate::sources::SourceUpdate;
-use crate::sources::sim::{Sim, SimConfig};
 use crate::store::Store;
-use crate::ui::app::on_key;
+use crate::ui::input::on_key;
+use crate::ui::state::Effect;
 use crate::ui::state::UiState;
 use chrono::{DateTime, TimeZone, Utc};
 use crossterm::event::KeyModifiers;
@@ -15,15 +13,7 @@ fn clock() -> DateTime<Utc> {
 }
 
 fn store() -> Store {
-    let mut sim = Sim::new(SimConfig::new(42, clock()));
-    let mut store = Store::new();
-    store.register("sim", SourceKind::Simulated, std::time::Duration::from_secs(1));
-    let at = sim.now();
-    store.apply(
-        SourceUpdate { source: "sim".into(), kind: SourceKind::Simulated, at, result: Ok(sim.snapshot()) },
-        clock(),
-    );
-    store
+    crate::engine::simulated_store(42, clock())
 }
 
 fn key(c: KeyCode) -> KeyEvent {
@@ -32,9 +22,9 @@ fn key(c: KeyCode) -> KeyEvent {
 
 /// The loop's handling of requests, without IO: plans open confirmations; an execution is
 /// recorded (that is where the executor would run) and finishes at once.
-fn serve(st: &mut UiState, store: &Store, executed: &mut Vec<Plan>) {
-    match st.request.take() {
-        Some(Request::Plan(action)) => {
+fn serve(st: &mut UiState, store: &Store, effect: Effect, executed: &mut Vec<Plan>) {
+    match effect {
+        Effect::Request(Request::Plan(action)) => {
             let force = matches!(action, Action::Preempt { force: true, .. });
             let opts = Options::new(&crate::config::Config::default(), force, clock());
             match plan(&action, store.fleet(), &opts) {
@@ -42,11 +32,11 @@ fn serve(st: &mut UiState, store: &Store, executed: &mut Vec<Plan>) {
                 Err(e) => st.message = Some(e),
             }
         }
-        Some(Request::Execute(p)) => {
+        Effect::Request(Request::Execute(p)) => {
             executed.push((*p).clone());
             st.modal = Some(running(p));
         }
-        None => {}
+        _ => {}
     }
 }
 
@@ -61,8 +51,8 @@ fn drain_confirmed_with_y_executes_once() {
     st.on_fleet(store.fleet());
     let mut executed = Vec::new();
     for k in [KeyCode::Char('d'), KeyCode::Char('y')] {
-        on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, &mut executed);
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
     }
     assert_eq!(executed.len(), 1);
     assert_eq!(executed[0].action, Action::Drain { target: "gpu-a100-01/0".into() });
@@ -76,8 +66,8 @@ fn cancel_leaves_everything_unchanged() {
     let before = store.fleet().nodes.clone();
     let mut executed = Vec::new();
     for k in [KeyCode::Char('d'), KeyCode::Esc] {
-        on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, &mut executed);
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
     }
     assert!(executed.is_empty());
     assert!(st.modal.is_none());
@@ -93,22 +83,22 @@ fn destructive_actions_need_the_typed_name() {
     let mut executed = Vec::new();
     // Repartition the selected card: open the picker, take the first layout, plan it.
     for k in [KeyCode::Char('r'), KeyCode::Enter] {
-        on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, &mut executed);
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
     }
     let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("no confirmation: {:?}", st.message) };
     // The selected card is busy: the guards refuse, so nothing can confirm it.
     assert!(!plan.allowed(), "{:?}", plan.blockers);
     for k in [KeyCode::Char('y'), KeyCode::Enter] {
-        on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, &mut executed);
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
     }
     assert!(executed.is_empty());
 
     // The refusal offers the drain that makes the card idle.
     st.modal = Some(confirm(plan.as_ref().clone()));
-    on_key(&mut st, store.fleet(), key(KeyCode::Char('d')));
-    serve(&mut st, &store, &mut executed);
+    let e = on_key(&mut st, store.fleet(), key(KeyCode::Char('d')));
+    serve(&mut st, &store, e, &mut executed);
     let Some(Modal::Confirm { plan: drain, .. }) = st.modal.clone() else { panic!("no drain offered") };
     assert_eq!(drain.action, Action::Drain { target: plan.target.clone() });
     assert!(executed.is_empty(), "offering is not executing");
@@ -120,15 +110,15 @@ fn destructive_actions_need_the_typed_name() {
     for c in "wrong".chars() {
         on_key(&mut st, store.fleet(), key(KeyCode::Char(c)));
     }
-    on_key(&mut st, store.fleet(), key(KeyCode::Enter));
-    serve(&mut st, &store, &mut executed);
+    let e = on_key(&mut st, store.fleet(), key(KeyCode::Enter));
+    serve(&mut st, &store, e, &mut executed);
     assert!(executed.is_empty());
     st.modal = Some(confirm(p.clone()));
     for c in p.target.chars() {
         on_key(&mut st, store.fleet(), key(KeyCode::Char(c)));
     }
-    on_key(&mut st, store.fleet(), key(KeyCode::Enter));
-    serve(&mut st, &store, &mut executed);
+    let e = on_key(&mut st, store.fleet(), key(KeyCode::Enter));
+    serve(&mut st, &store, e, &mut executed);
     assert_eq!(executed.len(), 1);
 }
 
@@ -139,8 +129,8 @@ fn read_only_has_no_action_keys() {
     st.on_fleet(store.fleet());
     let mut executed = Vec::new();
     for k in ['d', 'u', 'r', 'p', 'P', 'y'] {
-        on_key(&mut st, store.fleet(), key(KeyCode::Char(k)));
-        serve(&mut st, &store, &mut executed);
+        let e = on_key(&mut st, store.fleet(), key(KeyCode::Char(k)));
+        serve(&mut st, &store, e, &mut executed);
     }
     assert!(st.modal.is_none() && executed.is_empty());
 }
@@ -181,8 +171,8 @@ proptest! {
         for k in seq {
             let before = st.modal.clone();
             let n = executed.len();
-            on_key(&mut st, store.fleet(), key(k));
-            serve(&mut st, &store, &mut executed);
+            let e = on_key(&mut st, store.fleet(), key(k));
+            serve(&mut st, &store, e, &mut executed);
             if executed.len() > n {
                 let Some(Modal::Confirm { plan, typed, second }) = before else {
                     panic!("executed without a confirmation on screen")

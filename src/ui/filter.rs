@@ -2,6 +2,7 @@
 //! holders; `util<5`, `util>90`, `temp>80`, `free>0`, `mig`, `whole`, `draining`, `idle`,
 //! `xid` are terms.
 
+use crate::model::capacity::free_units;
 use crate::model::{Card, Fleet, Node};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -95,16 +96,6 @@ impl Filter {
     }
 }
 
-/// Free capacity on a card: unheld instances plus free slices (MIG), or 1 for an idle whole card.
-pub fn free_units(card: &Card) -> u32 {
-    if card.mig.enabled {
-        let unheld = card.mig.instances.iter().filter(|i| i.workloads.is_empty()).count() as u32;
-        unheld + card.usable_free_slices().map_or(0, u16::count_ones)
-    } else {
-        u32::from(card.workloads.is_empty())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,7 +114,6 @@ mod tests {
         card.mig.instances.push(MigInstance { profile: "3g.40gb".into(), start: 0, size: 4, ..MigInstance::default() });
         card.utilization_pct = None;
         assert!(Filter::parse("mig 3g.40gb").matches(&fleet, &node, &card));
-        assert_eq!(free_units(&card), 5, "one unheld instance and four free slices");
         assert!(!Filter::parse("util<5").matches(&fleet, &node, &card), "unknown utilisation matches no comparison");
         assert!(Filter::parse("").is_empty());
     }

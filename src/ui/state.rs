@@ -5,8 +5,9 @@ use std::collections::{HashMap, VecDeque};
 
 use chrono::{DateTime, Utc};
 
-use super::filter::{Filter, free_units};
+use super::filter::Filter;
 use super::keymap::Intent;
+use crate::model::capacity::free_units;
 use crate::model::{CardRef, Fleet, WorkloadState};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,22 +123,24 @@ pub struct UiState {
     /// Data time of the last sparkline sample.
     last_sample: Option<DateTime<Utc>>,
     /// Header figures and the queue summary, computed once per fleet update, not per frame.
-    pub totals: super::views::header::Totals,
+    pub totals: crate::model::Totals,
     pub queue: crate::model::QueueSummary,
     /// The action dialog on screen, if any: it takes every key until it closes.
     pub modal: Option<super::actions::Modal>,
-    /// A request for the loop (plan an action, execute a confirmed plan).
-    pub request: Option<super::actions::Request>,
     /// Quit was asked while an action ran: leave when it ends.
     pub quit_after_action: bool,
 }
 
 /// What the loop must do after a key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     None,
     Redraw,
     Quit,
+    /// Something only the loop can do: plan an action, run a confirmed plan.
+    Request(super::actions::Request),
+    /// A dialog closed (redraw): a request typed ahead of its closing is void.
+    Dismissed,
 }
 
 impl UiState {
@@ -166,10 +169,9 @@ impl UiState {
             now,
             wall: now,
             last_sample: None,
-            totals: super::views::header::Totals::default(),
+            totals: crate::model::Totals::default(),
             queue: crate::model::QueueSummary::default(),
             modal: None,
-            request: None,
             quit_after_action: false,
         }
     }
@@ -210,7 +212,7 @@ impl UiState {
                 h.pop_front();
             }
         }
-        self.totals = super::views::header::totals(fleet);
+        self.totals = crate::model::Totals::compute(fleet);
         self.queue = crate::model::QueueSummary::compute(fleet, self.now);
         self.rebuild(fleet);
     }
@@ -417,7 +419,9 @@ impl UiState {
                 self.rebuild(fleet);
             }
             Intent::Drain | Intent::Undrain | Intent::Repartition | Intent::Preempt | Intent::ForcePreempt => {
-                super::actions::on_intent(self, intent, fleet);
+                if let Some(r) = super::actions::on_intent(self, intent, fleet) {
+                    return Effect::Request(r);
+                }
             }
         }
         Effect::Redraw

@@ -3,23 +3,11 @@
 use chrono::TimeZone;
 
 use super::*;
-use crate::sources::sim::{Sim, SimConfig};
-use crate::store::Store;
 use crate::ui::keymap::Intent;
 
 fn fleet() -> Fleet {
     let t = Utc.with_ymd_and_hms(2026, 3, 2, 14, 0, 0).single().unwrap_or_default();
-    let mut sim = Sim::new(SimConfig::new(42, t));
-    let mut store = Store::new();
-    store.register("sim", crate::model::SourceKind::Simulated, std::time::Duration::from_secs(1));
-    let update = crate::sources::SourceUpdate {
-        source: "sim".into(),
-        kind: crate::model::SourceKind::Simulated,
-        at: t,
-        result: Ok(sim.snapshot()),
-    };
-    store.apply(update, t);
-    store.fleet().clone()
+    crate::engine::simulated_store(42, t).fleet().clone()
 }
 
 fn state(f: &Fleet) -> UiState {

@@ -9,8 +9,8 @@ use super::objects::{GpuPod, KueueWorkload, condition, created};
 use super::pods::{self, Classes};
 use super::resources;
 use super::visibility::{Position, Positions};
+use crate::model::KindRules;
 use crate::model::{Workload, WorkloadState};
-use crate::sources::kinds::KindRules;
 
 /// Why the Workload waits, if it is waiting for quota: `Some(message)` while QuotaReserved is
 /// not True and it is neither admitted, finished nor deactivated; with its place in the queues

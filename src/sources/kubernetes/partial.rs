@@ -9,8 +9,8 @@ use super::objects::{GpuNode, GpuPod, KueueWorkload};
 use super::pods::Classes;
 use super::visibility::Positions;
 use super::{kueue, nodes, pods};
+use crate::model::KindRules;
 use crate::sources::Partial;
-use crate::sources::kinds::KindRules;
 
 pub fn build(
     node_objs: &[Arc<GpuNode>],

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use super::nodes::Used;
 use super::objects::{GpuPod, PodSpec, condition, created, key};
 use super::resources::{self, GpuResource};
+use crate::model::KindRules;
 use crate::model::{Request, Workload, WorkloadState};
-use crate::sources::kinds::KindRules;
 
 /// PriorityClass name → value, for objects that name a class but carry no value.
 pub type Classes = HashMap<String, i32>;

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::gres::{self, Gres};
 use super::json::{hostlist, num, states, text, time};
+use crate::model::KindRules;
 use crate::model::{CardRef, Request, Workload, WorkloadState};
-use crate::sources::kinds::KindRules;
 
 /// What `map` found.
 #[derive(Debug, Default)]

@@ -8,8 +8,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{cell, pct, rcell};
+use crate::model::capacity::free_units;
 use crate::model::{Card, Fleet, Node};
-use crate::ui::filter::free_units;
 use crate::ui::state::{Row, SortKey, UiState};
 use crate::ui::theme::Theme;
 use crate::ui::widgets::mig_bar::mig_bar;

@@ -12,42 +12,6 @@ use crate::ui::state::{Tab, UiState};
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
 
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Totals {
-    pub cards: usize,
-    pub mean_util: Option<f64>,
-    pub mem_used_mib: u64,
-    pub mem_total_mib: u64,
-    pub mig_used: usize,
-    pub mig_total: usize,
-}
-
-pub fn totals(fleet: &Fleet) -> Totals {
-    let mut t = Totals { cards: 0, mean_util: None, mem_used_mib: 0, mem_total_mib: 0, mig_used: 0, mig_total: 0 };
-    let (mut sum, mut n) = (0.0, 0usize);
-    for (_, c) in fleet.cards() {
-        t.cards += 1;
-        if let Some(u) = c.activity_pct() {
-            sum += u;
-            n += 1;
-        }
-        t.mem_used_mib += c.memory_used_mib.unwrap_or(0);
-        t.mem_total_mib += c.memory_total_mib.unwrap_or(0);
-        t.mig_total += c.mig.instances.len();
-        t.mig_used += c.mig.instances.iter().filter(|i| !i.workloads.is_empty()).count();
-    }
-    // MIG instances only a scheduler counts (Slurm GRES, Kubernetes resources) on nodes whose
-    // cards show none.
-    for n in fleet.nodes.iter().filter(|n| n.cards.iter().all(|c| c.mig.instances.is_empty())) {
-        for c in n.capacity.iter().filter(|c| matches!(c.resource, crate::model::Resource::MigInstance { .. })) {
-            t.mig_total += c.total as usize;
-            t.mig_used += c.used as usize;
-        }
-    }
-    t.mean_util = (n > 0).then(|| sum / n as f64);
-    t
-}
-
 fn tib(mib: u64) -> String {
     if mib >= 1024 * 1024 {
         format!("{:.1}TiB", mib as f64 / 1048576.0)

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::WorkloadKind;
+use super::WorkloadKind;
 
 /// Case-insensitive substrings; the first list that matches any of a workload's names wins,
 /// in the order inference, other, training. A GPU workload that matches nothing is training

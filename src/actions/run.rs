@@ -1,0 +1,132 @@
+//! The one action runner, for the console and the command line alike: plan (a refusal is
+//! audited), the caller's confirmation (a dialog or the terminal question), plan again and go
+//! on only with an unchanged plan, audit the intent, execute with progress, audit the outcome;
+//! and the record of an action left while it ran. Each stage returns the value the next one
+//! takes, so no caller can skip one: only `approve` makes an `Approved`, and only an `Approved`
+//! runs.
+
+use std::path::PathBuf;
+
+use chrono::Utc;
+use tokio::sync::mpsc;
+
+use super::execute::{self, Env, Outcome, Progress};
+use super::plan::{self, Options};
+use super::{Action, Plan, Target, audit};
+use crate::config::Config;
+use crate::model::Fleet;
+
+/// Plans and runs actions with the guards, re-planning and audit in one place.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    cfg: Config,
+    env: Env,
+    audit: Option<PathBuf>,
+}
+
+/// What `approve` decided after the operator confirmed.
+#[derive(Debug)]
+pub enum Approval {
+    /// The plan is unchanged and its intent is in the audit log: run it.
+    Go(Box<Approved>),
+    /// The cluster moved while the operator read the plan: this is the plan now.
+    Changed(Box<Plan>),
+    /// The target is gone (a usage error).
+    Gone(String),
+    /// Not started: the intent could not be audited (no audit, no action).
+    NotStarted(String),
+}
+
+/// A confirmed, re-planned and audited plan, ready to run.
+#[derive(Debug)]
+pub struct Approved {
+    plan: Plan,
+    audit: PathBuf,
+    env: Env,
+}
+
+/// How a run ended: the executor's outcome, and whether its audit record could be written.
+#[derive(Debug)]
+pub struct Finished {
+    pub outcome: Outcome,
+    pub audit_error: Option<String>,
+}
+
+impl Runner {
+    pub fn new(cfg: &Config, env: Env) -> Self {
+        Self { cfg: cfg.clone(), env, audit: audit::default_path() }
+    }
+
+    /// The same runner writing its audit log at `path` (`None`: nowhere, so nothing can run).
+    pub fn with_audit(mut self, path: Option<PathBuf>) -> Self {
+        self.audit = path;
+        self
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.env.read_only
+    }
+
+    fn options(&self, action: &Action) -> Options {
+        let force = matches!(action, Action::Preempt { force: true, .. });
+        let mut opts = Options::new(&self.cfg, force, Utc::now());
+        // For an undrain of a card: the compute mode it had before tessera drained it.
+        if let (Action::Undrain { target }, Some(path)) = (action, &self.audit)
+            && let Target::Card(r) = Target::parse(target)
+        {
+            opts.previous_mode = audit::previous_compute_mode(path, &r.to_string());
+        }
+        opts
+    }
+
+    /// Plan `action` on `fleet`. A refused plan is audited (best effort: the refusal stands
+    /// either way). `Err` when the target or workload does not exist.
+    pub fn propose(&self, action: &Action, fleet: &Fleet) -> Result<Plan, String> {
+        let p = plan::plan(action, fleet, &self.options(action))?;
+        if !p.allowed()
+            && let Some(path) = &self.audit
+        {
+            let _ = audit::append(path, &audit::refused(&p));
+        }
+        Ok(p)
+    }
+
+    /// The operator confirmed `shown`: plan again on the fleet as it is now, and go on only if
+    /// nothing changed, after the intent is in the audit log.
+    pub fn approve(&self, shown: &Plan, fleet: &Fleet) -> Approval {
+        let now = match plan::plan(&shown.action, fleet, &self.options(&shown.action)) {
+            Ok(p) => p,
+            Err(e) => return Approval::Gone(e),
+        };
+        if now.steps != shown.steps || now.blockers != shown.blockers {
+            return Approval::Changed(Box::new(now));
+        }
+        let Some(path) = self.audit.clone() else {
+            return Approval::NotStarted("no audit log path (set XDG_STATE_HOME or HOME)".into());
+        };
+        if let Err(e) = audit::append(&path, &audit::intent(shown)) {
+            return Approval::NotStarted(e);
+        }
+        Approval::Go(Box::new(Approved { plan: shown.clone(), audit: path, env: self.env.clone() }))
+    }
+
+    /// Leaving while an action runs: say in the audit log where each step stood.
+    pub fn interrupted(&self, plan: &Plan, steps: &[String]) {
+        if let Some(path) = &self.audit {
+            let _ = audit::append(path, &audit::interrupted(plan, steps));
+        }
+    }
+}
+
+impl Approved {
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Execute the plan, progress going to `progress` as it happens, then audit the outcome.
+    pub async fn run(self, progress: Option<mpsc::UnboundedSender<Progress>>) -> Finished {
+        let outcome = execute::execute(&self.plan, &self.env, progress).await;
+        let audit_error = audit::append(&self.audit, &audit::outcome(&self.plan, &outcome)).err();
+        Finished { outcome, audit_error }
+    }
+}

@@ -1,0 +1,62 @@
+//! The simulated cluster as a backend: its plans (card drains, repartitions with the time the
+//! simulator takes, checkpoint then requeue) and running its operations.
+
+use super::execute::Env;
+use super::plan::step;
+use super::{Op, Plan};
+use crate::model::{Card, Node};
+use crate::sources::sim::SimOp;
+
+/// Simulated seconds the simulator takes for MIG changes and a checkpoint.
+const SIM_MIG_DESTROY_S: u64 = 2;
+const SIM_MIG_CREATE_S: u64 = 4;
+const SIM_CHECKPOINT_S: u64 = 45;
+
+pub(super) fn drain(p: &mut Plan, node: &Node, c: &Card, on: bool) {
+    let verb = if on { "Drain" } else { "Undrain" };
+    let (n, index) = (node.name.clone(), c.index);
+    p.summary = format!("{verb} {}/{index}: {}", n, if on { "no new work starts on it" } else { "accept new work" });
+    let op = if on { SimOp::Drain { node: n.clone(), index } } else { SimOp::Undrain { node: n.clone(), index } };
+    p.steps.push(step(format!("{verb} the card"), format!("simulator: {op}"), Op::Sim { op }));
+}
+
+pub(super) fn repartition(p: &mut Plan, node: &Node, c: &Card, layout: &str, whole: bool) {
+    let n = c.mig.instances.len();
+    if n > 0 {
+        p.steps.push(step(
+            format!("Destroy the {n} GPU instances and their compute instances"),
+            "simulator: destroy instances",
+            Op::Wait { seconds: SIM_MIG_DESTROY_S, why: "destroying instances".into() },
+        ));
+    }
+    if c.mig.enabled == whole {
+        p.warnings.push(
+            "this changes MIG mode, which on real hardware needs a GPU reset; the simulator does it in place".into(),
+        );
+    }
+    let op = SimOp::Repartition { node: node.name.clone(), index: c.index, layout: layout.to_string() };
+    p.steps.push(step(format!("Create {layout}"), format!("simulator: {op}"), Op::Sim { op }));
+    p.steps.push(step(
+        "Wait for the instances to come up",
+        "simulator: wait",
+        Op::Wait { seconds: SIM_MIG_CREATE_S, why: "instances starting".into() },
+    ));
+}
+
+pub(super) fn preempt(p: &mut Plan, id: &str) {
+    let ck = SimOp::Checkpoint { workload: id.into() };
+    p.steps.push(step("Ask the job to checkpoint", format!("simulator: {ck}"), Op::Sim { op: ck }));
+    p.steps.push(step(
+        format!("Wait {SIM_CHECKPOINT_S} s for the checkpoint"),
+        "simulator: wait",
+        Op::Wait { seconds: SIM_CHECKPOINT_S, why: "checkpointing".into() },
+    ));
+    let rq = SimOp::Requeue { workload: id.into() };
+    p.steps.push(step("Requeue the job", format!("simulator: {rq}"), Op::Sim { op: rq }));
+}
+
+/// Run one operation on the running simulator.
+pub(super) async fn run_op(op: &SimOp, env: &Env) -> Result<String, String> {
+    let sim = env.sim.as_ref().ok_or("the simulated cluster is not running here")?;
+    sim.apply(op.clone()).await
+}

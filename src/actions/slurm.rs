@@ -1,0 +1,86 @@
+//! Slurm as a backend: node drains and resumes with `scontrol`, preemption as a checkpoint
+//! signal (`scancel --signal --batch`), a grace period and `scontrol requeue`; and running
+//! those commands (never through a shell) with a timeout.
+
+use std::time::Duration;
+
+use super::plan::{Options, step};
+use super::{Op, Plan};
+use crate::model::{Node, Workload};
+
+pub(super) fn drain(p: &mut Plan, node: &Node, on: bool, o: &Options) {
+    let verb = if on { "Drain" } else { "Undrain" };
+    let state = if on { "DRAIN" } else { "RESUME" };
+    p.summary = format!("{verb} node {} in Slurm (State={state})", node.name);
+    p.warnings.push(format!(
+        "Slurm drains whole nodes: all {} GPUs of {} stop taking new jobs; running jobs continue",
+        node.cards.len().max(node.capacity.iter().map(|c| c.total as usize).sum()),
+        node.name
+    ));
+    let mut args = vec!["update".to_string(), format!("NodeName={}", node.name), format!("State={state}")];
+    if on {
+        args.push(format!("Reason=tessera: {}: drained from tessera", o.user));
+    }
+    let program = program(o, "scontrol");
+    let call = shell_words(&program, &args);
+    p.steps.push(step(format!("{verb} the node"), call, Op::Run { program, args }));
+}
+
+pub(super) fn preempt(p: &mut Plan, w: &Workload, bare: &str, o: &Options) {
+    if w.requeueable == Some(false) {
+        p.blockers.push(super::guard::Refusal::NotRequeueable { id: w.id.clone() });
+    }
+    let signal = &o.slurm.preempt_signal;
+    let args = vec![format!("--signal={signal}"), "--batch".into(), bare.to_string()];
+    let scancel = program(o, "scancel");
+    p.steps.push(step(
+        format!("Signal the job to checkpoint (SIG{signal})"),
+        shell_words(&scancel, &args),
+        Op::Run { program: scancel, args },
+    ));
+    let grace = o.slurm.preempt_grace.as_secs();
+    p.steps.push(step(
+        format!("Wait {grace} s for the checkpoint (slurm.preempt_grace)"),
+        format!("sleep {grace}"),
+        Op::Wait { seconds: grace, why: "checkpoint grace period".into() },
+    ));
+    let args = vec!["requeue".to_string(), bare.to_string()];
+    let scontrol = program(o, "scontrol");
+    p.steps.push(step("Requeue the job", shell_words(&scontrol, &args), Op::Run { program: scontrol, args }));
+}
+
+fn program(o: &Options, name: &str) -> String {
+    o.slurm.commands_dir.as_ref().map_or_else(|| name.to_string(), |d| d.join(name).display().to_string())
+}
+
+/// A command as a shell would need it typed, for display only (it is never run by a shell).
+fn shell_words(program: &str, args: &[String]) -> String {
+    let quote = |a: &str| {
+        if a.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_=./:,@".contains(&b)) {
+            a.to_string()
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        }
+    };
+    std::iter::once(quote(program)).chain(args.iter().map(|a| quote(a))).collect::<Vec<_>>().join(" ")
+}
+
+/// Run a command (no shell) with a timeout; stdout's first line, or an error with stderr's.
+pub(super) async fn run(program: &str, args: &[String], timeout: Duration) -> Result<String, String> {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).kill_on_drop(true).stdin(std::process::Stdio::null());
+    let timeout = if timeout.is_zero() { Duration::from_secs(30) } else { timeout };
+    let out = match tokio::time::timeout(timeout, cmd.output()).await {
+        Err(_) => return Err(format!("{program}: no answer within {timeout:?}")),
+        Ok(Err(e)) => return Err(format!("{program}: {e}")),
+        Ok(Ok(o)) => o,
+    };
+    let first =
+        |b: &[u8]| String::from_utf8_lossy(b).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
+    if out.status.success() {
+        Ok(first(&out.stdout).unwrap_or_else(|| "ok".into()))
+    } else {
+        let code = out.status.code().map_or_else(|| "a signal".into(), |c| format!("code {c}"));
+        Err(format!("{program} exited with {code}: {}", first(&out.stderr).unwrap_or_else(|| "no message".into())))
+    }
+}

@@ -1,0 +1,243 @@
+//! The console's owner loop: one task owns the engine (store, updates, action runner) and the
+//! UI state, selects over terminal input, source updates, action progress, a clock and
+//! signals, drains queued updates before one draw, and draws only when something changed.
+//! The terminal is restored on quit, signals and panics.
+
+use std::io::Stdout;
+use std::time::Duration;
+
+use chrono::Utc;
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::sync::mpsc;
+
+use crate::actions::execute::{Outcome, Progress};
+use crate::actions::run::{Approval, Runner};
+use crate::commands::CmdError;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::store::Store;
+use crate::ui::actions::{self as dialogs, Modal, Request};
+use crate::ui::input::{merge, on_event};
+use crate::ui::state::{Effect, UiState};
+use crate::ui::theme::Theme;
+
+/// The most often source updates are merged and drawn.
+const MERGE_EVERY: Duration = Duration::from_millis(100);
+
+/// Restores the terminal however the loop ends.
+struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+        ratatui::restore();
+    }
+}
+
+pub fn run(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdError> {
+    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    rt.block_on(owner_loop(cfg, theme, ascii))
+}
+
+/// What a running action reports to the loop.
+#[derive(Debug)]
+enum ActEvent {
+    Progress(Progress),
+    Finished(Outcome),
+}
+
+async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdError> {
+    let Engine { mut store, mut updates, runner } = Engine::start(cfg).map_err(CmdError::Usage)?;
+    // Progress and outcomes of running actions come back here.
+    let (act_tx, mut act_rx) = mpsc::unbounded_channel::<ActEvent>();
+
+    let mut terminal = ratatui::init();
+    let _restore = Restore;
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+        previous(info);
+    }));
+    let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
+
+    // crossterm's read blocks: a thread forwards terminal events to the loop.
+    let (in_tx, mut input) = mpsc::channel::<Event>(256);
+    std::thread::spawn(move || {
+        while let Ok(ev) = crossterm::event::read() {
+            if in_tx.blocking_send(ev).is_err() {
+                break;
+            }
+        }
+    });
+    let signal = |k| tokio::signal::unix::signal(k).map_err(|e| CmdError::Failed(format!("cannot watch signals: {e}")));
+    use tokio::signal::unix::SignalKind;
+    let (mut term, mut hup, mut int) =
+        (signal(SignalKind::terminate())?, signal(SignalKind::hangup())?, signal(SignalKind::interrupt())?);
+
+    let mut st = UiState::new(cfg.read_only, ascii, cfg.policy.min_runtime, Utc::now());
+    st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
+    st.on_fleet(store.fleet());
+    let mut clock = tokio::time::interval(Duration::from_secs(1));
+    clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut dirty = true;
+    let (mut merge_pending, mut merge_at, mut last_merge) =
+        (false, tokio::time::Instant::now(), tokio::time::Instant::now() - MERGE_EVERY);
+    loop {
+        if dirty {
+            draw(&mut terminal, &mut st, &store, &theme)?;
+            dirty = false;
+        }
+        tokio::select! {
+            Some(ev) = input.recv() => {
+                let mut effect = on_event(&mut st, store.fleet(), ev);
+                // Keys typed faster than frames are handled before the next draw.
+                while effect != Effect::Quit && let Ok(ev) = input.try_recv() {
+                    effect = merge(effect, on_event(&mut st, store.fleet(), ev));
+                }
+                match effect {
+                    Effect::Quit => {
+                        interrupted(&st, &runner);
+                        break;
+                    }
+                    Effect::Request(req) => {
+                        on_request(&mut st, &store, &runner, &act_tx, req);
+                        dirty = true;
+                    }
+                    Effect::Redraw | Effect::Dismissed => dirty = true,
+                    Effect::None => {}
+                }
+            }
+            Some(ev) = act_rx.recv() => {
+                let finished = matches!(ev, ActEvent::Finished(_));
+                if let Some(m) = &mut st.modal {
+                    match ev {
+                        ActEvent::Progress(p) => dialogs::on_progress(m, p),
+                        ActEvent::Finished(o) => dialogs::on_outcome(m, o),
+                    }
+                }
+                if finished && st.quit_after_action {
+                    break;
+                }
+                dirty = true;
+            }
+            Some(update) = updates.recv() => {
+                store.apply_deferred(update, Utc::now());
+                while let Ok(more) = updates.try_recv() {
+                    store.apply_deferred(more, Utc::now());
+                }
+                // Merge at most ten times a second, however many exporters report.
+                if !merge_pending {
+                    merge_pending = true;
+                    merge_at = tokio::time::Instant::now().max(last_merge + MERGE_EVERY);
+                }
+            }
+            _ = tokio::time::sleep_until(merge_at), if merge_pending => {
+                store.rebuild();
+                st.on_fleet(store.fleet());
+                merge_pending = false;
+                last_merge = tokio::time::Instant::now();
+                dirty = true;
+            }
+            _ = clock.tick() => {
+                st.wall = Utc::now();
+                // Stale sources show their age, so they redraw each second; live ones do not.
+                dirty |= store.check_staleness(st.wall)
+                    || store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
+            }
+            // A signal while an action runs lets it finish (and be audited); a second one leaves.
+            _ = term.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { break },
+            _ = hup.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { break },
+            _ = int.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { break },
+        }
+    }
+    Ok(())
+}
+
+/// Asked to quit while an action runs: the first time, let it finish (true); the second, go.
+fn wait_for_action(st: &mut UiState, runner: &Runner) -> bool {
+    if st.action_running() && !st.quit_after_action {
+        st.quit_after_action = true;
+        st.message = Some("an action is running: tessera quits when it ends (again to leave now)".into());
+        return true;
+    }
+    interrupted(st, runner);
+    false
+}
+
+/// Leaving while an action runs: the runner records where it stood.
+fn interrupted(st: &UiState, runner: &Runner) {
+    if let Some(Modal::Running { plan, status, outcome: None }) = &st.modal {
+        let steps: Vec<String> = status.iter().map(|s| format!("{s:?}")).collect();
+        runner.interrupted(plan, &steps);
+    }
+}
+
+/// Plan an action (opening its confirmation) or hand a confirmed plan to the runner, which
+/// plans again, audits and runs it on a task that streams progress back.
+fn on_request(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::UnboundedSender<ActEvent>, req: Request) {
+    match req {
+        Request::Plan(action) => match runner.propose(&action, store.fleet()) {
+            Ok(p) => st.modal = Some(dialogs::confirm(p)),
+            Err(e) => {
+                st.modal = None;
+                st.message = Some(format!("{}: {e}", action.verb()));
+            }
+        },
+        Request::Execute(plan) => match runner.approve(&plan, store.fleet()) {
+            Approval::Go(approved) => {
+                st.modal = Some(dialogs::running(Box::new(approved.plan().clone())));
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let (ptx, mut prx) = mpsc::unbounded_channel();
+                    let forward = {
+                        let tx = tx.clone();
+                        tokio::spawn(async move {
+                            while let Some(p) = prx.recv().await {
+                                let _ = tx.send(ActEvent::Progress(p));
+                            }
+                        })
+                    };
+                    let finished = approved.run(Some(ptx)).await;
+                    let _ = forward.await;
+                    let mut outcome = finished.outcome;
+                    if let Some(e) = finished.audit_error {
+                        outcome.reached =
+                            format!("{} (and the audit outcome could not be written: {e})", outcome.reached);
+                    }
+                    let _ = tx.send(ActEvent::Finished(outcome));
+                });
+            }
+            Approval::Changed(now) => {
+                st.message = Some("the cluster changed since the plan was shown: confirm the new plan".into());
+                st.modal = Some(dialogs::confirm(*now));
+            }
+            Approval::Gone(e) => {
+                st.modal = None;
+                st.message = Some(format!("{}: {e}", plan.action.verb()));
+            }
+            Approval::NotStarted(e) => {
+                st.modal = None;
+                st.message = Some(format!("{} not started: {e}", plan.action.verb()));
+            }
+        },
+    }
+}
+
+fn draw(
+    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    st: &mut UiState,
+    store: &Store,
+    theme: &Theme,
+) -> Result<(), CmdError> {
+    let size = terminal.size().map_err(|e| CmdError::Failed(format!("terminal: {e}")))?;
+    let vp = crate::ui::viewport(ratatui::layout::Rect::new(0, 0, size.width, size.height));
+    if vp != st.viewport {
+        st.set_viewport(vp);
+    }
+    terminal
+        .draw(|f| crate::ui::draw(f, st, store.fleet(), theme, store.simulated()))
+        .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?;
+    Ok(())
+}

@@ -1,0 +1,130 @@
+//! Terminal input as pure logic: keys through the keymap (or into the filter and command
+//! lines and the action dialogs), mouse clicks and wheel, resizes. Each event returns the
+//! `Effect` the loop must carry out; nothing here does IO.
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
+
+use super::actions::Answer;
+use super::keymap::route;
+use super::state::{Effect, Input, UiState};
+use crate::model::Fleet;
+
+/// Two effects of keys handled before one draw, as one: quitting wins; a later request
+/// replaces an earlier one; a dialog that closed voids a request typed ahead of it.
+pub fn merge(a: Effect, b: Effect) -> Effect {
+    match (a, b) {
+        (Effect::Quit, _) | (_, Effect::Quit) => Effect::Quit,
+        (_, Effect::Request(r)) => Effect::Request(r),
+        (_, Effect::Dismissed) => Effect::Dismissed,
+        (Effect::Request(r), _) => Effect::Request(r),
+        (Effect::Redraw | Effect::Dismissed, _) | (_, Effect::Redraw) => Effect::Redraw,
+        _ => Effect::None,
+    }
+}
+
+/// One terminal event: keys through the keymap (or into the filter/command line), mouse
+/// clicks and wheel, resizes.
+pub fn on_event(st: &mut UiState, fleet: &Fleet, ev: Event) -> Effect {
+    match ev {
+        Event::Key(k) if k.kind != KeyEventKind::Release => on_key(st, fleet, k),
+        Event::Mouse(m) => {
+            let body_top = super::HEADER_LINES + 1;
+            match m.kind {
+                MouseEventKind::Down(_) if m.row >= body_top => st.click(usize::from(m.row - body_top)),
+                MouseEventKind::ScrollDown if !st.help && st.open_card.is_none() => st.step(3),
+                MouseEventKind::ScrollUp if !st.help && st.open_card.is_none() => st.step(-3),
+                _ => return Effect::None,
+            }
+            Effect::Redraw
+        }
+        Event::Resize(..) => Effect::Redraw,
+        _ => Effect::None,
+    }
+}
+
+pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
+    // Ctrl-C quits from anywhere, typing included: raw mode turns it into a key.
+    if k.code == KeyCode::Char('c') && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) {
+        if st.action_running() && !st.quit_after_action {
+            st.quit_after_action = true;
+            st.message = Some("an action is running: tessera quits when it ends (Ctrl-C again to leave now)".into());
+            return Effect::Redraw;
+        }
+        return Effect::Quit;
+    }
+    if let Some(modal) = &mut st.modal {
+        return match super::actions::on_key(modal, &k) {
+            Answer::Stay => Effect::Redraw,
+            Answer::Close(message) => {
+                st.modal = None;
+                st.message = Some(message);
+                // A confirmation typed ahead of the loop must not outlive its dialog.
+                Effect::Dismissed
+            }
+            Answer::Request(r) => Effect::Request(r),
+        };
+    }
+    let read_only = st.read_only;
+    match &mut st.input {
+        Input::Normal => route(&k, read_only).map_or(Effect::None, |intent| st.apply(intent, fleet)),
+        Input::Filter(text) => {
+            match k.code {
+                KeyCode::Esc => {
+                    st.input = Input::Normal;
+                    st.set_filter(String::new(), fleet);
+                }
+                KeyCode::Enter => st.input = Input::Normal,
+                KeyCode::Backspace => {
+                    text.pop();
+                    let t = text.clone();
+                    st.set_filter(t, fleet);
+                }
+                KeyCode::Char(c) => {
+                    text.push(c);
+                    let t = text.clone();
+                    st.set_filter(t, fleet);
+                }
+                _ => return Effect::None,
+            }
+            Effect::Redraw
+        }
+        Input::Command(text) => match k.code {
+            KeyCode::Esc => {
+                st.input = Input::Normal;
+                Effect::Redraw
+            }
+            KeyCode::Enter => {
+                let t = std::mem::take(text);
+                st.input = Input::Normal;
+                st.command(&t, fleet)
+            }
+            KeyCode::Backspace => {
+                text.pop();
+                Effect::Redraw
+            }
+            KeyCode::Char(c) => {
+                text.push(c);
+                Effect::Redraw
+            }
+            _ => Effect::None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actions::Action;
+    use crate::ui::actions::Request;
+
+    #[test]
+    fn merging_keeps_the_last_request_unless_a_dialog_closed_after_it() {
+        let r = || Effect::Request(Request::Plan(Action::Drain { target: "n/0".into() }));
+        assert_eq!(merge(r(), Effect::Redraw), r());
+        assert_eq!(merge(r(), Effect::Dismissed), Effect::Dismissed);
+        assert_eq!(merge(Effect::Dismissed, r()), r());
+        assert_eq!(merge(r(), Effect::Quit), Effect::Quit);
+        assert_eq!(merge(Effect::None, Effect::None), Effect::None);
+        assert_eq!(merge(Effect::None, Effect::Redraw), Effect::Redraw);
+    }
+}
