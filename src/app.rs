@@ -221,6 +221,10 @@ fn on_request(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::Unbou
                 st.modal = None;
                 st.message = Some(format!("{} not started: {e}", plan.action.verb()));
             }
+            Approval::Refused(e) => {
+                st.modal = None;
+                st.message = Some(format!("{} refused: {e}", plan.action.verb()));
+            }
         },
     }
 }

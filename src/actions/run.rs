@@ -33,6 +33,8 @@ pub enum Approval {
     Changed(Box<Plan>),
     /// The target is gone (a usage error).
     Gone(String),
+    /// The plan is refused by the guards: nothing runs.
+    Refused(String),
     /// Not started: the intent could not be audited (no audit, no action).
     NotStarted(String),
 }
@@ -61,10 +63,6 @@ impl Runner {
     pub fn with_audit(mut self, path: Option<PathBuf>) -> Self {
         self.audit = path;
         self
-    }
-
-    pub fn read_only(&self) -> bool {
-        self.env.read_only
     }
 
     fn options(&self, action: &Action) -> Options {
@@ -101,6 +99,9 @@ impl Runner {
         if now.steps != shown.steps || now.blockers != shown.blockers {
             return Approval::Changed(Box::new(now));
         }
+        if !now.allowed() {
+            return Approval::Refused(super::guard::joined(&now.blockers));
+        }
         let Some(path) = self.audit.clone() else {
             return Approval::NotStarted("no audit log path (set XDG_STATE_HOME or HOME)".into());
         };
@@ -128,5 +129,100 @@ impl Approved {
         let outcome = execute::execute(&self.plan, &self.env, progress).await;
         let audit_error = audit::append(&self.audit, &audit::outcome(&self.plan, &outcome)).err();
         Finished { outcome, audit_error }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Fleet;
+
+    fn at() -> chrono::DateTime<Utc> {
+        chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 3, 2, 14, 30, 0).single().unwrap_or_default()
+    }
+
+    fn fleet() -> Fleet {
+        crate::engine::simulated_store(42, at()).fleet().clone()
+    }
+
+    fn records(path: &std::path::Path) -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|v| v["record"].as_str().unwrap_or("?").to_string())
+            .collect()
+    }
+
+    /// A fresh directory for one test's audit log, removed at the end.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Self {
+            let p = std::env::temp_dir().join(format!("tessera-run-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&p);
+            let _ = std::fs::create_dir_all(&p);
+            Self(p)
+        }
+
+        fn path(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn runner(dir: &std::path::Path) -> (Runner, PathBuf) {
+        let path = dir.join("audit.jsonl");
+        (Runner::new(&Config::default(), Env::default()).with_audit(Some(path.clone())), path)
+    }
+
+    #[test]
+    fn refusals_are_audited_and_never_approved() {
+        let dir = Dir::new("refused");
+        let (r, path) = runner(dir.path());
+        let f = fleet();
+        let busy = f.cards().find(|(_, c)| !c.is_idle()).map(|(n, c)| format!("{}/{}", n.name, c.index));
+        let action = Action::Repartition { target: busy.unwrap_or_default(), layout: "whole".into() };
+        let p = r.propose(&action, &f).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!p.allowed());
+        assert_eq!(records(&path), vec!["refused"]);
+        assert!(matches!(r.approve(&p, &f), Approval::Refused(_)));
+        assert_eq!(records(&path), vec!["refused"], "no intent for a refused plan");
+    }
+
+    #[test]
+    fn an_unchanged_plan_runs_and_both_records_are_written() {
+        let dir = Dir::new("go");
+        let (r, path) = runner(dir.path());
+        let f = fleet();
+        let p = r.propose(&Action::Drain { target: "gpu-a100-01/0".into() }, &f).unwrap_or_else(|e| panic!("{e}"));
+        let Approval::Go(approved) = r.approve(&p, &f) else { panic!("not approved") };
+        assert_eq!(records(&path), vec!["intent"]);
+        let rt = crate::engine::runtime().unwrap_or_else(|e| panic!("{e}"));
+        // No simulator runs here, so the step fails: the outcome is audited all the same.
+        let done = rt.block_on(approved.run(None));
+        assert!(!done.outcome.ok && done.audit_error.is_none());
+        assert_eq!(records(&path), vec!["intent", "outcome"]);
+    }
+
+    #[test]
+    fn a_changed_cluster_or_a_missing_audit_log_stops_it() {
+        let dir = Dir::new("changed");
+        let (r, path) = runner(dir.path());
+        let f = fleet();
+        let p = r.propose(&Action::Drain { target: "gpu-a100-01/0".into() }, &f).unwrap_or_else(|e| panic!("{e}"));
+        let mut moved = f.clone();
+        moved.sources[0].health = crate::model::SourceHealth::Connecting;
+        assert!(matches!(r.approve(&p, &moved), Approval::Changed(_)));
+        let mut gone = f.clone();
+        gone.nodes.retain(|n| n.name != "gpu-a100-01");
+        assert!(matches!(r.approve(&p, &gone), Approval::Gone(_)));
+        assert!(records(&path).is_empty());
+        let nowhere = r.clone().with_audit(None);
+        assert!(matches!(nowhere.approve(&p, &f), Approval::NotStarted(_)), "no audit, no action");
     }
 }

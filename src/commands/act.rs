@@ -33,8 +33,11 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
             }
         }
         // The sources kept reporting while the operator read the plan: the runner plans again
-        // on what they say now and runs only what was confirmed.
-        engine.catch_up();
+        // on what they say now and runs only what was confirmed. (With --yes nobody read it:
+        // the plan is checked again on the same data.)
+        if !how.yes {
+            engine.catch_up();
+        }
         let approved = match engine.runner.approve(&p, engine.store.fleet()) {
             Approval::Go(a) => a,
             Approval::Changed(again) => {
@@ -43,6 +46,7 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
             }
             Approval::Gone(e) => return Err(CmdError::Usage(e)),
             Approval::NotStarted(e) => return Err(CmdError::Failed(e)),
+            Approval::Refused(e) => return Err(CmdError::Refused(e)),
         };
         let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
         let steps = p.steps.clone();

@@ -1,4 +1,4 @@
-//! Fleet totals for the header and the snapshot: cards, mean activity, memory, MIG instances.
+//! Fleet totals for the header: cards, mean activity, memory, MIG instances.
 
 use super::fleet::Fleet;
 use super::queue::Resource;

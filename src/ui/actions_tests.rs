@@ -1,5 +1,6 @@
 use super::*;
-use crate::actions::plan::{Options, plan};
+use crate::actions::execute::Env;
+use crate::actions::run::Runner;
 use crate::store::Store;
 use crate::ui::input::on_key;
 use crate::ui::state::Effect;
@@ -25,9 +26,8 @@ fn key(c: KeyCode) -> KeyEvent {
 fn serve(st: &mut UiState, store: &Store, effect: Effect, executed: &mut Vec<Plan>) {
     match effect {
         Effect::Request(Request::Plan(action)) => {
-            let force = matches!(action, Action::Preempt { force: true, .. });
-            let opts = Options::new(&crate::config::Config::default(), force, clock());
-            match plan(&action, store.fleet(), &opts) {
+            let runner = Runner::new(&crate::config::Config::default(), Env::default()).with_audit(None);
+            match runner.propose(&action, store.fleet()) {
                 Ok(p) => st.modal = Some(confirm(p)),
                 Err(e) => st.message = Some(e),
             }
