@@ -23,13 +23,31 @@ use crate::sources::sim::SimOp;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum Action {
-    Drain { target: String },
-    Undrain { target: String },
-    Repartition { target: String, layout: String },
-    Preempt { workload: String, force: bool },
+    Drain {
+        target: String,
+    },
+    Undrain {
+        target: String,
+        /// Undrain an unhealthy card or node anyway (asks a second time).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        force: bool,
+    },
+    Repartition {
+        target: String,
+        layout: String,
+    },
+    Preempt {
+        workload: String,
+        force: bool,
+    },
 }
 
 impl Action {
+    /// Forced past a guard that force may override (asks a second time).
+    pub fn forced(&self) -> bool {
+        matches!(self, Self::Preempt { force: true, .. } | Self::Undrain { force: true, .. })
+    }
+
     pub fn verb(&self) -> &'static str {
         match self {
             Self::Drain { .. } => "drain",
@@ -148,8 +166,10 @@ pub struct Plan {
     pub blockers: Vec<guard::Refusal>,
     /// Asks the operator to type the target's name.
     pub destructive: bool,
-    /// A second confirmation is needed (a forced preemption).
+    /// A second confirmation is needed (a forced preemption or undrain).
     pub second_confirmation: Option<String>,
+    /// The target is already as asked (drain of a drained card, whole to whole): no steps.
+    pub nothing_to_do: Option<String>,
     /// The card the action is on, where it is on one.
     #[serde(skip)]
     pub card: Option<CardRef>,

@@ -12,13 +12,13 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio::sync::mpsc;
 
-use crate::actions::execute::{Outcome, Progress};
+use crate::actions::execute::{Outcome, Progress, StepResult};
 use crate::actions::run::{Approval, Runner};
 use crate::commands::CmdError;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::store::Store;
-use crate::ui::actions::{self as dialogs, Modal, Request};
+use crate::ui::actions::{self as dialogs, Modal, Request, StepState};
 use crate::ui::input::{merge, on_event};
 use crate::ui::state::{Effect, UiState};
 use crate::ui::theme::Theme;
@@ -169,7 +169,20 @@ fn wait_for_action(st: &mut UiState, runner: &Runner) -> bool {
 /// Leaving while an action runs: the runner records where it stood.
 fn interrupted(st: &UiState, runner: &Runner) {
     if let Some(Modal::Running { plan, status, outcome: None }) = &st.modal {
-        let steps: Vec<String> = status.iter().map(|s| format!("{s:?}")).collect();
+        let steps: Vec<StepResult> = plan
+            .steps
+            .iter()
+            .zip(status)
+            .map(|(s, st)| {
+                let (status, message) = match st {
+                    StepState::Waiting => ("not run", None),
+                    StepState::Running => ("running", None),
+                    StepState::Done(m) => ("done", Some(m.clone())),
+                    StepState::Failed(m) => ("failed", Some(m.clone())),
+                };
+                StepResult { what: s.what.clone(), call: s.call.clone(), status, message }
+            })
+            .collect();
         runner.interrupted(plan, &steps);
     }
 }
@@ -179,6 +192,15 @@ fn interrupted(st: &UiState, runner: &Runner) {
 fn on_request(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::UnboundedSender<ActEvent>, req: Request) {
     match req {
         Request::Plan(action) => match runner.propose(&action, store.fleet()) {
+            Ok(p) if p.nothing_to_do.is_some() => {
+                st.modal = None;
+                st.message = Some(format!(
+                    "{} {}: nothing to do: {}",
+                    action.verb(),
+                    p.target,
+                    p.nothing_to_do.unwrap_or_default()
+                ));
+            }
             Ok(p) => st.modal = Some(dialogs::confirm(p)),
             Err(e) => {
                 st.modal = None;

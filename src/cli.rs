@@ -92,6 +92,10 @@ pub enum Command {
         target: String,
         #[command(flatten)]
         how: ActOptions,
+        /// Undrain a card that is unhealthy (XID 48/79/94/95, uncorrectable ECC, lost); asks a
+        /// second time.
+        #[arg(long)]
+        force: bool,
     },
     /// Replace a card's MIG layout, e.g. 3g.40gb@0,2g.20gb@4,1g.10gb@6, or `whole`.
     Repartition {

@@ -25,7 +25,9 @@ fn main() -> ExitCode {
         }
         Some(Command::Snapshot { json }) => commands::snapshot(&cli.global, json),
         Some(Command::Drain { target, how }) => commands::act(&cli.global, Action::Drain { target }, how),
-        Some(Command::Undrain { target, how }) => commands::act(&cli.global, Action::Undrain { target }, how),
+        Some(Command::Undrain { target, how, force }) => {
+            commands::act(&cli.global, Action::Undrain { target, force }, how)
+        }
         Some(Command::Repartition { target, layout, how }) => {
             commands::act(&cli.global, Action::Repartition { target, layout }, how)
         }

@@ -6,6 +6,7 @@
 pub mod capacity;
 pub mod event;
 pub mod fleet;
+pub mod invariants;
 pub mod kinds;
 pub mod mig;
 pub mod queue;

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::model::{Card, Fleet, Node, SourceHealth, SourceKind, SourceStatus, Workload};
+use crate::model::source::Reported;
+use crate::model::{Card, Fleet, Node, SourceHealth, SourceKind, SourceStatus, Workload, invariants};
 use crate::sources::{Partial, SourceUpdate};
 
 /// Events kept for the card view.
@@ -39,7 +40,15 @@ impl Store {
     }
 
     pub fn register(&mut self, name: impl Into<String>, kind: SourceKind, interval: Duration) {
-        let status = SourceStatus { name: name.into(), kind, health: SourceHealth::Connecting, interval, note: None };
+        let status = SourceStatus {
+            name: name.into(),
+            kind,
+            health: SourceHealth::Connecting,
+            interval,
+            note: None,
+            last_ok: None,
+            reported: Reported::default(),
+        };
         self.entries.push(Entry { status, last: None, last_ok: None });
         self.rebuild();
     }
@@ -52,6 +61,8 @@ impl Store {
             health: SourceHealth::Unavailable { reason: reason.into() },
             interval: Duration::from_secs(1),
             note: None,
+            last_ok: None,
+            reported: Reported::default(),
         };
         self.entries.push(Entry { status, last: None, last_ok: None });
         self.rebuild();
@@ -80,7 +91,19 @@ impl Store {
             Ok(mut partial) => {
                 e.status.health = SourceHealth::Live { at: now };
                 e.status.note = partial.note.take();
+                // A wrong number is worse than none: what breaks an invariant becomes unknown.
+                let fixed = invariants::enforce(&mut partial.nodes, &mut partial.workloads);
+                if fixed > 0 {
+                    let what = format!("{fixed} values over their total or outside 0-100 % shown as unknown");
+                    e.status.note = Some(e.status.note.take().map_or(what.clone(), |n| format!("{n}; {what}")));
+                }
                 e.last_ok = Some(now);
+                e.status.last_ok = Some(now);
+                e.status.reported = Reported {
+                    nodes: partial.nodes.len(),
+                    cards: partial.nodes.iter().map(|n| n.cards.len()).sum(),
+                    workloads: partial.workloads.len(),
+                };
                 self.fleet.events.append(&mut partial.events);
                 if !partial.history.is_empty() {
                     self.fleet.history = std::mem::take(&mut partial.history);
@@ -162,6 +185,7 @@ impl Store {
         }
         self.fleet.nodes = nodes;
         self.fleet.workloads = workloads;
+        self.fleet.fill_allocations();
         self.fleet.index_workloads();
         self.fleet.sources = self.entries.iter().map(|e| e.status.clone()).collect();
     }

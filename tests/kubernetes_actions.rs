@@ -100,7 +100,7 @@ async fn drain_cordons_and_undrain_uncordons() {
     assert_eq!(message(&o, 0), "node gpu-1: spec.unschedulable = true");
     assert_eq!(k.get(NODES, "/gpu-1").map(|n| n["spec"]["unschedulable"].clone()), Some(json!(true)));
 
-    let o = run(&plan_for(&s, Action::Undrain { target: "gpu-1".into() }).await, &s).await;
+    let o = run(&plan_for(&s, Action::Undrain { target: "gpu-1".into(), force: false }).await, &s).await;
     assert!(o.ok, "{o:#?}");
     assert_eq!(k.writes()[1..], [merge_patch("gpu-1", json!({"spec": {"unschedulable": false}}))]);
     assert_eq!(message(&o, 0), "node gpu-1: spec.unschedulable = false");

@@ -93,7 +93,8 @@ fn child_drain_and_undrain() {
         "others untouched"
     );
 
-    let undrain = plan(&Action::Undrain { target }, &f, &options(o.previous_mode)).unwrap_or_else(|e| panic!("{e}"));
+    let undrain = plan(&Action::Undrain { target, force: false }, &f, &options(o.previous_mode))
+        .unwrap_or_else(|e| panic!("{e}"));
     let o = run(&undrain, &lib, false);
     assert!(o.ok, "{o:?}");
     assert_eq!(messages(&o), vec!["compute mode PROHIBITED -> EXCLUSIVE_PROCESS"]);

@@ -44,7 +44,7 @@ fn drain_confirm_cancel_and_refuse_in_the_console() {
     let refused = t.wait("a refusal", |s| s.contains("refused"));
     assert!(refused.contains("Esc closes"), "{refused}");
     t.keys(&["y", "Enter", "Escape"]);
-    t.wait("the refusal closed", |s| s.contains("cancelled: nothing done"));
+    t.wait("the refusal closed", |s| s.contains("refused: nothing done"));
 
     let audit = std::fs::read_to_string(dir.join("state/tessera/audit.jsonl")).unwrap_or_default();
     let kinds: Vec<String> = audit

@@ -157,6 +157,7 @@ fn long_plans_keep_warnings_and_the_prompt_in_view() {
             blockers: Vec::new(),
             destructive: true,
             second_confirmation: None,
+            nothing_to_do: None,
             card: None,
         };
         st.modal = Some(tessera::ui::actions::confirm(plan));

@@ -59,9 +59,15 @@ pub fn intent(plan: &Plan) -> Value {
     json!({ "record": "intent", "at": now(), "who": who(), "plan": plan })
 }
 
-/// The console was left while the action ran: where each step stood.
-pub fn interrupted(plan: &Plan, steps: &[String]) -> Value {
+/// The console was left while the action ran: where each step stood (`done`, `failed`,
+/// `running`, `not run`), in the same fields as an outcome's steps.
+pub fn interrupted(plan: &Plan, steps: &[super::execute::StepResult]) -> Value {
     json!({ "record": "interrupted", "at": now(), "who": who(), "plan": plan, "steps": steps })
+}
+
+/// An action whose target was already as asked: nothing ran.
+pub fn nothing_to_do(plan: &Plan) -> Value {
+    json!({ "record": "nothing_to_do", "at": now(), "who": who(), "plan": plan })
 }
 
 /// An attempt the guards refused: nothing ran.

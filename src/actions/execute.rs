@@ -28,7 +28,7 @@ pub struct Env {
 pub struct StepResult {
     pub what: String,
     pub call: String,
-    /// `done`, `failed`, or `not run`.
+    /// `done`, `failed`, `not run`, or (when the console was left mid-way) `running`.
     pub status: &'static str,
     pub message: Option<String>,
 }

@@ -55,6 +55,11 @@ pub enum Refusal {
     NotRequeueable {
         id: String,
     },
+    /// Undrain of a card that must not take work (lost, fatal XID, uncorrectable ECC).
+    Unhealthy {
+        target: String,
+        fault: String,
+    },
     NotInCatalog {
         model: String,
     },
@@ -90,6 +95,11 @@ impl Refusal {
     pub fn cleared_by_drain(&self) -> bool {
         matches!(self, Self::CardBusy { .. } | Self::ProcessesRunning { .. } | Self::NodeBusy { .. })
     }
+
+    /// Refusals an operator may force past (with a second confirmation).
+    pub fn forcible(&self) -> bool {
+        matches!(self, Self::TooYoung { .. } | Self::StartUnknown { .. } | Self::Unhealthy { .. })
+    }
 }
 
 impl std::fmt::Display for Refusal {
@@ -107,13 +117,21 @@ impl std::fmt::Display for Refusal {
             Self::NotRunning { id, state } => write!(f, "{id} is {state}: only running work can be preempted"),
             Self::TooYoung { id, ran, min } => write!(
                 f,
-                "{id} has run {} of the {} minimum (checkpoints are costly); --force overrides",
+                "{id} has run {} of the {} minimum (checkpoints are costly); forcing overrides this \
+                 (--force on the command line, P in the console)",
                 minutes(*ran),
                 minutes(*min)
             ),
-            Self::StartUnknown { id } => {
-                write!(f, "{id}: start time unknown, so the minimum runtime cannot be checked; --force overrides")
-            }
+            Self::StartUnknown { id } => write!(
+                f,
+                "{id}: start time unknown, so the minimum runtime cannot be checked; forcing overrides this \
+                 (--force on the command line, P in the console)"
+            ),
+            Self::Unhealthy { target, fault } => write!(
+                f,
+                "{target} is unhealthy ({fault}): have it checked before it takes work; forcing overrides this \
+                 (--force on the command line, f in the console)"
+            ),
             Self::NotRequeueable { id } => {
                 write!(f, "{id} was submitted with --no-requeue: Slurm would refuse the requeue")
             }
@@ -237,6 +255,20 @@ fn young(w: &Workload, ctx: &Context) -> Option<Duration> {
 
 fn minutes(d: Duration) -> String {
     format!("{}m", d.as_secs() / 60)
+}
+
+/// Refusals for undraining a card (or every card of a node) that must not take work. Forced,
+/// it passes, and the caller asks a second time (the returned question).
+pub fn undrain(target: &str, faults: &[String], ctx: &Context) -> (Vec<Refusal>, Option<String>) {
+    if faults.is_empty() {
+        return (Vec::new(), None);
+    }
+    let fault = faults.join(", ");
+    if ctx.force {
+        (Vec::new(), Some(format!("{target} is unhealthy ({fault}): undrain it anyway?")))
+    } else {
+        (vec![Refusal::Unhealthy { target: target.to_string(), fault }], None)
+    }
 }
 
 /// Refusals for repartitioning `card` to `layout`.

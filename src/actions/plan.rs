@@ -58,7 +58,7 @@ fn backend_for(fleet: &Fleet, node: &Node, action: &Action) -> Option<(Backend, 
 pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String> {
     match action {
         Action::Preempt { workload, .. } => preempt(action, workload, fleet, o),
-        Action::Drain { target } | Action::Undrain { target } | Action::Repartition { target, .. } => {
+        Action::Drain { target } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => {
             let (node, card) = resolve(fleet, target)?;
             let Some((backend, source)) = backend_for(fleet, node, action) else {
                 let what = match action {
@@ -82,6 +82,7 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                 ),
                 destructive: matches!(action, Action::Repartition { .. }),
                 second_confirmation: None,
+                nothing_to_do: None,
                 // Schedulers act on the whole node, so the action names no card there.
                 card: card
                     .filter(|_| matches!(backend, Backend::Simulated | Backend::Nvml))
@@ -95,6 +96,28 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                 Action::Repartition { layout, .. } => repartition(&mut p, fleet, node, card, layout),
                 _ => drain(&mut p, node, card, matches!(action, Action::Drain { .. }), o),
             }
+            if let Action::Undrain { .. } = action {
+                // A card that fell off the bus or lost memory must not take work unnoticed.
+                let faults: Vec<String> = match card.filter(|_| card_level) {
+                    Some(c) => c.health.fault().into_iter().collect(),
+                    None => node
+                        .cards
+                        .iter()
+                        .filter_map(|c| c.health.fault().map(|f| format!("card {}: {f}", c.index)))
+                        .collect(),
+                };
+                let (refusals, second) = guard::undrain(&p.target, &faults, &o.ctx);
+                p.blockers.extend(refusals);
+                p.second_confirmation = second;
+            }
+            if let Some(why) = nothing_to_do(action, node, card.filter(|_| card_level)) {
+                p.steps.clear();
+                p.warnings.clear();
+                p.second_confirmation = None;
+                p.summary = format!("Nothing to do: {why}");
+                p.nothing_to_do = Some(why);
+                return Ok(p);
+            }
             // A scheduler's drain or cordon may be someone else's: say whose before replacing it.
             if matches!(backend, Backend::Slurm | Backend::Kubernetes)
                 && let Some(reason) = node.reason.as_deref().filter(|_| !node.schedulable)
@@ -104,6 +127,34 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
             }
             Ok(p)
         }
+    }
+}
+
+/// The target is already as asked: drained, not drained, or already in the layout.
+fn nothing_to_do(action: &Action, node: &Node, card: Option<&Card>) -> Option<String> {
+    // A scheduler's drained node: Slurm's DRAIN states, a Kubernetes cordon.
+    let node_drained = || node.reason.as_deref().is_some_and(|r| r.starts_with("drain") || r.contains("cordoned"));
+    match (action, card) {
+        (Action::Drain { .. }, Some(c)) if c.draining => Some(format!("{}/{} is already drained", node.name, c.index)),
+        (Action::Undrain { .. }, Some(c)) if !c.draining => Some(format!("{}/{} is not drained", node.name, c.index)),
+        (Action::Drain { .. }, None) if node_drained() => Some(format!("{} is already drained", node.name)),
+        (Action::Undrain { .. }, None) if node.schedulable => Some(format!("{} is not drained", node.name)),
+        (Action::Repartition { layout, .. }, Some(c)) => {
+            let spec = parse_layout(c.gpu_model()?, layout).ok()?;
+            let same = match spec {
+                LayoutSpec::Whole => !c.mig.enabled,
+                LayoutSpec::Mig(_) => {
+                    let mut want = placements(&spec);
+                    let mut have: Vec<(String, u8)> =
+                        c.mig.instances.iter().map(|i| (i.profile.clone(), i.start)).collect();
+                    want.sort();
+                    have.sort();
+                    c.mig.enabled && c.mig.error.is_none() && want == have
+                }
+            };
+            same.then(|| format!("{}/{} is already {layout}", node.name, c.index))
+        }
+        _ => None,
     }
 }
 
@@ -199,6 +250,7 @@ fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> Result<Plan
         blockers,
         destructive: true,
         second_confirmation: second,
+        nothing_to_do: None,
         card: w.cards.first().cloned(),
     };
     let bare = id.split_once(':').map_or(id, |(_, b)| b);

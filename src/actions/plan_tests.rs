@@ -1,4 +1,5 @@
 use super::*;
+use crate::actions::guard::Refusal;
 use crate::model::{MigState, SourceHealth, SourceStatus, Workload, WorkloadKind, WorkloadState};
 use chrono::{DateTime, Utc};
 
@@ -33,6 +34,8 @@ fn fleet(kind: SourceKind, holder: Option<&str>) -> Fleet {
         health: SourceHealth::Live { at: now() },
         interval: std::time::Duration::from_secs(1),
         note: None,
+        last_ok: None,
+        reported: Default::default(),
     };
     let mut f = Fleet { nodes: vec![node], sources: vec![status], ..Fleet::default() };
     let mut w = Workload::new("slurm:7", "train", WorkloadKind::Training, WorkloadState::Running);
@@ -91,7 +94,9 @@ fn nvml_drain_and_undrain_restore_the_previous_mode() {
     assert_eq!(calls(&p), vec!["nvmlDeviceSetComputeMode(index 1, NVML_COMPUTEMODE_PROHIBITED)"]);
     let mut o = opts();
     o.previous_mode = Some(ComputeMode::ExclusiveProcess);
-    let p = plan(&Action::Undrain { target: "n1/1".into() }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
+    let mut f = f;
+    f.nodes[0].cards[1].draining = true;
+    let p = plan(&Action::Undrain { target: "n1/1".into(), force: false }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(calls(&p), vec!["nvmlDeviceSetComputeMode(index 1, NVML_COMPUTEMODE_EXCLUSIVE_PROCESS)"]);
     assert!(plan(&Action::Drain { target: "n1".into() }, &f, &opts()).is_err(), "NVML needs a card");
 }
@@ -153,4 +158,52 @@ fn stale_sources_and_read_only_refuse() {
     let p = plan(&Action::Drain { target: "n1".into() }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
     assert!(p.blockers[0].to_string().contains("read-only"));
     assert!(plan(&Action::Drain { target: "nope/0".into() }, &f, &opts()).is_err());
+}
+
+#[test]
+fn undraining_an_unhealthy_card_needs_force_and_a_second_answer() {
+    for kind in [SourceKind::Simulated, SourceKind::Nvml, SourceKind::Slurm] {
+        let mut f = fleet(kind, None);
+        f.nodes[0].cards[1].draining = true;
+        f.nodes[0].cards[1].health.last_xid = Some(79);
+        f.nodes[0].reason = Some("drain: tessera: ops: XID 79".into());
+        f.nodes[0].schedulable = false;
+        let target = if kind == SourceKind::Slurm { "n1" } else { "n1/1" };
+        let undrain = |force| Action::Undrain { target: target.into(), force };
+        let p = plan(&undrain(false), &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            matches!(p.blockers.as_slice(), [Refusal::Unhealthy { fault, .. }] if fault.contains("XID 79")),
+            "{kind:?}: {:?}",
+            p.blockers
+        );
+        assert!(p.blockers[0].forcible());
+        let mut forced = opts();
+        forced.ctx.force = true;
+        let p = plan(&undrain(true), &f, &forced).unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.allowed(), "{kind:?}: {:?}", p.blockers);
+        assert!(p.second_confirmation.as_deref().is_some_and(|q| q.contains("unhealthy (")), "{kind:?}");
+    }
+}
+
+#[test]
+fn no_ops_have_nothing_to_do() {
+    let mut f = fleet(SourceKind::Nvml, None);
+    let p =
+        plan(&Action::Undrain { target: "n1/1".into(), force: false }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.nothing_to_do.as_deref(), Some("n1/1 is not drained"));
+    assert!(p.steps.is_empty());
+    f.nodes[0].cards[1].draining = true;
+    let p = plan(&Action::Drain { target: "n1/1".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.nothing_to_do.as_deref(), Some("n1/1 is already drained"));
+    let whole = Action::Repartition { target: "n1/1".into(), layout: "whole".into() };
+    let p = plan(&whole, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((p.nothing_to_do.as_deref(), p.steps.len()), (Some("n1/1 is already whole"), 0));
+    // The same layout written in another order is the same layout.
+    let same = Action::Repartition { target: "n1/0".into(), layout: "2g.20gb@4,3g.40gb@0".into() };
+    assert!(plan(&same, &f, &opts()).unwrap_or_else(|e| panic!("{e}")).nothing_to_do.is_some());
+    let other = Action::Repartition { target: "n1/0".into(), layout: "3g.40gb@0,3g.40gb@4".into() };
+    assert!(plan(&other, &f, &opts()).unwrap_or_else(|e| panic!("{e}")).nothing_to_do.is_none());
+    let s = fleet(SourceKind::Slurm, None);
+    let p = plan(&Action::Undrain { target: "n1".into(), force: false }, &s, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.nothing_to_do.as_deref(), Some("n1 is not drained"));
 }

@@ -66,10 +66,9 @@ impl Runner {
     }
 
     fn options(&self, action: &Action) -> Options {
-        let force = matches!(action, Action::Preempt { force: true, .. });
-        let mut opts = Options::new(&self.cfg, force, Utc::now());
+        let mut opts = Options::new(&self.cfg, action.forced(), Utc::now());
         // For an undrain of a card: the compute mode it had before tessera drained it.
-        if let (Action::Undrain { target }, Some(path)) = (action, &self.audit)
+        if let (Action::Undrain { target, .. }, Some(path)) = (action, &self.audit)
             && let Target::Card(r) = Target::parse(target)
         {
             opts.previous_mode = audit::previous_compute_mode(path, &r.to_string());
@@ -77,14 +76,18 @@ impl Runner {
         opts
     }
 
-    /// Plan `action` on `fleet`. A refused plan is audited (best effort: the refusal stands
-    /// either way). `Err` when the target or workload does not exist.
+    /// Plan `action` on `fleet`. A refused plan, and one with nothing to do, is audited as
+    /// such (best effort: the answer stands either way). `Err` when the target or workload
+    /// does not exist.
     pub fn propose(&self, action: &Action, fleet: &Fleet) -> Result<Plan, String> {
         let p = plan::plan(action, fleet, &self.options(action))?;
-        if !p.allowed()
-            && let Some(path) = &self.audit
-        {
-            let _ = audit::append(path, &audit::refused(&p));
+        let record = if p.nothing_to_do.is_some() {
+            Some(audit::nothing_to_do(&p))
+        } else {
+            (!p.allowed()).then(|| audit::refused(&p))
+        };
+        if let (Some(r), Some(path)) = (record, &self.audit) {
+            let _ = audit::append(path, &r);
         }
         Ok(p)
     }
@@ -112,7 +115,7 @@ impl Runner {
     }
 
     /// Leaving while an action runs: say in the audit log where each step stood.
-    pub fn interrupted(&self, plan: &Plan, steps: &[String]) {
+    pub fn interrupted(&self, plan: &Plan, steps: &[execute::StepResult]) {
         if let Some(path) = &self.audit {
             let _ = audit::append(path, &audit::interrupted(plan, steps));
         }

@@ -18,6 +18,10 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
         let mut engine = Engine::start(&cfg).map_err(CmdError::Usage)?;
         engine.first_answers().await;
         let p = engine.runner.propose(&action, engine.store.fleet()).map_err(CmdError::Usage)?;
+        if let Some(why) = &p.nothing_to_do {
+            println!("nothing to do: {why}");
+            return Ok(());
+        }
         print!("{}", p.render());
         if !p.allowed() {
             return Err(CmdError::Refused(guard::joined(&p.blockers)));

@@ -4,12 +4,22 @@
 
 use std::collections::BTreeMap;
 
-use super::fleet::{Card, Fleet};
+use super::fleet::{Card, Fleet, Node};
 use super::mig::Placed;
 use super::queue::{QueueSummary, Resource};
 
-/// Free capacity on a card: unheld instances plus free slices (MIG), or 1 for an idle whole card.
-pub fn free_units(card: &Card) -> u32 {
+/// Whether new work can start on a card at all: its node is schedulable, the card is not
+/// drained and it is healthy (not lost, no fatal XID, no uncorrectable ECC error).
+pub fn usable(node: &Node, card: &Card) -> bool {
+    node.schedulable && !card.draining && card.health.fault().is_none()
+}
+
+/// Free capacity on a card: unheld instances plus free slices (MIG), or 1 for an idle whole
+/// card; 0 for a card that is not usable.
+pub fn free_units(node: &Node, card: &Card) -> u32 {
+    if !usable(node, card) {
+        return 0;
+    }
     if card.mig.enabled {
         let unheld = card.mig.instances.iter().filter(|i| i.workloads.is_empty()).count() as u32;
         unheld + card.usable_free_slices().map_or(0, u16::count_ones)
@@ -47,7 +57,7 @@ impl Free {
             }
         }
         for (node, card) in fleet.cards() {
-            if card.draining || card.health.lost || !node.schedulable || !node.capacity.is_empty() {
+            if !usable(node, card) || !node.capacity.is_empty() {
                 continue;
             }
             if card.mig.enabled {
@@ -110,10 +120,31 @@ mod tests {
 
     #[test]
     fn free_units_of_a_mig_card() {
+        let node = Node { name: "n".into(), schedulable: true, ..Node::default() };
         let mut card = Card { model: "NVIDIA H100 80GB HBM3".into(), ..Card::default() };
-        assert_eq!(free_units(&card), 1, "an idle whole card");
+        assert_eq!(free_units(&node, &card), 1, "an idle whole card");
         card.mig.enabled = true;
         card.mig.instances.push(MigInstance { profile: "3g.40gb".into(), start: 0, size: 4, ..MigInstance::default() });
-        assert_eq!(free_units(&card), 5, "one unheld instance and four free slices");
+        assert_eq!(free_units(&node, &card), 5, "one unheld instance and four free slices");
+    }
+
+    #[test]
+    fn unusable_cards_have_nothing_free() {
+        let node = Node { name: "n".into(), schedulable: true, ..Node::default() };
+        let idle = Card { model: "NVIDIA H100 80GB HBM3".into(), ..Card::default() };
+        let mut dead = idle.clone();
+        dead.health.last_xid = Some(79);
+        assert_eq!(free_units(&node, &dead), 0, "XID 79");
+        let mut drained = idle.clone();
+        drained.draining = true;
+        assert_eq!(free_units(&node, &drained), 0, "drained");
+        let cordoned = Node { schedulable: false, ..node.clone() };
+        assert_eq!(free_units(&cordoned, &idle), 0, "node not schedulable");
+        let mut ecc = idle.clone();
+        ecc.health.ecc_volatile_uncorrected = Some(2);
+        assert_eq!(free_units(&node, &ecc), 0, "uncorrectable ECC");
+        let mut old_xid = idle;
+        old_xid.health.last_xid = Some(13);
+        assert_eq!(free_units(&node, &old_xid), 1, "a non-fatal XID (13: graphics engine exception) leaves it usable");
     }
 }

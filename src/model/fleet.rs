@@ -1,5 +1,7 @@
 //! Fleet, nodes, cards and MIG instances as the console sees them.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -97,6 +99,27 @@ pub struct Health {
     pub remapped_rows_uncorrectable: Option<u64>,
     /// The card stopped answering (NVML GPU_IS_LOST or it vanished from a source).
     pub lost: bool,
+}
+
+/// XIDs after which a card must not take work until someone has looked at it: 48 (double-bit
+/// ECC error), 79 (fallen off the bus), 94/95 (contained/uncontained ECC error). From NVIDIA's
+/// XID catalog (docs.nvidia.com/deploy/xid-errors).
+pub const FATAL_XIDS: &[u32] = &[48, 79, 94, 95];
+
+impl Health {
+    /// Why the card must not take work, if it must not: lost, a fatal XID, uncorrectable ECC.
+    pub fn fault(&self) -> Option<String> {
+        if self.lost {
+            return Some("lost (not answering)".into());
+        }
+        if let Some(x) = self.last_xid.filter(|x| FATAL_XIDS.contains(x)) {
+            return Some(format!("XID {x}"));
+        }
+        match self.ecc_volatile_uncorrected {
+            Some(n) if n > 0 => Some(format!("{n} uncorrectable ECC errors")),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -308,6 +331,28 @@ impl Fleet {
             return self.workload_index.get(id).and_then(|&i| self.workloads.get(i));
         }
         self.workloads.iter().find(|w| w.id == id)
+    }
+
+    /// A running workload's GPU memory, where no source said: the total of the MIG instances
+    /// or whole cards it holds, so its used memory is always shown against what it has.
+    pub fn fill_allocations(&mut self) {
+        let mut held: HashMap<&str, u64> = HashMap::new();
+        for c in self.nodes.iter().flat_map(|n| &n.cards) {
+            if c.mig.enabled {
+                for i in &c.mig.instances {
+                    for id in &i.workloads {
+                        *held.entry(id.as_str()).or_default() += i.memory_total_mib.unwrap_or(0);
+                    }
+                }
+            } else {
+                for id in &c.workloads {
+                    *held.entry(id.as_str()).or_default() += c.memory_total_mib.unwrap_or(0);
+                }
+            }
+        }
+        for w in self.workloads.iter_mut().filter(|w| w.request.gpu_memory_mib.is_none()) {
+            w.request.gpu_memory_mib = held.get(w.id.as_str()).copied().filter(|&m| m > 0);
+        }
     }
 
     /// Rebuild the id index after `workloads` changed.

@@ -73,6 +73,20 @@ pub struct SourceStatus {
     pub interval: std::time::Duration,
     /// What the last good collection had to skip (bad lines, blank values), if anything.
     pub note: Option<String>,
+    /// Wall-clock time of the last good collection.
+    #[serde(skip)]
+    pub last_ok: Option<chrono::DateTime<chrono::Utc>>,
+    /// What the last good collection reported.
+    #[serde(skip)]
+    pub reported: Reported,
+}
+
+/// How much one collection of a source reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reported {
+    pub nodes: usize,
+    pub cards: usize,
+    pub workloads: usize,
 }
 
 impl SourceStatus {

@@ -60,7 +60,11 @@ impl WorkloadState {
 pub struct Request {
     pub gpus: Option<u32>,
     pub mig_profile: Option<String>,
-    pub memory_mib: Option<u64>,
+    /// GPU memory the workload holds: the total of its cards or MIG instances once it runs
+    /// (the store fills it from what it holds where a source does not say).
+    pub gpu_memory_mib: Option<u64>,
+    /// Host memory it asked for (Slurm's memory per node), never compared with GPU memory.
+    pub host_memory_mib: Option<u64>,
     /// The GPU model asked for, where the request names one (a Slurm gres type, a node selector).
     pub model: Option<String>,
 }

@@ -129,13 +129,20 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
         Modal::Confirm { plan, typed, second } => {
             let cancelled = || Answer::Close(format!("{} {} cancelled: nothing done", plan.action.verb(), plan.target));
             if k.code == KeyCode::Esc {
+                if !plan.allowed() {
+                    return Answer::Close(format!("{} {} refused: nothing done", plan.action.verb(), plan.target));
+                }
                 return cancelled();
             }
             if !plan.allowed() {
-                // A busy card cannot be repartitioned: offer the first step, a drain.
+                // A busy card cannot be repartitioned: offer the first step, a drain. An
+                // unhealthy card's undrain may be forced, with a second question.
                 return match (&plan.action, k.code) {
                     (Action::Repartition { target, .. }, KeyCode::Char('d')) if offers_drain(plan) => {
                         Answer::Request(Request::Plan(Action::Drain { target: target.clone() }))
+                    }
+                    (Action::Undrain { target, force: false }, KeyCode::Char('f')) if offers_force(plan) => {
+                        Answer::Request(Request::Plan(Action::Undrain { target: target.clone(), force: true }))
                     }
                     _ => Answer::Stay,
                 };
@@ -182,6 +189,13 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
     }
 }
 
+/// A refused undrain of an unhealthy card: forcing it (asked twice) is possible.
+pub fn offers_force(plan: &Plan) -> bool {
+    matches!(plan.action, Action::Undrain { force: false, .. })
+        && !plan.blockers.is_empty()
+        && plan.blockers.iter().all(crate::actions::guard::Refusal::forcible)
+}
+
 /// A refused repartition of a card that is only busy: draining it is the way forward.
 pub fn offers_drain(plan: &Plan) -> bool {
     matches!(plan.action, Action::Repartition { .. }) && plan.blockers.iter().any(|b| b.cleared_by_drain())
@@ -216,7 +230,7 @@ pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) -> Option<Requ
     let target = r.to_string();
     match intent {
         Intent::Drain => return Some(Request::Plan(Action::Drain { target })),
-        Intent::Undrain => return Some(Request::Plan(Action::Undrain { target })),
+        Intent::Undrain => return Some(Request::Plan(Action::Undrain { target, force: false })),
         _ => match fleet.card(&r).ok_or_else(|| format!("{r} is gone")).and_then(|c| picker(fleet, &r, c, &st.queue)) {
             Ok(m) => st.modal = Some(m),
             Err(e) => st.message = Some(e),

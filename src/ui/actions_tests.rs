@@ -190,3 +190,59 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_refusal_closes_as_refused_and_read_only_says_so_once() {
+    let store = store();
+    let mut st = ui();
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    // The selected card is busy: repartition is refused; Esc says refused, not cancelled.
+    for k in [KeyCode::Char('r'), KeyCode::Enter, KeyCode::Esc] {
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
+    }
+    assert!(st.message.as_deref().is_some_and(|m| m.ends_with("refused: nothing done")), "{:?}", st.message);
+
+    let mut ro = UiState::new(true, false, std::time::Duration::from_secs(1800), clock());
+    ro.on_fleet(store.fleet());
+    assert_eq!(on_key(&mut ro, store.fleet(), key(KeyCode::Char('d'))), Effect::Redraw);
+    assert!(ro.message.as_deref().is_some_and(|m| m.starts_with("read-only")));
+    ro.message = None;
+    assert_eq!(on_key(&mut ro, store.fleet(), key(KeyCode::Char('r'))), Effect::None, "once is enough");
+    assert!(ro.message.is_none());
+}
+
+#[test]
+fn an_unhealthy_card_is_undrained_only_forced_and_asked_twice() {
+    let store = store();
+    let mut st = ui();
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    // The simulated cluster's XID 79 card.
+    let dead = store
+        .fleet()
+        .cards()
+        .find(|(_, c)| c.health.last_xid == Some(79))
+        .map(|(n, c)| format!("{}/{}", n.name, c.index));
+    let dead = dead.unwrap_or_else(|| panic!("no XID 79 card"));
+    let e = Effect::Request(Request::Plan(Action::Undrain { target: dead.clone(), force: false }));
+    serve(&mut st, &store, e, &mut executed);
+    let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("no confirmation") };
+    assert!(!plan.allowed() && offers_force(&plan), "{:?}", plan.blockers);
+    for k in [KeyCode::Char('y'), KeyCode::Enter] {
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
+    }
+    assert!(executed.is_empty(), "a refused undrain cannot be confirmed");
+    // f plans it forced; y, then the second y, runs it.
+    for k in [KeyCode::Char('f'), KeyCode::Char('y')] {
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
+    }
+    assert!(executed.is_empty(), "the second question is not answered yet");
+    let e = on_key(&mut st, store.fleet(), key(KeyCode::Char('y')));
+    serve(&mut st, &store, e, &mut executed);
+    assert_eq!(executed.len(), 1);
+    assert_eq!(executed[0].action, Action::Undrain { target: dead, force: true });
+}

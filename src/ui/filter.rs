@@ -2,7 +2,7 @@
 //! holders; `util<5`, `util>90`, `temp>80`, `free>0`, `mig`, `whole`, `draining`, `idle`,
 //! `xid` are terms.
 
-use crate::model::capacity::free_units;
+use crate::model::capacity::{free_units, usable};
 use crate::model::{Card, Fleet, Node};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -86,11 +86,11 @@ impl Filter {
             }
             Term::Util(o, n) => card.activity_pct().is_some_and(|u| u.partial_cmp(n) == Some(*o)),
             Term::Temp(o, n) => card.temperature_c.is_some_and(|u| u.partial_cmp(n) == Some(*o)),
-            Term::Free(o, n) => free_units(card).cmp(n) == *o,
+            Term::Free(o, n) => free_units(node, card).cmp(n) == *o,
             Term::Mig => card.mig.enabled,
             Term::Whole => !card.mig.enabled,
             Term::Draining => card.draining,
-            Term::Idle => card.is_idle(),
+            Term::Idle => card.is_idle() && usable(node, card),
             Term::Xid => card.health.last_xid.is_some(),
         })
     }

@@ -5,7 +5,7 @@
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
 
 use super::actions::Answer;
-use super::keymap::route;
+use super::keymap::{Intent, route};
 use super::state::{Effect, Input, UiState};
 use crate::model::Fleet;
 
@@ -66,7 +66,17 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
     }
     let read_only = st.read_only;
     match &mut st.input {
-        Input::Normal => route(&k, read_only).map_or(Effect::None, |intent| st.apply(intent, fleet)),
+        Input::Normal => match route(&k, read_only) {
+            Some(intent) => st.apply(intent, fleet),
+            // The action keys do not exist read-only; say so once, not on every key.
+            None if read_only && !st.told_read_only && route(&k, false).is_some_and(Intent::is_action) => {
+                st.told_read_only = true;
+                st.message =
+                    Some("read-only: tessera was started without actions (drain, repartition, preempt)".into());
+                Effect::Redraw
+            }
+            None => Effect::None,
+        },
         Input::Filter(text) => {
             match k.code {
                 KeyCode::Esc => {

@@ -29,6 +29,13 @@ pub enum Intent {
     ForcePreempt,
 }
 
+impl Intent {
+    /// Keys that change the cluster: absent read-only.
+    pub fn is_action(self) -> bool {
+        matches!(self, Self::Drain | Self::Undrain | Self::Repartition | Self::Preempt | Self::ForcePreempt)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key {
     Char(char),

@@ -129,6 +129,8 @@ pub struct UiState {
     pub modal: Option<super::actions::Modal>,
     /// Quit was asked while an action ran: leave when it ends.
     pub quit_after_action: bool,
+    /// An action key was pressed read-only and the footer said why nothing happens.
+    pub told_read_only: bool,
 }
 
 /// What the loop must do after a key.
@@ -173,6 +175,7 @@ impl UiState {
             queue: crate::model::QueueSummary::default(),
             modal: None,
             quit_after_action: false,
+            told_read_only: false,
         }
     }
 
@@ -255,7 +258,7 @@ impl UiState {
                     SortKey::Memory => c.memory_used_mib.map_or(-1.0, |m| m as f64),
                     SortKey::Temp => c.temperature_c.unwrap_or(-1.0),
                     SortKey::Power => c.power_w.unwrap_or(-1.0),
-                    SortKey::Free => f64::from(free_units(c)),
+                    SortKey::Free => f64::from(free_units(&fleet.nodes[ni], c)),
                     SortKey::Node => 0.0,
                 }
             };

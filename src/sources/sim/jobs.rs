@@ -21,8 +21,10 @@ pub struct Job {
     pub key: u64,
     /// Utilisation at full load, percent.
     pub peak: f64,
-    /// Memory it uses once running.
+    /// Memory it uses once running (set from `mem_milli` each time it starts).
     pub mem_mib: u64,
+    /// The share of its allocation it uses, in thousandths: fixed for the job's life.
+    pub mem_milli: u64,
     /// The GPU instance it holds, for MIG jobs.
     pub gi: Option<u32>,
 }
@@ -81,6 +83,8 @@ impl Sim {
             if let Some(c) = node.cards.get_mut(7) {
                 c.draining = true;
                 c.health.last_xid = Some(79);
+                // Off the bus: the driver cannot reach it, so nothing reports its telemetry.
+                c.health.lost = true;
             }
             self.events.push(Event {
                 at: self.now,
@@ -186,7 +190,8 @@ impl Sim {
             WorkloadKind::Other => 0.25 + self.rng.f64() * 0.3,
         };
         let duration = Span::seconds((hours * 3600.0) as i64);
-        Job { w, duration, ends_at: self.now + duration, key, peak, mem_mib: (mem_frac * 1000.0) as u64, gi: None }
+        let mem_milli = (mem_frac * 1000.0) as u64;
+        Job { w, duration, ends_at: self.now + duration, key, peak, mem_mib: 0, mem_milli, gi: None }
     }
 
     fn start(&mut self, mut job: Job, spot: Spot) {
@@ -207,9 +212,9 @@ impl Sim {
                 (*node, vec![CardRef::new(n.name.clone(), c.index)], alloc)
             }
         };
-        // mem_mib held a fraction in thousandths until the allocation was known.
-        job.mem_mib = alloc * job.mem_mib / 1000;
-        job.w.request.memory_mib = Some(alloc);
+        // The same share of whatever it is given, on its first start and after a requeue.
+        job.mem_mib = alloc * job.mem_milli / 1000;
+        job.w.request.gpu_memory_mib = Some(alloc);
         job.w.memory_used_mib = Some(job.mem_mib);
         job.w.state = WorkloadState::Running;
         job.w.reason = None;
@@ -448,7 +453,7 @@ impl Sim {
         let job = |id: &str| by_id.get(id).copied();
         let mut nodes = self.nodes.clone();
         for n in &mut nodes {
-            for c in &mut n.cards {
+            for c in n.cards.iter_mut().filter(|c| !c.health.lost) {
                 let mut util = 0.0;
                 let mut used = 0u64;
                 if c.mig.enabled {
@@ -470,7 +475,8 @@ impl Sim {
                 }
                 let key = c.uuid.as_deref().map_or(0, |u| u.len() as u64 + u64::from(c.index) * 7919);
                 let tdp = c.power_limit_w.unwrap_or(400.0);
-                c.memory_used_mib = Some(used + 5);
+                // The driver's own few MiB, never past the card's total.
+                c.memory_used_mib = Some((used + 5).min(c.memory_total_mib.unwrap_or(u64::MAX)));
                 c.temperature_c = Some((31.0 + 0.42 * util + 1.5 * noise(key, now.timestamp() / 30)).round());
                 c.power_w =
                     Some(round1(tdp * 0.12 + (tdp * 0.83) * util / 100.0 + 4.0 * noise(key ^ 1, now.timestamp() / 5)));

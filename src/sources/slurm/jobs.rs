@@ -139,7 +139,7 @@ fn request(job: &Value) -> Request {
         }
         break;
     }
-    r.memory_mib = num(job.get("memory_per_node")).and_then(|m| u64::try_from(m).ok()).filter(|&m| m > 0);
+    r.host_memory_mib = num(job.get("memory_per_node")).and_then(|m| u64::try_from(m).ok()).filter(|&m| m > 0);
     r
 }
 

@@ -121,6 +121,16 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     f.render_widget(Paragraph::new(ev_lines), rows[2]);
 }
 
+/// What an unheld card is: free, or why nothing can start on it.
+fn idle_words(card: &Card) -> String {
+    match (card.health.fault(), card.draining) {
+        (Some(f), true) => format!("not usable: {f}, drained"),
+        (Some(f), false) => format!("not usable: {f}"),
+        (None, true) => "drained: no new work".into(),
+        (None, false) => "idle".into(),
+    }
+}
+
 fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) -> Vec<Line<'static>> {
     let head = theme.title();
     let text = theme.text();
@@ -131,7 +141,7 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
         out.push(Line::from(vec![
             Span::styled(if a { "whole card - " } else { "whole card · " }, head),
             Span::styled(
-                fit(&if who.is_empty() { "idle".into() } else { who.join(", ") }, w.saturating_sub(13), a),
+                fit(&if who.is_empty() { idle_words(card) } else { who.join(", ") }, w.saturating_sub(13), a),
                 text,
             ),
         ]));

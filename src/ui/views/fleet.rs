@@ -89,7 +89,7 @@ fn node_line(n: &Node, theme: &Theme, width: u16) -> Line<'static> {
         m.dedup();
         m
     };
-    let free: u32 = n.cards.iter().map(free_units).sum();
+    let free: u32 = n.cards.iter().map(|c| free_units(n, c)).sum();
     let times = if theme.ascii { "x" } else { "×" };
     let mut text = format!("{arrow} {}  {} {times} {}  free {free}", n.name, n.cards.len(), models.join(", "));
     if !n.capacity.is_empty() {
@@ -165,8 +165,7 @@ pub fn card_state(card: &Card, theme: &Theme) -> (String, Style) {
     if card.health.lost {
         ("LOST".into(), theme.fg(theme.c.danger).add_modifier(Modifier::BOLD))
     } else if let Some(x) = card.health.last_xid {
-        let s = if card.draining { format!("XID{x} DRN") } else { format!("XID {x}") };
-        (s, theme.fg(theme.c.danger))
+        (format!("XID {x}"), theme.fg(theme.c.danger))
     } else if card.draining {
         ("DRAINING".into(), theme.fg(theme.c.warning))
     } else if card.health.ecc_volatile_uncorrected.is_some_and(|e| e > 0) {

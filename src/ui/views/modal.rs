@@ -62,6 +62,8 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
             let prompt = if !plan.allowed() && crate::ui::actions::offers_drain(plan) {
                 "refused by the guards above: d drains the card first (then wait, then repartition), Esc closes"
                     .to_string()
+            } else if !plan.allowed() && crate::ui::actions::offers_force(plan) {
+                "refused by the guards above: f forces it (asks again), Esc closes".to_string()
             } else if !plan.allowed() {
                 "refused by the guards above: Esc closes".to_string()
             } else if *second {

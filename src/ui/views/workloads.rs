@@ -62,9 +62,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             pre = "never".into();
         }
         // Held but idle: under a fifth of what it holds is in use.
-        let idle = matches!((wl.memory_used_mib, wl.request.memory_mib), (Some(u), Some(t)) if t > 0 && u * 5 < t);
+        let idle = matches!((wl.memory_used_mib, wl.request.gpu_memory_mib), (Some(u), Some(t)) if t > 0 && u * 5 < t);
         let mem_style = if idle { theme.fg(theme.c.warning) } else { text };
-        let mem = gib_pair(wl.memory_used_mib, wl.request.memory_mib);
+        let mem = gib_pair(wl.memory_used_mib, wl.request.gpu_memory_mib);
         let line = Line::from(vec![
             cell(&wl.id, 8, text, a),
             cell(&wl.name, name_w, text, a),

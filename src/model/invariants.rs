@@ -1,0 +1,110 @@
+//! Invariants every fleet on screen must hold, whatever the sources said: memory used never
+//! exceeds its total (card, MIG instance, workload), utilisation stays within 0–100 %, and
+//! nothing unusable counts as free. `violations` lists what is broken (for tests);
+//! `enforce` turns a broken value into unknown, because a wrong number is worse than none.
+
+use super::capacity;
+use super::fleet::{Fleet, Node};
+use super::workload::Workload;
+
+fn over(used: Option<u64>, total: Option<u64>) -> bool {
+    matches!((used, total), (Some(u), Some(t)) if u > t)
+}
+
+fn bad_pct(p: Option<f64>) -> bool {
+    p.is_some_and(|p| !(0.0..=100.0).contains(&p))
+}
+
+/// Everything in `fleet` that breaks an invariant, in words.
+pub fn violations(fleet: &Fleet) -> Vec<String> {
+    let mut out = Vec::new();
+    for (n, c) in fleet.cards() {
+        let at = format!("{}/{}", n.name, c.index);
+        if over(c.memory_used_mib, c.memory_total_mib) {
+            out.push(format!("{at}: memory {:?} over {:?} MiB", c.memory_used_mib, c.memory_total_mib));
+        }
+        if bad_pct(c.utilization_pct) {
+            out.push(format!("{at}: utilisation {:?}", c.utilization_pct));
+        }
+        for i in &c.mig.instances {
+            if over(i.memory_used_mib, i.memory_total_mib) {
+                out.push(format!(
+                    "{at} {}@{}: memory {:?} over {:?}",
+                    i.profile, i.start, i.memory_used_mib, i.memory_total_mib
+                ));
+            }
+            if bad_pct(i.utilization_pct) {
+                out.push(format!("{at} {}@{}: utilisation {:?}", i.profile, i.start, i.utilization_pct));
+            }
+        }
+        if capacity::free_units(n, c) > 0 && !capacity::usable(n, c) {
+            out.push(format!("{at}: unusable but counted free"));
+        }
+    }
+    for w in &fleet.workloads {
+        if over(w.memory_used_mib, w.request.gpu_memory_mib) {
+            out.push(format!("{}: memory {:?} over {:?}", w.id, w.memory_used_mib, w.request.gpu_memory_mib));
+        }
+    }
+    out
+}
+
+/// Replace every value that breaks an invariant by unknown; the count of values replaced.
+pub fn enforce(nodes: &mut [Node], workloads: &mut [Workload]) -> usize {
+    let mut fixed = 0;
+    let mut clear = |used: &mut Option<u64>, total: Option<u64>| {
+        if over(*used, total) {
+            *used = None;
+            fixed += 1;
+        }
+    };
+    for c in nodes.iter_mut().flat_map(|n| n.cards.iter_mut()) {
+        clear(&mut c.memory_used_mib, c.memory_total_mib);
+        for i in &mut c.mig.instances {
+            clear(&mut i.memory_used_mib, i.memory_total_mib);
+        }
+    }
+    for w in workloads.iter_mut() {
+        clear(&mut w.memory_used_mib, w.request.gpu_memory_mib);
+    }
+    let mut pct = |p: &mut Option<f64>| {
+        if bad_pct(*p) {
+            *p = None;
+            fixed += 1;
+        }
+    };
+    for c in nodes.iter_mut().flat_map(|n| n.cards.iter_mut()) {
+        pct(&mut c.utilization_pct);
+        for i in &mut c.mig.instances {
+            pct(&mut i.utilization_pct);
+        }
+    }
+    fixed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Card, WorkloadKind, WorkloadState};
+
+    #[test]
+    fn values_over_their_total_become_unknown() {
+        let card = Card {
+            memory_total_mib: Some(81920),
+            memory_used_mib: Some(23_514_931),
+            utilization_pct: Some(140.0),
+            ..Card::default()
+        };
+        let mut nodes = vec![Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() }];
+        let mut w = Workload::new("sim:40", "train", WorkloadKind::Training, WorkloadState::Running);
+        w.request.gpu_memory_mib = Some(327_680);
+        w.memory_used_mib = Some(94_059_520);
+        let mut ws = vec![w];
+        let fleet = Fleet { nodes: nodes.clone(), workloads: ws.clone(), ..Fleet::default() };
+        assert_eq!(violations(&fleet).len(), 3);
+        assert_eq!(enforce(&mut nodes, &mut ws), 3);
+        assert_eq!((nodes[0].cards[0].memory_used_mib, ws[0].memory_used_mib), (None, None));
+        let fleet = Fleet { nodes, workloads: ws, ..Fleet::default() };
+        assert!(violations(&fleet).is_empty());
+    }
+}
