@@ -1,6 +1,7 @@
 //! Subcommands: settings from flags over config, `snapshot`, `layouts`, `check-config`.
 
 mod act;
+mod out;
 mod snapshot;
 
 use std::path::Path;
@@ -23,6 +24,9 @@ pub enum CmdError {
     Failed(String),
     #[error("refused: {0}")]
     Refused(String),
+    /// Standard output was closed by its reader (`| head`): end quietly.
+    #[error("standard output closed")]
+    Closed,
 }
 
 impl CmdError {
@@ -31,6 +35,7 @@ impl CmdError {
             Self::Usage(_) | Self::Config(_) => 2,
             Self::Failed(_) => 1,
             Self::Refused(_) => 3,
+            Self::Closed => 0,
         }
     }
 }
@@ -90,36 +95,34 @@ pub fn layouts(model_name: &str, json: bool) -> Result<(), CmdError> {
     let all = enumerate(model);
     if json {
         let v = serde_json::json!({ "model": model.name, "layouts": all });
-        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))?);
-        return Ok(());
+        let text = serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))?;
+        return out::print(&format!("{text}\n"));
     }
-    println!(
-        "{}: {} maximal layouts ({} memory slices; +me variants not listed separately)",
+    let mut text = format!(
+        "{}: {} maximal layouts ({} memory slices; +me variants not listed separately)\n",
         model.name,
         all.len(),
         model.memory_slices
     );
     for (i, l) in all.iter().enumerate() {
-        let text: Vec<String> = l.iter().map(ToString::to_string).collect();
-        println!("{:>3}. {}", i + 1, text.join(","));
+        let parts: Vec<String> = l.iter().map(ToString::to_string).collect();
+        text.push_str(&format!("{:>3}. {}\n", i + 1, parts.join(",")));
     }
-    Ok(())
+    out::print(&text)
 }
 
 pub fn check_config(path: Option<&Path>, example: bool) -> Result<(), CmdError> {
     if example {
-        print!("{}", config::example());
-        return Ok(());
+        return out::print(&config::example());
     }
     let cfg = config::load(path)?;
     match &cfg.path {
-        Some(p) => println!("{}: ok", p.display()),
-        None => println!(
-            "no config file found ({}); using the defaults",
+        Some(p) => out::print(&format!("{}: ok\n", p.display())),
+        None => out::print(&format!(
+            "no config file found ({}); using the defaults\n",
             config::default_path().map_or_else(|| "no home directory".into(), |p| p.display().to_string())
-        ),
+        )),
     }
-    Ok(())
 }
 
 /// The interactive console; when stdout is not a terminal, the snapshot table instead.
@@ -138,7 +141,12 @@ pub fn console(g: &Global) -> Result<(), CmdError> {
 pub fn snapshot(g: &Global, json: bool) -> Result<(), CmdError> {
     let cfg = settings(g)?;
     let fleet = collect_once(&cfg)?;
-    let out = if json { snapshot_json(&fleet) } else { snapshot_table(&fleet) };
-    println!("{out}");
+    let text = if json { snapshot_json(&fleet) } else { snapshot_table(&fleet) };
+    out::print(&format!("{text}\n"))?;
+    // Cron and monitoring must tell "every source is down" from "an empty cluster".
+    if !fleet.0.sources.iter().any(|s| matches!(s.health, crate::model::SourceHealth::Live { .. })) {
+        let why: Vec<String> = fleet.0.sources.iter().map(|s| s.summary(chrono::Utc::now())).collect();
+        return Err(CmdError::Failed(format!("no source answered ({})", why.join("; "))));
+    }
     Ok(())
 }

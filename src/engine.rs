@@ -143,6 +143,9 @@ fn spawn_all(
         let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
         let every = cfg.refresh.max(Duration::from_secs(5));
         store.register("prometheus", SourceKind::Prometheus, every);
+        if s.prometheus_queue {
+            store.reports_queue("prometheus");
+        }
         let settings = prometheus::Settings {
             base: base.clone(),
             query: s.prometheus_query.clone(),

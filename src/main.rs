@@ -38,6 +38,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(commands::CmdError::Closed) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tessera: {e}");
             ExitCode::from(e.code())

@@ -20,7 +20,7 @@ pub use fleet::{
     Process,
 };
 pub use kinds::KindRules;
-pub use queue::{Demand, QueueSummary, Resource};
+pub use queue::{Demand, QueueKnown, QueueSummary, Resource};
 pub use source::{SourceHealth, SourceKind, SourceStatus};
 pub use totals::Totals;
 pub use workload::{Request, Workload, WorkloadKind, WorkloadState};

@@ -48,8 +48,17 @@ impl Store {
             note: None,
             last_ok: None,
             reported: Reported::default(),
+            queue: matches!(kind, SourceKind::Slurm | SourceKind::Kubernetes | SourceKind::Simulated),
         };
         self.entries.push(Entry { status, last: None, last_ok: None });
+        self.rebuild();
+    }
+
+    /// Say that a source reports the queue too (Prometheus with kube-state-metrics or Kueue).
+    pub fn reports_queue(&mut self, name: &str) {
+        for e in self.entries.iter_mut().filter(|e| e.status.name == name) {
+            e.status.queue = true;
+        }
         self.rebuild();
     }
 
@@ -63,6 +72,7 @@ impl Store {
             note: None,
             last_ok: None,
             reported: Reported::default(),
+            queue: matches!(kind, SourceKind::Slurm | SourceKind::Kubernetes | SourceKind::Simulated),
         };
         self.entries.push(Entry { status, last: None, last_ok: None });
         self.rebuild();

@@ -26,6 +26,7 @@ fn snapshot_demo_json_has_the_contract_keys() {
     let (code, out, err) = tessera(&["snapshot", "--demo", "--json", "--seed", "7"]);
     assert_eq!(code, 0, "{err}");
     let v = json(&out);
+    assert_eq!(v["schema_version"], 1);
     for key in ["taken_at", "sources", "nodes", "workloads", "queue"] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
@@ -178,4 +179,38 @@ fn a_bad_theme_exits_2_naming_the_key() {
     assert_eq!(code, 0);
     assert!(out.contains("SIMULATED"), "not a terminal: the snapshot table");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_reader_leaving_early_is_no_error() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    for args in [&["layouts", "H100"][..], &["snapshot", "--demo", "--json"][..], &["check-config", "--example"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(args)
+            .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run tessera: {e}"));
+        // Like `| head -1`: read one line, then close the pipe.
+        let mut first = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = BufReader::new(out).read_line(&mut first);
+        }
+        let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn snapshot_with_every_source_down_exits_1_and_still_prints() {
+    let (code, out, err) = tessera(&["snapshot", "--json", "--nvml=/nonexistent/libnvidia-ml.so.1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no source answered"), "{err}");
+    let v = json(&out);
+    assert_eq!(v["sources"][0]["state"], "unavailable");
+    assert_eq!(v["queue"]["known"]["state"], "no_scheduler");
 }

@@ -80,6 +80,12 @@ fn views() -> Vec<(&'static str, Setup)> {
             }),
         ),
         (
+            "sources",
+            Box::new(|st: &mut UiState, s: &Store| {
+                st.apply(Intent::ViewSources, s.fleet());
+            }),
+        ),
+        (
             "confirm_drain",
             Box::new(|st: &mut UiState, s: &Store| {
                 let opts = tessera::actions::plan::Options::new(&tessera::config::Config::default(), false, clock());

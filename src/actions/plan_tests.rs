@@ -36,6 +36,7 @@ fn fleet(kind: SourceKind, holder: Option<&str>) -> Fleet {
         note: None,
         last_ok: None,
         reported: Default::default(),
+        queue: false,
     };
     let mut f = Fleet { nodes: vec![node], sources: vec![status], ..Fleet::default() };
     let mut w = Workload::new("slurm:7", "train", WorkloadKind::Training, WorkloadState::Running);

@@ -2,8 +2,9 @@
 //! 3) or stop (`--dry-run`), ask y/N unless `--yes`; the action runner then plans again, audits,
 //! executes and audits. Progress prints as it happens.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal};
 
+use super::out::say;
 use super::{CmdError, settings};
 use crate::actions::execute::Progress;
 use crate::actions::run::Approval;
@@ -19,15 +20,15 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
         engine.first_answers().await;
         let p = engine.runner.propose(&action, engine.store.fleet()).map_err(CmdError::Usage)?;
         if let Some(why) = &p.nothing_to_do {
-            println!("nothing to do: {why}");
+            say(&format!("nothing to do: {why}\n"));
             return Ok(());
         }
-        print!("{}", p.render());
+        say(&p.render());
         if !p.allowed() {
             return Err(CmdError::Refused(guard::joined(&p.blockers)));
         }
         if how.dry_run {
-            println!("dry run: nothing done");
+            say("dry run: nothing done\n");
             return Ok(());
         }
         if !how.yes {
@@ -45,7 +46,7 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
         let approved = match engine.runner.approve(&p, engine.store.fleet()) {
             Approval::Go(a) => a,
             Approval::Changed(again) => {
-                print!("the cluster changed while you read the plan; the plan now:\n{}", again.render());
+                say(&format!("the cluster changed while you read the plan; the plan now:\n{}", again.render()));
                 return Err(CmdError::Failed("not run: the plan changed; run the command again".into()));
             }
             Approval::Gone(e) => return Err(CmdError::Usage(e)),
@@ -59,18 +60,17 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
                 match ev {
                     Progress::Started { step } => {
                         let what = steps.get(step).map_or("", |s| s.what.as_str());
-                        println!("  [{}/{}] {what} ...", step + 1, steps.len());
+                        say(&format!("  [{}/{}] {what} ...\n", step + 1, steps.len()));
                     }
-                    Progress::Done { message, .. } => println!("        done: {message}"),
-                    Progress::Failed { message, .. } => println!("        FAILED: {message}"),
+                    Progress::Done { message, .. } => say(&format!("        done: {message}\n")),
+                    Progress::Failed { message, .. } => say(&format!("        FAILED: {message}\n")),
                 }
-                let _ = std::io::stdout().flush();
             }
         });
         let finished = approved.run(Some(ptx)).await;
         let _ = printer.await;
         let outcome = finished.outcome;
-        println!("{}: {}", if outcome.ok { "done" } else { "failed" }, outcome.reached);
+        say(&format!("{}: {}\n", if outcome.ok { "done" } else { "failed" }, outcome.reached));
         if let Some(e) = finished.audit_error {
             return Err(CmdError::Failed(format!("{e} (the action's result: {})", outcome.reached)));
         }
@@ -86,8 +86,7 @@ fn confirm(question: &str) -> Result<(), CmdError> {
     if !std::io::stdin().is_terminal() {
         return Err(CmdError::Usage("no terminal to confirm on: pass --yes (after a --dry-run)".into()));
     }
-    print!("{question} [y/N] ");
-    let _ = std::io::stdout().flush();
+    say(&format!("{question} [y/N] "));
     let mut line = String::new();
     let _ = std::io::stdin().lock().read_line(&mut line);
     match line.trim().to_ascii_lowercase().as_str() {

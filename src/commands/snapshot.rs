@@ -19,6 +19,10 @@ pub fn collect_once(cfg: &Config) -> Result<(Fleet, bool), CmdError> {
     })
 }
 
+/// The version of the JSON contract (docs/json.md): raised when a key changes meaning or
+/// goes away; new keys do not raise it.
+pub const SCHEMA_VERSION: u32 = 1;
+
 fn time(t: Option<chrono::DateTime<Utc>>) -> Value {
     t.map_or(Value::Null, |t| Value::String(t.to_rfc3339_opts(SecondsFormat::Secs, true)))
 }
@@ -74,6 +78,7 @@ pub fn snapshot_json((fleet, simulated): &(Fleet, bool)) -> String {
         })
         .collect();
     let v = json!({
+        "schema_version": SCHEMA_VERSION,
         "taken_at": time(fleet.taken_at),
         "simulated": simulated,
         "sources": sources,
@@ -144,8 +149,13 @@ pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
     let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), duration::short);
     out.push_str(&format!("\nqueue: {} pending, oldest wait {oldest}\n", q.pending));
     for d in &q.demand {
+        let scattered = if d.scattered() {
+            format!(" (at most {} on one node; a job wants {} together)", d.largest_block, d.largest_request)
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "  {:<24} {:>3} waiting for {:>3}, {:>3} free\n",
+            "  {:<24} {:>3} waiting for {:>3}, {:>3} free{scattered}\n",
             d.resource.to_string(),
             d.pending,
             d.wanted,

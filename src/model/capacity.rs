@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use super::fleet::{Card, Fleet, Node};
 use super::mig::Placed;
-use super::queue::{QueueSummary, Resource};
+use super::queue::Resource;
+use super::workload::Workload;
 
 /// Whether new work can start on a card at all: its node is schedulable, the card is not
 /// drained and it is healthy (not lost, no fatal XID, no uncorrectable ECC error).
@@ -40,35 +41,57 @@ pub fn model_key(model: &str) -> String {
 pub struct Free {
     pub whole: BTreeMap<String, u64>,
     pub mig: BTreeMap<String, u64>,
+    /// The same counts node by node: a multi-GPU job needs its cards on one node.
+    per_node: Vec<(BTreeMap<String, u64>, BTreeMap<String, u64>)>,
 }
 
 impl Free {
     pub fn compute(fleet: &Fleet) -> Self {
         let mut f = Self::default();
-        for node in fleet.nodes.iter().filter(|n| n.schedulable && !n.capacity.is_empty()) {
-            for c in &node.capacity {
-                match &c.resource {
-                    Resource::WholeCard { model } => {
-                        let key = model.as_deref().map_or_else(|| "unknown".to_string(), model_key);
-                        *f.whole.entry(key).or_default() += c.free();
+        for node in &fleet.nodes {
+            let (mut whole, mut mig) = (BTreeMap::<String, u64>::new(), BTreeMap::<String, u64>::new());
+            if !node.capacity.is_empty() {
+                for c in node.capacity.iter().filter(|_| node.schedulable) {
+                    match &c.resource {
+                        Resource::WholeCard { model } => {
+                            let key = model.as_deref().map_or_else(|| "unknown".to_string(), model_key);
+                            *whole.entry(key).or_default() += c.free();
+                        }
+                        Resource::MigInstance { profile } => *mig.entry(profile.clone()).or_default() += c.free(),
                     }
-                    Resource::MigInstance { profile } => *f.mig.entry(profile.clone()).or_default() += c.free(),
+                }
+            } else {
+                for card in node.cards.iter().filter(|c| usable(node, c)) {
+                    if card.mig.enabled {
+                        for inst in card.mig.instances.iter().filter(|i| i.workloads.is_empty()) {
+                            *mig.entry(inst.profile.clone()).or_default() += 1;
+                        }
+                    } else if card.workloads.is_empty() {
+                        *whole.entry(model_key(&card.model)).or_default() += 1;
+                    }
                 }
             }
-        }
-        for (node, card) in fleet.cards() {
-            if !usable(node, card) || !node.capacity.is_empty() {
-                continue;
+            for (k, v) in &whole {
+                *f.whole.entry(k.clone()).or_default() += v;
             }
-            if card.mig.enabled {
-                for inst in card.mig.instances.iter().filter(|i| i.workloads.is_empty()) {
-                    *f.mig.entry(inst.profile.clone()).or_default() += 1;
-                }
-            } else if card.workloads.is_empty() {
-                *f.whole.entry(model_key(&card.model)).or_default() += 1;
+            for (k, v) in &mig {
+                *f.mig.entry(k.clone()).or_default() += v;
+            }
+            if !whole.is_empty() || !mig.is_empty() {
+                f.per_node.push((whole, mig));
             }
         }
         f
+    }
+
+    /// The most free units of `resource` on any one node.
+    pub fn largest_block(&self, resource: &Resource) -> u64 {
+        let on = |(whole, mig): &(BTreeMap<String, u64>, BTreeMap<String, u64>)| match resource {
+            Resource::WholeCard { model: Some(m) } => whole.get(m).copied().unwrap_or(0),
+            Resource::WholeCard { model: None } => whole.values().sum(),
+            Resource::MigInstance { profile } => mig.get(profile).copied().unwrap_or(0),
+        };
+        self.per_node.iter().map(on).max().unwrap_or(0)
     }
 
     /// Free units of one resource (`WholeCard { model: None }`: any model).
@@ -81,36 +104,53 @@ impl Free {
     }
 }
 
-/// Units the queue wants of one resource.
-fn wanted(queue: &QueueSummary, res: &Resource) -> u64 {
-    queue.demand.iter().filter(|d| d.resource == *res).map(|d| d.wanted).sum()
-}
-
-/// Queued workloads a whole card of `model` (a catalog name) would serve.
-pub fn whole_card_serves(model: &str, queue: &QueueSummary) -> u64 {
-    (wanted(queue, &Resource::WholeCard { model: Some(model.to_string()) })
-        + wanted(queue, &Resource::WholeCard { model: None }))
-    .min(1)
-}
-
-/// Queued workloads a MIG layout would give an instance to.
-pub fn layout_serves(layout: &[Placed], queue: &QueueSummary) -> u64 {
-    let mut fits = 0;
-    let mut seen: Vec<&str> = Vec::new();
-    for p in layout {
-        if seen.contains(&p.profile.as_str()) {
-            continue;
-        }
-        seen.push(&p.profile);
-        let count = layout.iter().filter(|x| x.profile == p.profile).count() as u64;
-        fits += count.min(wanted(queue, &Resource::MigInstance { profile: p.profile.clone() }));
+/// One pending workload's request as the picker matches it: how many units of what.
+fn asks(w: &Workload) -> (Resource, u64) {
+    let n = u64::from(w.request.gpus.unwrap_or(1).max(1));
+    match &w.request.mig_profile {
+        Some(p) => (Resource::MigInstance { profile: p.clone() }, n),
+        None => (Resource::WholeCard { model: w.request.model.as_deref().map(model_key) }, n),
     }
-    fits
 }
 
-/// Queued workloads an instance of `profile` would serve.
-pub fn profile_serves(profile: &str, queue: &QueueSummary) -> u64 {
-    wanted(queue, &Resource::MigInstance { profile: profile.to_string() })
+/// Pending workloads that one card, empty and laid out as `layout` (`None`: a whole card of
+/// catalog model `model`), would start: each instance serves one workload asking for its
+/// profile; a whole card serves one single-GPU workload of its model or of any model. A
+/// request for more units than the card has is not served; smaller requests go first.
+pub fn card_would_serve(model: &str, layout: Option<&[Placed]>, pending: &[&Workload]) -> u64 {
+    let mut asks: Vec<(Resource, u64)> = pending.iter().map(|w| asks(w)).collect();
+    asks.sort_by_key(|a| a.1);
+    let mut served = 0;
+    match layout {
+        None => {
+            let whole = asks.iter().find(|(r, n)| {
+                *n == 1 && matches!(r, Resource::WholeCard { model: m } if m.as_deref().is_none_or(|m| m == model))
+            });
+            served += u64::from(whole.is_some());
+        }
+        Some(layout) => {
+            let mut left: BTreeMap<&str, u64> = BTreeMap::new();
+            for p in layout {
+                *left.entry(p.profile.as_str()).or_default() += 1;
+            }
+            for (r, n) in &asks {
+                if let Resource::MigInstance { profile } = r
+                    && let Some(l) = left.get_mut(profile.as_str())
+                    && *l >= *n
+                {
+                    *l -= n;
+                    served += 1;
+                }
+            }
+        }
+    }
+    served
+}
+
+/// Pending workloads that `profile` instances would serve (the Kubernetes `all-<profile>`
+/// configs): those asking for the profile.
+pub fn profile_serves(profile: &str, pending: &[&Workload]) -> u64 {
+    pending.iter().filter(|w| w.request.mig_profile.as_deref() == Some(profile)).count() as u64
 }
 
 #[cfg(test)]
@@ -126,6 +166,30 @@ mod tests {
         card.mig.enabled = true;
         card.mig.instances.push(MigInstance { profile: "3g.40gb".into(), start: 0, size: 4, ..MigInstance::default() });
         assert_eq!(free_units(&node, &card), 5, "one unheld instance and four free slices");
+    }
+
+    #[test]
+    fn a_card_serves_one_workload_per_instance_and_never_a_job_bigger_than_itself() {
+        use crate::model::mig::{enumerate, lookup};
+        use crate::model::{WorkloadKind, WorkloadState};
+        let job = |id: &str, gpus: u32, profile: Option<&str>| {
+            let mut w = Workload::new(id, id, WorkloadKind::Training, WorkloadState::Pending);
+            w.request.gpus = Some(gpus);
+            w.request.mig_profile = profile.map(str::to_string);
+            w
+        };
+        let h200 = lookup("NVIDIA H200").unwrap_or_else(|| panic!("H200 in the catalog"));
+        let eight = job("big", 8, None);
+        let one = job("one", 1, None);
+        let three = job("infer", 1, Some("3g.71gb"));
+        assert_eq!(card_would_serve(&h200.name, None, &[&eight]), 0, "8 GPUs never fit one card");
+        assert_eq!(card_would_serve(&h200.name, None, &[&eight, &one]), 1);
+        let layouts = enumerate(h200);
+        let with_3g = layouts.iter().find(|l| l.iter().filter(|p| p.profile == "3g.71gb").count() == 2);
+        let with_3g = with_3g.unwrap_or_else(|| panic!("a 3g.71gb x2 layout"));
+        assert_eq!(card_would_serve(&h200.name, Some(with_3g), &[&eight, &three]), 1, "one job, one instance");
+        let other = layouts.iter().find(|l| l.iter().all(|p| p.profile != "3g.71gb"));
+        assert_eq!(card_would_serve(&h200.name, other.map(Vec::as_slice), &[&three]), 0);
     }
 
     #[test]

@@ -79,6 +79,9 @@ pub struct SourceStatus {
     /// What the last good collection reported.
     #[serde(skip)]
     pub reported: Reported,
+    /// The source reports the queue (a scheduler, the simulator, Prometheus with the queue).
+    #[serde(skip)]
+    pub queue: bool,
 }
 
 /// How much one collection of a source reported.

@@ -7,7 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 use crate::actions::{Action, Outcome, Plan, Progress};
 use crate::model::mig::{enumerate, lookup};
-use crate::model::{Card, CardRef, Fleet, QueueSummary, capacity};
+use crate::model::{Card, CardRef, Fleet, capacity};
 use crate::ui::keymap::Intent;
 use crate::ui::state::{Tab, UiState};
 
@@ -16,8 +16,10 @@ use crate::ui::state::{Tab, UiState};
 pub struct Choice {
     /// `3g.40gb@0,3g.40gb@4`, or `whole`.
     pub layout: String,
-    /// Queued workloads this layout would give an instance (or a card) to.
+    /// Queued workloads the card would start once laid out so.
     pub fits: u64,
+    /// The card's layout now.
+    pub current: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -54,25 +56,34 @@ pub enum Answer {
 }
 
 /// The picker for a card: every maximal layout of its model and `whole`, each with how many
-/// queued workloads it would serve; the current layout first when it is one of them.
-pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card, queue: &QueueSummary) -> Result<Modal, String> {
+/// queued workloads the card would start once laid out so (one instance or the whole card per
+/// workload; a job wanting more than the card has is not counted), most first; the current
+/// layout is marked.
+pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card) -> Result<Modal, String> {
     let model = lookup(&card.model).ok_or_else(|| format!("{}: GPU model not in the MIG catalog", card.model))?;
-    let whole_fits = capacity::whole_card_serves(&model.name, queue);
+    let pending: Vec<&crate::model::Workload> =
+        fleet.workloads.iter().filter(|w| w.state == crate::model::WorkloadState::Pending).collect();
+    let whole_fits = capacity::card_would_serve(&model.name, None, &pending);
     if kubernetes_only(fleet, &r.node) {
-        return Ok(config_picker(r, card, model, queue, whole_fits));
+        return Ok(config_picker(r, card, model, &pending, whole_fits));
     }
-    let mut choices = vec![Choice { layout: "whole".into(), fits: whole_fits }];
-    for layout in enumerate(model) {
-        let text: Vec<String> = layout.iter().map(|p| format!("{}@{}", p.profile, p.start)).collect();
-        choices.push(Choice { layout: text.join(","), fits: capacity::layout_serves(&layout, queue) });
-    }
-    // Most useful first; ties keep the catalog order.
-    choices.sort_by_key(|c| std::cmp::Reverse(c.fits));
     let current = if card.mig.enabled {
-        card.mig.instances.iter().map(|i| format!("{}@{}", i.profile, i.start)).collect::<Vec<_>>().join(",")
+        let mut now: Vec<(u8, String)> = card.mig.instances.iter().map(|i| (i.start, i.profile.clone())).collect();
+        now.sort();
+        now.into_iter().map(|(s, p)| format!("{p}@{s}")).collect::<Vec<_>>().join(",")
     } else {
         "whole".into()
     };
+    let mut choices = vec![Choice { layout: "whole".into(), fits: whole_fits, current: !card.mig.enabled }];
+    for layout in enumerate(model) {
+        let mut sorted: Vec<(u8, String)> = layout.iter().map(|p| (p.start, p.profile.clone())).collect();
+        sorted.sort();
+        let text = sorted.into_iter().map(|(s, p)| format!("{p}@{s}")).collect::<Vec<_>>().join(",");
+        let fits = capacity::card_would_serve(&model.name, Some(&layout), &pending);
+        choices.push(Choice { current: card.mig.enabled && text == current, layout: text, fits });
+    }
+    // Most useful first; ties keep the catalog order.
+    choices.sort_by_key(|c| std::cmp::Reverse(c.fits));
     Ok(Modal::Picker { card: r.clone(), choices, selected: 0, current })
 }
 
@@ -92,14 +103,14 @@ fn config_picker(
     r: &CardRef,
     card: &Card,
     model: &crate::model::mig::GpuModel,
-    queue: &QueueSummary,
+    pending: &[&crate::model::Workload],
     whole_fits: u64,
 ) -> Modal {
-    let mut choices = vec![Choice { layout: "all-disabled".into(), fits: whole_fits }];
-    choices.push(Choice { layout: "all-balanced".into(), fits: 0 });
+    let mut choices = vec![Choice { layout: "all-disabled".into(), fits: whole_fits, current: false }];
+    choices.push(Choice { layout: "all-balanced".into(), fits: 0, current: false });
     for p in model.profiles.iter().filter(|p| !p.has_media_extensions()) {
-        let fits = capacity::profile_serves(&p.name, queue);
-        choices.push(Choice { layout: format!("all-{}", p.name), fits });
+        let fits = capacity::profile_serves(&p.name, pending);
+        choices.push(Choice { layout: format!("all-{}", p.name), fits, current: false });
     }
     let current = card.mig.error.clone().unwrap_or_else(|| "MIG off".into());
     Modal::Picker { card: r.clone(), choices, selected: 0, current }
@@ -231,7 +242,7 @@ pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) -> Option<Requ
     match intent {
         Intent::Drain => return Some(Request::Plan(Action::Drain { target })),
         Intent::Undrain => return Some(Request::Plan(Action::Undrain { target, force: false })),
-        _ => match fleet.card(&r).ok_or_else(|| format!("{r} is gone")).and_then(|c| picker(fleet, &r, c, &st.queue)) {
+        _ => match fleet.card(&r).ok_or_else(|| format!("{r} is gone")).and_then(|c| picker(fleet, &r, c)) {
             Ok(m) => st.modal = Some(m),
             Err(e) => st.message = Some(e),
         },

@@ -21,6 +21,7 @@ pub enum Intent {
     ViewFleet,
     ViewQueue,
     ViewWorkloads,
+    ViewSources,
     Sort,
     Drain,
     Undrain,
@@ -88,6 +89,14 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::ViewWorkloads,
         description: "workloads view: running work",
         footer: true,
+        action: false,
+    },
+    Binding {
+        keys: &[Char('4')],
+        label: "4",
+        intent: Intent::ViewSources,
+        description: "sources view: each source's state, last success, counts, full error (:sources)",
+        footer: false,
         action: false,
     },
     Binding {

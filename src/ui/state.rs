@@ -15,10 +15,11 @@ pub enum Tab {
     Fleet,
     Queue,
     Workloads,
+    Sources,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 3] = [Tab::Fleet, Tab::Queue, Tab::Workloads];
+    pub const ALL: [Tab; 4] = [Tab::Fleet, Tab::Queue, Tab::Workloads, Tab::Sources];
 
     pub fn index(self) -> usize {
         self as usize
@@ -29,6 +30,7 @@ impl Tab {
             Tab::Fleet => "Fleet",
             Tab::Queue => "Queue",
             Tab::Workloads => "Workloads",
+            Tab::Sources => "Sources",
         }
     }
 }
@@ -102,8 +104,8 @@ pub struct UiState {
     pub rows: Vec<Row>,
     pub queue_rows: Vec<usize>,
     pub workload_rows: Vec<usize>,
-    pub selected: [usize; 3],
-    pub offset: [usize; 3],
+    pub selected: [usize; 4],
+    pub offset: [usize; 4],
     /// Node names and card indexes of the fleet the rows were built from, so the selection
     /// can be found again by identity in the next fleet, whatever its order.
     built_from: Vec<(String, Vec<u32>)>,
@@ -131,6 +133,8 @@ pub struct UiState {
     pub quit_after_action: bool,
     /// An action key was pressed read-only and the footer said why nothing happens.
     pub told_read_only: bool,
+    /// Sources in the fleet, for the sources view's selection.
+    pub source_count: usize,
 }
 
 /// What the loop must do after a key.
@@ -158,8 +162,8 @@ impl UiState {
             rows: Vec::new(),
             queue_rows: Vec::new(),
             workload_rows: Vec::new(),
-            selected: [0; 3],
-            offset: [0; 3],
+            selected: [0; 4],
+            offset: [0; 4],
             built_from: Vec::new(),
             viewport: 20,
             message: None,
@@ -176,6 +180,7 @@ impl UiState {
             modal: None,
             quit_after_action: false,
             told_read_only: false,
+            source_count: 0,
         }
     }
 
@@ -216,6 +221,7 @@ impl UiState {
             }
         }
         self.totals = crate::model::Totals::compute(fleet);
+        self.source_count = fleet.sources.len();
         self.queue = crate::model::QueueSummary::compute(fleet, self.now);
         self.rebuild(fleet);
     }
@@ -330,6 +336,7 @@ impl UiState {
             Tab::Fleet => self.rows.len(),
             Tab::Queue => self.queue_rows.len(),
             Tab::Workloads => self.workload_rows.len(),
+            Tab::Sources => self.source_count,
         }
     }
 
@@ -412,10 +419,11 @@ impl UiState {
                     self.open_card = self.selected_card();
                 }
             }
-            Intent::NextView => self.switch(Tab::ALL[(self.tab.index() + 1) % 3]),
+            Intent::NextView => self.switch(Tab::ALL[(self.tab.index() + 1) % Tab::ALL.len()]),
             Intent::ViewFleet => self.switch(Tab::Fleet),
             Intent::ViewQueue => self.switch(Tab::Queue),
             Intent::ViewWorkloads => self.switch(Tab::Workloads),
+            Intent::ViewSources => self.switch(Tab::Sources),
             Intent::Sort => {
                 self.sort = self.sort.next();
                 self.message = Some(format!("sorted by {}", self.sort.name()));
@@ -453,6 +461,7 @@ impl UiState {
             (Some("fleet"), _) => self.switch(Tab::Fleet),
             (Some("queue"), _) => self.switch(Tab::Queue),
             (Some("workloads" | "wl"), _) => self.switch(Tab::Workloads),
+            (Some("sources" | "src"), _) => self.switch(Tab::Sources),
             (Some("node"), Some(name)) => {
                 self.switch(Tab::Fleet);
                 if !self.filter_text.is_empty() {

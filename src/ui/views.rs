@@ -7,6 +7,7 @@ pub mod header;
 pub mod help;
 pub mod modal;
 pub mod queue;
+pub mod sources;
 pub mod workloads;
 
 use ratatui::style::Style;

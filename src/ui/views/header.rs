@@ -52,7 +52,10 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         // Narrow: the queue before memory, so an 80-column header keeps it.
         format!(
             " {} cards │ {util} │ queue {} ({oldest}) │ MIG {}/{} │ mem {mem}",
-            t.cards, q.pending, t.mig_used, t.mig_total,
+            t.cards,
+            q.known.count_text(q.pending),
+            t.mig_used,
+            t.mig_total,
         )
     } else {
         format!(
@@ -60,7 +63,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             t.cards,
             t.mig_used,
             t.mig_total,
-            q.pending,
+            q.known.count_text(q.pending),
             st.now.format("%H:%M:%S UTC"),
         )
     };

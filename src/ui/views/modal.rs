@@ -43,12 +43,16 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
                 }
             }
             lines.push(Line::from(Span::styled(format!("current: {current}"), theme.dim())));
-            lines.push(Line::from(Span::styled("fits = queued workloads the layout would serve", theme.dim())));
+            lines.push(Line::from(Span::styled(
+                "fits = queued workloads this card would start with the layout (one each)",
+                theme.dim(),
+            )));
             let room = usize::from(h).saturating_sub(lines.len() + 3);
             let start = selected.saturating_sub(room.saturating_sub(1));
             for (i, ch) in choices.iter().enumerate().skip(start).take(room) {
                 let mark = if i == *selected { "> " } else { "  " };
-                let text = fit(&format!("{mark}{:<40} fits {}", ch.layout, ch.fits), inner, theme.ascii);
+                let now = if ch.current { "  (current)" } else { "" };
+                let text = fit(&format!("{mark}{:<40} fits {}{now}", ch.layout, ch.fits), inner, theme.ascii);
                 let style = if i == *selected { theme.selection() } else { theme.text() };
                 lines.push(Line::from(Span::styled(text, style)));
             }

@@ -62,7 +62,17 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         lines.push(if i == st.selected[1] { line.patch_style(theme.selection()) } else { line });
     }
     if st.queue_rows.is_empty() {
-        lines.push(Line::from(Span::styled("nothing is waiting", theme.dim())));
+        let (text, style) = match &q.known {
+            crate::model::QueueKnown::Known => ("nothing is waiting".to_string(), theme.dim()),
+            crate::model::QueueKnown::NoScheduler => (
+                "no queue source: add --slurm, --kubernetes, or Prometheus with prometheus_queue".to_string(),
+                theme.dim(),
+            ),
+            crate::model::QueueKnown::Unknown { reason } => {
+                (format!("queue unknown (not empty): {reason}"), theme.fg(theme.c.warning))
+            }
+        };
+        lines.push(Line::from(Span::styled(crate::ui::widgets::text::fit(&text, w, a), style)));
     }
     f.render_widget(Paragraph::new(lines), parts[0]);
 
@@ -79,12 +89,22 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         for dm in &q.demand {
             let short_of = dm.wanted > dm.free;
             let style = if short_of { theme.fg(theme.c.warning) } else { theme.fg(theme.c.ok) };
-            d.push(Line::from(vec![
+            let mut row = vec![
                 cell(&dm.resource.to_string(), 26, theme.text(), a),
                 rcell(&dm.pending.to_string(), 7, theme.text(), a),
                 rcell(&dm.wanted.to_string(), 5, theme.text(), a),
                 rcell(&dm.free.to_string(), 5, style, a),
-            ]));
+            ];
+            // Free in total is not free where it is needed: a multi-GPU job needs one node.
+            if dm.scattered() {
+                let note =
+                    format!("  at most {} on one node; a job wants {} together", dm.largest_block, dm.largest_request);
+                row.push(Span::styled(
+                    crate::ui::widgets::text::fit(&note, w.saturating_sub(44), a),
+                    theme.fg(theme.c.warning),
+                ));
+            }
+            d.push(Line::from(row));
         }
         f.render_widget(Paragraph::new(d), parts[1]);
     }
