@@ -116,6 +116,11 @@ pub fn check_config(path: Option<&Path>, example: bool) -> Result<(), CmdError> 
         return out::print(&config::example());
     }
     let cfg = config::load(path)?;
+    // Everything the console would refuse later is refused here: the theme too.
+    crate::ui::theme::Theme::load(cfg.theme.as_deref(), crate::ui::theme::Depth::TrueColor, false).map_err(|e| {
+        let file = cfg.path.as_ref().map_or_else(|| "config".into(), |p| p.display().to_string());
+        CmdError::Usage(format!("{file}: theme: {e}"))
+    })?;
     match &cfg.path {
         Some(p) => out::print(&format!("{}: ok\n", p.display())),
         None => out::print(&format!(

@@ -97,7 +97,7 @@ fn snapshot_table_says_simulated() {
     let (code, out, _) = tessera(&["snapshot"]);
     assert_eq!(code, 0);
     assert!(out.contains("SIMULATED"), "{out}");
-    assert!(out.contains("3g.40gb@0 2g.20gb@4 1g.10gb@6"), "{out}");
+    assert!(out.contains("3g.40gb@0,2g.20gb@4,1g.10gb@6"), "{out}");
     assert!(out.contains("queue:"), "{out}");
 }
 
@@ -213,4 +213,54 @@ fn snapshot_with_every_source_down_exits_1_and_still_prints() {
     let v = json(&out);
     assert_eq!(v["sources"][0]["state"], "unavailable");
     assert_eq!(v["queue"]["known"]["state"], "no_scheduler");
+}
+
+#[test]
+fn check_config_refuses_what_the_console_would_refuse() {
+    let dir = std::env::temp_dir().join(format!("tessera-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let broken_theme = dir.join("broken.toml");
+    std::fs::write(&broken_theme, "[colors]\nwarning = \"blurple\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let cases = [
+        ("theme = \"no-such-theme\"\n".to_string(), "no-such-theme"),
+        (format!("theme = {:?}\n", broken_theme.display().to_string()), "colors.warning = \"blurple\""),
+        ("[slurm]\npreempt_signal = \"FOO\"\n".to_string(), "slurm.preempt_signal = \"FOO\""),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let file = dir.join(format!("c{i}.toml"));
+        std::fs::write(&file, text).unwrap_or_else(|e| panic!("{e}"));
+        let (code, _, err) = tessera(&["check-config", file.to_str().unwrap_or_default()]);
+        assert_eq!(code, 2, "{text}: {err}");
+        assert!(err.contains(want) && err.contains(&format!("c{i}.toml")), "{text}: {err}");
+    }
+    let ok = dir.join("ok.toml");
+    std::fs::write(&ok, "theme = \"light\"\n[slurm]\npreempt_signal = \"SIGUSR2\"\n").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(tessera(&["check-config", ok.to_str().unwrap_or_default()]).0, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn repartition_says_what_is_wrong_and_where_instances_land() {
+    // Card 3 of the first A100 node is a whole card in the simulated cluster (seed 7).
+    let (code, out, _) = tessera(&["repartition", "gpu-a100-01/0", "3g.40gb@1", "--demo", "--seed", "7", "--dry-run"]);
+    assert_eq!(code, 3);
+    let head = out.lines().next().unwrap_or_default();
+    assert!(head.contains("3g.40gb@1: not a valid layout"), "{out}");
+    let (_, out, _) =
+        tessera(&["repartition", "gpu-a100-01/0", "3g.40gb,2g.20gb", "--demo", "--seed", "7", "--dry-run"]);
+    assert!(
+        out.lines().next().unwrap_or_default().contains("3g.40gb@0,2g.20gb@4 (placements chosen by tessera"),
+        "{out}"
+    );
+    // The snapshot prints layouts in the form repartition takes.
+    let (_, table, _) = tessera(&["snapshot", "--demo", "--seed", "7"]);
+    let layout = table
+        .lines()
+        .find(|l| l.starts_with("gpu-a100-01") && l.contains('@'))
+        .and_then(|l| l.split_whitespace().find(|w| w.contains('@')))
+        .unwrap_or_else(|| panic!("no MIG layout in {table}"))
+        .to_string();
+    let (code, out, err) = tessera(&["repartition", "gpu-a100-01/0", &layout, "--demo", "--seed", "7", "--dry-run"]);
+    assert!(!out.contains("not a valid layout") && !err.contains("invalid"), "{layout}: {out}{err}");
+    let _ = code;
 }

@@ -206,14 +206,33 @@ fn repartition(p: &mut Plan, fleet: &Fleet, node: &Node, card: Option<&Card>, la
     }
     let Some(c) = card else { return };
     p.blockers.extend(guard::repartition(c, layout));
-    let Some(model) = c.gpu_model() else { return };
-    let Ok(spec) = parse_layout(model, layout) else { return };
-    let current: Vec<String> = c.mig.instances.iter().map(|i| format!("{}@{}", i.profile, i.start)).collect();
-    let now = if c.mig.enabled { current.join(",") } else { "whole".into() };
-    p.summary = format!("Repartition {}/{} ({}): {now} -> {layout}", node.name, c.index, model.name);
+    let now = c.layout_text();
+    let Some(model) = c.gpu_model() else {
+        p.summary = format!("Repartition {}/{} ({}): not possible", node.name, c.index, c.model);
+        return;
+    };
+    let head = format!("Repartition {}/{} ({}): {now} ->", node.name, c.index, model.name);
+    let Ok(spec) = parse_layout(model, layout) else {
+        p.summary = format!("{head} {layout}: not a valid layout (tessera layouts {} lists them)", model.name);
+        return;
+    };
+    // Where every instance lands, also when the layout named no placements.
+    let chosen = match &spec {
+        LayoutSpec::Whole => "whole".to_string(),
+        LayoutSpec::Mig(l) => {
+            let mut v: Vec<(u8, &str)> = l.iter().map(|x| (x.start, x.profile.as_str())).collect();
+            v.sort();
+            v.into_iter().map(|(s, p)| format!("{p}@{s}")).collect::<Vec<_>>().join(",")
+        }
+    };
+    p.summary = if layout.contains('@') || chosen == "whole" {
+        format!("{head} {chosen}")
+    } else {
+        format!("{head} {chosen} (placements chosen by tessera for {layout})")
+    };
     let whole = matches!(spec, LayoutSpec::Whole);
     match p.backend {
-        Backend::Simulated => super::sim::repartition(p, node, c, layout, whole),
+        Backend::Simulated => super::sim::repartition(p, node, c, &chosen, whole),
         Backend::Nvml => super::nvml::repartition(p, c, whole, placements(&spec)),
         _ => {}
     }

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::CmdError;
 use crate::config::{Config, duration};
-use crate::model::{Card, Fleet, QueueSummary};
+use crate::model::{Card, Fleet, Node, QueueSummary};
 
 /// The merged fleet after every source answered once (or the timeout passed), and whether
 /// any of it is simulated.
@@ -97,14 +97,6 @@ fn opt(v: Option<f64>, unit: &str) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{x:.0}{unit}"))
 }
 
-fn layout_text(c: &Card) -> String {
-    if !c.mig.enabled {
-        return "whole".into();
-    }
-    let parts: Vec<String> = c.mig.instances.iter().map(|i| format!("{}@{}", i.profile, i.start)).collect();
-    parts.join(" ")
-}
-
 /// A compact table: one line per card, then the queue.
 pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
     let now = fleet.taken_at.unwrap_or_else(Utc::now);
@@ -117,12 +109,21 @@ pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
     ));
     let health: Vec<String> = fleet.sources.iter().map(|s| s.summary(Utc::now())).collect();
     out.push_str(&format!("sources: {}\n\n", health.join(", ")));
+    // Columns as wide as their widest value, so long node names and layouts stay aligned.
+    let model_of = |c: &Card| c.gpu_model().map_or_else(|| format!("{} (unknown)", c.model), |m| m.name.clone());
+    let width = |f: &dyn Fn(&Node, &Card) -> usize, head: &str| {
+        fleet.cards().map(|(n, c)| f(n, c)).max().unwrap_or(0).max(head.len())
+    };
+    let (node_w, model_w, layout_w) = (
+        width(&|n, _| n.name.chars().count(), "NODE"),
+        width(&|_, c| model_of(c).chars().count(), "MODEL"),
+        width(&|_, c| c.layout_text().len(), "MIG LAYOUT"),
+    );
     out.push_str(&format!(
-        "{:<13} {:>3} {:<18} {:<40} {:>5} {:>13} {:>5} {:>6}  {}\n",
+        "{:<node_w$} {:>3} {:<model_w$} {:<layout_w$} {:>5} {:>13} {:>5} {:>6}  {}\n",
         "NODE", "GPU", "MODEL", "MIG LAYOUT", "UTIL", "MEM GiB", "TEMP", "POWER", "HOLDERS"
     ));
     for (n, c) in fleet.cards() {
-        let model = c.gpu_model().map_or_else(|| format!("{} (unknown)", c.model), |m| m.name.clone());
         let mut holders: Vec<&str> = c.holders().collect();
         holders.dedup();
         let util = match (c.utilization_pct, c.mig.enabled) {
@@ -130,13 +131,18 @@ pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
             (None, true) => "mig".into(),
             (None, false) => "-".into(),
         };
-        let flags = if c.draining { " DRAINING" } else { "" };
+        let flags = match (c.health.fault(), c.draining) {
+            (Some(f), true) => format!(" UNHEALTHY ({f}) DRAINING"),
+            (Some(f), false) => format!(" UNHEALTHY ({f})"),
+            (None, true) => " DRAINING".into(),
+            (None, false) => String::new(),
+        };
         out.push_str(&format!(
-            "{:<13} {:>3} {:<18} {:<40} {:>5} {:>13} {:>5} {:>6}  {}{}\n",
+            "{:<node_w$} {:>3} {:<model_w$} {:<layout_w$} {:>5} {:>13} {:>5} {:>6}  {}{}\n",
             n.name,
             c.index,
-            model,
-            layout_text(c),
+            model_of(c),
+            c.layout_text(),
             util,
             format!("{}/{}", gib(c.memory_used_mib), gib(c.memory_total_mib)),
             opt(c.temperature_c, "C"),

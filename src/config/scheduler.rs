@@ -55,12 +55,13 @@ pub(super) fn read_slurm(r: &Reader, t: &Table, s: &mut Slurm) -> Result<(), Con
             "rest_token_file" => s.rest_token_file = Some(r.string(&key, v)?),
             "preempt_signal" => {
                 let sig = r.string(&key, v)?;
-                let name = sig.strip_prefix("SIG").unwrap_or(&sig);
-                let ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric());
+                let name = sig.strip_prefix("SIG").unwrap_or(&sig).to_ascii_uppercase();
+                // What scancel --signal takes: a signal name or number.
+                let ok = SIGNALS.contains(&name.as_str()) || name.parse::<u8>().is_ok_and(|n| (1..=64).contains(&n));
                 if !ok {
-                    return Err(r.bad(&key, v, "expected a signal name such as \"USR1\""));
+                    return Err(r.bad(&key, v, &format!("expected a signal name ({}) or number", SIGNALS.join(", "))));
                 }
-                s.preempt_signal = name.to_string();
+                s.preempt_signal = name;
             }
             "preempt_grace" => s.preempt_grace = r.duration(&key, v)?,
             _ => {
@@ -95,6 +96,12 @@ pub(super) fn read_kubernetes(r: &Reader, t: &Table, k8s: &mut Kubernetes) -> Re
     }
     Ok(())
 }
+
+/// Signal names `scancel --signal` accepts (POSIX names without `SIG`).
+const SIGNALS: &[&str] = &[
+    "HUP", "INT", "QUIT", "ABRT", "KILL", "USR1", "USR2", "PIPE", "ALRM", "TERM", "CONT", "STOP", "TSTP", "TTIN",
+    "TTOU", "URG", "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO", "PWR", "SYS",
+];
 
 pub(super) fn read_kinds(r: &Reader, t: &Table, kinds: &mut KindRules) -> Result<(), ConfigError> {
     for (k, v) in t {

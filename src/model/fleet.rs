@@ -268,6 +268,17 @@ impl Card {
         }
     }
 
+    /// The layout in the one text form `repartition` takes and `snapshot` prints: `whole`, or
+    /// `profile@start` joined by commas in slice order.
+    pub fn layout_text(&self) -> String {
+        if !self.mig.enabled {
+            return "whole".into();
+        }
+        let mut parts: Vec<(u8, &str)> = self.mig.instances.iter().map(|i| (i.start, i.profile.as_str())).collect();
+        parts.sort();
+        parts.into_iter().map(|(s, p)| format!("{p}@{s}")).collect::<Vec<_>>().join(",")
+    }
+
     pub fn is_idle(&self) -> bool {
         self.holders().next().is_none()
     }
