@@ -3,6 +3,7 @@
 //! Nothing here does IO or knows where data came from; sources build these values and the
 //! store merges them. Unknown values are `None`, never 0.
 
+pub mod activity;
 pub mod capacity;
 pub mod event;
 pub mod fleet;

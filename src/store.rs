@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::model::activity::ActivityHistory;
 use crate::model::source::Reported;
 use crate::model::{Card, Fleet, Node, SourceHealth, SourceKind, SourceStatus, Workload, invariants};
 use crate::sources::{Partial, SourceUpdate};
@@ -32,6 +33,10 @@ pub struct Store {
     entries: Vec<Entry>,
     fleet: Fleet,
     simulated: bool,
+    /// Each running workload's activity over time.
+    activity: ActivityHistory,
+    /// A source sent history (Prometheus, the simulator): seed activity at the next rebuild.
+    seed: bool,
 }
 
 impl Store {
@@ -117,6 +122,7 @@ impl Store {
                 self.fleet.events.append(&mut partial.events);
                 if !partial.history.is_empty() {
                     self.fleet.history = std::mem::take(&mut partial.history);
+                    self.seed = true;
                 }
                 let excess = self.fleet.events.len().saturating_sub(MAX_EVENTS);
                 self.fleet.events.drain(..excess);
@@ -197,6 +203,10 @@ impl Store {
         self.fleet.workloads = workloads;
         self.fleet.fill_allocations();
         self.fleet.index_workloads();
+        if std::mem::take(&mut self.seed) {
+            self.activity.seed(&self.fleet, &self.fleet.history);
+        }
+        self.activity.record(&mut self.fleet);
         self.fleet.sources = self.entries.iter().map(|e| e.status.clone()).collect();
     }
 }

@@ -55,7 +55,7 @@ pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated
     }
     views::footer::draw(f, a.footer, st, theme);
     if st.help {
-        views::help::draw(f, f.area(), theme, st.read_only);
+        views::help::draw(f, f.area(), theme, st.read_only, st.help_scroll);
     }
     if let Some(m) = &st.modal {
         views::modal::draw(f, f.area(), m, fleet, theme);

@@ -90,6 +90,8 @@ pub struct Workload {
     pub memory_used_mib: Option<u64>,
     /// Whether the scheduler can put it back in the queue (Slurm's `requeue`), where known.
     pub requeueable: Option<bool>,
+    /// Compute activity of what it holds, now and over a window (the store fills it).
+    pub activity: Option<super::activity::Activity>,
 }
 
 fn serialize_cards<S: serde::Serializer>(cards: &[CardRef], s: S) -> Result<S::Ok, S::Error> {
@@ -113,6 +115,7 @@ impl Workload {
             cards: Vec::new(),
             memory_used_mib: None,
             requeueable: None,
+            activity: None,
         }
     }
 

@@ -59,6 +59,8 @@ pub struct Sim {
     node_index: HashMap<String, usize>,
     /// Something changed outside `tick` (an action): schedule on the next tick.
     reschedule: bool,
+    /// The first snapshot carries the hour of history before it (as Prometheus sends its own).
+    history_sent: bool,
 }
 
 impl Sim {
@@ -76,6 +78,7 @@ impl Sim {
             next_id: 1,
             carry: Duration::ZERO,
             events: Vec::new(),
+            history_sent: false,
             cfg,
         };
         sim.populate();
@@ -98,11 +101,13 @@ impl Sim {
 
     /// The cluster as a source would report it now; events since the last snapshot.
     pub fn snapshot(&mut self) -> Partial {
+        let history = if std::mem::replace(&mut self.history_sent, true) { Vec::new() } else { self.past_hour() };
         Partial {
             nodes: self.observed_nodes(),
             workloads: self.jobs.iter().map(|j| j.w.clone()).collect(),
             events: std::mem::take(&mut self.events),
             simulated: true,
+            history,
             ..Partial::default()
         }
     }

@@ -1,9 +1,9 @@
-//! The fleet filter: words that must all match. Plain text matches node, model, UUID and
-//! holders; `util<5`, `util>90`, `temp>80`, `free>0`, `mig`, `whole`, `draining`, `idle`,
-//! `xid` are terms.
+//! The filter of every list: words that must all match. Plain text matches node, model, UUID,
+//! holders and profiles (cards) or id, name, owner, kind, node and reason (workloads). Terms
+//! are listed in `TERMS` with what each means; the help overlay shows them.
 
 use crate::model::capacity::{free_units, usable};
-use crate::model::{Card, Fleet, Node};
+use crate::model::{Card, Fleet, Node, Workload};
 
 #[derive(Debug, Clone, PartialEq)]
 enum Term {
@@ -15,8 +15,24 @@ enum Term {
     Whole,
     Draining,
     Idle,
+    HeldIdle,
+    Unhealthy,
     Xid,
 }
+
+/// Every filter term and what it matches, for the help overlay and the README.
+pub const TERMS: &[(&str, &str)] = &[
+    ("TEXT", "node, model, UUID, holder, profile; workload id, name, owner, kind, node, reason"),
+    ("util<5 util>90", "activity now (cards; a workload's cards or instances)"),
+    ("temp>80", "card temperature, C"),
+    ("free>0", "usable free units: unheld instances and free slices, or an idle whole card"),
+    ("idle", "usable and held by nobody"),
+    ("held-idle", "held, but below 5% activity for the last 30 minutes"),
+    ("health", "unhealthy: lost, XID 48/79/94/95, uncorrectable ECC"),
+    ("mig whole", "MIG mode on / off"),
+    ("draining", "no new work starts on it"),
+    ("xid", "any XID seen"),
+];
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
@@ -55,6 +71,8 @@ impl Filter {
                         "whole" => Term::Whole,
                         "draining" | "drained" => Term::Draining,
                         "idle" => Term::Idle,
+                        "held-idle" | "heldidle" => Term::HeldIdle,
+                        "health" | "unhealthy" => Term::Unhealthy,
                         "xid" => Term::Xid,
                         _ => Term::Text(lw),
                     }
@@ -91,7 +109,40 @@ impl Filter {
             Term::Whole => !card.mig.enabled,
             Term::Draining => card.draining,
             Term::Idle => card.is_idle() && usable(node, card),
+            Term::HeldIdle => {
+                card.holders().next().is_some()
+                    && card
+                        .holders()
+                        .all(|h| fleet.workload(h).is_some_and(|w| w.activity.is_some_and(|a| a.held_idle())))
+            }
+            Term::Unhealthy => card.health.fault().is_some(),
             Term::Xid => card.health.last_xid.is_some(),
+        })
+    }
+
+    /// The same words over a workload (the queue and workloads views).
+    pub fn matches_workload(&self, fleet: &Fleet, w: &Workload) -> bool {
+        let on_card = |f: &dyn Fn(&Card) -> bool| w.cards.iter().any(|r| fleet.card(r).is_some_and(f));
+        self.terms.iter().all(|t| match t {
+            Term::Text(s) => {
+                let has = |v: &str| v.to_lowercase().contains(s.as_str());
+                has(&w.id)
+                    || has(&w.name)
+                    || w.owner.as_deref().is_some_and(has)
+                    || has(w.kind.as_str())
+                    || w.node.as_deref().is_some_and(has)
+                    || w.reason.as_deref().is_some_and(has)
+                    || w.request.mig_profile.as_deref().is_some_and(has)
+                    || w.request.model.as_deref().is_some_and(has)
+            }
+            Term::Util(o, n) => w.activity.and_then(|a| a.now_pct).is_some_and(|u| u.partial_cmp(n) == Some(*o)),
+            Term::HeldIdle => w.activity.is_some_and(|a| a.held_idle()),
+            Term::Mig => w.request.mig_profile.is_some(),
+            Term::Whole => w.request.mig_profile.is_none(),
+            Term::Temp(..) | Term::Free(..) | Term::Idle => false,
+            Term::Draining => on_card(&|c| c.draining),
+            Term::Unhealthy => on_card(&|c| c.health.fault().is_some()),
+            Term::Xid => on_card(&|c| c.health.last_xid.is_some()),
         })
     }
 }

@@ -97,6 +97,8 @@ pub struct UiState {
     pub tab: Tab,
     pub open_card: Option<CardRef>,
     pub help: bool,
+    /// First help line shown; keys that move a selection scroll the help while it is open.
+    pub help_scroll: usize,
     pub input: Input,
     pub filter_text: String,
     pub filter: Filter,
@@ -155,6 +157,7 @@ impl UiState {
             tab: Tab::Fleet,
             open_card: None,
             help: false,
+            help_scroll: 0,
             input: Input::Normal,
             filter_text: String::new(),
             filter: Filter::default(),
@@ -272,15 +275,18 @@ impl UiState {
             keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             self.rows.extend(keyed.into_iter().map(|(_, (n, c))| Row::Card(n, c)));
         }
-        let mut pending: Vec<usize> =
-            (0..fleet.workloads.len()).filter(|&i| fleet.workloads[i].state == WorkloadState::Pending).collect();
+        let shown = |i: &usize| self.filter.is_empty() || self.filter.matches_workload(fleet, &fleet.workloads[*i]);
+        let mut pending: Vec<usize> = (0..fleet.workloads.len())
+            .filter(|&i| fleet.workloads[i].state == WorkloadState::Pending)
+            .filter(shown)
+            .collect();
         pending.sort_by_key(|&i| {
             let w = &fleet.workloads[i];
             (std::cmp::Reverse(w.priority), w.submitted_at, i)
         });
         self.queue_rows = pending;
         let mut active: Vec<usize> =
-            (0..fleet.workloads.len()).filter(|&i| fleet.workloads[i].state.is_active()).collect();
+            (0..fleet.workloads.len()).filter(|&i| fleet.workloads[i].state.is_active()).filter(shown).collect();
         active.sort_by(|&a, &b| {
             let (wa, wb) = (&fleet.workloads[a], &fleet.workloads[b]);
             (&wa.node, wa.cards.first()).cmp(&(&wb.node, wb.cards.first())).then(a.cmp(&b))
@@ -392,9 +398,30 @@ impl UiState {
     /// Apply an intent from the keymap.
     pub fn apply(&mut self, intent: Intent, fleet: &Fleet) -> Effect {
         let page = self.viewport.max(1) as isize;
+        if self.help {
+            // The help is in front: moving keys scroll it, not the list behind it.
+            let by: isize = match intent {
+                Intent::Up => -1,
+                Intent::Down => 1,
+                Intent::PageUp => -page,
+                Intent::PageDown => page,
+                Intent::Top => isize::MIN / 2,
+                Intent::Bottom => isize::MAX / 2,
+                _ => 0,
+            };
+            if by != 0 {
+                // The box shows the body's rows plus one (see views/help.rs).
+                let last = super::views::help::line_count(self.read_only).saturating_sub(self.viewport + 1);
+                self.help_scroll = self.help_scroll.saturating_add_signed(by).min(last);
+                return Effect::Redraw;
+            }
+        }
         match intent {
             Intent::Quit => return Effect::Quit,
-            Intent::Help => self.help = !self.help,
+            Intent::Help => {
+                self.help = !self.help;
+                self.help_scroll = 0;
+            }
             Intent::Back => {
                 if self.help {
                     self.help = false;
@@ -402,6 +429,8 @@ impl UiState {
                     self.open_card = None;
                 } else if !self.filter_text.is_empty() {
                     self.set_filter(String::new(), fleet);
+                } else if self.tab != Tab::Fleet {
+                    self.switch(Tab::Fleet);
                 } else {
                     self.message = None;
                 }
@@ -447,8 +476,10 @@ impl UiState {
     pub fn set_filter(&mut self, text: String, fleet: &Fleet) {
         self.filter = Filter::parse(&text);
         self.filter_text = text;
-        self.selected[0] = 0;
-        self.offset[0] = 0;
+        for i in 0..3 {
+            self.selected[i] = 0;
+            self.offset[i] = 0;
+        }
         self.rebuild(fleet);
         self.step(0);
     }
@@ -481,7 +512,9 @@ impl UiState {
                     None => self.message = Some(format!("no node named {name}")),
                 }
             }
-            (Some(other), _) => self.message = Some(format!("unknown command :{other} (try :node NAME, :queue, :q)")),
+            (Some(other), _) => {
+                self.message = Some(format!("unknown command :{other} (try :node NAME, :queue, :sources, :q)"))
+            }
             (None, _) => {}
         }
         Effect::Redraw

@@ -108,3 +108,41 @@ fn source_history_seeds_the_sparklines_once() {
     st.on_fleet(&f);
     assert_eq!(st.history[&r].len(), 5, "seeded once; later fleets only add samples");
 }
+
+#[test]
+fn held_but_idle_workloads_are_found_by_the_filter_in_every_list() {
+    let f = fleet();
+    let idle: Vec<&crate::model::Workload> =
+        f.workloads.iter().filter(|w| w.activity.is_some_and(|a| a.held_idle())).collect();
+    assert!(!idle.is_empty(), "the simulated cluster has a notebook idling on a whole card");
+    assert!(idle.iter().all(|w| w.kind == crate::model::WorkloadKind::Other), "only the idle notebooks");
+    let mut st = state(&f);
+    st.set_filter("held-idle".into(), &f);
+    let cards: Vec<CardRef> = (0..st.rows.len()).filter_map(|i| st.ref_at(i)).collect();
+    assert!(!cards.is_empty() && cards.iter().all(|r| idle.iter().any(|w| w.cards.contains(r))), "{cards:?}");
+    assert_eq!(st.workload_rows.len(), idle.len(), "the workloads view is filtered too");
+    // The queue view filters by text as well.
+    st.set_filter(String::new(), &f);
+    let all = st.queue_rows.len();
+    let first = f.workloads[st.queue_rows[0]].id.clone();
+    st.set_filter(first.clone(), &f);
+    assert!(st.queue_rows.len() < all || all == 1, "{first}");
+    assert!(st.queue_rows.iter().all(|&i| f.workloads[i].id.contains(&first)));
+}
+
+#[test]
+fn esc_goes_back_to_the_fleet_and_help_scrolls_without_moving_the_list() {
+    let f = fleet();
+    let mut st = state(&f);
+    st.apply(Intent::ViewQueue, &f);
+    st.apply(Intent::Back, &f);
+    assert_eq!(st.tab, Tab::Fleet);
+    let before = st.selected[0];
+    st.apply(Intent::Help, &f);
+    st.apply(Intent::Down, &f);
+    st.apply(Intent::Down, &f);
+    assert_eq!(st.selected[0], before, "j/k in help do not move the selection behind it");
+    assert_eq!(st.help_scroll, 2);
+    st.apply(Intent::Top, &f);
+    assert_eq!(st.help_scroll, 0);
+}

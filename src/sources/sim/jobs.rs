@@ -93,6 +93,9 @@ impl Sim {
                 text: "XID 79: GPU has fallen off the bus; drained".into(),
             });
         }
+        // Always one notebook holding a whole card at ~2 % for hours: held but idle, the
+        // waste an operator should see first.
+        let mut notebook = false;
         for ni in 0..self.nodes.len() {
             for ci in 0..self.nodes[ni].cards.len() {
                 let card = &self.nodes[ni].cards[ci];
@@ -116,11 +119,17 @@ impl Sim {
                 let n = (*self.rng.pick(&[1usize, 2, 4, 4]).unwrap_or(&1)).min(free.len());
                 let cards: Vec<usize> = free.drain(..n).collect();
                 let roll = self.rng.f64();
-                if roll < 0.12 {
+                let first_notebook = !notebook && n == 1;
+                if roll < 0.12 && !first_notebook {
                     continue; // left idle
                 }
-                let kind = if roll < 0.2 && n == 1 { WorkloadKind::Other } else { WorkloadKind::Training };
+                let kind =
+                    if first_notebook || (roll < 0.2 && n == 1) { WorkloadKind::Other } else { WorkloadKind::Training };
+                notebook |= first_notebook;
                 let mut job = self.new_job(kind, None, n as u32, None);
+                if first_notebook {
+                    job.duration = job.duration.max(Span::hours(12));
+                }
                 let duration = job.duration;
                 let ran = Span::minutes(self.rng.range(5, 600) as i64);
                 job.w.submitted_at = Some(self.now - ran - Span::minutes(self.rng.range(1, 60) as i64));
@@ -444,6 +453,32 @@ impl Sim {
             (false, Some(m)) => format!("Resources: no node has {need} usable whole {m} cards"),
             (false, None) => format!("Resources: no node has {need} usable whole cards"),
         }
+    }
+
+    /// Each held whole card's utilisation over the last hour, one sample a minute: metrics
+    /// are a pure function of the job and the time, so the past is computed, not stored.
+    pub(super) fn past_hour(&self) -> Vec<crate::model::CardHistory> {
+        let by_id: std::collections::HashMap<&str, &Job> = self.jobs.iter().map(|j| (j.w.id.as_str(), j)).collect();
+        let mut out = Vec::new();
+        for n in &self.nodes {
+            for c in n.cards.iter().filter(|c| !c.mig.enabled && !c.health.lost) {
+                let Some(j) = c.workloads.first().and_then(|id| by_id.get(id.as_str())) else { continue };
+                let util: Vec<Option<f64>> = (0..60)
+                    .rev()
+                    .map(|m| {
+                        let t = self.now - Span::minutes(m);
+                        j.w.started_at.filter(|s| *s <= t).map(|_| round1(j.utilization(t)))
+                    })
+                    .collect();
+                out.push(crate::model::CardHistory {
+                    card: CardRef::new(n.name.clone(), c.index),
+                    step_s: 60,
+                    util,
+                    mem_pct: Vec::new(),
+                });
+            }
+        }
+        out
     }
 
     /// Nodes with live metrics filled in from the jobs on them.

@@ -37,7 +37,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
         Input::Command(s) => Line::from(vec![
             Span::styled(":", theme.title()),
             Span::styled(format!("{s}_"), theme.text()),
-            Span::styled("  node NAME, fleet, queue, workloads, q", theme.dim()),
+            Span::styled("  node NAME, fleet, queue, workloads, sources, q", theme.dim()),
         ]),
         Input::Normal => {
             let mut status = Vec::new();

@@ -33,10 +33,19 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     let a = st.ascii;
     let w = usize::from(area.width);
     let head = theme.title();
-    let (name_w, req_w) = if w >= 120 { (21, 21) } else { (14, 12) };
-    let reason_w = w.saturating_sub(9 + name_w + 1 + 10 + req_w + 1 + 5 + 7);
+    let vp = usize::from(parts[0].height.saturating_sub(1));
+    let shown: Vec<&Workload> =
+        st.queue_rows.iter().skip(st.offset[1]).take(vp).map(|&i| &fleet.workloads[i]).collect();
+    // Columns as wide as what they show; the reason takes the rest.
+    let wide = w >= 120;
+    use super::workloads::content_width as content;
+    let id_w = content(shown.iter().map(|w| w.id.as_str()), 6, if wide { 28 } else { 10 });
+    let name_w = content(shown.iter().map(|w| w.name.as_str()), 8, if wide { 32 } else { 14 });
+    let reqs: Vec<String> = shown.iter().map(|w| request_text(w)).collect();
+    let req_w = content(reqs.iter().map(String::as_str), 7, if wide { 24 } else { 12 });
+    let reason_w = w.saturating_sub(id_w + 1 + name_w + 1 + 10 + req_w + 1 + 5 + 7);
     let mut lines = vec![Line::from(vec![
-        cell("ID", 8, head, a),
+        cell("ID", id_w, head, a),
         cell("NAME", name_w, head, a),
         cell("KIND", 9, head, a),
         cell("REQUEST", req_w, head, a),
@@ -44,17 +53,16 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         rcell("WAIT", 6, head, a),
         cell("REASON", reason_w, head, a),
     ])];
-    let vp = usize::from(parts[0].height.saturating_sub(1));
-    for (i, &wi) in st.queue_rows.iter().enumerate().skip(st.offset[1]).take(vp) {
-        let wl = &fleet.workloads[wi];
+    for (i, (wl, req)) in shown.into_iter().zip(&reqs).enumerate() {
+        let i = st.offset[1] + i;
         let text = theme.text();
         let wait = wl.wait(st.now).map(|d| d.num_seconds());
         let over = wait.is_some_and(|s| s > 0 && s as u64 > st.queue_wait_threshold.as_secs());
         let line = Line::from(vec![
-            cell(&wl.id, 8, text, a),
+            cell(&wl.id, id_w, text, a),
             cell(&wl.name, name_w, text, a),
             cell(wl.kind.as_str(), 9, text, a),
-            cell(&request_text(wl), req_w, text, a),
+            cell(req, req_w, text, a),
             rcell(&wl.priority.map_or("-".into(), |p| p.to_string()), 4, text, a),
             rcell(&wait.map_or("-".into(), short), 6, if over { theme.fg(theme.c.warning) } else { text }, a),
             cell(wl.reason.as_deref().unwrap_or("-"), reason_w, theme.dim(), a),

@@ -1,5 +1,6 @@
-//! The workloads view: running work with runtime, placement, memory used against allocated
-//! (held but idle stands out) and whether preemption is allowed now.
+//! The workloads view: running work with runtime, activity now and over 30 minutes (held but
+//! idle stands out), memory used against what it holds, whether preemption is allowed now,
+//! and placement.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -37,36 +38,56 @@ fn placement(w: &Workload, fleet: &Fleet) -> String {
     format!("{}/{}{profile}", first.node, idx.join(","))
 }
 
+/// The width a column needs for its widest shown value, within `min..=max`.
+pub fn content_width<'a>(values: impl Iterator<Item = &'a str>, min: usize, max: usize) -> usize {
+    values.map(|v| v.chars().count()).max().unwrap_or(0).clamp(min, max.max(min))
+}
+
+fn pct_text(p: Option<f64>) -> String {
+    p.map_or_else(|| "-".into(), |u| format!("{u:.0}%"))
+}
+
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
     let a = st.ascii;
     let w = usize::from(area.width);
     let head = theme.title();
     let wide = w >= 120;
-    let (name_w, kind_w, pre_w) = if wide { (21, 9, 17) } else { (12, 5, 6) };
-    let place_w = w.saturating_sub(9 + name_w + 1 + kind_w + 1 + 8 + 14 + pre_w + 1).max(8);
+    let vp = usize::from(area.height.saturating_sub(1));
+    let rows: Vec<&Workload> =
+        st.workload_rows.iter().skip(st.offset[2]).take(vp).map(|&i| &fleet.workloads[i]).collect();
+    // Columns as wide as what they show; the placement takes the rest.
+    let id_w = content_width(rows.iter().map(|w| w.id.as_str()), 6, if wide { 28 } else { 10 });
+    let name_w = content_width(rows.iter().map(|w| w.name.as_str()), 8, if wide { 36 } else { 14 });
+    let (kind_w, pre_w) = if wide { (9, 17) } else { (5, 6) };
+    let fixed = id_w + 1 + name_w + 1 + kind_w + 1 + 8 + 5 + 10 + 14 + pre_w + 1;
+    let place_w = w.saturating_sub(fixed).max(8);
     let mut lines = vec![Line::from(vec![
-        cell("ID", 8, head, a),
+        cell("ID", id_w, head, a),
         cell("NAME", name_w, head, a),
         cell("KIND", kind_w, head, a),
         rcell("RUNTIME", 7, head, a),
-        cell("PLACEMENT", place_w, head, a),
+        rcell("UTIL", 4, head, a),
+        rcell("30m MEAN", 9, head, a),
         rcell("MEM GiB", 13, head, a),
         cell("PREEMPT", pre_w, head, a),
+        cell("PLACEMENT", place_w, head, a),
     ])];
-    let vp = usize::from(area.height.saturating_sub(1));
-    for (i, &wi) in st.workload_rows.iter().enumerate().skip(st.offset[2]).take(vp) {
-        let wl = &fleet.workloads[wi];
+    for (i, wl) in rows.into_iter().enumerate() {
         let text = theme.text();
         let (mut pre, allowed) = preempt_text(wl, st);
         if !wide && pre.starts_with("never") {
             pre = "never".into();
         }
-        // Held but idle: under a fifth of what it holds is in use.
-        let idle = matches!((wl.memory_used_mib, wl.request.gpu_memory_mib), (Some(u), Some(t)) if t > 0 && u * 5 < t);
-        let mem_style = if idle { theme.fg(theme.c.warning) } else { text };
-        let mem = gib_pair(wl.memory_used_mib, wl.request.gpu_memory_mib);
+        // Held but idle: under 5 % activity for the whole window.
+        let idle = wl.activity.is_some_and(|x| x.held_idle());
+        let act = wl.activity;
+        let mean = act.and_then(|x| x.mean_pct);
+        let mean_text = match (mean, idle) {
+            (Some(_), true) => format!("idle {}", pct_text(mean)),
+            _ => pct_text(mean),
+        };
         let line = Line::from(vec![
-            cell(&wl.id, 8, text, a),
+            cell(&wl.id, id_w, text, a),
             cell(&wl.name, name_w, text, a),
             cell(
                 if wide { wl.kind.as_str() } else { &wl.kind.as_str()[..5.min(wl.kind.as_str().len())] },
@@ -75,14 +96,17 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
                 a,
             ),
             rcell(&wl.runtime(st.now).map_or("-".into(), |d| short(d.num_seconds())), 7, text, a),
-            cell(&placement(wl, fleet), place_w, text, a),
-            rcell(&if idle { format!("idle {mem}") } else { mem }, 13, mem_style, a),
+            rcell(&pct_text(act.and_then(|x| x.now_pct)), 4, text, a),
+            rcell(&mean_text, 9, if idle { theme.fg(theme.c.warning) } else { text }, a),
+            rcell(&gib_pair(wl.memory_used_mib, wl.request.gpu_memory_mib), 13, text, a),
             cell(&pre, pre_w, if allowed { theme.fg(theme.c.ok) } else { theme.dim() }, a),
+            cell(&placement(wl, fleet), place_w, text, a),
         ]);
-        lines.push(if i == st.selected[2] { line.patch_style(theme.selection()) } else { line });
+        lines.push(if st.offset[2] + i == st.selected[2] { line.patch_style(theme.selection()) } else { line });
     }
     if st.workload_rows.is_empty() {
-        lines.push(Line::from(Span::styled("nothing is running", theme.dim())));
+        let empty = if st.filter_text.is_empty() { "nothing is running" } else { "nothing running matches the filter" };
+        lines.push(Line::from(Span::styled(empty, theme.dim())));
     }
     f.render_widget(Paragraph::new(lines), area);
 }

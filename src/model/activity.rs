@@ -1,0 +1,212 @@
+//! Compute activity per workload over time: what a held card or instance is doing now and on
+//! average over a window, so "held but idle" can be told from "busy". The store records one
+//! sample per merged update into one-minute buckets (bounded: `KEEP_MIN` buckets a workload)
+//! and writes each workload's `Activity`. Pure data; the data's clock, not the wall clock.
+
+use std::collections::{HashMap, VecDeque};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::fleet::{Card, CardHistory, CardRef, Fleet};
+use super::workload::Workload;
+
+/// Below this mean activity a held workload is idle (peers' default: DCGM-based idle reports
+/// and the advisor's threshold, 5 %).
+pub const IDLE_BELOW_PCT: f64 = 5.0;
+/// The window the mean covers, and how long it must be covered before "idle" is said.
+pub const WINDOW_MIN: i64 = 30;
+/// Minutes of history kept per workload (the advisor's longest window).
+pub const KEEP_MIN: i64 = 120;
+
+/// A workload's activity: now, and the mean over the last `WINDOW_MIN` minutes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Activity {
+    pub now_pct: Option<f64>,
+    pub mean_pct: Option<f64>,
+    /// Seconds of the window that samples cover (less while the workload is young or
+    /// tessera has just started).
+    pub covered_s: u64,
+}
+
+impl Activity {
+    /// Held, and below the idle threshold for the whole window.
+    pub fn held_idle(&self) -> bool {
+        self.covered_s >= (WINDOW_MIN * 60) as u64
+            && self.mean_pct.is_some_and(|m| m < IDLE_BELOW_PCT)
+            && self.now_pct.is_none_or(|n| n < IDLE_BELOW_PCT)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    minute: i64,
+    sum: f32,
+    n: u16,
+}
+
+#[derive(Debug, Default)]
+struct Series {
+    buckets: VecDeque<Bucket>,
+    last: Option<f64>,
+}
+
+impl Series {
+    fn add(&mut self, minute: i64, pct: f64) {
+        match self.buckets.back_mut() {
+            Some(b) if b.minute == minute => {
+                b.sum += pct as f32;
+                b.n = b.n.saturating_add(1);
+            }
+            Some(b) if b.minute > minute => {}
+            _ => self.buckets.push_back(Bucket { minute, sum: pct as f32, n: 1 }),
+        }
+        while self.buckets.front().is_some_and(|b| b.minute <= minute - KEEP_MIN) {
+            self.buckets.pop_front();
+        }
+    }
+
+    fn activity(&self, now_min: i64) -> Activity {
+        let recent: Vec<&Bucket> = self.buckets.iter().filter(|b| b.minute > now_min - WINDOW_MIN).collect();
+        let (sum, n) = recent.iter().fold((0.0f64, 0u32), |(s, n), b| (s + f64::from(b.sum), n + u32::from(b.n)));
+        let covered_s = recent.first().map_or(0, |b| ((now_min - b.minute + 1).max(0) * 60) as u64);
+        Activity { now_pct: self.last, mean_pct: (n > 0).then(|| sum / f64::from(n)), covered_s }
+    }
+}
+
+/// What a workload's cards or MIG instances do now: the mean of their activity, where known.
+pub fn current_pct(fleet: &Fleet, w: &Workload) -> Option<f64> {
+    pct_of(&|r| fleet.card(r), w)
+}
+
+fn pct_of<'f>(card: &dyn Fn(&CardRef) -> Option<&'f Card>, w: &Workload) -> Option<f64> {
+    let mut vals = Vec::new();
+    for r in &w.cards {
+        let Some(c) = card(r) else { continue };
+        if c.mig.enabled {
+            vals.extend(
+                c.mig.instances.iter().filter(|i| i.workloads.contains(&w.id)).filter_map(|i| i.utilization_pct),
+            );
+        } else if let Some(u) = c.utilization_pct {
+            vals.push(u);
+        }
+    }
+    (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
+}
+
+/// Activity samples of every running workload.
+#[derive(Debug, Default)]
+pub struct ActivityHistory {
+    series: HashMap<String, Series>,
+}
+
+impl ActivityHistory {
+    /// Record the fleet at its data time and write each active workload's `activity`.
+    pub fn record(&mut self, fleet: &mut Fleet) {
+        let Some(at) = fleet.taken_at else { return };
+        let minute = at.timestamp().div_euclid(60);
+        // One pass to index the nodes: thousands of workloads look their cards up.
+        let nodes: HashMap<&str, &super::fleet::Node> = fleet.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        let card = |r: &CardRef| nodes.get(r.node.as_str()).and_then(|n| n.cards.iter().find(|c| c.index == r.index));
+        let now: Vec<(usize, Option<f64>)> = fleet
+            .workloads
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.state.is_active() && !w.cards.is_empty())
+            .map(|(i, w)| (i, pct_of(&card, w)))
+            .collect();
+        let mut alive = std::collections::HashSet::new();
+        for (i, pct) in now {
+            let w = &mut fleet.workloads[i];
+            let s = self.series.entry(w.id.clone()).or_default();
+            s.last = pct;
+            if let Some(p) = pct {
+                s.add(minute, p);
+            }
+            w.activity = Some(s.activity(minute));
+            alive.insert(i);
+        }
+        // A workload that stopped or left forgets its samples (a restart starts afresh).
+        let active: std::collections::HashSet<&str> = alive.iter().map(|&i| fleet.workloads[i].id.as_str()).collect();
+        self.series.retain(|id, _| active.contains(id.as_str()));
+    }
+
+    /// Seed workloads with no samples yet from a source's card history (Prometheus, the
+    /// simulator): a whole card's utilisation series is its one holder's activity.
+    pub fn seed(&mut self, fleet: &Fleet, history: &[CardHistory]) {
+        let Some(at) = fleet.taken_at else { return };
+        for h in history {
+            let Some(c) = fleet.card(&h.card).filter(|c| !c.mig.enabled && c.workloads.len() == 1) else { continue };
+            let s = self.series.entry(c.workloads[0].clone()).or_default();
+            if !s.buckets.is_empty() {
+                continue;
+            }
+            let n = h.util.len() as i64;
+            for (i, u) in h.util.iter().enumerate() {
+                let t: DateTime<Utc> = at - chrono::Duration::seconds((n - 1 - i as i64) * h.step_s as i64);
+                if let Some(u) = u {
+                    s.add(t.timestamp().div_euclid(60), *u);
+                }
+            }
+        }
+    }
+
+    /// Workloads with samples (for tests and benchmarks).
+    pub fn len(&self) -> usize {
+        self.series.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Node, WorkloadKind, WorkloadState};
+
+    fn fleet(util: f64, at: DateTime<Utc>) -> Fleet {
+        let card = Card { index: 0, utilization_pct: Some(util), workloads: vec!["nb".into()], ..Card::default() };
+        let node = Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() };
+        let mut w = Workload::new("nb", "notebook", WorkloadKind::Other, WorkloadState::Running);
+        w.cards = vec![CardRef::new("n", 0)];
+        let mut f = Fleet { nodes: vec![node], workloads: vec![w], taken_at: Some(at), ..Fleet::default() };
+        f.index_workloads();
+        f
+    }
+
+    #[test]
+    fn idle_only_after_a_whole_window_below_the_threshold() {
+        let t0 = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let mut h = ActivityHistory::default();
+        let mut last = None;
+        for m in 0..40 {
+            let mut f = fleet(1.0, t0 + chrono::Duration::minutes(m));
+            h.record(&mut f);
+            last = f.workloads[0].activity;
+            if m == 10 {
+                assert!(!last.is_some_and(|a| a.held_idle()), "10 minutes are not enough");
+            }
+        }
+        let a = last.unwrap_or_else(|| panic!("no activity"));
+        assert!(a.held_idle(), "{a:?}");
+        assert_eq!(a.mean_pct, Some(1.0));
+        // Busy again: not idle at once, whatever the mean says.
+        let mut f = fleet(80.0, t0 + chrono::Duration::minutes(41));
+        h.record(&mut f);
+        assert!(!f.workloads[0].activity.is_some_and(|a| a.held_idle()));
+    }
+
+    #[test]
+    fn a_card_history_seeds_its_holder() {
+        let t0 = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let mut f = fleet(1.0, t0);
+        let hist = CardHistory { card: CardRef::new("n", 0), step_s: 60, util: vec![Some(1.0); 60], mem_pct: vec![] };
+        let mut h = ActivityHistory::default();
+        h.seed(&f, &[hist]);
+        h.record(&mut f);
+        assert!(f.workloads[0].activity.is_some_and(|a| a.held_idle()), "{:?}", f.workloads[0].activity);
+        assert_eq!(h.len(), 1);
+    }
+}
