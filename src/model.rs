@@ -18,7 +18,7 @@ pub mod workload;
 pub use event::{Event, Severity};
 pub use fleet::{
     Capacity, Card, CardHistory, CardRef, ComputeInstance, ComputeMode, Fleet, Health, MigInstance, MigState, Node,
-    Process,
+    Placements, Process,
 };
 pub use kinds::KindRules;
 pub use queue::{Demand, QueueKnown, QueueSummary, Resource};

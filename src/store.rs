@@ -199,6 +199,9 @@ impl Store {
                 }
             }
         }
+        for c in nodes.iter_mut().flat_map(|n| n.cards.iter_mut()) {
+            c.infer_mig();
+        }
         self.fleet.nodes = nodes;
         self.fleet.workloads = workloads;
         self.fleet.fill_allocations();
@@ -306,9 +309,19 @@ fn merge_mig(into: &mut crate::model::MigState, from: &crate::model::MigState) {
         return;
     }
     fill(&mut into.pending, &from.pending);
+    // A later source that knows placements corrects an earlier one that had to infer them.
+    let placed =
+        into.placements != crate::model::Placements::Known && from.placements == crate::model::Placements::Known;
+    if placed {
+        into.placements = crate::model::Placements::Known;
+    }
     for o in &from.instances {
         let same = |i: &&mut crate::model::MigInstance| i.profile == o.profile && i.gi_id == o.gi_id;
         let Some(inst) = into.instances.iter_mut().find(|i| same(i)) else { continue };
+        if placed {
+            inst.start = o.start;
+            inst.size = o.size;
+        }
         fill(&mut inst.utilization_pct, &o.utilization_pct);
         fill(&mut inst.memory_used_mib, &o.memory_used_mib);
         union(&mut inst.workloads, &o.workloads);

@@ -177,3 +177,68 @@ fn a_scheduler_that_cannot_see_the_layout_yields_to_a_source_that_can() {
     assert!(!cards[1].mig.enabled);
     assert_eq!(s.fleet().nodes[0].sources, vec!["kubernetes".to_string(), "prom".to_string()]);
 }
+
+/// An A800 in MIG mode as dcgm-exporter alone reports it: three 2g.20gb instances, no
+/// placements, no card-level memory total, one instance busy with no pod label.
+fn exporter_only_a800() -> Card {
+    let mut c = Card { index: 0, model: "NVIDIA A800-SXM4-80GB".into(), ..Card::default() };
+    c.mig.enabled = true;
+    c.mig.placements = crate::model::Placements::Inferred;
+    for gi in [1, 2, 3] {
+        c.mig.instances.push(crate::model::MigInstance {
+            gi_id: gi,
+            profile: "2g.20gb".into(),
+            start: 0,
+            size: 2,
+            memory_total_mib: Some(19968),
+            memory_used_mib: Some(if gi == 2 { 15000 } else { 3 }),
+            utilization_pct: Some(if gi == 2 { 64.0 } else { 0.0 }),
+            ..crate::model::MigInstance::default()
+        });
+    }
+    c
+}
+
+#[test]
+fn instances_without_placements_are_placed_and_a_busy_one_is_never_free() {
+    let mut s = Store::new();
+    s.register("dcgm", SourceKind::Scrape, Duration::from_secs(1));
+    s.apply(update("dcgm", t(0), vec![exporter_only_a800()]), t(0));
+    let c = &s.fleet().nodes[0].cards[0];
+    let starts: Vec<u8> = c.mig.instances.iter().map(|i| i.start).collect();
+    assert_eq!(starts, vec![0, 2, 4], "placed like an unplaced layout, not all at slice 0");
+    assert_eq!(c.mig.placements, crate::model::Placements::Inferred);
+    assert_eq!(c.used_slice_mask().count_ones(), 6, "the hidden slices are not free");
+    let node = &s.fleet().nodes[0];
+    // Two idle instances and the free slices 6-7; the busy instance with no holder is not free.
+    assert_eq!(crate::model::capacity::free_units(node, c), 2 + c.usable_free_slices().map_or(0, u16::count_ones));
+    assert!(c.mig.instances[1].in_use_by_unknown());
+    assert!(c.memory_total_mib.is_some_and(|m| m >= 80 * 1000), "the catalog gives the MIG card's total");
+    // A source that knows the placements corrects the inference.
+    s.register("nvml", SourceKind::Nvml, Duration::from_secs(1));
+    let mut known = exporter_only_a800();
+    known.mig.placements = crate::model::Placements::Known;
+    for (i, start) in known.mig.instances.iter_mut().zip([4, 0, 2]) {
+        i.start = start;
+    }
+    s.apply(update("nvml", t(1), vec![known]), t(1));
+    let c = &s.fleet().nodes[0].cards[0];
+    assert_eq!(c.mig.placements, crate::model::Placements::Known);
+    let by_gi: Vec<(u32, u8)> = c.mig.instances.iter().map(|i| (i.gi_id, i.start)).collect();
+    assert!(by_gi.contains(&(1, 4)) && by_gi.contains(&(2, 0)), "{by_gi:?}");
+}
+
+#[test]
+fn instances_no_layout_holds_leave_free_slices_unknown() {
+    let mut s = Store::new();
+    s.register("dcgm", SourceKind::Scrape, Duration::from_secs(1));
+    let mut c = exporter_only_a800();
+    for i in &mut c.mig.instances {
+        i.profile = "4g.40gb".into();
+        i.size = 4;
+    }
+    s.apply(update("dcgm", t(0), vec![c]), t(0));
+    let c = &s.fleet().nodes[0].cards[0];
+    assert_eq!(c.mig.placements, crate::model::Placements::Unknown);
+    assert_eq!(c.usable_free_slices(), None);
+}

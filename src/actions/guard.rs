@@ -76,6 +76,8 @@ pub enum Refusal {
     ProcessesRunning {
         count: usize,
     },
+    /// Activity or memory in use that no source attributes to a holder.
+    InUseUnknown,
     MigUnreadable,
     /// Workloads hold GPUs on a node a scheduler repartitions as a whole.
     NodeBusy {
@@ -93,7 +95,10 @@ pub enum Refusal {
 impl Refusal {
     /// Refusals that end once the card or node is drained and its work has left.
     pub fn cleared_by_drain(&self) -> bool {
-        matches!(self, Self::CardBusy { .. } | Self::ProcessesRunning { .. } | Self::NodeBusy { .. })
+        matches!(
+            self,
+            Self::CardBusy { .. } | Self::ProcessesRunning { .. } | Self::NodeBusy { .. } | Self::InUseUnknown
+        )
     }
 
     /// Refusals an operator may force past (with a second confirmation).
@@ -144,6 +149,9 @@ impl std::fmt::Display for Refusal {
                 "the card is not idle: {holders} workloads hold it (drain it first, wait for them to finish, then repartition)"
             ),
             Self::ProcessesRunning { count } => write!(f, "the card is not idle: {count} processes run on it"),
+            Self::InUseUnknown => {
+                f.write_str("the card is not idle: it shows activity or memory in use that no source attributes")
+            }
             Self::MigUnreadable => {
                 f.write_str("the card's MIG instances cannot be read, so they cannot be replaced safely")
             }
@@ -290,6 +298,9 @@ pub fn repartition(card: &Card, layout: &str) -> Vec<Refusal> {
     }
     if !card.processes.is_empty() {
         out.push(Refusal::ProcessesRunning { count: card.processes.len() });
+    }
+    if holders == 0 && card.processes.is_empty() && card.in_use_by_unknown() {
+        out.push(Refusal::InUseUnknown);
     }
     if card.mig.error.is_some() {
         out.push(Refusal::MigUnreadable);

@@ -22,10 +22,10 @@ pub fn free_units(node: &Node, card: &Card) -> u32 {
         return 0;
     }
     if card.mig.enabled {
-        let unheld = card.mig.instances.iter().filter(|i| i.workloads.is_empty()).count() as u32;
-        unheld + card.usable_free_slices().map_or(0, u16::count_ones)
+        let unheld = card.mig.instances.iter().filter(|i| i.workloads.is_empty() && !i.in_use_by_unknown()).count();
+        unheld as u32 + card.usable_free_slices().map_or(0, u16::count_ones)
     } else {
-        u32::from(card.workloads.is_empty())
+        u32::from(card.is_idle())
     }
 }
 
@@ -63,10 +63,12 @@ impl Free {
             } else {
                 for card in node.cards.iter().filter(|c| usable(node, c)) {
                     if card.mig.enabled {
-                        for inst in card.mig.instances.iter().filter(|i| i.workloads.is_empty()) {
+                        for inst in
+                            card.mig.instances.iter().filter(|i| i.workloads.is_empty() && !i.in_use_by_unknown())
+                        {
                             *mig.entry(inst.profile.clone()).or_default() += 1;
                         }
-                    } else if card.workloads.is_empty() {
+                    } else if card.is_idle() {
                         *whole.entry(model_key(&card.model)).or_default() += 1;
                     }
                 }

@@ -176,6 +176,23 @@ pub struct MigState {
     /// Why the instances could not be read (listing them needs privileges), if so: then
     /// `instances` is empty because it is unknown, not because the card is free.
     pub error: Option<String>,
+    /// Where the instances' placements come from.
+    pub placements: Placements,
+}
+
+/// Whether the instances' start slices are the driver's or tessera's inference.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placements {
+    /// Reported by a source that knows them (NVML, the simulator).
+    #[default]
+    Known,
+    /// No source reported them (dcgm-exporter has none): tessera placed the instances by the
+    /// rule an unplaced layout follows (largest first, NVIDIA's valid placements). The count of
+    /// free slices is right; which slices they are is a best guess.
+    Inferred,
+    /// Not reported, and no valid layout holds these instances: free slices are unknown.
+    Unknown,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -198,6 +215,23 @@ pub struct MigInstance {
 pub struct ComputeInstance {
     pub ci_id: u32,
     pub profile: String,
+}
+
+/// Activity at or above this, with no holder, means someone uses the card or instance (the
+/// idle threshold: below it a held card counts as idle, see `activity::IDLE_BELOW_PCT`).
+pub const IN_USE_PCT: f64 = super::activity::IDLE_BELOW_PCT;
+/// Memory in use at or above this on a whole card with no holder (the driver and persistence
+/// daemon take a few hundred MiB on an idle card).
+pub const IN_USE_CARD_MIB: u64 = 1024;
+/// The same for a MIG instance (an empty one reports a few MiB).
+pub const IN_USE_INSTANCE_MIB: u64 = 256;
+
+impl MigInstance {
+    pub fn in_use_by_unknown(&self) -> bool {
+        self.workloads.is_empty()
+            && (self.utilization_pct.is_some_and(|u| u >= IN_USE_PCT)
+                || self.memory_used_mib.is_some_and(|m| m >= IN_USE_INSTANCE_MIB))
+    }
 }
 
 impl MigState {
@@ -223,7 +257,7 @@ impl MigState {
                 }
             })
             .collect();
-        MigState { enabled: true, pending: None, instances, error: None }
+        MigState { enabled: true, pending: None, instances, error: None, placements: Placements::Known }
     }
 }
 
@@ -280,11 +314,57 @@ impl Card {
     }
 
     pub fn is_idle(&self) -> bool {
-        self.holders().next().is_none()
+        self.holders().next().is_none() && !self.in_use_by_unknown()
+    }
+
+    /// Busy with no known holder: activity or memory in use that no source attributes (an
+    /// exporter on a Slurm node names no pod). Such a card or instance is never free.
+    pub fn in_use_by_unknown(&self) -> bool {
+        if self.mig.enabled {
+            return self.mig.instances.iter().any(MigInstance::in_use_by_unknown);
+        }
+        self.workloads.is_empty()
+            && self.processes.is_empty()
+            && (self.utilization_pct.is_some_and(|u| u >= IN_USE_PCT)
+                || self.memory_used_mib.is_some_and(|m| m >= IN_USE_CARD_MIB))
+    }
+
+    /// Place instances no source placed (see `Placements::Inferred`), and take a MIG card's
+    /// memory total from the catalog where no source reported one.
+    pub fn infer_mig(&mut self) {
+        let Some(model) = self.gpu_model() else { return };
+        if self.mig.enabled && self.memory_total_mib.is_none() {
+            self.memory_total_mib = model
+                .profiles
+                .iter()
+                .filter(|p| p.memory_slices == model.memory_slices)
+                .map(super::mig::Profile::planning_mib)
+                .max();
+        }
+        if self.mig.placements != Placements::Inferred || self.mig.instances.is_empty() {
+            return;
+        }
+        let text: Vec<&str> = self.mig.instances.iter().map(|i| i.profile.as_str()).collect();
+        let Ok(super::mig::LayoutSpec::Mig(placed)) = super::mig::parse_layout(model, &text.join(",")) else {
+            self.mig.placements = Placements::Unknown;
+            return;
+        };
+        let mut taken = vec![false; self.mig.instances.len()];
+        for p in placed {
+            if let Some(i) = (0..taken.len()).find(|&i| !taken[i] && self.mig.instances[i].profile == p.profile) {
+                taken[i] = true;
+                self.mig.instances[i].start = p.start;
+                self.mig.instances[i].size = p.size;
+            }
+        }
+        self.mig.instances.sort_by_key(|i| i.start);
     }
 
     /// Memory slices not covered by any instance (bit i = slice i), for a MIG card.
     pub fn free_slice_mask(&self) -> Option<u16> {
+        if self.mig.placements == Placements::Unknown {
+            return None;
+        }
         let model = self.gpu_model()?;
         let all = slice_mask(0, model.memory_slices);
         Some(all & !self.used_slice_mask())

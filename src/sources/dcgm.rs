@@ -67,6 +67,10 @@ pub struct MapStats {
     pub blank_sentinels: usize,
     pub duplicates: usize,
     pub unknown_gpu: usize,
+    /// Distinct `Hostname`s behind one target (nodes were named by them), or 0.
+    pub hosts_behind_target: usize,
+    /// Cards that share a node and an index but not a UUID (no label tells their hosts apart).
+    pub shared_index: usize,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -175,6 +179,8 @@ struct InstAcc<'a> {
 struct CardAcc<'a> {
     /// The node key: the hostname label, or "" under a fixed name.
     node: Cow<'a, str>,
+    /// The hostname label where a series of the card carries one.
+    host: Option<Cow<'a, str>>,
     index: u32,
     uuid: Option<Cow<'a, str>>,
     model: Option<Cow<'a, str>>,
@@ -250,7 +256,8 @@ impl<'a> Labels<'a> {
 #[derive(Default)]
 struct Acc<'a> {
     cards: Vec<CardAcc<'a>>,
-    index: HashMap<(Cow<'a, str>, u32), usize>,
+    /// Cards by host label and index; several when their UUIDs differ.
+    index: HashMap<(Cow<'a, str>, u32), Vec<usize>>,
     holders: Vec<HolderAcc<'a>>,
     stats: Counts,
 }
@@ -272,21 +279,36 @@ impl<'a> Acc<'a> {
             self.stats.unknown_gpu += 1;
             return;
         };
-        let node: Cow<'a, str> = if fixed { Cow::Borrowed("") } else { l.host.unwrap_or(Cow::Borrowed("unknown")) };
+        let node: Cow<'a, str> =
+            if fixed { Cow::Borrowed("") } else { l.host.clone().unwrap_or(Cow::Borrowed("unknown")) };
         let cards = &mut self.cards;
-        let ci = *self.index.entry((node, gpu)).or_insert_with_key(|(node, index)| {
+        let same = self.index.entry((node.clone(), gpu)).or_default();
+        // Cards with different UUIDs are different cards, whatever their index says; without
+        // a UUID, a different host label (one target fronting many hosts) tells them apart.
+        let agree = |a: Option<&str>, b: Option<&str>| a.zip(b).is_none_or(|(a, b)| a == b);
+        let found = same.iter().copied().find(|&i| {
+            let c = &cards[i];
+            match (c.uuid.as_deref(), l.uuid.as_deref()) {
+                (Some(a), Some(b)) => a == b,
+                _ => agree(c.host.as_deref(), l.host.as_deref()),
+            }
+        });
+        let ci = found.unwrap_or_else(|| {
             cards.push(CardAcc {
-                node: node.clone(),
-                index: *index,
+                node,
+                host: None,
+                index: gpu,
                 uuid: None,
                 model: None,
                 pci: None,
                 whole: Slots::default(),
                 instances: Vec::new(),
             });
+            same.push(cards.len() - 1);
             cards.len() - 1
         });
         let Some(card) = self.cards.get_mut(ci) else { return };
+        fill(&mut card.host, l.host);
         fill(&mut card.uuid, l.uuid);
         fill(&mut card.model, l.model);
         fill(&mut card.pci, l.pci);
@@ -357,10 +379,16 @@ impl<'a> Acc<'a> {
         }
     }
 
-    fn finish(self, node: &NodeName) -> (Vec<Node>, Vec<Holder>) {
-        let name_of = |c: &CardAcc| match node {
-            NodeName::Fixed(n) => n.clone(),
-            NodeName::Label => c.node.to_string(),
+    fn finish(self, node: &NodeName) -> (Vec<Node>, Vec<Holder>, Naming) {
+        // One target whose series name several hosts (a Service, a federating endpoint):
+        // those hosts are the nodes, or thousands of cards would fold into one node's eight.
+        let hosts: std::collections::BTreeSet<&str> = self.cards.iter().filter_map(|c| c.host.as_deref()).collect();
+        let by_host = matches!(node, NodeName::Fixed(_)) && hosts.len() > 1;
+        let naming = Naming { hosts_behind_target: if by_host { hosts.len() } else { 0 }, shared_index: 0 };
+        let name_of = |c: &CardAcc| match (node, c.host.as_deref()) {
+            (NodeName::Fixed(_), Some(h)) if by_host => h.to_string(),
+            (NodeName::Fixed(n), _) => n.clone(),
+            (NodeName::Label, _) => c.node.to_string(),
         };
         let mut holders: Vec<Holder> = self
             .holders
@@ -384,14 +412,16 @@ impl<'a> Acc<'a> {
         for c in self.cards {
             nodes.entry(name_of(&c)).or_default().push(card(c));
         }
+        let mut naming = naming;
         let nodes = nodes
             .into_iter()
             .map(|(name, mut cards)| {
                 cards.sort_by_key(|c| c.index);
+                naming.shared_index += cards.windows(2).filter(|w| w[0].index == w[1].index).count();
                 Node { name, schedulable: true, reason: None, cards, capacity: Vec::new(), sources: Vec::new() }
             })
             .collect();
-        (nodes, holders)
+        (nodes, holders, naming)
     }
 }
 
@@ -436,6 +466,8 @@ fn card(c: CardAcc) -> Card {
     if !instances.is_empty() {
         let catalog = crate::model::mig::lookup(&model);
         card.mig.enabled = true;
+        // DCGM says nothing about placement: the store infers it unless a source knows it.
+        card.mig.placements = crate::model::Placements::Inferred;
         card.mig.instances = instances
             .into_iter()
             .map(|i| {
@@ -473,7 +505,7 @@ pub fn map(text: &str, node: &NodeName) -> Mapped {
     let mut parse = exposition::parse(text, |s| acc.add(s, fixed));
     let counts = std::mem::take(&mut acc.stats);
     parse.bad_values += counts.non_finite;
-    let (nodes, holders) = acc.finish(node);
+    let (nodes, holders, naming) = acc.finish(node);
     Mapped {
         nodes,
         holders,
@@ -482,8 +514,16 @@ pub fn map(text: &str, node: &NodeName) -> Mapped {
             blank_sentinels: counts.blank_sentinels,
             duplicates: counts.duplicates,
             unknown_gpu: counts.unknown_gpu,
+            hosts_behind_target: naming.hosts_behind_target,
+            shared_index: naming.shared_index,
         },
     }
+}
+
+/// How nodes were named, for the source's note.
+struct Naming {
+    hosts_behind_target: usize,
+    shared_index: usize,
 }
 
 mod generate;

@@ -88,15 +88,18 @@ fn t4_datadog_fixture() {
         }]
     );
 
-    // Under one fixed name the three boxes' gpu="0" are one card: the first values win and the
-    // later boxes only fill gaps.
+    // Under one fixed name the three boxes' gpu="0" used to fold into one card (the first
+    // values won): three UUIDs are three cards, so the boxes' Hostnames name the nodes, and
+    // the note says so.
     let m = map(&text, &NodeName::Fixed("t4".into()));
-    assert_eq!(m.nodes.len(), 1);
-    let c = card(&m, "t4", 0);
+    assert_eq!(m.nodes.len(), 3);
+    assert_eq!(m.stats.hosts_behind_target, 3);
+    let c = card(&m, "424773df46e0", 0);
     assert_eq!(c.uuid.as_deref(), Some("GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e"));
-    assert_eq!((c.model.as_str(), c.power_w, c.power_limit_w), ("Tesla T4", Some(8.969), Some(70.0)));
+    // No longer filled from another box's card.
+    assert_eq!((c.model.as_str(), c.power_w, c.power_limit_w), ("Tesla T4", Some(8.969), None));
     assert_eq!(m.holders.len(), 1);
-    assert_eq!(m.holders[0].node, "t4");
+    assert_eq!(m.holders[0].node, "ip-11111");
 }
 
 #[test]
@@ -417,4 +420,33 @@ fn huge_label_values_are_kept_whole() {
     assert_eq!(m.nodes[0].cards[0].utilization_pct, Some(42.0));
     assert_eq!(m.holders[0].pod.as_deref().map(str::len), Some(200_000));
     assert_eq!(m.holders[0].namespace.as_deref(), Some("ns, with=commas}"));
+}
+
+#[test]
+fn many_hosts_behind_one_target_stay_many_cards() {
+    // 64 nodes' exporters scraped through one Service: one target, 64 Hostnames, 512 UUIDs.
+    let text = generate(64, 8, 0);
+    let m = map(&text, &NodeName::Fixed("dcgm-svc".into()));
+    let cards: usize = m.nodes.iter().map(|n| n.cards.len()).sum();
+    assert_eq!((m.nodes.len(), cards), (64, 512), "the fleet's size on screen is the fleet's size");
+    assert_eq!(m.stats.hosts_behind_target, 64);
+    assert!(m.nodes.iter().all(|n| n.name.starts_with("gpu-node-")));
+    // With the Hostname label stripped, different UUIDs still never merge; the note says why
+    // their hosts cannot be told apart.
+    let stripped: String = text
+        .lines()
+        .map(|l| match l.find("Hostname=\"") {
+            Some(at) => {
+                let end = l[at + 10..].find('"').map_or(l.len(), |e| at + 10 + e + 1);
+                format!("{}{}", &l[..at], l[end..].trim_start_matches(','))
+            }
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let m = map(&stripped, &NodeName::Fixed("dcgm-svc".into()));
+    let cards: usize = m.nodes.iter().map(|n| n.cards.len()).sum();
+    assert_eq!((m.nodes.len(), cards), (1, 512));
+    assert_eq!(m.stats.shared_index, 512 - 8);
+    assert_eq!(m.stats.hosts_behind_target, 0);
 }

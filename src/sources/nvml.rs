@@ -335,6 +335,7 @@ impl<'n> Collector<'n> {
             pending: mig_mode.as_ref().map(|m| m.pending == 1),
             instances: if mig_enabled { self.instances(index, dev, &card.model)? } else { Vec::new() },
             error: None,
+            placements: crate::model::Placements::Known,
         };
         card.mig.error = self.mig_error.take();
         if slow || !self.processes.contains_key(&index) {

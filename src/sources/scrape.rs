@@ -106,6 +106,18 @@ fn problems(stats: &dcgm::MapStats) -> Option<String> {
     if stats.duplicates > 0 {
         parts.push(format!("{} duplicate series", stats.duplicates));
     }
+    if stats.hosts_behind_target > 0 {
+        parts.push(format!(
+            "{} Hostnames behind one target: nodes named by Hostname (sources.scrape_node = \"label\" always does)",
+            stats.hosts_behind_target
+        ));
+    }
+    if stats.shared_index > 0 {
+        parts.push(format!(
+            "{} cards share a node and index with another UUID: no Hostname label tells their hosts apart",
+            stats.shared_index
+        ));
+    }
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 

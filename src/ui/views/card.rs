@@ -123,6 +123,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
 
 /// What an unheld card is: free, or why nothing can start on it.
 fn idle_words(card: &Card) -> String {
+    if card.in_use_by_unknown() {
+        return "in use, holder unknown (activity or memory in use that no source attributes)".into();
+    }
     match (card.health.fault(), card.draining) {
         (Some(f), true) => format!("not usable: {f}, drained"),
         (Some(f), false) => format!("not usable: {f}"),
@@ -153,6 +156,18 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
             theme.fg(theme.c.warning),
         )));
     }
+    let placements = match card.mig.placements {
+        crate::model::Placements::Known => None,
+        crate::model::Placements::Inferred => {
+            Some("placements inferred by tessera (no source reports them): slices are approximate, counts are exact")
+        }
+        crate::model::Placements::Unknown => {
+            Some("placements unknown: no valid layout holds these instances, so free slices are not counted")
+        }
+    };
+    if let Some(p) = placements {
+        out.push(Line::from(Span::styled(fit(p, w, a), theme.fg(theme.c.warning))));
+    }
     out.push(Line::from(vec![
         cell("GI", 3, head, a),
         cell("PROFILE", 10, head, a),
@@ -163,7 +178,11 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
     ]));
     for i in &card.mig.instances {
         let who: Vec<String> = i.workloads.iter().map(|id| describe(fleet, id)).collect();
-        let who = if who.is_empty() { "free".to_string() } else { who.join(", ") };
+        let who = match (who.is_empty(), i.in_use_by_unknown()) {
+            (false, _) => who.join(", "),
+            (true, true) => "in use, holder unknown".to_string(),
+            (true, false) => "free".to_string(),
+        };
         let util_style = i.utilization_pct.map_or(theme.dim(), |u| theme.fg(theme.util_color(u)));
         out.push(Line::from(vec![
             cell(&i.gi_id.to_string(), 3, text, a),

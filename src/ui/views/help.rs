@@ -31,12 +31,17 @@ fn lines(theme: &Theme, read_only: bool) -> Vec<Line<'static>> {
         format!("{sep}3g.40gb name instance+holder  {free} free slice  {stranded} stranded  ~54% MIG activity"),
         theme.text(),
     )));
+    let (unused, approx) = if a { ("-", "~") } else { ("·", "≈") };
+    lines.push(Line::from(Span::styled(
+        format!("{unused} unused part of a whole card  {approx} placements inferred (no source reports them)"),
+        theme.text(),
+    )));
     lines
 }
 
 /// Lines the help has, for scrolling (bindings, the terms' heading and lines, the legend).
 pub fn line_count(read_only: bool) -> usize {
-    bindings(read_only).count() + 2 + TERMS.len() + 3
+    bindings(read_only).count() + 2 + TERMS.len() + 4
 }
 
 pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, read_only: bool, scroll: usize) {

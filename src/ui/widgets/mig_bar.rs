@@ -31,8 +31,21 @@ pub fn mig_bar(card: &Card, width: u16, theme: &Theme, holder: HolderName) -> Li
         let mut cells: Vec<Cell> = (0..w).map(|_| Cell { ch: ' ', style: theme.dim() }).collect();
         write_label(&mut cells, 0, w, "MIG: instances unknown", theme);
         cells
+    } else if card.mig.enabled && card.mig.placements == crate::model::Placements::Unknown {
+        // Instances no valid layout holds: where they are, and so what is free, is unknown.
+        let mut cells: Vec<Cell> = (0..w).map(|_| Cell { ch: ' ', style: theme.dim() }).collect();
+        let text = format!("MIG: {} instances, placements unknown", card.mig.instances.len());
+        write_label(&mut cells, 0, w, &text, theme);
+        cells
     } else if card.mig.enabled {
-        mig_cells(card, w, theme, holder)
+        let mut cells = mig_cells(card, w, theme, holder);
+        // Placements tessera inferred: the last cell says the picture is approximate.
+        if card.mig.placements == crate::model::Placements::Inferred
+            && let Some(last) = cells.last_mut()
+        {
+            *last = Cell { ch: if theme.ascii { '~' } else { '≈' }, style: theme.fg(theme.c.warning) };
+        }
+        cells
     } else {
         whole_cells(card, w, theme)
     };
@@ -54,7 +67,8 @@ pub fn mig_bar(card: &Card, width: u16, theme: &Theme, holder: HolderName) -> Li
 }
 
 fn whole_cells(card: &Card, w: usize, theme: &Theme) -> Vec<Cell> {
-    let (free_ch, fill_ch) = if theme.ascii { ('.', '#') } else { ('░', '█') };
+    // Unused utilisation is not a free slice: its own glyph.
+    let (free_ch, fill_ch) = if theme.ascii { ('-', '#') } else { ('·', '█') };
     let Some(util) = card.utilization_pct else {
         let mut cells: Vec<Cell> = (0..w).map(|_| Cell { ch: free_ch, style: theme.dim() }).collect();
         write_label(&mut cells, 0, w, "util N/A", theme);
@@ -118,7 +132,8 @@ fn mig_cells(card: &Card, w: usize, theme: &Theme, holder: HolderName) -> Vec<Ce
         if to <= from {
             continue;
         }
-        let held = !inst.workloads.is_empty();
+        // Busy with no known holder is drawn as held: it is not free.
+        let held = !inst.workloads.is_empty() || inst.in_use_by_unknown();
         let style = match (held, theme.mono) {
             (true, true) => Style::new().add_modifier(Modifier::REVERSED),
             (false, true) => Style::new().add_modifier(Modifier::UNDERLINED),
@@ -131,7 +146,11 @@ fn mig_cells(card: &Card, w: usize, theme: &Theme, holder: HolderName) -> Vec<Ce
         for c in &mut cells[from..to] {
             *c = Cell { ch: ' ', style };
         }
-        let who = inst.workloads.first().and_then(|id| holder(id)).unwrap_or_default();
+        let who = match inst.workloads.first() {
+            Some(id) => holder(id).unwrap_or_default(),
+            None if inst.in_use_by_unknown() => "holder unknown".into(),
+            None => String::new(),
+        };
         // Room after the separator, the same for every instance of a size however cells
         // round; the compute part ("1g") stands in for a name that does not fit.
         let room = (w * usize::from(inst.size) / slices).saturating_sub(1).min(to - from - 1);
