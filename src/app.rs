@@ -113,8 +113,19 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                 let finished = matches!(ev, ActEvent::Finished(_));
                 if let Some(m) = &mut st.modal {
                     match ev {
-                        ActEvent::Progress(p) => dialogs::on_progress(m, p),
-                        ActEvent::Finished(o) => dialogs::on_outcome(m, o),
+                        ActEvent::Progress(p) => dialogs::on_progress(m, p, Utc::now()),
+                        ActEvent::Finished(o) => {
+                            // A hidden dialog closes with the verdict in the footer.
+                            if st.action_hidden {
+                                if let Modal::Running { plan, .. } = m {
+                                    st.message = Some(dialogs::verdict(plan, &o));
+                                }
+                                st.modal = None;
+                                st.action_hidden = false;
+                            } else {
+                                dialogs::on_outcome(m, o);
+                            }
+                        }
                     }
                 }
                 if finished && st.quit_after_action {
@@ -143,7 +154,9 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
             _ = clock.tick() => {
                 st.wall = Utc::now();
                 // Stale sources show their age, so they redraw each second; live ones do not.
+                // A running action's countdown, too.
                 dirty |= store.check_staleness(st.wall)
+                    || st.action_running()
                     || store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
             }
             // A signal while an action runs lets it finish (and be audited); a second one leaves.
@@ -176,7 +189,7 @@ fn interrupted(st: &UiState, runner: &Runner) {
             .map(|(s, st)| {
                 let (status, message) = match st {
                     StepState::Waiting => ("not run", None),
-                    StepState::Running => ("running", None),
+                    StepState::Running { .. } => ("running", None),
                     StepState::Done(m) => ("done", Some(m.clone())),
                     StepState::Failed(m) => ("failed", Some(m.clone())),
                 };

@@ -57,7 +57,7 @@ pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated
     if st.help {
         views::help::draw(f, f.area(), theme, st.read_only, st.help_scroll);
     }
-    if let Some(m) = &st.modal {
+    if let Some(m) = st.modal.as_ref().filter(|_| !st.action_hidden) {
         views::modal::draw(f, f.area(), m, fleet, theme);
     }
 }

@@ -46,9 +46,19 @@ pub struct Outcome {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Progress {
-    Started { step: usize },
-    Done { step: usize, message: String },
-    Failed { step: usize, message: String },
+    /// A step began; `wait_s` is how long it waits, in real seconds, for a wait step.
+    Started {
+        step: usize,
+        wait_s: Option<u64>,
+    },
+    Done {
+        step: usize,
+        message: String,
+    },
+    Failed {
+        step: usize,
+        message: String,
+    },
 }
 
 /// Run `plan`. Progress goes to `progress` as it happens.
@@ -78,7 +88,11 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
     };
     let mut previous_mode = None;
     for (i, step) in plan.steps.iter().enumerate() {
-        send(Progress::Started { step: i });
+        let wait_s = match &step.op {
+            Op::Wait { seconds, .. } => Some(real_wait(*seconds, plan.backend, env).as_secs()),
+            _ => None,
+        };
+        send(Progress::Started { step: i, wait_s });
         let r = run_op(&step.op, plan.backend, env).await;
         match r {
             Ok((message, prev)) => {
@@ -108,14 +122,18 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
     Outcome { ok: true, steps: results, error: None, reached: "every step done".into(), previous_mode }
 }
 
+/// A wait in real time: the simulator's seconds pass at its speed.
+fn real_wait(seconds: u64, backend: Backend, env: &Env) -> Duration {
+    let speed = if backend == Backend::Simulated { env.sim.as_ref().map_or(1.0, |s| s.speed) } else { 1.0 };
+    Duration::from_secs(seconds).div_f64(speed.max(0.001))
+}
+
 async fn run_op(op: &Op, backend: Backend, env: &Env) -> Result<(String, Option<ComputeMode>), String> {
     let plain = |r: Result<String, String>| r.map(|m| (m, None));
     match op {
         Op::Sim { op } => plain(super::sim::run_op(op, env).await),
         Op::Wait { seconds, why } => {
-            let speed = if backend == Backend::Simulated { env.sim.as_ref().map_or(1.0, |s| s.speed) } else { 1.0 };
-            let real = Duration::from_secs(*seconds).div_f64(speed.max(0.001));
-            tokio::time::sleep(real).await;
+            tokio::time::sleep(real_wait(*seconds, backend, env)).await;
             Ok((format!("waited {seconds} s ({why})"), None))
         }
         Op::Run { program, args } => plain(super::slurm::run(program, args, env.command_timeout).await),

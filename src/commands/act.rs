@@ -58,7 +58,7 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
         let printer = tokio::spawn(async move {
             while let Some(ev) = prx.recv().await {
                 match ev {
-                    Progress::Started { step } => {
+                    Progress::Started { step, .. } => {
                         let what = steps.get(step).map_or("", |s| s.what.as_str());
                         say(&format!("  [{}/{}] {what} ...\n", step + 1, steps.len()));
                     }

@@ -32,7 +32,11 @@ pub enum Modal {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepState {
     Waiting,
-    Running,
+    /// Running since `since` (wall clock); a wait step says how long it waits.
+    Running {
+        since: chrono::DateTime<chrono::Utc>,
+        wait_s: Option<u64>,
+    },
     Done(String),
     Failed(String),
 }
@@ -53,6 +57,30 @@ pub enum Answer {
     /// Close the dialog with this message for the status line.
     Close(String),
     Request(Request),
+    /// Hide a running action's dialog: it runs on and the footer follows it.
+    Hide,
+}
+
+/// How an action ended, in one line for the footer.
+pub fn verdict(plan: &Plan, o: &Outcome) -> String {
+    let v = if o.ok { "done".to_string() } else { format!("FAILED: {}", o.reached) };
+    format!("{} {}: {v}", plan.action.verb(), plan.target)
+}
+
+/// A running action in one line: which step, and for a wait how long is left.
+pub fn progress_line(modal: &Modal, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+    let Modal::Running { plan, status, outcome: None } = modal else { return None };
+    let total = status.len();
+    let (i, state) = status.iter().enumerate().find(|(_, s)| matches!(s, StepState::Running { .. }))?;
+    let what = plan.steps.get(i).map_or("", |s| s.what.as_str());
+    let left = match state {
+        StepState::Running { since, wait_s: Some(w) } => {
+            let gone = (now - *since).num_seconds().max(0) as u64;
+            format!(" · {} s left", w.saturating_sub(gone))
+        }
+        _ => String::new(),
+    };
+    Some(format!("{} {}: step {}/{total} {what}{left} · a shows it", plan.action.verb(), plan.target, i + 1))
 }
 
 /// The picker for a card: every maximal layout of its model and `whole`, each with how many
@@ -191,10 +219,9 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
             Answer::Request(Request::Execute(plan.clone()))
         }
         Modal::Running { plan, outcome, .. } => match (k.code, outcome) {
-            (KeyCode::Esc | KeyCode::Enter, Some(o)) => {
-                let verdict = if o.ok { "done".to_string() } else { format!("FAILED: {}", o.reached) };
-                Answer::Close(format!("{} {}: {verdict}", plan.action.verb(), plan.target))
-            }
+            (KeyCode::Esc | KeyCode::Enter, Some(o)) => Answer::Close(verdict(plan, o)),
+            // The action runs on; the operator may look elsewhere meanwhile.
+            (KeyCode::Esc, None) => Answer::Hide,
             _ => Answer::Stay,
         },
     }
@@ -261,11 +288,11 @@ pub fn running(plan: Box<Plan>) -> Modal {
     Modal::Running { plan, status, outcome: None }
 }
 
-/// Fold one progress event into the dialog.
-pub fn on_progress(modal: &mut Modal, p: Progress) {
+/// Fold one progress event, received at wall-clock `now`, into the dialog.
+pub fn on_progress(modal: &mut Modal, p: Progress, now: chrono::DateTime<chrono::Utc>) {
     if let Modal::Running { status, .. } = modal {
         let (i, s) = match p {
-            Progress::Started { step } => (step, StepState::Running),
+            Progress::Started { step, wait_s } => (step, StepState::Running { since: now, wait_s }),
             Progress::Done { step, message } => (step, StepState::Done(message)),
             Progress::Failed { step, message } => (step, StepState::Failed(message)),
         };

@@ -246,3 +246,31 @@ fn an_unhealthy_card_is_undrained_only_forced_and_asked_twice() {
     assert_eq!(executed.len(), 1);
     assert_eq!(executed[0].action, Action::Undrain { target: dead, force: true });
 }
+
+#[test]
+fn a_running_action_can_be_hidden_and_followed_in_the_footer() {
+    let store = store();
+    let mut st = ui();
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    for k in [KeyCode::Char('d'), KeyCode::Char('y')] {
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
+    }
+    assert!(st.action_running());
+    if let Some(m) = &mut st.modal {
+        on_progress(m, Progress::Started { step: 0, wait_s: Some(45) }, clock());
+    }
+    // Esc hides the dialog; the keys browse again; q does not abandon the action.
+    assert_eq!(on_key(&mut st, store.fleet(), key(KeyCode::Esc)), Effect::Redraw);
+    assert!(st.action_hidden && st.action_running());
+    let before = st.selected[0];
+    on_key(&mut st, store.fleet(), key(KeyCode::Char('j')));
+    assert_ne!(st.selected[0], before, "the list moves while the action runs");
+    let line = st.modal.as_ref().and_then(|m| progress_line(m, clock() + chrono::Duration::seconds(12)));
+    assert!(line.as_deref().is_some_and(|l| l.contains("step 1/1") && l.contains("33 s left")), "{line:?}");
+    assert_eq!(on_key(&mut st, store.fleet(), key(KeyCode::Char('q'))), Effect::Redraw);
+    assert!(st.quit_after_action, "q waits for the action");
+    on_key(&mut st, store.fleet(), key(KeyCode::Char('a')));
+    assert!(!st.action_hidden, "a shows it again");
+}

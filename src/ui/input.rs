@@ -52,7 +52,12 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
         }
         return Effect::Quit;
     }
-    if let Some(modal) = &mut st.modal {
+    if let Some(modal) = st.modal.as_mut().filter(|_| !st.action_hidden) {
+        // q in a running action's dialog: leave when it ends, as the signals do.
+        if k.code == KeyCode::Char('q') && matches!(modal, super::actions::Modal::Running { outcome: None, .. }) {
+            st.quit_when_done();
+            return Effect::Redraw;
+        }
         return match super::actions::on_key(modal, &k) {
             Answer::Stay => Effect::Redraw,
             Answer::Close(message) => {
@@ -62,6 +67,11 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
                 Effect::Dismissed
             }
             Answer::Request(r) => Effect::Request(r),
+            Answer::Hide => {
+                st.action_hidden = true;
+                st.message = None;
+                Effect::Redraw
+            }
         };
     }
     let read_only = st.read_only;

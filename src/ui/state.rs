@@ -133,6 +133,8 @@ pub struct UiState {
     pub modal: Option<super::actions::Modal>,
     /// Quit was asked while an action ran: leave when it ends.
     pub quit_after_action: bool,
+    /// The running action's dialog is hidden: keys browse, the footer shows its progress.
+    pub action_hidden: bool,
     /// An action key was pressed read-only and the footer said why nothing happens.
     pub told_read_only: bool,
     /// Sources in the fleet, for the sources view's selection.
@@ -182,6 +184,7 @@ impl UiState {
             queue: crate::model::QueueSummary::default(),
             modal: None,
             quit_after_action: false,
+            action_hidden: false,
             told_read_only: false,
             source_count: 0,
         }
@@ -227,6 +230,12 @@ impl UiState {
         self.source_count = fleet.sources.len();
         self.queue = crate::model::QueueSummary::compute(fleet, self.now);
         self.rebuild(fleet);
+    }
+
+    /// Asked to quit while an action runs: leave when it ends (a second request leaves now).
+    pub fn quit_when_done(&mut self) {
+        self.quit_after_action = true;
+        self.message = Some("an action is running: tessera quits when it ends (Ctrl-C twice leaves now)".into());
     }
 
     /// An action is executing (its dialog shows progress and no outcome yet).
@@ -417,7 +426,15 @@ impl UiState {
             }
         }
         match intent {
+            Intent::Quit if self.action_running() => self.quit_when_done(),
             Intent::Quit => return Effect::Quit,
+            Intent::ShowAction => {
+                if self.action_hidden {
+                    self.action_hidden = false;
+                } else {
+                    self.message = Some("no action is running".into());
+                }
+            }
             Intent::Help => {
                 self.help = !self.help;
                 self.help_scroll = 0;

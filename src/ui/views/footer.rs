@@ -47,6 +47,14 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
             if st.sort != SortKey::Node {
                 status.push(format!("sort: {}", st.sort.name()));
             }
+            if let Some(line) = st
+                .modal
+                .as_ref()
+                .filter(|_| st.action_hidden)
+                .and_then(|m| crate::ui::actions::progress_line(m, st.wall))
+            {
+                status.push(line);
+            }
             if let Some(m) = &st.message {
                 status.push(m.clone());
             }

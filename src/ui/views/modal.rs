@@ -85,7 +85,7 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
             let mut lines = vec![Line::from(Span::styled(plan.summary.clone(), theme.title()))];
             // Long plans scroll with the work: the step running now stays in view.
             let room = usize::from(h).saturating_sub(6) / 2;
-            let current = status.iter().position(|s| matches!(s, StepState::Waiting | StepState::Running));
+            let current = status.iter().position(|s| matches!(s, StepState::Waiting | StepState::Running { .. }));
             let skip = current.unwrap_or(status.len()).saturating_sub(room.saturating_sub(1));
             if skip > 0 {
                 lines.push(Line::from(Span::styled(format!("... {skip} steps done above"), theme.dim())));
@@ -93,7 +93,7 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
             for (s, st) in plan.steps.iter().zip(status).skip(skip).take(room.max(1)) {
                 let (mark, style, msg) = match st {
                     StepState::Waiting => ("  ", theme.dim(), String::new()),
-                    StepState::Running => ("..", theme.text(), String::new()),
+                    StepState::Running { .. } => ("..", theme.text(), String::new()),
                     StepState::Done(m) => ("ok", theme.fg(theme.c.util_low), m.clone()),
                     StepState::Failed(m) => ("!!", theme.fg(theme.c.danger), m.clone()),
                 };
