@@ -48,6 +48,9 @@ pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated
     views::header::draw(f, a.header, st, fleet, theme, simulated);
     match (&st.open_card, st.tab) {
         (Some(card), _) => views::card::draw(f, a.body, st, fleet, theme, card),
+        (None, _) if st.open_workload.is_some() => {
+            views::workload::draw(f, a.body, st, fleet, theme, st.open_workload.as_deref().unwrap_or_default());
+        }
         (None, state::Tab::Fleet) => views::fleet::draw(f, a.body, st, fleet, theme),
         (None, state::Tab::Queue) => views::queue::draw(f, a.body, st, fleet, theme),
         (None, state::Tab::Workloads) => views::workloads::draw(f, a.body, st, fleet, theme),

@@ -80,6 +80,14 @@ fn views() -> Vec<(&'static str, Setup)> {
             }),
         ),
         (
+            "workload_detail",
+            Box::new(|st: &mut UiState, s: &Store| {
+                st.apply(Intent::ViewQueue, s.fleet());
+                st.apply(Intent::Open, s.fleet());
+                assert!(st.open_workload.is_some());
+            }),
+        ),
+        (
             "sources",
             Box::new(|st: &mut UiState, s: &Store| {
                 st.apply(Intent::ViewSources, s.fleet());

@@ -11,6 +11,8 @@ pub struct Totals {
     pub mem_total_mib: u64,
     pub mig_used: usize,
     pub mig_total: usize,
+    /// Cards that must not take work: lost, a fatal XID, uncorrectable ECC.
+    pub unhealthy: usize,
 }
 
 impl Totals {
@@ -19,6 +21,7 @@ impl Totals {
         let (mut sum, mut n) = (0.0, 0usize);
         for (_, c) in fleet.cards() {
             t.cards += 1;
+            t.unhealthy += usize::from(c.health.fault().is_some());
             if let Some(u) = c.activity_pct() {
                 sum += u;
                 n += 1;

@@ -247,10 +247,12 @@ pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) -> Option<Requ
         return None;
     }
     if matches!(intent, Intent::Preempt | Intent::ForcePreempt) {
-        let id = (st.tab == Tab::Workloads && st.open_card.is_none())
-            .then(|| st.workload_rows.get(st.selected[2]).and_then(|&i| fleet.workloads.get(i)))
-            .flatten()
-            .map(|w| w.id.clone());
+        let id = st.open_workload.clone().or_else(|| {
+            (st.tab == Tab::Workloads && st.open_card.is_none())
+                .then(|| st.workload_rows.get(st.selected[2]).and_then(|&i| fleet.workloads.get(i)))
+                .flatten()
+                .map(|w| w.id.clone())
+        });
         match id {
             Some(workload) => {
                 let force = intent == Intent::ForcePreempt;

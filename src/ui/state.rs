@@ -50,6 +50,8 @@ pub enum SortKey {
     Temp,
     Power,
     Free,
+    /// Unhealthy cards first (lost, fatal XID, uncorrectable ECC), then drained ones.
+    Health,
 }
 
 impl SortKey {
@@ -60,7 +62,8 @@ impl SortKey {
             Self::Memory => Self::Temp,
             Self::Temp => Self::Power,
             Self::Power => Self::Free,
-            Self::Free => Self::Node,
+            Self::Free => Self::Health,
+            Self::Health => Self::Node,
         }
     }
 
@@ -72,6 +75,7 @@ impl SortKey {
             Self::Temp => "temp",
             Self::Power => "power",
             Self::Free => "free",
+            Self::Health => "health",
         }
     }
 }
@@ -103,6 +107,10 @@ pub struct UiState {
     pub filter_text: String,
     pub filter: Filter,
     pub sort: SortKey,
+    /// The sort runs the other way (`S`).
+    pub sort_reverse: bool,
+    /// The workload whose detail is open (Enter in the queue or workloads view).
+    pub open_workload: Option<String>,
     pub rows: Vec<Row>,
     pub queue_rows: Vec<usize>,
     pub workload_rows: Vec<usize>,
@@ -164,6 +172,8 @@ impl UiState {
             filter_text: String::new(),
             filter: Filter::default(),
             sort: SortKey::Node,
+            sort_reverse: false,
+            open_workload: None,
             rows: Vec::new(),
             queue_rows: Vec::new(),
             workload_rows: Vec::new(),
@@ -277,11 +287,17 @@ impl UiState {
                     SortKey::Temp => c.temperature_c.unwrap_or(-1.0),
                     SortKey::Power => c.power_w.unwrap_or(-1.0),
                     SortKey::Free => f64::from(free_units(&fleet.nodes[ni], c)),
+                    SortKey::Health => f64::from(u8::from(c.health.fault().is_some()) * 2 + u8::from(c.draining)),
                     SortKey::Node => 0.0,
                 }
             };
             let mut keyed: Vec<(f64, (usize, usize))> = cards.into_iter().map(|c| (key(&c), c)).collect();
-            keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            // Largest first (htop's habit); reversed, smallest first. Ties keep fleet order.
+            let reverse = self.sort_reverse;
+            keyed.sort_by(|a, b| {
+                let by = if reverse { a.0.total_cmp(&b.0) } else { b.0.total_cmp(&a.0) };
+                by.then(a.1.cmp(&b.1))
+            });
             self.rows.extend(keyed.into_iter().map(|(_, (n, c))| Row::Card(n, c)));
         }
         let shown = |i: &usize| self.filter.is_empty() || self.filter.matches_workload(fleet, &fleet.workloads[*i]);
@@ -444,6 +460,8 @@ impl UiState {
                     self.help = false;
                 } else if self.open_card.is_some() {
                     self.open_card = None;
+                } else if self.open_workload.is_some() {
+                    self.open_workload = None;
                 } else if !self.filter_text.is_empty() {
                     self.set_filter(String::new(), fleet);
                 } else if self.tab != Tab::Fleet {
@@ -461,8 +479,13 @@ impl UiState {
             Intent::Top => self.step(-(self.len(self.tab) as isize)),
             Intent::Bottom => self.step(self.len(self.tab) as isize),
             Intent::Open => {
-                if self.tab == Tab::Fleet {
-                    self.open_card = self.selected_card();
+                let row =
+                    |rows: &[usize], i: usize| rows.get(i).and_then(|&w| fleet.workloads.get(w)).map(|w| w.id.clone());
+                match self.tab {
+                    Tab::Fleet => self.open_card = self.selected_card(),
+                    Tab::Queue => self.open_workload = row(&self.queue_rows, self.selected[1]),
+                    Tab::Workloads => self.open_workload = row(&self.workload_rows, self.selected[2]),
+                    Tab::Sources => {}
                 }
             }
             Intent::NextView => self.switch(Tab::ALL[(self.tab.index() + 1) % Tab::ALL.len()]),
@@ -473,6 +496,12 @@ impl UiState {
             Intent::Sort => {
                 self.sort = self.sort.next();
                 self.message = Some(format!("sorted by {}", self.sort.name()));
+                self.rebuild(fleet);
+            }
+            Intent::ReverseSort => {
+                self.sort_reverse = !self.sort_reverse;
+                let way = if self.sort_reverse { "smallest first" } else { "largest first" };
+                self.message = Some(format!("sorted by {}, {way}", self.sort.name()));
                 self.rebuild(fleet);
             }
             Intent::Drain | Intent::Undrain | Intent::Repartition | Intent::Preempt | Intent::ForcePreempt => {
@@ -487,6 +516,7 @@ impl UiState {
     fn switch(&mut self, t: Tab) {
         self.tab = t;
         self.open_card = None;
+        self.open_workload = None;
         self.help = false;
     }
 

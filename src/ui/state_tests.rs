@@ -146,3 +146,25 @@ fn esc_goes_back_to_the_fleet_and_help_scrolls_without_moving_the_list() {
     st.apply(Intent::Top, &f);
     assert_eq!(st.help_scroll, 0);
 }
+
+#[test]
+fn enter_opens_a_workload_and_health_sorts_the_sick_first() {
+    let f = fleet();
+    let mut st = state(&f);
+    st.apply(Intent::ViewQueue, &f);
+    st.apply(Intent::Open, &f);
+    let id = st.open_workload.clone().unwrap_or_else(|| panic!("nothing opened"));
+    assert_eq!(f.workloads[st.queue_rows[0]].id, id);
+    st.apply(Intent::Back, &f);
+    assert!(st.open_workload.is_none() && st.tab == Tab::Queue, "Esc closes the detail first");
+    st.apply(Intent::ViewFleet, &f);
+    while st.sort != SortKey::Health {
+        st.apply(Intent::Sort, &f);
+    }
+    let first = st.ref_at(0).and_then(|r| f.card(&r).cloned()).unwrap_or_default();
+    assert!(first.health.fault().is_some(), "the lost card leads");
+    st.apply(Intent::ReverseSort, &f);
+    let last = st.ref_at(st.rows.len() - 1).and_then(|r| f.card(&r).cloned()).unwrap_or_default();
+    assert!(last.health.fault().is_some(), "reversed, it is last");
+    assert_eq!(crate::model::Totals::compute(&f).unhealthy, 1);
+}

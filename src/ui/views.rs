@@ -8,6 +8,7 @@ pub mod help;
 pub mod modal;
 pub mod queue;
 pub mod sources;
+pub mod workload;
 pub mod workloads;
 
 use ratatui::style::Style;

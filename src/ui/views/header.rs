@@ -48,10 +48,12 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     } else {
         format!("{}/{}", tib(t.mem_used_mib), tib(t.mem_total_mib))
     };
+    // Unhealthy cards are counted where the eye starts: they need someone.
+    let sick = if t.unhealthy > 0 { format!(" ({} unhealthy)", t.unhealthy) } else { String::new() };
     let summary = if w < 120 {
         // Narrow: the queue before memory, so an 80-column header keeps it.
         format!(
-            " {} cards │ {util} │ queue {} ({oldest}) │ MIG {}/{} │ mem {mem}",
+            " {} cards{sick} │ {util} │ queue {} ({oldest}) │ MIG {}/{} │ mem {mem}",
             t.cards,
             q.known.count_text(q.pending),
             t.mig_used,
@@ -59,7 +61,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         )
     } else {
         format!(
-            " {} cards │ util {util} │ mem {mem} │ MIG {}/{} used │ queue {} (oldest {oldest}) │ {}",
+            " {} cards{sick} │ util {util} │ mem {mem} │ MIG {}/{} used │ queue {} (oldest {oldest}) │ {}",
             t.cards,
             t.mig_used,
             t.mig_total,
@@ -79,6 +81,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         let label = format!(" {} {} ", tab.index() + 1, tab.title());
         let style = if tab == st.tab && st.open_card.is_none() { theme.selection() } else { theme.dim() };
         tabs.push(Span::styled(label, style));
+    }
+    if let Some(id) = st.open_workload.as_ref().filter(|_| st.open_card.is_none()) {
+        tabs.push(Span::styled(format!(" {id} "), theme.selection()));
     }
     if let Some(c) = &st.open_card {
         tabs.push(Span::styled(format!(" card {c} "), theme.selection()));
