@@ -88,13 +88,15 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             hist.map(|h| h.iter().map(|s| pick(s).map(|v| v.round() as u64)).collect()).unwrap_or_default()
         };
         let borders = if a { Borders::NONE } else { Borders::TOP };
-        for (i, (label, data)) in
-            [("utilisation % (recent)", series(|s| s.util)), ("memory % (recent)", series(|s| s.mem_pct))]
-                .into_iter()
-                .enumerate()
+        for (i, (what, data)) in [("utilisation", series(|s| s.util)), ("memory", series(|s| s.mem_pct))]
+            .into_iter()
+            .enumerate()
         {
             let width = usize::from(halves[i].width);
             let tail: Vec<u64> = data.iter().rev().take(width).rev().map(|v| v.unwrap_or(0)).collect();
+            // The scale is always 0-100 %; samples come a second apart, or at a source's own
+            // step where it sent history, so the span is not claimed.
+            let label = format!("{what} 0-100% (newest right)");
             let block =
                 Block::new().borders(borders).border_style(theme.border()).title(Span::styled(label, theme.dim()));
             let mut spark = Sparkline::default().block(block).data(&tail).max(100).style(theme.fg(theme.c.util_mid));
