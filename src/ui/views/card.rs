@@ -88,9 +88,8 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             hist.map(|h| h.iter().map(|s| pick(s).map(|v| v.round() as u64)).collect()).unwrap_or_default()
         };
         let borders = if a { Borders::NONE } else { Borders::TOP };
-        for (i, (what, data)) in [("utilisation", series(|s| s.util)), ("memory", series(|s| s.mem_pct))]
-            .into_iter()
-            .enumerate()
+        for (i, (what, data)) in
+            [("utilisation", series(|s| s.util)), ("memory", series(|s| s.mem_pct))].into_iter().enumerate()
         {
             let width = usize::from(halves[i].width);
             let tail: Vec<u64> = data.iter().rev().take(width).rev().map(|v| v.unwrap_or(0)).collect();
