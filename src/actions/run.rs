@@ -228,4 +228,21 @@ mod tests {
         let nowhere = r.clone().with_audit(None);
         assert!(matches!(nowhere.approve(&p, &f), Approval::NotStarted(_)), "no audit, no action");
     }
+
+    #[test]
+    fn an_interrupted_action_is_audited_in_plain_fields() {
+        let dir = Dir::new("interrupted");
+        let (r, path) = runner(dir.path());
+        let f = fleet();
+        let p = r.propose(&Action::Drain { target: "gpu-a100-01/0".into() }, &f).unwrap_or_else(|e| panic!("{e}"));
+        let step =
+            execute::StepResult { what: "Drain the card".into(), call: "x".into(), status: "running", message: None };
+        r.interrupted(&p, &[step]);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_default();
+        assert_eq!(v["record"], "interrupted");
+        assert_eq!(v["steps"][0]["status"], "running", "{text}");
+        assert_eq!(v["steps"][0]["what"], "Drain the card");
+        assert!(!text.contains("Running {"), "no Rust debug strings: {text}");
+    }
 }

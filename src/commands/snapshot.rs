@@ -170,3 +170,26 @@ pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_keeps_its_columns_aligned_whatever_the_layouts() {
+        let at = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 3, 2, 14, 0, 0).single().unwrap_or_default();
+        let fleet = crate::engine::simulated_store(42, at).fleet().clone();
+        let table = snapshot_table(&(fleet, true));
+        let lines: Vec<&str> = table.lines().collect();
+        let head = lines.iter().position(|l| l.starts_with("NODE")).unwrap_or_else(|| panic!("{table}"));
+        let col = lines[head].find("MIG LAYOUT").unwrap_or_default();
+        let util = lines[head].find(" UTIL").unwrap_or_default();
+        let rows: Vec<&str> = lines[head + 1..].iter().copied().take_while(|l| !l.is_empty()).collect();
+        assert!(rows.len() >= 32, "{table}");
+        for row in rows {
+            let chars: Vec<char> = row.chars().collect();
+            assert!(chars[col - 1] == ' ' && chars[col] != ' ', "layout column moved: {row}");
+            assert_eq!(chars[util], ' ', "the utilisation column moved: {row}");
+        }
+    }
+}
