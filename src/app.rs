@@ -203,6 +203,10 @@ fn interrupted(st: &UiState, runner: &Runner) {
 /// Plan an action (opening its confirmation) or hand a confirmed plan to the runner, which
 /// plans again, audits and runs it on a task that streams progress back.
 fn on_request(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::UnboundedSender<ActEvent>, req: Request) {
+    if st.action_running() {
+        st.message = Some("an action is running: start the next when it ends".into());
+        return;
+    }
     match req {
         Request::Plan(action) => match runner.propose(&action, store.fleet()) {
             Ok(p) if p.nothing_to_do.is_some() => {

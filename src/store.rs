@@ -205,12 +205,16 @@ impl Store {
         self.fleet.nodes = nodes;
         self.fleet.workloads = workloads;
         self.fleet.fill_allocations();
+        // Each source's values were checked; the merge pairs one source's used with another's
+        // total, so check the merged fleet as well.
+        invariants::enforce(&mut self.fleet.nodes, &mut self.fleet.workloads);
         self.fleet.index_workloads();
+        // Health first: activity samples only what a live source reports.
+        self.fleet.sources = self.entries.iter().map(|e| e.status.clone()).collect();
         if std::mem::take(&mut self.seed) {
             self.activity.seed(&self.fleet, &self.fleet.history);
         }
         self.activity.record(&mut self.fleet);
-        self.fleet.sources = self.entries.iter().map(|e| e.status.clone()).collect();
     }
 }
 
@@ -305,6 +309,7 @@ fn merge_mig(into: &mut crate::model::MigState, from: &crate::model::MigState) {
     if into.instances.is_empty() && !from.instances.is_empty() {
         into.enabled |= from.enabled;
         into.instances.clone_from(&from.instances);
+        into.placements = from.placements;
         into.error = None;
         return;
     }

@@ -242,3 +242,26 @@ fn instances_no_layout_holds_leave_free_slices_unknown() {
     assert_eq!(c.mig.placements, crate::model::Placements::Unknown);
     assert_eq!(c.usable_free_slices(), None);
 }
+
+#[test]
+fn the_merged_fleet_keeps_used_within_total_and_unreadable_instances_are_not_free() {
+    let mut s = Store::new();
+    s.register("nvml", SourceKind::Nvml, Duration::from_secs(1));
+    s.register("dcgm", SourceKind::Scrape, Duration::from_secs(1));
+    // One source knows the used memory, the other the total; together they break used <= total.
+    let mut a = card(0, Some("GPU-a"));
+    a.memory_used_mib = Some(90_000);
+    let mut b = card(0, Some("GPU-a"));
+    b.memory_total_mib = Some(81_559);
+    // A MIG card whose instances cannot be read: nothing on it counts as free.
+    let mut m = card(1, Some("GPU-m"));
+    m.mig.enabled = true;
+    m.mig.error = Some("listing instances needs root".into());
+    s.apply(update("nvml", t(0), vec![a, m]), t(0));
+    s.apply(update("dcgm", t(0), vec![b]), t(0));
+    let f = s.fleet();
+    assert!(crate::model::invariants::violations(f).is_empty(), "{:?}", crate::model::invariants::violations(f));
+    assert_eq!(f.nodes[0].cards[0].memory_used_mib, None, "unknown rather than 90000 of 81559");
+    let mig = &f.nodes[0].cards[1];
+    assert_eq!(crate::model::capacity::free_units(&f.nodes[0], mig), 0);
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use proptest::prelude::*;
 
-use tessera::model::capacity::{Free, free_units, model_key, usable};
+use tessera::model::capacity::{Free, free_units, model_key};
 use tessera::model::{Fleet, SourceKind, WorkloadKind, WorkloadState, invariants};
 use tessera::sources::SourceUpdate;
 use tessera::sources::sim::{Sim, SimConfig, SimOp};
@@ -49,14 +49,24 @@ fn check(fleet: &Fleet) -> Result<(), String> {
     let idle_filter = Filter::parse("idle");
     let mut whole: BTreeMap<String, u64> = BTreeMap::new();
     for (n, c) in fleet.cards() {
+        // The oracle, written out here rather than through the code under test: a whole card
+        // is free when its node takes work, it is not drained, not lost, has no fatal XID or
+        // uncorrectable ECC error, and nobody holds it.
+        let healthy = !c.health.lost
+            && !c.health.last_xid.is_some_and(|x| [48, 79, 94, 95].contains(&x))
+            && c.health.ecc_volatile_uncorrected.unwrap_or(0) == 0;
+        let oracle = n.schedulable && !c.draining && healthy && c.workloads.is_empty() && c.processes.is_empty();
         let free = free_units(n, c) > 0;
+        if !c.mig.enabled && free != oracle {
+            return Err(format!("{}/{}: free_units says {free}, the rule says {oracle}", n.name, c.index));
+        }
         if free_filter.matches(fleet, n, c) != free {
             return Err(format!("{}/{}: the free>0 filter disagrees with free_units", n.name, c.index));
         }
-        if idle_filter.matches(fleet, n, c) && !usable(n, c) {
+        if idle_filter.matches(fleet, n, c) && !(n.schedulable && !c.draining && healthy) {
             return Err(format!("{}/{}: an unusable card matches idle", n.name, c.index));
         }
-        if !c.mig.enabled && free {
+        if !c.mig.enabled && oracle {
             *whole.entry(model_key(&c.model)).or_default() += 1;
         }
     }
@@ -113,6 +123,15 @@ fn the_dead_card_is_not_free() {
     assert!(c.health.lost, "XID 79: the card fell off the bus");
     assert_eq!((c.temperature_c, c.power_w, c.utilization_pct), (None, None, None), "nothing reports a lost card");
     assert!(!Filter::parse("idle").matches(&fleet, n, c));
+    check(&fleet).unwrap_or_else(|e| panic!("{e}"));
+    // Undrained (forced), it is still not free: it is dead, not drained.
+    let (node, index) = (n.name.clone(), c.index);
+    let mut store = new_store();
+    sim.apply(&SimOp::Undrain { node: node.clone(), index }).unwrap_or_else(|e| panic!("{e}"));
+    let fleet = merged(&mut sim, &mut store);
+    let (n, c) = fleet.cards().find(|(n, c)| n.name == node && c.index == index).unwrap_or_else(|| panic!("gone"));
+    assert!(!c.draining);
+    assert_eq!(free_units(n, c), 0);
     check(&fleet).unwrap_or_else(|e| panic!("{e}"));
 }
 

@@ -153,7 +153,13 @@ pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
     }
     let q = QueueSummary::compute(fleet, now);
     let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), duration::short);
-    out.push_str(&format!("\nqueue: {} pending, oldest wait {oldest}\n", q.pending));
+    let pending = q.known.count_text(q.pending);
+    let why = match &q.known {
+        crate::model::QueueKnown::Unknown { reason } => format!(" (queue unknown: {reason})"),
+        crate::model::QueueKnown::NoScheduler => " (no queue source configured)".into(),
+        crate::model::QueueKnown::Known => String::new(),
+    };
+    out.push_str(&format!("\nqueue: {pending} pending, oldest wait {oldest}{why}\n"));
     for d in &q.demand {
         let scattered = if d.scattered() {
             format!(" (at most {} on one node; a job wants {} together)", d.largest_block, d.largest_request)

@@ -24,17 +24,18 @@ pub const KEEP_MIN: i64 = 120;
 pub struct Activity {
     pub now_pct: Option<f64>,
     pub mean_pct: Option<f64>,
-    /// Seconds of the window that samples cover (less while the workload is young or
-    /// tessera has just started).
+    /// Seconds of the window that have samples: minutes with at least one, times 60 (less
+    /// while the workload is young, tessera has just started, or its source was down).
     pub covered_s: u64,
 }
 
 impl Activity {
-    /// Held, and below the idle threshold for the whole window.
+    /// Held, and below the idle threshold for the whole window (samples in all but two of its
+    /// minutes), and idle now: never said from missing or frozen data.
     pub fn held_idle(&self) -> bool {
-        self.covered_s >= (WINDOW_MIN * 60) as u64
+        self.covered_s >= ((WINDOW_MIN - 2) * 60) as u64
             && self.mean_pct.is_some_and(|m| m < IDLE_BELOW_PCT)
-            && self.now_pct.is_none_or(|n| n < IDLE_BELOW_PCT)
+            && self.now_pct.is_some_and(|n| n < IDLE_BELOW_PCT)
     }
 }
 
@@ -69,7 +70,7 @@ impl Series {
     fn activity(&self, now_min: i64) -> Activity {
         let recent: Vec<&Bucket> = self.buckets.iter().filter(|b| b.minute > now_min - WINDOW_MIN).collect();
         let (sum, n) = recent.iter().fold((0.0f64, 0u32), |(s, n), b| (s + f64::from(b.sum), n + u32::from(b.n)));
-        let covered_s = recent.first().map_or(0, |b| ((now_min - b.minute + 1).max(0) * 60) as u64);
+        let covered_s = recent.len() as u64 * 60;
         Activity { now_pct: self.last, mean_pct: (n > 0).then(|| sum / f64::from(n)), covered_s }
     }
 }
@@ -101,12 +102,25 @@ pub struct ActivityHistory {
 }
 
 impl ActivityHistory {
-    /// Record the fleet at its data time and write each active workload's `activity`.
+    /// Record the fleet at its data time and write each active workload's `activity`. Only
+    /// cards some live source reports are sampled: a stale source's frozen numbers are not
+    /// activity.
     pub fn record(&mut self, fleet: &mut Fleet) {
         let Some(at) = fleet.taken_at else { return };
         let minute = at.timestamp().div_euclid(60);
+        let live: std::collections::HashSet<&str> = fleet
+            .sources
+            .iter()
+            .filter(|s| matches!(s.health, super::source::SourceHealth::Live { .. }))
+            .map(|s| s.name.as_str())
+            .collect();
         // One pass to index the nodes: thousands of workloads look their cards up.
-        let nodes: HashMap<&str, &super::fleet::Node> = fleet.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        let nodes: HashMap<&str, &super::fleet::Node> = fleet
+            .nodes
+            .iter()
+            .filter(|n| n.sources.iter().any(|s| live.contains(s.as_str())))
+            .map(|n| (n.name.as_str(), n))
+            .collect();
         let card = |r: &CardRef| nodes.get(r.node.as_str()).and_then(|n| n.cards.iter().find(|c| c.index == r.index));
         let now: Vec<(usize, Option<f64>)> = fleet
             .workloads
@@ -171,7 +185,24 @@ mod tests {
         let node = Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() };
         let mut w = Workload::new("nb", "notebook", WorkloadKind::Other, WorkloadState::Running);
         w.cards = vec![CardRef::new("n", 0)];
-        let mut f = Fleet { nodes: vec![node], workloads: vec![w], taken_at: Some(at), ..Fleet::default() };
+        let live = crate::model::SourceStatus {
+            name: "dcgm".into(),
+            kind: crate::model::SourceKind::Scrape,
+            health: crate::model::SourceHealth::Live { at },
+            interval: std::time::Duration::from_secs(1),
+            note: None,
+            last_ok: None,
+            reported: Default::default(),
+            queue: false,
+        };
+        let mut f = Fleet {
+            nodes: vec![node],
+            workloads: vec![w],
+            taken_at: Some(at),
+            sources: vec![live],
+            ..Fleet::default()
+        };
+        f.nodes[0].sources = vec!["dcgm".into()];
         f.index_workloads();
         f
     }
@@ -196,6 +227,21 @@ mod tests {
         let mut f = fleet(80.0, t0 + chrono::Duration::minutes(41));
         h.record(&mut f);
         assert!(!f.workloads[0].activity.is_some_and(|a| a.held_idle()));
+    }
+
+    #[test]
+    fn frozen_or_missing_data_is_never_idle() {
+        let t0 = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let mut h = ActivityHistory::default();
+        // One sample, then its source goes stale: the numbers stay on screen, frozen.
+        let mut f = fleet(1.0, t0);
+        h.record(&mut f);
+        for m in 1..40 {
+            let mut f = fleet(1.0, t0 + chrono::Duration::minutes(m));
+            f.sources[0].health = crate::model::SourceHealth::Stale { since: t0, error: None };
+            h.record(&mut f);
+            assert!(!f.workloads[0].activity.is_some_and(|a| a.held_idle()), "minute {m}");
+        }
     }
 
     #[test]

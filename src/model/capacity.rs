@@ -2,7 +2,7 @@
 //! and how many queued workloads a MIG layout would serve. The queue, the console's filters
 //! and sorts, and the repartition picker all count with these functions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::fleet::{Card, Fleet, Node};
 use super::mig::Placed;
@@ -49,29 +49,44 @@ impl Free {
     pub fn compute(fleet: &Fleet) -> Self {
         let mut f = Self::default();
         for node in &fleet.nodes {
+            // What the cards say: usable and unheld, by model and profile.
             let (mut whole, mut mig) = (BTreeMap::<String, u64>::new(), BTreeMap::<String, u64>::new());
+            let (mut seen_whole, mut seen_mig) = (BTreeSet::<String>::new(), BTreeSet::<String>::new());
+            for card in &node.cards {
+                if card.mig.enabled {
+                    for inst in &card.mig.instances {
+                        seen_mig.insert(inst.profile.clone());
+                        if usable(node, card) && inst.workloads.is_empty() && !inst.in_use_by_unknown() {
+                            *mig.entry(inst.profile.clone()).or_default() += 1;
+                        }
+                    }
+                } else {
+                    seen_whole.insert(model_key(&card.model));
+                    if usable(node, card) && card.is_idle() {
+                        *whole.entry(model_key(&card.model)).or_default() += 1;
+                    }
+                }
+            }
             if !node.capacity.is_empty() {
+                // A scheduler's count is what a job can get, but never more than the cards it
+                // can see allow: a drained or dead card it still counts is not free.
+                let (mut sw, mut sm) = (BTreeMap::<String, u64>::new(), BTreeMap::<String, u64>::new());
                 for c in node.capacity.iter().filter(|_| node.schedulable) {
                     match &c.resource {
                         Resource::WholeCard { model } => {
                             let key = model.as_deref().map_or_else(|| "unknown".to_string(), model_key);
-                            *whole.entry(key).or_default() += c.free();
+                            let cap = seen_whole.contains(&key).then(|| whole.get(&key).copied().unwrap_or(0));
+                            let free = cap.map_or(c.free(), |cap| c.free().min(cap));
+                            *sw.entry(key).or_default() += free;
                         }
-                        Resource::MigInstance { profile } => *mig.entry(profile.clone()).or_default() += c.free(),
+                        Resource::MigInstance { profile } => {
+                            let cap = seen_mig.contains(profile).then(|| mig.get(profile).copied().unwrap_or(0));
+                            *sm.entry(profile.clone()).or_default() += cap.map_or(c.free(), |cap| c.free().min(cap));
+                        }
                     }
                 }
-            } else {
-                for card in node.cards.iter().filter(|c| usable(node, c)) {
-                    if card.mig.enabled {
-                        for inst in
-                            card.mig.instances.iter().filter(|i| i.workloads.is_empty() && !i.in_use_by_unknown())
-                        {
-                            *mig.entry(inst.profile.clone()).or_default() += 1;
-                        }
-                    } else if card.is_idle() {
-                        *whole.entry(model_key(&card.model)).or_default() += 1;
-                    }
-                }
+                whole = sw;
+                mig = sm;
             }
             for (k, v) in &whole {
                 *f.whole.entry(k.clone()).or_default() += v;
@@ -192,6 +207,33 @@ mod tests {
         assert_eq!(card_would_serve(&h200.name, Some(with_3g), &[&eight, &three]), 1, "one job, one instance");
         let other = layouts.iter().find(|l| l.iter().all(|p| p.profile != "3g.71gb"));
         assert_eq!(card_would_serve(&h200.name, other.map(Vec::as_slice), &[&three]), 0);
+    }
+
+    #[test]
+    fn a_schedulers_count_never_exceeds_what_the_cards_allow() {
+        use crate::model::Capacity;
+        let dead = Card {
+            index: 0,
+            model: "NVIDIA H100 80GB HBM3".into(),
+            health: crate::model::Health { last_xid: Some(79), ..Default::default() },
+            ..Card::default()
+        };
+        let idle = Card { index: 1, model: "NVIDIA H100 80GB HBM3".into(), ..Card::default() };
+        let node = Node {
+            name: "n".into(),
+            schedulable: true,
+            cards: vec![dead, idle],
+            // Slurm still counts both GPUs free: it has not seen the XID.
+            capacity: vec![Capacity {
+                resource: Resource::WholeCard { model: Some("H100-80GB".into()) },
+                total: 2,
+                used: 0,
+            }],
+            ..Node::default()
+        };
+        let fleet = Fleet { nodes: vec![node], ..Fleet::default() };
+        let any = Resource::WholeCard { model: None };
+        assert_eq!(Free::compute(&fleet).of(&any), 1, "the dead card is not free, whatever the scheduler counts");
     }
 
     #[test]

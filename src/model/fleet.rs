@@ -25,6 +25,9 @@ pub struct Fleet {
     /// Workload id -> position in `workloads`; `index_workloads` builds it.
     #[serde(skip)]
     pub workload_index: std::collections::HashMap<String, usize>,
+    /// Node name -> position in `nodes`, rebuilt with the workload index.
+    #[serde(skip)]
+    pub node_index: std::collections::HashMap<String, usize>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -362,7 +365,8 @@ impl Card {
 
     /// Memory slices not covered by any instance (bit i = slice i), for a MIG card.
     pub fn free_slice_mask(&self) -> Option<u16> {
-        if self.mig.placements == Placements::Unknown {
+        // Unreadable instances or unknown placements: what is free is unknown, never "all".
+        if self.mig.placements == Placements::Unknown || self.mig.error.is_some() {
             return None;
         }
         let model = self.gpu_model()?;
@@ -412,8 +416,12 @@ impl Fleet {
         self.nodes.iter().flat_map(|n| n.cards.iter().map(move |c| (n, c)))
     }
 
+    /// A card by reference: through the node index when it is current, else by scanning.
     pub fn card(&self, r: &CardRef) -> Option<&Card> {
-        self.nodes.iter().find(|n| n.name == r.node)?.cards.iter().find(|c| c.index == r.index)
+        // The index may be older than `nodes` (a test edits them): trust it only if it agrees.
+        let indexed = self.node_index.get(&r.node).and_then(|&i| self.nodes.get(i)).filter(|n| n.name == r.node);
+        let node = indexed.or_else(|| self.nodes.iter().find(|n| n.name == r.node))?;
+        node.cards.iter().find(|c| c.index == r.index)
     }
 
     /// A workload by id: through the index when it is current, else by scanning.
@@ -449,6 +457,7 @@ impl Fleet {
     /// Rebuild the id index after `workloads` changed.
     pub fn index_workloads(&mut self) {
         self.workload_index = self.workloads.iter().enumerate().map(|(i, w)| (w.id.clone(), i)).collect();
+        self.node_index = self.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
     }
 }
 

@@ -29,7 +29,7 @@ impl Totals {
             t.mem_used_mib += c.memory_used_mib.unwrap_or(0);
             t.mem_total_mib += c.memory_total_mib.unwrap_or(0);
             t.mig_total += c.mig.instances.len();
-            t.mig_used += c.mig.instances.iter().filter(|i| !i.workloads.is_empty()).count();
+            t.mig_used += c.mig.instances.iter().filter(|i| !i.workloads.is_empty() || i.in_use_by_unknown()).count();
         }
         // MIG instances only a scheduler counts (Slurm GRES, Kubernetes resources) on nodes
         // whose cards show none.

@@ -258,6 +258,11 @@ struct Acc<'a> {
     cards: Vec<CardAcc<'a>>,
     /// Cards by host label and index; several when their UUIDs differ.
     index: HashMap<(Cow<'a, str>, u32), Vec<usize>>,
+    /// Cards by UUID: one lookup however many hosts share an index under one target.
+    by_uuid: HashMap<Cow<'a, str>, usize>,
+    /// Cards first seen in a series without a UUID, by host label and index: the only ones a
+    /// new UUID may join.
+    no_uuid: HashMap<(Cow<'a, str>, u32), Vec<usize>>,
     holders: Vec<HolderAcc<'a>>,
     stats: Counts,
 }
@@ -286,13 +291,18 @@ impl<'a> Acc<'a> {
         // Cards with different UUIDs are different cards, whatever their index says; without
         // a UUID, a different host label (one target fronting many hosts) tells them apart.
         let agree = |a: Option<&str>, b: Option<&str>| a.zip(b).is_none_or(|(a, b)| a == b);
-        let found = same.iter().copied().find(|&i| {
-            let c = &cards[i];
-            match (c.uuid.as_deref(), l.uuid.as_deref()) {
-                (Some(a), Some(b)) => a == b,
-                _ => agree(c.host.as_deref(), l.host.as_deref()),
-            }
-        });
+        let anonymous = self.no_uuid.entry((node.clone(), gpu)).or_default();
+        let found = match &l.uuid {
+            // A known UUID is one lookup; a new one joins only a card that has no UUID yet.
+            Some(u) => self.by_uuid.get(u).copied().filter(|&i| cards[i].index == gpu).or_else(|| {
+                anonymous
+                    .iter()
+                    .copied()
+                    .filter(|&i| cards[i].uuid.is_none())
+                    .find(|&i| agree(cards[i].host.as_deref(), l.host.as_deref()))
+            }),
+            None => same.iter().copied().find(|&i| agree(cards[i].host.as_deref(), l.host.as_deref())),
+        };
         let ci = found.unwrap_or_else(|| {
             cards.push(CardAcc {
                 node,
@@ -305,10 +315,18 @@ impl<'a> Acc<'a> {
                 instances: Vec::new(),
             });
             same.push(cards.len() - 1);
+            if l.uuid.is_none() {
+                anonymous.push(cards.len() - 1);
+            }
             cards.len() - 1
         });
         let Some(card) = self.cards.get_mut(ci) else { return };
         fill(&mut card.host, l.host);
+        if card.uuid.is_none()
+            && let Some(u) = &l.uuid
+        {
+            self.by_uuid.insert(u.clone(), ci);
+        }
         fill(&mut card.uuid, l.uuid);
         fill(&mut card.model, l.model);
         fill(&mut card.pci, l.pci);

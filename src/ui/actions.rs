@@ -246,6 +246,11 @@ pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) -> Option<Requ
         st.message = Some("read-only: actions are off".into());
         return None;
     }
+    // One action at a time: a new dialog would hide the running one and lose its tracking.
+    if st.action_running() {
+        st.message = Some("an action is running: a shows its progress; start the next when it ends".into());
+        return None;
+    }
     if matches!(intent, Intent::Preempt | Intent::ForcePreempt) {
         let id = st.open_workload.clone().or_else(|| {
             (st.tab == Tab::Workloads && st.open_card.is_none())

@@ -274,3 +274,22 @@ fn a_running_action_can_be_hidden_and_followed_in_the_footer() {
     on_key(&mut st, store.fleet(), key(KeyCode::Char('a')));
     assert!(!st.action_hidden, "a shows it again");
 }
+
+#[test]
+fn no_second_action_while_one_runs_hidden() {
+    let store = store();
+    let mut st = ui();
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    for k in [KeyCode::Char('d'), KeyCode::Char('y'), KeyCode::Esc] {
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
+    }
+    assert!(st.action_hidden && st.action_running());
+    for k in [KeyCode::Char('j'), KeyCode::Char('d'), KeyCode::Char('u'), KeyCode::Char('r')] {
+        let e = on_key(&mut st, store.fleet(), key(k));
+        assert!(!matches!(e, Effect::Request(_)), "{k:?} asked for an action while one runs");
+    }
+    assert!(matches!(st.modal, Some(Modal::Running { .. })), "the running action keeps its dialog");
+    assert_eq!(executed.len(), 1);
+}

@@ -139,7 +139,8 @@ impl Filter {
             Term::HeldIdle => w.activity.is_some_and(|a| a.held_idle()),
             Term::Mig => w.request.mig_profile.is_some(),
             Term::Whole => w.request.mig_profile.is_none(),
-            Term::Temp(..) | Term::Free(..) | Term::Idle => false,
+            // Card terms say nothing about a workload: they leave its lists alone.
+            Term::Temp(..) | Term::Free(..) | Term::Idle => true,
             Term::Draining => on_card(&|c| c.draining),
             Term::Unhealthy => on_card(&|c| c.health.fault().is_some()),
             Term::Xid => on_card(&|c| c.health.last_xid.is_some()),

@@ -71,6 +71,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     }
     if st.queue_rows.is_empty() {
         let (text, style) = match &q.known {
+            crate::model::QueueKnown::Known if !st.filter_text.is_empty() => {
+                ("nothing waiting matches the filter".to_string(), theme.dim())
+            }
             crate::model::QueueKnown::Known => ("nothing is waiting".to_string(), theme.dim()),
             crate::model::QueueKnown::NoScheduler => (
                 "no queue source: add --slurm, --kubernetes, or Prometheus with prometheus_queue".to_string(),
