@@ -40,6 +40,14 @@ fn serve(st: &mut UiState, store: &Store, effect: Effect, executed: &mut Vec<Pla
     }
 }
 
+/// Press `keys` in order, serving each effect as the loop would.
+fn press(st: &mut UiState, store: &Store, keys: &[KeyCode], executed: &mut Vec<Plan>) {
+    for &k in keys {
+        let e = on_key(st, store.fleet(), key(k));
+        serve(st, store, e, executed);
+    }
+}
+
 fn ui() -> UiState {
     UiState::new(false, false, std::time::Duration::from_secs(1800), clock())
 }
@@ -50,10 +58,7 @@ fn drain_confirmed_with_y_executes_once() {
     let mut st = ui();
     st.on_fleet(store.fleet());
     let mut executed = Vec::new();
-    for k in [KeyCode::Char('d'), KeyCode::Char('y')] {
-        let e = on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, e, &mut executed);
-    }
+    press(&mut st, &store, &[KeyCode::Char('d'), KeyCode::Char('y')], &mut executed);
     assert_eq!(executed.len(), 1);
     assert_eq!(executed[0].action, Action::Drain { target: "gpu-a100-01/0".into() });
 }
@@ -65,10 +70,7 @@ fn cancel_leaves_everything_unchanged() {
     st.on_fleet(store.fleet());
     let before = store.fleet().nodes.clone();
     let mut executed = Vec::new();
-    for k in [KeyCode::Char('d'), KeyCode::Esc] {
-        let e = on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, e, &mut executed);
-    }
+    press(&mut st, &store, &[KeyCode::Char('d'), KeyCode::Esc], &mut executed);
     assert!(executed.is_empty());
     assert!(st.modal.is_none());
     assert_eq!(st.message.as_deref(), Some("drain gpu-a100-01/0 cancelled: nothing done"));
@@ -82,17 +84,11 @@ fn destructive_actions_need_the_typed_name() {
     st.on_fleet(store.fleet());
     let mut executed = Vec::new();
     // Repartition the selected card: open the picker, take the first layout, plan it.
-    for k in [KeyCode::Char('r'), KeyCode::Enter] {
-        let e = on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, e, &mut executed);
-    }
+    press(&mut st, &store, &[KeyCode::Char('r'), KeyCode::Enter], &mut executed);
     let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("no confirmation: {:?}", st.message) };
     // The selected card is busy: the guards refuse, so nothing can confirm it.
     assert!(!plan.allowed(), "{:?}", plan.blockers);
-    for k in [KeyCode::Char('y'), KeyCode::Enter] {
-        let e = on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, e, &mut executed);
-    }
+    press(&mut st, &store, &[KeyCode::Char('y'), KeyCode::Enter], &mut executed);
     assert!(executed.is_empty());
 
     // The refusal offers the drain that makes the card idle.
@@ -198,10 +194,7 @@ fn a_refusal_closes_as_refused_and_read_only_says_so_once() {
     st.on_fleet(store.fleet());
     let mut executed = Vec::new();
     // The selected card is busy: repartition is refused; Esc says refused, not cancelled.
-    for k in [KeyCode::Char('r'), KeyCode::Enter, KeyCode::Esc] {
-        let e = on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, e, &mut executed);
-    }
+    press(&mut st, &store, &[KeyCode::Char('r'), KeyCode::Enter, KeyCode::Esc], &mut executed);
     assert!(st.message.as_deref().is_some_and(|m| m.ends_with("refused: nothing done")), "{:?}", st.message);
 
     let mut ro = UiState::new(true, false, std::time::Duration::from_secs(1800), clock());
@@ -230,16 +223,10 @@ fn an_unhealthy_card_is_undrained_only_forced_and_asked_twice() {
     serve(&mut st, &store, e, &mut executed);
     let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("no confirmation") };
     assert!(!plan.allowed() && offers_force(&plan), "{:?}", plan.blockers);
-    for k in [KeyCode::Char('y'), KeyCode::Enter] {
-        let e = on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, e, &mut executed);
-    }
+    press(&mut st, &store, &[KeyCode::Char('y'), KeyCode::Enter], &mut executed);
     assert!(executed.is_empty(), "a refused undrain cannot be confirmed");
     // f plans it forced; y, then the second y, runs it.
-    for k in [KeyCode::Char('f'), KeyCode::Char('y')] {
-        let e = on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, e, &mut executed);
-    }
+    press(&mut st, &store, &[KeyCode::Char('f'), KeyCode::Char('y')], &mut executed);
     assert!(executed.is_empty(), "the second question is not answered yet");
     let e = on_key(&mut st, store.fleet(), key(KeyCode::Char('y')));
     serve(&mut st, &store, e, &mut executed);
@@ -253,10 +240,7 @@ fn a_running_action_can_be_hidden_and_followed_in_the_footer() {
     let mut st = ui();
     st.on_fleet(store.fleet());
     let mut executed = Vec::new();
-    for k in [KeyCode::Char('d'), KeyCode::Char('y')] {
-        let e = on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, e, &mut executed);
-    }
+    press(&mut st, &store, &[KeyCode::Char('d'), KeyCode::Char('y')], &mut executed);
     assert!(st.action_running());
     if let Some(m) = &mut st.modal {
         on_progress(m, Progress::Started { step: 0, wait_s: Some(45) }, clock());
@@ -281,10 +265,7 @@ fn no_second_action_while_one_runs_hidden() {
     let mut st = ui();
     st.on_fleet(store.fleet());
     let mut executed = Vec::new();
-    for k in [KeyCode::Char('d'), KeyCode::Char('y'), KeyCode::Esc] {
-        let e = on_key(&mut st, store.fleet(), key(k));
-        serve(&mut st, &store, e, &mut executed);
-    }
+    press(&mut st, &store, &[KeyCode::Char('d'), KeyCode::Char('y'), KeyCode::Esc], &mut executed);
     assert!(st.action_hidden && st.action_running());
     for k in [KeyCode::Char('j'), KeyCode::Char('d'), KeyCode::Char('u'), KeyCode::Char('r')] {
         let e = on_key(&mut st, store.fleet(), key(k));
