@@ -147,6 +147,8 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
             _ = tokio::time::sleep_until(merge_at), if merge_pending => {
                 store.rebuild();
                 st.on_fleet(store.fleet());
+                // The advisor is pure and cheap: it runs on every merged fleet.
+                st.on_findings(advise(cfg, store.fleet()));
                 merge_pending = false;
                 last_merge = tokio::time::Instant::now();
                 dirty = true;
@@ -166,6 +168,12 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
         }
     }
     Ok(())
+}
+
+/// The advisor's findings on `fleet`, with the thresholds of the config.
+fn advise(cfg: &Config, fleet: &crate::model::Fleet) -> Vec<crate::advisor::Finding> {
+    let cx = crate::advisor::Context::new(cfg, fleet.taken_at.unwrap_or_else(Utc::now));
+    crate::advisor::advise(fleet, &cx)
 }
 
 /// Asked to quit while an action runs: the first time, let it finish (true); the second, go.

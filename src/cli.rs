@@ -67,6 +67,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The capacity advisor: waste, what it costs, what to do.
+    Advise {
+        /// Print JSON (docs/json.md) instead of a list.
+        #[arg(long)]
+        json: bool,
+        /// Exit 4 when a finding of this severity or higher exists.
+        #[arg(long, value_enum)]
+        fail_on: Option<FailOn>,
+    },
     /// Every valid (maximal) MIG layout for a GPU model.
     Layouts {
         /// A GPU model as NVML, DCGM, Kubernetes or Slurm name it, e.g. "NVIDIA H100 80GB HBM3".
@@ -124,4 +133,20 @@ pub struct ActOptions {
     /// Do not ask for confirmation.
     #[arg(long)]
     pub yes: bool,
+}
+
+/// The severity `advise --fail-on` exits 4 at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    High,
+    Warn,
+}
+
+impl FailOn {
+    pub fn severity(self) -> crate::advisor::Severity {
+        match self {
+            Self::High => crate::advisor::Severity::High,
+            Self::Warn => crate::advisor::Severity::Warn,
+        }
+    }
 }

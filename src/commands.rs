@@ -1,6 +1,7 @@
 //! Subcommands: settings from flags over config, `snapshot`, `layouts`, `check-config`.
 
 mod act;
+mod advise;
 mod out;
 mod snapshot;
 
@@ -11,6 +12,7 @@ use crate::config::{self, Config, ConfigError};
 use crate::model::mig::{catalog, enumerate};
 
 pub use act::act;
+pub use advise::advise;
 pub use snapshot::{collect_once, snapshot_json, snapshot_table};
 
 /// A failed command, with the exit code the contract gives it.
@@ -24,6 +26,9 @@ pub enum CmdError {
     Failed(String),
     #[error("refused: {0}")]
     Refused(String),
+    /// `advise --fail-on`: a finding of that severity exists.
+    #[error("{0}")]
+    Findings(String),
     /// Standard output was closed by its reader (`| head`): end quietly.
     #[error("standard output closed")]
     Closed,
@@ -36,6 +41,7 @@ impl CmdError {
             Self::Failed(_) => 1,
             Self::Refused(_) => 3,
             Self::Closed => 0,
+            Self::Findings(_) => 4,
         }
     }
 }

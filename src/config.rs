@@ -4,12 +4,14 @@
 //! file, the key and the bad value. `example()` is the commented example config; a test keeps
 //! the committed `config.example.toml` identical to it.
 
+pub mod advisor;
 pub mod duration;
 mod example;
 pub mod scheduler;
 
 pub use example::example;
 
+pub use advisor::Advisor;
 pub use scheduler::{Kubernetes, Slurm};
 
 use std::path::{Path, PathBuf};
@@ -30,6 +32,7 @@ pub struct Config {
     pub slurm: Slurm,
     pub kubernetes: Kubernetes,
     pub kinds: crate::model::KindRules,
+    pub advisor: Advisor,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -156,6 +159,7 @@ impl Default for Config {
             slurm: Slurm::default(),
             kubernetes: Kubernetes::default(),
             kinds: crate::model::KindRules::default(),
+            advisor: Advisor::default(),
         }
     }
 }
@@ -223,10 +227,22 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
             "slurm" => scheduler::read_slurm(&r, r.table(key, value)?, &mut cfg.slurm)?,
             "kubernetes" => scheduler::read_kubernetes(&r, r.table(key, value)?, &mut cfg.kubernetes)?,
             "kinds" => scheduler::read_kinds(&r, r.table(key, value)?, &mut cfg.kinds)?,
+            "advisor" => advisor::read_advisor(&r, r.table(key, value)?, &mut cfg.advisor)?,
             _ => {
                 return Err(r.unknown(
                     key,
-                    &["read_only", "refresh", "theme", "sources", "demo", "policy", "slurm", "kubernetes", "kinds"],
+                    &[
+                        "read_only",
+                        "refresh",
+                        "theme",
+                        "sources",
+                        "demo",
+                        "policy",
+                        "slurm",
+                        "kubernetes",
+                        "kinds",
+                        "advisor",
+                    ],
                 ));
             }
         }

@@ -5,6 +5,7 @@
 //! console's loop. See docs/architecture.md for the data flow.
 
 pub mod actions;
+pub mod advisor;
 pub mod app;
 pub mod cli;
 pub mod commands;

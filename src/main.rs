@@ -24,6 +24,7 @@ fn main() -> ExitCode {
             commands::check_config(path.as_deref().or(cli.global.config.as_deref()), example)
         }
         Some(Command::Snapshot { json }) => commands::snapshot(&cli.global, json),
+        Some(Command::Advise { json, fail_on }) => commands::advise(&cli.global, json, fail_on.map(|f| f.severity())),
         Some(Command::Drain { target, how }) => commands::act(&cli.global, Action::Drain { target }, how),
         Some(Command::Undrain { target, how, force }) => {
             commands::act(&cli.global, Action::Undrain { target, force }, how)

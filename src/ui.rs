@@ -55,6 +55,7 @@ pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated
         (None, state::Tab::Queue) => views::queue::draw(f, a.body, st, fleet, theme),
         (None, state::Tab::Workloads) => views::workloads::draw(f, a.body, st, fleet, theme),
         (None, state::Tab::Sources) => views::sources::draw(f, a.body, st, fleet, theme),
+        (None, state::Tab::Advice) => views::advice::draw(f, a.body, st, theme),
     }
     views::footer::draw(f, a.footer, st, theme);
     if st.help {

@@ -273,3 +273,20 @@ fn repartition_says_what_is_wrong_and_where_instances_land() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("nothing to do: gpu-a100-01/0 is already"), "{own}: {out}{err}");
 }
+
+#[test]
+fn advise_lists_the_waste_and_fails_on_request() {
+    let (code, out, err) = tessera(&["advise", "--demo", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(v["schema_version"], 1);
+    let findings = v["findings"].as_array().cloned().unwrap_or_default();
+    let idle = findings.iter().find(|f| f["kind"] == "held_idle").unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(idle["severity"], "warn");
+    assert!(idle["gpu_hours_per_day"].as_f64().is_some_and(|h| h > 0.0));
+    assert!(idle["evidence"].as_array().is_some_and(|e| !e.is_empty()));
+    assert!(findings.iter().any(|f| f["kind"] == "mig_waste"));
+    // For cron: exit 4 when a finding at the level exists, 0 when none does.
+    assert_eq!(tessera(&["advise", "--demo", "--fail-on", "warn"]).0, 4);
+    assert_eq!(tessera(&["advise", "--demo", "--fail-on", "high"]).0, 0);
+}

@@ -88,6 +88,16 @@ fn views() -> Vec<(&'static str, Setup)> {
             }),
         ),
         (
+            "advice",
+            Box::new(|st: &mut UiState, s: &Store| {
+                let cfg = tessera::config::Config::default();
+                let cx = tessera::advisor::Context::new(&cfg, clock());
+                st.on_findings(tessera::advisor::advise(s.fleet(), &cx));
+                assert!(!st.findings.is_empty());
+                st.apply(Intent::ViewAdvice, s.fleet());
+            }),
+        ),
+        (
             "sources",
             Box::new(|st: &mut UiState, s: &Store| {
                 st.apply(Intent::ViewSources, s.fleet());

@@ -27,6 +27,9 @@ pub struct Activity {
     /// Seconds of the window that have samples: minutes with at least one, times 60 (less
     /// while the workload is young, tessera has just started, or its source was down).
     pub covered_s: u64,
+    /// How long it has been idle without a break, back from now, over the kept history
+    /// (`KEEP_MIN`): minutes with samples, all below the idle threshold, times 60.
+    pub idle_for_s: u64,
 }
 
 impl Activity {
@@ -71,7 +74,18 @@ impl Series {
         let recent: Vec<&Bucket> = self.buckets.iter().filter(|b| b.minute > now_min - WINDOW_MIN).collect();
         let (sum, n) = recent.iter().fold((0.0f64, 0u32), |(s, n), b| (s + f64::from(b.sum), n + u32::from(b.n)));
         let covered_s = recent.len() as u64 * 60;
-        Activity { now_pct: self.last, mean_pct: (n > 0).then(|| sum / f64::from(n)), covered_s }
+        let idle = |b: &&Bucket| f64::from(b.sum) / f64::from(b.n.max(1)) < IDLE_BELOW_PCT;
+        let streak = if self.last.is_some_and(|n| n < IDLE_BELOW_PCT) {
+            self.buckets.iter().rev().take_while(idle).count() as u64
+        } else {
+            0
+        };
+        Activity {
+            now_pct: self.last,
+            mean_pct: (n > 0).then(|| sum / f64::from(n)),
+            covered_s,
+            idle_for_s: streak * 60,
+        }
     }
 }
 

@@ -16,10 +16,11 @@ pub enum Tab {
     Queue,
     Workloads,
     Sources,
+    Advice,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 4] = [Tab::Fleet, Tab::Queue, Tab::Workloads, Tab::Sources];
+    pub const ALL: [Tab; 5] = [Tab::Fleet, Tab::Queue, Tab::Workloads, Tab::Sources, Tab::Advice];
 
     pub fn index(self) -> usize {
         self as usize
@@ -31,6 +32,7 @@ impl Tab {
             Tab::Queue => "Queue",
             Tab::Workloads => "Workloads",
             Tab::Sources => "Sources",
+            Tab::Advice => "Advice",
         }
     }
 }
@@ -114,8 +116,8 @@ pub struct UiState {
     pub rows: Vec<Row>,
     pub queue_rows: Vec<usize>,
     pub workload_rows: Vec<usize>,
-    pub selected: [usize; 4],
-    pub offset: [usize; 4],
+    pub selected: [usize; 5],
+    pub offset: [usize; 5],
     /// Node names and card indexes of the fleet the rows were built from, so the selection
     /// can be found again by identity in the next fleet, whatever its order.
     built_from: Vec<(String, Vec<u32>)>,
@@ -147,6 +149,8 @@ pub struct UiState {
     pub told_read_only: bool,
     /// Sources in the fleet, for the sources view's selection.
     pub source_count: usize,
+    /// The advisor's findings on the latest fleet, most costly first (the loop sets them).
+    pub findings: Vec<crate::advisor::Finding>,
 }
 
 /// What the loop must do after a key.
@@ -177,8 +181,8 @@ impl UiState {
             rows: Vec::new(),
             queue_rows: Vec::new(),
             workload_rows: Vec::new(),
-            selected: [0; 4],
-            offset: [0; 4],
+            selected: [0; 5],
+            offset: [0; 5],
             built_from: Vec::new(),
             viewport: 20,
             message: None,
@@ -197,6 +201,7 @@ impl UiState {
             action_hidden: false,
             told_read_only: false,
             source_count: 0,
+            findings: Vec::new(),
         }
     }
 
@@ -240,6 +245,12 @@ impl UiState {
         self.source_count = fleet.sources.len();
         self.queue = crate::model::QueueSummary::compute(fleet, self.now);
         self.rebuild(fleet);
+    }
+
+    /// New findings from the advisor: keep the selection in range.
+    pub fn on_findings(&mut self, findings: Vec<crate::advisor::Finding>) {
+        self.findings = findings;
+        self.clamp(Tab::Advice);
     }
 
     /// Asked to quit while an action runs: leave when it ends (a second request leaves now).
@@ -368,6 +379,7 @@ impl UiState {
             Tab::Queue => self.queue_rows.len(),
             Tab::Workloads => self.workload_rows.len(),
             Tab::Sources => self.source_count,
+            Tab::Advice => self.findings.len(),
         }
     }
 
@@ -447,8 +459,18 @@ impl UiState {
             Intent::ShowAction => {
                 if self.action_hidden {
                     self.action_hidden = false;
+                } else if self.tab == Tab::Advice {
+                    // The selected finding's suggestion, through the same plan and confirmation.
+                    match self.findings.get(self.selected[4]).and_then(|f| f.suggestion.action()) {
+                        Some(action) if !self.read_only && !self.action_running() => {
+                            return Effect::Request(super::actions::Request::Plan(action.clone()));
+                        }
+                        Some(_) if self.read_only => self.message = Some("read-only: actions are off".into()),
+                        Some(_) => self.message = Some("an action is running: start the next when it ends".into()),
+                        None => self.message = Some("this finding suggests nothing tessera can do itself".into()),
+                    }
                 } else {
-                    self.message = Some("no action is running".into());
+                    self.message = Some("no action is running (a acts on advice in the Advice view, 5)".into());
                 }
             }
             Intent::Help => {
@@ -485,7 +507,7 @@ impl UiState {
                     Tab::Fleet => self.open_card = self.selected_card(),
                     Tab::Queue => self.open_workload = row(&self.queue_rows, self.selected[1]),
                     Tab::Workloads => self.open_workload = row(&self.workload_rows, self.selected[2]),
-                    Tab::Sources => {}
+                    Tab::Sources | Tab::Advice => {}
                 }
             }
             Intent::NextView => self.switch(Tab::ALL[(self.tab.index() + 1) % Tab::ALL.len()]),
@@ -493,6 +515,7 @@ impl UiState {
             Intent::ViewQueue => self.switch(Tab::Queue),
             Intent::ViewWorkloads => self.switch(Tab::Workloads),
             Intent::ViewSources => self.switch(Tab::Sources),
+            Intent::ViewAdvice => self.switch(Tab::Advice),
             Intent::Sort => {
                 self.sort = self.sort.next();
                 self.message = Some(format!("sorted by {}", self.sort.name()));
@@ -540,6 +563,7 @@ impl UiState {
             (Some("queue"), _) => self.switch(Tab::Queue),
             (Some("workloads" | "wl"), _) => self.switch(Tab::Workloads),
             (Some("sources" | "src"), _) => self.switch(Tab::Sources),
+            (Some("advice" | "advise"), _) => self.switch(Tab::Advice),
             (Some("node"), Some(name)) => {
                 self.switch(Tab::Fleet);
                 if !self.filter_text.is_empty() {

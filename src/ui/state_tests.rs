@@ -168,3 +168,34 @@ fn enter_opens_a_workload_and_health_sorts_the_sick_first() {
     assert!(last.health.fault().is_some(), "reversed, it is last");
     assert_eq!(crate::model::Totals::compute(&f).unhealthy, 1);
 }
+
+#[test]
+fn a_plans_the_selected_advice_through_a_request() {
+    let f = fleet();
+    let mut st = state(&f);
+    let finding = crate::advisor::Finding {
+        kind: crate::advisor::Kind::UnhealthyHeld,
+        severity: crate::advisor::Severity::High,
+        subject: crate::advisor::Subject::Card { card: "gpu-a100-01/0".into() },
+        title: "t".into(),
+        evidence: Vec::new(),
+        gpu_hours_per_day: 24.0,
+        cost_per_day: None,
+        suggestion: crate::advisor::Suggestion::Action {
+            action: crate::actions::Action::Drain { target: "gpu-a100-01/0".into() },
+            why: "w".into(),
+        },
+        cards: Vec::new(),
+    };
+    st.on_findings(vec![finding]);
+    assert!(matches!(st.apply(Intent::ShowAction, &f), Effect::Redraw), "outside the Advice view: nothing");
+    st.apply(Intent::ViewAdvice, &f);
+    let e = st.apply(Intent::ShowAction, &f);
+    let Effect::Request(crate::ui::actions::Request::Plan(a)) = e else { panic!("{e:?}") };
+    assert_eq!(a, crate::actions::Action::Drain { target: "gpu-a100-01/0".into() });
+    let mut ro = UiState::new(true, false, std::time::Duration::from_secs(1800), Utc::now());
+    ro.on_fleet(&f);
+    ro.on_findings(st.findings.clone());
+    ro.apply(Intent::ViewAdvice, &f);
+    assert_eq!(ro.apply(Intent::ShowAction, &f), Effect::Redraw, "read-only: no request");
+}

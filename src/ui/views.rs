@@ -1,5 +1,6 @@
 //! One module per screen region or view; each draws from borrowed state and returns nothing.
 
+pub mod advice;
 pub mod card;
 pub mod fleet;
 pub mod footer;

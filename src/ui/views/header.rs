@@ -50,10 +50,18 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     };
     // Unhealthy cards are counted where the eye starts: they need someone.
     let sick = if t.unhealthy > 0 { format!(" ({} unhealthy)", t.unhealthy) } else { String::new() };
+    // Advice that needs someone: high and warn findings.
+    let (high, warn, _) = crate::advisor::counts(&st.findings);
+    let advice = match (high, warn) {
+        (0, 0) => String::new(),
+        (0, w) => format!(" │ advice {w} warn"),
+        (h, 0) => format!(" │ advice {h} high"),
+        (h, w) => format!(" │ advice {h} high {w} warn"),
+    };
     let summary = if w < 120 {
         // Narrow: the queue before memory, so an 80-column header keeps it.
         format!(
-            " {} cards{sick} │ {util} │ queue {} ({oldest}) │ MIG {}/{} │ mem {mem}",
+            " {} cards{sick} │ {util} │ queue {} ({oldest}){advice} │ MIG {}/{} │ mem {mem}",
             t.cards,
             q.known.count_text(q.pending),
             t.mig_used,
@@ -61,7 +69,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         )
     } else {
         format!(
-            " {} cards{sick} │ util {util} │ mem {mem} │ MIG {}/{} used │ queue {} (oldest {oldest}) │ {}",
+            " {} cards{sick} │ util {util} │ mem {mem} │ MIG {}/{} used │ queue {} (oldest {oldest}){advice} │ {}",
             t.cards,
             t.mig_used,
             t.mig_total,

@@ -1,0 +1,243 @@
+//! The capacity advisor: pure rules over the merged fleet (with each workload's activity
+//! history) that find waste and say what to do. Each `Finding` has a kind, a severity, a
+//! subject, the evidence in numbers with the window they cover, what it costs per day and a
+//! suggestion: an `Action` the runner can plan, or plain words for what tessera cannot do.
+//! No IO; the engine's loop runs it after merged updates, `tessera advise` once.
+
+mod health;
+mod idle;
+mod preempt;
+mod waste;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::actions::Action;
+use crate::config::Advisor;
+use crate::model::{CardRef, Fleet};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A workload holds GPUs and does not use them.
+    HeldIdle,
+    /// A whole card whose work would fit a MIG instance.
+    Oversized,
+    /// A MIG instance much larger than what its workload uses.
+    MigWaste,
+    /// Work runs on a card that is failing.
+    UnhealthyHeld,
+    /// Waiting inference that preempting eligible training would start.
+    PreemptionCandidate,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::HeldIdle => "held idle",
+            Self::Oversized => "oversized",
+            Self::MigWaste => "MIG waste",
+            Self::UnhealthyHeld => "unhealthy, held",
+            Self::PreemptionCandidate => "preempt to serve",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Info,
+    Warn,
+    High,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Info => "info",
+            Self::Warn => "warn",
+            Self::High => "high",
+        }
+    }
+}
+
+/// What a finding is about.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Subject {
+    Workload {
+        id: String,
+    },
+    Card {
+        card: String,
+    },
+    Instance {
+        card: String,
+        gi: u32,
+        profile: String,
+    },
+    /// Every instance of one profile (a summary).
+    Profile {
+        profile: String,
+    },
+}
+
+impl Subject {
+    pub fn text(&self) -> String {
+        match self {
+            Self::Workload { id } => id.clone(),
+            Self::Card { card } => card.clone(),
+            Self::Instance { card, profile, .. } => format!("{card} {profile}"),
+            Self::Profile { profile } => format!("all {profile}"),
+        }
+    }
+}
+
+/// What to do about a finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Suggestion {
+    /// An action the runner plans, guards and confirms like any other.
+    Action { action: Action, why: String },
+    /// What tessera cannot do itself.
+    Words { text: String },
+}
+
+impl Suggestion {
+    pub fn text(&self) -> String {
+        match self {
+            Self::Action { action, why } => format!("{} ({why})", describe(action)),
+            Self::Words { text } => text.clone(),
+        }
+    }
+
+    pub fn action(&self) -> Option<&Action> {
+        match self {
+            Self::Action { action, .. } => Some(action),
+            Self::Words { .. } => None,
+        }
+    }
+}
+
+fn describe(a: &Action) -> String {
+    match a {
+        Action::Drain { target } => format!("drain {target}"),
+        Action::Undrain { target, .. } => format!("undrain {target}"),
+        Action::Repartition { target, layout } => format!("repartition {target} to {layout}"),
+        Action::Preempt { workload, .. } => format!("preempt {workload}"),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub kind: Kind,
+    pub severity: Severity,
+    pub subject: Subject,
+    /// One line: what is wrong.
+    pub title: String,
+    /// The numbers behind it, each with the window it covers.
+    pub evidence: Vec<String>,
+    /// GPU-hours a day this wastes (or, for waiting work, would use) if nothing changes.
+    pub gpu_hours_per_day: f64,
+    /// The same in money, where `[advisor.prices]` names the GPU model.
+    pub cost_per_day: Option<f64>,
+    pub suggestion: Suggestion,
+    /// The cards it is about, for marking fleet rows.
+    #[serde(serialize_with = "cards")]
+    pub cards: Vec<CardRef>,
+}
+
+fn cards<S: serde::Serializer>(c: &[CardRef], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(c.iter().map(ToString::to_string))
+}
+
+/// What the rules need beyond the fleet.
+#[derive(Debug, Clone)]
+pub struct Context<'a> {
+    pub advisor: &'a Advisor,
+    /// Training may be preempted only after this (`[policy] min_runtime`).
+    pub min_runtime: Duration,
+    /// Waiting longer than this is worth acting on (`[policy] queue_wait_threshold`).
+    pub queue_wait: Duration,
+    /// The data's clock.
+    pub now: DateTime<Utc>,
+}
+
+impl<'a> Context<'a> {
+    /// The thresholds of `cfg`, at the data's clock `now`.
+    pub fn new(cfg: &'a crate::config::Config, now: DateTime<Utc>) -> Self {
+        Self {
+            advisor: &cfg.advisor,
+            min_runtime: cfg.policy.min_runtime,
+            queue_wait: cfg.policy.queue_wait_threshold,
+            now,
+        }
+    }
+
+    /// `gpu_hours` a day of `model` in money, where a price is set.
+    fn money(&self, model: Option<&str>, gpu_hours: f64) -> Option<f64> {
+        Some(self.advisor.price(model?)? * gpu_hours)
+    }
+}
+
+/// Every finding over `fleet`, the most costly first (then the most severe).
+pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    idle::held_idle(fleet, cx, &mut out);
+    idle::oversized(fleet, cx, &mut out);
+    waste::mig_waste(fleet, cx, &mut out);
+    health::unhealthy_held(fleet, cx, &mut out);
+    preempt::candidates(fleet, cx, &mut out);
+    out.sort_by(|a, b| {
+        b.gpu_hours_per_day
+            .total_cmp(&a.gpu_hours_per_day)
+            .then(b.severity.cmp(&a.severity))
+            .then(a.title.cmp(&b.title))
+    });
+    out
+}
+
+/// Findings by severity: (high, warn, info).
+pub fn counts(findings: &[Finding]) -> (usize, usize, usize) {
+    findings.iter().fold((0, 0, 0), |(h, w, i), f| match f.severity {
+        Severity::High => (h + 1, w, i),
+        Severity::Warn => (h, w + 1, i),
+        Severity::Info => (h, w, i + 1),
+    })
+}
+
+/// The GPU model of a workload's first card, as the catalog names it.
+fn model_of(fleet: &Fleet, cards: &[CardRef]) -> Option<String> {
+    let c = fleet.card(cards.first()?)?;
+    Some(c.gpu_model().map_or_else(|| c.model.clone(), |m| m.name.clone()))
+}
+
+/// The share of whole GPUs `id` holds: one per whole card, slices over the card's for MIG.
+fn gpu_share(fleet: &Fleet, id: &str, cards: &[CardRef]) -> f64 {
+    cards
+        .iter()
+        .filter_map(|r| fleet.card(r))
+        .map(|c| {
+            if !c.mig.enabled {
+                return 1.0;
+            }
+            let slices = c.gpu_model().map_or(8.0, |m| f64::from(m.memory_slices));
+            c.mig
+                .instances
+                .iter()
+                .filter(|i| i.workloads.iter().any(|w| w == id))
+                .map(|i| f64::from(i.size) / slices)
+                .sum()
+        })
+        .sum()
+}
+
+fn minutes(s: u64) -> String {
+    crate::config::duration::short(s as i64)
+}
+
+#[cfg(test)]
+#[path = "advisor_tests.rs"]
+mod tests;

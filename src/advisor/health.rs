@@ -1,0 +1,40 @@
+//! Unhealthy but held: work running on a card that is lost, threw a fatal XID or has
+//! uncorrectable ECC errors. Drain it (no new work) and move what runs there.
+
+use super::{Context, Finding, Kind, Severity, Subject, Suggestion};
+use crate::actions::Action;
+use crate::model::{CardRef, Fleet};
+
+pub(super) fn unhealthy_held(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
+    for (n, c) in fleet.cards() {
+        let Some(fault) = c.health.fault() else { continue };
+        let holders: Vec<&str> = c.holders().collect();
+        if holders.is_empty() {
+            continue;
+        }
+        let r = CardRef::new(n.name.clone(), c.index);
+        let model = c.gpu_model().map_or_else(|| c.model.clone(), |m| m.name.clone());
+        let suggestion = if c.draining {
+            Suggestion::Words { text: format!("move {} off it: the card is failing", holders.join(", ")) }
+        } else {
+            Suggestion::Action {
+                action: Action::Drain { target: r.to_string() },
+                why: "no new work on a failing card; then move what runs there".into(),
+            }
+        };
+        out.push(Finding {
+            kind: Kind::UnhealthyHeld,
+            severity: Severity::High,
+            subject: Subject::Card { card: r.to_string() },
+            title: format!("{r} is unhealthy ({fault}) and holds {}", holders.join(", ")),
+            evidence: vec![
+                format!("health: {fault}{}", if c.draining { "; drained" } else { "; not drained" }),
+                format!("{} workloads on it", holders.len()),
+            ],
+            gpu_hours_per_day: 24.0,
+            cost_per_day: cx.money(Some(&model), 24.0),
+            suggestion,
+            cards: vec![r],
+        });
+    }
+}

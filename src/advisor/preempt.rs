@@ -1,0 +1,95 @@
+//! Preemption candidates: for inference that has waited past the threshold with nothing free
+//! of what it asks for, the running training (past its minimum runtime) whose GPUs would start
+//! it, the one that frees just enough and has run the shortest first (the least work to redo
+//! where the last checkpoint is unknown).
+
+use super::{Context, Finding, Kind, Severity, Subject, Suggestion, gpu_share};
+use crate::actions::Action;
+use crate::model::capacity::{Free, model_key};
+use crate::model::{Fleet, Resource, Workload, WorkloadKind, WorkloadState};
+
+/// What `w` asks for, as the queue counts it.
+fn wants(w: &Workload) -> (Resource, u64) {
+    let n = u64::from(w.request.gpus.unwrap_or(1).max(1));
+    match &w.request.mig_profile {
+        Some(p) => (Resource::MigInstance { profile: p.clone() }, n),
+        None => (Resource::WholeCard { model: w.request.model.as_deref().map(model_key) }, n),
+    }
+}
+
+/// Units of `res` that preempting `t` would free.
+fn frees(fleet: &Fleet, t: &Workload, res: &Resource) -> u64 {
+    let mut units = 0;
+    for c in t.cards.iter().filter_map(|r| fleet.card(r)) {
+        match res {
+            Resource::MigInstance { profile } => {
+                units += c.mig.instances.iter().filter(|i| &i.profile == profile && i.workloads.contains(&t.id)).count()
+                    as u64;
+            }
+            Resource::WholeCard { model } => {
+                let fits = model.as_deref().is_none_or(|m| model_key(&c.model) == m);
+                units += u64::from(!c.mig.enabled && fits);
+            }
+        }
+    }
+    units
+}
+
+pub(super) fn candidates(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
+    let free = Free::compute(fleet);
+    let eligible: Vec<&Workload> = fleet
+        .workloads
+        .iter()
+        .filter(|t| t.kind == WorkloadKind::Training && t.state == WorkloadState::Running)
+        .filter(|t| t.runtime(cx.now).and_then(|d| d.to_std().ok()).is_some_and(|r| r >= cx.min_runtime))
+        .collect();
+    for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending && w.kind == WorkloadKind::Inference) {
+        let Some(waited) = w.wait(cx.now).and_then(|d| d.to_std().ok()) else { continue };
+        let (res, need) = wants(w);
+        if waited < cx.queue_wait || free.of(&res) >= need {
+            continue;
+        }
+        let best = eligible
+            .iter()
+            .map(|t| (frees(fleet, t, &res), t))
+            .filter(|(units, _)| *units >= need)
+            .min_by_key(|(units, t)| (*units, t.runtime(cx.now).map_or(i64::MAX, |d| d.num_seconds())));
+        let Some((units, t)) = best else { continue };
+        let severity = if waited >= cx.queue_wait * 2 { Severity::High } else { Severity::Warn };
+        let gpu_hours = gpu_share(fleet, &t.id, &t.cards).min(units as f64) * 24.0;
+        let ran = t.runtime(cx.now).map_or(0, |d| d.num_seconds().max(0) as u64);
+        out.push(Finding {
+            kind: Kind::PreemptionCandidate,
+            severity,
+            subject: Subject::Workload { id: w.id.clone() },
+            title: format!(
+                "{} ({res}) has waited {}: preempting {} would start it",
+                w.name,
+                super::minutes(waited.as_secs()),
+                t.id
+            ),
+            evidence: vec![
+                format!(
+                    "{} free of {need} wanted; waited {} (threshold {})",
+                    free.of(&res),
+                    super::minutes(waited.as_secs()),
+                    super::minutes(cx.queue_wait.as_secs())
+                ),
+                format!(
+                    "{} ({}) has run {} (minimum {}) and holds {units} of it",
+                    t.id,
+                    t.name,
+                    super::minutes(ran),
+                    super::minutes(cx.min_runtime.as_secs())
+                ),
+            ],
+            gpu_hours_per_day: gpu_hours,
+            cost_per_day: None,
+            suggestion: Suggestion::Action {
+                action: Action::Preempt { workload: t.id.clone(), force: false },
+                why: format!("inference first: {} checkpoints and requeues, {} starts", t.id, w.id),
+            },
+            cards: t.cards.clone(),
+        });
+    }
+}

@@ -1,0 +1,91 @@
+//! MIG granularity waste: an instance's memory minus what its workload uses (a 15 GB job on
+//! a 20 GB instance wastes 5 GB), per workload and summed per profile, with the smallest
+//! profile that would hold the job.
+
+use std::collections::BTreeMap;
+
+use super::{Context, Finding, Kind, Severity, Subject, Suggestion};
+use crate::model::mig::best_fit;
+use crate::model::{CardRef, Fleet};
+
+pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
+    let min_mib = (cx.advisor.waste_min_gib * 1024.0) as u64;
+    // Per profile: instances, memory held, memory wasted.
+    let mut per: BTreeMap<String, (usize, u64, u64, f64, Option<String>)> = BTreeMap::new();
+    for (n, c) in fleet.cards().filter(|(_, c)| c.mig.enabled) {
+        let Some(model) = c.gpu_model() else { continue };
+        for i in c.mig.instances.iter().filter(|i| !i.workloads.is_empty()) {
+            let (Some(total), Some(used)) = (i.memory_total_mib, i.memory_used_mib) else { continue };
+            let wasted = total.saturating_sub(used);
+            if wasted < min_mib {
+                continue;
+            }
+            let r = CardRef::new(n.name.clone(), c.index);
+            // The wasted share of the card, a day long.
+            let card_mib =
+                c.memory_total_mib.unwrap_or(total.max(1) * u64::from(model.memory_slices) / u64::from(i.size.max(1)));
+            let gpu_hours = wasted as f64 / card_mib.max(1) as f64 * 24.0;
+            let e = per.entry(i.profile.clone()).or_default();
+            e.0 += 1;
+            e.1 += total;
+            e.2 += wasted;
+            e.3 += gpu_hours;
+            e.4.get_or_insert_with(|| model.name.clone());
+            let smaller = best_fit(model, used, 1).filter(|f| f.profile != i.profile && f.memory_mib < total);
+            let suggestion = match &smaller {
+                Some(f) => Suggestion::Words {
+                    text: format!(
+                        "a {} instance holds it ({:.1} GiB); next time the card is free, lay it out with {} here",
+                        f.profile,
+                        f.memory_mib as f64 / 1024.0,
+                        f.profile
+                    ),
+                },
+                None => {
+                    Suggestion::Words { text: "no smaller profile holds it; the waste is the profile's size".into() }
+                }
+            };
+            let holder = i.workloads.join(", ");
+            out.push(Finding {
+                kind: Kind::MigWaste,
+                severity: Severity::Info,
+                subject: Subject::Instance { card: r.to_string(), gi: i.gi_id, profile: i.profile.clone() },
+                title: format!(
+                    "{holder} uses {:.1} of {:.1} GiB on {r} {} ({:.1} GiB idle)",
+                    used as f64 / 1024.0,
+                    total as f64 / 1024.0,
+                    i.profile,
+                    wasted as f64 / 1024.0
+                ),
+                evidence: vec![format!(
+                    "memory in use now {:.1} GiB of the instance's {:.1} GiB",
+                    used as f64 / 1024.0,
+                    total as f64 / 1024.0
+                )],
+                gpu_hours_per_day: gpu_hours,
+                cost_per_day: cx.money(Some(&model.name), gpu_hours),
+                suggestion,
+                cards: vec![r],
+            });
+        }
+    }
+    for (profile, (count, held, wasted, gpu_hours, model)) in per.into_iter().filter(|(_, v)| v.0 > 1) {
+        out.push(Finding {
+            kind: Kind::MigWaste,
+            severity: Severity::Info,
+            subject: Subject::Profile { profile: profile.clone() },
+            title: format!("{count} {profile} instances leave {:.1} GiB idle", wasted as f64 / 1024.0),
+            evidence: vec![format!(
+                "{:.1} GiB held, {:.0} % of it unused now",
+                held as f64 / 1024.0,
+                wasted as f64 * 100.0 / held.max(1) as f64
+            )],
+            gpu_hours_per_day: gpu_hours,
+            cost_per_day: cx.money(model.as_deref(), gpu_hours),
+            suggestion: Suggestion::Words {
+                text: format!("smaller profiles for these jobs, or more jobs per {profile}"),
+            },
+            cards: Vec::new(),
+        });
+    }
+}

@@ -1,0 +1,166 @@
+//! Each rule as a table of cases over small fleets, and the whole advisor on the simulated
+//! cluster.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+
+use super::*;
+use crate::model::activity::Activity;
+use crate::model::{Card, MigState, Node, Workload, WorkloadKind, WorkloadState};
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 2, 14, 0, 0).single().unwrap_or_default()
+}
+
+fn cx(a: &Advisor) -> Context<'_> {
+    Context { advisor: a, min_runtime: Duration::from_secs(1800), queue_wait: Duration::from_secs(900), now: now() }
+}
+
+fn activity(mean: f64, idle_min: u64) -> Activity {
+    Activity { now_pct: Some(mean), mean_pct: Some(mean), covered_s: 1800, idle_for_s: idle_min * 60 }
+}
+
+/// Node `n` with a whole H100 (card 0) held by `w`, and an A100 in 3g.40gb+... (card 1).
+fn fleet(w: Workload) -> Fleet {
+    let whole = Card {
+        index: 0,
+        model: "NVIDIA H100 80GB HBM3".into(),
+        memory_total_mib: Some(81559),
+        workloads: vec![w.id.clone()],
+        ..Card::default()
+    };
+    let mut mig =
+        Card { index: 1, model: "NVIDIA A100-SXM4-80GB".into(), memory_total_mib: Some(81920), ..Card::default() };
+    mig.mig = MigState::from_layout(&mig.model, "3g.40gb@0,3g.40gb@4");
+    let node = Node { name: "n".into(), schedulable: true, cards: vec![whole, mig], ..Node::default() };
+    let mut f = Fleet { nodes: vec![node], workloads: vec![w], taken_at: Some(now()), ..Fleet::default() };
+    f.index_workloads();
+    f
+}
+
+fn running(id: &str, kind: WorkloadKind, ran_min: i64, a: Option<Activity>) -> Workload {
+    let mut w = Workload::new(id, id, kind, WorkloadState::Running);
+    w.started_at = Some(now() - chrono::Duration::minutes(ran_min));
+    w.cards = vec![crate::model::CardRef::new("n", 0)];
+    w.activity = a;
+    w
+}
+
+fn of(kind: Kind, f: &Fleet, a: &Advisor) -> Vec<Finding> {
+    advise(f, &cx(a)).into_iter().filter(|x| x.kind == kind).collect()
+}
+
+#[test]
+fn held_idle_cases() {
+    let a = Advisor::default();
+    #[rustfmt::skip]
+    let cases = [
+        // kind, ran, idle minutes, severity, suggests a preemption
+        (WorkloadKind::Other,     300, 10,  None,                 false),
+        (WorkloadKind::Other,     300, 40,  Some(Severity::Warn), false),
+        (WorkloadKind::Other,     300, 130, Some(Severity::High), false),
+        (WorkloadKind::Training,  300, 40,  Some(Severity::Warn), true),
+        (WorkloadKind::Training,  20,  40,  Some(Severity::Warn), false),
+        (WorkloadKind::Inference, 300, 40,  Some(Severity::Warn), false),
+    ];
+    for (kind, ran, idle, want, preempts) in cases {
+        let f = fleet(running("w", kind, ran, Some(activity(1.0, idle))));
+        let got = of(Kind::HeldIdle, &f, &a);
+        assert_eq!(got.first().map(|x| x.severity), want, "{kind:?} ran {ran} idle {idle}");
+        if let Some(x) = got.first() {
+            assert_eq!(x.suggestion.action().is_some(), preempts, "{kind:?} ran {ran}");
+            assert!((x.gpu_hours_per_day - 24.0).abs() < 1e-9, "one whole card a day");
+        }
+    }
+    // Checkpointing dips on purpose: not idle.
+    let mut w = running("w", WorkloadKind::Training, 300, Some(activity(1.0, 200)));
+    w.state = WorkloadState::Checkpointing;
+    assert!(of(Kind::HeldIdle, &fleet(w), &a).is_empty());
+    // A price makes it money.
+    let priced = Advisor { prices: vec![("H100-80GB".into(), 2.5)], ..Advisor::default() };
+    let f = fleet(running("w", WorkloadKind::Other, 300, Some(activity(1.0, 40))));
+    assert_eq!(of(Kind::HeldIdle, &f, &priced)[0].cost_per_day, Some(60.0));
+}
+
+#[test]
+fn oversized_cases() {
+    let a = Advisor::default();
+    // mean %, memory GiB in use, finding's profile
+    for (mean, gib, want) in
+        [(10.0, 8, Some("1g.10gb")), (10.0, 30, Some("3g.40gb")), (50.0, 8, None), (10.0, 75, None)]
+    {
+        let mut w = running("w", WorkloadKind::Inference, 300, Some(activity(mean, 0)));
+        w.memory_used_mib = Some(gib * 1024);
+        let got = of(Kind::Oversized, &fleet(w), &a);
+        let profile = got.first().map(|x| x.title.rsplit(' ').next().unwrap_or_default().to_string());
+        assert_eq!(profile.as_deref(), want, "mean {mean} used {gib} GiB: {got:?}");
+    }
+}
+
+#[test]
+fn mig_waste_cases() {
+    let a = Advisor::default();
+    let mut f = fleet(running("w", WorkloadKind::Other, 300, None));
+    let inst = &mut f.nodes[0].cards[1].mig.instances;
+    inst[0].workloads = vec!["small".into()];
+    inst[0].memory_used_mib = Some(15 * 1024);
+    inst[0].memory_total_mib = Some(40 * 1024);
+    inst[1].workloads = vec!["big".into()];
+    inst[1].memory_used_mib = Some(38 * 1024);
+    inst[1].memory_total_mib = Some(40 * 1024);
+    let got = of(Kind::MigWaste, &f, &a);
+    assert_eq!(got.len(), 1, "only the instance with 25 GiB idle: {got:?}");
+    assert!(got[0].title.contains("25.0 GiB idle"), "{}", got[0].title);
+    assert!(
+        got[0].suggestion.text().contains("1g.20gb"),
+        "the smallest that holds 15 GiB: {}",
+        got[0].suggestion.text()
+    );
+}
+
+#[test]
+fn unhealthy_cards_with_work_are_high_and_drained_first() {
+    let a = Advisor::default();
+    let mut f = fleet(running("w", WorkloadKind::Training, 300, None));
+    f.nodes[0].cards[0].health.last_xid = Some(79);
+    let got = of(Kind::UnhealthyHeld, &f, &a);
+    assert_eq!(got[0].severity, Severity::High);
+    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "n/0".into() }));
+    f.nodes[0].cards[0].draining = true;
+    assert!(of(Kind::UnhealthyHeld, &f, &a)[0].suggestion.action().is_none(), "drained: move the work");
+}
+
+#[test]
+fn waiting_inference_names_the_training_to_preempt() {
+    let a = Advisor::default();
+    let mut f = fleet(running("t", WorkloadKind::Training, 300, None));
+    // The training job holds both A100 instances; an inference job waits for a 3g.40gb.
+    f.workloads[0].cards = vec![crate::model::CardRef::new("n", 1)];
+    for i in &mut f.nodes[0].cards[1].mig.instances {
+        i.workloads = vec!["t".into()];
+    }
+    f.nodes[0].cards[0].workloads.clear();
+    let mut p = Workload::new("p", "p", WorkloadKind::Inference, WorkloadState::Pending);
+    p.request.mig_profile = Some("3g.40gb".into());
+    p.submitted_at = Some(now() - chrono::Duration::minutes(40));
+    f.workloads.push(p);
+    f.index_workloads();
+    let got = of(Kind::PreemptionCandidate, &f, &a);
+    assert_eq!(got[0].suggestion.action(), Some(&Action::Preempt { workload: "t".into(), force: false }));
+    assert_eq!(got[0].severity, Severity::High, "40 min is over twice the 15 min threshold");
+    // Young training is not a candidate.
+    f.workloads[0].started_at = Some(now() - chrono::Duration::minutes(10));
+    assert!(of(Kind::PreemptionCandidate, &f, &a).is_empty());
+}
+
+#[test]
+fn the_simulated_cluster_shows_its_waste() {
+    let f = crate::engine::simulated_store(42, now()).fleet().clone();
+    let a = Advisor::default();
+    let got = advise(&f, &cx(&a));
+    assert!(got.iter().any(|x| x.kind == Kind::HeldIdle), "the idle notebook: {got:#?}");
+    assert!(got.iter().any(|x| x.kind == Kind::MigWaste), "{got:#?}");
+    // The most costly first.
+    assert!(got.windows(2).all(|w| w[0].gpu_hours_per_day >= w[1].gpu_hours_per_day));
+}

@@ -1,0 +1,69 @@
+//! `tessera advise [--json] [--fail-on high|warn]`: collect once, run the advisor, print the
+//! findings (most costly first) or the JSON contract; exit 4 when a finding of the given
+//! severity exists, for cron and alerting.
+
+use serde_json::json;
+
+use super::{CmdError, collect_once, out, settings};
+use crate::advisor::{self, Context, Finding, Severity};
+use crate::cli::Global;
+use crate::model::Fleet;
+
+fn context(cfg: &crate::config::Config, fleet: &Fleet) -> (Vec<Finding>, usize, usize) {
+    let cx = Context::new(cfg, fleet.taken_at.unwrap_or_else(chrono::Utc::now));
+    let running: Vec<_> = fleet.workloads.iter().filter(|w| w.state.is_active() && !w.cards.is_empty()).collect();
+    let seen = running.iter().filter(|w| w.activity.is_some_and(|a| a.covered_s >= 28 * 60)).count();
+    (advisor::advise(fleet, &cx), seen, running.len())
+}
+
+pub fn advise(g: &Global, json_out: bool, fail_on: Option<Severity>) -> Result<(), CmdError> {
+    let cfg = settings(g)?;
+    let (fleet, simulated) = collect_once(&cfg)?;
+    let (findings, seen, running) = context(&cfg, &fleet);
+    let text = if json_out {
+        let v = json!({
+            "schema_version": super::snapshot::SCHEMA_VERSION,
+            "taken_at": fleet.taken_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            "simulated": simulated,
+            "activity_covered": { "workloads": seen, "of": running },
+            "currency": cfg.advisor.currency,
+            "findings": findings,
+        });
+        serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))? + "\n"
+    } else {
+        table(&findings, seen, running, &cfg.advisor.currency)
+    };
+    out::print(&text)?;
+    if !fleet.sources.iter().any(|s| matches!(s.health, crate::model::SourceHealth::Live { .. })) {
+        return Err(CmdError::Failed("no source answered: nothing to advise on".into()));
+    }
+    match fail_on {
+        Some(level) if findings.iter().any(|f| f.severity >= level) => {
+            Err(CmdError::Findings(format!("findings at {} or above", level.as_str())))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn table(findings: &[Finding], seen: usize, running: usize, currency: &str) -> String {
+    let (h, w, i) = advisor::counts(findings);
+    let mut out = format!("{} findings: {h} high, {w} warn, {i} info\n", findings.len());
+    if seen < running {
+        out.push_str(&format!(
+            "activity: {seen} of {running} running workloads have 30 minutes of history; idle and oversized \
+             need it (the console learns it as it runs; Prometheus and the simulator send theirs)\n"
+        ));
+    }
+    for f in findings {
+        let cost = match f.cost_per_day {
+            Some(c) => format!("{:.1} GPU-h/day, {c:.2} {currency}/day", f.gpu_hours_per_day),
+            None => format!("{:.1} GPU-h/day", f.gpu_hours_per_day),
+        };
+        out.push_str(&format!("\n[{}] {}: {}\n    {cost}\n", f.severity.as_str(), f.kind.as_str(), f.title));
+        for e in &f.evidence {
+            out.push_str(&format!("    - {e}\n"));
+        }
+        out.push_str(&format!("    => {}\n", f.suggestion.text()));
+    }
+    out
+}

@@ -1,0 +1,118 @@
+//! `[advisor]`: the thresholds of the capacity advisor's rules and optional prices. Defaults
+//! follow what peers use: idle below 5 % for 30 minutes warns and for 2 hours is high (the
+//! common "idle GPU" reports over DCGM), an oversized whole card is one at or below 15 %.
+
+use std::time::Duration;
+
+use toml::{Table, Value};
+
+use super::{ConfigError, Reader, duration};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Advisor {
+    /// Held and idle this long: a warning.
+    pub idle_warn: Duration,
+    /// Held and idle this long: high.
+    pub idle_high: Duration,
+    /// A whole card busy at or below this (30-minute mean) may fit a MIG instance.
+    pub oversized_below_pct: f64,
+    /// MIG waste (instance memory minus use) reported from this many GiB up.
+    pub waste_min_gib: f64,
+    /// Price of one GPU-hour per GPU model (catalog name, e.g. "H100-80GB"), for costs.
+    pub prices: Vec<(String, f64)>,
+    /// The currency the prices are in.
+    pub currency: String,
+}
+
+impl Default for Advisor {
+    fn default() -> Self {
+        Self {
+            idle_warn: Duration::from_secs(30 * 60),
+            idle_high: Duration::from_secs(2 * 3600),
+            oversized_below_pct: 15.0,
+            waste_min_gib: 4.0,
+            prices: Vec::new(),
+            currency: "USD".into(),
+        }
+    }
+}
+
+impl Advisor {
+    /// The price of one GPU-hour of `model`, where set.
+    pub fn price(&self, model: &str) -> Option<f64> {
+        self.prices.iter().find(|(m, _)| m.eq_ignore_ascii_case(model)).map(|(_, p)| *p)
+    }
+}
+
+pub(super) fn read_advisor(r: &Reader, t: &Table, a: &mut Advisor) -> Result<(), ConfigError> {
+    let pct = |key: &str, v: &Value| -> Result<f64, ConfigError> {
+        let x = r.number(key, v)?;
+        if (0.0..=100.0).contains(&x) { Ok(x) } else { Err(r.bad(key, v, "expected a percentage from 0 to 100")) }
+    };
+    for (k, v) in t {
+        let key = format!("advisor.{k}");
+        match k.as_str() {
+            "idle_warn" => a.idle_warn = r.duration(&key, v)?,
+            "idle_high" => a.idle_high = r.duration(&key, v)?,
+            "oversized_below_pct" => a.oversized_below_pct = pct(&key, v)?,
+            "waste_min_gib" => {
+                let x = r.number(&key, v)?;
+                if x < 0.0 {
+                    return Err(r.bad(&key, v, "expected GiB, 0 or more"));
+                }
+                a.waste_min_gib = x;
+            }
+            "currency" => a.currency = r.string(&key, v)?,
+            "prices" => {
+                for (model, price) in r.table(&key, v)? {
+                    let pk = format!("{key}.{model}");
+                    let p = r.number(&pk, price)?;
+                    if p < 0.0 {
+                        return Err(r.bad(&pk, price, "expected a price per GPU-hour, 0 or more"));
+                    }
+                    a.prices.push((model.clone(), p));
+                }
+            }
+            _ => {
+                return Err(r.unknown(
+                    &key,
+                    &["idle_warn", "idle_high", "oversized_below_pct", "waste_min_gib", "currency", "prices"],
+                ));
+            }
+        }
+    }
+    if a.idle_high < a.idle_warn {
+        let v = Value::String(duration::format(a.idle_high));
+        return Err(r.bad("advisor.idle_high", &v, "must not be shorter than advisor.idle_warn"));
+    }
+    Ok(())
+}
+
+/// The `[advisor]` part of the example config.
+pub(super) fn example() -> String {
+    let d = Advisor::default();
+    format!(
+        r#"
+[advisor]
+# The capacity advisor's thresholds (tessera advise, the Advice view). Idle means below 5 %
+# activity (the model's fixed threshold).
+# A workload holding GPUs idle this long is a warning, and this long is high.
+idle_warn = "{warn}"
+idle_high = "{high}"
+# A whole card at or below this mean activity may fit a MIG instance instead.
+oversized_below_pct = {over:?}
+# MIG instances with at least this many GiB unused are reported as waste.
+waste_min_gib = {waste:?}
+# Costs: the price of one GPU-hour per GPU model (names as `tessera layouts` prints them).
+currency = "{currency}"
+# [advisor.prices]
+# "H100-80GB" = 2.5
+# "A100-80GB" = 1.6
+"#,
+        warn = duration::format(d.idle_warn),
+        high = duration::format(d.idle_high),
+        over = d.oversized_below_pct,
+        waste = d.waste_min_gib,
+        currency = d.currency,
+    )
+}

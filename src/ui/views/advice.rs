@@ -1,0 +1,65 @@
+//! The Advice view (`5`, `:advice`): the advisor's findings, the most costly first, and for
+//! the selected one its evidence and suggestion; `a` plans a suggested action through the one
+//! action runner, with its usual confirmation.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{cell, rcell};
+use crate::advisor::Severity;
+use crate::ui::state::UiState;
+use crate::ui::theme::Theme;
+use crate::ui::widgets::text::fit;
+
+pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
+    let a = st.ascii;
+    let w = usize::from(area.width);
+    let head = theme.title();
+    // The list above, the selected finding below (when there is room for both).
+    let detail_h = if area.height >= 14 { 7 } else { 0 };
+    let parts = Layout::vertical([Constraint::Min(2), Constraint::Length(detail_h)]).split(area);
+    let title_w = w.saturating_sub(5 + 17 + 10 + 4);
+    let mut lines = vec![Line::from(vec![
+        cell("SEV", 4, head, a),
+        cell("KIND", 16, head, a),
+        rcell("GPU-h/d", 9, head, a),
+        cell("FINDING", title_w, head, a),
+    ])];
+    let vp = usize::from(parts[0].height.saturating_sub(1));
+    for (i, x) in st.findings.iter().enumerate().skip(st.offset[4]).take(vp) {
+        let sev = match x.severity {
+            Severity::High => theme.fg(theme.c.danger),
+            Severity::Warn => theme.fg(theme.c.warning),
+            Severity::Info => theme.dim(),
+        };
+        let row = Line::from(vec![
+            cell(x.severity.as_str(), 4, sev, a),
+            cell(x.kind.as_str(), 16, theme.text(), a),
+            rcell(&format!("{:.1}", x.gpu_hours_per_day), 9, theme.text(), a),
+            cell(&x.title, title_w, theme.text(), a),
+        ]);
+        lines.push(if i == st.selected[4] { row.patch_style(theme.selection()) } else { row });
+    }
+    if st.findings.is_empty() {
+        lines.push(Line::from(Span::styled("no findings: nothing held idle, oversized or failing", theme.dim())));
+    }
+    f.render_widget(Paragraph::new(lines), parts[0]);
+    if detail_h == 0 {
+        return;
+    }
+    let Some(x) = st.findings.get(st.selected[4]) else { return };
+    let mut d = vec![Line::from(Span::styled(fit(&x.title, w, a), theme.title()))];
+    for e in &x.evidence {
+        d.push(Line::from(Span::styled(fit(&format!("  {e}"), w, a), theme.text())));
+    }
+    let cost = x.cost_per_day.map_or(String::new(), |c| format!(", {c:.2}/day"));
+    d.push(Line::from(Span::styled(
+        fit(&format!("  costs {:.1} GPU-hours a day{cost}", x.gpu_hours_per_day), w, a),
+        theme.dim(),
+    )));
+    let act = if x.suggestion.action().is_some() && !st.read_only { "  (a plans it)" } else { "" };
+    d.push(Line::from(Span::styled(fit(&format!("=> {}{act}", x.suggestion.text()), w, a), theme.fg(theme.c.ok))));
+    f.render_widget(Paragraph::new(d), parts[1]);
+}
