@@ -151,6 +151,8 @@ pub struct UiState {
     pub source_count: usize,
     /// The advisor's findings on the latest fleet, most costly first (the loop sets them).
     pub findings: Vec<crate::advisor::Finding>,
+    /// Cards some warn or high finding is about: their fleet rows say `advice`.
+    pub flagged: std::collections::HashSet<CardRef>,
 }
 
 /// What the loop must do after a key.
@@ -202,6 +204,7 @@ impl UiState {
             told_read_only: false,
             source_count: 0,
             findings: Vec::new(),
+            flagged: std::collections::HashSet::new(),
         }
     }
 
@@ -249,6 +252,11 @@ impl UiState {
 
     /// New findings from the advisor: keep the selection in range.
     pub fn on_findings(&mut self, findings: Vec<crate::advisor::Finding>) {
+        self.flagged = findings
+            .iter()
+            .filter(|f| f.severity >= crate::advisor::Severity::Warn)
+            .flat_map(|f| f.cards.iter().cloned())
+            .collect();
         self.findings = findings;
         self.clamp(Tab::Advice);
     }

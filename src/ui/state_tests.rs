@@ -185,9 +185,10 @@ fn a_plans_the_selected_advice_through_a_request() {
             action: crate::actions::Action::Drain { target: "gpu-a100-01/0".into() },
             why: "w".into(),
         },
-        cards: Vec::new(),
+        cards: vec![CardRef::new("gpu-a100-01", 0)],
     };
     st.on_findings(vec![finding]);
+    assert!(st.flagged.contains(&CardRef::new("gpu-a100-01", 0)), "its fleet row says advice");
     assert!(matches!(st.apply(Intent::ShowAction, &f), Effect::Redraw), "outside the Advice view: nothing");
     st.apply(Intent::ViewAdvice, &f);
     let e = st.apply(Intent::ShowAction, &f);

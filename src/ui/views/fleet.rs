@@ -69,7 +69,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             Row::Node(ni) => node_line(&fleet.nodes[ni], theme, area.width),
             Row::Card(ni, ci) => {
                 let node = &fleet.nodes[ni];
-                card_line(fleet, node, &node.cards[ci], &c, theme, flat)
+                let card = &node.cards[ci];
+                let flagged = st.flagged.contains(&crate::model::CardRef::new(node.name.clone(), card.index));
+                card_line(fleet, node, card, &c, theme, flat, flagged)
             }
         };
         lines.push(if selected { line.patch_style(theme.selection()) } else { line });
@@ -115,7 +117,16 @@ fn node_line(n: &Node, theme: &Theme, width: u16) -> Line<'static> {
     Line::from(Span::styled(text, theme.title().add_modifier(Modifier::BOLD)))
 }
 
-fn card_line(fleet: &Fleet, node: &Node, card: &Card, c: &Cols, theme: &Theme, flat: bool) -> Line<'static> {
+/// One card's row; `flagged`: the advisor has a finding about it (its state says `advice`).
+fn card_line(
+    fleet: &Fleet,
+    node: &Node,
+    card: &Card,
+    c: &Cols,
+    theme: &Theme,
+    flat: bool,
+    flagged: bool,
+) -> Line<'static> {
     let a = theme.ascii;
     let text = theme.text();
     let first = if flat { format!("{}/{}", node.name, card.index) } else { card.index.to_string() };
@@ -142,7 +153,10 @@ fn card_line(fleet: &Fleet, node: &Node, card: &Card, c: &Cols, theme: &Theme, f
     spans.push(rcell(&util, 5, util_style, a));
     spans.push(rcell(&gib_pair(card.memory_used_mib, card.memory_total_mib), c.mem, text, a));
     spans.push(rcell(&temp, 4, temp_style, a));
-    let (state, state_style) = card_state(card, theme);
+    let (mut state, mut state_style) = card_state(card, theme);
+    if flagged && state == "ok" {
+        (state, state_style) = ("advice".into(), theme.fg(theme.c.warning));
+    }
     if c.wide {
         let power = card.power_w.map_or_else(|| "-".into(), |p| format!("{p:.0}W"));
         spans.push(rcell(&power, 5, text, a));
