@@ -1,0 +1,179 @@
+//! What keys and `:` commands do to the UI state: the keymap's intents, the filter, the
+//! command line and mouse clicks. Pure: effects the loop must perform come back as `Effect`.
+
+use super::*;
+
+impl UiState {
+    /// Apply an intent from the keymap.
+    pub fn apply(&mut self, intent: Intent, fleet: &Fleet) -> Effect {
+        let page = self.viewport.max(1) as isize;
+        if self.help {
+            // The help is in front: moving keys scroll it, not the list behind it.
+            let by: isize = match intent {
+                Intent::Up => -1,
+                Intent::Down => 1,
+                Intent::PageUp => -page,
+                Intent::PageDown => page,
+                Intent::Top => isize::MIN / 2,
+                Intent::Bottom => isize::MAX / 2,
+                _ => 0,
+            };
+            if by != 0 {
+                // The box shows the body's rows plus one (see views/help.rs).
+                let last = crate::ui::views::help::line_count(self.read_only).saturating_sub(self.viewport + 1);
+                self.help_scroll = self.help_scroll.saturating_add_signed(by).min(last);
+                return Effect::Redraw;
+            }
+        }
+        match intent {
+            Intent::Quit if self.action_running() => self.quit_when_done(),
+            Intent::Quit => return Effect::Quit,
+            Intent::ShowAction => {
+                if self.action_hidden {
+                    self.action_hidden = false;
+                } else if self.tab == Tab::Advice {
+                    // The selected finding's suggestion, through the same plan and confirmation.
+                    match self.findings.get(self.selected[4]).and_then(|f| f.suggestion.action()) {
+                        Some(action) if !self.read_only && !self.action_running() => {
+                            return Effect::Request(crate::ui::actions::Request::Plan(action.clone()));
+                        }
+                        Some(_) if self.read_only => self.message = Some("read-only: actions are off".into()),
+                        Some(_) => self.message = Some("an action is running: start the next when it ends".into()),
+                        None => self.message = Some("this finding suggests nothing tessera can do itself".into()),
+                    }
+                } else {
+                    self.message = Some("no action is running (a acts on advice in the Advice view, 5)".into());
+                }
+            }
+            Intent::Help => {
+                self.help = !self.help;
+                self.help_scroll = 0;
+            }
+            Intent::Back => {
+                if self.help {
+                    self.help = false;
+                } else if self.open_card.is_some() {
+                    self.open_card = None;
+                } else if self.open_workload.is_some() {
+                    self.open_workload = None;
+                } else if !self.filter_text.is_empty() {
+                    self.set_filter(String::new(), fleet);
+                } else if self.tab != Tab::Fleet {
+                    self.switch(Tab::Fleet);
+                } else {
+                    self.message = None;
+                }
+            }
+            Intent::Filter => self.input = Input::Filter(self.filter_text.clone()),
+            Intent::Command => self.input = Input::Command(String::new()),
+            Intent::Up => self.step(-1),
+            Intent::Down => self.step(1),
+            Intent::PageUp => self.step(-page),
+            Intent::PageDown => self.step(page),
+            Intent::Top => self.step(-(self.len(self.tab) as isize)),
+            Intent::Bottom => self.step(self.len(self.tab) as isize),
+            Intent::Open => {
+                let row =
+                    |rows: &[usize], i: usize| rows.get(i).and_then(|&w| fleet.workloads.get(w)).map(|w| w.id.clone());
+                match self.tab {
+                    Tab::Fleet => self.open_card = self.selected_card(),
+                    Tab::Queue => self.open_workload = row(&self.queue_rows, self.selected[1]),
+                    Tab::Workloads => self.open_workload = row(&self.workload_rows, self.selected[2]),
+                    Tab::Sources | Tab::Advice => {}
+                }
+            }
+            Intent::NextView => self.switch(Tab::ALL[(self.tab.index() + 1) % Tab::ALL.len()]),
+            Intent::ViewFleet => self.switch(Tab::Fleet),
+            Intent::ViewQueue => self.switch(Tab::Queue),
+            Intent::ViewWorkloads => self.switch(Tab::Workloads),
+            Intent::ViewSources => self.switch(Tab::Sources),
+            Intent::ViewAdvice => self.switch(Tab::Advice),
+            Intent::Sort => {
+                self.sort = self.sort.next();
+                self.message = Some(format!("sorted by {}", self.sort.name()));
+                self.rebuild(fleet);
+            }
+            Intent::ReverseSort => {
+                self.sort_reverse = !self.sort_reverse;
+                let way = if self.sort_reverse { "smallest first" } else { "largest first" };
+                self.message = Some(format!("sorted by {}, {way}", self.sort.name()));
+                self.rebuild(fleet);
+            }
+            Intent::Drain | Intent::Undrain | Intent::Repartition | Intent::Preempt | Intent::ForcePreempt => {
+                if let Some(r) = crate::ui::actions::on_intent(self, intent, fleet) {
+                    return Effect::Request(r);
+                }
+            }
+        }
+        Effect::Redraw
+    }
+
+    fn switch(&mut self, t: Tab) {
+        self.tab = t;
+        self.open_card = None;
+        self.open_workload = None;
+        self.help = false;
+    }
+
+    pub fn set_filter(&mut self, text: String, fleet: &Fleet) {
+        self.filter = Filter::parse(&text);
+        self.filter_text = text;
+        for i in 0..3 {
+            self.selected[i] = 0;
+            self.offset[i] = 0;
+        }
+        self.rebuild(fleet);
+        self.step(0);
+    }
+
+    /// Run a `:` command. Unknown commands say so in the message line.
+    pub fn command(&mut self, text: &str, fleet: &Fleet) -> Effect {
+        let mut words = text.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some("q" | "quit"), _) => return Effect::Quit,
+            (Some("fleet"), _) => self.switch(Tab::Fleet),
+            (Some("queue"), _) => self.switch(Tab::Queue),
+            (Some("workloads" | "wl"), _) => self.switch(Tab::Workloads),
+            (Some("sources" | "src"), _) => self.switch(Tab::Sources),
+            (Some("advice" | "advise"), _) => self.switch(Tab::Advice),
+            (Some("node"), Some(name)) => {
+                self.switch(Tab::Fleet);
+                if !self.filter_text.is_empty() {
+                    self.set_filter(String::new(), fleet);
+                }
+                let pos = self.rows.iter().position(|r| match r {
+                    Row::Card(ni, _) => fleet.nodes[*ni].name == name,
+                    Row::Node(_) => false,
+                });
+                match pos {
+                    Some(p) => {
+                        self.selected[0] = p;
+                        // Show the node heading too.
+                        self.offset[0] = p.saturating_sub(1);
+                        self.clamp(Tab::Fleet);
+                    }
+                    None => self.message = Some(format!("no node named {name}")),
+                }
+            }
+            (Some(other), _) => {
+                self.message = Some(format!("unknown command :{other} (try :node NAME, :queue, :sources, :q)"))
+            }
+            (None, _) => {}
+        }
+        Effect::Redraw
+    }
+
+    /// A click on body row `y` (0 = first data row) selects it.
+    pub fn click(&mut self, y: usize) {
+        if y >= self.rows_visible(self.tab) || self.help || self.open_card.is_some() {
+            return;
+        }
+        let i = self.tab.index();
+        let target = self.offset[i] + y;
+        if target < self.len(self.tab) && !matches!(self.rows.get(target), Some(Row::Node(_)) if self.tab == Tab::Fleet)
+        {
+            self.selected[i] = target;
+            self.clamp(self.tab);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! The row lists of every view, rebuilt from the fleet, the filter and the sort, with the
+//! fleet's selection kept on its card by identity.
+
+use super::*;
+
+impl UiState {
+    /// Rebuild the row lists from the fleet, the filter and the sort.
+    pub fn rebuild(&mut self, fleet: &Fleet) {
+        let keep = self.ref_at(self.selected[0]);
+        let mut cards: Vec<(usize, usize)> = Vec::new();
+        for (ni, n) in fleet.nodes.iter().enumerate() {
+            for (ci, c) in n.cards.iter().enumerate() {
+                if self.filter.is_empty() || self.filter.matches(fleet, n, c) {
+                    cards.push((ni, ci));
+                }
+            }
+        }
+        self.rows.clear();
+        if self.sort == SortKey::Node {
+            let mut last = None;
+            for (ni, ci) in cards {
+                if last != Some(ni) {
+                    self.rows.push(Row::Node(ni));
+                    last = Some(ni);
+                }
+                self.rows.push(Row::Card(ni, ci));
+            }
+        } else {
+            let key = |&(ni, ci): &(usize, usize)| -> f64 {
+                let c = &fleet.nodes[ni].cards[ci];
+                match self.sort {
+                    SortKey::Util => c.activity_pct().unwrap_or(-1.0),
+                    SortKey::Memory => c.memory_used_mib.map_or(-1.0, |m| m as f64),
+                    SortKey::Temp => c.temperature_c.unwrap_or(-1.0),
+                    SortKey::Power => c.power_w.unwrap_or(-1.0),
+                    SortKey::Free => f64::from(free_units(&fleet.nodes[ni], c)),
+                    SortKey::Health => f64::from(u8::from(c.health.fault().is_some()) * 2 + u8::from(c.draining)),
+                    SortKey::Node => 0.0,
+                }
+            };
+            let mut keyed: Vec<(f64, (usize, usize))> = cards.into_iter().map(|c| (key(&c), c)).collect();
+            // Largest first (htop's habit); reversed, smallest first. Ties keep fleet order.
+            let reverse = self.sort_reverse;
+            keyed.sort_by(|a, b| {
+                let by = if reverse { a.0.total_cmp(&b.0) } else { b.0.total_cmp(&a.0) };
+                by.then(a.1.cmp(&b.1))
+            });
+            self.rows.extend(keyed.into_iter().map(|(_, (n, c))| Row::Card(n, c)));
+        }
+        let shown = |i: &usize| self.filter.is_empty() || self.filter.matches_workload(fleet, &fleet.workloads[*i]);
+        let mut pending: Vec<usize> = (0..fleet.workloads.len())
+            .filter(|&i| fleet.workloads[i].state == WorkloadState::Pending)
+            .filter(shown)
+            .collect();
+        pending.sort_by_key(|&i| {
+            let w = &fleet.workloads[i];
+            (std::cmp::Reverse(w.priority), w.submitted_at, i)
+        });
+        self.queue_rows = pending;
+        let mut active: Vec<usize> =
+            (0..fleet.workloads.len()).filter(|&i| fleet.workloads[i].state.is_active()).filter(shown).collect();
+        active.sort_by(|&a, &b| {
+            let (wa, wb) = (&fleet.workloads[a], &fleet.workloads[b]);
+            (&wa.node, wa.cards.first()).cmp(&(&wb.node, wb.cards.first())).then(a.cmp(&b))
+        });
+        self.workload_rows = active;
+        if let Some(r) = keep
+            && let Some(pos) = self.rows.iter().position(|row| match row {
+                Row::Card(ni, ci) => {
+                    fleet.nodes[*ni].name == r.node
+                        && fleet.nodes[*ni].cards.get(*ci).is_some_and(|c| c.index == r.index)
+                }
+                Row::Node(_) => false,
+            })
+        {
+            self.selected[0] = pos;
+        }
+        for t in Tab::ALL {
+            self.clamp(t);
+        }
+        if matches!(self.rows.get(self.selected[0]), Some(Row::Node(_))) {
+            self.step_in(Tab::Fleet, 1);
+        }
+        self.built_from =
+            fleet.nodes.iter().map(|n| (n.name.clone(), n.cards.iter().map(|c| c.index).collect())).collect();
+    }
+
+    /// The card on fleet row `row`, by identity.
+    pub(super) fn ref_at(&self, row: usize) -> Option<CardRef> {
+        let Row::Card(ni, ci) = *self.rows.get(row)? else { return None };
+        let (name, cards) = self.built_from.get(ni)?;
+        Some(CardRef::new(name.clone(), *cards.get(ci)?))
+    }
+}
