@@ -6,6 +6,7 @@
 
 mod health;
 mod idle;
+mod pool;
 mod preempt;
 mod waste;
 
@@ -31,6 +32,12 @@ pub enum Kind {
     UnhealthyHeld,
     /// Waiting inference that preempting eligible training would start.
     PreemptionCandidate,
+    /// A pool of one model whose work would fit on fewer cards.
+    ScaleIn,
+    /// Work has waited past the threshold with nothing free and nothing to preempt.
+    ScaleOut,
+    /// Free MIG slices no profile can use.
+    Fragmentation,
 }
 
 impl Kind {
@@ -41,6 +48,9 @@ impl Kind {
             Self::MigWaste => "MIG waste",
             Self::UnhealthyHeld => "unhealthy, held",
             Self::PreemptionCandidate => "preempt to serve",
+            Self::ScaleIn => "scale in",
+            Self::ScaleOut => "scale out",
+            Self::Fragmentation => "fragmentation",
         }
     }
 }
@@ -82,6 +92,14 @@ pub enum Subject {
     Profile {
         profile: String,
     },
+    /// The whole cards of one GPU model.
+    Pool {
+        model: String,
+    },
+    /// What the queue waits for (`whole H100-80GB`, `MIG 3g.40gb`).
+    Resource {
+        resource: String,
+    },
 }
 
 impl Subject {
@@ -91,6 +109,8 @@ impl Subject {
             Self::Card { card } => card.clone(),
             Self::Instance { card, profile, .. } => format!("{card} {profile}"),
             Self::Profile { profile } => format!("all {profile}"),
+            Self::Pool { model } => format!("{model} pool"),
+            Self::Resource { resource } => resource.clone(),
         }
     }
 }
@@ -161,6 +181,8 @@ pub struct Context<'a> {
     pub min_runtime: Duration,
     /// Waiting longer than this is worth acting on (`[policy] queue_wait_threshold`).
     pub queue_wait: Duration,
+    /// A pool averaging under this is a scale-in candidate (`[policy] scale_in_utilization_pct`).
+    pub scale_in_pct: f64,
     /// The data's clock.
     pub now: DateTime<Utc>,
 }
@@ -172,6 +194,7 @@ impl<'a> Context<'a> {
             advisor: &cfg.advisor,
             min_runtime: cfg.policy.min_runtime,
             queue_wait: cfg.policy.queue_wait_threshold,
+            scale_in_pct: cfg.policy.scale_in_utilization_pct,
             now,
         }
     }
@@ -190,6 +213,18 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
     waste::mig_waste(fleet, cx, &mut out);
     health::unhealthy_held(fleet, cx, &mut out);
     preempt::candidates(fleet, cx, &mut out);
+    // Work a preemption would start is not capacity to add.
+    let served: Vec<String> = out
+        .iter()
+        .filter(|f| f.kind == Kind::PreemptionCandidate)
+        .filter_map(|f| match &f.subject {
+            Subject::Workload { id } => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    pool::scale_out(fleet, cx, &served, &mut out);
+    pool::scale_in(fleet, cx, cx.scale_in_pct, &mut out);
+    pool::fragmentation(fleet, cx, &mut out);
     out.sort_by(|a, b| {
         b.gpu_hours_per_day
             .total_cmp(&a.gpu_hours_per_day)

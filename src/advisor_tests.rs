@@ -14,7 +14,13 @@ fn now() -> DateTime<Utc> {
 }
 
 fn cx(a: &Advisor) -> Context<'_> {
-    Context { advisor: a, min_runtime: Duration::from_secs(1800), queue_wait: Duration::from_secs(900), now: now() }
+    Context {
+        advisor: a,
+        min_runtime: Duration::from_secs(1800),
+        queue_wait: Duration::from_secs(900),
+        scale_in_pct: 50.0,
+        now: now(),
+    }
 }
 
 fn activity(mean: f64, idle_min: u64) -> Activity {
@@ -163,4 +169,76 @@ fn the_simulated_cluster_shows_its_waste() {
     assert!(got.iter().any(|x| x.kind == Kind::MigWaste), "{got:#?}");
     // The most costly first.
     assert!(got.windows(2).all(|w| w[0].gpu_hours_per_day >= w[1].gpu_hours_per_day));
+}
+
+/// Node `n` of four whole H100s; `held` of them held by a training job at `mean` %.
+fn pool(held: usize, mean: f64) -> Fleet {
+    let cards: Vec<Card> = (0..4)
+        .map(|i| Card {
+            index: i,
+            model: "NVIDIA H100 80GB HBM3".into(),
+            memory_total_mib: Some(81559),
+            workloads: if (i as usize) < held { vec![format!("t{i}")] } else { Vec::new() },
+            ..Card::default()
+        })
+        .collect();
+    let node = Node { name: "n".into(), schedulable: true, cards, ..Node::default() };
+    let workloads = (0..held)
+        .map(|i| {
+            let mut w = running(&format!("t{i}"), WorkloadKind::Training, 300, Some(activity(mean, 0)));
+            w.cards = vec![crate::model::CardRef::new("n", i as u32)];
+            w
+        })
+        .collect();
+    let mut f = Fleet { nodes: vec![node], workloads, taken_at: Some(now()), ..Fleet::default() };
+    f.index_workloads();
+    f
+}
+
+#[test]
+fn scale_in_cases() {
+    let a = Advisor::default();
+    // held cards, their mean, cards the pool could release (none: no finding)
+    for (held, mean, spare) in [(2, 10.0, Some(3.0)), (4, 40.0, None), (4, 80.0, None), (1, 90.0, Some(2.0))] {
+        let got = of(Kind::ScaleIn, &pool(held, mean), &a);
+        let released = got.first().map(|x| x.gpu_hours_per_day / 24.0);
+        assert_eq!(released, spare, "{held} held at {mean} %: {got:?}");
+    }
+    // A holder without a covered window: no activity data, no finding.
+    let mut f = pool(2, 10.0);
+    f.workloads[0].activity = None;
+    assert!(of(Kind::ScaleIn, &f, &a).is_empty());
+}
+
+#[test]
+fn scale_out_when_waiting_work_has_nowhere_to_go() {
+    let a = Advisor::default();
+    let mut f = pool(4, 90.0);
+    let mut p = Workload::new("p", "p", WorkloadKind::Training, WorkloadState::Pending);
+    p.request.gpus = Some(1);
+    p.request.model = Some("NVIDIA H100 80GB HBM3".into());
+    p.submitted_at = Some(now() - chrono::Duration::minutes(20));
+    f.workloads.push(p);
+    f.index_workloads();
+    let got = of(Kind::ScaleOut, &f, &a);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].severity, Severity::Warn);
+    assert!(got[0].suggestion.text().contains("1 × whole H100-80GB"), "{}", got[0].suggestion.text());
+    // Not yet past the threshold: nothing.
+    f.workloads[4].submitted_at = Some(now() - chrono::Duration::minutes(5));
+    assert!(of(Kind::ScaleOut, &f, &a).is_empty());
+}
+
+#[test]
+fn stranded_slices_are_fragmentation() {
+    let a = Advisor::default();
+    let mut f = fleet(running("w", WorkloadKind::Other, 300, None));
+    let c = &mut f.nodes[0].cards[1];
+    c.mig = MigState::from_layout(&c.model, "1g.10gb@0,1g.10gb@1,1g.10gb@2,1g.10gb@3,1g.10gb@4,1g.10gb@5,1g.10gb@6");
+    let got = of(Kind::Fragmentation, &f, &a);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].title.contains("1 memory slices"), "{}", got[0].title);
+    let c = &mut f.nodes[0].cards[1];
+    c.mig = MigState::from_layout(&c.model, "3g.40gb@0,3g.40gb@4");
+    assert!(of(Kind::Fragmentation, &f, &a).is_empty());
 }

@@ -286,7 +286,17 @@ fn advise_lists_the_waste_and_fails_on_request() {
     assert!(idle["gpu_hours_per_day"].as_f64().is_some_and(|h| h > 0.0));
     assert!(idle["evidence"].as_array().is_some_and(|e| !e.is_empty()));
     assert!(findings.iter().any(|f| f["kind"] == "mig_waste"));
-    // For cron: exit 4 when a finding at the level exists, 0 when none does.
+    // Waiting work with nowhere to go is capacity to add.
+    assert!(findings.iter().any(|f| f["kind"] == "scale_out"), "{out}");
+    // For cron: exit 4 when a finding at the level exists, 0 when none does (with a patient
+    // queue threshold, nothing in the demo is high).
     assert_eq!(tessera(&["advise", "--demo", "--fail-on", "warn"]).0, 4);
-    assert_eq!(tessera(&["advise", "--demo", "--fail-on", "high"]).0, 0);
+    let dir = std::env::temp_dir().join(format!("tessera-advise-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = dir.join("patient.toml");
+    std::fs::write(&cfg, "[policy]\nqueue_wait_threshold = \"24h\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let (code, out, err) =
+        tessera(&["advise", "--demo", "--config", cfg.to_str().unwrap_or_default(), "--fail-on", "high"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

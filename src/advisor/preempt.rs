@@ -9,7 +9,7 @@ use crate::model::capacity::{Free, model_key};
 use crate::model::{Fleet, Resource, Workload, WorkloadKind, WorkloadState};
 
 /// What `w` asks for, as the queue counts it.
-fn wants(w: &Workload) -> (Resource, u64) {
+pub(super) fn wants(w: &Workload) -> (Resource, u64) {
     let n = u64::from(w.request.gpus.unwrap_or(1).max(1));
     match &w.request.mig_profile {
         Some(p) => (Resource::MigInstance { profile: p.clone() }, n),

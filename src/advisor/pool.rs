@@ -1,0 +1,137 @@
+//! Pools of one GPU model: scale-in (the pool's mean activity over the activity window under
+//! `[policy] scale_in_utilization_pct`: how many cards the present work needs at that target,
+//! how many could be released), scale-out (work has waited past the threshold with nothing
+//! free and nothing to preempt: what to add), and fragmentation (free MIG slices no profile
+//! can use next to the instances there).
+
+use std::collections::BTreeMap;
+
+use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
+use crate::model::activity::WINDOW_MIN;
+use crate::model::capacity::{Free, model_key, usable};
+use crate::model::{CardRef, Fleet, QueueSummary, WorkloadState};
+
+pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut Vec<Finding>) {
+    // Per model: cards, activity summed over the window (idle usable cards add 0), and
+    // whether every holder's window is covered (else: no activity data, no finding).
+    let mut pools: BTreeMap<String, (usize, f64, bool)> = BTreeMap::new();
+    let covered = |id: &str| {
+        fleet.workload(id).and_then(|w| w.activity).is_some_and(|a| a.covered_s >= ((WINDOW_MIN - 2) * 60) as u64)
+    };
+    for (_, c) in fleet.cards().filter(|(n, c)| usable(n, c) && !c.mig.enabled) {
+        let e = pools.entry(model_key(&c.model)).or_insert((0, 0.0, true));
+        e.0 += 1;
+        let holders: Vec<&str> = c.holders().collect();
+        if holders.is_empty() {
+            continue;
+        }
+        e.2 &= holders.iter().all(|h| covered(h));
+        let mean = holders.iter().filter_map(|h| fleet.workload(h)?.activity?.mean_pct).fold(0.0, f64::max);
+        e.1 += mean;
+    }
+    for (model, (cards, sum, known)) in pools {
+        if !known || cards < 2 {
+            continue;
+        }
+        let mean = sum / cards as f64;
+        if mean >= target_pct {
+            continue;
+        }
+        let needed = ((sum / target_pct.max(1.0)).ceil() as usize).max(1);
+        let spare = cards.saturating_sub(needed);
+        if spare == 0 {
+            continue;
+        }
+        let gpu_hours = spare as f64 * 24.0;
+        out.push(Finding {
+            kind: Kind::ScaleIn,
+            severity: Severity::Info,
+            subject: Subject::Pool { model: model.clone() },
+            title: format!("{model} whole cards average {mean:.0} %: {needed} of {cards} would carry the work"),
+            evidence: vec![format!(
+                "mean activity {mean:.0} % over the last {} across {cards} usable whole cards (target {target_pct:.0} %)",
+                minutes((WINDOW_MIN * 60) as u64)
+            )],
+            gpu_hours_per_day: gpu_hours,
+            cost_per_day: cx.money(Some(&model), gpu_hours),
+            suggestion: Suggestion::Words {
+                text: format!("release or lend {spare} {model} cards, or pack the work onto {needed} (scale-in)"),
+            },
+            cards: Vec::new(),
+        });
+    }
+}
+
+pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mut Vec<Finding>) {
+    let q = QueueSummary::compute(fleet, cx.now);
+    let free = Free::compute(fleet);
+    for d in q.demand.iter().filter(|d| d.wanted > d.free) {
+        // The waiting work of this resource past the threshold, not served by a preemption.
+        let late: Vec<&crate::model::Workload> = fleet
+            .workloads
+            .iter()
+            .filter(|w| w.state == WorkloadState::Pending && !served.contains(&w.id))
+            .filter(|w| super::preempt::wants(w).0 == d.resource)
+            .filter(|w| w.wait(cx.now).and_then(|x| x.to_std().ok()).is_some_and(|x| x >= cx.queue_wait))
+            .collect();
+        let Some(oldest) = late.iter().filter_map(|w| w.wait(cx.now)).map(|x| x.num_seconds().max(0) as u64).max()
+        else {
+            continue;
+        };
+        let short = d.wanted.saturating_sub(free.of(&d.resource));
+        let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
+        out.push(Finding {
+            kind: Kind::ScaleOut,
+            severity,
+            subject: Subject::Resource { resource: d.resource.to_string() },
+            title: format!(
+                "{} waits for {}: {short} short, the oldest for {}",
+                late.len(),
+                d.resource,
+                minutes(oldest)
+            ),
+            evidence: vec![format!(
+                "{} pending want {} units, {} free now; waits past {} (threshold {})",
+                d.pending,
+                d.wanted,
+                d.free,
+                minutes(cx.queue_wait.as_secs()),
+                minutes(cx.queue_wait.as_secs())
+            )],
+            gpu_hours_per_day: short as f64 * 24.0,
+            cost_per_day: None,
+            suggestion: Suggestion::Words {
+                text: format!("add capacity for {short} × {} (or repartition a free card for it)", d.resource),
+            },
+            cards: Vec::new(),
+        });
+    }
+}
+
+pub(super) fn fragmentation(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
+    for (n, c) in fleet.cards().filter(|(n, c)| c.mig.enabled && usable(n, c)) {
+        let (Some(free), Some(model)) = (c.free_slice_mask(), c.gpu_model()) else { continue };
+        let stranded = (free & !c.reachable_slices()).count_ones();
+        if stranded == 0 {
+            continue;
+        }
+        let r = CardRef::new(n.name.clone(), c.index);
+        let share = f64::from(stranded) / f64::from(model.memory_slices);
+        out.push(Finding {
+            kind: Kind::Fragmentation,
+            severity: Severity::Info,
+            subject: Subject::Card { card: r.to_string() },
+            title: format!("{r}: {stranded} memory slices no profile can use next to {}", c.layout_text()),
+            evidence: vec![format!(
+                "free slices {}, of which {stranded} unreachable by any profile",
+                free.count_ones()
+            )],
+            gpu_hours_per_day: share * 24.0,
+            cost_per_day: cx.money(Some(&model.name), share * 24.0),
+            suggestion: Suggestion::Words {
+                text: "a layout without stranded slices when the card is next free (tessera layouts lists them)".into(),
+            },
+            cards: vec![r],
+        });
+    }
+}
