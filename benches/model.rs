@@ -1,4 +1,5 @@
-//! Costs of the model and simulator: layout enumeration, a simulated minute, a queue summary.
+//! Costs of the model and simulator: layout enumeration, a simulated minute, a queue summary,
+//! merging a 4096-card update, and the advisor over it.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -30,6 +31,9 @@ fn benches(c: &mut Criterion) {
     };
     c.bench_function("store_apply_4096_cards", |b| b.iter(|| store.apply(update.clone(), t)));
     c.bench_function("queue_summary_4096_cards", |b| b.iter(|| QueueSummary::compute(black_box(store.fleet()), t)));
+    let cfg = tessera::config::Config::default();
+    let cx = tessera::advisor::Context::new(&cfg, t);
+    c.bench_function("advise_4096_cards", |b| b.iter(|| tessera::advisor::advise(black_box(store.fleet()), &cx)));
 }
 
 criterion_group!(model, benches);

@@ -48,6 +48,8 @@ pub struct Free {
 impl Free {
     pub fn compute(fleet: &Fleet) -> Self {
         let mut f = Self::default();
+        // A catalog lookup per card name, not per card: thousands of cards share a few names.
+        let mut keys: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
         for node in &fleet.nodes {
             // What the cards say: usable and unheld, by model and profile.
             let (mut whole, mut mig) = (BTreeMap::<String, u64>::new(), BTreeMap::<String, u64>::new());
@@ -61,10 +63,11 @@ impl Free {
                         }
                     }
                 } else {
-                    seen_whole.insert(model_key(&card.model));
+                    let key = keys.entry(card.model.as_str()).or_insert_with(|| model_key(&card.model)).clone();
                     if usable(node, card) && card.is_idle() {
-                        *whole.entry(model_key(&card.model)).or_default() += 1;
+                        *whole.entry(key.clone()).or_default() += 1;
                     }
+                    seen_whole.insert(key);
                 }
             }
             if !node.capacity.is_empty() {
