@@ -3,7 +3,7 @@
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion, gpu_share, minutes, model_of};
 use crate::actions::Action;
-use crate::model::activity::{IDLE_BELOW_PCT, WINDOW_MIN};
+use crate::model::activity::IDLE_BELOW_PCT;
 use crate::model::mig::best_fit;
 use crate::model::{Fleet, WorkloadKind, WorkloadState};
 
@@ -75,7 +75,7 @@ pub(super) fn oversized(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
         let Some(card) = fleet.card(&w.cards[0]) else { continue };
         let Some(model) = card.gpu_model().filter(|_| !card.mig.enabled) else { continue };
         // Idle work is the held-idle rule's; a young or half-seen one is not judged.
-        let judged = a.covered_s >= ((WINDOW_MIN - 2) * 60) as u64
+        let judged = a.window_covered()
             && a.mean_pct.is_some_and(|m| m <= cx.advisor.oversized_below_pct)
             && std::time::Duration::from_secs(a.idle_for_s) < cx.advisor.idle_warn;
         let (true, Some(used)) = (judged, w.memory_used_mib) else { continue };

@@ -15,9 +15,7 @@ pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut V
     // Per model: cards, activity summed over the window (idle usable cards add 0), and
     // whether every holder's window is covered (else: no activity data, no finding).
     let mut pools: BTreeMap<String, (usize, f64, bool)> = BTreeMap::new();
-    let covered = |id: &str| {
-        fleet.workload(id).and_then(|w| w.activity).is_some_and(|a| a.covered_s >= ((WINDOW_MIN - 2) * 60) as u64)
-    };
+    let covered = |id: &str| fleet.workload(id).and_then(|w| w.activity).is_some_and(|a| a.window_covered());
     for (_, c) in fleet.cards().filter(|(n, c)| usable(n, c) && !c.mig.enabled) {
         let e = pools.entry(model_key(&c.model)).or_insert((0, 0.0, true));
         e.0 += 1;

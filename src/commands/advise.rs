@@ -12,7 +12,7 @@ use crate::model::Fleet;
 fn context(cfg: &crate::config::Config, fleet: &Fleet) -> (Vec<Finding>, usize, usize) {
     let cx = Context::new(cfg, fleet.taken_at.unwrap_or_else(chrono::Utc::now));
     let running: Vec<_> = fleet.workloads.iter().filter(|w| w.state.is_active() && !w.cards.is_empty()).collect();
-    let seen = running.iter().filter(|w| w.activity.is_some_and(|a| a.covered_s >= 28 * 60)).count();
+    let seen = running.iter().filter(|w| w.activity.is_some_and(|a| a.window_covered())).count();
     (advisor::advise(fleet, &cx), seen, running.len())
 }
 

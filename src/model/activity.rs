@@ -33,10 +33,15 @@ pub struct Activity {
 }
 
 impl Activity {
-    /// Held, and below the idle threshold for the whole window (samples in all but two of its
-    /// minutes), and idle now: never said from missing or frozen data.
-    pub fn held_idle(&self) -> bool {
+    /// The window has samples in all but two of its minutes: enough to judge a mean.
+    pub fn window_covered(&self) -> bool {
         self.covered_s >= ((WINDOW_MIN - 2) * 60) as u64
+    }
+
+    /// Held, and below the idle threshold for the whole (covered) window, and idle now: never
+    /// said from missing or frozen data.
+    pub fn held_idle(&self) -> bool {
+        self.window_covered()
             && self.mean_pct.is_some_and(|m| m < IDLE_BELOW_PCT)
             && self.now_pct.is_some_and(|n| n < IDLE_BELOW_PCT)
     }

@@ -454,7 +454,7 @@ impl Fleet {
         }
     }
 
-    /// Rebuild the id index after `workloads` changed.
+    /// Rebuild the workload id and node name indexes after `workloads` or `nodes` changed.
     pub fn index_workloads(&mut self) {
         self.workload_index = self.workloads.iter().enumerate().map(|(i, w)| (w.id.clone(), i)).collect();
         self.node_index = self.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();

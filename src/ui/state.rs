@@ -152,6 +152,8 @@ pub struct UiState {
     pub source_count: usize,
     /// The advisor's findings on the latest fleet, most costly first (the loop sets them).
     pub findings: Vec<crate::advisor::Finding>,
+    /// Findings by severity (high, warn, info), counted once per update for the header.
+    pub advice_counts: (usize, usize, usize),
     /// Cards some warn or high finding is about: their fleet rows say `advice`.
     pub flagged: std::collections::HashSet<CardRef>,
 }
@@ -206,6 +208,7 @@ impl UiState {
             source_count: 0,
             findings: Vec::new(),
             flagged: std::collections::HashSet::new(),
+            advice_counts: (0, 0, 0),
         }
     }
 
@@ -258,6 +261,7 @@ impl UiState {
             .filter(|f| f.severity >= crate::advisor::Severity::Warn)
             .flat_map(|f| f.cards.iter().cloned())
             .collect();
+        self.advice_counts = crate::advisor::counts(&findings);
         self.findings = findings;
         self.clamp(Tab::Advice);
     }

@@ -51,7 +51,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     // Unhealthy cards are counted where the eye starts: they need someone.
     let sick = if t.unhealthy > 0 { format!(" ({} unhealthy)", t.unhealthy) } else { String::new() };
     // Advice that needs someone: high and warn findings.
-    let (high, warn, _) = crate::advisor::counts(&st.findings);
+    let (high, warn, _) = st.advice_counts;
     let advice = match (high, warn) {
         (0, 0) => String::new(),
         (0, w) => format!(" │ advice {w} warn"),

@@ -12,12 +12,7 @@ use crate::config::duration::short;
 use crate::model::{Fleet, SourceHealth};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
-
-/// `text` in pieces of at most `w` characters, for a message that must be read whole.
-fn wrap(text: &str, w: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().filter(|c| !c.is_control()).collect();
-    chars.chunks(w.max(1)).map(|c| c.iter().collect()).collect()
-}
+use crate::ui::widgets::text::wrap;
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
     let a = st.ascii;

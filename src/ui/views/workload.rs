@@ -8,23 +8,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::queue::request_text;
-use super::workloads::preempt_text;
+use super::workloads::{pct_text as pct, preempt_text};
 use crate::config::duration::short;
 use crate::model::Fleet;
 use crate::ui::gib_pair;
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
-use crate::ui::widgets::text::fit;
-
-/// `text` in pieces of at most `w` characters (a reason must be read whole).
-fn wrap(text: &str, w: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().filter(|c| !c.is_control()).collect();
-    chars.chunks(w.max(1)).map(|c| c.iter().collect()).collect()
-}
-
-fn pct(p: Option<f64>) -> String {
-    p.map_or_else(|| "-".into(), |u| format!("{u:.0}%"))
-}
+use crate::ui::widgets::text::{fit, wrap};
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme, id: &str) {
     let a = st.ascii;

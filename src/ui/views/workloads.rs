@@ -43,7 +43,8 @@ pub fn content_width<'a>(values: impl Iterator<Item = &'a str>, min: usize, max:
     values.map(|v| v.chars().count()).max().unwrap_or(0).clamp(min, max.max(min))
 }
 
-fn pct_text(p: Option<f64>) -> String {
+/// An activity percentage, `-` where unknown.
+pub fn pct_text(p: Option<f64>) -> String {
     p.map_or_else(|| "-".into(), |u| format!("{u:.0}%"))
 }
 

@@ -38,6 +38,13 @@ pub fn rpad(s: &str, width: usize, ascii: bool) -> String {
     format!("{}{f}", " ".repeat(width.saturating_sub(w)))
 }
 
+/// `text` in pieces of at most `w` characters, control characters dropped: for a message that
+/// must be read whole (an error, a pending reason) rather than cut.
+pub fn wrap(text: &str, w: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().filter(|c| !c.is_control()).collect();
+    chars.chunks(w.max(1)).map(|c| c.iter().collect()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
