@@ -30,10 +30,54 @@ fn benches(c: &mut Criterion) {
         result: Ok(sim.snapshot()),
     };
     c.bench_function("store_apply_4096_cards", |b| b.iter(|| store.apply(update.clone(), t)));
+    // The benches below read the merged fleet, whether or not the one above ran.
+    store.apply(update.clone(), t);
     c.bench_function("queue_summary_4096_cards", |b| b.iter(|| QueueSummary::compute(black_box(store.fleet()), t)));
     let cfg = tessera::config::Config::default();
     let cx = tessera::advisor::Context::new(&cfg, t);
     c.bench_function("advise_4096_cards", |b| b.iter(|| tessera::advisor::advise(black_box(store.fleet()), &cx)));
+    c.bench_function("plan_4096_cards", |b| b.iter(|| tessera::advisor::planner::plan(black_box(store.fleet()), t)));
+    // The planner's worst case in the issue: 500 waiting on 4096 cards, a quarter of them
+    // emptied and made whole, so that MIG work needs a repartition.
+    let mut fleet = store.fleet().clone();
+    eprintln!("fleet: {} cards, {} workloads", fleet.cards().count(), fleet.workloads.len());
+    let profiles = ["1g.10gb", "2g.20gb", "3g.40gb", "1g.18gb", "2g.35gb", "3g.71gb", "4g.40gb", "1g.20gb"];
+    for (i, card) in fleet.nodes.iter_mut().flat_map(|n| n.cards.iter_mut()).enumerate() {
+        if i % 4 == 0 {
+            card.workloads.clear();
+            card.processes.clear();
+            card.utilization_pct = Some(0.0);
+            card.memory_used_mib = Some(0);
+            // Whole and empty: MIG work needs a repartition here.
+            card.mig = tessera::model::MigState::default();
+        }
+    }
+    fleet.workloads.retain(|w| w.state != tessera::model::WorkloadState::Pending);
+    for i in 0..500 {
+        let mut w = tessera::model::Workload::new(
+            format!("bench:{i}"),
+            format!("bench-{i}"),
+            tessera::model::WorkloadKind::Inference,
+            tessera::model::WorkloadState::Pending,
+        );
+        w.request.gpus = Some(1);
+        w.request.mig_profile = (i % 5 != 0).then(|| profiles[i % profiles.len()].to_string());
+        w.priority = Some([10, 50, 100][i % 3]);
+        w.submitted_at = Some(t - chrono::Duration::minutes((i % 120) as i64));
+        fleet.workloads.push(w);
+    }
+    fleet.index_workloads();
+    c.bench_function("plan_500_pending_4096_cards", |b| {
+        b.iter(|| tessera::advisor::planner::plan(black_box(&fleet), t))
+    });
+    let served = tessera::advisor::planner::plan(&fleet, t);
+    eprintln!(
+        "plan: {} workloads, {} changes, {} served ({} without a change)",
+        fleet.workloads.len(),
+        served.changes.len(),
+        served.served.len(),
+        served.served_now.len()
+    );
 }
 
 criterion_group!(model, benches);

@@ -6,6 +6,8 @@
 
 mod health;
 mod idle;
+mod layout;
+pub mod planner;
 mod pool;
 mod preempt;
 mod waste;
@@ -38,6 +40,8 @@ pub enum Kind {
     ScaleOut,
     /// Free MIG slices no profile can use.
     Fragmentation,
+    /// An idle card the layout planner would repartition to start waiting work.
+    LayoutPlan,
 }
 
 impl Kind {
@@ -51,6 +55,7 @@ impl Kind {
             Self::ScaleIn => "scale in",
             Self::ScaleOut => "scale out",
             Self::Fragmentation => "fragmentation",
+            Self::LayoutPlan => "layout plan",
         }
     }
 }
@@ -212,16 +217,16 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
     idle::oversized(fleet, cx, &mut out);
     waste::mig_waste(fleet, cx, &mut out);
     health::unhealthy_held(fleet, cx, &mut out);
-    preempt::candidates(fleet, cx, &mut out);
-    // Work a preemption would start is not capacity to add.
-    let served: Vec<String> = out
-        .iter()
-        .filter(|f| f.kind == Kind::PreemptionCandidate)
-        .filter_map(|f| match &f.subject {
-            Subject::Workload { id } => Some(id.clone()),
-            _ => None,
-        })
-        .collect();
+    // What a repartition of idle cards would start is not for preemption or capacity to add;
+    // what a preemption would start is not capacity to add.
+    let plan = planner::plan(fleet, cx.now);
+    layout::findings(fleet, cx, &plan, &mut out);
+    let mut served = plan.served;
+    preempt::candidates(fleet, cx, &served, &mut out);
+    served.extend(out.iter().filter(|f| f.kind == Kind::PreemptionCandidate).filter_map(|f| match &f.subject {
+        Subject::Workload { id } => Some(id.clone()),
+        _ => None,
+    }));
     pool::scale_out(fleet, cx, &served, &mut out);
     pool::scale_in(fleet, cx, cx.scale_in_pct, &mut out);
     pool::fragmentation(fleet, cx, &mut out);

@@ -152,6 +152,12 @@ fn waiting_inference_names_the_training_to_preempt() {
     p.submitted_at = Some(now() - chrono::Duration::minutes(40));
     f.workloads.push(p);
     f.index_workloads();
+    // The idle H100 could be repartitioned for it: that comes before stopping anyone.
+    assert!(of(Kind::PreemptionCandidate, &f, &a).is_empty());
+    let plan = of(Kind::LayoutPlan, &f, &a);
+    assert_eq!(plan.first().map(|x| x.cards.clone()), Some(vec![crate::model::CardRef::new("n", 0)]), "{plan:?}");
+    // With that card busy, preempting the training is what starts it.
+    f.nodes[0].cards[0].workloads.push("someone".into());
     let got = of(Kind::PreemptionCandidate, &f, &a);
     assert_eq!(got[0].suggestion.action(), Some(&Action::Preempt { workload: "t".into(), force: false }));
     assert_eq!(got[0].severity, Severity::High, "40 min is over twice the 15 min threshold");
@@ -241,4 +247,47 @@ fn stranded_slices_are_fragmentation() {
     let c = &mut f.nodes[0].cards[1];
     c.mig = MigState::from_layout(&c.model, "3g.40gb@0,3g.40gb@4");
     assert!(of(Kind::Fragmentation, &f, &a).is_empty());
+}
+
+/// The demo's promise: the planner's suggestion, carried out on the simulated cluster, starts
+/// the work it names.
+#[test]
+fn a_layout_plan_carried_out_on_the_simulator_starts_what_it_promised() {
+    use crate::sources::SourceUpdate;
+    use crate::sources::sim::{Sim, SimConfig, SimOp};
+    let mut sim = Sim::new(SimConfig::new(42, now()));
+    let mut store = crate::store::Store::new();
+    store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(1));
+    let snap = |sim: &mut Sim| SourceUpdate {
+        source: "sim".into(),
+        kind: crate::model::SourceKind::Simulated,
+        at: sim.now(),
+        result: Ok(sim.snapshot()),
+    };
+    store.apply(snap(&mut sim), now());
+    let a = Advisor::default();
+    let found = advise(store.fleet(), &cx(&a));
+    let plan = found.iter().find(|f| f.kind == Kind::LayoutPlan).unwrap_or_else(|| panic!("a layout plan: {found:#?}"));
+    let Some(Action::Repartition { target, layout }) = plan.suggestion.action() else { panic!("{plan:?}") };
+    let promised: Vec<String> = plan
+        .evidence
+        .iter()
+        .filter_map(|e| e.split(' ').next())
+        .filter(|w| w.starts_with("sim:"))
+        .map(str::to_string)
+        .collect();
+    assert!(!promised.is_empty(), "{plan:?}");
+    let (node, index) = target.rsplit_once('/').unwrap_or_default();
+    let op = SimOp::Repartition { node: node.into(), index: index.parse().unwrap_or(0), layout: layout.clone() };
+    sim.apply(&op).unwrap_or_else(|e| panic!("{e}"));
+    sim.advance(Duration::from_secs(10));
+    store.apply(snap(&mut sim), now());
+    for id in &promised {
+        let w = store.fleet().workload(id).unwrap_or_else(|| panic!("{id}"));
+        assert_eq!(w.state, WorkloadState::Running, "{id} did not start");
+        assert_eq!(w.cards.first().map(ToString::to_string).as_deref(), Some(target.as_str()), "{id}");
+    }
+    // Served: no longer advised.
+    let after = advise(store.fleet(), &cx(&a));
+    assert!(!after.iter().any(|f| f.kind == Kind::LayoutPlan && f.cards == plan.cards), "{after:#?}");
 }

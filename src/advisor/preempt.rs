@@ -1,6 +1,6 @@
 //! Preemption candidates: for inference that has waited past the threshold with nothing free
 //! of what it asks for, the running training (past its minimum runtime) whose GPUs would start
-//! it, the one that frees just enough and has run the shortest first (the least work to redo
+//! it (unless a repartition of idle cards would), the one that frees just enough and has run the shortest first (the least work to redo
 //! where the last checkpoint is unknown).
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion, gpu_share};
@@ -35,7 +35,7 @@ fn frees(fleet: &Fleet, t: &Workload, res: &Resource) -> u64 {
     units
 }
 
-pub(super) fn candidates(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
+pub(super) fn candidates(fleet: &Fleet, cx: &Context, served: &[String], out: &mut Vec<Finding>) {
     let free = Free::compute(fleet);
     let eligible: Vec<&Workload> = fleet
         .workloads
@@ -46,7 +46,7 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
     for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending && w.kind == WorkloadKind::Inference) {
         let Some(waited) = w.wait(cx.now).and_then(|d| d.to_std().ok()) else { continue };
         let (res, need) = wants(w);
-        if waited < cx.queue_wait || free.of(&res) >= need {
+        if waited < cx.queue_wait || free.of(&res) >= need || served.contains(&w.id) {
             continue;
         }
         let best = eligible

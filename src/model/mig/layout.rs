@@ -203,6 +203,23 @@ pub fn enumerate(model: &GpuModel) -> Vec<Vec<Placed>> {
     layouts
 }
 
+/// `enumerate` of a catalog model, computed once per model for the life of the process (the
+/// planner asks for it on every advisor run).
+pub fn maximal_layouts(model: &'static GpuModel) -> &'static [Vec<Placed>] {
+    use std::sync::{Mutex, OnceLock};
+    type Memo = Mutex<Vec<(&'static str, &'static [Vec<Placed>])>>;
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    let memo = MEMO.get_or_init(|| Mutex::new(Vec::new()));
+    let mut memo = memo.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, l)) = memo.iter().find(|(n, _)| *n == model.name) {
+        return l;
+    }
+    // Leaked once per catalog model: a handful of small vectors for the process's life.
+    let layouts: &'static [Vec<Placed>] = Box::leak(enumerate(model).into_boxed_slice());
+    memo.push((model.name.as_str(), layouts));
+    layouts
+}
+
 fn walk(
     model: &GpuModel,
     cands: &[(usize, Placement)],

@@ -1,0 +1,80 @@
+//! Layout plan findings: each card the planner would repartition, with the waiting work it
+//! would start, as a repartition the runner can plan and confirm (`a` in the Advice view).
+
+use super::planner::Plan;
+use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
+use crate::actions::Action;
+use crate::model::Fleet;
+use crate::model::mig::lookup;
+
+pub(super) fn findings(fleet: &Fleet, cx: &Context, plan: &Plan, out: &mut Vec<Finding>) {
+    for c in &plan.changes {
+        let waits: Vec<u64> = c
+            .serves
+            .iter()
+            .filter_map(|id| fleet.workload(id)?.wait(cx.now))
+            .map(|d| d.num_seconds().max(0) as u64)
+            .collect();
+        let oldest = waits.iter().copied().max().unwrap_or(0);
+        let severity = if oldest >= cx.queue_wait.as_secs() * 2 {
+            Severity::High
+        } else if oldest >= cx.queue_wait.as_secs() {
+            Severity::Warn
+        } else {
+            Severity::Info
+        };
+        // The share of the card the started work gets, a day long.
+        let model = lookup(&c.model);
+        let share: f64 = c
+            .serves
+            .iter()
+            .filter_map(|id| fleet.workload(id))
+            .map(|w| match (&w.request.mig_profile, model) {
+                (Some(p), Some(m)) => {
+                    m.profile(p).map_or(0.0, |pr| f64::from(pr.memory_slices) / f64::from(m.memory_slices.max(1)))
+                }
+                _ => 1.0,
+            })
+            .sum();
+        let mut evidence: Vec<String> = c
+            .serves
+            .iter()
+            .filter_map(|id| fleet.workload(id))
+            .take(6)
+            .map(|w| {
+                let wants = w.request.mig_profile.clone().unwrap_or_else(|| "a whole card".into());
+                let waited = w.wait(cx.now).map_or_else(|| "?".into(), |d| minutes(d.num_seconds().max(0) as u64));
+                let prio = w.priority.map_or_else(String::new, |p| format!(", priority {p}"));
+                format!("{} ({}) wants {wants}, waited {waited}{prio}", w.id, w.name)
+            })
+            .collect();
+        if c.serves.len() > 6 {
+            evidence.push(format!("and {} more", c.serves.len() - 6));
+        }
+        evidence.push(format!(
+            "{} is idle ({}, now {}); the new layout uses NVIDIA's placements for the model",
+            c.card, c.model, c.from
+        ));
+        let names = c.serves.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+        out.push(Finding {
+            kind: Kind::LayoutPlan,
+            severity,
+            subject: Subject::Card { card: c.card.to_string() },
+            title: format!(
+                "repartition {} to {}: starts {} waiting, the oldest for {}",
+                c.card,
+                c.to,
+                c.serves.len(),
+                minutes(oldest)
+            ),
+            evidence,
+            gpu_hours_per_day: share * 24.0,
+            cost_per_day: cx.money(Some(&c.model), share * 24.0),
+            suggestion: Suggestion::Action {
+                action: Action::Repartition { target: c.card.to_string(), layout: c.to.clone() },
+                why: format!("starts {names}{}", if c.serves.len() > 3 { ", …" } else { "" }),
+            },
+            cards: vec![c.card.clone()],
+        });
+    }
+}

@@ -1,0 +1,635 @@
+//! The MIG layout planner: which idle cards to lay out how so that the most waiting work
+//! starts. It weighs each waiting request by priority and wait, then proposes per-card layouts
+//! (NVIDIA placements from the catalog) that serve the most weight, then set aside the least
+//! memory in instances nobody waits for, then touch the fewest cards. Cards with holders are
+//! never changed. Pure; `planner_tests.rs` checks it against exhaustive search.
+//!
+//! The search: idle cards of one model and one present layout are interchangeable, so they
+//! form a class; a move turns one card of a class into one of the model's maximal layouts (or
+//! a whole card). From "change nothing", the move with the best gain is taken until no move
+//! gains: every step serves more, so the result never serves less than doing nothing.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use crate::model::capacity::{model_key, usable};
+use crate::model::mig::{GpuModel, Placed, catalog};
+use crate::model::{CardRef, Fleet, Workload, WorkloadState};
+
+/// Problems with at most this many combinations of useful options are searched exhaustively.
+pub const EXACT_COMBINATIONS: u64 = 100_000;
+
+/// Choices the two-card polish may score at most (about 1 µs each).
+const PAIR_EVALS: u64 = 10_000;
+
+/// A card the greedy construction has not decided yet: it supplies nothing.
+const OPEN: usize = usize::MAX;
+
+/// One card the plan changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CardChange {
+    pub card: CardRef,
+    /// The catalog model name.
+    pub model: String,
+    /// `whole` or `profile@start,...`, as `repartition` takes it.
+    pub from: String,
+    pub to: String,
+    /// The waiting workloads the new layout would start, heaviest first.
+    pub serves: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    pub changes: Vec<CardChange>,
+    /// Every workload the plan starts, heaviest first.
+    pub served: Vec<String>,
+    /// The same that nothing needs changing for: free instances and idle cards today.
+    pub served_now: Vec<String>,
+    /// The objective: served weight, then memory set aside unused (MiB), then cards touched.
+    pub score: Score,
+}
+
+/// What the planner maximises, compared in order: weight served, less memory in new
+/// instances that serve nobody, fewer cards changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Score {
+    pub weight: u64,
+    pub unused_mib: std::cmp::Reverse<u64>,
+    pub touched: std::cmp::Reverse<u32>,
+}
+
+/// How much a waiting workload counts: higher priority and longer waits first. Priority is
+/// the scheduler's number (clamped to 0..10000); the wait counts in minutes, capped at a week,
+/// plus an hour so that new work still counts.
+pub fn weight(w: &Workload, now: DateTime<Utc>) -> u64 {
+    let prio = w.priority.unwrap_or(0).clamp(0, 10_000) as u64;
+    let wait = w.wait(now).map_or(0, |d| d.num_minutes().clamp(0, 7 * 24 * 60) as u64);
+    (1 + prio) * (60 + wait)
+}
+
+/// Supply and changed-card units of a choice, kept up to date move by move.
+#[derive(Debug, Clone)]
+struct Tally {
+    supply: Vec<u32>,
+    touched: Vec<u32>,
+    n: u32,
+}
+
+impl Tally {
+    fn apply(&mut self, units: &[u32], changed: bool, add: bool) {
+        for (u, &k) in units.iter().enumerate() {
+            if add {
+                self.supply[u] += k;
+            } else {
+                self.supply[u] -= k;
+            }
+            if changed {
+                if add {
+                    self.touched[u] += k;
+                } else {
+                    self.touched[u] -= k;
+                }
+            }
+        }
+        if changed {
+            if add {
+                self.n += 1;
+            } else {
+                self.n -= 1;
+            }
+        }
+    }
+}
+
+/// What one unit of capacity is: a whole card of a model, or a MIG instance of a profile.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Unit {
+    model: usize,
+    profile: Option<String>,
+}
+
+/// A layout a card may get (`None`: a whole card) and the units it supplies, by unit kind.
+type CardOption = (Option<Vec<Placed>>, Vec<u32>);
+/// A waiting workload: its weight and id.
+type Member = (u64, String);
+
+/// The planning problem in counts: unit kinds, what each card option supplies, the demand.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Problem {
+    units: Vec<Unit>,
+    unit_mib: Vec<u64>,
+    /// Per model: name, and its options (`None` = whole card) with what each supplies.
+    models: Vec<(String, Vec<CardOption>)>,
+    /// Supply that is not the planner's to change: free instances on held cards.
+    fixed: Vec<u32>,
+    /// Candidate cards: (card, model, the option it has now).
+    pub(crate) cards: Vec<(CardRef, usize, usize)>,
+    /// Demand groups: accepted units in preference order, members heaviest first.
+    groups: Vec<(Vec<usize>, Vec<Member>)>,
+}
+
+impl Problem {
+    pub(crate) fn new(fleet: &Fleet, now: DateTime<Utc>) -> Self {
+        let mut p = Problem::default();
+        let mut model_ix: BTreeMap<String, usize> = BTreeMap::new();
+        let mut keys: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
+        for (node, card) in fleet.cards().filter(|(n, c)| usable(n, c)) {
+            let key = keys.entry(card.model.as_str()).or_insert_with(|| model_key(&card.model)).clone();
+            let m = match model_ix.get(&key) {
+                Some(&m) => m,
+                None => {
+                    let m = p.add_model(&key, catalog::lookup(&card.model));
+                    model_ix.insert(key, m);
+                    m
+                }
+            };
+            let r = CardRef::new(node.name.clone(), card.index);
+            if card.is_idle() && card.mig.pending.is_none_or(|pending| pending == card.mig.enabled) {
+                let now_opt = if card.mig.enabled { p.option_of(m, Some(card.layout())) } else { Some(0) };
+                if let Some(o) = now_opt {
+                    p.cards.push((r, m, o));
+                    continue;
+                }
+            }
+            // Held (or laid out in a way the catalog does not know): its free instances stay.
+            if card.mig.enabled {
+                for i in card.mig.instances.iter().filter(|i| i.workloads.is_empty() && !i.in_use_by_unknown()) {
+                    let u = p.unit(m, Some(i.profile.clone()), i.memory_total_mib.unwrap_or(0));
+                    p.fixed[u] += 1;
+                }
+            }
+        }
+        // Supplies made before a later unit kind existed are shorter: pad them.
+        let n = p.units.len();
+        for (_, opts) in &mut p.models {
+            for (_, s) in opts.iter_mut() {
+                s.resize(n, 0);
+            }
+        }
+        p.add_demand(fleet, now, &model_ix);
+        p
+    }
+
+    fn add_model(&mut self, name: &str, model: Option<&'static GpuModel>) -> usize {
+        let m = self.models.len();
+        self.models.push((name.to_string(), Vec::new()));
+        let card_mib = model.map_or(0, |g| g.profiles.iter().map(|p| p.planning_mib()).max().unwrap_or(0));
+        let whole = self.unit(m, None, card_mib);
+        let mut opts = vec![(None, self.supply_of(&[whole]))];
+        if let Some(g) = model {
+            for layout in crate::model::mig::layout::maximal_layouts(g).iter().cloned() {
+                let units: Vec<usize> = layout
+                    .iter()
+                    .map(|pl| {
+                        let mib = g.profile(&pl.profile).map_or(0, |x| x.planning_mib());
+                        self.unit(m, Some(pl.profile.clone()), mib)
+                    })
+                    .collect();
+                opts.push((Some(layout), self.supply_of(&units)));
+            }
+        }
+        self.models[m].1 = opts;
+        m
+    }
+
+    /// The option index of `layout` for model `m`, added when it is not a maximal layout.
+    fn option_of(&mut self, m: usize, layout: Option<Vec<Placed>>) -> Option<usize> {
+        let mut layout = layout?;
+        layout.sort_by_key(|p| p.start);
+        if let Some(o) = self.models[m].1.iter().position(|(l, _)| l.as_ref() == Some(&layout)) {
+            return Some(o);
+        }
+        let g = catalog::lookup(&self.models[m].0)?;
+        crate::model::mig::validate(g, &layout).ok()?;
+        let units: Vec<usize> = layout
+            .iter()
+            .map(|pl| self.unit(m, Some(pl.profile.clone()), g.profile(&pl.profile).map_or(0, |x| x.planning_mib())))
+            .collect();
+        let supply = self.supply_of(&units);
+        self.models[m].1.push((Some(layout), supply));
+        Some(self.models[m].1.len() - 1)
+    }
+
+    fn unit(&mut self, model: usize, profile: Option<String>, mib: u64) -> usize {
+        let u = Unit { model, profile };
+        if let Some(i) = self.units.iter().position(|x| *x == u) {
+            return i;
+        }
+        self.units.push(u);
+        self.unit_mib.push(mib);
+        self.fixed.push(0);
+        for (_, opts) in &mut self.models {
+            for (_, s) in opts.iter_mut() {
+                s.push(0);
+            }
+        }
+        self.units.len() - 1
+    }
+
+    fn supply_of(&self, units: &[usize]) -> Vec<u32> {
+        let mut s = vec![0; self.units.len()];
+        for &u in units {
+            s[u] += 1;
+        }
+        s
+    }
+
+    /// Waiting work of one unit: a MIG instance of a profile or one whole card, of a named
+    /// model or any. Multi-unit requests are not the planner's (they need several units on one
+    /// card or node): preemption and scale-out speak for them.
+    fn add_demand(&mut self, fleet: &Fleet, now: DateTime<Utc>, model_ix: &BTreeMap<String, usize>) {
+        let mut groups: BTreeMap<(Option<String>, Option<usize>), Vec<Member>> = BTreeMap::new();
+        for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending) {
+            if w.request.gpus.unwrap_or(1) > 1 {
+                continue;
+            }
+            let model = match w.request.model.as_deref().map(model_key) {
+                Some(k) => match model_ix.get(&k) {
+                    Some(&m) => Some(m),
+                    None => continue,
+                },
+                None => None,
+            };
+            groups.entry((w.request.mig_profile.clone(), model)).or_default().push((weight(w, now), w.id.clone()));
+        }
+        // Requests naming a model take their units before requests that take any model.
+        let mut ordered: Vec<_> = groups.into_iter().collect();
+        ordered.sort_by_key(|((_, m), _)| m.is_none());
+        for ((profile, model), mut members) in ordered {
+            let n = self.units.len();
+            let accepts: Vec<usize> = (0..n)
+                .filter(|&u| self.units[u].profile == profile && model.is_none_or(|m| self.units[u].model == m))
+                .collect();
+            if accepts.is_empty() {
+                continue;
+            }
+            members.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            self.groups.push((accepts, members));
+        }
+    }
+
+    /// Supply of everything: fixed plus each card's chosen option.
+    fn supply(&self, choice: &[usize]) -> Vec<u32> {
+        let mut s = self.fixed.clone();
+        for (&(_, m, _), &o) in self.cards.iter().zip(choice).filter(|(_, o)| **o != OPEN) {
+            for (x, y) in s.iter_mut().zip(&self.models[m].1[o].1) {
+                *x += y;
+            }
+        }
+        s
+    }
+
+    /// Units of each kind on cards that change.
+    fn touched(&self, choice: &[usize]) -> (Vec<u32>, u32) {
+        let mut t = vec![0; self.units.len()];
+        let mut n = 0;
+        for (&(_, m, now), &o) in self.cards.iter().zip(choice) {
+            if o != now && o != OPEN {
+                n += 1;
+                for (x, y) in t.iter_mut().zip(&self.models[m].1[o].1) {
+                    *x += y;
+                }
+            }
+        }
+        (t, n)
+    }
+
+    /// How many members of each group each unit kind serves: groups in order, members
+    /// heaviest first, units in the group's order.
+    fn matching(&self, supply: &[u32]) -> Vec<Vec<(usize, u32)>> {
+        let mut left = supply.to_vec();
+        self.groups
+            .iter()
+            .map(|(accepts, members)| {
+                let mut want = members.len() as u32;
+                let mut got = Vec::new();
+                for &u in accepts {
+                    let take = want.min(left[u]);
+                    if take > 0 {
+                        left[u] -= take;
+                        want -= take;
+                        got.push((u, take));
+                    }
+                }
+                got
+            })
+            .collect()
+    }
+
+    pub(crate) fn score(&self, choice: &[usize]) -> Score {
+        let (touched, n) = self.touched(choice);
+        self.eval(&Tally { supply: self.supply(choice), touched, n })
+    }
+
+    fn eval(&self, t: &Tally) -> Score {
+        let matched = self.matching(&t.supply);
+        let mut weight = 0;
+        let mut used = vec![0u32; self.units.len()];
+        for ((_, members), got) in self.groups.iter().zip(&matched) {
+            let k: u32 = got.iter().map(|(_, k)| k).sum();
+            weight += members.iter().take(k as usize).map(|(w, _)| w).sum::<u64>();
+            for &(u, k) in got {
+                used[u] += k;
+            }
+        }
+        // Units on unchanged cards are used first; what stays unused is new.
+        let unused: u64 =
+            (0..self.units.len()).map(|u| u64::from(t.touched[u].min(t.supply[u] - used[u])) * self.unit_mib[u]).sum();
+        Score { weight, unused_mib: std::cmp::Reverse(unused), touched: std::cmp::Reverse(t.n) }
+    }
+
+    /// `t` with card `card` at option `o` added (`add`) or taken away.
+    fn moved(&self, t: &Tally, card: usize, o: usize, add: bool) -> Tally {
+        let mut t = t.clone();
+        t.apply(&self.models[self.cards[card].1].1[o].1, o != self.cards[card].2, add);
+        t
+    }
+
+    pub(crate) fn options(&self, card: usize) -> usize {
+        self.models[self.cards[card].1].1.len()
+    }
+
+    /// The best choice found: one option index per candidate card. Small problems (up to
+    /// `EXACT_COMBINATIONS` combinations of the options that supply anything waited for) are
+    /// searched exhaustively; larger ones greedily.
+    pub(crate) fn search(&self) -> Vec<usize> {
+        if self.groups.is_empty() {
+            return self.cards.iter().map(|c| c.2).collect();
+        }
+        self.exhaustive(EXACT_COMBINATIONS).unwrap_or_else(|| self.greedy())
+    }
+
+    /// Options of card `i` worth trying: its present one, and one of each kind of option that
+    /// supplies something waited for. Two options that supply the same waited-for units and
+    /// the same memory of other units score the same, so one stands for both.
+    fn useful(&self, i: usize) -> Vec<usize> {
+        let (_, m, now) = self.cards[i];
+        let mut wanted = vec![false; self.units.len()];
+        for g in &self.groups {
+            for &u in &g.0 {
+                wanted[u] = true;
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        let key = |o: usize| {
+            let s = &self.models[m].1[o].1;
+            let w: Vec<u32> = (0..s.len()).filter(|&u| wanted[u]).map(|u| s[u]).collect();
+            let other: u64 = (0..s.len()).filter(|&u| !wanted[u]).map(|u| u64::from(s[u]) * self.unit_mib[u]).sum();
+            (w, other)
+        };
+        seen.insert(key(now));
+        let mut out = vec![now];
+        for o in (0..self.options(i)).filter(|&o| o != now) {
+            let k = key(o);
+            if k.0.iter().any(|&n| n > 0) && seen.insert(k) {
+                out.push(o);
+            }
+        }
+        out
+    }
+
+    /// Every combination of useful options, when there are at most `limit`. An option that
+    /// supplies nothing waited for never beats the present one (it serves no more and touches
+    /// a card), so leaving those out loses nothing.
+    pub(crate) fn exhaustive(&self, limit: u64) -> Option<Vec<usize>> {
+        let mut memo: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        let opts: Vec<Vec<usize>> = (0..self.cards.len())
+            .map(|i| memo.entry((self.cards[i].1, self.cards[i].2)).or_insert_with(|| self.useful(i)).clone())
+            .collect();
+        let mut n: u64 = 1;
+        for o in &opts {
+            n = n.checked_mul(o.len() as u64).filter(|&n| n <= limit)?;
+        }
+        // Cards with one useful option stay as they are; only the others vary.
+        let vary: Vec<usize> = (0..opts.len()).filter(|&i| opts[i].len() > 1).collect();
+        let mut choice: Vec<usize> = self.cards.iter().map(|c| c.2).collect();
+        let base = {
+            let (touched, n) = self.touched(&choice);
+            let mut t = Tally { supply: self.supply(&choice), touched, n };
+            for &i in &vary {
+                t = self.moved(&t, i, choice[i], false);
+            }
+            t
+        };
+        let mut best: Option<(Score, Vec<usize>)> = None;
+        let mut digits = vec![0usize; vary.len()];
+        'all: loop {
+            let mut t = base.clone();
+            for (k, &i) in vary.iter().enumerate() {
+                choice[i] = opts[i][digits[k]];
+                t = self.moved(&t, i, choice[i], true);
+            }
+            let s = self.eval(&t);
+            if best.as_ref().is_none_or(|(b, _)| s > *b) {
+                best = Some((s, choice.clone()));
+            }
+            for d in digits.iter_mut().zip(&vary) {
+                *d.0 += 1;
+                if *d.0 < opts[*d.1].len() {
+                    continue 'all;
+                }
+                *d.0 = 0;
+            }
+            break;
+        }
+        best.map(|b| b.1)
+    }
+
+    /// Greedy construction: from no card decided (each adds nothing), take the decision
+    /// (one card of a class, one option, its present one included) that serves the most
+    /// added weight, until none adds any; undecided cards keep their layout. Then polish.
+    pub(crate) fn greedy(&self) -> Vec<usize> {
+        let mut choice = vec![OPEN; self.cards.len()];
+        // Classes: (model, option now) -> the cards still undecided.
+        let mut classes: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        for (i, c) in self.cards.iter().enumerate() {
+            classes.entry((c.1, c.2)).or_default().push(i);
+        }
+        for v in classes.values_mut() {
+            v.reverse(); // pop() takes the first card
+        }
+        let mut tally = Tally { supply: self.fixed.clone(), touched: vec![0; self.units.len()], n: 0 };
+        let mut best = self.eval(&tally);
+        // Lazy greedy: a move's gain only shrinks as supply grows (the heaviest waiting work is
+        // served first), so a gain computed earlier bounds it; recompute the top one, take it
+        // when it still leads. `version` says which state a gain was computed in.
+        let gain = |s: Score, best: Score| (s.weight - best.weight, s);
+        let mut heap = std::collections::BinaryHeap::new();
+        for (&(m, now), cards) in &classes {
+            let Some(&card) = cards.last() else { continue };
+            for o in 0..self.models[m].1.len() {
+                let s = self.eval(&self.moved(&tally, card, o, true));
+                if s.weight > best.weight {
+                    heap.push((gain(s, best), 0u32, (m, now), o));
+                }
+            }
+        }
+        let mut version = 0u32;
+        while let Some((_, at, class, o)) = heap.pop() {
+            let Some(&card) = classes.get(&class).and_then(|c| c.last()) else { continue };
+            let t = self.moved(&tally, card, o, true);
+            let s = self.eval(&t);
+            if s.weight <= best.weight {
+                continue;
+            }
+            let g = gain(s, best);
+            if at != version && heap.peek().is_some_and(|top| top.0 > g) {
+                heap.push((g, version, class, o));
+                continue;
+            }
+            if let Some(c) = classes.get_mut(&class) {
+                c.pop();
+            }
+            choice[card] = o;
+            tally = t;
+            best = s;
+            version += 1;
+            heap.push((g, version - 1, class, o)); // the same move again, recomputed when it leads
+        }
+        for (i, card) in self.cards.iter().enumerate() {
+            if choice[i] == OPEN {
+                choice[i] = card.2;
+                tally = self.moved(&tally, i, card.2, true);
+            }
+        }
+        let tally = self.polish(&mut choice, tally);
+        self.polish_pairs(&mut choice, tally, PAIR_EVALS);
+        choice
+    }
+
+    /// Re-choose two cards at once (changed cards, and one unchanged card of each class), over
+    /// their useful options, while that scores better and at most `budget` choices are scored:
+    /// the move one card at a time cannot make (the only idle whole card of a model keeps a
+    /// waiting whole-card job while another model's card could take it).
+    fn polish_pairs(&self, choice: &mut [usize], mut tally: Tally, mut budget: u64) {
+        let mut best = self.eval(&tally);
+        let mut memo: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        loop {
+            let mut seen = std::collections::BTreeSet::new();
+            let reps: Vec<usize> = (0..self.cards.len())
+                .filter(|&c| choice[c] != self.cards[c].2 || seen.insert((self.cards[c].1, self.cards[c].2)))
+                .collect();
+            let mut better = false;
+            for (k, &a) in reps.iter().enumerate() {
+                for &b in &reps[k + 1..] {
+                    let oa = memo.entry((self.cards[a].1, self.cards[a].2)).or_insert_with(|| self.useful(a)).clone();
+                    let ob = memo.entry((self.cards[b].1, self.cards[b].2)).or_insert_with(|| self.useful(b)).clone();
+                    let cost = (oa.len() * ob.len()) as u64;
+                    if cost > budget {
+                        return;
+                    }
+                    budget -= cost;
+                    let without = self.moved(&self.moved(&tally, a, choice[a], false), b, choice[b], false);
+                    for &x in &oa {
+                        let with_a = self.moved(&without, a, x, true);
+                        for &y in &ob {
+                            let t = self.moved(&with_a, b, y, true);
+                            let s = self.eval(&t);
+                            if s > best {
+                                (best, tally, choice[a], choice[b], better) = (s, t, x, y, true);
+                            }
+                        }
+                    }
+                }
+            }
+            if !better {
+                return;
+            }
+        }
+    }
+
+    /// Re-choose each changed card's option (its present layout included) while that scores
+    /// better: a later step can make an earlier change needless or a worse fit.
+    fn polish(&self, choice: &mut [usize], mut tally: Tally) -> Tally {
+        let mut best = self.eval(&tally);
+        loop {
+            let mut better = false;
+            // Changed cards, and one unchanged card of each class (the rest are the same to it).
+            let mut seen = std::collections::BTreeSet::new();
+            let changed: Vec<usize> = (0..self.cards.len())
+                .filter(|&c| choice[c] != self.cards[c].2 || seen.insert((self.cards[c].1, self.cards[c].2)))
+                .collect();
+            for card in changed {
+                let without = self.moved(&tally, card, choice[card], false);
+                for o in 0..self.options(card) {
+                    let t = self.moved(&without, card, o, true);
+                    let s = self.eval(&t);
+                    if s > best {
+                        best = s;
+                        choice[card] = o;
+                        tally = t;
+                        better = true;
+                    }
+                }
+            }
+            if !better {
+                return tally;
+            }
+        }
+    }
+
+    /// The plan of a choice: which cards change to what, and whom each serves.
+    fn plan(&self, choice: &[usize]) -> Plan {
+        let supply = self.supply(choice);
+        let matched = self.matching(&supply);
+        // Units left on unchanged cards and fixed supply serve first, then changed cards in order.
+        let (touched, _) = self.touched(choice);
+        let mut stay: Vec<u32> = supply.iter().zip(&touched).map(|(s, t)| s - t).collect();
+        let mut on_changed: Vec<(usize, Vec<u32>, Vec<String>)> = self
+            .cards
+            .iter()
+            .zip(choice)
+            .enumerate()
+            .filter(|(_, (c, o))| c.2 != **o)
+            .map(|(i, (c, &o))| (i, self.models[c.1].1[o].1.clone(), Vec::new()))
+            .collect();
+        let mut plan = Plan::default();
+        let mut served: Vec<(u64, String)> = Vec::new();
+        for ((_, members), got) in self.groups.iter().zip(&matched) {
+            let mut next = members.iter();
+            for &(u, k) in got {
+                for _ in 0..k {
+                    let Some((w, id)) = next.next() else { break };
+                    served.push((*w, id.clone()));
+                    if stay[u] > 0 {
+                        stay[u] -= 1;
+                        plan.served_now.push(id.clone());
+                    } else if let Some(c) = on_changed.iter_mut().find(|c| c.1[u] > 0) {
+                        c.1[u] -= 1;
+                        c.2.push(id.clone());
+                    }
+                }
+            }
+        }
+        served.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        plan.served = served.into_iter().map(|(_, id)| id).collect();
+        for (i, _, serves) in on_changed.into_iter().filter(|c| !c.2.is_empty()) {
+            let (card, m, now) = &self.cards[i];
+            let text = |o: usize| match &self.models[*m].1[o].0 {
+                None => "whole".to_string(),
+                Some(l) => l.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+            };
+            plan.changes.push(CardChange {
+                card: card.clone(),
+                model: self.models[*m].0.clone(),
+                from: text(*now),
+                to: text(choice[i]),
+                serves,
+            });
+        }
+        plan.score = self.score(choice);
+        plan
+    }
+}
+
+/// The plan for `fleet` as of `now`.
+pub fn plan(fleet: &Fleet, now: DateTime<Utc>) -> Plan {
+    let p = Problem::new(fleet, now);
+    let choice = p.search();
+    p.plan(&choice)
+}
+
+#[cfg(test)]
+#[path = "planner_tests.rs"]
+mod tests;
