@@ -4,6 +4,7 @@
 //! suggestion: an `Action` the runner can plan, or plain words for what tessera cannot do.
 //! No IO; the engine's loop runs it after merged updates, `tessera advise` once.
 
+pub mod fit;
 mod health;
 mod idle;
 mod layout;

@@ -39,8 +39,15 @@ fn fleet(w: Workload) -> Fleet {
     let mut mig =
         Card { index: 1, model: "NVIDIA A100-SXM4-80GB".into(), memory_total_mib: Some(81920), ..Card::default() };
     mig.mig = MigState::from_layout(&mig.model, "3g.40gb@0,3g.40gb@4");
-    let node = Node { name: "n".into(), schedulable: true, cards: vec![whole, mig], ..Node::default() };
-    let mut f = Fleet { nodes: vec![node], workloads: vec![w], taken_at: Some(now()), ..Fleet::default() };
+    let node = Node {
+        name: "n".into(),
+        schedulable: true,
+        cards: vec![whole, mig],
+        sources: vec!["sim".into()],
+        ..Node::default()
+    };
+    let sources = vec![crate::model::SourceStatus::live("sim", crate::model::SourceKind::Simulated, now())];
+    let mut f = Fleet { nodes: vec![node], workloads: vec![w], sources, taken_at: Some(now()), ..Fleet::default() };
     f.index_workloads();
     f
 }
@@ -277,6 +284,12 @@ fn a_layout_plan_carried_out_on_the_simulator_starts_what_it_promised() {
         .map(str::to_string)
         .collect();
     assert!(!promised.is_empty(), "{plan:?}");
+    // The runner would carry it out: a plan without blockers.
+    let runner =
+        crate::actions::run::Runner::new(&crate::config::Config::default(), crate::actions::execute::Env::default());
+    let proposed = runner.propose(plan.suggestion.action().unwrap_or_else(|| panic!("an action")), store.fleet());
+    let proposed = proposed.unwrap_or_else(|e| panic!("{e}"));
+    assert!(proposed.allowed(), "{:?}", proposed.blockers);
     let (node, index) = target.rsplit_once('/').unwrap_or_default();
     let op = SimOp::Repartition { node: node.into(), index: index.parse().unwrap_or(0), layout: layout.clone() };
     sim.apply(&op).unwrap_or_else(|e| panic!("{e}"));

@@ -120,6 +120,13 @@ fn views() -> Vec<(&'static str, Setup)> {
             }),
         ),
         (
+            "fit_panel",
+            Box::new(|st: &mut UiState, s: &Store| {
+                st.command("fit 2g.35gb", s.fleet());
+                assert!(st.fit.is_some(), "{:?}", st.message);
+            }),
+        ),
+        (
             "fleet_sorted_filtered",
             Box::new(|st: &mut UiState, s: &Store| {
                 st.set_filter("whole".into(), s.fleet());

@@ -36,6 +36,13 @@ fn kind_of(fleet: &Fleet, source: &str) -> Option<SourceKind> {
     fleet.sources.iter().find(|s| s.name == source).map(|s| s.kind)
 }
 
+/// Who would carry out a repartition of a card on `node`, if anyone (the layout planner only
+/// proposes what a backend can do).
+pub fn repartition_backend(fleet: &Fleet, node: &Node) -> Option<Backend> {
+    let any = Action::Repartition { target: String::new(), layout: String::new() };
+    backend_for(fleet, node, &any).map(|b| b.0)
+}
+
 /// The source (and backend) that acts on a node for this action, in order of preference.
 fn backend_for(fleet: &Fleet, node: &Node, action: &Action) -> Option<(Backend, String)> {
     let prefs: &[Backend] = match action {

@@ -1,5 +1,6 @@
 //! Layout plan findings: each card the planner would repartition, with the waiting work it
-//! would start, as a repartition the runner can plan and confirm (`a` in the Advice view).
+//! would start, as a repartition the runner can plan and confirm (`a` in the Advice view),
+//! once something it would start has waited past `[policy] queue_wait_threshold`.
 
 use super::planner::Plan;
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
@@ -16,13 +17,12 @@ pub(super) fn findings(fleet: &Fleet, cx: &Context, plan: &Plan, out: &mut Vec<F
             .map(|d| d.num_seconds().max(0) as u64)
             .collect();
         let oldest = waits.iter().copied().max().unwrap_or(0);
-        let severity = if oldest >= cx.queue_wait.as_secs() * 2 {
-            Severity::High
-        } else if oldest >= cx.queue_wait.as_secs() {
-            Severity::Warn
-        } else {
-            Severity::Info
-        };
+        // Work that has just arrived may yet be placed by its scheduler: a destructive change
+        // is worth proposing once something has waited past the threshold.
+        if oldest < cx.queue_wait.as_secs() {
+            continue;
+        }
+        let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
         // The share of the card the started work gets, a day long.
         let model = lookup(&c.model);
         let share: f64 = c

@@ -6,8 +6,12 @@
 //!
 //! The search: idle cards of one model and one present layout are interchangeable, so they
 //! form a class; a move turns one card of a class into one of the model's maximal layouts (or
-//! a whole card). From "change nothing", the move with the best gain is taken until no move
-//! gains: every step serves more, so the result never serves less than doing nothing.
+//! a whole card). Problems small enough are searched exhaustively; larger ones by a lazy
+//! greedy construction (from no card decided, the decision that serves the most added weight)
+//! polished one and two cards at a time. The result is never worse than changing nothing.
+//! Only cards a backend can change are candidates: the simulator any, NVML within the card's
+//! MIG mode (a mode change needs a GPU reset); Kubernetes changes whole nodes by named
+//! configs, so its cards are left to the `all-<profile>` picker.
 
 use std::collections::BTreeMap;
 
@@ -60,10 +64,10 @@ pub struct Score {
 }
 
 /// How much a waiting workload counts: higher priority and longer waits first. Priority is
-/// the scheduler's number (clamped to 0..10000); the wait counts in minutes, capped at a week,
-/// plus an hour so that new work still counts.
+/// the scheduler's number (clamped to 0..10^9: Slurm's multifactor priorities run to millions);
+/// the wait counts in minutes, capped at a week, plus an hour so that new work still counts.
 pub fn weight(w: &Workload, now: DateTime<Utc>) -> u64 {
-    let prio = w.priority.unwrap_or(0).clamp(0, 10_000) as u64;
+    let prio = w.priority.unwrap_or(0).clamp(0, 1_000_000_000) as u64;
     let wait = w.wait(now).map_or(0, |d| d.num_minutes().clamp(0, 7 * 24 * 60) as u64);
     (1 + prio) * (60 + wait)
 }
@@ -125,6 +129,8 @@ pub(crate) struct Problem {
     fixed: Vec<u32>,
     /// Candidate cards: (card, model, the option it has now).
     pub(crate) cards: Vec<(CardRef, usize, usize)>,
+    /// Per candidate: its MIG mode may not change (NVML: that needs a GPU reset).
+    mode_fixed: Vec<bool>,
     /// Demand groups: accepted units in preference order, members heaviest first.
     groups: Vec<(Vec<usize>, Vec<Member>)>,
 }
@@ -145,14 +151,29 @@ impl Problem {
                 }
             };
             let r = CardRef::new(node.name.clone(), card.index);
-            if card.is_idle() && card.mig.pending.is_none_or(|pending| pending == card.mig.enabled) {
+            // What the repartition guard asks of a card, and a backend that can change it.
+            let backend = crate::actions::plan::repartition_backend(fleet, node);
+            let idle = card.is_idle() && card.processes.is_empty() && card.mig.error.is_none();
+            let steady = card.mig.pending.is_none_or(|pending| pending == card.mig.enabled);
+            let mode_fixed = backend == Some(crate::actions::Backend::Nvml);
+            let can = match backend {
+                Some(crate::actions::Backend::Simulated) => true,
+                Some(crate::actions::Backend::Nvml) => card.mig.enabled,
+                _ => false,
+            };
+            if idle && steady && can {
                 let now_opt = if card.mig.enabled { p.option_of(m, Some(card.layout())) } else { Some(0) };
                 if let Some(o) = now_opt {
                     p.cards.push((r, m, o));
+                    p.mode_fixed.push(mode_fixed);
                     continue;
                 }
             }
-            // Held (or laid out in a way the catalog does not know): its free instances stay.
+            // Held, or not tessera's to change: what is free on it stays as it is.
+            if idle && !card.mig.enabled {
+                let u = p.unit(m, None, card.memory_total_mib.unwrap_or(0));
+                p.fixed[u] += 1;
+            }
             if card.mig.enabled {
                 for i in card.mig.instances.iter().filter(|i| i.workloads.is_empty() && !i.in_use_by_unknown()) {
                     let u = p.unit(m, Some(i.profile.clone()), i.memory_total_mib.unwrap_or(0));
@@ -350,6 +371,17 @@ impl Problem {
         self.models[self.cards[card].1].1.len()
     }
 
+    /// Whether card `card` may take option `o` (option 0 is a whole card: not for a MIG card
+    /// whose mode may not change).
+    pub(crate) fn allowed(&self, card: usize, o: usize) -> bool {
+        !(self.mode_fixed[card] && o == 0)
+    }
+
+    /// Cards of one class are interchangeable: model, present option, mode fixed.
+    fn class(&self, card: usize) -> (usize, usize, bool) {
+        (self.cards[card].1, self.cards[card].2, self.mode_fixed[card])
+    }
+
     /// The best choice found: one option index per candidate card. Small problems (up to
     /// `EXACT_COMBINATIONS` combinations of the options that supply anything waited for) are
     /// searched exhaustively; larger ones greedily.
@@ -357,7 +389,10 @@ impl Problem {
         if self.groups.is_empty() {
             return self.cards.iter().map(|c| c.2).collect();
         }
-        self.exhaustive(EXACT_COMBINATIONS).unwrap_or_else(|| self.greedy())
+        let present: Vec<usize> = self.cards.iter().map(|c| c.2).collect();
+        let found = self.exhaustive(EXACT_COMBINATIONS).unwrap_or_else(|| self.greedy());
+        // The greedy path starts from nothing decided: never return worse than no change.
+        if self.score(&found) >= self.score(&present) { found } else { present }
     }
 
     /// Options of card `i` worth trying: its present one, and one of each kind of option that
@@ -380,7 +415,7 @@ impl Problem {
         };
         seen.insert(key(now));
         let mut out = vec![now];
-        for o in (0..self.options(i)).filter(|&o| o != now) {
+        for o in (0..self.options(i)).filter(|&o| o != now && self.allowed(i, o)) {
             let k = key(o);
             if k.0.iter().any(|&n| n > 0) && seen.insert(k) {
                 out.push(o);
@@ -393,9 +428,9 @@ impl Problem {
     /// supplies nothing waited for never beats the present one (it serves no more and touches
     /// a card), so leaving those out loses nothing.
     pub(crate) fn exhaustive(&self, limit: u64) -> Option<Vec<usize>> {
-        let mut memo: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        let mut memo: BTreeMap<(usize, usize, bool), Vec<usize>> = BTreeMap::new();
         let opts: Vec<Vec<usize>> = (0..self.cards.len())
-            .map(|i| memo.entry((self.cards[i].1, self.cards[i].2)).or_insert_with(|| self.useful(i)).clone())
+            .map(|i| memo.entry(self.class(i)).or_insert_with(|| self.useful(i)).clone())
             .collect();
         let mut n: u64 = 1;
         for o in &opts {
@@ -442,9 +477,9 @@ impl Problem {
     pub(crate) fn greedy(&self) -> Vec<usize> {
         let mut choice = vec![OPEN; self.cards.len()];
         // Classes: (model, option now) -> the cards still undecided.
-        let mut classes: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
-        for (i, c) in self.cards.iter().enumerate() {
-            classes.entry((c.1, c.2)).or_default().push(i);
+        let mut classes: BTreeMap<(usize, usize, bool), Vec<usize>> = BTreeMap::new();
+        for i in 0..self.cards.len() {
+            classes.entry(self.class(i)).or_default().push(i);
         }
         for v in classes.values_mut() {
             v.reverse(); // pop() takes the first card
@@ -456,12 +491,12 @@ impl Problem {
         // when it still leads. `version` says which state a gain was computed in.
         let gain = |s: Score, best: Score| (s.weight - best.weight, s);
         let mut heap = std::collections::BinaryHeap::new();
-        for (&(m, now), cards) in &classes {
+        for (&class, cards) in &classes {
             let Some(&card) = cards.last() else { continue };
-            for o in 0..self.models[m].1.len() {
+            for o in (0..self.options(card)).filter(|&o| self.allowed(card, o)) {
                 let s = self.eval(&self.moved(&tally, card, o, true));
                 if s.weight > best.weight {
-                    heap.push((gain(s, best), 0u32, (m, now), o));
+                    heap.push((gain(s, best), 0u32, class, o));
                 }
             }
         }
@@ -504,17 +539,16 @@ impl Problem {
     /// waiting whole-card job while another model's card could take it).
     fn polish_pairs(&self, choice: &mut [usize], mut tally: Tally, mut budget: u64) {
         let mut best = self.eval(&tally);
-        let mut memo: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        let mut memo: BTreeMap<(usize, usize, bool), Vec<usize>> = BTreeMap::new();
         loop {
             let mut seen = std::collections::BTreeSet::new();
-            let reps: Vec<usize> = (0..self.cards.len())
-                .filter(|&c| choice[c] != self.cards[c].2 || seen.insert((self.cards[c].1, self.cards[c].2)))
-                .collect();
+            let reps: Vec<usize> =
+                (0..self.cards.len()).filter(|&c| choice[c] != self.cards[c].2 || seen.insert(self.class(c))).collect();
             let mut better = false;
             for (k, &a) in reps.iter().enumerate() {
                 for &b in &reps[k + 1..] {
-                    let oa = memo.entry((self.cards[a].1, self.cards[a].2)).or_insert_with(|| self.useful(a)).clone();
-                    let ob = memo.entry((self.cards[b].1, self.cards[b].2)).or_insert_with(|| self.useful(b)).clone();
+                    let oa = memo.entry(self.class(a)).or_insert_with(|| self.useful(a)).clone();
+                    let ob = memo.entry(self.class(b)).or_insert_with(|| self.useful(b)).clone();
                     let cost = (oa.len() * ob.len()) as u64;
                     if cost > budget {
                         return;
@@ -547,12 +581,11 @@ impl Problem {
             let mut better = false;
             // Changed cards, and one unchanged card of each class (the rest are the same to it).
             let mut seen = std::collections::BTreeSet::new();
-            let changed: Vec<usize> = (0..self.cards.len())
-                .filter(|&c| choice[c] != self.cards[c].2 || seen.insert((self.cards[c].1, self.cards[c].2)))
-                .collect();
+            let changed: Vec<usize> =
+                (0..self.cards.len()).filter(|&c| choice[c] != self.cards[c].2 || seen.insert(self.class(c))).collect();
             for card in changed {
                 let without = self.moved(&tally, card, choice[card], false);
-                for o in 0..self.options(card) {
+                for o in (0..self.options(card)).filter(|&o| self.allowed(card, o)) {
                     let t = self.moved(&without, card, o, true);
                     let s = self.eval(&t);
                     if s > best {
@@ -604,7 +637,10 @@ impl Problem {
         }
         served.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         plan.served = served.into_iter().map(|(_, id)| id).collect();
-        for (i, _, serves) in on_changed.into_iter().filter(|c| !c.2.is_empty()) {
+        let rank: std::collections::HashMap<&str, usize> =
+            plan.served.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+        for (i, _, mut serves) in on_changed.into_iter().filter(|c| !c.2.is_empty()) {
+            serves.sort_by_key(|id| rank.get(id.as_str()).copied().unwrap_or(usize::MAX));
             let (card, m, now) = &self.cards[i];
             let text = |o: usize| match &self.models[*m].1[o].0 {
                 None => "whole".to_string(),

@@ -7,7 +7,7 @@ use proptest::strategy::ValueTree;
 
 use super::*;
 use crate::model::mig::{LayoutSpec, enumerate, lookup, parse_layout};
-use crate::model::{Card, MigState, Node, WorkloadKind};
+use crate::model::{Card, MigState, Node, SourceKind, SourceStatus, WorkloadKind};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 2, 14, 0, 0).single().unwrap_or_default()
@@ -41,9 +41,15 @@ fn pending(id: &str, profile: Option<&str>, prio: i64, waited_min: i64) -> Workl
     w
 }
 
+/// Node `n` of the simulator (which can change any card) with these cards and workloads.
 fn fleet(cards: Vec<Card>, workloads: Vec<Workload>) -> Fleet {
-    let node = Node { name: "n".into(), schedulable: true, cards, ..Node::default() };
-    let mut f = Fleet { nodes: vec![node], workloads, taken_at: Some(now()), ..Fleet::default() };
+    fleet_of(SourceKind::Simulated, cards, workloads)
+}
+
+fn fleet_of(kind: SourceKind, cards: Vec<Card>, workloads: Vec<Workload>) -> Fleet {
+    let node = Node { name: "n".into(), schedulable: true, cards, sources: vec!["src".into()], ..Node::default() };
+    let sources = vec![SourceStatus::live("src", kind, now())];
+    let mut f = Fleet { nodes: vec![node], workloads, sources, taken_at: Some(now()), ..Fleet::default() };
     f.index_workloads();
     f
 }
@@ -101,6 +107,32 @@ fn a_waiting_whole_card_job_gets_an_idle_mig_card_turned_whole() {
     let f = fleet(vec![card(0, A100, Some("3g.40gb@0,3g.40gb@4"), None)], vec![pending("t", None, 50, 45)]);
     let p = plan(&f, now());
     assert_eq!(p.changes.first().map(|c| (c.from.as_str(), c.to.as_str())), Some(("3g.40gb@0,3g.40gb@4", "whole")));
+}
+
+#[test]
+fn only_what_a_backend_can_do_is_proposed() {
+    let cards = || vec![card(0, A100, None, None), card(1, A100, Some("7g.80gb@0"), None)];
+    let wants = || vec![pending("small", Some("1g.10gb"), 100, 60), pending("whole", None, 100, 60)];
+    // NVML changes instances but not the MIG mode (a GPU reset): the MIG card, within MIG.
+    let p = plan(&fleet_of(SourceKind::Nvml, cards(), wants()), now());
+    assert_eq!(p.changes.len(), 1, "{p:?}");
+    assert_eq!(p.changes[0].card, CardRef::new("n", 1));
+    assert_ne!(p.changes[0].to, "whole");
+    assert_eq!(p.served_now, vec!["whole".to_string()], "the idle whole card serves as it is");
+    // Nothing can repartition a node only Slurm or Kubernetes reports.
+    for kind in [SourceKind::Slurm, SourceKind::Kubernetes] {
+        assert!(plan(&fleet_of(kind, cards(), wants()), now()).changes.is_empty(), "{kind:?}");
+    }
+    // A card with a process no workload claims is not idle, whatever its holders say.
+    let mut busy = cards();
+    busy[1].processes.push(crate::model::Process {
+        pid: 7,
+        name: Some("python".into()),
+        user: None,
+        used_mib: Some(900),
+        gi_id: None,
+    });
+    assert!(plan(&fleet(busy, wants()), now()).changes.iter().all(|c| c.card != CardRef::new("n", 1)));
 }
 
 /// The best score over every combination of every card's options.

@@ -84,6 +84,22 @@ pub struct SourceStatus {
     pub queue: bool,
 }
 
+impl SourceStatus {
+    /// A source that answered at `at` (for tests and fixtures that build fleets by hand).
+    pub fn live(name: &str, kind: SourceKind, at: chrono::DateTime<chrono::Utc>) -> Self {
+        Self {
+            name: name.to_string(),
+            kind,
+            health: SourceHealth::Live { at },
+            interval: std::time::Duration::from_secs(1),
+            note: None,
+            last_ok: Some(at),
+            reported: Reported::default(),
+            queue: true,
+        }
+    }
+}
+
 /// How much one collection of a source reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reported {

@@ -138,7 +138,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Char(':')],
         label: ":",
         intent: Intent::Command,
-        description: "command: node NAME, fleet, queue, workloads, sources, q",
+        description: "command: node NAME, fit 3g.40gb|4|WORKLOAD, fleet, queue, workloads, sources, advice, q",
         footer: true,
         action: false,
     },

@@ -200,3 +200,18 @@ fn a_plans_the_selected_advice_through_a_request() {
     ro.apply(Intent::ViewAdvice, &f);
     assert_eq!(ro.apply(Intent::ShowAction, &f), Effect::Redraw, "read-only: no request");
 }
+
+#[test]
+fn fit_answers_in_a_panel_that_esc_closes() {
+    let f = fleet();
+    let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), f.taken_at.unwrap_or_default());
+    st.command("fit 3g.40gb", &f);
+    let Some((title, lines)) = st.fit.clone() else { panic!("no panel: {:?}", st.message) };
+    assert_eq!(title, "where can a 3g.40gb instance run?");
+    assert!(!lines.is_empty());
+    st.apply(Intent::Back, &f);
+    assert!(st.fit.is_none());
+    st.command("fit nonsense", &f);
+    assert!(st.fit.is_none());
+    assert!(st.message.as_deref().is_some_and(|m| m.contains("not a MIG profile")), "{:?}", st.message);
+}

@@ -52,6 +52,8 @@ impl UiState {
             Intent::Back => {
                 if self.help {
                     self.help = false;
+                } else if self.fit.is_some() {
+                    self.fit = None;
                 } else if self.open_card.is_some() {
                     self.open_card = None;
                 } else if self.open_workload.is_some() {
@@ -155,8 +157,19 @@ impl UiState {
                     None => self.message = Some(format!("no node named {name}")),
                 }
             }
+            (Some("fit"), _) => {
+                let query = text.trim_start().strip_prefix("fit").unwrap_or_default().trim();
+                match crate::advisor::fit::parse(fleet, query) {
+                    Ok(want) => {
+                        let a = crate::advisor::fit::fit(fleet, &want, self.now, self.min_runtime);
+                        self.fit = Some((format!("where can {} run?", a.wants), crate::advisor::fit::lines(&a)));
+                    }
+                    Err(e) => self.message = Some(e),
+                }
+            }
             (Some(other), _) => {
-                self.message = Some(format!("unknown command :{other} (try :node NAME, :queue, :sources, :q)"))
+                self.message =
+                    Some(format!("unknown command :{other} (try :node NAME, :fit 3g.40gb|4|WORKLOAD, :queue, :q)"))
             }
             (None, _) => {}
         }
