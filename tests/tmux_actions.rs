@@ -41,7 +41,8 @@ fn drain_confirm_cancel_and_refuse_in_the_console() {
     t.wait("the picker cancelled", |s| s.contains("repartition cancelled: nothing done"));
 
     t.keys(&["3", "p"]);
-    let refused = t.wait("a refusal", |s| s.contains("refused"));
+    // Wait for the whole dialog: a capture can catch a frame half drawn.
+    let refused = t.wait("a refusal", |s| s.contains("refused") && s.contains("Esc closes"));
     assert!(refused.contains("Esc closes"), "{refused}");
     t.keys(&["y", "Enter", "Escape"]);
     t.wait("the refusal closed", |s| s.contains("refused: nothing done"));
