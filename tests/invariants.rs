@@ -85,7 +85,10 @@ fn a_preempted_job_restarts_within_its_memory() {
     let job = fleet
         .workloads
         .iter()
-        .find(|w| w.kind == WorkloadKind::Training && w.state == WorkloadState::Running && w.cards.len() > 1)
+        // Two cards: the waiting 4-GPU inference server (higher priority) would take four.
+        .filter(|w| w.kind == WorkloadKind::Training && w.state == WorkloadState::Running && w.cards.len() == 2)
+        // Not the one on the card with ECC errors: nothing restarts on a failing card.
+        .find(|w| w.cards.iter().all(|r| fleet.card(r).is_some_and(|c| c.health.fault().is_none())))
         .map(|w| w.id.clone())
         .unwrap_or_else(|| panic!("no multi-GPU training job in the default cluster"));
     for op in [SimOp::Checkpoint { workload: job.clone() }, SimOp::Requeue { workload: job.clone() }] {

@@ -152,3 +152,32 @@ fn measure_512_exporters() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn advise_on_a_real_mig_exporter_finds_its_waste_and_says_what_it_cannot_judge() {
+    let server = Server::start(
+        HashMap::from([("/metrics".into(), Reply::ok(fixture("metrics-a100-mig-1g.5gb-exporter-2.4.0rc2.prom")))]),
+        None,
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["advise", "--json", "--scrape", &server.url("/metrics")])
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["simulated"], false);
+    // An exporter names no workloads: nothing is "held", so no held-idle or waste finding is
+    // made up, and nothing waits (no scheduler), so no queue advice either.
+    let kinds: Vec<&str> = v["findings"].as_array().into_iter().flatten().filter_map(|f| f["kind"].as_str()).collect();
+    for k in ["held_idle", "oversized", "mig_waste", "layout_plan", "preemption_candidate", "scale_out"] {
+        assert!(!kinds.contains(&k), "{k} without workloads: {text}");
+    }
+    // Every finding carries its numbers.
+    for f in v["findings"].as_array().into_iter().flatten() {
+        assert!(f["evidence"].as_array().is_some_and(|e| !e.is_empty()), "{f}");
+        assert!(f["gpu_hours_per_day"].as_f64().is_some(), "{f}");
+    }
+}

@@ -245,3 +245,46 @@ fn slurm_22_05_real_capture() {
     let j = jobs::map(&doc(&format!("{dir}/squeue_after_requeue.json")), &KindRules::default());
     assert!(j.workloads.iter().any(|w| w.state == WorkloadState::Pending && w.reason.as_deref() == Some("BeginTime")));
 }
+
+#[test]
+fn advise_on_the_22_05_capture_is_queue_advice_and_says_activity_is_unknown() {
+    let fix = common::root().join("tests/fixtures/slurm/22.05.8-tessera-harness");
+    let dir = commands(
+        "advise",
+        &format!("cat '{}'", fix.join("squeue_mixed.json").display()),
+        &format!("cat '{}'", fix.join("sinfo.json").display()),
+    );
+    let cfg = dir.join("tessera.toml");
+    std::fs::write(&cfg, format!("[slurm]\ncommands_dir = \"{}\"\n", dir.display())).unwrap_or_else(|e| panic!("{e}"));
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["advise", "--slurm", "--config", cfg.to_str().unwrap_or_default()])
+            .args(args)
+            .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, text) = run(&["--json"]);
+    assert_eq!(code, Some(0), "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let findings = v["findings"].as_array().cloned().unwrap_or_default();
+    // Slurm reports no activity: nothing is called idle or oversized, and the count says why.
+    assert!(findings.iter().all(|f| f["kind"] == "scale_out"), "{text}");
+    assert_eq!((v["activity_covered"]["workloads"].as_u64(), v["activity_covered"]["of"].as_u64()), (Some(0), Some(2)));
+    // The capture's pending work (the 2-GPU job waiting on Resources, the 3g.20gb job) waited
+    // days past the threshold: high.
+    let mig = findings.iter().find(|f| f["subject"]["resource"] == "MIG 3g.20gb").unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(mig["severity"], "high");
+    assert_eq!(run(&["--fail-on", "high"]).0, Some(4));
+    // With a patient queue threshold nothing is found: exit 0 for cron.
+    std::fs::write(
+        &cfg,
+        format!("[slurm]\ncommands_dir = \"{}\"\n[policy]\nqueue_wait_threshold = \"30d\"\n", dir.display()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (code, text) = run(&["--fail-on", "warn"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.starts_with("0 findings"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,4 +1,4 @@
-//! Pools of one GPU model: scale-in (the pool's mean activity over the activity window under
+//! Pools of one GPU model: scale-in (the pool's mean activity, whole and MIG cards alike, over the activity window under
 //! `[policy] scale_in_utilization_pct`: how many cards the present work needs at that target,
 //! how many could be released), scale-out (work has waited past the threshold with nothing
 //! free and nothing to preempt: what to add), and fragmentation (free MIG slices no profile
@@ -12,20 +12,33 @@ use crate::model::capacity::{Free, model_key, usable};
 use crate::model::{CardRef, Fleet, QueueSummary, WorkloadState};
 
 pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut Vec<Finding>) {
-    // Per model: cards, activity summed over the window (idle usable cards add 0), and
+    // Per model: cards, activity summed over the window (a whole card: its holder's mean; a
+    // MIG card: its instances' holders' means weighted by slices; idle parts add 0), and
     // whether every holder's window is covered (else: no activity data, no finding).
     let mut pools: BTreeMap<String, (usize, f64, bool)> = BTreeMap::new();
-    let covered = |id: &str| fleet.workload(id).and_then(|w| w.activity).is_some_and(|a| a.window_covered());
-    for (_, c) in fleet.cards().filter(|(n, c)| usable(n, c) && !c.mig.enabled) {
+    let mean =
+        |id: &str| fleet.workload(id).and_then(|w| w.activity).filter(|a| a.window_covered()).map(|a| a.mean_pct);
+    for (_, c) in fleet.cards().filter(|(n, c)| usable(n, c)) {
         let e = pools.entry(model_key(&c.model)).or_insert((0, 0.0, true));
         e.0 += 1;
+        if c.mig.enabled {
+            let slices = c.gpu_model().map_or(8.0, |m| f64::from(m.memory_slices));
+            for i in &c.mig.instances {
+                for h in &i.workloads {
+                    match mean(h) {
+                        Some(m) => e.1 += m.unwrap_or(0.0) * f64::from(i.size) / slices,
+                        None => e.2 = false,
+                    }
+                }
+            }
+            continue;
+        }
         let holders: Vec<&str> = c.holders().collect();
         if holders.is_empty() {
             continue;
         }
-        e.2 &= holders.iter().all(|h| covered(h));
-        let mean = holders.iter().filter_map(|h| fleet.workload(h)?.activity?.mean_pct).fold(0.0, f64::max);
-        e.1 += mean;
+        e.2 &= holders.iter().all(|h| mean(h).is_some());
+        e.1 += holders.iter().filter_map(|h| mean(h).flatten()).fold(0.0, f64::max);
     }
     for (model, (cards, sum, known)) in pools {
         if !known || cards < 2 {
@@ -45,9 +58,9 @@ pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut V
             kind: Kind::ScaleIn,
             severity: Severity::Info,
             subject: Subject::Pool { model: model.clone() },
-            title: format!("{model} whole cards average {mean:.0} %: {needed} of {cards} would carry the work"),
+            title: format!("{model} cards average {mean:.0} %: {needed} of {cards} would carry the work"),
             evidence: vec![format!(
-                "mean activity {mean:.0} % over the last {} across {cards} usable whole cards (target {target_pct:.0} %)",
+                "mean activity {mean:.0} % over the last {} across {cards} usable cards, MIG slices weighted by size (target {target_pct:.0} %)",
                 minutes((WINDOW_MIN * 60) as u64)
             )],
             gpu_hours_per_day: gpu_hours,
@@ -76,7 +89,16 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mu
         else {
             continue;
         };
-        let short = d.wanted.saturating_sub(free.of(&d.resource));
+        // Short: what the late work wants beyond what is free, and never less than the largest
+        // late request beyond what one node has free (a multi-GPU job needs one node).
+        let units = |w: &&crate::model::Workload| super::preempt::wants(w).1;
+        let wanted: u64 = late.iter().map(units).sum();
+        let biggest = late.iter().map(units).max().unwrap_or(0);
+        let block = free.largest_block(&d.resource);
+        let short = wanted.saturating_sub(free.of(&d.resource)).max(biggest.saturating_sub(block));
+        if short == 0 {
+            continue;
+        }
         let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
         out.push(Finding {
             kind: Kind::ScaleOut,
@@ -89,12 +111,10 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mu
                 minutes(oldest)
             ),
             evidence: vec![format!(
-                "{} pending want {} units, {} free now; waits past {} (threshold {})",
-                d.pending,
-                d.wanted,
-                d.free,
+                "{} waiting past the threshold ({}) want {wanted} units; {} free now, at most {block} on one node",
+                late.len(),
                 minutes(cx.queue_wait.as_secs()),
-                minutes(cx.queue_wait.as_secs())
+                free.of(&d.resource)
             )],
             gpu_hours_per_day: short as f64 * 24.0,
             cost_per_day: None,

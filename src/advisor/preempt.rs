@@ -46,7 +46,8 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, served: &[String], out: &m
     for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending && w.kind == WorkloadKind::Inference) {
         let Some(waited) = w.wait(cx.now).and_then(|d| d.to_std().ok()) else { continue };
         let (res, need) = wants(w);
-        if waited < cx.queue_wait || free.of(&res) >= need || served.contains(&w.id) {
+        // Several GPUs must be on one node: what one node has free is what counts.
+        if waited < cx.queue_wait || free.largest_block(&res) >= need || served.contains(&w.id) {
             continue;
         }
         let best = eligible

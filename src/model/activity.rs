@@ -165,12 +165,22 @@ impl ActivityHistory {
     }
 
     /// Seed workloads with no samples yet from a source's card history (Prometheus, the
-    /// simulator): a whole card's utilisation series is its one holder's activity.
+    /// simulator): a whole card's utilisation series is its one holder's activity, and a MIG
+    /// instance's series its holder's.
     pub fn seed(&mut self, fleet: &Fleet, history: &[CardHistory]) {
         let Some(at) = fleet.taken_at else { return };
         for h in history {
-            let Some(c) = fleet.card(&h.card).filter(|c| !c.mig.enabled && c.workloads.len() == 1) else { continue };
-            let s = self.series.entry(c.workloads[0].clone()).or_default();
+            let Some(c) = fleet.card(&h.card) else { continue };
+            let holders = match h.gi {
+                None if !c.mig.enabled => &c.workloads,
+                Some(gi) if c.mig.enabled => match c.mig.instances.iter().find(|i| i.gi_id == gi) {
+                    Some(i) => &i.workloads,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            let [holder] = holders.as_slice() else { continue };
+            let s = self.series.entry(holder.clone()).or_default();
             if !s.buckets.is_empty() {
                 continue;
             }
@@ -267,7 +277,13 @@ mod tests {
     fn a_card_history_seeds_its_holder() {
         let t0 = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
         let mut f = fleet(1.0, t0);
-        let hist = CardHistory { card: CardRef::new("n", 0), step_s: 60, util: vec![Some(1.0); 60], mem_pct: vec![] };
+        let hist = CardHistory {
+            card: CardRef::new("n", 0),
+            gi: None,
+            step_s: 60,
+            util: vec![Some(1.0); 60],
+            mem_pct: vec![],
+        };
         let mut h = ActivityHistory::default();
         h.seed(&f, &[hist]);
         h.record(&mut f);

@@ -154,6 +154,8 @@ pub struct Card {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CardHistory {
     pub card: CardRef,
+    /// The MIG instance (GPU instance id) the series is of; `None`: the whole card.
+    pub gi: Option<u32>,
     pub step_s: u64,
     pub util: Vec<Option<f64>>,
     pub mem_pct: Vec<Option<f64>>,

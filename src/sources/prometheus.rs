@@ -304,6 +304,7 @@ async fn history(client: &Client, base: &str, node: ScrapeNode) -> Result<Vec<cr
     Ok(keys
         .into_iter()
         .map(|k| crate::model::CardHistory {
+            gi: None,
             util: util.get(&k).cloned().unwrap_or_default(),
             mem_pct: mem.remove(&k).unwrap_or_default(),
             card: crate::model::CardRef::new(k.0, k.1),

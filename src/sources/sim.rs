@@ -5,6 +5,7 @@ mod actions;
 mod build;
 mod jobs;
 pub mod rng;
+mod scenes;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -221,7 +221,8 @@ impl UiState {
             self.now = t;
         }
         // History from a source (Prometheus) seeds a card's sparklines once, before its own samples.
-        for h in &fleet.history {
+        // Card sparklines: the whole-card series (instance series seed workload activity).
+        for h in fleet.history.iter().filter(|h| h.gi.is_none()) {
             let mine = self.history.entry(h.card.clone()).or_default();
             if mine.len() <= 1 {
                 let mem = h.mem_pct.iter().copied().chain(std::iter::repeat(None));

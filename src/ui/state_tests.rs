@@ -94,6 +94,7 @@ fn source_history_seeds_the_sparklines_once() {
     let mut f = fleet();
     let r = CardRef::new("gpu-a100-01", 4);
     f.history = vec![crate::model::CardHistory {
+        gi: None,
         card: r.clone(),
         step_s: 30,
         util: vec![Some(10.0), None, Some(30.0)],
@@ -166,7 +167,8 @@ fn enter_opens_a_workload_and_health_sorts_the_sick_first() {
     st.apply(Intent::ReverseSort, &f);
     let last = st.ref_at(st.rows.len() - 1).and_then(|r| f.card(&r).cloned()).unwrap_or_default();
     assert!(last.health.fault().is_some(), "reversed, it is last");
-    assert_eq!(crate::model::Totals::compute(&f).unhealthy, 1);
+    // The card off the bus and the one with uncorrectable ECC errors under running training.
+    assert_eq!(crate::model::Totals::compute(&f).unhealthy, 2);
 }
 
 #[test]

@@ -27,6 +27,8 @@ pub struct Job {
     pub mem_milli: u64,
     /// The GPU instance it holds, for MIG jobs.
     pub gi: Option<u32>,
+    /// Runs at `peak` whatever the hour (a light service nobody scaled down).
+    pub steady: bool,
 }
 
 /// Inference load over the day: 20 % at 04:00, 100 % at 16:00 (UTC of the simulated clock).
@@ -53,6 +55,7 @@ impl Job {
                     self.peak + 3.0 * n
                 }
             }
+            WorkloadKind::Inference if self.steady => self.peak + 2.0 * n,
             WorkloadKind::Inference => load_curve(now) * self.peak + 5.0 * n,
             WorkloadKind::Other => 1.5 + 1.5 * n,
         };
@@ -61,7 +64,7 @@ impl Job {
 }
 
 /// Where a pending job could start.
-enum Spot {
+pub(super) enum Spot {
     Whole { node: usize, cards: Vec<usize> },
     Mig { node: usize, card: usize, gi: u32 },
 }
@@ -96,6 +99,8 @@ impl Sim {
         // Always one notebook holding a whole card at ~2 % for hours: held but idle, the
         // waste an operator should see first.
         let mut notebook = false;
+        // And one light service alone on a whole card: a MIG instance would do (oversized).
+        let mut light = false;
         for ni in 0..self.nodes.len() {
             for ci in 0..self.nodes[ni].cards.len() {
                 let card = &self.nodes[ni].cards[ci];
@@ -115,6 +120,9 @@ impl Sim {
             let mut free: Vec<usize> = (0..self.nodes[ni].cards.len())
                 .filter(|&c| !self.nodes[ni].cards[c].mig.enabled && !self.nodes[ni].cards[c].draining)
                 .collect();
+            if !light && free.len() >= 4 && free.len() < 8 {
+                light = self.light_service(ni, &mut free);
+            }
             while !free.is_empty() {
                 let n = (*self.rng.pick(&[1usize, 2, 4, 4]).unwrap_or(&1)).min(free.len());
                 let cards: Vec<usize> = free.drain(..n).collect();
@@ -164,9 +172,17 @@ impl Sim {
             self.now += super::TICK;
             self.tick();
         }
+        self.failing_card();
+        self.big_inference();
     }
 
-    fn new_job(&mut self, kind: WorkloadKind, profile: Option<String>, gpus: u32, model: Option<String>) -> Job {
+    pub(super) fn new_job(
+        &mut self,
+        kind: WorkloadKind,
+        profile: Option<String>,
+        gpus: u32,
+        model: Option<String>,
+    ) -> Job {
         const TEAMS: &[&str] = &["search", "ads", "vision", "speech", "llm-core", "recsys", "research"];
         const TRAIN: &[&str] =
             &["pretrain-7b", "finetune-llama", "vit-sweep", "asr-conformer", "dlrm-train", "rl-agent"];
@@ -200,10 +216,10 @@ impl Sim {
         };
         let duration = Span::seconds((hours * 3600.0) as i64);
         let mem_milli = (mem_frac * 1000.0) as u64;
-        Job { w, duration, ends_at: self.now + duration, key, peak, mem_mib: 0, mem_milli, gi: None }
+        Job { w, duration, ends_at: self.now + duration, key, peak, mem_mib: 0, mem_milli, gi: None, steady: false }
     }
 
-    fn start(&mut self, mut job: Job, spot: Spot) {
+    pub(super) fn start(&mut self, mut job: Job, spot: Spot) {
         let (node, refs, alloc) = match &spot {
             Spot::Whole { node, cards } => {
                 let n = &self.nodes[*node];
@@ -393,7 +409,7 @@ impl Sim {
         let c = &self.nodes[node].cards[card];
         self.nodes[node].schedulable
             && !c.draining
-            && !c.health.lost
+            && c.health.fault().is_none()
             && !c.mig.enabled
             && c.workloads.is_empty()
             && !taken.contains(&(node, card, None))
@@ -406,7 +422,7 @@ impl Sim {
                 continue;
             }
             if let Some(profile) = &w.request.mig_profile {
-                for (ci, c) in n.cards.iter().enumerate().filter(|(_, c)| !c.draining && !c.health.lost) {
+                for (ci, c) in n.cards.iter().enumerate().filter(|(_, c)| !c.draining && c.health.fault().is_none()) {
                     if let Some(inst) = c.mig.instances.iter().find(|i| {
                         &i.profile == profile && i.workloads.is_empty() && !taken.contains(&(ni, ci, Some(i.gi_id)))
                     }) {
@@ -455,27 +471,40 @@ impl Sim {
         }
     }
 
-    /// Each held whole card's utilisation over the last hour, one sample a minute: metrics
-    /// are a pure function of the job and the time, so the past is computed, not stored.
+    /// Each held whole card's and MIG instance's utilisation over the last hour, one sample a
+    /// minute: metrics are a pure function of the job and the time, so the past is computed,
+    /// not stored.
     pub(super) fn past_hour(&self) -> Vec<crate::model::CardHistory> {
         let by_id: std::collections::HashMap<&str, &Job> = self.jobs.iter().map(|j| (j.w.id.as_str(), j)).collect();
+        let series = |j: &Job| -> Vec<Option<f64>> {
+            (0..60)
+                .rev()
+                .map(|m| {
+                    let t = self.now - Span::minutes(m);
+                    j.w.started_at.filter(|s| *s <= t).map(|_| round1(j.utilization(t)))
+                })
+                .collect()
+        };
         let mut out = Vec::new();
         for n in &self.nodes {
-            for c in n.cards.iter().filter(|c| !c.mig.enabled && !c.health.lost) {
-                let Some(j) = c.workloads.first().and_then(|id| by_id.get(id.as_str())) else { continue };
-                let util: Vec<Option<f64>> = (0..60)
-                    .rev()
-                    .map(|m| {
-                        let t = self.now - Span::minutes(m);
-                        j.w.started_at.filter(|s| *s <= t).map(|_| round1(j.utilization(t)))
-                    })
-                    .collect();
-                out.push(crate::model::CardHistory {
-                    card: CardRef::new(n.name.clone(), c.index),
-                    step_s: 60,
-                    util,
-                    mem_pct: Vec::new(),
-                });
+            for c in n.cards.iter().filter(|c| !c.health.lost) {
+                let card = CardRef::new(n.name.clone(), c.index);
+                let held: Vec<(Option<u32>, &String)> = if c.mig.enabled {
+                    c.mig.instances.iter().filter_map(|i| Some((Some(i.gi_id), i.workloads.first()?))).collect()
+                } else {
+                    c.workloads.first().map(|w| (None, w)).into_iter().collect()
+                };
+                for (gi, id) in held {
+                    let Some(j) = by_id.get(id.as_str()) else { continue };
+                    let util = series(j);
+                    out.push(crate::model::CardHistory {
+                        card: card.clone(),
+                        gi,
+                        step_s: 60,
+                        util,
+                        mem_pct: Vec::new(),
+                    });
+                }
             }
         }
         out
