@@ -24,7 +24,14 @@ fn cx(a: &Advisor) -> Context<'_> {
 }
 
 fn activity(mean: f64, idle_min: u64) -> Activity {
-    Activity { now_pct: Some(mean), mean_pct: Some(mean), covered_s: 1800, idle_for_s: idle_min * 60 }
+    Activity {
+        now_pct: Some(mean),
+        mean_pct: Some(mean),
+        covered_s: 1800,
+        idle_for_s: idle_min * 60,
+        peak_mem_mib: None,
+        mean_1h_pct: Some(mean),
+    }
 }
 
 /// Node `n` with a whole H100 (card 0) held by `w`, and an A100 in 3g.40gb+... (card 1).
@@ -130,6 +137,13 @@ fn mig_waste_cases() {
         "the smallest that holds 15 GiB: {}",
         got[0].suggestion.text()
     );
+    // Judged on the peak: the job used 30 GiB an hour ago, so 10 GiB idle, not 25.
+    let mut small = running("small", WorkloadKind::Inference, 300, Some(activity(50.0, 0)));
+    small.activity = small.activity.map(|a| Activity { peak_mem_mib: Some(30 * 1024), ..a });
+    f.workloads.push(small);
+    f.index_workloads();
+    let got = of(Kind::MigWaste, &f, &a);
+    assert!(got[0].title.contains("10.0 GiB idle"), "{}", got[0].title);
 }
 
 #[test]

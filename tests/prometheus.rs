@@ -118,6 +118,9 @@ fn prometheus_shows_what_the_exporter_describes() {
     // their Hostnames, and the note says so.
     assert_eq!(nodes, vec!["127.0.0.1", "424773df46e0", "551bdf382151"], "{v}");
     assert!(v["sources"][0]["note"].as_str().is_some_and(|n| n.contains("2 Hostnames behind one target")), "{v}");
+    // The history's range queries (cards, MIG instances, memory in MiB) are valid PromQL to a
+    // real Prometheus: a failing one would be in the note.
+    assert!(v["sources"][0]["note"].as_str().is_some_and(|n| !n.contains("history")), "{v}");
     let got = cards(&v);
     let a100 =
         got.iter().find(|c| c["uuid"] == "GPU-34319582-d595-d1c7-d1d2-179bcfa61660").cloned().unwrap_or_default();

@@ -78,7 +78,8 @@ pub(super) fn oversized(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
         let judged = a.window_covered()
             && a.mean_pct.is_some_and(|m| m <= cx.advisor.oversized_below_pct)
             && std::time::Duration::from_secs(a.idle_for_s) < cx.advisor.idle_warn;
-        let (true, Some(used)) = (judged, w.memory_used_mib) else { continue };
+        // Sized on the most it was seen using, not on this moment.
+        let (true, Some(used)) = (judged, w.memory_used_mib.max(a.peak_mem_mib)) else { continue };
         let Some(fit) = best_fit(model, used, 1) else { continue };
         let Some(p) = model.profile(&fit.profile).filter(|p| p.memory_slices < model.memory_slices) else { continue };
         let share = f64::from(p.memory_slices) / f64::from(model.memory_slices);
@@ -91,7 +92,7 @@ pub(super) fn oversized(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
             evidence: vec![
                 format!("mean activity {} over the last {}", pct(a.mean_pct), minutes(a.covered_s)),
                 format!(
-                    "memory in use {:.1} GiB; {} holds {:.1} GiB",
+                    "peak memory {:.1} GiB; {} holds {:.1} GiB",
                     used as f64 / 1024.0,
                     fit.profile,
                     fit.memory_mib as f64 / 1024.0

@@ -1,5 +1,5 @@
-//! Pools of one GPU model: scale-in (the pool's mean activity, whole and MIG cards alike, over the activity window under
-//! `[policy] scale_in_utilization_pct`: how many cards the present work needs at that target,
+//! Pools of one GPU model: scale-in (the pool's mean activity, whole and MIG cards alike, over
+//! the last hour under `[policy] scale_in_utilization_pct`: how many cards the present work needs at that target,
 //! how many could be released), scale-out (work has waited past the threshold with nothing
 //! free and nothing to preempt: what to add), and fragmentation (free MIG slices no profile
 //! can use next to the instances there).
@@ -7,17 +7,21 @@
 use std::collections::BTreeMap;
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
-use crate::model::activity::WINDOW_MIN;
+use crate::model::activity::HOUR_MIN;
 use crate::model::capacity::{Free, model_key, usable};
 use crate::model::{CardRef, Fleet, QueueSummary, WorkloadState};
 
 pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut Vec<Finding>) {
-    // Per model: cards, activity summed over the window (a whole card: its holder's mean; a
+    // Per model: cards, activity summed over the last hour (a whole card: its holder's mean; a
     // MIG card: its instances' holders' means weighted by slices; idle parts add 0), and
-    // whether every holder's window is covered (else: no activity data, no finding).
+    // whether every holder is covered, its hour or at least 30 minutes of it (else: no
+    // activity data, no finding).
     let mut pools: BTreeMap<String, (usize, f64, bool)> = BTreeMap::new();
-    let mean =
-        |id: &str| fleet.workload(id).and_then(|w| w.activity).filter(|a| a.window_covered()).map(|a| a.mean_pct);
+    // Work younger than an hour counts its covered 30-minute mean.
+    let mean = |id: &str| {
+        let a = fleet.workload(id).and_then(|w| w.activity)?;
+        a.mean_1h_pct.or(a.mean_pct.filter(|_| a.window_covered()))
+    };
     for (_, c) in fleet.cards().filter(|(n, c)| usable(n, c)) {
         let e = pools.entry(model_key(&c.model)).or_insert((0, 0.0, true));
         e.0 += 1;
@@ -26,7 +30,7 @@ pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut V
             for i in &c.mig.instances {
                 for h in &i.workloads {
                     match mean(h) {
-                        Some(m) => e.1 += m.unwrap_or(0.0) * f64::from(i.size) / slices,
+                        Some(m) => e.1 += m * f64::from(i.size) / slices,
                         None => e.2 = false,
                     }
                 }
@@ -38,7 +42,7 @@ pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut V
             continue;
         }
         e.2 &= holders.iter().all(|h| mean(h).is_some());
-        e.1 += holders.iter().filter_map(|h| mean(h).flatten()).fold(0.0, f64::max);
+        e.1 += holders.iter().filter_map(|h| mean(h)).fold(0.0, f64::max);
     }
     for (model, (cards, sum, known)) in pools {
         if !known || cards < 2 {
@@ -60,8 +64,8 @@ pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut V
             subject: Subject::Pool { model: model.clone() },
             title: format!("{model} cards average {mean:.0} %: {needed} of {cards} would carry the work"),
             evidence: vec![format!(
-                "mean activity {mean:.0} % over the last {} across {cards} usable cards, MIG slices weighted by size (target {target_pct:.0} %)",
-                minutes((WINDOW_MIN * 60) as u64)
+                "mean activity {mean:.0} % over the last {} (30m for work younger than that) across {cards} usable cards, MIG slices weighted by size (target {target_pct:.0} %)",
+                minutes((HOUR_MIN * 60) as u64)
             )],
             gpu_hours_per_day: gpu_hours,
             cost_per_day: cx.money(Some(&model), gpu_hours),

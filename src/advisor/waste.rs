@@ -15,7 +15,12 @@ pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
     for (n, c) in fleet.cards().filter(|(_, c)| c.mig.enabled) {
         let Some(model) = c.gpu_model() else { continue };
         for i in c.mig.instances.iter().filter(|i| !i.workloads.is_empty()) {
-            let (Some(total), Some(used)) = (i.memory_total_mib, i.memory_used_mib) else { continue };
+            // The most its holder was seen using (one holder: with several, the instance's now).
+            let peak = match i.workloads.as_slice() {
+                [one] => fleet.workload(one).and_then(|w| w.activity).and_then(|a| a.peak_mem_mib),
+                _ => None,
+            };
+            let (Some(total), Some(used)) = (i.memory_total_mib, i.memory_used_mib.max(peak)) else { continue };
             let wasted = total.saturating_sub(used);
             if wasted < min_mib {
                 continue;
@@ -58,7 +63,7 @@ pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
                     wasted as f64 / 1024.0
                 ),
                 evidence: vec![format!(
-                    "memory in use now {:.1} GiB of the instance's {:.1} GiB",
+                    "peak memory in use {:.1} GiB of the instance's {:.1} GiB (the most seen, now included)",
                     used as f64 / 1024.0,
                     total as f64 / 1024.0
                 )],
@@ -76,7 +81,7 @@ pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
             subject: Subject::Profile { profile: profile.clone() },
             title: format!("{count} {profile} instances leave {:.1} GiB idle", wasted as f64 / 1024.0),
             evidence: vec![format!(
-                "{:.1} GiB held, {:.0} % of it unused now",
+                "{:.1} GiB held, {:.0} % of it unused at the holders' peak",
                 held as f64 / 1024.0,
                 wasted as f64 * 100.0 / held.max(1) as f64
             )],

@@ -30,7 +30,16 @@ pub struct Activity {
     /// How long it has been idle without a break, back from now, over the kept history
     /// (`KEEP_MIN`): minutes with samples, all below the idle threshold, times 60.
     pub idle_for_s: u64,
+    /// The most memory it was seen using over the kept history, where a source reports it:
+    /// waste and sizing are judged on the peak, not on one moment.
+    pub peak_mem_mib: Option<u64>,
+    /// The mean over the last `HOUR_MIN` minutes, once all but two of them have samples (the
+    /// scale-in window); `None` before.
+    pub mean_1h_pct: Option<f64>,
 }
+
+/// The scale-in window, minutes.
+pub const HOUR_MIN: i64 = 60;
 
 impl Activity {
     /// The window has samples in all but two of its minutes: enough to judge a mean.
@@ -52,6 +61,8 @@ struct Bucket {
     minute: i64,
     sum: f32,
     n: u16,
+    /// The most memory in use seen in this minute (MiB), if any sample had it.
+    mem: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -61,18 +72,27 @@ struct Series {
 }
 
 impl Series {
-    fn add(&mut self, minute: i64, pct: f64) {
+    fn add(&mut self, minute: i64, pct: f64, mem: Option<u64>) {
         match self.buckets.back_mut() {
             Some(b) if b.minute == minute => {
                 b.sum += pct as f32;
                 b.n = b.n.saturating_add(1);
+                b.mem = b.mem.max(mem);
             }
             Some(b) if b.minute > minute => {}
-            _ => self.buckets.push_back(Bucket { minute, sum: pct as f32, n: 1 }),
+            _ => self.buckets.push_back(Bucket { minute, sum: pct as f32, n: 1, mem }),
         }
         while self.buckets.front().is_some_and(|b| b.minute <= minute - KEEP_MIN) {
             self.buckets.pop_front();
         }
+    }
+
+    /// The mean over the last `minutes`, when all but two of them have samples.
+    fn mean_over(&self, now_min: i64, minutes: i64) -> Option<f64> {
+        let recent = self.buckets.iter().filter(|b| b.minute > now_min - minutes);
+        let (sum, n, buckets) =
+            recent.fold((0.0f64, 0u32, 0i64), |(s, n, k), b| (s + f64::from(b.sum), n + u32::from(b.n), k + 1));
+        (buckets >= minutes - 2 && n > 0).then(|| sum / f64::from(n))
     }
 
     fn activity(&self, now_min: i64) -> Activity {
@@ -90,6 +110,8 @@ impl Series {
             mean_pct: (n > 0).then(|| sum / f64::from(n)),
             covered_s,
             idle_for_s: streak * 60,
+            peak_mem_mib: self.buckets.iter().filter_map(|b| b.mem).max(),
+            mean_1h_pct: self.mean_over(now_min, HOUR_MIN),
         }
     }
 }
@@ -154,7 +176,7 @@ impl ActivityHistory {
             let s = self.series.entry(w.id.clone()).or_default();
             s.last = pct;
             if let Some(p) = pct {
-                s.add(minute, p);
+                s.add(minute, p, w.memory_used_mib);
             }
             w.activity = Some(s.activity(minute));
             alive.insert(i);
@@ -188,7 +210,8 @@ impl ActivityHistory {
             for (i, u) in h.util.iter().enumerate() {
                 let t: DateTime<Utc> = at - chrono::Duration::seconds((n - 1 - i as i64) * h.step_s as i64);
                 if let Some(u) = u {
-                    s.add(t.timestamp().div_euclid(60), *u);
+                    let mem = h.mem_mib.get(i).copied().flatten().map(|m| m as u64);
+                    s.add(t.timestamp().div_euclid(60), *u, mem);
                 }
             }
         }
@@ -274,12 +297,68 @@ mod tests {
     }
 
     #[test]
+    fn the_hour_mean_waits_for_an_hour() {
+        let mut s = Series::default();
+        for m in 0..40 {
+            s.add(m, 20.0, None);
+        }
+        assert_eq!(s.activity(39).mean_1h_pct, None, "40 minutes are not an hour");
+        for m in 40..60 {
+            s.add(m, 80.0, None);
+        }
+        let a = s.activity(59);
+        assert_eq!(a.mean_1h_pct, Some(40.0), "(40 × 20 + 20 × 80) / 60");
+        assert_eq!(a.mean_pct, Some(60.0), "the last 30 minutes: 10 × 20 + 20 × 80");
+    }
+
+    #[test]
+    fn the_peak_memory_is_the_most_seen_over_the_kept_history() {
+        let mut s = Series::default();
+        s.add(100, 50.0, Some(30_000));
+        s.add(101, 50.0, Some(12_000));
+        s.add(102, 50.0, None);
+        assert_eq!(s.activity(102).peak_mem_mib, Some(30_000));
+        // Two hours on, the spike has left the kept history.
+        s.add(100 + KEEP_MIN, 50.0, Some(12_000));
+        assert_eq!(s.activity(100 + KEEP_MIN).peak_mem_mib, Some(12_000));
+    }
+
+    #[test]
+    fn an_instance_history_seeds_its_holder_with_its_peak_memory() {
+        let t = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 3, 2, 12, 0, 0).single().unwrap_or_default();
+        let mut card = Card { model: "NVIDIA A100-SXM4-80GB".into(), ..Card::default() };
+        card.mig = crate::model::MigState::from_layout(&card.model, "3g.40gb@0,3g.40gb@4");
+        card.mig.instances[1].workloads.push("w".into());
+        let node = Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() };
+        let mut w = Workload::new("w", "w", WorkloadKind::Inference, WorkloadState::Running);
+        w.cards = vec![CardRef::new("n", 0)];
+        let f = Fleet { nodes: vec![node], workloads: vec![w], taken_at: Some(t), ..Fleet::default() };
+        let gi = f.nodes[0].cards[0].mig.instances[1].gi_id;
+        let mut mem = vec![Some(10_240.0); 60];
+        mem[10] = Some(30_720.0);
+        let hist = CardHistory {
+            card: CardRef::new("n", 0),
+            gi: Some(gi),
+            mem_mib: mem,
+            step_s: 60,
+            util: vec![Some(40.0); 60],
+            mem_pct: vec![],
+        };
+        let mut h = ActivityHistory::default();
+        h.seed(&f, &[hist]);
+        let a = h.series["w"].activity(t.timestamp().div_euclid(60));
+        assert!(a.window_covered(), "{a:?}");
+        assert_eq!(a.peak_mem_mib, Some(30_720));
+    }
+
+    #[test]
     fn a_card_history_seeds_its_holder() {
         let t0 = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
         let mut f = fleet(1.0, t0);
         let hist = CardHistory {
             card: CardRef::new("n", 0),
             gi: None,
+            mem_mib: vec![],
             step_s: 60,
             util: vec![Some(1.0); 60],
             mem_pct: vec![],

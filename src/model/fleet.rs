@@ -159,6 +159,8 @@ pub struct CardHistory {
     pub step_s: u64,
     pub util: Vec<Option<f64>>,
     pub mem_pct: Vec<Option<f64>>,
+    /// Memory in use in MiB on the same grid, where the source has it (for peak memory).
+    pub mem_mib: Vec<Option<f64>>,
 }
 
 /// A compute process on a card, as NVML reports it, with name and user from the host.

@@ -95,6 +95,7 @@ fn source_history_seeds_the_sparklines_once() {
     let r = CardRef::new("gpu-a100-01", 4);
     f.history = vec![crate::model::CardHistory {
         gi: None,
+        mem_mib: Vec::new(),
         card: r.clone(),
         step_s: 30,
         util: vec![Some(10.0), None, Some(30.0)],

@@ -500,6 +500,7 @@ impl Sim {
                     out.push(crate::model::CardHistory {
                         card: card.clone(),
                         gi,
+                        mem_mib: vec![Some(j.mem_mib as f64); 60],
                         step_s: 60,
                         util,
                         mem_pct: Vec::new(),
