@@ -36,6 +36,12 @@ fn benches(c: &mut Criterion) {
     let cfg = tessera::config::Config::default();
     let cx = tessera::advisor::Context::new(&cfg, t);
     c.bench_function("advise_4096_cards", |b| b.iter(|| tessera::advisor::advise(black_box(store.fleet()), &cx)));
+    let found = tessera::advisor::advise(store.fleet(), &cx);
+    let mut kinds = std::collections::BTreeMap::new();
+    for f in &found {
+        *kinds.entry(f.kind.as_str()).or_insert(0) += 1;
+    }
+    eprintln!("advise: {} findings {kinds:?}", found.len());
     c.bench_function("plan_4096_cards", |b| b.iter(|| tessera::advisor::planner::plan(black_box(store.fleet()), t)));
     // The planner's worst case in the issue: 500 waiting on 4096 cards, a quarter of them
     // emptied and made whole, so that MIG work needs a repartition.

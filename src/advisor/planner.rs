@@ -115,6 +115,19 @@ type CardOption = (Option<Vec<Placed>>, Vec<u32>);
 /// A waiting workload: its weight and id.
 type Member = (u64, String);
 
+/// The requests for one profile (or for whole cards), heaviest first, and its units.
+#[derive(Debug, Clone, Default)]
+struct Family {
+    /// Each request's group.
+    order: Vec<usize>,
+    /// Each request's weight, and the sums of the first k (`prefix[k]`).
+    weights: Vec<u64>,
+    prefix: Vec<u64>,
+    units: Vec<usize>,
+    /// Some request names its model (else any unit of the profile serves any request).
+    named: bool,
+}
+
 /// The planning problem in counts: unit kinds, what each card option supplies, the demand.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Problem {
@@ -130,6 +143,10 @@ pub(crate) struct Problem {
     mode_fixed: Vec<bool>,
     /// Demand groups: accepted units in preference order, members heaviest first.
     groups: Vec<(Vec<usize>, Vec<Member>)>,
+    /// Whether each group names its model (then its one accepted unit is that model's).
+    named: Vec<bool>,
+    /// Requests for one profile (or whole cards), heaviest first.
+    families: Vec<Family>,
 }
 
 impl Problem {
@@ -271,10 +288,8 @@ impl Problem {
             };
             groups.entry((w.request.mig_profile.clone(), model)).or_default().push((weight(w, now), w.id.clone()));
         }
-        // Requests naming a model take their units before requests that take any model.
-        let mut ordered: Vec<_> = groups.into_iter().collect();
-        ordered.sort_by_key(|((_, m), _)| m.is_none());
-        for ((profile, model), mut members) in ordered {
+        let mut families: BTreeMap<Option<String>, Vec<(u64, String, usize)>> = BTreeMap::new();
+        for ((profile, model), mut members) in groups {
             let n = self.units.len();
             let accepts: Vec<usize> = (0..n)
                 .filter(|&u| self.units[u].profile == profile && model.is_none_or(|m| self.units[u].model == m))
@@ -283,7 +298,25 @@ impl Problem {
                 continue;
             }
             members.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            let g = self.groups.len();
+            let fam = families.entry(profile).or_default();
+            fam.extend(members.iter().map(|(w, id)| (*w, id.clone(), g)));
             self.groups.push((accepts, members));
+            self.named.push(model.is_some());
+        }
+        for (profile, mut members) in families {
+            members.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            let units = (0..self.units.len()).filter(|&u| self.units[u].profile == profile).collect();
+            let weights: Vec<u64> = members.iter().map(|m| m.0).collect();
+            let prefix = std::iter::once(0)
+                .chain(weights.iter().scan(0, |s, w| {
+                    *s += w;
+                    Some(*s)
+                }))
+                .collect();
+            let order: Vec<usize> = members.iter().map(|m| m.2).collect();
+            let named = order.iter().any(|&g| self.named[g]);
+            self.families.push(Family { order, weights, prefix, units, named });
         }
     }
 
@@ -313,26 +346,54 @@ impl Problem {
         (t, n)
     }
 
-    /// How many members of each group each unit kind serves: groups in order, members
-    /// heaviest first, units in the group's order.
+    /// How many members of each group each unit kind serves, serving the most weight: per
+    /// profile, requests heaviest first, each taken while the taken set can still be placed
+    /// (requests naming a model within that model's units, all within the profile's). The
+    /// sets that can be placed form a matroid, so taking the heaviest first is optimal.
     fn matching(&self, supply: &[u32]) -> Vec<Vec<(usize, u32)>> {
-        let mut left = supply.to_vec();
-        self.groups
-            .iter()
-            .map(|(accepts, members)| {
-                let mut want = members.len() as u32;
-                let mut got = Vec::new();
-                for &u in accepts {
-                    let take = want.min(left[u]);
-                    if take > 0 {
-                        left[u] -= take;
-                        want -= take;
-                        got.push((u, take));
+        let mut out = vec![Vec::new(); self.groups.len()];
+        let mut named = vec![0u32; supply.len()];
+        for Family { order, units, .. } in &self.families {
+            let room: u32 = units.iter().map(|&u| supply[u]).sum();
+            let mut taken = 0;
+            // (group, members taken), in the order groups first took one.
+            let mut got: Vec<(usize, u32)> = Vec::new();
+            for &g in order {
+                if taken == room {
+                    break;
+                }
+                if self.named[g] {
+                    let u = self.groups[g].0[0];
+                    if named[u] == supply[u] {
+                        continue;
+                    }
+                    named[u] += 1;
+                }
+                taken += 1;
+                match got.iter_mut().find(|(x, _)| *x == g) {
+                    Some((_, n)) => *n += 1,
+                    None => got.push((g, 1)),
+                }
+            }
+            // Place: named requests on their model's units, the rest on what is left.
+            let mut left: Vec<u32> = units.iter().map(|&u| supply[u] - named[u]).collect();
+            for (g, n) in got {
+                if self.named[g] {
+                    out[g].push((self.groups[g].0[0], n));
+                    continue;
+                }
+                let mut want = n;
+                for (i, &u) in units.iter().enumerate() {
+                    let t = want.min(left[i]);
+                    if t > 0 {
+                        left[i] -= t;
+                        want -= t;
+                        out[g].push((u, t));
                     }
                 }
-                got
-            })
-            .collect()
+            }
+        }
+        out
     }
 
     pub(crate) fn score(&self, choice: &[usize]) -> Score {
@@ -340,17 +401,48 @@ impl Problem {
         self.eval(&Tally { supply: self.supply(choice), touched, n })
     }
 
-    fn eval(&self, t: &Tally) -> Score {
-        let matched = self.matching(&t.supply);
+    /// The weight served and the units used, as `matching` places them, without building the
+    /// per-group placement (the search's hot path).
+    fn served(&self, supply: &[u32]) -> (u64, Vec<u32>) {
         let mut weight = 0;
-        let mut used = vec![0u32; self.units.len()];
-        for ((_, members), got) in self.groups.iter().zip(&matched) {
-            let k: u32 = got.iter().map(|(_, k)| k).sum();
-            weight += members.iter().take(k as usize).map(|(w, _)| w).sum::<u64>();
-            for &(u, k) in got {
-                used[u] += k;
+        let mut used = vec![0u32; supply.len()];
+        for f in &self.families {
+            let room: u32 = f.units.iter().map(|&u| supply[u]).sum();
+            let mut any = 0u32;
+            if f.named {
+                let mut taken = 0;
+                for (&g, &w) in f.order.iter().zip(&f.weights) {
+                    if taken == room {
+                        break;
+                    }
+                    if self.named[g] {
+                        let u = self.groups[g].0[0];
+                        if used[u] == supply[u] {
+                            continue;
+                        }
+                        used[u] += 1;
+                    } else {
+                        any += 1;
+                    }
+                    taken += 1;
+                    weight += w;
+                }
+            } else {
+                let n = room.min(f.order.len() as u32);
+                weight += f.prefix[n as usize];
+                any = n;
+            }
+            for &u in &f.units {
+                let t = any.min(supply[u] - used[u]);
+                used[u] += t;
+                any -= t;
             }
         }
+        (weight, used)
+    }
+
+    fn eval(&self, t: &Tally) -> Score {
+        let (weight, used) = self.served(&t.supply);
         // Units on unchanged cards are used first; what stays unused is new.
         let unused: u64 =
             (0..self.units.len()).map(|u| u64::from(t.touched[u].min(t.supply[u] - used[u])) * self.unit_mib[u]).sum();

@@ -135,6 +135,53 @@ fn only_what_a_backend_can_do_is_proposed() {
     assert!(plan(&fleet(busy, wants()), now()).changes.iter().all(|c| c.card != CardRef::new("n", 1)));
 }
 
+#[test]
+fn heavier_work_wins_a_unit_whichever_model_it_names() {
+    // One idle H100 that nothing may change (a Slurm node): a fresh low-priority job naming
+    // H100s and an old high-priority one taking any model want it; the old one gets it.
+    let mut named = pending("named", None, 0, 1);
+    named.request.model = Some("NVIDIA H100 80GB HBM3".into());
+    let any = pending("any", None, 100, 120);
+    let f = fleet_of(SourceKind::Slurm, vec![card(0, "NVIDIA H100 80GB HBM3", None, None)], vec![named, any]);
+    assert_eq!(plan(&f, now()).served_now, vec!["any".to_string()]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The matching serves the most weight any placeable set of requests has (brute force over
+    /// every subset: requests naming a model within its idle cards, all within the total).
+    #[test]
+    fn the_matching_serves_the_most_weight(
+        cards in prop::collection::vec(0usize..2, 1..=4),
+        wants in prop::collection::vec((0usize..3, 1u64..200), 0..=7),
+    ) {
+        let models = ["NVIDIA H100 80GB HBM3", A100];
+        let idle: Vec<Card> = cards.iter().enumerate().map(|(i, &m)| card(i as u32, models[m], None, None)).collect();
+        let workloads: Vec<Workload> = wants
+            .iter()
+            .enumerate()
+            .map(|(i, &(m, prio))| {
+                let mut w = pending(&format!("w{i}"), None, prio as i64, 0);
+                w.request.model = models.get(m.wrapping_sub(1)).map(|s| s.to_string());
+                w
+            })
+            .collect();
+        let f = fleet_of(SourceKind::Slurm, idle, workloads.clone());
+        let got = plan(&f, now()).score.weight;
+        let supply = |m: usize| cards.iter().filter(|&&c| c == m).count();
+        let mut best = 0;
+        for set in 0u32..(1 << wants.len()) {
+            let chosen: Vec<usize> = (0..wants.len()).filter(|i| set & (1 << i) != 0).collect();
+            let per = |m: usize| chosen.iter().filter(|&&i| wants[i].0 == m + 1).count();
+            if per(0) <= supply(0) && per(1) <= supply(1) && chosen.len() <= cards.len() {
+                best = best.max(chosen.iter().map(|&i| weight(&workloads[i], now())).sum::<u64>());
+            }
+        }
+        prop_assert_eq!(got, best);
+    }
+}
+
 /// The best score over every combination of every card's options.
 fn exhaustive(p: &Problem) -> Score {
     fn walk(p: &Problem, i: usize, choice: &mut Vec<usize>, best: &mut Score) {
@@ -177,7 +224,12 @@ fn build(models: &[&str], specs: &[(usize, Option<usize>, bool)], wants: &[(usiz
     let workloads = wants
         .iter()
         .enumerate()
-        .map(|(i, &(p, _, prio, wait))| pending(&format!("w{i}"), profiles[p % profiles.len()].as_deref(), prio, wait))
+        .map(|(i, &(p, named, prio, wait))| {
+            let mut w = pending(&format!("w{i}"), profiles[p % profiles.len()].as_deref(), prio, wait);
+            // 0: any model; else the model of the fleet's (named − 1)-th card, when there is one.
+            w.request.model = specs.get(usize::from(named).wrapping_sub(1)).map(|s| models[s.0].to_string());
+            w
+        })
         .collect();
     fleet(cards, workloads)
 }
@@ -239,7 +291,7 @@ fn the_greedy_path_is_near_the_optimum() {
 }
 
 fn wants() -> impl Strategy<Value = Vec<(usize, u8, i64, i64)>> {
-    prop::collection::vec((0usize..16, 0u8..1, prop::sample::select(vec![10i64, 50, 100]), 0i64..200), 0..9)
+    prop::collection::vec((0usize..16, 0u8..3, prop::sample::select(vec![10i64, 50, 100]), 0i64..200), 0..9)
 }
 
 proptest! {

@@ -80,15 +80,19 @@ pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut V
 pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mut Vec<Finding>) {
     let q = QueueSummary::compute(fleet, cx.now);
     let free = Free::compute(fleet);
+    // The waiting work past the threshold that no repartition or preemption would start, with
+    // what it asks for: once, not once per resource.
+    let served: std::collections::HashSet<&str> = served.iter().map(String::as_str).collect();
+    let waiting: Vec<(&crate::model::Workload, crate::model::Resource)> = fleet
+        .workloads
+        .iter()
+        .filter(|w| w.state == WorkloadState::Pending && !served.contains(w.id.as_str()))
+        .filter(|w| w.wait(cx.now).and_then(|x| x.to_std().ok()).is_some_and(|x| x >= cx.queue_wait))
+        .map(|w| (w, super::preempt::wants(w).0))
+        .collect();
     for d in q.demand.iter().filter(|d| d.wanted > d.free) {
-        // The waiting work of this resource past the threshold, not served by a preemption.
-        let late: Vec<&crate::model::Workload> = fleet
-            .workloads
-            .iter()
-            .filter(|w| w.state == WorkloadState::Pending && !served.contains(&w.id))
-            .filter(|w| super::preempt::wants(w).0 == d.resource)
-            .filter(|w| w.wait(cx.now).and_then(|x| x.to_std().ok()).is_some_and(|x| x >= cx.queue_wait))
-            .collect();
+        let late: Vec<&crate::model::Workload> =
+            waiting.iter().filter(|(_, r)| *r == d.resource).map(|(w, _)| *w).collect();
         let Some(oldest) = late.iter().filter_map(|w| w.wait(cx.now)).map(|x| x.num_seconds().max(0) as u64).max()
         else {
             continue;

@@ -43,11 +43,12 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, served: &[String], out: &m
         .filter(|t| t.kind == WorkloadKind::Training && t.state == WorkloadState::Running)
         .filter(|t| t.runtime(cx.now).and_then(|d| d.to_std().ok()).is_some_and(|r| r >= cx.min_runtime))
         .collect();
+    let served: std::collections::HashSet<&str> = served.iter().map(String::as_str).collect();
     for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending && w.kind == WorkloadKind::Inference) {
         let Some(waited) = w.wait(cx.now).and_then(|d| d.to_std().ok()) else { continue };
         let (res, need) = wants(w);
         // Several GPUs must be on one node: what one node has free is what counts.
-        if waited < cx.queue_wait || free.largest_block(&res) >= need || served.contains(&w.id) {
+        if waited < cx.queue_wait || free.largest_block(&res) >= need || served.contains(w.id.as_str()) {
             continue;
         }
         let best = eligible
