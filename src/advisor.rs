@@ -4,6 +4,7 @@
 //! suggestion: an `Action` the runner can plan, or plain words for what tessera cannot do.
 //! No IO; the engine's loop runs it after merged updates, `tessera advise` once.
 
+mod drain;
 pub mod fit;
 mod health;
 mod idle;
@@ -43,6 +44,8 @@ pub enum Kind {
     Fragmentation,
     /// An idle card the layout planner would repartition to start waiting work.
     LayoutPlan,
+    /// A busy card to drain and repartition for waiting work (`[advisor] drain_plans`).
+    DrainPlan,
 }
 
 impl Kind {
@@ -57,6 +60,7 @@ impl Kind {
             Self::ScaleOut => "scale out",
             Self::Fragmentation => "fragmentation",
             Self::LayoutPlan => "layout plan",
+            Self::DrainPlan => "drain plan",
         }
     }
 }
@@ -222,6 +226,9 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
     // what a preemption would start is not capacity to add.
     let plan = planner::plan(fleet, cx.now);
     layout::findings(fleet, cx, &plan, &mut out);
+    if cx.advisor.drain_plans {
+        drain::findings(fleet, cx, &plan, &mut out);
+    }
     let mut served = plan.served;
     preempt::candidates(fleet, cx, &served, &mut out);
     served.extend(out.iter().filter(|f| f.kind == Kind::PreemptionCandidate).filter_map(|f| match &f.subject {

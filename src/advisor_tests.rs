@@ -400,3 +400,30 @@ fn over_a_simulated_day_scale_in_at_night_and_scale_out_by_day() {
     assert!(night > 3.0 * peak.max(1.0), "cards to release: {night} at night, {peak} at the peak");
     assert!(day_out >= 1, "scale-out in {day_out} day samples");
 }
+
+#[test]
+fn drain_plans_only_when_asked_and_only_for_movable_training() {
+    // Both cards busy: the H100 with training past its minimum runtime, the A100 with
+    // inference. A 3g.40gb job has waited 40 minutes.
+    let mut f = fleet(running("t", WorkloadKind::Training, 300, None));
+    for i in &mut f.nodes[0].cards[1].mig.instances {
+        i.workloads = vec!["serve".into()];
+    }
+    let mut serve = running("serve", WorkloadKind::Inference, 300, None);
+    serve.cards = vec![crate::model::CardRef::new("n", 1)];
+    let mut p = Workload::new("p", "p", WorkloadKind::Inference, WorkloadState::Pending);
+    p.request.mig_profile = Some("3g.40gb".into());
+    p.submitted_at = Some(now() - chrono::Duration::minutes(40));
+    f.workloads.extend([serve, p]);
+    f.index_workloads();
+    let off = Advisor::default();
+    assert!(of(Kind::DrainPlan, &f, &off).is_empty(), "off by default");
+    let on = Advisor { drain_plans: true, ..Advisor::default() };
+    let got = of(Kind::DrainPlan, &f, &on);
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "n/0".into() }), "the training card");
+    assert!(got[0].title.contains("then repartition to") && got[0].title.contains("3g.40gb"), "{}", got[0].title);
+    // Young training is not moved.
+    f.workloads[0].started_at = Some(now() - chrono::Duration::minutes(10));
+    assert!(of(Kind::DrainPlan, &f, &on).is_empty());
+}

@@ -8,6 +8,22 @@ use crate::actions::Action;
 use crate::model::Fleet;
 use crate::model::mig::lookup;
 
+/// The share of the card the work a change starts gets (a whole card: 1; an instance: its
+/// memory slices over the card's).
+pub(super) fn started_share(fleet: &Fleet, c: &super::planner::CardChange) -> f64 {
+    let model = lookup(&c.model);
+    c.serves
+        .iter()
+        .filter_map(|id| fleet.workload(id))
+        .map(|w| match (&w.request.mig_profile, model) {
+            (Some(p), Some(m)) => {
+                m.profile(p).map_or(0.0, |pr| f64::from(pr.memory_slices) / f64::from(m.memory_slices.max(1)))
+            }
+            _ => 1.0,
+        })
+        .sum()
+}
+
 pub(super) fn findings(fleet: &Fleet, cx: &Context, plan: &Plan, out: &mut Vec<Finding>) {
     for c in &plan.changes {
         let waits: Vec<u64> = c
@@ -24,18 +40,7 @@ pub(super) fn findings(fleet: &Fleet, cx: &Context, plan: &Plan, out: &mut Vec<F
         }
         let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
         // The share of the card the started work gets, a day long.
-        let model = lookup(&c.model);
-        let share: f64 = c
-            .serves
-            .iter()
-            .filter_map(|id| fleet.workload(id))
-            .map(|w| match (&w.request.mig_profile, model) {
-                (Some(p), Some(m)) => {
-                    m.profile(p).map_or(0.0, |pr| f64::from(pr.memory_slices) / f64::from(m.memory_slices.max(1)))
-                }
-                _ => 1.0,
-            })
-            .sum();
+        let share = started_share(fleet, c);
         let mut evidence: Vec<String> = c
             .serves
             .iter()

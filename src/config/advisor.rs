@@ -22,6 +22,9 @@ pub struct Advisor {
     pub prices: Vec<(String, f64)>,
     /// The currency the prices are in.
     pub currency: String,
+    /// Also propose draining busy cards whose holders may be moved (training past
+    /// `[policy] min_runtime`) to lay them out for waiting work the idle cards cannot serve.
+    pub drain_plans: bool,
 }
 
 impl Default for Advisor {
@@ -33,6 +36,7 @@ impl Default for Advisor {
             waste_min_gib: 4.0,
             prices: Vec::new(),
             currency: "USD".into(),
+            drain_plans: false,
         }
     }
 }
@@ -63,6 +67,7 @@ pub(super) fn read_advisor(r: &Reader, t: &Table, a: &mut Advisor) -> Result<(),
                 a.waste_min_gib = x;
             }
             "currency" => a.currency = r.string(&key, v)?,
+            "drain_plans" => a.drain_plans = r.boolean(&key, v)?,
             "prices" => {
                 for (model, price) in r.table(&key, v)? {
                     let pk = format!("{key}.{model}");
@@ -76,7 +81,15 @@ pub(super) fn read_advisor(r: &Reader, t: &Table, a: &mut Advisor) -> Result<(),
             _ => {
                 return Err(r.unknown(
                     &key,
-                    &["idle_warn", "idle_high", "oversized_below_pct", "waste_min_gib", "currency", "prices"],
+                    &[
+                        "idle_warn",
+                        "idle_high",
+                        "oversized_below_pct",
+                        "waste_min_gib",
+                        "currency",
+                        "prices",
+                        "drain_plans",
+                    ],
                 ));
             }
         }
@@ -99,6 +112,9 @@ pub(super) fn example() -> String {
 # A workload holding GPUs idle this long is a warning, and this long is high.
 idle_warn = "{warn}"
 idle_high = "{high}"
+# Also propose draining cards held by training past [policy] min_runtime, to repartition them
+# for waiting work no idle card can serve (off: only idle cards are ever planned).
+drain_plans = {drains}
 # A whole card at or below this mean activity may fit a MIG instance instead.
 oversized_below_pct = {over:?}
 # MIG instances with at least this many GiB unused are reported as waste.
@@ -114,5 +130,6 @@ currency = "{currency}"
         over = d.oversized_below_pct,
         waste = d.waste_min_gib,
         currency = d.currency,
+        drains = d.drain_plans,
     )
 }

@@ -1,0 +1,97 @@
+//! Drain plans (`[advisor] drain_plans`): for waiting work no idle card can serve, which busy
+//! cards to drain and lay out anew. Only cards whose every holder may be moved are considered:
+//! running training past `[policy] min_runtime` that its scheduler can requeue. The planner runs
+//! again on a copy of the fleet where those cards are idle and the first plan's cards and the
+//! work it starts are gone; its changes to the once-busy cards are the drain plans.
+
+use super::planner::{self, Plan};
+use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
+use crate::actions::Action;
+use crate::model::{Fleet, WorkloadKind, WorkloadState};
+
+pub(super) fn findings(fleet: &Fleet, cx: &Context, first: &Plan, out: &mut Vec<Finding>) {
+    let movable = |id: &str| {
+        fleet.workload(id).is_some_and(|w| {
+            w.kind == WorkloadKind::Training
+                && w.state == WorkloadState::Running
+                && w.requeueable != Some(false)
+                && w.runtime(cx.now).and_then(|d| d.to_std().ok()).is_some_and(|r| r >= cx.min_runtime)
+        })
+    };
+    let mut copy = fleet.clone();
+    let mut freed = Vec::new();
+    for node in &mut copy.nodes {
+        for card in &mut node.cards {
+            let r = crate::model::CardRef::new(node.name.clone(), card.index);
+            if first.changes.iter().any(|c| c.card == r) {
+                // Taken by the first plan: neither supply nor a candidate here.
+                card.draining = true;
+                continue;
+            }
+            let holders: Vec<String> = card.holders().map(str::to_string).collect();
+            if holders.is_empty() || !holders.iter().all(|h| movable(h)) || !card.processes.is_empty() {
+                continue;
+            }
+            card.workloads.clear();
+            for i in &mut card.mig.instances {
+                i.workloads.clear();
+                i.utilization_pct = None;
+                i.memory_used_mib = None;
+            }
+            card.utilization_pct = None;
+            card.memory_used_mib = None;
+            freed.push((r, holders));
+        }
+    }
+    if freed.is_empty() {
+        return;
+    }
+    let started: Vec<&String> = first.changes.iter().flat_map(|c| &c.serves).collect();
+    copy.workloads.retain(|w| !started.contains(&&w.id));
+    copy.index_workloads();
+    let second = planner::plan(&copy, cx.now);
+    for c in &second.changes {
+        let Some((_, holders)) = freed.iter().find(|(r, _)| *r == c.card) else { continue };
+        let oldest = c
+            .serves
+            .iter()
+            .filter_map(|id| fleet.workload(id)?.wait(cx.now))
+            .map(|d| d.num_seconds().max(0) as u64)
+            .max()
+            .unwrap_or(0);
+        if oldest < cx.queue_wait.as_secs() {
+            continue;
+        }
+        let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
+        let names = c.serves.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+        out.push(Finding {
+            kind: Kind::DrainPlan,
+            severity,
+            subject: Subject::Card { card: c.card.to_string() },
+            title: format!(
+                "drain {} ({}), then repartition to {}: starts {} waiting, the oldest for {}",
+                c.card,
+                holders.join(", "),
+                c.to,
+                c.serves.len(),
+                minutes(oldest)
+            ),
+            evidence: vec![
+                format!("no idle card serves {names}; they waited up to {}", minutes(oldest)),
+                format!(
+                    "{} holds it: training past its minimum runtime ({}), which its scheduler can requeue",
+                    holders.join(", "),
+                    minutes(cx.min_runtime.as_secs())
+                ),
+                format!("then: repartition {} from {} to {}", c.card, c.from, c.to),
+            ],
+            gpu_hours_per_day: super::layout::started_share(fleet, c) * 24.0,
+            cost_per_day: cx.money(Some(&c.model), super::layout::started_share(fleet, c) * 24.0),
+            suggestion: Suggestion::Action {
+                action: Action::Drain { target: c.card.to_string() },
+                why: format!("no new work there; once {} has moved, repartition it to {}", holders.join(", "), c.to),
+            },
+            cards: vec![c.card.clone()],
+        });
+    }
+}
