@@ -58,8 +58,8 @@ pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated
         (None, state::Tab::Advice) => views::advice::draw(f, a.body, st, theme),
     }
     views::footer::draw(f, a.footer, st, theme);
-    if let Some((title, lines)) = &st.fit {
-        views::fit::draw(f, f.area(), theme, title, lines);
+    if let Some((title, lines)) = &st.panel {
+        views::panel::draw(f, f.area(), theme, title, lines);
     }
     if st.help {
         views::help::draw(f, f.area(), theme, st.read_only, st.help_scroll);

@@ -120,10 +120,21 @@ fn views() -> Vec<(&'static str, Setup)> {
             }),
         ),
         (
+            "advice_finding_open",
+            Box::new(|st: &mut UiState, s: &Store| {
+                let cfg = tessera::config::Config::default();
+                let cx = tessera::advisor::Context::new(&cfg, clock());
+                st.on_findings(tessera::advisor::advise(s.fleet(), &cx));
+                st.apply(Intent::ViewAdvice, s.fleet());
+                st.apply(Intent::Open, s.fleet());
+                assert!(st.panel.is_some());
+            }),
+        ),
+        (
             "fit_panel",
             Box::new(|st: &mut UiState, s: &Store| {
                 st.command("fit 2g.35gb", s.fleet());
-                assert!(st.fit.is_some(), "{:?}", st.message);
+                assert!(st.panel.is_some(), "{:?}", st.message);
             }),
         ),
         (

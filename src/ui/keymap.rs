@@ -162,7 +162,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Code(KeyCode::Enter)],
         label: "Enter",
         intent: Intent::Open,
-        description: "open the selected card, or a workload in the queue and workloads views",
+        description: "open the selected card, a workload (queue, workloads), or a finding in full (advice)",
         footer: true,
         action: false,
     },

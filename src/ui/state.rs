@@ -152,8 +152,9 @@ pub struct UiState {
     pub source_count: usize,
     /// The advisor's findings on the latest fleet, most costly first (the loop sets them).
     pub findings: Vec<crate::advisor::Finding>,
-    /// The answer of the last `:fit` (what was asked, its lines), shown until Esc.
-    pub fit: Option<(String, Vec<String>)>,
+    /// A text panel in front of the view until Esc (title, lines): the answer of `:fit`, or a
+    /// finding in full (Enter in the Advice view).
+    pub panel: Option<(String, Vec<String>)>,
     /// Findings by severity (high, warn, info), counted once per update for the header.
     pub advice_counts: (usize, usize, usize),
     /// Cards some warn or high finding is about: their fleet rows say `advice`.
@@ -204,7 +205,7 @@ impl UiState {
             totals: crate::model::Totals::default(),
             queue: crate::model::QueueSummary::default(),
             modal: None,
-            fit: None,
+            panel: None,
             quit_after_action: false,
             action_hidden: false,
             told_read_only: false,

@@ -209,12 +209,33 @@ fn fit_answers_in_a_panel_that_esc_closes() {
     let f = fleet();
     let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), f.taken_at.unwrap_or_default());
     st.command("fit 3g.40gb", &f);
-    let Some((title, lines)) = st.fit.clone() else { panic!("no panel: {:?}", st.message) };
+    let Some((title, lines)) = st.panel.clone() else { panic!("no panel: {:?}", st.message) };
     assert_eq!(title, "where can a 3g.40gb instance run?");
     assert!(!lines.is_empty());
     st.apply(Intent::Back, &f);
-    assert!(st.fit.is_none());
+    assert!(st.panel.is_none());
     st.command("fit nonsense", &f);
-    assert!(st.fit.is_none());
+    assert!(st.panel.is_none());
     assert!(st.message.as_deref().is_some_and(|m| m.contains("not a MIG profile")), "{:?}", st.message);
+}
+
+#[test]
+fn enter_shows_a_finding_in_full_and_esc_closes_it() {
+    let f = fleet();
+    let mut st = state(&f);
+    let cfg = crate::config::Config::default();
+    let found = crate::advisor::advise(&f, &crate::advisor::Context::new(&cfg, f.taken_at.unwrap_or_default()));
+    let first = found.first().cloned().unwrap_or_else(|| panic!("the demo has findings"));
+    st.on_findings(found);
+    st.apply(Intent::ViewAdvice, &f);
+    st.apply(Intent::Open, &f);
+    let Some((title, lines)) = st.panel.clone() else { panic!("no panel") };
+    assert!(title.starts_with(first.kind.as_str()), "{title}");
+    assert_eq!(lines[0], first.title);
+    for e in &first.evidence {
+        assert!(lines.contains(&format!("  {e}")), "{e} not in {lines:?}");
+    }
+    assert!(lines.iter().any(|l| l.starts_with("suggestion: ")), "{lines:?}");
+    st.apply(Intent::Back, &f);
+    assert!(st.panel.is_none() && st.tab == Tab::Advice, "Esc closes the panel first");
 }

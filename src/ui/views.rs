@@ -2,12 +2,12 @@
 
 pub mod advice;
 pub mod card;
-pub mod fit;
 pub mod fleet;
 pub mod footer;
 pub mod header;
 pub mod help;
 pub mod modal;
+pub mod panel;
 pub mod queue;
 pub mod sources;
 pub mod workload;

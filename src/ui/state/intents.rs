@@ -52,8 +52,8 @@ impl UiState {
             Intent::Back => {
                 if self.help {
                     self.help = false;
-                } else if self.fit.is_some() {
-                    self.fit = None;
+                } else if self.panel.is_some() {
+                    self.panel = None;
                 } else if self.open_card.is_some() {
                     self.open_card = None;
                 } else if self.open_workload.is_some() {
@@ -81,7 +81,13 @@ impl UiState {
                     Tab::Fleet => self.open_card = self.selected_card(),
                     Tab::Queue => self.open_workload = row(&self.queue_rows, self.selected[1]),
                     Tab::Workloads => self.open_workload = row(&self.workload_rows, self.selected[2]),
-                    Tab::Sources | Tab::Advice => {}
+                    Tab::Advice => {
+                        if let Some(x) = self.findings.get(self.selected[4]) {
+                            self.panel =
+                                Some((format!("{} ({})", x.kind.as_str(), x.severity.as_str()), finding_lines(x)));
+                        }
+                    }
+                    Tab::Sources => {}
                 }
             }
             Intent::NextView => self.switch(Tab::ALL[(self.tab.index() + 1) % Tab::ALL.len()]),
@@ -162,7 +168,7 @@ impl UiState {
                 match crate::advisor::fit::parse(fleet, query) {
                     Ok(want) => {
                         let a = crate::advisor::fit::fit(fleet, &want, self.now, self.min_runtime);
-                        self.fit = Some((format!("where can {} run?", a.wants), crate::advisor::fit::lines(&a)));
+                        self.panel = Some((format!("where can {} run?", a.wants), crate::advisor::fit::lines(&a)));
                     }
                     Err(e) => self.message = Some(e),
                 }
@@ -189,4 +195,17 @@ impl UiState {
             self.clamp(self.tab);
         }
     }
+}
+
+/// A finding in full for the panel: what, the evidence, the cost, the suggestion.
+fn finding_lines(x: &crate::advisor::Finding) -> Vec<String> {
+    let mut out = vec![x.title.clone(), "evidence:".into()];
+    out.extend(x.evidence.iter().map(|e| format!("  {e}")));
+    let cost = x.cost_per_day.map_or_else(String::new, |c| format!(" ({c:.2} a day)"));
+    out.push(format!("costs {:.1} GPU-hours a day{cost}", x.gpu_hours_per_day));
+    out.push(format!("suggestion: {}", x.suggestion.text()));
+    if x.suggestion.action().is_some() {
+        out.push("  a plans it (confirmation first)".into());
+    }
+    out
 }
