@@ -226,15 +226,15 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
     // what a preemption would start is not capacity to add.
     let plan = planner::plan(fleet, cx.now);
     layout::findings(fleet, cx, &plan, &mut out);
-    if cx.advisor.drain_plans {
-        drain::findings(fleet, cx, &plan, &mut out);
-    }
+    let drained = if cx.advisor.drain_plans { drain::findings(fleet, cx, &plan, &mut out) } else { Vec::new() };
     let mut served = plan.served;
     preempt::candidates(fleet, cx, &served, &mut out);
     served.extend(out.iter().filter(|f| f.kind == Kind::PreemptionCandidate).filter_map(|f| match &f.subject {
         Subject::Workload { id } => Some(id.clone()),
         _ => None,
     }));
+    // Nor is what a drain plan would start (where drain plans are asked for).
+    served.extend(drained);
     pool::scale_out(fleet, cx, &served, &mut out);
     pool::scale_in(fleet, cx, cx.scale_in_pct, &mut out);
     pool::fragmentation(fleet, cx, &mut out);

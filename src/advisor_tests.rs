@@ -421,7 +421,12 @@ fn drain_plans_only_when_asked_and_only_for_movable_training() {
     let on = Advisor { drain_plans: true, ..Advisor::default() };
     let got = of(Kind::DrainPlan, &f, &on);
     assert_eq!(got.len(), 1, "{got:#?}");
-    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "n/0".into() }), "the training card");
+    assert_eq!(
+        got[0].suggestion.action(),
+        Some(&Action::Preempt { workload: "t".into(), force: false }),
+        "free the training card"
+    );
+    assert_eq!(got[0].cards, vec![crate::model::CardRef::new("n", 0)]);
     assert!(got[0].title.contains("then repartition to") && got[0].title.contains("3g.40gb"), "{}", got[0].title);
     // Young training is not moved.
     f.workloads[0].started_at = Some(now() - chrono::Duration::minutes(10));

@@ -2,14 +2,18 @@
 //! cards to drain and lay out anew. Only cards whose every holder may be moved are considered:
 //! running training past `[policy] min_runtime` that its scheduler can requeue. The planner runs
 //! again on a copy of the fleet where those cards are idle and the first plan's cards and the
-//! work it starts are gone; its changes to the once-busy cards are the drain plans.
+//! work it starts are gone; its changes to the once-busy cards are the drain plans. The
+//! suggestion is to preempt the holder (checkpoint, requeue): draining alone would move nobody.
+//! The card is then idle, and the layout planner proposes its repartition as a layout plan.
 
 use super::planner::{self, Plan};
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
 use crate::actions::Action;
 use crate::model::{Fleet, WorkloadKind, WorkloadState};
 
-pub(super) fn findings(fleet: &Fleet, cx: &Context, first: &Plan, out: &mut Vec<Finding>) {
+/// Adds the drain plans to `out`; returns the waiting work they would start.
+pub(super) fn findings(fleet: &Fleet, cx: &Context, first: &Plan, out: &mut Vec<Finding>) -> Vec<String> {
+    // Requeue allowed or not reported (the evidence says which); never where it is refused.
     let movable = |id: &str| {
         fleet.workload(id).is_some_and(|w| {
             w.kind == WorkloadKind::Training
@@ -44,12 +48,13 @@ pub(super) fn findings(fleet: &Fleet, cx: &Context, first: &Plan, out: &mut Vec<
         }
     }
     if freed.is_empty() {
-        return;
+        return Vec::new();
     }
     let started: Vec<&String> = first.changes.iter().flat_map(|c| &c.serves).collect();
     copy.workloads.retain(|w| !started.contains(&&w.id));
     copy.index_workloads();
     let second = planner::plan(&copy, cx.now);
+    let mut starts = Vec::new();
     for c in &second.changes {
         let Some((_, holders)) = freed.iter().find(|(r, _)| *r == c.card) else { continue };
         let oldest = c
@@ -63,6 +68,7 @@ pub(super) fn findings(fleet: &Fleet, cx: &Context, first: &Plan, out: &mut Vec<
             continue;
         }
         let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
+        starts.extend(c.serves.iter().cloned());
         let names = c.serves.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
         out.push(Finding {
             kind: Kind::DrainPlan,
@@ -79,19 +85,40 @@ pub(super) fn findings(fleet: &Fleet, cx: &Context, first: &Plan, out: &mut Vec<
             evidence: vec![
                 format!("no idle card serves {names}; they waited up to {}", minutes(oldest)),
                 format!(
-                    "{} holds it: training past its minimum runtime ({}), which its scheduler can requeue",
+                    "{} holds it: training past its minimum runtime ({}); requeue {}",
                     holders.join(", "),
-                    minutes(cx.min_runtime.as_secs())
+                    minutes(cx.min_runtime.as_secs()),
+                    if holders.iter().all(|h| fleet.workload(h).is_some_and(|w| w.requeueable == Some(true))) {
+                        "allowed by its scheduler"
+                    } else {
+                        "not reported by its scheduler (unknown)"
+                    }
                 ),
                 format!("then: repartition {} from {} to {}", c.card, c.from, c.to),
             ],
             gpu_hours_per_day: super::layout::started_share(fleet, c) * 24.0,
             cost_per_day: cx.money(Some(&c.model), super::layout::started_share(fleet, c) * 24.0),
-            suggestion: Suggestion::Action {
-                action: Action::Drain { target: c.card.to_string() },
-                why: format!("no new work there; once {} has moved, repartition it to {}", holders.join(", "), c.to),
+            // Draining alone moves nobody: preempting the one holder frees the card, and the
+            // layout planner then proposes the repartition for the idle card.
+            suggestion: match holders.as_slice() {
+                [one] => Suggestion::Action {
+                    action: Action::Preempt { workload: one.clone(), force: false },
+                    why: format!(
+                        "checkpoint and requeue {one}; then repartition {} to {} (a layout plan)",
+                        c.card, c.to
+                    ),
+                },
+                _ => Suggestion::Words {
+                    text: format!(
+                        "preempt {} (checkpoint and requeue), then repartition {} to {}",
+                        holders.join(" and "),
+                        c.card,
+                        c.to
+                    ),
+                },
             },
             cards: vec![c.card.clone()],
         });
     }
+    starts
 }

@@ -16,6 +16,8 @@ fn now() -> DateTime<Utc> {
 const H200: &str = "NVIDIA H200";
 const A100: &str = "NVIDIA A100-SXM4-80GB";
 const A30: &str = "NVIDIA A30";
+/// Shares its profile names with the A100-80GB (1g.10gb, 3g.40gb…): one family, two models.
+const H100: &str = "NVIDIA H100 80GB HBM3";
 
 fn card(index: u32, model: &str, layout: Option<&str>, holder: Option<&str>) -> Card {
     let mut c = Card { index, model: model.into(), ..Card::default() };
@@ -248,6 +250,15 @@ fn check(f: &Fleet, full: bool) -> Result<(), TestCaseError> {
         prop_assert!(parse_layout(g, &c.to).is_ok(), "{} does not validate", c.to);
         prop_assert!(!c.serves.is_empty(), "a change that serves nobody: {c:?}");
     }
+    // The plan's parts agree with its score: the weights of what it serves sum to it, and what
+    // it serves is what free capacity and each change serve.
+    let sum: u64 = got.served.iter().filter_map(|id| f.workload(id)).map(|w| weight(w, now())).sum();
+    prop_assert_eq!(sum, got.score.weight, "served weights vs the score");
+    let mut parts: Vec<&String> = got.served_now.iter().chain(got.changes.iter().flat_map(|c| &c.serves)).collect();
+    let mut all: Vec<&String> = got.served.iter().collect();
+    parts.sort();
+    all.sort();
+    prop_assert_eq!(parts, all, "served now and by changes vs served");
     let best = if full { exhaustive(&p) } else { p.score(&p.exhaustive(u64::MAX).unwrap_or_default()) };
     prop_assert_eq!(got.score, best, "not the exhaustive optimum");
     // The greedy path (what large fleets get) never serves less than doing nothing.
@@ -307,12 +318,12 @@ proptest! {
 
     #[test]
     fn equals_exhaustive_search_on_two_large_and_two_small_cards(
-        big in prop::collection::vec(arb_card(&[A100, H200]), 1..=2),
+        big in prop::collection::vec(arb_card(&[A100, H100, H200]), 1..=2),
         small in prop::collection::vec(arb_card(&[A30]), 0..=2),
         wants in wants(),
     ) {
         let specs: Vec<_> = big.iter().map(|&(m, l, h)| (m + 1, l, h)).chain(small).collect();
-        check(&build(&[A30, A100, H200], &specs, &wants), false)?;
+        check(&build(&[A30, A100, H100, H200], &specs, &wants), false)?;
     }
 }
 

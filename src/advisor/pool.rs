@@ -25,15 +25,25 @@ pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut V
     for (_, c) in fleet.cards().filter(|(n, c)| usable(n, c)) {
         let e = pools.entry(model_key(&c.model)).or_insert((0, 0.0, true));
         e.0 += 1;
+        // Busy with nobody to ask: the pool's activity is unknown.
+        if c.in_use_by_unknown() {
+            e.2 = false;
+            continue;
+        }
         if c.mig.enabled {
-            let slices = c.gpu_model().map_or(8.0, |m| f64::from(m.memory_slices));
-            for i in &c.mig.instances {
-                for h in &i.workloads {
-                    match mean(h) {
-                        Some(m) => e.1 += m * f64::from(i.size) / slices,
-                        None => e.2 = false,
-                    }
+            // An instance weighs its share of the card's compute (a 1g of seven is 1/7).
+            let Some(model) = c.gpu_model() else {
+                e.2 = false;
+                continue;
+            };
+            let compute = f64::from(model.profiles.iter().map(|p| p.compute_slices).max().unwrap_or(1).max(1));
+            for i in c.mig.instances.iter().filter(|i| !i.workloads.is_empty()) {
+                let share = model.profile(&i.profile).map_or(0.0, |p| f64::from(p.compute_slices)) / compute;
+                let means: Vec<Option<f64>> = i.workloads.iter().map(|h| mean(h)).collect();
+                if means.iter().any(Option::is_none) {
+                    e.2 = false;
                 }
+                e.1 += means.into_iter().flatten().fold(0.0, f64::max) * share;
             }
             continue;
         }
@@ -64,7 +74,7 @@ pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut V
             subject: Subject::Pool { model: model.clone() },
             title: format!("{model} cards average {mean:.0} %: {needed} of {cards} would carry the work"),
             evidence: vec![format!(
-                "mean activity {mean:.0} % over the last {} (30m for work younger than that) across {cards} usable cards, MIG slices weighted by size (target {target_pct:.0} %)",
+                "mean activity {mean:.0} % over the last {} (30m for work younger than that) across {cards} usable cards, MIG instances weighted by their share of compute (target {target_pct:.0} %)",
                 minutes((HOUR_MIN * 60) as u64)
             )],
             gpu_hours_per_day: gpu_hours,
@@ -90,7 +100,8 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mu
         .filter(|w| w.wait(cx.now).and_then(|x| x.to_std().ok()).is_some_and(|x| x >= cx.queue_wait))
         .map(|w| (w, super::preempt::wants(w).0))
         .collect();
-    for d in q.demand.iter().filter(|d| d.wanted > d.free) {
+    // Short overall, or a request larger than any one node has free.
+    for d in q.demand.iter().filter(|d| d.wanted > d.free || d.largest_request > d.largest_block) {
         let late: Vec<&crate::model::Workload> =
             waiting.iter().filter(|(_, r)| *r == d.resource).map(|(w, _)| *w).collect();
         let Some(oldest) = late.iter().filter_map(|w| w.wait(cx.now)).map(|x| x.num_seconds().max(0) as u64).max()

@@ -17,22 +17,27 @@ pub(super) fn wants(w: &Workload) -> (Resource, u64) {
     }
 }
 
-/// Units of `res` that preempting `t` would free.
+/// Units of `res` that preempting `t` would free on one node (the most on any of its nodes):
+/// only usable cards count, since work cannot start on a failing or drained one.
 fn frees(fleet: &Fleet, t: &Workload, res: &Resource) -> u64 {
-    let mut units = 0;
-    for c in t.cards.iter().filter_map(|r| fleet.card(r)) {
-        match res {
+    let mut per_node: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for r in &t.cards {
+        let (Some(node), Some(c)) = (fleet.nodes.iter().find(|n| n.name == r.node), fleet.card(r)) else { continue };
+        if !crate::model::capacity::usable(node, c) {
+            continue;
+        }
+        let units = match res {
             Resource::MigInstance { profile } => {
-                units += c.mig.instances.iter().filter(|i| &i.profile == profile && i.workloads.contains(&t.id)).count()
-                    as u64;
+                c.mig.instances.iter().filter(|i| &i.profile == profile && i.workloads.contains(&t.id)).count() as u64
             }
             Resource::WholeCard { model } => {
                 let fits = model.as_deref().is_none_or(|m| model_key(&c.model) == m);
-                units += u64::from(!c.mig.enabled && fits);
+                u64::from(!c.mig.enabled && fits)
             }
-        }
+        };
+        *per_node.entry(r.node.as_str()).or_default() += units;
     }
-    units
+    per_node.into_values().max().unwrap_or(0)
 }
 
 pub(super) fn candidates(fleet: &Fleet, cx: &Context, served: &[String], out: &mut Vec<Finding>) {

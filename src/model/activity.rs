@@ -121,6 +121,27 @@ pub fn current_pct(fleet: &Fleet, w: &Workload) -> Option<f64> {
     pct_of(&|r| fleet.card(r), w)
 }
 
+/// Memory `w` uses now: what its source says, else the memory in use of the one card or MIG
+/// instance it holds alone (an exporter reports the card's, not the job's); `None` otherwise.
+fn mem_of<'f>(card: &dyn Fn(&CardRef) -> Option<&'f Card>, w: &Workload) -> Option<u64> {
+    if w.memory_used_mib.is_some() {
+        return w.memory_used_mib;
+    }
+    let [r] = w.cards.as_slice() else { return None };
+    let c = card(r)?;
+    if c.mig.enabled {
+        let mine: Vec<_> = c.mig.instances.iter().filter(|i| i.workloads.contains(&w.id)).collect();
+        match mine.as_slice() {
+            [i] if i.workloads.len() == 1 => i.memory_used_mib,
+            _ => None,
+        }
+    } else if c.workloads.len() == 1 && c.workloads[0] == w.id {
+        c.memory_used_mib
+    } else {
+        None
+    }
+}
+
 fn pct_of<'f>(card: &dyn Fn(&CardRef) -> Option<&'f Card>, w: &Workload) -> Option<f64> {
     let mut vals = Vec::new();
     for r in &w.cards {
@@ -163,20 +184,20 @@ impl ActivityHistory {
             .map(|n| (n.name.as_str(), n))
             .collect();
         let card = |r: &CardRef| nodes.get(r.node.as_str()).and_then(|n| n.cards.iter().find(|c| c.index == r.index));
-        let now: Vec<(usize, Option<f64>)> = fleet
+        let now: Vec<(usize, Option<f64>, Option<u64>)> = fleet
             .workloads
             .iter()
             .enumerate()
             .filter(|(_, w)| w.state.is_active() && !w.cards.is_empty())
-            .map(|(i, w)| (i, pct_of(&card, w)))
+            .map(|(i, w)| (i, pct_of(&card, w), mem_of(&card, w)))
             .collect();
         let mut alive = std::collections::HashSet::new();
-        for (i, pct) in now {
+        for (i, pct, mem) in now {
             let w = &mut fleet.workloads[i];
             let s = self.series.entry(w.id.clone()).or_default();
             s.last = pct;
             if let Some(p) = pct {
-                s.add(minute, p, w.memory_used_mib);
+                s.add(minute, p, mem);
             }
             w.activity = Some(s.activity(minute));
             alive.insert(i);
@@ -202,6 +223,9 @@ impl ActivityHistory {
                 _ => continue,
             };
             let [holder] = holders.as_slice() else { continue };
+            // Only what happened since the holder started: the card's past before it (idle, or
+            // another job's memory) is not its activity. No start time, no seeding.
+            let Some(started) = fleet.workload(holder).and_then(|w| w.started_at) else { continue };
             let s = self.series.entry(holder.clone()).or_default();
             if !s.buckets.is_empty() {
                 continue;
@@ -209,6 +233,9 @@ impl ActivityHistory {
             let n = h.util.len() as i64;
             for (i, u) in h.util.iter().enumerate() {
                 let t: DateTime<Utc> = at - chrono::Duration::seconds((n - 1 - i as i64) * h.step_s as i64);
+                if t < started {
+                    continue;
+                }
                 if let Some(u) = u {
                     let mem = h.mem_mib.get(i).copied().flatten().map(|m| m as u64);
                     s.add(t.timestamp().div_euclid(60), *u, mem);
@@ -237,6 +264,7 @@ mod tests {
         let node = Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() };
         let mut w = Workload::new("nb", "notebook", WorkloadKind::Other, WorkloadState::Running);
         w.cards = vec![CardRef::new("n", 0)];
+        w.started_at = Some(at - chrono::Duration::hours(3));
         let live = crate::model::SourceStatus {
             name: "dcgm".into(),
             kind: crate::model::SourceKind::Scrape,
@@ -332,6 +360,7 @@ mod tests {
         let node = Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() };
         let mut w = Workload::new("w", "w", WorkloadKind::Inference, WorkloadState::Running);
         w.cards = vec![CardRef::new("n", 0)];
+        w.started_at = Some(t - chrono::Duration::hours(3));
         let f = Fleet { nodes: vec![node], workloads: vec![w], taken_at: Some(t), ..Fleet::default() };
         let gi = f.nodes[0].cards[0].mig.instances[1].gi_id;
         let mut mem = vec![Some(10_240.0); 60];
@@ -364,9 +393,22 @@ mod tests {
             mem_pct: vec![],
         };
         let mut h = ActivityHistory::default();
-        h.seed(&f, &[hist]);
+        h.seed(&f, std::slice::from_ref(&hist));
         h.record(&mut f);
         assert!(f.workloads[0].activity.is_some_and(|a| a.held_idle()), "{:?}", f.workloads[0].activity);
         assert_eq!(h.len(), 1);
+        // A job that started five minutes ago is not given the card's idle hour before it.
+        let mut young = fleet(1.0, t0);
+        young.workloads[0].started_at = Some(t0 - chrono::Duration::minutes(5));
+        let mut h = ActivityHistory::default();
+        h.seed(&young, std::slice::from_ref(&hist));
+        h.record(&mut young);
+        let a = young.workloads[0].activity.unwrap_or_else(|| panic!("recorded"));
+        assert!(a.idle_for_s <= 6 * 60 && !a.window_covered(), "{a:?}");
+        // No start time: nothing seeded.
+        young.workloads[0].started_at = None;
+        let mut h = ActivityHistory::default();
+        h.seed(&young, &[hist]);
+        assert!(h.is_empty());
     }
 }

@@ -155,6 +155,9 @@ pub struct UiState {
     /// A text panel in front of the view until Esc (title, lines): the answer of `:fit`, or a
     /// finding in full (Enter in the Advice view).
     pub panel: Option<(String, Vec<String>)>,
+    /// The action of the finding the panel shows, so `a` acts on what is on screen, whatever
+    /// the advisor re-sorted behind it.
+    pub panel_action: Option<crate::actions::Action>,
     /// Findings by severity (high, warn, info), counted once per update for the header.
     pub advice_counts: (usize, usize, usize),
     /// Cards some warn or high finding is about: their fleet rows say `advice`.
@@ -206,6 +209,7 @@ impl UiState {
             queue: crate::model::QueueSummary::default(),
             modal: None,
             panel: None,
+            panel_action: None,
             quit_after_action: false,
             action_hidden: false,
             told_read_only: false,

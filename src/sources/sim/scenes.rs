@@ -29,7 +29,8 @@ impl Sim {
         true
     }
 
-    /// The longest-running training job on whole cards: its first card starts reporting
+    /// The training job on whole cards that will run longest from now (the latest end): its
+    /// first card starts reporting
     /// uncorrectable ECC errors (the job still runs there until someone drains and moves it).
     pub(super) fn failing_card(&mut self) {
         let Some(job) = self

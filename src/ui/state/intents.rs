@@ -32,8 +32,12 @@ impl UiState {
                 if self.action_hidden {
                     self.action_hidden = false;
                 } else if self.tab == Tab::Advice {
-                    // The selected finding's suggestion, through the same plan and confirmation.
-                    match self.findings.get(self.selected[4]).and_then(|f| f.suggestion.action()) {
+                    // The shown or selected finding's suggestion, through the same plan and
+                    // confirmation.
+                    let shown = self.panel.as_ref().map(|_| self.panel_action.as_ref());
+                    let action = shown
+                        .unwrap_or_else(|| self.findings.get(self.selected[4]).and_then(|f| f.suggestion.action()));
+                    match action {
                         Some(action) if !self.read_only && !self.action_running() => {
                             return Effect::Request(crate::ui::actions::Request::Plan(action.clone()));
                         }
@@ -54,6 +58,7 @@ impl UiState {
                     self.help = false;
                 } else if self.panel.is_some() {
                     self.panel = None;
+                    self.panel_action = None;
                 } else if self.open_card.is_some() {
                     self.open_card = None;
                 } else if self.open_workload.is_some() {
@@ -85,6 +90,7 @@ impl UiState {
                         if let Some(x) = self.findings.get(self.selected[4]) {
                             self.panel =
                                 Some((format!("{} ({})", x.kind.as_str(), x.severity.as_str()), finding_lines(x)));
+                            self.panel_action = x.suggestion.action().cloned();
                         }
                     }
                     Tab::Sources => {}
@@ -169,6 +175,7 @@ impl UiState {
                     Ok(want) => {
                         let a = crate::advisor::fit::fit(fleet, &want, self.now, self.min_runtime);
                         self.panel = Some((format!("where can {} run?", a.wants), crate::advisor::fit::lines(&a)));
+                        self.panel_action = None;
                     }
                     Err(e) => self.message = Some(e),
                 }
@@ -201,8 +208,8 @@ impl UiState {
 fn finding_lines(x: &crate::advisor::Finding) -> Vec<String> {
     let mut out = vec![x.title.clone(), "evidence:".into()];
     out.extend(x.evidence.iter().map(|e| format!("  {e}")));
-    let cost = x.cost_per_day.map_or_else(String::new, |c| format!(" ({c:.2} a day)"));
-    out.push(format!("costs {:.1} GPU-hours a day{cost}", x.gpu_hours_per_day));
+    // Waste for most kinds; for waiting work, what it would use or start (docs/advisor.md).
+    out.push(format!("GPU-hours a day: {:.1}", x.gpu_hours_per_day));
     out.push(format!("suggestion: {}", x.suggestion.text()));
     if x.suggestion.action().is_some() {
         out.push("  a plans it (confirmation first)".into());
