@@ -210,7 +210,7 @@ fn fit_answers_in_a_panel_that_esc_closes() {
     let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), f.taken_at.unwrap_or_default());
     st.command("fit 3g.40gb", &f);
     let Some((title, lines)) = st.panel.clone() else { panic!("no panel: {:?}", st.message) };
-    assert_eq!(title, "where can a 3g.40gb instance run?");
+    assert_eq!(title, "where it fits: a 3g.40gb instance");
     assert!(!lines.is_empty());
     st.apply(Intent::Back, &f);
     assert!(st.panel.is_none());

@@ -174,7 +174,7 @@ impl UiState {
                 match crate::advisor::fit::parse(fleet, query) {
                     Ok(want) => {
                         let a = crate::advisor::fit::fit(fleet, &want, self.now, self.min_runtime);
-                        self.panel = Some((format!("where can {} run?", a.wants), crate::advisor::fit::lines(&a)));
+                        self.panel = Some((format!("where it fits: {}", a.wants), crate::advisor::fit::lines(&a)));
                         self.panel_action = None;
                     }
                     Err(e) => self.message = Some(e),

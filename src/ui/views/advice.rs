@@ -54,9 +54,10 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
     for e in &x.evidence {
         d.push(Line::from(Span::styled(fit(&format!("  {e}"), w, a), theme.text())));
     }
+    // Waste for most kinds; for waiting work what it would use or start (docs/advisor.md).
     let cost = x.cost_per_day.map_or(String::new(), |c| format!(", {c:.2}/day"));
     d.push(Line::from(Span::styled(
-        fit(&format!("  costs {:.1} GPU-hours a day{cost}", x.gpu_hours_per_day), w, a),
+        fit(&format!("  GPU-hours a day: {:.1}{cost}", x.gpu_hours_per_day), w, a),
         theme.dim(),
     )));
     let act = if x.suggestion.action().is_some() && !st.read_only { "  (a plans it)" } else { "" };
