@@ -4,6 +4,7 @@
 mod actions;
 mod build;
 mod jobs;
+mod observe;
 pub mod rng;
 mod scenes;
 

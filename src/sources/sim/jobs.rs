@@ -6,7 +6,7 @@ use std::f64::consts::PI;
 
 use chrono::{DateTime, Duration as Span, Timelike, Utc};
 
-use crate::model::{CardRef, Event, Node, Severity, Workload, WorkloadKind, WorkloadState};
+use crate::model::{CardRef, Event, Severity, Workload, WorkloadKind, WorkloadState};
 
 use super::Sim;
 use super::rng::noise;
@@ -470,87 +470,4 @@ impl Sim {
             (false, None) => format!("Resources: no node has {need} usable whole cards"),
         }
     }
-
-    /// Each held whole card's and MIG instance's utilisation over the last hour, one sample a
-    /// minute: metrics are a pure function of the job and the time, so the past is computed,
-    /// not stored.
-    pub(super) fn past_hour(&self) -> Vec<crate::model::CardHistory> {
-        let by_id: std::collections::HashMap<&str, &Job> = self.jobs.iter().map(|j| (j.w.id.as_str(), j)).collect();
-        let series = |j: &Job| -> Vec<Option<f64>> {
-            (0..60)
-                .rev()
-                .map(|m| {
-                    let t = self.now - Span::minutes(m);
-                    j.w.started_at.filter(|s| *s <= t).map(|_| round1(j.utilization(t)))
-                })
-                .collect()
-        };
-        let mut out = Vec::new();
-        for n in &self.nodes {
-            for c in n.cards.iter().filter(|c| !c.health.lost) {
-                let card = CardRef::new(n.name.clone(), c.index);
-                let held: Vec<(Option<u32>, &String)> = if c.mig.enabled {
-                    c.mig.instances.iter().filter_map(|i| Some((Some(i.gi_id), i.workloads.first()?))).collect()
-                } else {
-                    c.workloads.first().map(|w| (None, w)).into_iter().collect()
-                };
-                for (gi, id) in held {
-                    let Some(j) = by_id.get(id.as_str()) else { continue };
-                    let util = series(j);
-                    out.push(crate::model::CardHistory {
-                        card: card.clone(),
-                        gi,
-                        mem_mib: vec![Some(j.mem_mib as f64); 60],
-                        step_s: 60,
-                        util,
-                        mem_pct: Vec::new(),
-                    });
-                }
-            }
-        }
-        out
-    }
-
-    /// Nodes with live metrics filled in from the jobs on them.
-    pub(super) fn observed_nodes(&self) -> Vec<Node> {
-        let now = self.now;
-        let by_id: std::collections::HashMap<&str, &Job> = self.jobs.iter().map(|j| (j.w.id.as_str(), j)).collect();
-        let job = |id: &str| by_id.get(id).copied();
-        let mut nodes = self.nodes.clone();
-        for n in &mut nodes {
-            for c in n.cards.iter_mut().filter(|c| !c.health.lost) {
-                let mut util = 0.0;
-                let mut used = 0u64;
-                if c.mig.enabled {
-                    for inst in &mut c.mig.instances {
-                        let j = inst.workloads.first().and_then(|id| job(id));
-                        let u = j.map_or(0.0, |j| j.utilization(now));
-                        inst.utilization_pct = Some(round1(u));
-                        inst.memory_used_mib = Some(j.map_or(0, |j| j.mem_mib));
-                        util += u * f64::from(inst.size) / 8.0;
-                        used += inst.memory_used_mib.unwrap_or(0);
-                    }
-                    // Like NVML and DCGM, no whole-card utilisation for a MIG card.
-                    c.utilization_pct = None;
-                } else {
-                    let j = c.workloads.first().and_then(|id| job(id));
-                    util = j.map_or(0.0, |j| j.utilization(now));
-                    used = j.map_or(0, |j| j.mem_mib / j.w.cards.len().max(1) as u64);
-                    c.utilization_pct = Some(round1(util));
-                }
-                let key = c.uuid.as_deref().map_or(0, |u| u.len() as u64 + u64::from(c.index) * 7919);
-                let tdp = c.power_limit_w.unwrap_or(400.0);
-                // The driver's own few MiB, never past the card's total.
-                c.memory_used_mib = Some((used + 5).min(c.memory_total_mib.unwrap_or(u64::MAX)));
-                c.temperature_c = Some((31.0 + 0.42 * util + 1.5 * noise(key, now.timestamp() / 30)).round());
-                c.power_w =
-                    Some(round1(tdp * 0.12 + (tdp * 0.83) * util / 100.0 + 4.0 * noise(key ^ 1, now.timestamp() / 5)));
-            }
-        }
-        nodes
-    }
-}
-
-fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
 }
