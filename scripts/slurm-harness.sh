@@ -19,7 +19,9 @@
 #   TESSERA_SLURM_CPUS      declared CPUs             (default 16; may exceed nproc,
 #                                                      SlurmdParameters=config_overrides)
 #   TESSERA_SLURM_MEM_MB    declared RealMemory (MB)  (default 65536, also fake)
-#   TESSERA_SLURM_GRES      node Gres= string         (default gpu:h100:2,gpu:a100_3g.20gb:2)
+#   TESSERA_SLURM_GRES      node Gres= string         (default gpu:h100:2,gpu:a100_3g.20gb:2);
+#                           shard:N and mps:N items share the node's GPUs
+#                           (gres.conf Name=shard|mps Count=N, split evenly)
 #   TESSERA_SLURM_PREEMPT   1 = preempt/partition_prio, PreemptMode=REQUEUE
 #                           (inference jobs requeue training jobs). Default 0.
 #   TESSERA_SLURM_TIMEOUT   seconds to wait for the node to become idle (default 30)
@@ -124,10 +126,16 @@ write_config() {
     # gets the next N /dev/nvidiaK minors.
     local gres_conf="" minor=0 item name type count first last k
     IFS=',' read -r -a items <<<"$GRES"
+    local gres_types=gpu
     for item in "${items[@]}"; do
         IFS=':' read -r name type count <<<"$item"
+        if [[ ($name == shard || $name == mps) && $type =~ ^[0-9]+$ && -z $count ]]; then
+            gres_conf+="NodeName=$NODE Name=$name Count=$type"$'\n'
+            gres_types+=",$name"
+            continue
+        fi
         [[ $name == gpu && -n $type && $count =~ ^[0-9]+$ ]] \
-            || die "TESSERA_SLURM_GRES items must look like gpu:TYPE:COUNT, got '$item'"
+            || die "TESSERA_SLURM_GRES items must look like gpu:TYPE:COUNT, shard:COUNT or mps:COUNT, got '$item'"
         first=$minor
         last=$((minor + count - 1))
         for ((k = first; k <= last; k++)); do
@@ -187,7 +195,7 @@ LaunchParameters=use_interactive_step
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=256
-GresTypes=gpu
+GresTypes=$gres_types
 # Declared CPUs/memory may exceed the real machine (test only).
 SlurmdParameters=config_overrides
 

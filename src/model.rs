@@ -11,6 +11,7 @@ pub mod invariants;
 pub mod kinds;
 pub mod mig;
 pub mod queue;
+pub mod sharing;
 pub mod source;
 pub mod totals;
 pub mod workload;
@@ -22,6 +23,7 @@ pub use fleet::{
 };
 pub use kinds::KindRules;
 pub use queue::{Demand, QueueKnown, QueueSummary, Resource};
+pub use sharing::{ShareUnit, Sharing, SharingMode};
 pub use source::{SourceHealth, SourceKind, SourceStatus};
 pub use totals::Totals;
-pub use workload::{Request, Workload, WorkloadKind, WorkloadState};
+pub use workload::{Request, Shares, Workload, WorkloadKind, WorkloadState};

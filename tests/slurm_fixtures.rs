@@ -288,3 +288,44 @@ fn advise_on_the_22_05_capture_is_queue_advice_and_says_activity_is_unknown() {
     assert!(text.starts_with("0 findings"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn shards_on_the_real_22_05_capture_count_per_card_from_the_jobs() {
+    use tessera::model::capacity::Free;
+    use tessera::model::{Fleet, QueueSummary, Resource, ShareUnit, SharingMode};
+    let fix = common::root().join("tests/fixtures/slurm/22.05.8-tessera-harness");
+    let dir = commands(
+        "shards",
+        &format!("cat '{}'", fix.join("squeue_shards.json").display()),
+        &format!("cat '{}'", fix.join("sinfo_shards.json").display()),
+    );
+    let p = collect(&settings(Some(&dir)), None).unwrap_or_else(|e| panic!("{e}"));
+    let node = &p.nodes[0];
+    let cards: Vec<(Option<SharingMode>, String)> =
+        node.cards.iter().map(|c| (c.sharing_mode(), c.sharing_text(false))).collect();
+    // Jobs: shard:2 and shard:1 on card 0, shard:3 on card 1, gpu:l4:1 on card 2 (no shards
+    // while it is held whole), shard:4 on card 3. gres_used says `shard:l4:3`: GPUs, not shards.
+    let ts = Some(SharingMode::TimeSliced);
+    assert_eq!(
+        cards,
+        vec![(ts, "TS×4 3/4".into()), (ts, "TS×4 3/4".into()), (ts, "TS×4 4/4".into()), (ts, "TS×4 4/4".into())]
+    );
+    let shard = Resource::Shared { unit: ShareUnit::Replica, model: Some("l4".into()) };
+    let cap = node.capacity.iter().find(|c| c.resource == shard).unwrap_or_else(|| panic!("{:?}", node.capacity));
+    assert_eq!((cap.total, cap.used), (16, 14));
+    let holders: Vec<usize> = node.cards.iter().map(|c| c.workloads.len()).collect();
+    assert_eq!(holders, vec![2, 1, 1, 1]);
+    let job = p.workloads.iter().find(|w| w.id == "slurm:6").unwrap_or_else(|| panic!("slurm:6"));
+    assert_eq!(job.request.asks(), (Resource::Shared { unit: ShareUnit::Replica, model: None }, 4));
+    // Two shards are free, one on each of two cards: the pending shard:4 jobs fit nowhere.
+    let mut fleet = Fleet { nodes: p.nodes.clone(), workloads: p.workloads.clone(), ..Fleet::default() };
+    fleet.index_workloads();
+    let free = Free::compute(&fleet);
+    let any = Resource::Shared { unit: ShareUnit::Replica, model: None };
+    assert_eq!((free.of(&any), free.largest_block(&any)), (2, 1));
+    let now = chrono::Utc::now();
+    let q = QueueSummary::compute(&fleet, now);
+    let d = q.demand.iter().find(|d| d.resource == any).unwrap_or_else(|| panic!("{:?}", q.demand));
+    assert_eq!((d.pending, d.wanted, d.free, d.largest_request, d.largest_block), (2, 8, 2, 4, 1));
+    let _ = std::fs::remove_dir_all(&dir);
+}

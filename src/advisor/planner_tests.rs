@@ -133,6 +133,7 @@ fn only_what_a_backend_can_do_is_proposed() {
         user: None,
         used_mib: Some(900),
         gi_id: None,
+        mps: false,
     });
     assert!(plan(&fleet(busy, wants()), now()).changes.iter().all(|c| c.card != CardRef::new("n", 1)));
 }

@@ -10,11 +10,7 @@ use crate::model::{Fleet, Resource, Workload, WorkloadKind, WorkloadState};
 
 /// What `w` asks for, as the queue counts it.
 pub(super) fn wants(w: &Workload) -> (Resource, u64) {
-    let n = u64::from(w.request.gpus.unwrap_or(1).max(1));
-    match &w.request.mig_profile {
-        Some(p) => (Resource::MigInstance { profile: p.clone() }, n),
-        None => (Resource::WholeCard { model: w.request.model.as_deref().map(model_key) }, n),
-    }
+    w.request.asks()
 }
 
 /// Units of `res` that preempting `t` would free on one node (the most on any of its nodes):
@@ -34,6 +30,8 @@ fn frees(fleet: &Fleet, t: &Workload, res: &Resource) -> u64 {
                 let fits = model.as_deref().is_none_or(|m| model_key(&c.model) == m);
                 u64::from(!c.mig.enabled && fits)
             }
+            // Which replicas a holder of a shared card uses is not known per holder.
+            Resource::Shared { .. } => 0,
         };
         *per_node.entry(r.node.as_str()).or_default() += units;
     }

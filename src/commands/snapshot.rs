@@ -45,6 +45,7 @@ pub fn snapshot_json((fleet, simulated): &(Fleet, bool)) -> String {
                             "gpu_model".into(),
                             c.gpu_model().map_or(Value::Null, |g| Value::String(g.name.clone())),
                         );
+                        m.insert("sharing_mode".into(), serde_json::to_value(c.sharing_mode()).unwrap_or(Value::Null));
                     }
                     v
                 })

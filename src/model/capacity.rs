@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::fleet::{Card, Fleet, Node};
 use super::mig::Placed;
 use super::queue::Resource;
+use super::sharing::ShareUnit;
 use super::workload::Workload;
 
 /// Whether new work can start on a card at all: its node is schedulable, the card is not
@@ -15,8 +16,9 @@ pub fn usable(node: &Node, card: &Card) -> bool {
     node.schedulable && !card.draining && card.health.fault().is_none()
 }
 
-/// Free capacity on a card: unheld instances plus free slices (MIG), or 1 for an idle whole
-/// card; 0 for a card that is not usable.
+/// Free capacity on a card: unheld instances plus free slices (MIG), free replicas (a shared
+/// card that says how many are in use), or 1 for an idle whole card; 0 for a card that is not
+/// usable.
 pub fn free_units(node: &Node, card: &Card) -> u32 {
     if !usable(node, card) {
         return 0;
@@ -24,25 +26,62 @@ pub fn free_units(node: &Node, card: &Card) -> u32 {
     if card.mig.enabled {
         let unheld = card.mig.instances.iter().filter(|i| i.workloads.is_empty() && !i.in_use_by_unknown()).count();
         unheld as u32 + card.usable_free_slices().map_or(0, u16::count_ones)
+    } else if let Some(free) = card.free_replicas() {
+        free
     } else {
         u32::from(card.is_idle())
     }
 }
 
-/// A card's catalog model name, or the reported name when tessera does not know it.
+/// A card's catalog model name, the short name of a known card without MIG (`L4`), or the
+/// reported name when tessera does not know it.
 pub fn model_key(model: &str) -> String {
-    super::mig::catalog::lookup(model).map_or_else(|| model.to_string(), |m| m.name.clone())
+    use super::mig::catalog;
+    catalog::lookup(model).map_or_else(
+        || catalog::without_mig(model).map_or_else(|| model.to_string(), str::to_string),
+        |m| m.name.clone(),
+    )
 }
 
 /// Free units per resource across the fleet: idle whole cards per model, idle MIG instances
-/// per profile. Where a scheduler counts a node's resources, its count is what a pending job
-/// can get.
+/// per profile, free replicas of shared cards per unit and model. Where a scheduler counts a
+/// node's resources, its count is what a pending job can get.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Free {
     pub whole: BTreeMap<String, u64>,
     pub mig: BTreeMap<String, u64>,
+    pub shared: BTreeMap<(ShareUnit, String), u64>,
+    /// Free replicas a scheduler hands out for whole-card requests too (the device plugin
+    /// without `renameByDefault` advertises them as `nvidia.com/gpu`), per model.
+    pub gpu_replicas: BTreeMap<String, u64>,
     /// The same counts node by node: a multi-GPU job needs its cards on one node.
-    per_node: Vec<(BTreeMap<String, u64>, BTreeMap<String, u64>)>,
+    per_node: Vec<NodeFree>,
+}
+
+/// One node's free units; `shared_card` is the most free units of a share on one card,
+/// where the cards say (a sharing request must fit on one card in Slurm).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct NodeFree {
+    whole: BTreeMap<String, u64>,
+    mig: BTreeMap<String, u64>,
+    shared: BTreeMap<(ShareUnit, String), u64>,
+    shared_card: BTreeMap<(ShareUnit, String), u64>,
+    gpu_replicas: BTreeMap<String, u64>,
+}
+
+impl NodeFree {
+    fn is_empty(&self) -> bool {
+        self.whole.is_empty() && self.mig.is_empty() && self.shared.is_empty() && self.gpu_replicas.is_empty()
+    }
+}
+
+fn model_of(model: Option<&String>) -> String {
+    model.map_or_else(|| "unknown".to_string(), |m| model_key(m))
+}
+
+/// Sum the entries of `map` whose model matches `model` (`None`: any model).
+fn of_model<K: Ord>(map: &BTreeMap<K, u64>, model: Option<&String>, key: impl Fn(&K) -> &str) -> u64 {
+    map.iter().filter(|(k, _)| model.is_none_or(|m| key(k) == m)).map(|(_, v)| v).sum()
 }
 
 impl Free {
@@ -51,86 +90,139 @@ impl Free {
         // A catalog lookup per card name, not per card: thousands of cards share a few names.
         let mut keys: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
         for node in &fleet.nodes {
-            // What the cards say: usable and unheld, by model and profile.
-            let (mut whole, mut mig) = (BTreeMap::<String, u64>::new(), BTreeMap::<String, u64>::new());
+            // What the cards say: usable and unheld, by model and profile; free replicas.
+            let mut n = NodeFree::default();
             let (mut seen_whole, mut seen_mig) = (BTreeSet::<String>::new(), BTreeSet::<String>::new());
+            // Shares the cards show, and whether every such card says how many are in use.
+            let mut seen_shared: BTreeMap<(ShareUnit, String), bool> = BTreeMap::new();
             for card in &node.cards {
                 if card.mig.enabled {
                     for inst in &card.mig.instances {
                         seen_mig.insert(inst.profile.clone());
                         if usable(node, card) && inst.workloads.is_empty() && !inst.in_use_by_unknown() {
-                            *mig.entry(inst.profile.clone()).or_default() += 1;
+                            *n.mig.entry(inst.profile.clone()).or_default() += 1;
                         }
                     }
-                } else {
-                    let key = keys.entry(card.model.as_str()).or_insert_with(|| model_key(&card.model)).clone();
-                    if usable(node, card) && card.is_idle() {
-                        *whole.entry(key.clone()).or_default() += 1;
+                    continue;
+                }
+                let key = keys.entry(card.model.as_str()).or_insert_with(|| model_key(&card.model)).clone();
+                if usable(node, card) && card.is_idle() {
+                    *n.whole.entry(key.clone()).or_default() += 1;
+                }
+                seen_whole.insert(key.clone());
+                if let (Some(unit), Some(_)) = (card.sharing.unit, card.sharing.replicas) {
+                    let k = (unit, key);
+                    let free = card.free_replicas();
+                    let known = seen_shared.entry(k.clone()).or_insert(true);
+                    *known &= free.is_some();
+                    if let Some(free) = free.filter(|_| usable(node, card)) {
+                        *n.shared.entry(k.clone()).or_default() += u64::from(free);
+                        let best = n.shared_card.entry(k).or_default();
+                        *best = (*best).max(u64::from(free));
                     }
-                    seen_whole.insert(key);
                 }
             }
             if !node.capacity.is_empty() {
                 // A scheduler's count is what a job can get, but never more than the cards it
                 // can see allow: a drained or dead card it still counts is not free.
-                let (mut sw, mut sm) = (BTreeMap::<String, u64>::new(), BTreeMap::<String, u64>::new());
+                let mut s = NodeFree::default();
                 for c in node.capacity.iter().filter(|_| node.schedulable) {
                     match &c.resource {
                         Resource::WholeCard { model } => {
-                            let key = model.as_deref().map_or_else(|| "unknown".to_string(), model_key);
-                            let cap = seen_whole.contains(&key).then(|| whole.get(&key).copied().unwrap_or(0));
+                            let key = model_of(model.as_ref());
+                            let cap = seen_whole.contains(&key).then(|| n.whole.get(&key).copied().unwrap_or(0));
                             let free = cap.map_or(c.free(), |cap| c.free().min(cap));
-                            *sw.entry(key).or_default() += free;
+                            *s.whole.entry(key).or_default() += free;
                         }
                         Resource::MigInstance { profile } => {
-                            let cap = seen_mig.contains(profile).then(|| mig.get(profile).copied().unwrap_or(0));
-                            *sm.entry(profile.clone()).or_default() += cap.map_or(c.free(), |cap| c.free().min(cap));
+                            let cap = seen_mig.contains(profile).then(|| n.mig.get(profile).copied().unwrap_or(0));
+                            *s.mig.entry(profile.clone()).or_default() += cap.map_or(c.free(), |cap| c.free().min(cap));
+                        }
+                        Resource::Shared { unit, model } => {
+                            let k = (*unit, model_of(model.as_ref()));
+                            // Capped only where every shared card says what it has in use.
+                            let cap =
+                                (seen_shared.get(&k) == Some(&true)).then(|| n.shared.get(&k).copied().unwrap_or(0));
+                            let free = cap.map_or(c.free(), |cap| c.free().min(cap));
+                            *s.shared.entry(k.clone()).or_default() += free;
+                            if let Some(&best) = n.shared_card.get(&k) {
+                                s.shared_card.insert(k.clone(), best.min(free));
+                            }
+                            if c.whole_requests {
+                                *s.gpu_replicas.entry(k.1).or_default() += free;
+                            }
                         }
                     }
                 }
-                whole = sw;
-                mig = sm;
+                n = s;
             }
-            for (k, v) in &whole {
-                *f.whole.entry(k.clone()).or_default() += v;
-            }
-            for (k, v) in &mig {
-                *f.mig.entry(k.clone()).or_default() += v;
-            }
-            if !whole.is_empty() || !mig.is_empty() {
-                f.per_node.push((whole, mig));
+            merge(&mut f.whole, &n.whole);
+            merge(&mut f.mig, &n.mig);
+            merge(&mut f.shared, &n.shared);
+            merge(&mut f.gpu_replicas, &n.gpu_replicas);
+            if !n.is_empty() {
+                f.per_node.push(n);
             }
         }
         f
     }
 
-    /// The most free units of `resource` on any one node.
+    /// The most free units of `resource` on any one node (for a share, on one card where the
+    /// cards say: Slurm fits a sharing request on one card).
     pub fn largest_block(&self, resource: &Resource) -> u64 {
-        let on = |(whole, mig): &(BTreeMap<String, u64>, BTreeMap<String, u64>)| match resource {
-            Resource::WholeCard { model: Some(m) } => whole.get(m).copied().unwrap_or(0),
-            Resource::WholeCard { model: None } => whole.values().sum(),
-            Resource::MigInstance { profile } => mig.get(profile).copied().unwrap_or(0),
+        let on = |n: &NodeFree| match resource {
+            Resource::WholeCard { model } => {
+                of_model(&n.whole, model.as_ref(), String::as_str)
+                    + of_model(&n.gpu_replicas, model.as_ref(), String::as_str)
+            }
+            Resource::MigInstance { profile } => n.mig.get(profile).copied().unwrap_or(0),
+            Resource::Shared { unit, model } => {
+                let hit =
+                    |((u, k), _): &(&(ShareUnit, String), &u64)| u == unit && model.as_ref().is_none_or(|m| k == m);
+                let per_card = n.shared_card.iter().filter(hit).map(|(_, v)| *v).max();
+                per_card.unwrap_or_else(|| n.shared.iter().filter(hit).map(|(_, v)| *v).sum())
+            }
         };
         self.per_node.iter().map(on).max().unwrap_or(0)
     }
 
-    /// Free units of one resource (`WholeCard { model: None }`: any model).
+    /// Free units of one resource (`model: None`: any model). Whole-card requests count the
+    /// replicas a scheduler hands out under the same name (`gpu_replicas`).
     pub fn of(&self, resource: &Resource) -> u64 {
         match resource {
-            Resource::WholeCard { model: Some(m) } => self.whole.get(m).copied().unwrap_or(0),
-            Resource::WholeCard { model: None } => self.whole.values().sum(),
+            Resource::WholeCard { model } => {
+                of_model(&self.whole, model.as_ref(), String::as_str)
+                    + of_model(&self.gpu_replicas, model.as_ref(), String::as_str)
+            }
             Resource::MigInstance { profile } => self.mig.get(profile).copied().unwrap_or(0),
+            Resource::Shared { unit, model } => self
+                .shared
+                .iter()
+                .filter(|((u, k), _)| u == unit && model.as_ref().is_none_or(|m| k == m))
+                .map(|(_, v)| v)
+                .sum(),
         }
+    }
+
+    /// Of `of(resource)`, the units that are replicas of shared cards (the queue says so).
+    pub fn replicas_of(&self, resource: &Resource) -> u64 {
+        match resource {
+            Resource::WholeCard { model } => of_model(&self.gpu_replicas, model.as_ref(), String::as_str),
+            Resource::Shared { .. } => self.of(resource),
+            Resource::MigInstance { .. } => 0,
+        }
+    }
+}
+
+fn merge<K: Ord + Clone>(into: &mut BTreeMap<K, u64>, from: &BTreeMap<K, u64>) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_default() += v;
     }
 }
 
 /// One pending workload's request as the picker matches it: how many units of what.
 fn asks(w: &Workload) -> (Resource, u64) {
-    let n = u64::from(w.request.gpus.unwrap_or(1).max(1));
-    match &w.request.mig_profile {
-        Some(p) => (Resource::MigInstance { profile: p.clone() }, n),
-        None => (Resource::WholeCard { model: w.request.model.as_deref().map(model_key) }, n),
-    }
+    w.request.asks()
 }
 
 /// Pending workloads that one card, empty and laid out as `layout` (`None`: a whole card of
@@ -231,6 +323,7 @@ mod tests {
                 resource: Resource::WholeCard { model: Some("H100-80GB".into()) },
                 total: 2,
                 used: 0,
+                whole_requests: false,
             }],
             ..Node::default()
         };

@@ -55,6 +55,9 @@ pub struct Capacity {
     pub total: u64,
     /// Units allocated to running workloads.
     pub used: u64,
+    /// A whole-card request takes these units too: replicas the device plugin advertises as
+    /// `nvidia.com/gpu` (time-slicing or MPS without `renameByDefault`).
+    pub whole_requests: bool,
 }
 
 impl Capacity {
@@ -148,6 +151,8 @@ pub struct Card {
     pub workloads: Vec<String>,
     /// Compute processes on the card (all of them, MIG or not), where a source can see them.
     pub processes: Vec<Process>,
+    /// How the card is shared (time-slicing, MPS), where a source says.
+    pub sharing: super::sharing::Sharing,
 }
 
 /// A card's recent activity and memory use (percent), oldest first, one point per `step_s`.
@@ -172,6 +177,8 @@ pub struct Process {
     pub used_mib: Option<u64>,
     /// The GPU instance it runs in, on a MIG card.
     pub gi_id: Option<u32>,
+    /// A client of an MPS server (NVML's MPS compute process list), not a context of its own.
+    pub mps: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -272,6 +279,11 @@ impl Card {
     /// The catalog entry for this card's model, if tessera knows it.
     pub fn gpu_model(&self) -> Option<&'static GpuModel> {
         catalog::lookup(&self.model)
+    }
+
+    /// The short name of a known card without MIG (`L4`, `T4`), for display.
+    pub fn short_model(&self) -> Option<String> {
+        catalog::without_mig(&self.model).map(str::to_string)
     }
 
     /// Anyone on the card: whole-card holders or any instance's holders.

@@ -37,6 +37,11 @@ pub fn violations(fleet: &Fleet) -> Vec<String> {
                 out.push(format!("{at} {}@{}: utilisation {:?}", i.profile, i.start, i.utilization_pct));
             }
         }
+        if let (Some(u), Some(r)) = (c.sharing.replicas_used, c.sharing.replicas)
+            && u > r
+        {
+            out.push(format!("{at}: {u} replicas in use of {r}"));
+        }
         if capacity::free_units(n, c) > 0 && !capacity::usable(n, c) {
             out.push(format!("{at}: unusable but counted free"));
         }
@@ -60,6 +65,10 @@ pub fn enforce(nodes: &mut [Node], workloads: &mut [Workload]) -> usize {
     };
     for c in nodes.iter_mut().flat_map(|n| n.cards.iter_mut()) {
         clear(&mut c.memory_used_mib, c.memory_total_mib);
+        let replicas = c.sharing.replicas.map(u64::from);
+        let mut used = c.sharing.replicas_used.map(u64::from);
+        clear(&mut used, replicas);
+        c.sharing.replicas_used = used.and_then(|u| u32::try_from(u).ok());
         for i in &mut c.mig.instances {
             clear(&mut i.memory_used_mib, i.memory_total_mib);
         }
@@ -93,6 +102,7 @@ mod tests {
             memory_total_mib: Some(81920),
             memory_used_mib: Some(23_514_931),
             utilization_pct: Some(140.0),
+            sharing: crate::model::Sharing { replicas: Some(4), replicas_used: Some(6), ..Default::default() },
             ..Card::default()
         };
         let mut nodes = vec![Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() }];
@@ -101,8 +111,9 @@ mod tests {
         w.memory_used_mib = Some(94_059_520);
         let mut ws = vec![w];
         let fleet = Fleet { nodes: nodes.clone(), workloads: ws.clone(), ..Fleet::default() };
-        assert_eq!(violations(&fleet).len(), 3);
-        assert_eq!(enforce(&mut nodes, &mut ws), 3);
+        assert_eq!(violations(&fleet).len(), 4);
+        assert_eq!(enforce(&mut nodes, &mut ws), 4);
+        assert_eq!(nodes[0].cards[0].sharing.replicas_used, None, "6 of 4 replicas is unknown, not 6");
         assert_eq!((nodes[0].cards[0].memory_used_mib, ws[0].memory_used_mib), (None, None));
         let fleet = Fleet { nodes, workloads: ws, ..Fleet::default() };
         assert!(violations(&fleet).is_empty());

@@ -19,6 +19,11 @@ pub enum Resource {
     MigInstance {
         profile: String,
     },
+    /// A share of one card (time-slicing or MPS): a replica, a Slurm shard, Slurm mps units.
+    Shared {
+        unit: super::sharing::ShareUnit,
+        model: Option<String>,
+    },
 }
 
 impl std::fmt::Display for Resource {
@@ -27,6 +32,8 @@ impl std::fmt::Display for Resource {
             Self::WholeCard { model: Some(m) } => write!(f, "whole {m}"),
             Self::WholeCard { model: None } => f.write_str("whole (any)"),
             Self::MigInstance { profile } => write!(f, "MIG {profile}"),
+            Self::Shared { unit, model: Some(m) } => write!(f, "{} {m}", unit.as_str()),
+            Self::Shared { unit, model: None } => write!(f, "{} (any)", unit.as_str()),
         }
     }
 }
@@ -42,8 +49,10 @@ pub struct Demand {
     pub free: u64,
     /// The most units one pending workload wants (a multi-GPU job needs them on one node).
     pub largest_request: u64,
-    /// The most free units on any one node.
+    /// The most free units on any one node (for a share: on one card, where known).
     pub largest_block: u64,
+    /// Of `free`, the units that are replicas of shared cards (time-slicing or MPS).
+    pub replicas: u64,
 }
 
 impl Demand {
@@ -113,13 +122,7 @@ impl QueueSummary {
 
         let mut demand: BTreeMap<Resource, (usize, u64, u64)> = BTreeMap::new();
         for w in &pending {
-            let (resource, units) = match (&w.request.mig_profile, w.request.gpus) {
-                (Some(p), n) => (Resource::MigInstance { profile: p.clone() }, u64::from(n.unwrap_or(1))),
-                (None, n) => (
-                    Resource::WholeCard { model: w.request.model.as_deref().map(super::capacity::model_key) },
-                    u64::from(n.unwrap_or(1)),
-                ),
-            };
+            let (resource, units) = w.request.asks();
             let e = demand.entry(resource).or_default();
             e.0 += 1;
             e.1 += units;
@@ -130,6 +133,7 @@ impl QueueSummary {
             .map(|(resource, (pending, wanted, largest_request))| Demand {
                 free: free.of(&resource),
                 largest_block: free.largest_block(&resource),
+                replicas: free.replicas_of(&resource),
                 resource,
                 pending,
                 wanted,

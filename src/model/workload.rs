@@ -67,6 +67,38 @@ pub struct Request {
     pub host_memory_mib: Option<u64>,
     /// The GPU model asked for, where the request names one (a Slurm gres type, a node selector).
     pub model: Option<String>,
+    /// A share of a card instead of whole cards or an instance (Kubernetes
+    /// `nvidia.com/gpu.shared`, Slurm `--gres=shard:N` or `--gres=mps:N`); `gpus` is then `None`.
+    pub shares: Option<Shares>,
+}
+
+/// Units of a shared card a workload asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shares {
+    pub unit: super::sharing::ShareUnit,
+    pub count: u32,
+}
+
+impl Request {
+    /// What the request asks for and how many units, as the queue and the free-capacity
+    /// counts match it: a share, a MIG profile, or whole cards (1 where no count is given).
+    pub fn asks(&self) -> (super::queue::Resource, u64) {
+        use super::queue::Resource;
+        if let Some(s) = self.shares {
+            let model = self.model.as_deref().map(super::capacity::model_key);
+            return (Resource::Shared { unit: s.unit, model }, u64::from(s.count.max(1)));
+        }
+        let n = u64::from(self.gpus.unwrap_or(1).max(1));
+        match &self.mig_profile {
+            Some(p) => (Resource::MigInstance { profile: p.clone() }, n),
+            None => (Resource::WholeCard { model: self.model.as_deref().map(super::capacity::model_key) }, n),
+        }
+    }
+
+    /// Asks for GPUs at all (whole cards, an instance or a share).
+    pub fn wants_gpu(&self) -> bool {
+        self.gpus.is_some_and(|n| n > 0) || self.mig_profile.is_some() || self.shares.is_some_and(|s| s.count > 0)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

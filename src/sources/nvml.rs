@@ -351,6 +351,7 @@ impl<'n> Collector<'n> {
                         UsedGpuMemory::Unavailable => None,
                     },
                     gi_id: p.gpu_instance_id,
+                    mps: false,
                 })
                 .collect();
             self.processes.insert(index, list);

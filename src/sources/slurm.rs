@@ -186,6 +186,19 @@ pub async fn collect(
             None => !indexes.contains_key(&c.node),
         });
     }
+    for (c, _, _) in &mut found.shares {
+        if let Some(&i) = indexes.get(&c.node).and_then(|m| m.get(&c.index)) {
+            c.index = i;
+        }
+    }
+    // Cards a running job holds as a whole GPU (not through a share of it).
+    let whole: Vec<crate::model::CardRef> = found
+        .workloads
+        .iter()
+        .filter(|w| w.state.is_active() && w.request.shares.is_none())
+        .flat_map(|w| w.cards.iter().cloned())
+        .collect();
+    nodes::apply_shares(&mut nodes, &found.shares, &whole);
     for w in found.workloads.iter().filter(|w| w.state.is_active()) {
         for c in &w.cards {
             let card = nodes

@@ -120,6 +120,18 @@ pub fn catalog() -> &'static Catalog {
 
 /// Upper-case words: "NVIDIA-H100-80GB-HBM3" and "nvidia h100 80gb hbm3" both become
 /// ["NVIDIA", "H100", "80GB", "HBM3"].
+/// Cards without MIG that sharing is common on (time-slicing, MPS): the short name tessera shows
+/// for them. MIG does not apply, so an unknown-model warning would mislead. From NVIDIA's MIG
+/// user guide (supported GPUs: A30, A100, H100, H200, B200 and later; none of these).
+const WITHOUT_MIG: &[&str] =
+    &["L4", "L40S", "L40", "L20", "T4", "A10G", "A10", "A16", "A2", "A40", "V100", "P100", "P40", "P4"];
+
+/// The short name of a known card without MIG ("NVIDIA L4" -> "L4", "Tesla-T4" -> "T4").
+pub fn without_mig(name: &str) -> Option<&'static str> {
+    let w = words(name);
+    WITHOUT_MIG.iter().copied().find(|m| w.iter().any(|x| x == m))
+}
+
 fn words(s: &str) -> Vec<String> {
     s.split(|c: char| !c.is_ascii_alphanumeric() && c != '.')
         .filter(|w| !w.is_empty())
@@ -225,6 +237,15 @@ pub fn by_pci_device_id(id: &str) -> Option<&'static GpuModel> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cards_without_mig_are_named_not_flagged() {
+        assert_eq!(without_mig("NVIDIA L4"), Some("L4"));
+        assert_eq!(without_mig("Tesla-T4"), Some("T4"));
+        assert_eq!(without_mig("NVIDIA-A10G"), Some("A10G"));
+        assert_eq!(without_mig("NVIDIA H100 80GB HBM3"), None);
+        assert!(lookup("NVIDIA L4").is_none(), "no MIG profiles for an L4");
+    }
 
     fn model_of(name: &str) -> Option<&'static str> {
         lookup(name).map(|m| m.name.as_str())

@@ -4,8 +4,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::objects::{GpuNode, condition};
-use super::resources::{self, COUNT, GpuResource, MEMORY, MIG_CONFIG, MIG_STATE, MIG_STRATEGY, PRODUCT};
-use crate::model::{Capacity, Card, Node, Resource};
+use super::resources::{
+    self, COUNT, GpuResource, MEMORY, MIG_CONFIG, MIG_STATE, MIG_STRATEGY, MPS_CAPABLE, PLUGIN_CONFIG, PRODUCT,
+    REPLICAS, SHARING,
+};
+use crate::model::{Capacity, Card, Node, Resource, ShareUnit, Sharing, SharingMode};
 
 /// Units of each GPU resource (by resource name) held by pods bound to one node.
 pub type Used = HashMap<String, u64>;
@@ -45,8 +48,20 @@ pub fn map(n: &GpuNode, used: Option<&Used>) -> Option<Node> {
         Some("single") => product.and_then(|p| resources::split_product(p).1),
         _ => None,
     };
-    let capacity = capacity(n, used, product, single_profile);
-    let cards = cards(n, product, single_profile, &mig);
+    let share = share(n);
+    let capacity = capacity(n, used, product, single_profile, share.as_ref());
+    let mut cards = cards(n, product, single_profile, &mig);
+    if let Some(s) = &share {
+        // GFD labels whole cards only; MIG cards (mixed strategy) have replicas 0.
+        for c in cards.iter_mut().filter(|c| !c.mig.enabled) {
+            c.sharing = s.clone();
+            if let (Some(mib), Some(r)) = (c.memory_total_mib, s.replicas.filter(|_| s.mode == Some(SharingMode::Mps)))
+            {
+                // Each MPS replica gets 1/replicas of the memory and compute (device plugin README).
+                c.sharing.mps_memory_limit_mib = Some(mib / u64::from(r.max(1)));
+            }
+        }
+    }
     Some(Node { name, schedulable, reason, cards, capacity, ..Node::default() })
 }
 
@@ -81,32 +96,69 @@ fn schedulable(n: &GpuNode, mig: &MigConfig) -> (bool, Option<String>) {
     (!cordoned && ready, (!why.is_empty()).then(|| why.join("; ")))
 }
 
-fn capacity(n: &GpuNode, used: Option<&Used>, product: Option<&str>, single_profile: Option<&str>) -> Vec<Capacity> {
+/// The sharing GPU Feature Discovery labels on the node: time-slicing or MPS with replicas per
+/// card (`gpu.replicas` is per card: GFD's code, not its docs' "multiplied" wording), exclusive
+/// for `none`; `None` where the labels are absent (an older plugin: unknown, not exclusive).
+fn share(n: &GpuNode) -> Option<Sharing> {
+    let strategy = label(n, SHARING)?;
+    let replicas = label(n, REPLICAS).and_then(|r| r.parse::<u32>().ok());
+    let mode = match strategy {
+        "time-slicing" => SharingMode::TimeSliced,
+        "mps" => SharingMode::Mps,
+        "none" => SharingMode::Exclusive,
+        _ => return None,
+    };
+    let shared = mode.unisolated() && replicas.is_some_and(|r| r > 1);
+    let config = label(n, PLUGIN_CONFIG).map(|c| format!(", {PLUGIN_CONFIG}={c}")).unwrap_or_default();
+    Some(Sharing {
+        mode: Some(if shared { mode } else { SharingMode::Exclusive }),
+        replicas: replicas.filter(|_| shared),
+        unit: shared.then_some(ShareUnit::Replica),
+        mps_server: (mode == SharingMode::Mps).then(|| label(n, MPS_CAPABLE) == Some("true")),
+        mps_thread_pct: replicas.filter(|&r| shared && mode == SharingMode::Mps && r > 0).map(|r| 100 / r),
+        origin: Some(format!("label {SHARING}={strategy}{config}")),
+        ..Sharing::default()
+    })
+}
+
+fn capacity(
+    n: &GpuNode,
+    used: Option<&Used>,
+    product: Option<&str>,
+    single_profile: Option<&str>,
+    share: Option<&Sharing>,
+) -> Vec<Capacity> {
     // Allocatable is what the scheduler hands out; a node that has not reported it yet still
     // says its capacity.
     let list = if n.status.allocatable.is_empty() { &n.status.capacity } else { &n.status.allocatable };
     let model = product.map(resources::model_name);
-    let mut by: BTreeMap<Resource, (u64, u64)> = BTreeMap::new();
+    let shared = share.is_some_and(|s| s.unit.is_some());
+    let replica = Resource::Shared { unit: ShareUnit::Replica, model: model.clone() };
+    // (total, used, whole-card requests take these units too)
+    let mut by: BTreeMap<Resource, (u64, u64, bool)> = BTreeMap::new();
     for (res, qty) in list {
-        let resource = match GpuResource::parse(res) {
+        let (resource, whole_requests) = match GpuResource::parse(res) {
             Some(GpuResource::Gpu) => match single_profile {
-                Some(p) => Resource::MigInstance { profile: p.to_string() },
-                None => Resource::WholeCard { model: model.clone() },
+                Some(p) => (Resource::MigInstance { profile: p.to_string() }, false),
+                // Shared without renameByDefault: nvidia.com/gpu counts replicas, and a pod
+                // asking for a GPU gets one of them.
+                None if shared => (replica.clone(), true),
+                None => (Resource::WholeCard { model: model.clone() }, false),
             },
-            Some(GpuResource::Mig(profile)) => Resource::MigInstance { profile },
-            // The model has no resource for a time-slice of a card; counting replicas as
-            // whole cards would overstate what is free.
-            Some(GpuResource::Shared) | None => continue,
+            Some(GpuResource::Mig(profile)) => (Resource::MigInstance { profile }, false),
+            Some(GpuResource::Shared) => (replica.clone(), false),
+            None => continue,
         };
         let total = resources::count(qty).unwrap_or(0);
         let held = used.and_then(|u| u.get(res)).copied().unwrap_or(0);
         let e = by.entry(resource).or_default();
         e.0 += total;
         e.1 += held;
+        e.2 |= whole_requests;
     }
     by.into_iter()
-        .filter(|(_, (total, used))| *total > 0 || *used > 0)
-        .map(|(resource, (total, used))| Capacity { resource, total, used })
+        .filter(|(_, (total, used, _))| *total > 0 || *used > 0)
+        .map(|(resource, (total, used, whole_requests))| Capacity { resource, total, used, whole_requests })
         .collect()
 }
 

@@ -203,3 +203,75 @@ fn a_node_whose_device_plugin_lost_its_cards_is_still_a_gpu_node() {
     assert_eq!(m.cards.len(), 2);
     assert_eq!(m.cards[1].model, "NVIDIA-H200");
 }
+
+/// A GPU node from a fixture with `labels` and `capacity` (capacity is also allocatable).
+fn shared_node(name: &str) -> GpuNode {
+    let v = json_fixture(name);
+    node(&v["labels"], &v["capacity"], &v["capacity"])
+}
+
+#[test]
+fn time_slicing_labels_from_a_real_a10g_node() {
+    use crate::model::capacity::Free;
+    use crate::model::{Fleet, ShareUnit, SharingMode};
+    let n = shared_node("node-labels.a10g-time-slicing-2.json");
+    let used: Used = [("nvidia.com/gpu".to_string(), 1)].into_iter().collect();
+    let m = mapped(&n, Some(&used));
+    assert_eq!(m.cards.len(), 1, "gpu.count is physical cards, not replicas");
+    let c = &m.cards[0];
+    assert_eq!(c.model, "NVIDIA-A10G", "-SHARED is not part of the model");
+    assert_eq!((c.sharing.mode, c.sharing.replicas), (Some(SharingMode::TimeSliced), Some(2)));
+    assert_eq!(c.sharing_text(false), "TS×2", "Kubernetes does not say which card a replica is on");
+    let replica = Resource::Shared { unit: ShareUnit::Replica, model: Some("A10G".into()) };
+    assert_eq!(m.capacity, vec![Capacity { resource: replica, total: 2, used: 1, whole_requests: true }]);
+    // A pod asking for nvidia.com/gpu gets a replica here: the queue counts it as free.
+    let fleet = Fleet { nodes: vec![m], ..Fleet::default() };
+    let free = Free::compute(&fleet);
+    let any = Resource::WholeCard { model: None };
+    assert_eq!((free.of(&any), free.replicas_of(&any)), (1, 1));
+    assert_eq!(free.of(&Resource::Shared { unit: ShareUnit::Replica, model: None }), 1);
+}
+
+#[test]
+fn mps_labels_give_replicas_limits_and_the_daemon() {
+    use crate::model::{ShareUnit, SharingMode};
+    let m = mapped(&shared_node("node-labels.mps-replicas-2.constructed.json"), None);
+    assert_eq!(m.cards.len(), 4);
+    let s = &m.cards[0].sharing;
+    assert_eq!((s.mode, s.replicas, s.mps_server), (Some(SharingMode::Mps), Some(2), Some(true)));
+    assert_eq!((s.mps_thread_pct, s.mps_memory_limit_mib), (Some(50), Some(23034 / 2)));
+    assert_eq!(
+        s.origin.as_deref(),
+        Some("label nvidia.com/gpu.sharing-strategy=mps, nvidia.com/device-plugin.config=mps-2")
+    );
+    assert_eq!(m.cards[3].sharing_text(true), "MPSx2");
+    assert_eq!(m.capacity[0].resource, Resource::Shared { unit: ShareUnit::Replica, model: Some("L4".into()) });
+    assert_eq!(m.capacity[0].total, 8, "count x replicas");
+}
+
+#[test]
+fn renamed_replicas_are_shared_capacity_not_whole_cards() {
+    use crate::model::capacity::Free;
+    use crate::model::{Fleet, ShareUnit};
+    let used: Used = [("nvidia.com/gpu.shared".to_string(), 30)].into_iter().collect();
+    let m = mapped(&shared_node("node-labels.time-slicing-renamed.constructed.json"), Some(&used));
+    assert_eq!(m.cards.len(), 8);
+    assert_eq!(m.cards[0].sharing_text(false), "TS×4");
+    assert_eq!(m.capacity.len(), 1);
+    assert!(!m.capacity[0].whole_requests, "only pods asking for nvidia.com/gpu.shared get these");
+    let free = Free::compute(&Fleet { nodes: vec![m], ..Fleet::default() });
+    assert_eq!(free.of(&Resource::WholeCard { model: None }), 0);
+    assert_eq!(free.of(&Resource::Shared { unit: ShareUnit::Replica, model: Some("T4".into()) }), 2);
+}
+
+#[test]
+fn sharing_none_is_exclusive_and_absent_labels_are_unknown() {
+    let mut labels = json!({"nvidia.com/gpu.count": "2", "nvidia.com/gpu.product": "NVIDIA-L4"});
+    let m = mapped(&node(&labels, &json!({"nvidia.com/gpu": "2"}), &json!({})), None);
+    assert_eq!(m.cards[0].sharing_text(false), "?", "no GFD sharing labels: unknown, not exclusive");
+    labels["nvidia.com/gpu.sharing-strategy"] = json!("none");
+    labels["nvidia.com/gpu.replicas"] = json!("1");
+    let m = mapped(&node(&labels, &json!({"nvidia.com/gpu": "2"}), &json!({})), None);
+    assert_eq!(m.cards[0].sharing_text(false), "excl");
+    assert_eq!(m.capacity[0].resource, Resource::WholeCard { model: Some("L4".into()) });
+}

@@ -7,7 +7,7 @@ use super::nodes::Used;
 use super::objects::{GpuPod, PodSpec, condition, created, key};
 use super::resources::{self, GpuResource};
 use crate::model::KindRules;
-use crate::model::{Request, Workload, WorkloadState};
+use crate::model::{Request, ShareUnit, Shares, Workload, WorkloadState};
 
 /// PriorityClass name → value, for objects that name a class but carry no value.
 pub type Classes = HashMap<String, i32>;
@@ -27,19 +27,26 @@ pub fn request(gpus: &BTreeMap<String, u64>, spec: &PodSpec) -> Request {
         (Some(resources::model_name(p)), profile)
     });
     let mut mig: Option<(String, u64)> = None;
-    let mut whole = 0u64;
+    let (mut whole, mut shared) = (0u64, 0u64);
     for (name, &n) in gpus {
         match GpuResource::parse(name) {
             Some(GpuResource::Mig(p)) if mig.is_none() => mig = Some((p, n)),
-            Some(GpuResource::Gpu | GpuResource::Shared) => whole += n,
+            Some(GpuResource::Gpu) => whole += n,
+            Some(GpuResource::Shared) => shared += n,
             _ => {}
         }
     }
+    let count = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+    if mig.is_none() && whole == 0 && shared > 0 {
+        // nvidia.com/gpu.shared: replicas of a time-sliced or MPS card, not whole cards.
+        let shares = Some(Shares { unit: ShareUnit::Replica, count: count(shared) });
+        return Request { shares, model: base, ..Request::default() };
+    }
     let (mig_profile, n) = match (mig, single_profile) {
         (Some((profile, n)), _) => (Some(profile), n),
-        (None, profile) => (profile.map(str::to_string), whole),
+        (None, profile) => (profile.map(str::to_string), whole + shared),
     };
-    Request { gpus: Some(u32::try_from(n).unwrap_or(u32::MAX)), mig_profile, model: base, ..Request::default() }
+    Request { gpus: Some(count(n)), mig_profile, model: base, ..Request::default() }
 }
 
 /// The pod as a workload, or `None` when it asks for no GPU or has finished.

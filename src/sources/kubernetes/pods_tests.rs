@@ -185,3 +185,15 @@ fn init_containers_and_sidecars() {
     // max(2 app + 1 sidecar, 4 init) = 4.
     assert_eq!(resources::pod_gpus(&p.spec).get("nvidia.com/gpu"), Some(&4));
 }
+
+#[test]
+fn a_pod_asking_for_shared_replicas_wants_shares_not_cards() {
+    use crate::model::{Resource, ShareUnit, Shares};
+    // The device plugin README's pod, asking for the renamed resource instead.
+    let mut v = fixture("pod.gpu-1.device-plugin-readme.json");
+    v["spec"]["containers"][0]["resources"] = json!({"limits": {"nvidia.com/gpu.shared": 2}});
+    let w = workload(&served(v, "serving", None, unschedulable()));
+    assert_eq!(w.request.gpus, None);
+    assert_eq!(w.request.shares, Some(Shares { unit: ShareUnit::Replica, count: 2 }));
+    assert_eq!(w.request.asks(), (Resource::Shared { unit: ShareUnit::Replica, model: None }, 2));
+}

@@ -12,6 +12,12 @@ pub const MEMORY: &str = "nvidia.com/gpu.memory";
 pub const MIG_STRATEGY: &str = "nvidia.com/mig.strategy";
 pub const MIG_CONFIG: &str = "nvidia.com/mig.config";
 pub const MIG_STATE: &str = "nvidia.com/mig.config.state";
+/// GPU Feature Discovery's sharing labels: `none | time-slicing | mps`, replicas per card
+/// (1 unshared, 0 on MIG cards), MPS capability, and the device plugin's per-node config.
+pub const SHARING: &str = "nvidia.com/gpu.sharing-strategy";
+pub const REPLICAS: &str = "nvidia.com/gpu.replicas";
+pub const MPS_CAPABLE: &str = "nvidia.com/mps.capable";
+pub const PLUGIN_CONFIG: &str = "nvidia.com/device-plugin.config";
 
 /// What a GPU resource name hands out.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -132,6 +138,8 @@ pub fn pod_gpus(spec: &PodSpec) -> BTreeMap<String, u64> {
 /// `A100-SXM4-40GB-MIG-1g.5gb` → (`A100-SXM4-40GB`, Some(`1g.5gb`)): the single strategy names
 /// the MIG profile in the product label.
 pub fn split_product(product: &str) -> (&str, Option<&str>) {
+    // GFD appends -SHARED to a shared card's product unless the resource is renamed.
+    let product = product.strip_suffix("-SHARED").unwrap_or(product);
     match product.split_once("-MIG-") {
         Some((base, profile)) if !profile.is_empty() => (base, Some(profile)),
         _ => (product, None),
@@ -141,7 +149,7 @@ pub fn split_product(product: &str) -> (&str, Option<&str>) {
 /// The catalog's name for a product label, else the label without its MIG suffix.
 pub fn model_name(product: &str) -> String {
     let (base, _) = split_product(product);
-    crate::model::mig::catalog::lookup(product).map_or_else(|| base.to_string(), |m| m.name.clone())
+    crate::model::capacity::model_key(base)
 }
 
 /// The `nvidia.com/gpu.product` a pod is pinned to by its node selector, or by a required
@@ -223,5 +231,8 @@ mod tests {
         assert_eq!(model_name("NVIDIA-H100-80GB-HBM3"), "H100-80GB");
         assert_eq!(model_name("A100-PCIE-40GB-MIG-1g.5gb"), "A100-SXM4-40GB");
         assert_eq!(model_name("NVIDIA-H20"), "NVIDIA-H20");
+        assert_eq!(split_product("NVIDIA-A10G-SHARED"), ("NVIDIA-A10G", None));
+        assert_eq!(split_product("A100-SXM4-40GB-MIG-1g.5gb-SHARED"), ("A100-SXM4-40GB", Some("1g.5gb")));
+        assert_eq!(model_name("NVIDIA-H100-80GB-HBM3-SHARED"), "H100-80GB");
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::gres::{self, Gres};
 use super::json::{hostlist, num, states, text, time};
 use crate::model::KindRules;
-use crate::model::{CardRef, Request, Workload, WorkloadState};
+use crate::model::{CardRef, Request, ShareUnit, Shares, Workload, WorkloadState};
 
 /// What `map` found.
 #[derive(Debug, Default)]
@@ -17,6 +17,17 @@ pub struct Jobs {
     pub unreadable: usize,
     /// Waiting or running jobs that want no GPU: counted, not shown (this is a GPU console).
     pub without_gpu: usize,
+    /// Shares of cards running jobs hold (`shard:2(IDX:0)`): card (GRES index), unit, count.
+    pub shares: Vec<(CardRef, ShareUnit, u32)>,
+}
+
+/// The share unit of a sharing GRES name.
+pub fn share_unit(name: &str) -> Option<ShareUnit> {
+    match name {
+        "shard" => Some(ShareUnit::Replica),
+        "mps" => Some(ShareUnit::Mps),
+        _ => None,
+    }
 }
 
 /// Map every GPU job that waits or holds resources. Finished jobs (still listed for
@@ -24,8 +35,8 @@ pub struct Jobs {
 pub fn map(doc: &Value, kinds: &KindRules) -> Jobs {
     let mut out = Jobs::default();
     for job in doc.get("jobs").and_then(Value::as_array).into_iter().flatten() {
-        match workload(job, kinds) {
-            Some(Some(w)) if w.request.gpus.is_some_and(|n| n > 0) || w.request.mig_profile.is_some() => {
+        match workload(job, kinds, &mut out.shares) {
+            Some(Some(w)) if w.request.wants_gpu() => {
                 out.workloads.push(w);
             }
             Some(Some(_)) => out.without_gpu += 1,
@@ -37,14 +48,14 @@ pub fn map(doc: &Value, kinds: &KindRules) -> Jobs {
 }
 
 /// `None` for a job without an id; `Some(None)` for a finished job.
-fn workload(job: &Value, kinds: &KindRules) -> Option<Option<Workload>> {
+fn workload(job: &Value, kinds: &KindRules, shares: &mut Vec<(CardRef, ShareUnit, u32)>) -> Option<Option<Workload>> {
     let id = num(job.get("job_id"))?;
     let st = states(job.get("job_state"), None);
     let Some(state) = state_of(&st) else { return Some(None) };
     let partition = text(job.get("partition")).unwrap_or_default();
     let qos = text(job.get("qos")).unwrap_or_default();
     let request = request(job);
-    let wants_gpu = request.gpus.is_some_and(|n| n > 0) || request.mig_profile.is_some();
+    let wants_gpu = request.wants_gpu();
     let kind = kinds.classify([partition, qos], wants_gpu);
     let name = text(job.get("name")).unwrap_or("(no name)");
     // An array task is `ARRAY_TASK` to Slurm's commands; a pending array record stands for
@@ -92,6 +103,20 @@ fn workload(job: &Value, kinds: &KindRules) -> Option<Option<Workload>> {
                     w.cards.push(CardRef::new(node.clone(), i));
                 }
             }
+            for g in gres::parse(d) {
+                let (Some(unit), Some(idx)) = (share_unit(&g.name), g.indexes.as_ref()) else { continue };
+                // Spread over several cards (MULTIPLE_SHARING_GRES_PJ) Slurm does not say how
+                // many on each: evenly, the remainder on the first.
+                let n = u64::try_from(idx.len()).unwrap_or(1).max(1);
+                for (k, &i) in idx.iter().enumerate() {
+                    let each = g.count / n + u64::from(k == 0) * (g.count % n);
+                    let card = CardRef::new(node.clone(), i);
+                    if !w.cards.contains(&card) {
+                        w.cards.push(card.clone());
+                    }
+                    shares.push((card, unit, u32::try_from(each).unwrap_or(u32::MAX)));
+                }
+            }
         }
     }
     Some(Some(w))
@@ -126,6 +151,14 @@ fn request(job: &Value) -> Request {
     for (field, times) in candidates {
         let g = gpus_in(field);
         if g.is_empty() {
+            // --gres=shard:N or --gres=mps:N: a share of one card (per node).
+            let all = text(job.get(field)).map(gres::parse).unwrap_or_default();
+            if let Some((unit, g)) = all.iter().find_map(|g| share_unit(&g.name).map(|u| (u, g))) {
+                let total = g.count.saturating_mul(u64::try_from(times).unwrap_or(1));
+                r.shares = Some(Shares { unit, count: u32::try_from(total).unwrap_or(u32::MAX) });
+                r.model = g.kind.clone();
+                break;
+            }
             continue;
         }
         let per: u64 = g.iter().map(|x| x.count).sum();

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::gres;
 use super::json::{states, text};
-use crate::model::{Capacity, Card, Node, Resource};
+use crate::model::{Capacity, Card, Node, Resource, ShareUnit, Sharing, SharingMode};
 
 /// Node states (base or flag) under which Slurm starts nothing new there.
 const UNSCHEDULABLE: &[&str] =
@@ -87,7 +87,12 @@ fn node(n: &Value) -> Option<Node> {
                 c.total += g.count;
                 c.used += in_use;
             }
-            None => capacity.push(Capacity { resource: resource.clone(), total: g.count, used: in_use }),
+            None => capacity.push(Capacity {
+                resource: resource.clone(),
+                total: g.count,
+                used: in_use,
+                whole_requests: false,
+            }),
         }
         let count = u32::try_from(g.count).unwrap_or(0).min(64);
         if matches!(resource, Resource::WholeCard { .. }) {
@@ -98,7 +103,79 @@ fn node(n: &Value) -> Option<Node> {
             }
         }
     }
+    shares(&total, &mut cards, &mut capacity);
     Some(Node { name, schedulable, reason, cards, capacity, sources: Vec::new() })
+}
+
+/// `shard` and `mps` GRES share the node's GPUs of their type, split evenly where gres.conf
+/// gives no per-card count (Slurm's rule). What is in use comes from the jobs (`apply_shares`):
+/// 22.05's `gres_used` counts the GPUs with shards in use (`shard:l4:3(IDX:0-1,3)`), not shards.
+fn shares(total: &[gres::Gres], cards: &mut [Card], capacity: &mut Vec<Capacity>) {
+    for g in total {
+        let (unit, mode) = match g.name.as_str() {
+            "shard" => (ShareUnit::Replica, SharingMode::TimeSliced),
+            "mps" => (ShareUnit::Mps, SharingMode::Mps),
+            _ => continue,
+        };
+        let fits = |c: &Card| g.kind.as_ref().is_none_or(|k| &c.model == k);
+        let gpus = cards.iter().filter(|c| fits(c)).count() as u64;
+        if gpus == 0 || g.count == 0 {
+            continue;
+        }
+        let per_card = u32::try_from(g.count / gpus).unwrap_or(u32::MAX);
+        for c in cards.iter_mut().filter(|c| fits(c) && c.sharing.unit.is_none()) {
+            c.sharing = Sharing {
+                mode: Some(mode),
+                replicas: Some(per_card),
+                unit: Some(unit),
+                replicas_used: Some(0),
+                origin: Some(format!(
+                    "Slurm GRES {}:{}{}",
+                    g.name,
+                    g.kind.as_deref().map_or(String::new(), |k| format!("{k}:")),
+                    g.count
+                )),
+                ..Sharing::default()
+            };
+        }
+        let resource = Resource::Shared { unit, model: g.kind.clone() };
+        match capacity.iter_mut().find(|c| c.resource == resource) {
+            Some(c) => c.total += g.count,
+            None => capacity.push(Capacity { resource, total: g.count, used: 0, whole_requests: false }),
+        }
+    }
+}
+
+/// Lay the shares running jobs hold onto the cards and the node's shared capacity. A card
+/// held as a whole `gpu` cannot give shares at the same time (Slurm's rule): all its units
+/// count as used.
+pub fn apply_shares(
+    nodes: &mut [Node],
+    shares: &[(crate::model::CardRef, ShareUnit, u32)],
+    whole: &[crate::model::CardRef],
+) {
+    for n in nodes.iter_mut() {
+        for c in n.cards.iter_mut().filter(|c| c.sharing.unit.is_some()) {
+            let r = crate::model::CardRef::new(n.name.clone(), c.index);
+            let unit = c.sharing.unit;
+            let used: u32 = if whole.contains(&r) {
+                c.sharing.replicas.unwrap_or(0)
+            } else {
+                shares.iter().filter(|(x, u, _)| *x == r && Some(*u) == unit).map(|(_, _, k)| *k).sum()
+            };
+            c.sharing.replicas_used = Some(used);
+        }
+        for cap in n.capacity.iter_mut() {
+            let Resource::Shared { unit, model } = &cap.resource else { continue };
+            let used: u64 = n
+                .cards
+                .iter()
+                .filter(|c| c.sharing.unit == Some(*unit) && model.as_ref().is_none_or(|m| &c.model == m))
+                .map(|c| u64::from(c.sharing.replicas_used.unwrap_or(0)))
+                .sum();
+            cap.used = used.min(cap.total);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -123,8 +200,18 @@ mod tests {
         assert_eq!(
             n.capacity,
             vec![
-                Capacity { resource: Resource::WholeCard { model: Some("h100".into()) }, total: 2, used: 1 },
-                Capacity { resource: Resource::MigInstance { profile: "3g.20gb".into() }, total: 2, used: 1 },
+                Capacity {
+                    resource: Resource::WholeCard { model: Some("h100".into()) },
+                    total: 2,
+                    used: 1,
+                    whole_requests: false
+                },
+                Capacity {
+                    resource: Resource::MigInstance { profile: "3g.20gb".into() },
+                    total: 2,
+                    used: 1,
+                    whole_requests: false
+                },
             ]
         );
     }

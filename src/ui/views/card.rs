@@ -36,7 +36,11 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     };
     let a = st.ascii;
     let w = usize::from(area.width);
-    let model = card.gpu_model().map_or_else(|| "unknown model: MIG planning off".into(), |m| m.name.clone());
+    let model = match (card.gpu_model(), card.short_model()) {
+        (Some(m), _) => m.name.clone(),
+        (None, Some(short)) => format!("{short} (no MIG)"),
+        (None, None) => "unknown model: MIG planning off".into(),
+    };
     let dot = if a { "-" } else { "·" };
     let title = format!(" {r} {dot} {model} {dot} {} {dot} {} ", card.model, card.uuid.as_deref().unwrap_or("no UUID"));
     let (state, state_style) = card_state(card, theme);

@@ -86,8 +86,13 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
 fn node_line(n: &Node, theme: &Theme, width: u16) -> Line<'static> {
     let arrow = if theme.ascii { "v" } else { "▾" };
     let models: Vec<String> = {
-        let mut m: Vec<String> =
-            n.cards.iter().map(|c| c.gpu_model().map_or(c.model.clone(), |g| g.name.clone())).collect();
+        let mut m: Vec<String> = n
+            .cards
+            .iter()
+            .map(|c| {
+                c.gpu_model().map(|g| g.name.clone()).or_else(|| c.short_model()).unwrap_or_else(|| c.model.clone())
+            })
+            .collect();
         m.dedup();
         m
     };
@@ -103,6 +108,9 @@ fn node_line(n: &Node, theme: &Theme, width: u16) -> Line<'static> {
                 let what = match &c.resource {
                     crate::model::Resource::WholeCard { model } => model.clone().unwrap_or_else(|| "gpu".into()),
                     crate::model::Resource::MigInstance { profile } => profile.clone(),
+                    crate::model::Resource::Shared { unit, model } => {
+                        format!("{} {}", model.clone().unwrap_or_else(|| "gpu".into()), unit.as_str())
+                    }
                 };
                 format!("{what} {}/{}", c.free(), c.total)
             })
@@ -130,7 +138,8 @@ fn card_line(
     let a = theme.ascii;
     let text = theme.text();
     let first = if flat { format!("{}/{}", node.name, card.index) } else { card.index.to_string() };
-    let model = card.gpu_model().map_or_else(|| format!("?{}", card.model), |m| m.name.clone());
+    let known = card.gpu_model().map(|m| m.name.clone()).or_else(|| card.short_model());
+    let model = known.clone().unwrap_or_else(|| format!("?{}", card.model));
     let activity = card.activity_pct();
     let util = match (card.mig.enabled, activity) {
         (true, Some(u)) => format!("~{u:.0}%"),
@@ -146,7 +155,7 @@ fn card_line(
     let name = |id: &str| holder_name(fleet, id);
     let mut spans = vec![
         cell(&first, c.first, text, a),
-        cell(&model, c.model, if card.gpu_model().is_some() { text } else { theme.fg(theme.c.warning) }, a),
+        cell(&model, c.model, if known.is_some() { text } else { theme.fg(theme.c.warning) }, a),
     ];
     spans.extend(mig_bar(card, c.bar as u16, theme, &name).spans);
     spans.push(Span::raw(" "));

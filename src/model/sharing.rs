@@ -1,0 +1,183 @@
+//! How a card is shared: exclusive, MIG, time-sliced or MPS; the replicas a scheduler hands out
+//! and how many are in use; the CUDA contexts on the card. NVML and DCGM have no context-switch
+//! rate, so crowding is told by contexts and replicas, never by an invented number.
+
+use serde::{Deserialize, Serialize};
+
+use super::fleet::Card;
+
+/// The four ways a card is shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SharingMode {
+    /// One holder at a time (the scheduler hands the card out whole).
+    Exclusive,
+    /// MIG instances: hardware isolation of memory and compute.
+    Mig,
+    /// Time-slicing: contexts take turns, no memory or fault isolation.
+    TimeSliced,
+    /// MPS: one server runs every client's kernels side by side; limits on memory and threads
+    /// per client where set, but one client's fault takes down all of them.
+    Mps,
+}
+
+impl SharingMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Exclusive => "exclusive",
+            Self::Mig => "mig",
+            Self::TimeSliced => "time-sliced",
+            Self::Mps => "mps",
+        }
+    }
+
+    /// Several workloads share the card without isolation (interference and OOM risk).
+    pub fn unisolated(self) -> bool {
+        matches!(self, Self::TimeSliced | Self::Mps)
+    }
+
+    /// The filter word and config spelling: `excl`, `mig`, `ts`, `mps`.
+    pub fn short(self) -> &'static str {
+        match self {
+            Self::Exclusive => "excl",
+            Self::Mig => "mig",
+            Self::TimeSliced => "ts",
+            Self::Mps => "mps",
+        }
+    }
+}
+
+/// The unit a shared request counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShareUnit {
+    /// One replica of a card: a Kubernetes time-slicing or MPS replica, a Slurm `shard`.
+    Replica,
+    /// Slurm `mps` units: a share of one card's MPS count (100 per card by convention), which
+    /// becomes the client's `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`.
+    Mps,
+}
+
+impl ShareUnit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Replica => "replica",
+            Self::Mps => "mps share",
+        }
+    }
+}
+
+/// What a source says of a card's sharing. Every field is `None` where no source said.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Sharing {
+    /// The configured mode (a device-plugin label, a Slurm shard or mps GRES, a running MPS
+    /// server). `None`: no source says; `Card::sharing_mode` then infers what it can.
+    pub mode: Option<SharingMode>,
+    /// Units per card a scheduler hands out: Kubernetes replicas, Slurm shards or mps units
+    /// on this card.
+    pub replicas: Option<u32>,
+    /// The unit `replicas` counts in.
+    pub unit: Option<ShareUnit>,
+    /// Units in use on this card, where a source says which card (Slurm's device index, the
+    /// simulator); Kubernetes counts replicas per node only.
+    pub replicas_used: Option<u32>,
+    /// CUDA contexts on the card: NVML's compute and MPS compute processes, the simulator.
+    /// `None` where no source can list processes (schedulers, dcgm-exporter).
+    pub contexts: Option<u32>,
+    /// An MPS control daemon or server serves this card (NVML sees `nvidia-cuda-mps-server`).
+    pub mps_server: Option<bool>,
+    /// MPS per-client limits where known: pinned device memory and active thread percentage.
+    pub mps_memory_limit_mib: Option<u64>,
+    pub mps_thread_pct: Option<u32>,
+    /// Where the mode was read ("label nvidia.com/gpu.sharing-strategy=time-slicing").
+    pub origin: Option<String>,
+}
+
+impl Card {
+    /// The card's sharing mode: MIG when MIG is on; else what a source configured; else from
+    /// the contexts NVML sees (more than one context on a card in the default compute mode is
+    /// the driver's own time-slicing); `None` where nothing tells.
+    pub fn sharing_mode(&self) -> Option<SharingMode> {
+        if self.mig.enabled {
+            return Some(SharingMode::Mig);
+        }
+        if let Some(m) = self.sharing.mode {
+            return Some(m);
+        }
+        if self.sharing.mps_server == Some(true) {
+            return Some(SharingMode::Mps);
+        }
+        match self.sharing.contexts {
+            Some(n) if n > 1 => Some(SharingMode::TimeSliced),
+            Some(_) => Some(SharingMode::Exclusive),
+            None => None,
+        }
+    }
+
+    /// Replicas still free on a shared card (`replicas - used`), where both are known.
+    pub fn free_replicas(&self) -> Option<u32> {
+        if !self.sharing_mode().is_some_and(SharingMode::unisolated) {
+            return None;
+        }
+        Some(self.sharing.replicas?.saturating_sub(self.sharing.replicas_used?))
+    }
+
+    /// The sharing column: `MIG`, `TS×4 3/4`, `MPS×2 1/2`, `MPS`, `excl`, or `?` when unknown.
+    /// `ascii` writes `x` for `×`.
+    pub fn sharing_text(&self, ascii: bool) -> String {
+        let times = if ascii { "x" } else { "×" };
+        let Some(mode) = self.sharing_mode() else { return "?".into() };
+        let name = match mode {
+            SharingMode::Exclusive => return "excl".into(),
+            SharingMode::Mig => return "MIG".into(),
+            SharingMode::TimeSliced => "TS",
+            SharingMode::Mps => "MPS",
+        };
+        match (self.sharing.replicas, self.sharing.replicas_used) {
+            (Some(r), Some(u)) => format!("{name}{times}{r} {u}/{r}"),
+            (Some(r), None) => format!("{name}{times}{r}"),
+            (None, _) => name.to_string(),
+        }
+    }
+
+    /// Contexts as the fleet shows them: a number, or `-` when no source can see processes.
+    pub fn contexts_text(&self) -> String {
+        self.sharing.contexts.map_or_else(|| "-".into(), |n| n.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(mode: Option<SharingMode>, replicas: Option<u32>, used: Option<u32>, contexts: Option<u32>) -> Card {
+        let mut c = Card { model: "NVIDIA L4".into(), ..Card::default() };
+        c.sharing = Sharing { mode, replicas, replicas_used: used, contexts, ..Sharing::default() };
+        c
+    }
+
+    #[test]
+    fn the_sharing_column() {
+        use SharingMode::*;
+        let cases = [
+            (card(Some(TimeSliced), Some(4), Some(3), Some(3)), "TS×4 3/4", Some(1)),
+            (card(Some(TimeSliced), Some(4), None, None), "TS×4", None),
+            (card(Some(Mps), Some(2), Some(1), Some(2)), "MPS×2 1/2", Some(1)),
+            (card(Some(Exclusive), None, None, Some(1)), "excl", None),
+            (card(None, None, None, Some(3)), "TS", None),
+            (card(None, None, None, Some(1)), "excl", None),
+            (card(None, None, None, None), "?", None),
+            (card(Some(TimeSliced), Some(4), Some(6), None), "TS×4 6/4", Some(0)),
+            (card(Some(Mps), Some(100), Some(50), Some(1)), "MPS×100 50/100", Some(50)),
+        ];
+        for (c, text, free) in cases {
+            assert_eq!((c.sharing_text(false).as_str(), c.free_replicas()), (text, free), "{:?}", c.sharing);
+        }
+        let mut mig = card(Some(TimeSliced), Some(4), None, None);
+        mig.mig.enabled = true;
+        assert_eq!(mig.sharing_text(true), "MIG", "MIG wins: the device plugin time-slices its instances");
+        let mut mps = card(None, None, None, Some(2));
+        mps.sharing.mps_server = Some(true);
+        assert_eq!(mps.sharing_mode(), Some(Mps));
+    }
+}
