@@ -287,6 +287,15 @@ fn merge_card(into: &mut Card, from: &Card) {
     if into.processes.is_empty() {
         into.processes.clone_from(&from.processes);
     }
+    fill!(sharing.mode);
+    fill!(sharing.replicas);
+    fill!(sharing.unit);
+    fill!(sharing.replicas_used);
+    fill!(sharing.contexts);
+    fill!(sharing.mps_server);
+    fill!(sharing.mps_memory_limit_mib);
+    fill!(sharing.mps_thread_pct);
+    fill!(sharing.origin);
     if into.model.is_empty() {
         into.model.clone_from(&from.model);
     }

@@ -195,3 +195,23 @@ fn gpm_gives_per_instance_activity_on_hopper() {
     assert_eq!(utils, vec![serde_json::json!(63.5), serde_json::json!(12.0), serde_json::json!(12.0)]);
     assert!(c["utilization_pct"].is_null(), "no whole-card utilisation on a MIG card");
 }
+
+#[test]
+fn compute_and_mps_processes_give_contexts_and_the_sharing_mode() {
+    let (code, v, err) = snapshot("l4-shared.json");
+    assert_eq!(code, 0, "{err}");
+    let cards = cards(&v);
+    // Three compute contexts in the default compute mode: the driver time-slices them.
+    assert_eq!(cards[0]["sharing_mode"], "time_sliced", "{}", cards[0]);
+    assert_eq!(cards[0]["sharing"]["contexts"], 3);
+    assert_eq!(cards[0]["sharing"]["mps_server"], false);
+    assert_eq!(cards[0]["gpu_model"], Value::Null, "an L4 has no MIG");
+    // Two clients from nvmlDeviceGetMPSComputeRunningProcesses_v3.
+    assert_eq!(cards[1]["sharing_mode"], "mps", "{}", cards[1]);
+    assert_eq!(cards[1]["sharing"]["contexts"], 2);
+    let mps: Vec<bool> = cards[1]["processes"].as_array().into_iter().flatten().map(|p| p["mps"] == true).collect();
+    assert_eq!(mps, vec![true, true]);
+    // Each process holds its card, as with NVML alone elsewhere.
+    let holders = cards[1]["workloads"].as_array().map_or(0, Vec::len);
+    assert_eq!(holders, 2);
+}

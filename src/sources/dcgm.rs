@@ -44,6 +44,11 @@
 //!   for a different pod (a time-shared GPU, where the exporter writes one series per pod) is
 //!   not a duplicate; the first value is kept too. Unknown metric names are ignored.
 //!
+//! * `vgpu` (`--kubernetes-virtual-gpus`, time-slicing or MPS under the device plugin): the
+//!   replica a pod's series is about. Distinct `vgpu` values with a pod are the replicas in use
+//!   on that card (at most 256 are kept). The exporter cannot export processes (the PID
+//!   fields are binary), so contexts per card come from NVML only.
+//!
 //! Output: nodes sorted by name, cards by index, instances by GPU instance id.
 
 use std::borrow::Cow;
@@ -187,7 +192,12 @@ struct CardAcc<'a> {
     pci: Option<Cow<'a, str>>,
     whole: Slots,
     instances: Vec<InstAcc<'a>>,
+    /// Distinct `vgpu` labels of series with a holder: replicas in use.
+    vgpus: Vec<Cow<'a, str>>,
 }
+
+/// The most `vgpu` replicas kept per card: a hostile scrape cannot grow memory without bound.
+const MAX_VGPUS: usize = 256;
 
 struct HolderAcc<'a> {
     card: usize,
@@ -216,6 +226,7 @@ struct Labels<'a> {
     exported_namespace: Option<Cow<'a, str>>,
     exported_container: Option<Cow<'a, str>>,
     hpc_job: Option<Cow<'a, str>>,
+    vgpu: Option<Cow<'a, str>>,
 }
 
 impl<'a> Labels<'a> {
@@ -238,6 +249,7 @@ impl<'a> Labels<'a> {
                 "exported_namespace" => &mut l.exported_namespace,
                 "exported_container" => &mut l.exported_container,
                 "hpc_job" => &mut l.hpc_job,
+                "vgpu" => &mut l.vgpu,
                 _ => continue,
             };
             if slot.is_none() && !v.is_empty() {
@@ -313,6 +325,7 @@ impl<'a> Acc<'a> {
                 pci: None,
                 whole: Slots::default(),
                 instances: Vec::new(),
+                vgpus: Vec::new(),
             });
             same.push(cards.len() - 1);
             if l.uuid.is_none() {
@@ -330,6 +343,13 @@ impl<'a> Acc<'a> {
         fill(&mut card.uuid, l.uuid);
         fill(&mut card.model, l.model);
         fill(&mut card.pci, l.pci);
+        let has_holder = l.pod.is_some() || l.exported_pod.is_some();
+        if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
+            && card.vgpus.len() < MAX_VGPUS
+            && !card.vgpus.contains(&v)
+        {
+            card.vgpus.push(v);
+        }
 
         let gi = l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok());
         let slots = match gi {
@@ -511,6 +531,10 @@ fn card(c: CardAcc) -> Card {
         if sum.is_some() {
             card.memory_used_mib = sum;
         }
+    }
+    if !c.vgpus.is_empty() {
+        card.sharing.replicas_used = u32::try_from(c.vgpus.len()).ok();
+        card.sharing.origin = Some("dcgm-exporter vgpu labels".into());
     }
     card.model = model;
     card

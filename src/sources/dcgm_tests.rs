@@ -242,6 +242,29 @@ DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="h",pod="b"} 50
 }
 
 #[test]
+fn virtual_gpu_labels_count_replicas_in_use() {
+    // --kubernetes-virtual-gpus: one series per pod and replica. Two pods on replicas 0 and 2
+    // of card 0, a series without a pod (not a replica in use), and card 1 unshared.
+    let text = r#"DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h",pod="a",namespace="n",vgpu="0"} 40
+DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h",pod="b",namespace="n",vgpu="2"} 40
+DCGM_FI_DEV_FB_USED{gpu="0",Hostname="h",pod="b",namespace="n",vgpu="2"} 900
+DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="h",vgpu="3"} 50
+DCGM_FI_DEV_GPU_UTIL{gpu="1",Hostname="h"} 10
+"#;
+    let m = map(text, &NodeName::Label);
+    let shared = card(&m, "h", 0);
+    assert_eq!(shared.sharing.replicas_used, Some(2));
+    assert_eq!(shared.sharing.contexts, None, "the exporter cannot count processes");
+    assert_eq!(shared.sharing_text(false), "?", "time-slicing or MPS: the exporter does not say which");
+    assert_eq!(card(&m, "h", 1).sharing, crate::model::Sharing::default());
+    // A flood of replica labels stays bounded.
+    let flood: String = (0..5000)
+        .map(|i| format!("DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\",Hostname=\"h\",pod=\"p{i}\",vgpu=\"{i}\"}} 1\n"))
+        .collect();
+    assert_eq!(card(&map(&flood, &NodeName::Label), "h", 0).sharing.replicas_used, Some(256));
+}
+
+#[test]
 fn gpu_index_fallbacks_and_sentinels() {
     let text = r#"DCGM_FI_DEV_GPU_TEMP{device="nvidia5",hostname="h"} 40
 DCGM_FI_DEV_GPU_TEMP{gpu="x",device="nvidia6",hostname="h"} 41

@@ -66,7 +66,8 @@ pub struct Collector<'n> {
     events: Option<EventSet<'n>>,
     node: String,
     last: BTreeMap<u32, Card>,
-    processes: HashMap<u32, Vec<Process>>,
+    /// Per card: whether the compute list could be read, and the processes (MPS clients too).
+    processes: HashMap<u32, (bool, Vec<Process>)>,
     users: HashMap<u32, String>,
     collections: u64,
     /// Whether each card supports GPM (Hopper and newer), asked once.
@@ -243,7 +244,8 @@ impl<'n> Collector<'n> {
     fn process_workloads(&self, cards: &mut [Card]) -> Vec<Workload> {
         let mut out: Vec<Workload> = Vec::new();
         for card in cards.iter_mut().filter(|c| !c.health.lost) {
-            for p in card.processes.clone() {
+            // The MPS server is the clients' host, not a workload.
+            for p in card.processes.clone().into_iter().filter(|p| p.name.as_deref() != Some(MPS_SERVER)) {
                 let id = format!("pid:{}", p.pid);
                 let r = self.card_ref(card.index);
                 card.add_holder(p.gi_id, &id);
@@ -339,24 +341,32 @@ impl<'n> Collector<'n> {
         };
         card.mig.error = self.mig_error.take();
         if slow || !self.processes.contains_key(&index) {
-            let procs = known(dev.running_compute_processes())?.unwrap_or_default();
-            let list: Vec<Process> = procs
-                .into_iter()
-                .map(|p| Process {
-                    pid: p.pid,
-                    name: procfs::name(p.pid),
-                    user: procfs::uid(p.pid).and_then(|u| self.users.get(&u).cloned()),
-                    used_mib: match p.used_gpu_memory {
-                        UsedGpuMemory::Used(b) => Some(b / MIB),
-                        UsedGpuMemory::Unavailable => None,
-                    },
-                    gi_id: p.gpu_instance_id,
-                    mps: false,
-                })
-                .collect();
-            self.processes.insert(index, list);
+            let compute = known(dev.running_compute_processes())?;
+            // MPS clients (Volta and newer; MPS never runs on a MIG card).
+            let clients = if mig_enabled { None } else { known(dev.mps_running_compute_processes())? };
+            let process = |p: nvml_wrapper::struct_wrappers::device::ProcessInfo, mps: bool| Process {
+                pid: p.pid,
+                name: procfs::name(p.pid),
+                user: procfs::uid(p.pid).and_then(|u| self.users.get(&u).cloned()),
+                used_mib: match p.used_gpu_memory {
+                    UsedGpuMemory::Used(b) => Some(b / MIB),
+                    UsedGpuMemory::Unavailable => None,
+                },
+                gi_id: p.gpu_instance_id,
+                mps,
+            };
+            let mut list: Vec<Process> =
+                clients.clone().unwrap_or_default().into_iter().map(|p| process(p, true)).collect();
+            for p in compute.clone().unwrap_or_default() {
+                if !list.iter().any(|x| x.pid == p.pid) {
+                    list.push(process(p, false));
+                }
+            }
+            self.processes.insert(index, (compute.is_some(), list));
         }
-        card.processes = self.processes.get(&index).cloned().unwrap_or_default();
+        let (readable, list) = self.processes.get(&index).cloned().unwrap_or_default();
+        card.processes = list;
+        card.sharing = sharing_of(&card.processes, readable);
         Ok(card)
     }
 
@@ -416,6 +426,26 @@ pub(crate) fn profile_name(model: Option<&crate::model::mig::GpuModel>, g: &ffi:
 }
 
 /// `Ok(None)` for what this card does not support; a lost GPU is an error for the whole card.
+/// The MPS server's process name, as the MPS control daemon starts it.
+pub const MPS_SERVER: &str = "nvidia-cuda-mps-server";
+
+/// What a card's process lists say of its sharing: CUDA contexts (every process but the MPS
+/// server, whose clients are counted instead) and whether an MPS server serves it. Unknown
+/// where the compute list could not be read.
+fn sharing_of(processes: &[Process], readable: bool) -> crate::model::Sharing {
+    if !readable {
+        return crate::model::Sharing::default();
+    }
+    let server = |p: &Process| p.name.as_deref() == Some(MPS_SERVER);
+    let contexts = processes.iter().filter(|p| !server(p)).count();
+    crate::model::Sharing {
+        contexts: Some(u32::try_from(contexts).unwrap_or(u32::MAX)),
+        mps_server: Some(processes.iter().any(|p| p.mps || server(p))),
+        origin: Some("NVML process lists".into()),
+        ..crate::model::Sharing::default()
+    }
+}
+
 fn known<T>(r: Result<T, NvmlError>) -> Result<Option<T>, NvmlError> {
     match r {
         Ok(v) => Ok(Some(v)),
@@ -461,4 +491,24 @@ pub fn spawn(name: String, lib: Option<String>, interval: Duration, tx: mpsc::Se
             std::thread::sleep(backoff(interval, failures, Duration::from_secs(60)));
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(pid: u32, name: Option<&str>, mps: bool) -> Process {
+        Process { pid, name: name.map(str::to_string), mps, ..Process::default() }
+    }
+
+    #[test]
+    fn contexts_count_clients_not_the_mps_server() {
+        let mps = [p(10, Some(MPS_SERVER), false), p(11, Some("python"), true), p(12, None, true)];
+        let s = sharing_of(&mps, true);
+        assert_eq!((s.contexts, s.mps_server), (Some(2), Some(true)));
+        let ts = [p(1, Some("python"), false), p(2, Some("tritonserver"), false)];
+        let s = sharing_of(&ts, true);
+        assert_eq!((s.contexts, s.mps_server), (Some(2), Some(false)));
+        assert_eq!(sharing_of(&[], false), crate::model::Sharing::default(), "an unreadable list is unknown, not 0");
+    }
 }

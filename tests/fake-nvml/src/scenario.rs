@@ -119,6 +119,10 @@ pub struct ProcessSpec {
     /// Compute instance; defaults to 0 when `gpu_instance_id` is set.
     #[serde(default)]
     pub compute_instance_id: Option<u32>,
+    /// An MPS client: listed by nvmlDeviceGetMPSComputeRunningProcesses_v3, not by the compute
+    /// list (which has the MPS server itself, as on a real card).
+    #[serde(default)]
+    pub mps: bool,
 }
 
 /// An XID error delivered once to an event set on which `card` registered XID events.

@@ -64,6 +64,8 @@ pub struct Process {
     pub used_mib: u64,
     pub gi: u32,
     pub ci: u32,
+    /// An MPS client (the MPS list), else a compute context (the compute list).
+    pub mps: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -180,6 +182,7 @@ impl Card {
                 used_mib: p.used_mib,
                 gi: p.gpu_instance_id.unwrap_or(NO_ID),
                 ci: p.compute_instance_id.unwrap_or(if p.gpu_instance_id.is_some() { 0 } else { NO_ID }),
+                mps: p.mps,
             })
             .collect();
         Ok(Card {
@@ -349,9 +352,10 @@ impl State {
         (total * 1024 * 1024, used * 1024 * 1024)
     }
 
-    /// Compute processes on the device: all of the card's, or those of one MIG device.
-    pub fn processes(&self, dev: Dev) -> Vec<Process> {
-        let all = self.cards[dev.card].processes.iter();
+    /// Compute processes on the device: all of the card's, or those of one MIG device; `mps`:
+    /// the MPS clients instead.
+    pub fn processes(&self, dev: Dev, mps: bool) -> Vec<Process> {
+        let all = self.cards[dev.card].processes.iter().filter(|p| p.mps == mps);
         match dev.mig {
             None => all.copied().collect(),
             Some((gi, ci)) => all.filter(|p| p.gi == gi && p.ci == ci).copied().collect(),

@@ -199,10 +199,35 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
     info_count: *mut c_uint,
     infos: *mut nvmlProcessInfo_t,
 ) -> nvmlReturn_t {
+    // SAFETY: the caller's arguments, passed on unchanged under the same contract.
+    unsafe { process_list(device, info_count, infos, false, "nvmlDeviceGetComputeRunningProcesses_v3") }
+}
+
+/// Processes with an MPS compute context (MPS clients), with the same count protocol.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMPSComputeRunningProcesses_v3(
+    device: nvmlDevice_t,
+    info_count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    // SAFETY: as above.
+    unsafe { process_list(device, info_count, infos, true, "nvmlDeviceGetMPSComputeRunningProcesses_v3") }
+}
+
+/// # Safety
+/// `info_count` is NULL or points to the caller's count; `infos` is NULL or holds `*info_count`
+/// entries.
+unsafe fn process_list(
+    device: nvmlDevice_t,
+    info_count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+    mps: bool,
+    name: &str,
+) -> nvmlReturn_t {
     let r = with_state(|s| {
-        let dev = s.device(addr(device), "nvmlDeviceGetComputeRunningProcesses_v3")?;
+        let dev = s.device(addr(device), name)?;
         nonnull(info_count)?;
-        Ok(s.processes(dev))
+        Ok(s.processes(dev, mps))
     });
     let processes = match r {
         Ok(p) => p,

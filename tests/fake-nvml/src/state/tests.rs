@@ -88,7 +88,8 @@ fn scenario_instances_get_ids_in_order_with_full_size_compute_instances() {
     assert_eq!(c.processes[0].ci, 0);
     let mig = Dev { card: 0, mig: Some((1, 0)) };
     assert_eq!(s.memory(mig), ((40 * 1024) << 20, 2000 << 20));
-    assert_eq!(s.processes(mig).len(), 1);
+    assert_eq!(s.processes(mig, false).len(), 1);
+    assert!(s.processes(mig, true).is_empty(), "no MPS clients");
     assert_eq!(s.name(mig), "card MIG 3g.40gb");
     assert!(s.uuid(mig).starts_with("MIG-"));
 }
