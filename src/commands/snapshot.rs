@@ -111,18 +111,23 @@ pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
     let health: Vec<String> = fleet.sources.iter().map(|s| s.summary(Utc::now())).collect();
     out.push_str(&format!("sources: {}\n\n", health.join(", ")));
     // Columns as wide as their widest value, so long node names and layouts stay aligned.
-    let model_of = |c: &Card| c.gpu_model().map_or_else(|| format!("{} (unknown)", c.model), |m| m.name.clone());
+    let model_of = |c: &Card| match (c.gpu_model(), c.short_model()) {
+        (Some(m), _) => m.name.clone(),
+        (None, Some(short)) => short,
+        (None, None) => format!("{} (unknown)", c.model),
+    };
     let width = |f: &dyn Fn(&Node, &Card) -> usize, head: &str| {
         fleet.cards().map(|(n, c)| f(n, c)).max().unwrap_or(0).max(head.len())
     };
-    let (node_w, model_w, layout_w) = (
+    let (node_w, model_w, layout_w, share_w) = (
         width(&|n, _| n.name.chars().count(), "NODE"),
         width(&|_, c| model_of(c).chars().count(), "MODEL"),
         width(&|_, c| c.layout_text().len(), "MIG LAYOUT"),
+        width(&|_, c| c.sharing_text(true).len(), "SHARE"),
     );
     out.push_str(&format!(
-        "{:<node_w$} {:>3} {:<model_w$} {:<layout_w$} {:>5} {:>13} {:>5} {:>6}  {}\n",
-        "NODE", "GPU", "MODEL", "MIG LAYOUT", "UTIL", "MEM GiB", "TEMP", "POWER", "HOLDERS"
+        "{:<node_w$} {:>3} {:<model_w$} {:<layout_w$} {:<share_w$} {:>3} {:>5} {:>13} {:>5} {:>6}  {}\n",
+        "NODE", "GPU", "MODEL", "MIG LAYOUT", "SHARE", "CTX", "UTIL", "MEM GiB", "TEMP", "POWER", "HOLDERS"
     ));
     for (n, c) in fleet.cards() {
         let mut holders: Vec<&str> = c.holders().collect();
@@ -139,11 +144,13 @@ pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
             (None, false) => String::new(),
         };
         out.push_str(&format!(
-            "{:<node_w$} {:>3} {:<model_w$} {:<layout_w$} {:>5} {:>13} {:>5} {:>6}  {}{}\n",
+            "{:<node_w$} {:>3} {:<model_w$} {:<layout_w$} {:<share_w$} {:>3} {:>5} {:>13} {:>5} {:>6}  {}{}\n",
             n.name,
             c.index,
             model_of(c),
             c.layout_text(),
+            c.sharing_text(true),
+            c.contexts_text(),
             util,
             format!("{}/{}", gib(c.memory_used_mib), gib(c.memory_total_mib)),
             opt(c.temperature_c, "C"),
@@ -167,8 +174,13 @@ pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
         } else {
             String::new()
         };
+        let replicas = if d.replicas > 0 && !matches!(d.resource, crate::model::Resource::Shared { .. }) {
+            format!(" ({} of them replicas of shared cards)", d.replicas)
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "  {:<24} {:>3} waiting for {:>3}, {:>3} free{scattered}\n",
+            "  {:<24} {:>3} waiting for {:>3}, {:>3} free{replicas}{scattered}\n",
             d.resource.to_string(),
             d.pending,
             d.wanted,

@@ -25,6 +25,9 @@ pub struct Advisor {
     /// Also propose draining busy cards whose holders may be moved (training past
     /// `[policy] min_runtime`) to lay them out for waiting work the idle cards cannot serve.
     pub drain_plans: bool,
+    /// A time-sliced or MPS card with its replicas (or contexts) near the limit and memory at
+    /// or above this is crowded: the next allocation may run out of memory.
+    pub crowded_memory_pct: f64,
 }
 
 impl Default for Advisor {
@@ -37,6 +40,7 @@ impl Default for Advisor {
             prices: Vec::new(),
             currency: "USD".into(),
             drain_plans: false,
+            crowded_memory_pct: 90.0,
         }
     }
 }
@@ -59,6 +63,7 @@ pub(super) fn read_advisor(r: &Reader, t: &Table, a: &mut Advisor) -> Result<(),
             "idle_warn" => a.idle_warn = r.duration(&key, v)?,
             "idle_high" => a.idle_high = r.duration(&key, v)?,
             "oversized_below_pct" => a.oversized_below_pct = pct(&key, v)?,
+            "crowded_memory_pct" => a.crowded_memory_pct = pct(&key, v)?,
             "waste_min_gib" => {
                 let x = r.number(&key, v)?;
                 if x < 0.0 {
@@ -89,6 +94,7 @@ pub(super) fn read_advisor(r: &Reader, t: &Table, a: &mut Advisor) -> Result<(),
                         "currency",
                         "prices",
                         "drain_plans",
+                        "crowded_memory_pct",
                     ],
                 ));
             }
@@ -119,6 +125,9 @@ drain_plans = {drains}
 oversized_below_pct = {over:?}
 # MIG instances with at least this many GiB unused are reported as waste.
 waste_min_gib = {waste:?}
+# A time-sliced or MPS card (no memory isolation) with at most one replica free and memory at
+# or above this percentage is crowded: the next allocation may run out of memory.
+crowded_memory_pct = {crowded:?}
 # Costs: the price of one GPU-hour per GPU model (names as `tessera layouts` prints them).
 currency = "{currency}"
 # [advisor.prices]
@@ -131,5 +140,6 @@ currency = "{currency}"
         waste = d.waste_min_gib,
         currency = d.currency,
         drains = d.drain_plans,
+        crowded = d.crowded_memory_pct,
     )
 }

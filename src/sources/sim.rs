@@ -50,6 +50,12 @@ impl SimConfig {
 pub struct Sim {
     cfg: SimConfig,
     rng: Rng,
+    /// The shared cards' own stream and ids (`sim:rN`): the rest of the cluster draws exactly
+    /// as it would without them.
+    share_rng: Rng,
+    next_replica: u64,
+    /// The shared scene is laid out: replica jobs arrive from now on.
+    shared_ready: bool,
     now: DateTime<Utc>,
     nodes: Vec<Node>,
     models: Vec<CardModel>,
@@ -67,12 +73,20 @@ pub struct Sim {
 
 impl Sim {
     pub fn new(cfg: SimConfig) -> Self {
-        let (nodes, models): (Vec<Node>, Vec<CardModel>) = build::build(cfg.seed, cfg.size).into_iter().unzip();
+        let built = build::build(cfg.seed, cfg.size);
+        // Whole-card and MIG work asks for the models of unshared nodes; shared cards serve
+        // replica requests only.
+        let models: Vec<CardModel> =
+            built.iter().filter(|(n, _)| n.cards.iter().all(|c| c.sharing.unit.is_none())).map(|(_, m)| *m).collect();
+        let nodes: Vec<Node> = built.into_iter().map(|(n, _)| n).collect();
         let node_index = nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
         let mut sim = Self {
             node_index,
             reschedule: true,
             rng: Rng::new(cfg.seed),
+            share_rng: Rng::new(cfg.seed ^ 0x5a4e_d0c5),
+            next_replica: 1,
+            shared_ready: false,
             now: cfg.start - WARMUP,
             nodes,
             models,

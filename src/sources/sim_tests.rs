@@ -37,9 +37,9 @@ fn the_default_fleet_is_realistic() {
     let mut sim = Sim::new(SimConfig::new(1, start()));
     let p = sim.snapshot();
     assert!(p.simulated);
-    assert_eq!(p.nodes.len(), 4);
+    assert_eq!(p.nodes.len(), 7, "four MIG and whole-card nodes, three shared ones");
     let cards: Vec<_> = p.nodes.iter().flat_map(|n| &n.cards).collect();
-    assert_eq!(cards.len(), 32);
+    assert_eq!(cards.len(), 42);
     assert!(cards.iter().any(|c| c.mig.enabled) && cards.iter().any(|c| !c.mig.enabled));
     for model in ["A100-80GB", "H100-80GB", "H200-141GB"] {
         assert!(cards.iter().any(|c| c.gpu_model().is_some_and(|m| m.name == model)), "{model}");
@@ -53,6 +53,16 @@ fn the_default_fleet_is_realistic() {
                 p.nodes.iter().find(|n| n.name == r.node).and_then(|n| n.cards.iter().find(|c| c.index == r.index));
             assert!(card.is_some_and(|c| c.holders().any(|h| h == w.id)), "{} on {r}", w.id);
         }
+    }
+    // Every sharing mode shows, each shared card within its replicas, its contexts its holders.
+    use crate::model::SharingMode;
+    let modes: std::collections::BTreeSet<_> = cards.iter().filter_map(|c| c.sharing_mode()).collect();
+    assert_eq!(modes.len(), 4, "{modes:?}");
+    for c in cards.iter().filter(|c| c.sharing_mode().is_some_and(SharingMode::unisolated)) {
+        let (used, replicas) = (c.sharing.replicas_used.unwrap_or(99), c.sharing.replicas.unwrap_or(0));
+        assert!(used <= replicas && used as usize == c.workloads.len(), "{c:?}");
+        assert_eq!(c.sharing.contexts, Some(used));
+        assert!(c.memory_used_mib <= c.memory_total_mib);
     }
     // MIG cards report no whole-card utilisation; instances do.
     for c in cards.iter().filter(|c| c.mig.enabled) {

@@ -1,6 +1,6 @@
 //! The simulated cluster's hardware: nodes, cards and their MIG layouts.
 
-use crate::model::{Card, ComputeMode, MigState, Node};
+use crate::model::{Card, ComputeMode, MigState, Node, ShareUnit, Sharing, SharingMode};
 
 use super::rng::{Rng, mix};
 
@@ -44,12 +44,52 @@ pub const H200: CardModel = CardModel {
     layouts: &["1g.18gb,1g.18gb,1g.18gb,1g.18gb,1g.18gb,1g.18gb,1g.18gb", "3g.71gb@0,2g.35gb@4,1g.18gb@6"],
 };
 
+/// An L4 (no MIG), the card inference fleets time-slice.
+pub const L4: CardModel =
+    CardModel { nvml_name: "NVIDIA L4", short: "l4", memory_mib: 23034, tdp_w: 72.0, layouts: &[] };
+
+/// An A30: MIG-capable, here time-sliced between two small services (MIG would isolate them).
+pub const A30: CardModel = CardModel {
+    nvml_name: "NVIDIA A30",
+    short: "a30",
+    memory_mib: 24576,
+    tdp_w: 165.0,
+    layouts: &["2g.12gb@0,1g.6gb@2,1g.6gb@3"],
+};
+
+/// Shared nodes of the default fleet: (node name, model, cards, mode, replicas per card).
+/// Time-slicing and MPS are per node, as the device plugin configures them.
+const SHARED: &[(&str, CardModel, u32, SharingMode, u32)] = &[
+    ("gpu-l4-01", L4, 8, SharingMode::TimeSliced, 4),
+    ("gpu-l4-02", L4, 1, SharingMode::Mps, 2),
+    ("gpu-a30-01", A30, 1, SharingMode::TimeSliced, 2),
+];
+
+/// The sharing a simulated device plugin configures: replicas per card, MPS limits of
+/// 1/replicas of memory and threads (as the device plugin's MPS daemon sets them).
+fn sharing(mode: SharingMode, replicas: u32, memory_mib: u64) -> Sharing {
+    let mps = mode == SharingMode::Mps;
+    Sharing {
+        mode: Some(mode),
+        replicas: Some(replicas),
+        unit: Some(ShareUnit::Replica),
+        replicas_used: Some(0),
+        contexts: Some(0),
+        mps_server: mps.then_some(true),
+        mps_memory_limit_mib: mps.then(|| memory_mib / u64::from(replicas)),
+        mps_thread_pct: mps.then(|| 100 / replicas),
+        origin: Some(format!("simulated device plugin: {} x{replicas}", mode.as_str())),
+    }
+}
+
 /// The default fleet: four 8-card nodes, with MIG cards of mixed layouts on three of them.
 /// Each entry is (node name, model, number of MIG cards at the low indexes).
 const DEFAULT: &[(&str, CardModel, usize)] =
     &[("gpu-a100-01", A100, 4), ("gpu-h100-01", H100, 2), ("gpu-h100-02", H100, 0), ("gpu-h200-01", H200, 2)];
 
 /// Build the nodes: the default fleet, or `nodes × gpus` cycling through the models.
+/// The shared nodes come after the others (default fleet only), so `--demo-size` fleets and
+/// the first nodes stay as they were.
 pub fn build(seed: u64, size: Option<(u32, u32)>) -> Vec<(Node, CardModel)> {
     let mut rng = Rng::new(seed ^ 0xf1ee7);
     let plan: Vec<(String, CardModel, usize, u32)> = match size {
@@ -77,6 +117,24 @@ pub fn build(seed: u64, size: Option<(u32, u32)>) -> Vec<(Node, CardModel)> {
                 .collect();
             (Node { name, schedulable: true, reason: None, cards, capacity: Vec::new(), sources: Vec::new() }, model)
         })
+        .chain(SHARED.iter().filter(|_| size.is_none()).map(|&(name, model, gpus, mode, replicas)| {
+            let cards = (0..gpus)
+                .map(|index| {
+                    let mut c = card(name, index, model, None);
+                    c.sharing = sharing(mode, replicas, model.memory_mib);
+                    c
+                })
+                .collect();
+            let node = Node {
+                name: name.into(),
+                schedulable: true,
+                reason: None,
+                cards,
+                capacity: Vec::new(),
+                sources: Vec::new(),
+            };
+            (node, model)
+        }))
         .collect()
 }
 
@@ -97,6 +155,8 @@ fn card(node: &str, index: u32, model: CardModel, layout: Option<&str>) -> Card 
         memory_total_mib: Some(model.memory_mib),
         power_limit_w: Some(model.tdp_w),
         compute_mode: Some(ComputeMode::Default),
+        // The simulated scheduler hands unshared cards out whole.
+        sharing: Sharing { mode: Some(SharingMode::Exclusive), ..Sharing::default() },
         ..Card::default()
     };
     if let Some(text) = layout {
@@ -116,7 +176,7 @@ mod tests {
 
     #[test]
     fn every_sim_layout_parses() {
-        for m in [A100, H100, H200] {
+        for m in [A100, H100, H200, A30] {
             for l in m.layouts {
                 let st = mig_state(m.nvml_name, l);
                 assert!(st.enabled && !st.instances.is_empty(), "{} {l}", m.nvml_name);
@@ -130,7 +190,15 @@ mod tests {
         assert_eq!(nodes.len(), 6);
         assert!(nodes.iter().all(|(n, _)| n.cards.len() == 4));
         let default = build(1, None);
-        assert_eq!(default.iter().map(|(n, _)| n.cards.len()).sum::<usize>(), 32);
+        assert_eq!(default.iter().map(|(n, _)| n.cards.len()).sum::<usize>(), 42, "32 + 10 shared");
+        let shared: Vec<String> = default
+            .iter()
+            .flat_map(|(n, _)| &n.cards)
+            .map(|c| c.sharing_text(false))
+            .filter(|t| t != "excl" && t != "MIG")
+            .collect();
+        assert_eq!(shared.len(), 10);
+        assert!(shared.iter().all(|t| t.ends_with(" 0/4") || t.ends_with(" 0/2")), "{shared:?}");
         let names: std::collections::BTreeSet<_> = nodes.iter().map(|(n, _)| n.name.clone()).collect();
         assert_eq!(names.len(), 6, "node names are unique");
     }

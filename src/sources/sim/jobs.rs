@@ -41,6 +41,10 @@ const CHECKPOINT_EVERY_MIN: i64 = 30;
 /// Pending work is withdrawn after waiting this many hours.
 const GIVE_UP_H: i64 = 6;
 const CHECKPOINT_MIN: i64 = 2;
+/// Pseudo GPU instance ids from here mark replicas taken in one scheduling round.
+const SHARE_BASE: u32 = 1 << 20;
+/// One tick in hours.
+const TICK_H: f64 = super::TICK.as_secs_f64() / 3600.0;
 
 impl Job {
     pub fn utilization(&self, now: DateTime<Utc>) -> f64 {
@@ -65,8 +69,20 @@ impl Job {
 
 /// Where a pending job could start.
 pub(super) enum Spot {
-    Whole { node: usize, cards: Vec<usize> },
-    Mig { node: usize, card: usize, gi: u32 },
+    Whole {
+        node: usize,
+        cards: Vec<usize>,
+    },
+    Mig {
+        node: usize,
+        card: usize,
+        gi: u32,
+    },
+    /// One replica of a time-sliced or MPS card.
+    Share {
+        node: usize,
+        card: usize,
+    },
 }
 
 impl Sim {
@@ -118,7 +134,10 @@ impl Sim {
             }
             // Whole cards: training jobs in chunks of 1, 2 or 4; one card held by an idle notebook.
             let mut free: Vec<usize> = (0..self.nodes[ni].cards.len())
-                .filter(|&c| !self.nodes[ni].cards[c].mig.enabled && !self.nodes[ni].cards[c].draining)
+                .filter(|&c| {
+                    let card = &self.nodes[ni].cards[c];
+                    !card.mig.enabled && !card.draining && card.sharing.unit.is_none()
+                })
                 .collect();
             if !light && free.len() >= 4 && free.len() < 8 {
                 light = self.light_service(ni, &mut free);
@@ -151,7 +170,8 @@ impl Sim {
             }
         }
         // Work that arrived while the cluster was full: a queue from the first frame.
-        let waiting = (self.nodes.iter().map(|n| n.cards.len()).sum::<usize>() / 6).max(2);
+        let unshared = self.nodes.iter().flat_map(|n| &n.cards).filter(|c| c.sharing.unit.is_none()).count();
+        let waiting = (unshared / 6).max(2);
         for i in 0..waiting {
             let mut job = match i % 3 {
                 0 => {
@@ -174,6 +194,7 @@ impl Sim {
         }
         self.failing_card();
         self.big_inference();
+        self.shared_scene();
     }
 
     pub(super) fn new_job(
@@ -234,6 +255,14 @@ impl Sim {
                 job.gi = Some(*gi);
                 let alloc =
                     c.mig.instances.iter().find(|i| i.gi_id == *gi).and_then(|i| i.memory_total_mib).unwrap_or(0);
+                (*node, vec![CardRef::new(n.name.clone(), c.index)], alloc)
+            }
+            Spot::Share { node, card } => {
+                let n = &self.nodes[*node];
+                let c = &n.cards[*card];
+                // Time-slicing isolates no memory: a replica can reach the whole card. MPS
+                // limits each client to its share.
+                let alloc = c.sharing.mps_memory_limit_mib.or(c.memory_total_mib).unwrap_or(0);
                 (*node, vec![CardRef::new(n.name.clone(), c.index)], alloc)
             }
         };
@@ -308,7 +337,9 @@ impl Sim {
 
     fn arrivals(&mut self) -> bool {
         let before = self.jobs.len();
-        let scale = self.cfg.arrival_scale * (self.nodes.iter().map(|n| n.cards.len()).sum::<usize>() as f64 / 32.0);
+        // Whole-card and MIG arrivals scale with the unshared cards (32 in the default fleet).
+        let unshared = self.nodes.iter().flat_map(|n| &n.cards).filter(|c| c.sharing.unit.is_none()).count();
+        let scale = self.cfg.arrival_scale * (unshared as f64 / 32.0);
         let per_tick = super::TICK.as_secs_f64() / 3600.0 * scale;
         // About 2.5 training jobs an hour at ~2.7 GPUs for ~3 h: near, not over, capacity.
         if self.rng.chance(2.5 * per_tick) {
@@ -328,6 +359,12 @@ impl Sim {
         }
         if self.rng.chance(0.5 * per_tick) {
             let job = self.new_job(WorkloadKind::Other, None, 1, None);
+            self.jobs.push(job);
+        }
+        // Small services asking for a replica of a shared card, where there are shared cards.
+        let shared_scale = self.cfg.arrival_scale * TICK_H;
+        if self.shared_ready && self.share_rng.chance(1.5 * shared_scale) {
+            let job = self.replica_job(WorkloadKind::Inference);
             self.jobs.push(job);
         }
         self.jobs.len() != before
@@ -374,7 +411,10 @@ impl Sim {
         let mut taken: HashSet<(usize, usize, Option<u32>)> = HashSet::new();
         for i in order {
             let w = &self.jobs[i].w;
-            let key = format!("{:?}/{:?}/{:?}", w.request.mig_profile, w.request.gpus, w.request.model);
+            let key = format!(
+                "{:?}/{:?}/{:?}/{:?}",
+                w.request.mig_profile, w.request.gpus, w.request.model, w.request.shares
+            );
             if blocked.contains(&key) {
                 // Something ahead of it waits for the same thing.
                 self.jobs[i].w.reason = Some("Priority".into());
@@ -388,6 +428,11 @@ impl Sim {
                         }),
                         Spot::Mig { node, card, gi } => {
                             taken.insert((*node, *card, Some(*gi)));
+                        }
+                        // A replica each: the k-th start on a card takes pseudo-instance k.
+                        Spot::Share { node, card } => {
+                            let k = (0..).find(|k| !taken.contains(&(*node, *card, Some(SHARE_BASE + k)))).unwrap_or(0);
+                            taken.insert((*node, *card, Some(SHARE_BASE + k)));
                         }
                     }
                     starts.push((i, spot));
@@ -408,6 +453,7 @@ impl Sim {
     fn card_free(&self, node: usize, card: usize, taken: &HashSet<(usize, usize, Option<u32>)>) -> bool {
         let c = &self.nodes[node].cards[card];
         self.nodes[node].schedulable
+            && c.sharing.replicas.is_none()
             && !c.draining
             && c.health.fault().is_none()
             && !c.mig.enabled
@@ -419,6 +465,20 @@ impl Sim {
         let want_model = w.request.model.as_deref().and_then(crate::model::mig::lookup).map(|m| m.name.as_str());
         for (ni, n) in self.nodes.iter().enumerate() {
             if !n.schedulable {
+                continue;
+            }
+            if w.request.shares.is_some() {
+                // The first card with a replica free (in use, or started this round).
+                let free = n.cards.iter().enumerate().find(|(ci, c)| {
+                    let starting = taken.iter().filter(|t| t.0 == ni && t.1 == *ci && t.2 >= Some(SHARE_BASE)).count();
+                    !c.draining
+                        && !c.mig.enabled
+                        && c.health.fault().is_none()
+                        && c.sharing.replicas.is_some_and(|r| c.workloads.len() + starting < r as usize)
+                });
+                if let Some((ci, _)) = free {
+                    return Some(Spot::Share { node: ni, card: ci });
+                }
                 continue;
             }
             if let Some(profile) = &w.request.mig_profile {
@@ -447,6 +507,9 @@ impl Sim {
 
     /// The reason a scheduler would give for a job that cannot start now.
     fn why_not(&self, w: &Workload) -> String {
+        if w.request.shares.is_some() {
+            return "Resources: every replica of the shared cards is in use".into();
+        }
         if let Some(profile) = &w.request.mig_profile {
             let exists =
                 self.nodes.iter().flat_map(|n| &n.cards).any(|c| c.mig.instances.iter().any(|i| &i.profile == profile));
@@ -458,6 +521,7 @@ impl Sim {
         let want_model = w.request.model.as_deref().and_then(crate::model::mig::lookup).map(|m| m.name.as_str());
         let usable = |c: &&crate::model::Card| {
             !c.mig.enabled
+                && c.sharing.replicas.is_none()
                 && !c.draining
                 && !c.health.lost
                 && (want_model.is_none() || c.gpu_model().map(|m| m.name.as_str()) == want_model)

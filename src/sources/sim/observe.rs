@@ -30,6 +30,9 @@ impl Sim {
                 let card = CardRef::new(n.name.clone(), c.index);
                 let held: Vec<(Option<u32>, &String)> = if c.mig.enabled {
                     c.mig.instances.iter().filter_map(|i| Some((Some(i.gi_id), i.workloads.first()?))).collect()
+                } else if c.sharing.unit.is_some() {
+                    // Several holders share the card: its history is nobody's alone.
+                    Vec::new()
                 } else {
                     c.workloads.first().map(|w| (None, w)).into_iter().collect()
                 };
@@ -71,6 +74,16 @@ impl Sim {
                     }
                     // Like NVML and DCGM, no whole-card utilisation for a MIG card.
                     c.utilization_pct = None;
+                } else if c.sharing.unit.is_some() {
+                    // Time-sliced or MPS: busy whenever any replica runs (the sum, up to 100 %),
+                    // and every replica's memory on one card.
+                    let jobs: Vec<&Job> = c.workloads.iter().filter_map(|id| job(id)).collect();
+                    util = jobs.iter().map(|j| j.utilization(now)).sum::<f64>().min(100.0);
+                    used = jobs.iter().map(|j| j.mem_mib).sum();
+                    c.utilization_pct = Some(round1(util));
+                    let n = u32::try_from(c.workloads.len()).unwrap_or(u32::MAX);
+                    c.sharing.replicas_used = Some(n);
+                    c.sharing.contexts = Some(n);
                 } else {
                     let j = c.workloads.first().and_then(|id| job(id));
                     util = j.map_or(0.0, |j| j.utilization(now));

@@ -1,13 +1,14 @@
 //! Scenes the demo shows from its first minute, so that every kind of advice has a case: a
 //! light service alone on a whole card (oversized), a card with uncorrectable ECC errors under
 //! running training (unhealthy but held), and a 4-GPU inference server waiting where only
-//! preempting training would make room (a preemption candidate).
+//! preempting training would make room (a preemption candidate); and on the shared nodes,
+//! interference, crowding and a time-sliced card MIG could isolate.
 
 use chrono::Duration as Span;
 
 use super::Sim;
-use super::jobs::Spot;
-use crate::model::{CardRef, Event, Severity, WorkloadKind, WorkloadState};
+use super::jobs::{Job, Spot};
+use crate::model::{CardRef, Event, Severity, ShareUnit, Shares, Workload, WorkloadKind, WorkloadState};
 
 impl Sim {
     /// Start a steady ~10 % embedding service using ~15 % of the card's memory on the last of
@@ -61,5 +62,97 @@ impl Sim {
         job.w.submitted_at = Some(self.now - Span::minutes(40));
         self.jobs.push(job);
         self.reschedule = true;
+    }
+}
+
+impl Sim {
+    /// Cards a replica job could run on.
+    pub(super) fn shared_cards(&self) -> usize {
+        self.nodes.iter().flat_map(|n| &n.cards).filter(|c| c.sharing.replicas.is_some()).count()
+    }
+
+    /// A job asking for one replica of a shared card, drawn from the shared stream.
+    pub(super) fn replica_job(&mut self, kind: WorkloadKind) -> Job {
+        const SERVE: &[&str] = &["embed-svc", "rerank-svc", "ocr-svc", "tts-svc", "asr-svc", "moderation-svc"];
+        const TRAIN: &[&str] = &["finetune-vit-small", "lora-tune", "rl-agent-small"];
+        let id = format!("sim:r{}", self.next_replica);
+        self.next_replica += 1;
+        let r = &mut self.share_rng;
+        let team = *r.pick(&["search", "ads", "vision", "speech", "recsys"]).unwrap_or(&"ops");
+        let (base, priority, peak, milli, hours) = match kind {
+            WorkloadKind::Training => (*r.pick(TRAIN).unwrap_or(&"train"), 50, 80.0 + r.f64() * 10.0, 350, 4.0),
+            _ => (*r.pick(SERVE).unwrap_or(&"svc"), 100, 15.0 + r.f64() * 25.0, 120 + r.range(0, 100), 10.0),
+        };
+        let mut w =
+            Workload::new(id, format!("{team}/{base}-r{}", self.next_replica - 1), kind, WorkloadState::Pending);
+        w.owner = Some(team.to_string());
+        w.priority = Some(priority);
+        w.request.shares = Some(Shares { unit: ShareUnit::Replica, count: 1 });
+        w.submitted_at = Some(self.now);
+        let duration = Span::seconds((r.exp(hours).max(0.5) * 3600.0) as i64);
+        let key = r.next_u64();
+        Job {
+            w,
+            duration,
+            ends_at: self.now + duration,
+            key,
+            peak,
+            mem_mib: 0,
+            mem_milli: milli,
+            gi: None,
+            steady: false,
+        }
+    }
+
+    /// Start `job` on a replica of card `card` of node `name`, begun `ago` minutes back.
+    fn start_replica(&mut self, mut job: Job, name: &str, card: usize, mem_milli: Option<u64>, ago: i64) {
+        let Some(&node) = self.node_index.get(name) else { return };
+        if let Some(m) = mem_milli {
+            job.mem_milli = m;
+        }
+        job.w.submitted_at = Some(self.now - Span::minutes(ago + 3));
+        self.start(job, Spot::Share { node, card });
+        if let Some(j) = self.jobs.last_mut() {
+            j.w.started_at = Some(self.now - Span::minutes(ago));
+            // The scene lasts a while: at least two more hours.
+            j.ends_at = self.now + j.duration.max(Span::hours(2));
+        }
+    }
+
+    /// The shared nodes' first hour: training beside inference on a time-sliced L4 and on
+    /// the MPS card (interference), an L4 with every replica taken and memory nearly full
+    /// (crowded), two small services time-sliced on an A30 that MIG could isolate, and a
+    /// few services on the other L4s.
+    pub(super) fn shared_scene(&mut self) {
+        if self.shared_cards() == 0 {
+            return;
+        }
+        self.shared_ready = true;
+        let train = self.replica_job(WorkloadKind::Training);
+        self.start_replica(train, "gpu-l4-01", 0, None, 50);
+        for _ in 0..2 {
+            let svc = self.replica_job(WorkloadKind::Inference);
+            self.start_replica(svc, "gpu-l4-01", 0, Some(150), 90);
+        }
+        for _ in 0..4 {
+            let svc = self.replica_job(WorkloadKind::Inference);
+            self.start_replica(svc, "gpu-l4-01", 1, Some(236), 120);
+        }
+        for card in 2..8 {
+            let n = self.share_rng.range(1, 4);
+            for _ in 0..n {
+                let svc = self.replica_job(WorkloadKind::Inference);
+                self.start_replica(svc, "gpu-l4-01", card, None, 75);
+            }
+        }
+        let svc = self.replica_job(WorkloadKind::Inference);
+        self.start_replica(svc, "gpu-l4-02", 0, Some(700), 80);
+        let train = self.replica_job(WorkloadKind::Training);
+        self.start_replica(train, "gpu-l4-02", 0, Some(800), 65);
+        // 4 GB and 9 GB of a 24 GB A30: a 1g.6gb and a 2g.12gb instance would hold them.
+        for milli in [165, 370] {
+            let svc = self.replica_job(WorkloadKind::Inference);
+            self.start_replica(svc, "gpu-a30-01", 0, Some(milli), 100);
+        }
     }
 }
