@@ -12,6 +12,7 @@ mod layout;
 pub mod planner;
 mod pool;
 mod preempt;
+mod sharing;
 mod waste;
 
 use std::time::Duration;
@@ -46,6 +47,12 @@ pub enum Kind {
     LayoutPlan,
     /// A busy card to drain and repartition for waiting work (`[advisor] drain_plans`).
     DrainPlan,
+    /// Training and latency-sensitive inference on one time-sliced or MPS card.
+    Interference,
+    /// A time-sliced or MPS card near its replica limit with memory nearly full.
+    Crowded,
+    /// A MIG-capable card time-sliced between workloads that would each fit an instance.
+    UseMig,
 }
 
 impl Kind {
@@ -61,6 +68,9 @@ impl Kind {
             Self::Fragmentation => "fragmentation",
             Self::LayoutPlan => "layout plan",
             Self::DrainPlan => "drain plan",
+            Self::Interference => "interference",
+            Self::Crowded => "crowded",
+            Self::UseMig => "use MIG instead",
         }
     }
 }
@@ -222,6 +232,9 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
     idle::oversized(fleet, cx, &mut out);
     waste::mig_waste(fleet, cx, &mut out);
     health::unhealthy_held(fleet, cx, &mut out);
+    sharing::interference(fleet, &mut out);
+    sharing::crowded(fleet, cx, &mut out);
+    sharing::use_mig(fleet, &mut out);
     // What a repartition of idle cards would start is not for preemption or capacity to add;
     // what a preemption would start is not capacity to add.
     let plan = planner::plan(fleet, cx.now);
@@ -262,12 +275,17 @@ fn model_of(fleet: &Fleet, cards: &[CardRef]) -> Option<String> {
     Some(c.gpu_model().map_or_else(|| c.model.clone(), |m| m.name.clone()))
 }
 
-/// The share of whole GPUs `id` holds: one per whole card, slices over the card's for MIG.
+/// The share of whole GPUs `id` holds: one per whole card, slices over the card's for MIG,
+/// one replica's share of a time-sliced or MPS card.
 fn gpu_share(fleet: &Fleet, id: &str, cards: &[CardRef]) -> f64 {
     cards
         .iter()
         .filter_map(|r| fleet.card(r))
         .map(|c| {
+            if c.sharing_mode().is_some_and(crate::model::SharingMode::unisolated) {
+                let n = c.sharing.replicas.map_or(c.workloads.len(), |r| r as usize).max(c.workloads.len()).max(1);
+                return 1.0 / n as f64;
+            }
             if !c.mig.enabled {
                 return 1.0;
             }

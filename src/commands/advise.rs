@@ -57,6 +57,8 @@ fn table(findings: &[Finding], seen: usize, running: usize, currency: &str) -> S
     for f in findings {
         let cost = match f.cost_per_day {
             Some(c) => format!("{:.1} GPU-h/day, {c:.2} {currency}/day", f.gpu_hours_per_day),
+            // Interference and crowding are risks to what runs, not idle GPUs.
+            None if f.gpu_hours_per_day == 0.0 => "a risk, not waste: no GPU-hours counted".into(),
             None => format!("{:.1} GPU-h/day", f.gpu_hours_per_day),
         };
         out.push_str(&format!("\n[{}] {}: {}\n    {cost}\n", f.severity.as_str(), f.kind.as_str(), f.title));

@@ -37,7 +37,12 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
         let row = Line::from(vec![
             cell(x.severity.as_str(), 4, sev, a),
             cell(x.kind.as_str(), 16, theme.text(), a),
-            rcell(&format!("{:.1}", x.gpu_hours_per_day), 9, theme.text(), a),
+            rcell(
+                &if x.gpu_hours_per_day == 0.0 { "-".to_string() } else { format!("{:.1}", x.gpu_hours_per_day) },
+                9,
+                theme.text(),
+                a,
+            ),
             cell(&x.title, title_w, theme.text(), a),
         ]);
         lines.push(if i == st.selected[4] { row.patch_style(theme.selection()) } else { row });
