@@ -138,6 +138,34 @@ fn views() -> Vec<(&'static str, Setup)> {
             }),
         ),
         (
+            // Mixed modes: the shared nodes after MIG and whole cards (filter `l4 a30 h200`
+            // would need every word; the rows are scrolled to instead).
+            "fleet_sharing_modes",
+            Box::new(|st: &mut UiState, s: &Store| {
+                let at = st
+                    .rows
+                    .iter()
+                    .position(
+                        |r| matches!(r, tessera::ui::state::Row::Node(n) if s.fleet().nodes[*n].name == "gpu-h200-01"),
+                    )
+                    .unwrap_or(0);
+                st.selected[0] = at + 7;
+                st.offset[0] = at + 5;
+            }),
+        ),
+        (
+            "card_time_sliced",
+            Box::new(|st: &mut UiState, _: &Store| {
+                st.open_card = Some(CardRef::new("gpu-l4-01", 0));
+            }),
+        ),
+        (
+            "fleet_filter_shared",
+            Box::new(|st: &mut UiState, s: &Store| {
+                st.set_filter("shared".into(), s.fleet());
+            }),
+        ),
+        (
             "fleet_sorted_filtered",
             Box::new(|st: &mut UiState, s: &Store| {
                 st.set_filter("whole".into(), s.fleet());

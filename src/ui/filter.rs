@@ -3,7 +3,7 @@
 //! are listed in `TERMS` with what each means; the help overlay shows them.
 
 use crate::model::capacity::{free_units, usable};
-use crate::model::{Card, Fleet, Node, Workload};
+use crate::model::{Card, Fleet, Node, SharingMode, Workload};
 
 #[derive(Debug, Clone, PartialEq)]
 enum Term {
@@ -18,6 +18,9 @@ enum Term {
     HeldIdle,
     Unhealthy,
     Xid,
+    /// Shared this way (`excl`, `ts`, `mps`); `Shared`: time-sliced or MPS.
+    Mode(SharingMode),
+    Shared,
 }
 
 /// Every filter term and what it matches, for the help overlay and the README.
@@ -30,6 +33,8 @@ pub const TERMS: &[(&str, &str)] = &[
     ("held-idle", "held, but below 5% activity for the last 30 minutes"),
     ("health", "unhealthy: lost, XID 48/79/94/95, uncorrectable ECC"),
     ("mig whole", "MIG mode on / off"),
+    ("excl ts mps", "sharing mode: exclusive, time-sliced, MPS (workloads: on such a card)"),
+    ("shared", "time-sliced or MPS: no isolation (workloads: on one, or asking for a replica)"),
     ("draining", "no new work starts on it"),
     ("xid", "any XID seen"),
 ];
@@ -74,6 +79,10 @@ impl Filter {
                         "held-idle" | "heldidle" => Term::HeldIdle,
                         "health" | "unhealthy" => Term::Unhealthy,
                         "xid" => Term::Xid,
+                        "excl" | "exclusive" => Term::Mode(SharingMode::Exclusive),
+                        "ts" | "time-sliced" | "timesliced" => Term::Mode(SharingMode::TimeSliced),
+                        "mps" => Term::Mode(SharingMode::Mps),
+                        "shared" => Term::Shared,
                         _ => Term::Text(lw),
                     }
                 }
@@ -117,6 +126,8 @@ impl Filter {
             }
             Term::Unhealthy => card.health.fault().is_some(),
             Term::Xid => card.health.last_xid.is_some(),
+            Term::Mode(m) => card.sharing_mode() == Some(*m),
+            Term::Shared => card.sharing_mode().is_some_and(SharingMode::unisolated),
         })
     }
 
@@ -144,6 +155,10 @@ impl Filter {
             Term::Draining => on_card(&|c| c.draining),
             Term::Unhealthy => on_card(&|c| c.health.fault().is_some()),
             Term::Xid => on_card(&|c| c.health.last_xid.is_some()),
+            Term::Mode(m) => on_card(&|c| c.sharing_mode() == Some(*m)),
+            Term::Shared => {
+                w.request.shares.is_some() || on_card(&|c| c.sharing_mode().is_some_and(SharingMode::unisolated))
+            }
         })
     }
 }
@@ -168,5 +183,29 @@ mod tests {
         assert!(Filter::parse("mig 3g.40gb").matches(&fleet, &node, &card));
         assert!(!Filter::parse("util<5").matches(&fleet, &node, &card), "unknown utilisation matches no comparison");
         assert!(Filter::parse("").is_empty());
+        assert!(!Filter::parse("ts").matches(&fleet, &node, &card), "a MIG card is not time-sliced");
+    }
+
+    #[test]
+    fn a_term_for_each_sharing_mode() {
+        use crate::model::Sharing;
+        let fleet = Fleet::default();
+        let node = Node { name: "gpu-l4-01".into(), schedulable: true, ..Node::default() };
+        let card = |mode| Card {
+            model: "NVIDIA L4".into(),
+            sharing: Sharing { mode: Some(mode), ..Sharing::default() },
+            ..Card::default()
+        };
+        let cases = [
+            (SharingMode::TimeSliced, "ts", true),
+            (SharingMode::TimeSliced, "shared", true),
+            (SharingMode::TimeSliced, "mps", false),
+            (SharingMode::Mps, "mps shared", true),
+            (SharingMode::Exclusive, "excl", true),
+            (SharingMode::Exclusive, "shared", false),
+        ];
+        for (mode, words, expect) in cases {
+            assert_eq!(Filter::parse(words).matches(&fleet, &node, &card(mode)), expect, "{mode:?} {words}");
+        }
     }
 }

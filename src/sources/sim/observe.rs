@@ -89,6 +89,8 @@ impl Sim {
                     util = j.map_or(0.0, |j| j.utilization(now));
                     used = j.map_or(0, |j| j.mem_mib / j.w.cards.len().max(1) as u64);
                     c.utilization_pct = Some(round1(util));
+                    // One process per job: what NVML's compute list would show.
+                    c.sharing.contexts = Some(u32::from(j.is_some()));
                 }
                 let key = c.uuid.as_deref().map_or(0, |u| u.len() as u64 + u64::from(c.index) * 7919);
                 let tdp = c.power_limit_w.unwrap_or(400.0);

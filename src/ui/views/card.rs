@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 
 use super::fleet::card_state;
 use super::{cell, pct, rcell};
-use crate::model::{Card, CardRef, Fleet};
+use crate::model::{Card, CardRef, Fleet, SharingMode};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 use crate::ui::widgets::mig_bar::mig_bar;
@@ -77,7 +77,8 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
 
     let events: Vec<_> = fleet.events.iter().rev().filter(|e| e.card.as_ref() == Some(r)).take(8).collect();
     // The instance table comes first; sparklines and events take what a small screen spares.
-    let table_h = 4 + card.mig.instances.len() as u16 + 1 + (card.processes.len() as u16).min(8);
+    let shared_h = if card.sharing_mode().is_some() { 2 + (card.workloads.len() as u16).min(17) } else { 0 };
+    let table_h = 4 + card.mig.instances.len() as u16 + 1 + (card.processes.len() as u16).min(8) + shared_h;
     let spare = area.height.saturating_sub(table_h);
     let ev_h = (events.len() as u16 + 1).min(9).min(spare / 2);
     let spark_h = if spare.saturating_sub(ev_h) >= 4 { (area.height / 4).clamp(4, 12).min(spare - ev_h) } else { 0 };
@@ -145,14 +146,38 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
     let holders_w = w.saturating_sub(4 + 11 + 6 + 12 + 6 + 5);
     let mut out = Vec::new();
     if !card.mig.enabled {
-        let who: Vec<String> = card.workloads.iter().map(|id| describe(fleet, id)).collect();
-        out.push(Line::from(vec![
-            Span::styled(if a { "whole card - " } else { "whole card · " }, head),
-            Span::styled(
-                fit(&if who.is_empty() { idle_words(card) } else { who.join(", ") }, w.saturating_sub(13), a),
-                text,
-            ),
-        ]));
+        if let Some(line) = sharing_line(card, a) {
+            let style = if card.sharing_mode().is_some_and(SharingMode::unisolated) {
+                theme.fg(theme.c.warning)
+            } else {
+                theme.dim()
+            };
+            out.push(Line::from(Span::styled(fit(&line, w, a), style)));
+        }
+        if card.sharing_mode().is_some_and(SharingMode::unisolated) && !card.workloads.is_empty() {
+            // Everyone sharing the card, one a line: the replicas' holders.
+            out.push(Line::from(Span::styled(format!("sharing it ({}):", card.workloads.len()), head)));
+            for id in card.workloads.iter().take(16) {
+                let mem = fleet
+                    .workload(id)
+                    .and_then(|x| x.memory_used_mib)
+                    .map_or_else(String::new, |m| format!("  {:.1} GiB", m as f64 / 1024.0));
+                out.push(Line::from(Span::styled(fit(&format!("  {}{mem}", describe(fleet, id)), w, a), text)));
+            }
+            if card.workloads.len() > 16 {
+                out.push(Line::from(Span::styled(format!("  … {} more", card.workloads.len() - 16), theme.dim())));
+            }
+        } else {
+            let who: Vec<String> = card.workloads.iter().map(|id| describe(fleet, id)).collect();
+            out.push(Line::from(vec![
+                Span::styled(if a { "whole card - " } else { "whole card · " }, head),
+                Span::styled(
+                    fit(&if who.is_empty() { idle_words(card) } else { who.join(", ") }, w.saturating_sub(13), a),
+                    text,
+                ),
+            ]));
+        }
+        out.extend(process_lines(card, theme, a));
         return out;
     }
     if let Some(e) = &card.mig.error {
@@ -198,24 +223,7 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
             cell(&who, holders_w, if i.workloads.is_empty() { theme.dim() } else { text }, a),
         ]));
     }
-    if !card.processes.is_empty() {
-        out.push(Line::from(vec![
-            rcell("PID", 7, head, a),
-            cell("PROCESS", 16, head, a),
-            cell("USER", 10, head, a),
-            rcell("MEM GiB", 8, head, a),
-            cell("GI", 3, head, a),
-        ]));
-        for p in &card.processes {
-            out.push(Line::from(vec![
-                rcell(&p.pid.to_string(), 7, text, a),
-                cell(p.name.as_deref().unwrap_or("?"), 16, text, a),
-                cell(p.user.as_deref().unwrap_or("?"), 10, text, a),
-                rcell(&p.used_mib.map_or("-".into(), |m| format!("{:.1}", m as f64 / 1024.0)), 8, text, a),
-                cell(&p.gi_id.map_or("-".into(), |g| g.to_string()), 3, text, a),
-            ]));
-        }
-    }
+    out.extend(process_lines(card, theme, a));
     if let Some(free) = card.free_slice_mask().filter(|m| *m != 0) {
         let reachable = card.reachable_slices();
         let list =
@@ -228,6 +236,65 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
             text.push_str(&format!("stranded (no profile fits): {}", list(free & !reachable)));
         }
         out.push(Line::from(Span::styled(text, theme.dim())));
+    }
+    out
+}
+
+/// How the card is shared, in one line: `time-sliced ×4 · 3 of 4 replicas in use · 3 contexts
+/// · MPS limits … · from …`; `None` where nothing is known.
+fn sharing_line(card: &Card, a: bool) -> Option<String> {
+    let mode = card.sharing_mode()?;
+    let dot = if a { " - " } else { " · " };
+    let s = &card.sharing;
+    let times = if a { "x" } else { "×" };
+    let mut parts = vec![match (mode, s.replicas) {
+        (SharingMode::TimeSliced, Some(r)) => format!("time-sliced {times}{r}: no memory or fault isolation"),
+        (SharingMode::TimeSliced, None) => "time-sliced by the driver: no memory or fault isolation".into(),
+        (SharingMode::Mps, Some(r)) => format!("MPS {times}{r}: no memory protection between clients"),
+        (SharingMode::Mps, None) => "MPS: no memory protection between clients".into(),
+        (SharingMode::Exclusive, _) => "exclusive: one holder at a time".into(),
+        (SharingMode::Mig, _) => "MIG".into(),
+    }];
+    if let (Some(u), Some(r)) = (s.replicas_used, s.replicas) {
+        parts.push(format!("{u} of {r} replicas in use"));
+    } else if s.replicas.is_some() {
+        parts.push("replicas in use per card not reported".into());
+    }
+    parts.push(s.contexts.map_or_else(|| "contexts unknown".into(), |c| format!("{c} contexts")));
+    if s.mps_memory_limit_mib.is_some() || s.mps_thread_pct.is_some() {
+        let mem = s.mps_memory_limit_mib.map_or_else(|| "?".into(), |m| format!("{:.1} GiB", m as f64 / 1024.0));
+        let threads = s.mps_thread_pct.map_or_else(|| "?".into(), |t| format!("{t} %"));
+        parts.push(format!("per client: memory {mem}, threads {threads}"));
+    }
+    if let Some(o) = &s.origin {
+        parts.push(format!("from {o}"));
+    }
+    Some(parts.join(dot))
+}
+
+/// The compute processes NVML lists (MPS clients marked), where a source can see them.
+fn process_lines(card: &Card, theme: &Theme, a: bool) -> Vec<Line<'static>> {
+    let (head, text) = (theme.title(), theme.text());
+    if card.processes.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![Line::from(vec![
+        rcell("PID", 7, head, a),
+        cell("PROCESS", 16, head, a),
+        cell("USER", 10, head, a),
+        rcell("MEM GiB", 8, head, a),
+        cell("GI", 3, head, a),
+        cell("MPS", 3, head, a),
+    ])];
+    for p in &card.processes {
+        out.push(Line::from(vec![
+            rcell(&p.pid.to_string(), 7, text, a),
+            cell(p.name.as_deref().unwrap_or("?"), 16, text, a),
+            cell(p.user.as_deref().unwrap_or("?"), 10, text, a),
+            rcell(&p.used_mib.map_or("-".into(), |m| format!("{:.1}", m as f64 / 1024.0)), 8, text, a),
+            cell(&p.gi_id.map_or("-".into(), |g| g.to_string()), 3, text, a),
+            cell(if p.mps { "yes" } else { "" }, 3, text, a),
+        ]));
     }
     out
 }

@@ -23,6 +23,8 @@ pub struct Cols {
     pub mem: usize,
     pub wide: bool,
     pub holders: usize,
+    /// The sharing mode and contexts columns (wide only).
+    pub share: usize,
 }
 
 pub fn cols(width: u16, flat: bool) -> Cols {
@@ -31,12 +33,15 @@ pub fn cols(width: u16, flat: bool) -> Cols {
     let first = if flat { if wide { 16 } else { 13 } } else { 3 };
     let model = if wide { 11 } else { 9 };
     let mem = if wide { 13 } else { 11 };
-    // Fixed columns, each followed by a space: util 5, temp 4, (power 5, state 9).
-    let fixed = first + 1 + model + 1 + 5 + 1 + mem + 1 + 4 + 1 + if wide { 5 + 1 + 9 + 1 } else { 0 };
+    let share = if wide { 10 } else { 0 };
+    // Fixed columns, each followed by a space: util 5, temp 4, (share 10, ctx 3, power 5,
+    // state 9).
+    let fixed =
+        first + 1 + model + 1 + 5 + 1 + mem + 1 + 4 + 1 + if wide { share + 1 + 3 + 1 + 5 + 1 + 9 + 1 } else { 0 };
     let rest = w.saturating_sub(fixed);
     let bar = if wide { (rest * 3 / 5).clamp(16, 64) } else { rest.saturating_sub(14).clamp(8, 24) };
     let holders = rest.saturating_sub(bar + 1);
-    Cols { first, model, bar, mem, wide, holders }
+    Cols { first, model, bar, mem, wide, holders, share }
 }
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
@@ -51,10 +56,12 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         cell(if flat { "NODE/GPU" } else { "GPU" }, c.first, head, a),
         cell("MODEL", c.model, head, a),
         cell("MIG LAYOUT", c.bar, head, a),
-        rcell("UTIL", 5, head, a),
-        rcell("MEM GiB", c.mem, head, a),
-        rcell("TEMP", 4, head, a),
     ];
+    if c.wide {
+        heading.push(cell("SHARE", c.share, head, a));
+        heading.push(rcell("CTX", 3, head, a));
+    }
+    heading.extend([rcell("UTIL", 5, head, a), rcell("MEM GiB", c.mem, head, a), rcell("TEMP", 4, head, a)]);
     if c.wide {
         heading.push(rcell("POWER", 5, head, a));
         heading.push(cell("STATE", 9, head, a));
@@ -96,7 +103,15 @@ fn node_line(n: &Node, theme: &Theme, width: u16) -> Line<'static> {
         m.dedup();
         m
     };
-    let free: u32 = n.cards.iter().map(|c| free_units(n, c)).sum();
+    // Free replicas of shared cards are counted apart from cards and instances.
+    let shared = |c: &&Card| c.free_replicas().is_some();
+    let free: u32 = n.cards.iter().filter(|c| !shared(c)).map(|c| free_units(n, c)).sum();
+    let replicas: u32 = n.cards.iter().filter(shared).map(|c| free_units(n, c)).sum();
+    let free = match (n.cards.iter().any(|c| shared(&c)), n.cards.iter().all(|c| shared(&c))) {
+        (true, true) => format!("{replicas} replicas"),
+        (true, false) => format!("{free} + {replicas} replicas"),
+        _ => free.to_string(),
+    };
     let times = if theme.ascii { "x" } else { "×" };
     let mut text = format!("{arrow} {}  {} {times} {}  free {free}", n.name, n.cards.len(), models.join(", "));
     if !n.capacity.is_empty() {
@@ -159,6 +174,16 @@ fn card_line(
     ];
     spans.extend(mig_bar(card, c.bar as u16, theme, &name).spans);
     spans.push(Span::raw(" "));
+    if c.wide {
+        let mode = card.sharing_mode();
+        let style = match mode {
+            Some(m) if m.unisolated() => theme.fg(theme.c.warning),
+            None => theme.dim(),
+            _ => text,
+        };
+        spans.push(cell(&card.sharing_text(a), c.share, style, a));
+        spans.push(rcell(&card.contexts_text(), 3, text, a));
+    }
     spans.push(rcell(&util, 5, util_style, a));
     spans.push(rcell(&gib_pair(card.memory_used_mib, card.memory_total_mib), c.mem, text, a));
     spans.push(rcell(&temp, 4, temp_style, a));

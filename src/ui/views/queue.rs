@@ -14,6 +14,14 @@ use crate::ui::theme::Theme;
 
 pub fn request_text(w: &Workload) -> String {
     let mut parts = Vec::new();
+    if let Some(s) = w.request.shares {
+        let unit = match s.unit {
+            crate::model::ShareUnit::Replica if s.count == 1 => "replica".to_string(),
+            crate::model::ShareUnit::Replica => "replicas".to_string(),
+            crate::model::ShareUnit::Mps => "MPS units".to_string(),
+        };
+        parts.push(format!("{} {unit}", s.count));
+    }
     match (&w.request.mig_profile, w.request.gpus) {
         (Some(p), Some(n)) if n > 1 => parts.push(format!("{n}× MIG {p}")),
         (Some(p), _) => parts.push(format!("MIG {p}")),
@@ -106,14 +114,24 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
                 rcell(&dm.wanted.to_string(), 5, theme.text(), a),
                 rcell(&dm.free.to_string(), 5, style, a),
             ];
-            // Free in total is not free where it is needed: a multi-GPU job needs one node.
+            // Free in total is not free where it is needed: a multi-GPU job needs one node, a
+            // share one card.
+            let shared = matches!(dm.resource, crate::model::Resource::Shared { .. });
             if dm.scattered() {
-                let note =
-                    format!("  at most {} on one node; a job wants {} together", dm.largest_block, dm.largest_request);
+                let place = if shared { "card" } else { "node" };
+                let note = format!(
+                    "  at most {} on one {place}; a job wants {} together",
+                    dm.largest_block, dm.largest_request
+                );
                 row.push(Span::styled(
                     crate::ui::widgets::text::fit(&note, w.saturating_sub(44), a),
                     theme.fg(theme.c.warning),
                 ));
+            }
+            if dm.replicas > 0 && !shared && !dm.scattered() {
+                // The scheduler hands these out for GPU requests: shares, not whole cards.
+                let note = format!("  {} of them replicas of shared cards", dm.replicas);
+                row.push(Span::styled(crate::ui::widgets::text::fit(&note, w.saturating_sub(44), a), theme.dim()));
             }
             d.push(Line::from(row));
         }
