@@ -36,9 +36,21 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
 }
 
+/// One cluster at a time: two harness clusters on one host would compete for its CPUs.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl Cluster {
     fn start(dir: &Path) -> Self {
-        let out = Command::new("bash")
+        Self::start_with(dir, None)
+    }
+
+    /// A cluster whose node has `gres` (`TESSERA_SLURM_GRES`) instead of the default.
+    fn start_with(dir: &Path, gres: Option<&str>) -> Self {
+        let mut cmd = Command::new("bash");
+        if let Some(g) = gres {
+            cmd.env("TESSERA_SLURM_GRES", g);
+        }
+        let out = cmd
             .arg(harness())
             .arg("start")
             .arg(dir)
@@ -132,6 +144,7 @@ fn real_slurm_queue_and_actions() {
             return;
         }
     }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = std::env::temp_dir().join(format!("tessera-slurm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let c = Cluster::start(&dir);
@@ -231,6 +244,72 @@ fn real_slurm_queue_and_actions() {
     let records: Vec<Value> = audit.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let kinds: Vec<&str> = records.iter().filter_map(|r| r["record"].as_str()).collect();
     assert_eq!(kinds, ["intent", "outcome", "intent", "outcome", "refused", "refused", "intent", "outcome"]);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn real_slurm_shards_count_per_card_and_for_the_queue() {
+    for p in ["slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "scontrol", "scancel"] {
+        if !on_path(p) {
+            assert!(std::env::var("TESSERA_REQUIRE_SERVICES").as_deref() != Ok("1"), "{p} is required here");
+            println!("SKIPPED: real_slurm_shards_count_per_card_and_for_the_queue needs {p}");
+            return;
+        }
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = std::env::temp_dir().join(format!("tessera-slurm-shard-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // GresTypes=gpu,shard: four L4s, 16 shards split evenly (4 a card).
+    let c = Cluster::start_with(&dir, Some("gpu:l4:4,shard:16"));
+    let train = c.sbatch("train-small", "training", "shard:3", "sleep 600");
+    // 3 and 2 shards cannot share a card of 4: they take two cards.
+    let serve = c.sbatch("serve", "inference", "shard:2", "sleep 600");
+    let whole = c.sbatch("whole", "training", "gpu:l4:1", "sleep 600");
+    c.wait("three jobs running", |c| [&train, &serve, &whole].iter().all(|id| c.job_state(id) == "RUNNING"));
+    // Two want a whole card's shards: one card is left with all four free.
+    let bigs = [
+        c.sbatch("big-1", "inference", "shard:4", "sleep 600"),
+        c.sbatch("big-2", "inference", "shard:4", "sleep 600"),
+    ];
+    let why = |c: &Cluster, id: &str| c.output("squeue", &["-h", "-j", id, "-o", "%T %r"]).trim().to_string();
+    c.wait("the shard:4 jobs placed or waiting with a reason", |c| {
+        bigs.iter().all(|id| ["RUNNING None", "PENDING Resources", "PENDING Priority"].contains(&why(c, id).as_str()))
+    });
+    let state = dir.join("state-home");
+    let (code, out, err) = c.tessera(&["snapshot", "--slurm", "--json"], &state);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let cards: Vec<Value> = v["nodes"][0]["cards"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cards.len(), 4, "{}", v["nodes"]);
+    for card in &cards {
+        assert_eq!(card["sharing_mode"], "time_sliced", "{card}");
+        assert_eq!(card["sharing"]["replicas"], 4, "{card}");
+    }
+    // Shards in use per card, from the jobs (gres_used counts GPUs, not shards): the card held
+    // whole has none to give, so all four count as used.
+    let used: u64 = cards.iter().filter_map(|c| c["sharing"]["replicas_used"].as_u64()).sum();
+    let running = bigs.iter().filter(|id| c.job_state(id) == "RUNNING").count() as u64;
+    assert_eq!(running, 1, "one card had four shards free");
+    assert_eq!(used, 3 + 2 + 4 + 4, "{cards:?}");
+    let shard = v["nodes"][0]["capacity"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["resource"]["type"] == "shared").cloned())
+        .unwrap_or_else(|| panic!("{}", v["nodes"][0]["capacity"]));
+    assert_eq!((shard["total"].as_u64(), shard["used"].as_u64()), (Some(16), Some(used)));
+    let w = |id: &str| {
+        let id = format!("slurm:{id}");
+        v["workloads"].as_array().and_then(|a| a.iter().find(|x| x["id"] == id.as_str()).cloned()).unwrap_or_default()
+    };
+    assert_eq!(w(&serve)["request"]["shares"]["count"], 2);
+    assert_eq!(w(&serve)["request"]["gpus"], Value::Null, "a shard is not a GPU");
+    // Pending shard work is counted against free shards, and no card has four free.
+    let demand = v["queue"]["demand"].as_array().cloned().unwrap_or_default();
+    let d = demand.iter().find(|d| d["resource"]["type"] == "shared").unwrap_or_else(|| panic!("{demand:?}"));
+    let pending = 2 - running;
+    assert_eq!((d["pending"].as_u64(), d["wanted"].as_u64()), (Some(pending), Some(4 * pending)), "{d}");
+    assert_eq!(d["free"].as_u64(), Some(16 - used), "{d}");
+    assert!(d["largest_block"].as_u64().is_some_and(|b| b < 4), "{d}");
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
