@@ -406,3 +406,70 @@ async fn the_context_setting_picks_the_cluster() {
     assert!(err.message.contains("staging"), "{}", err.message);
     assert!(kubernetes::client(&unknown).await.is_err());
 }
+
+/// A node from a sharing fixture (`labels` and `capacity`), renamed.
+fn shared_node(name: &str, fixture_name: &str) -> Value {
+    let f = fixture(fixture_name);
+    node(name, f["labels"].clone(), f["capacity"].clone())
+}
+
+fn gpu_pod(namespace: &str, name: &str, node: Option<&str>, resource: &str, n: u32) -> Value {
+    let status = if node.is_some() { running() } else { unschedulable() };
+    let mut p = pod("pod.gpu-limits-only.dcgm-exporter-test.json", namespace, name, node, status);
+    p["spec"]["containers"][0]["resources"]["limits"] = json!({ resource: n.to_string() });
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_slicing_and_mps_nodes_modes_capacity_and_interference() {
+    use tessera::model::capacity::Free;
+    use tessera::model::{Fleet, QueueSummary, ShareUnit};
+    let k = FakeK8s::start();
+    // The real A10G capture (one card, time-slicing x2), an MPS node (4 L4s, x2) and a T4 node
+    // sharing under the renamed resource (8 cards, x4).
+    k.put(NODES, shared_node("a10g-1", "node-labels.a10g-time-slicing-2.json"));
+    k.put(NODES, shared_node("l4-mps-1", "node-labels.mps-replicas-2.constructed.json"));
+    k.put(NODES, shared_node("t4-1", "node-labels.time-slicing-renamed.constructed.json"));
+    k.put(PODS, gpu_pod("training", "finetune", Some("a10g-1"), "nvidia.com/gpu", 1));
+    k.put(PODS, gpu_pod("serving", "chat", Some("a10g-1"), "nvidia.com/gpu", 1));
+    k.put(PODS, gpu_pod("serving", "embed-0", Some("t4-1"), "nvidia.com/gpu.shared", 1));
+    k.put(PODS, gpu_pod("serving", "embed-1", None, "nvidia.com/gpu.shared", 1));
+    k.put(PODS, gpu_pod("training", "sweep", None, "nvidia.com/gpu", 1));
+    let dir = Temp::new("k8s-sharing");
+    let p = kubernetes::collect_once(&settings(&k, &dir), Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let texts = |node: &str| -> Vec<String> {
+        let n = p.nodes.iter().find(|n| n.name == node).unwrap_or_else(|| panic!("{node}"));
+        n.cards.iter().map(|c| c.sharing_text(false)).collect()
+    };
+    assert_eq!(texts("a10g-1"), ["TS×2 2/2"], "one card: the node's replicas in use are its");
+    assert_eq!(texts("l4-mps-1"), vec!["MPS×2"; 4]);
+    assert_eq!(texts("t4-1"), vec!["TS×4"; 8], "which of 8 cards a replica is on, Kubernetes does not say");
+    assert_eq!(
+        used(&p, "t4-1", &Resource::Shared { unit: ShareUnit::Replica, model: Some("T4".into()) }),
+        Some((32, 1))
+    );
+
+    let mut fleet = Fleet { nodes: p.nodes.clone(), workloads: p.workloads.clone(), ..Fleet::default() };
+    fleet.index_workloads();
+    // Free replicas count for the queue: the renamed ones for .shared requests, the MPS node's
+    // (advertised as nvidia.com/gpu) for GPU requests.
+    let free = Free::compute(&fleet);
+    assert_eq!(free.of(&Resource::Shared { unit: ShareUnit::Replica, model: None }), 31);
+    assert_eq!(free.of(&Resource::WholeCard { model: None }), 8);
+    let q = QueueSummary::compute(&fleet, chrono::Utc::now());
+    let whole = q.demand.iter().find(|d| d.resource == Resource::WholeCard { model: None });
+    assert_eq!(whole.map(|d| (d.pending, d.free, d.replicas)), Some((1, 8, 8)), "{:?}", q.demand);
+
+    // Training beside inference on the one time-sliced card: interference there, nowhere else.
+    let cfg = tessera::config::Config::default();
+    let cx = tessera::advisor::Context::new(&cfg, chrono::Utc::now());
+    let findings = tessera::advisor::advise(&fleet, &cx);
+    let at: Vec<String> = findings
+        .iter()
+        .filter(|f| f.kind == tessera::advisor::Kind::Interference)
+        .flat_map(|f| f.cards.iter().map(ToString::to_string))
+        .collect();
+    assert_eq!(at, ["a10g-1/0"], "{findings:#?}");
+}

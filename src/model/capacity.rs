@@ -144,12 +144,15 @@ impl Free {
                             let cap =
                                 (seen_shared.get(&k) == Some(&true)).then(|| n.shared.get(&k).copied().unwrap_or(0));
                             let free = cap.map_or(c.free(), |cap| c.free().min(cap));
+                            if c.whole_requests {
+                                // Handed out under the GPU resource's name: whole-card requests
+                                // get them, requests for the renamed shared resource do not.
+                                *s.gpu_replicas.entry(k.1).or_default() += free;
+                                continue;
+                            }
                             *s.shared.entry(k.clone()).or_default() += free;
                             if let Some(&best) = n.shared_card.get(&k) {
                                 s.shared_card.insert(k.clone(), best.min(free));
-                            }
-                            if c.whole_requests {
-                                *s.gpu_replicas.entry(k.1).or_default() += free;
                             }
                         }
                     }

@@ -229,7 +229,11 @@ fn time_slicing_labels_from_a_real_a10g_node() {
     let free = Free::compute(&fleet);
     let any = Resource::WholeCard { model: None };
     assert_eq!((free.of(&any), free.replicas_of(&any)), (1, 1));
-    assert_eq!(free.of(&Resource::Shared { unit: ShareUnit::Replica, model: None }), 1);
+    assert_eq!(
+        free.of(&Resource::Shared { unit: ShareUnit::Replica, model: None }),
+        0,
+        "a pod asking for nvidia.com/gpu.shared cannot have them: they are advertised as nvidia.com/gpu"
+    );
 }
 
 #[test]

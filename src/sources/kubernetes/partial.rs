@@ -28,9 +28,38 @@ pub fn build(
     let mut workloads: Vec<_> = pod_objs.iter().filter_map(|p| pods::map(p, kinds, &classes)).collect();
     kueue::apply(&mut workloads, kueue_objs, pod_objs, kinds, &classes, positions);
     workloads.sort_by(|a, b| a.id.cmp(&b.id));
+    one_card_nodes(&mut nodes, &mut workloads);
     let note = (nodes.is_empty() && !node_objs.is_empty())
         .then(|| format!("none of {} nodes advertises an nvidia.com GPU resource", node_objs.len()));
     Partial { nodes, workloads, note, ..Partial::default() }
+}
+
+/// Kubernetes never says which card a pod got, except where a node has one card: there every
+/// bound GPU pod holds it (and, on a shared card, the node's replicas in use are the card's).
+/// Elsewhere dcgm-exporter's pod labels say which card.
+fn one_card_nodes(nodes: &mut [crate::model::Node], workloads: &mut [crate::model::Workload]) {
+    for n in nodes.iter_mut() {
+        let [card] = n.cards.as_mut_slice() else { continue };
+        if card.mig.enabled {
+            continue;
+        }
+        let r = crate::model::CardRef::new(n.name.clone(), card.index);
+        for w in workloads.iter_mut().filter(|w| w.state.is_active() && w.node.as_deref() == Some(n.name.as_str())) {
+            if w.request.mig_profile.is_none() && !w.cards.contains(&r) {
+                w.cards.push(r.clone());
+                card.add_holder(None, &w.id);
+            }
+        }
+        if card.sharing.unit.is_some() {
+            let used: u64 = n
+                .capacity
+                .iter()
+                .filter(|c| matches!(c.resource, crate::model::Resource::Shared { .. }))
+                .map(|c| c.used)
+                .sum();
+            card.sharing.replicas_used = u32::try_from(used).ok();
+        }
+    }
 }
 
 #[cfg(test)]
