@@ -334,6 +334,9 @@ fn the_demo_shows_every_kind_from_its_first_minute_at_any_hour() {
         Kind::ScaleOut,
         Kind::Fragmentation,
         Kind::LayoutPlan,
+        Kind::Interference,
+        Kind::Crowded,
+        Kind::UseMig,
     ];
     let mut missing = Vec::new();
     for hour in (0..24).step_by(3) {
