@@ -283,8 +283,11 @@ fn gpu_share(fleet: &Fleet, id: &str, cards: &[CardRef]) -> f64 {
         .filter_map(|r| fleet.card(r))
         .map(|c| {
             if c.sharing_mode().is_some_and(crate::model::SharingMode::unisolated) {
+                // Its units of the card's: a Slurm shard:2 of 4 is half; one replica each where
+                // the request does not say.
+                let mine = fleet.workload(id).and_then(|w| w.request.shares).map_or(1, |s| s.count.max(1));
                 let n = c.sharing.replicas.map_or(c.workloads.len(), |r| r as usize).max(c.workloads.len()).max(1);
-                return 1.0 / n as f64;
+                return (f64::from(mine) / n as f64).min(1.0);
             }
             if !c.mig.enabled {
                 return 1.0;

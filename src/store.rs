@@ -287,6 +287,11 @@ fn merge_card(into: &mut Card, from: &Card) {
     if into.processes.is_empty() {
         into.processes.clone_from(&from.processes);
     }
+    // Where the mode was read goes with the mode: a scheduler's label names the origin even
+    // where NVML (registered first) counted the contexts.
+    if into.sharing.mode.is_none() && from.sharing.mode.is_some() {
+        into.sharing.origin.clone_from(&from.sharing.origin);
+    }
     fill!(sharing.mode);
     fill!(sharing.replicas);
     fill!(sharing.unit);

@@ -51,6 +51,31 @@ fn cards_join_by_uuid_then_index_and_the_first_source_wins() {
 }
 
 #[test]
+fn sharing_merges_field_by_field_and_the_mode_brings_its_origin() {
+    use crate::model::{ShareUnit, Sharing, SharingMode};
+    let mut s = Store::new();
+    s.register("nvml", SourceKind::Nvml, Duration::from_secs(1));
+    s.register("k8s", SourceKind::Kubernetes, Duration::from_secs(2));
+    // NVML counts contexts; Kubernetes' labels say how the card is shared.
+    let mut n = card(0, Some("GPU-a"));
+    n.sharing = Sharing { contexts: Some(3), origin: Some("NVML process lists".into()), ..Sharing::default() };
+    s.apply(update("nvml", t(0), vec![n]), t(0));
+    let mut k = card(0, None);
+    k.sharing = Sharing {
+        mode: Some(SharingMode::TimeSliced),
+        replicas: Some(4),
+        unit: Some(ShareUnit::Replica),
+        origin: Some("label nvidia.com/gpu.sharing-strategy=time-slicing".into()),
+        ..Sharing::default()
+    };
+    s.apply(update("k8s", t(1), vec![k]), t(1));
+    let c = &s.fleet().nodes[0].cards[0];
+    assert_eq!(c.sharing_text(false), "TS×4");
+    assert_eq!(c.sharing.contexts, Some(3));
+    assert_eq!(c.sharing.origin.as_deref(), Some("label nvidia.com/gpu.sharing-strategy=time-slicing"));
+}
+
+#[test]
 fn health_moves_through_its_states() {
     let mut s = Store::new();
     s.register("nvml", SourceKind::Nvml, Duration::from_secs(2));

@@ -35,7 +35,7 @@ fn snapshot_demo_json_has_the_contract_keys() {
     assert_eq!(v["sources"][0]["state"], "live");
     let cards: Vec<&Value> =
         v["nodes"].as_array().into_iter().flatten().flat_map(|n| n["cards"].as_array().into_iter().flatten()).collect();
-    assert_eq!(cards.len(), 32);
+    assert_eq!(cards.len(), 42, "32 MIG and whole cards, 10 shared");
     for key in [
         "index",
         "uuid",
@@ -48,9 +48,13 @@ fn snapshot_demo_json_has_the_contract_keys() {
         "draining",
         "mig",
         "workloads",
+        "sharing_mode",
+        "sharing",
     ] {
         assert!(cards.iter().all(|c| c.get(key).is_some()), "card key {key}");
     }
+    let modes: std::collections::BTreeSet<&str> = cards.iter().filter_map(|c| c["sharing_mode"].as_str()).collect();
+    assert_eq!(modes.into_iter().collect::<Vec<_>>(), ["exclusive", "mig", "mps", "time_sliced"]);
     let mig: Vec<&Value> = cards.iter().copied().filter(|c| c["mig"]["enabled"] == true).collect();
     assert!(!mig.is_empty() && mig.len() < cards.len(), "MIG and whole cards");
     let inst = &mig[0]["mig"]["instances"][0];

@@ -48,6 +48,7 @@ fn check(fleet: &Fleet) -> Result<(), String> {
     let free_filter = Filter::parse("free>0");
     let idle_filter = Filter::parse("idle");
     let mut whole: BTreeMap<String, u64> = BTreeMap::new();
+    let mut replicas: u64 = 0;
     for (n, c) in fleet.cards() {
         // The oracle, written out here rather than through the code under test: a whole card
         // is free when its node takes work, it is not drained, not lost, has no fatal XID or
@@ -55,7 +56,16 @@ fn check(fleet: &Fleet) -> Result<(), String> {
         let healthy = !c.health.lost
             && !c.health.last_xid.is_some_and(|x| [48, 79, 94, 95].contains(&x))
             && c.health.ecc_volatile_uncorrected.unwrap_or(0) == 0;
-        let oracle = n.schedulable && !c.draining && healthy && c.workloads.is_empty() && c.processes.is_empty();
+        let usable = n.schedulable && !c.draining && healthy;
+        // A shared card is free while a replica is: replicas beyond the holders (one each).
+        let shared = c.sharing.replicas.map(|r| u64::from(r).saturating_sub(c.workloads.len() as u64));
+        let oracle = match shared {
+            Some(left) => usable && left > 0,
+            None => usable && c.workloads.is_empty() && c.processes.is_empty(),
+        };
+        if let Some(left) = shared.filter(|_| usable) {
+            replicas += left;
+        }
         let free = free_units(n, c) > 0;
         if !c.mig.enabled && free != oracle {
             return Err(format!("{}/{}: free_units says {free}, the rule says {oracle}", n.name, c.index));
@@ -66,13 +76,18 @@ fn check(fleet: &Fleet) -> Result<(), String> {
         if idle_filter.matches(fleet, n, c) && !(n.schedulable && !c.draining && healthy) {
             return Err(format!("{}/{}: an unusable card matches idle", n.name, c.index));
         }
-        if !c.mig.enabled && oracle {
+        // The simulator hands shared cards out by replica only.
+        if !c.mig.enabled && oracle && shared.is_none() {
             *whole.entry(model_key(&c.model)).or_default() += 1;
         }
     }
     let queue = Free::compute(fleet);
     if queue.whole != whole {
         return Err(format!("the queue counts {:?} free whole cards, the cards say {whole:?}", queue.whole));
+    }
+    let counted: u64 = queue.shared.values().sum();
+    if counted != replicas {
+        return Err(format!("the queue counts {counted} free replicas, the cards say {replicas}"));
     }
     Ok(())
 }

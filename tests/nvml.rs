@@ -204,7 +204,7 @@ fn compute_and_mps_processes_give_contexts_and_the_sharing_mode() {
     // Three compute contexts in the default compute mode: the driver time-slices them.
     assert_eq!(cards[0]["sharing_mode"], "time_sliced", "{}", cards[0]);
     assert_eq!(cards[0]["sharing"]["contexts"], 3);
-    assert_eq!(cards[0]["sharing"]["mps_server"], false);
+    assert_eq!(cards[0]["sharing"]["mps_server"], Value::Null);
     assert_eq!(cards[0]["gpu_model"], Value::Null, "an L4 has no MIG");
     // Two clients from nvmlDeviceGetMPSComputeRunningProcesses_v3.
     assert_eq!(cards[1]["sharing_mode"], "mps", "{}", cards[1]);

@@ -313,3 +313,48 @@ fn real_slurm_shards_count_per_card_and_for_the_queue() {
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn real_slurm_mps_units_per_card() {
+    for p in ["slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "scontrol", "scancel"] {
+        if !on_path(p) {
+            assert!(std::env::var("TESSERA_REQUIRE_SERVICES").as_deref() != Ok("1"), "{p} is required here");
+            println!("SKIPPED: real_slurm_mps_units_per_card needs {p}");
+            return;
+        }
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = std::env::temp_dir().join(format!("tessera-slurm-mps-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // GresTypes=gpu,mps: two L4s, 200 MPS units split evenly (100 a card).
+    let c = Cluster::start_with(&dir, Some("gpu:l4:2,mps:200"));
+    let a = c.sbatch("serve-a", "inference", "mps:50", "sleep 600");
+    let b = c.sbatch("train-b", "inference", "mps:30", "sleep 600");
+    c.wait("both running", |c| c.job_state(&a) == "RUNNING" && c.job_state(&b) == "RUNNING");
+    // 22.05 serves MPS from one GPU at a time: 40 units wanted, 20 left there, and it waits
+    // though the other GPU has all 100 free.
+    let big = c.sbatch("serve-big", "inference", "mps:40", "sleep 600");
+    let why = |c: &Cluster, id: &str| c.output("squeue", &["-h", "-j", id, "-o", "%T %r"]).trim().to_string();
+    c.wait("the mps:40 job waiting for resources", |c| why(c, &big) == "PENDING Resources");
+    let state = dir.join("state-home");
+    let (code, out, err) = c.tessera(&["snapshot", "--slurm", "--json"], &state);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let cards: Vec<Value> = v["nodes"][0]["cards"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cards.len(), 2, "{}", v["nodes"]);
+    for card in &cards {
+        assert_eq!((card["sharing_mode"].as_str(), card["sharing"]["unit"].as_str()), (Some("mps"), Some("mps")));
+        assert_eq!(card["sharing"]["replicas"], 100, "{card}");
+    }
+    // Both on one card, as Slurm placed them; the queue counts that card's 20 free, not 120.
+    let mut used: Vec<u64> = cards.iter().filter_map(|c| c["sharing"]["replicas_used"].as_u64()).collect();
+    used.sort_unstable();
+    assert_eq!(used, [0, 80], "{cards:?}");
+    let demand = v["queue"]["demand"].as_array().cloned().unwrap_or_default();
+    let d = demand.iter().find(|d| d["resource"]["unit"] == "mps").unwrap_or_else(|| panic!("{demand:?}"));
+    assert_eq!((d["wanted"].as_u64(), d["free"].as_u64()), (Some(40), Some(20)), "{d}");
+    let w = v["workloads"].as_array().and_then(|ws| ws.iter().find(|w| w["id"] == format!("slurm:{a}")).cloned());
+    assert_eq!(w.map(|w| w["request"]["shares"].clone()), Some(serde_json::json!({"unit": "mps", "count": 50})));
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -73,7 +73,9 @@ pub(super) fn oversized(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
     for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Running && w.cards.len() == 1) {
         let Some(a) = w.activity else { continue };
         let Some(card) = fleet.card(&w.cards[0]) else { continue };
-        let Some(model) = card.gpu_model().filter(|_| !card.mig.enabled) else { continue };
+        // A replica of a shared card is already a part of it (use_mig covers that case).
+        let shared = card.sharing_mode().is_some_and(crate::model::SharingMode::unisolated);
+        let Some(model) = card.gpu_model().filter(|_| !card.mig.enabled && !shared) else { continue };
         // Idle work is the held-idle rule's; a young or half-seen one is not judged.
         let judged = a.window_covered()
             && a.mean_pct.is_some_and(|m| m <= cx.advisor.oversized_below_pct)

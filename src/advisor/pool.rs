@@ -119,6 +119,13 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mu
             continue;
         }
         let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
+        // A share is a part of a card: GPU-hours count the cards the shares make up, at the
+        // replicas per card the shared cards of that kind have (unknown there: not counted).
+        let (per_gpu, place) = match &d.resource {
+            crate::model::Resource::Shared { unit, .. } => (replicas_per_card(fleet, *unit), "card"),
+            _ => (Some(1.0), "node"),
+        };
+        let gpu_hours = per_gpu.map_or(0.0, |r| short as f64 / r * 24.0);
         out.push(Finding {
             kind: Kind::ScaleOut,
             severity,
@@ -130,12 +137,12 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mu
                 minutes(oldest)
             ),
             evidence: vec![format!(
-                "{} waiting past the threshold ({}) want {wanted} units; {} free now, at most {block} on one node",
+                "{} waiting past the threshold ({}) want {wanted} units; {} free now, at most {block} on one {place}",
                 late.len(),
                 minutes(cx.queue_wait.as_secs()),
                 free.of(&d.resource)
             )],
-            gpu_hours_per_day: short as f64 * 24.0,
+            gpu_hours_per_day: gpu_hours,
             cost_per_day: None,
             suggestion: Suggestion::Words {
                 text: format!("add capacity for {short} × {} (or repartition a free card for it)", d.resource),
@@ -143,6 +150,13 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mu
             cards: Vec::new(),
         });
     }
+}
+
+/// The replicas per card of the shared cards counting in `unit`, where they all agree.
+fn replicas_per_card(fleet: &Fleet, unit: crate::model::ShareUnit) -> Option<f64> {
+    let mut seen = fleet.cards().filter(|(_, c)| c.sharing.unit == Some(unit)).filter_map(|(_, c)| c.sharing.replicas);
+    let first = seen.next()?;
+    seen.all(|r| r == first).then_some(f64::from(first.max(1)))
 }
 
 pub(super) fn fragmentation(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {

@@ -18,7 +18,9 @@ fn holders<'f>(fleet: &'f Fleet, card: &Card) -> Vec<&'f Workload> {
 fn mode_words(mode: SharingMode) -> &'static str {
     match mode {
         SharingMode::TimeSliced => "time-sliced (no memory or fault isolation)",
-        SharingMode::Mps => "MPS (no memory protection between clients: one client's fault ends them all)",
+        SharingMode::Mps => {
+            "MPS (clients share the card's memory, capped only where limits are set; a fatal fault in one can end them all)"
+        }
         SharingMode::Exclusive | SharingMode::Mig => "isolated",
     }
 }
@@ -26,13 +28,17 @@ fn mode_words(mode: SharingMode) -> &'static str {
 /// `3 of 4 replicas in use, 3 contexts`, with what is unknown said so.
 fn occupancy(card: &Card) -> String {
     let s = &card.sharing;
+    let units = card.share_unit().plural();
     let replicas = match (s.replicas_used, s.replicas) {
-        (Some(u), Some(r)) => format!("{u} of {r} replicas in use"),
-        (None, Some(r)) => format!("{r} replicas, in use per card not reported"),
+        (Some(u), Some(r)) => format!("{u} of {r} {units} in use"),
+        (None, Some(r)) => format!("{r} {units}, in use per card not reported"),
         (_, None) => "replicas not configured by a scheduler".into(),
     };
-    let contexts =
-        s.contexts.map_or_else(|| "contexts unknown (no NVML process list)".into(), |c| format!("{c} contexts"));
+    let contexts = match s.contexts {
+        None => "contexts unknown (no NVML process list)".into(),
+        Some(1) => "1 context".into(),
+        Some(c) => format!("{c} contexts"),
+    };
     format!("{replicas}, {contexts}")
 }
 
@@ -64,8 +70,8 @@ pub(super) fn interference(fleet: &Fleet, out: &mut Vec<Finding>) {
                 format!("{r} is {}: {}", mode_words(mode), occupancy(card)),
                 format!("training: {}", names(&training)),
                 format!("latency-sensitive inference: {}", names(&inference)),
-                "inference P99 latency can rise 50-200 % beside training without isolation (MIG isolates; \
-                 NVML and DCGM report no context-switch rate, so contexts are counted instead)"
+                "without isolation the inference waits behind the training's kernels and shares its memory \
+                 (MIG isolates; NVML and DCGM report no context-switch rate, so contexts are counted instead)"
                     .into(),
             ],
             gpu_hours_per_day: 0.0,
@@ -91,11 +97,13 @@ pub(super) fn crowded(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
         let mem_pct = used as f64 * 100.0 / total as f64;
         let in_use = card.sharing.replicas_used.or(card.sharing.contexts);
         let limit = card.sharing.replicas;
-        // Near the limit: at most one replica left (or, with no replicas configured, two or
-        // more contexts on one card's memory).
+        // Crowding needs neighbours: two or more holders or contexts (one job's shard:4 of 4
+        // crowds nobody). Near the limit: at most one unit left, or, with no replicas
+        // configured, two or more contexts on one card's memory.
+        let clients = card.workloads.len().max(card.sharing.contexts.unwrap_or(0) as usize);
         let (near, full) = match (in_use, limit) {
-            (Some(u), Some(l)) => (u >= 2 && u + 1 >= l, u >= l),
-            (Some(u), None) => (u >= 2, false),
+            (Some(u), Some(l)) => (clients >= 2 && u + 1 >= l, u >= l),
+            (Some(_), None) => (clients >= 2, false),
             (None, _) => (false, false),
         };
         if !near || mem_pct < cx.advisor.crowded_memory_pct {

@@ -187,3 +187,65 @@ fn use_mig_where_a_mig_card_is_time_sliced_between_workloads_that_each_fit() {
     use_mig(&fleet(&base), &mut out);
     assert!(out[0].evidence.iter().any(|e| e.contains("1g.6gb@")), "{:?}", out[0].evidence);
 }
+
+/// A time-sliced L4 ×4 held by a long-running training job and three services, with
+/// `pending` workloads waiting 40 minutes (built by `wants`).
+fn busy_shared_card(pending: &[fn(&mut Workload)]) -> Fleet {
+    let mut f = fleet(&Case {
+        model: L4,
+        mode: TS,
+        replicas: Some(4),
+        contexts: None,
+        kinds: &[T, I, I, I],
+        mem_mib: 2 * GIB,
+        used_mib: 8 * GIB,
+        total_mib: 22 * GIB,
+    });
+    for w in &mut f.workloads {
+        w.started_at = Some(now() - chrono::Duration::hours(3));
+    }
+    for (i, set) in pending.iter().enumerate() {
+        let mut w = Workload::new(format!("sim:p{i}"), format!("waiting-{i}"), I, WorkloadState::Pending);
+        w.submitted_at = Some(now() - chrono::Duration::minutes(40));
+        set(&mut w);
+        f.workloads.push(w);
+    }
+    f.index_workloads();
+    f
+}
+
+fn advise_all(f: &Fleet) -> Vec<Finding> {
+    let advisor = Advisor::default();
+    let cx = Context {
+        advisor: &advisor,
+        min_runtime: std::time::Duration::from_secs(1800),
+        queue_wait: std::time::Duration::from_secs(900),
+        scale_in_pct: 50.0,
+        now: now(),
+    };
+    super::super::advise(f, &cx)
+}
+
+#[test]
+fn a_replica_holder_is_never_preempted_to_free_a_whole_card() {
+    // Waiting inference wants a whole card; the training holds a replica of a shared one, so
+    // preempting it frees no card.
+    let f = busy_shared_card(&[|w| w.request.gpus = Some(1)]);
+    let found = advise_all(&f);
+    assert!(found.iter().all(|x| x.kind != Kind::PreemptionCandidate), "{found:#?}");
+}
+
+#[test]
+fn shares_short_count_as_their_part_of_a_card() {
+    use crate::model::{ShareUnit, Shares};
+    // Two replicas wanted, none free, 4 replicas a card: half a card a day short, not two.
+    let share = |w: &mut Workload| w.request.shares = Some(Shares { unit: ShareUnit::Replica, count: 1 });
+    let mut f = busy_shared_card(&[share, share]);
+    f.nodes[0].cards[0].sharing.unit = Some(ShareUnit::Replica);
+    let found = advise_all(&f);
+    let out = found.iter().find(|x| x.kind == Kind::ScaleOut).unwrap_or_else(|| panic!("{found:#?}"));
+    assert!((out.gpu_hours_per_day - 12.0).abs() < 1e-9, "{}", out.gpu_hours_per_day);
+    assert!(out.evidence[0].contains("on one card"), "{:?}", out.evidence);
+    // And the replica holders' share of the card in the interference finding's workloads.
+    assert!(found.iter().any(|x| x.kind == Kind::Interference));
+}

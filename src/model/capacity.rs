@@ -28,6 +28,12 @@ pub fn free_units(node: &Node, card: &Card) -> u32 {
         unheld as u32 + card.usable_free_slices().map_or(0, u16::count_ones)
     } else if let Some(free) = card.free_replicas() {
         free
+    } else if card.sharing_mode().is_some_and(super::sharing::SharingMode::unisolated)
+        && card.sharing.replicas.is_some()
+    {
+        // Replicas whose use on this card nobody reports (Kubernetes on a multi-card node):
+        // not counted free here; the scheduler's count is the node's.
+        0
     } else {
         u32::from(card.is_idle())
     }
@@ -95,6 +101,8 @@ impl Free {
             let (mut seen_whole, mut seen_mig) = (BTreeSet::<String>::new(), BTreeSet::<String>::new());
             // Shares the cards show, and whether every such card says how many are in use.
             let mut seen_shared: BTreeMap<(ShareUnit, String), bool> = BTreeMap::new();
+            // The most a usable card of each share could give: replicas on usable cards.
+            let mut shared_most: BTreeMap<(ShareUnit, String), u64> = BTreeMap::new();
             for card in &node.cards {
                 if card.mig.enabled {
                     for inst in &card.mig.instances {
@@ -106,7 +114,10 @@ impl Free {
                     continue;
                 }
                 let key = keys.entry(card.model.as_str()).or_insert_with(|| model_key(&card.model)).clone();
-                if usable(node, card) && card.is_idle() {
+                // A shared card serves replicas; only a scheduler that also hands it out whole
+                // (Slurm: an idle shard GPU is a free gpu) counts it as a whole card.
+                let shared = card.sharing.replicas.is_some() && node.capacity.is_empty();
+                if usable(node, card) && card.is_idle() && !shared {
                     *n.whole.entry(key.clone()).or_default() += 1;
                 }
                 seen_whole.insert(key.clone());
@@ -115,6 +126,9 @@ impl Free {
                     let free = card.free_replicas();
                     let known = seen_shared.entry(k.clone()).or_insert(true);
                     *known &= free.is_some();
+                    if usable(node, card) {
+                        *shared_most.entry(k.clone()).or_default() += u64::from(card.sharing.replicas.unwrap_or(0));
+                    }
                     if let Some(free) = free.filter(|_| usable(node, card)) {
                         *n.shared.entry(k.clone()).or_default() += u64::from(free);
                         let best = n.shared_card.entry(k).or_default();
@@ -140,9 +154,14 @@ impl Free {
                         }
                         Resource::Shared { unit, model } => {
                             let k = (*unit, model_of(model.as_ref()));
-                            // Capped only where every shared card says what it has in use.
-                            let cap =
-                                (seen_shared.get(&k) == Some(&true)).then(|| n.shared.get(&k).copied().unwrap_or(0));
+                            // Capped by what the cards have free where every shared card says
+                            // what it has in use, else by the replicas of the usable cards (a
+                            // dead card's replicas are never free).
+                            let cap = match seen_shared.get(&k) {
+                                Some(true) => Some(n.shared.get(&k).copied().unwrap_or(0)),
+                                Some(false) => Some(shared_most.get(&k).copied().unwrap_or(0)),
+                                None => None,
+                            };
                             let free = cap.map_or(c.free(), |cap| c.free().min(cap));
                             if c.whole_requests {
                                 // Handed out under the GPU resource's name: whole-card requests

@@ -65,6 +65,14 @@ impl ShareUnit {
             Self::Mps => "mps share",
         }
     }
+
+    /// The unit in the plural, for counts: `replicas`, `MPS units`.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Self::Replica => "replicas",
+            Self::Mps => "MPS units",
+        }
+    }
 }
 
 /// What a source says of a card's sharing. Every field is `None` where no source said.
@@ -94,10 +102,13 @@ pub struct Sharing {
 }
 
 impl Card {
-    /// The card's sharing mode: MIG when MIG is on; else what a source configured; else from
-    /// the contexts NVML sees (more than one context on a card in the default compute mode is
-    /// the driver's own time-slicing); `None` where nothing tells.
+    /// The card's sharing mode: MIG when MIG is on; else what a source configured; else an
+    /// MPS server; else from the compute mode and the contexts NVML sees (exclusive-process
+    /// allows one context; in the default mode more than one context is the driver's own
+    /// time-slicing, one is exclusive use); `None` where nothing tells (no contexts seen says
+    /// nothing about how the card would be shared).
     pub fn sharing_mode(&self) -> Option<SharingMode> {
+        use super::fleet::ComputeMode;
         if self.mig.enabled {
             return Some(SharingMode::Mig);
         }
@@ -107,11 +118,19 @@ impl Card {
         if self.sharing.mps_server == Some(true) {
             return Some(SharingMode::Mps);
         }
-        match self.sharing.contexts {
-            Some(n) if n > 1 => Some(SharingMode::TimeSliced),
-            Some(_) => Some(SharingMode::Exclusive),
-            None => None,
+        if self.compute_mode == Some(ComputeMode::ExclusiveProcess) {
+            return Some(SharingMode::Exclusive);
         }
+        match (self.sharing.contexts, self.compute_mode) {
+            (Some(n), None | Some(ComputeMode::Default)) if n > 1 => Some(SharingMode::TimeSliced),
+            (Some(1), _) => Some(SharingMode::Exclusive),
+            _ => None,
+        }
+    }
+
+    /// The unit a shared card's replicas count in (replicas unless a source says MPS units).
+    pub fn share_unit(&self) -> ShareUnit {
+        self.sharing.unit.unwrap_or(ShareUnit::Replica)
     }
 
     /// Replicas still free on a shared card (`replicas - used`), where both are known.
@@ -166,6 +185,7 @@ mod tests {
             (card(Some(Exclusive), None, None, Some(1)), "excl", None),
             (card(None, None, None, Some(3)), "TS", None),
             (card(None, None, None, Some(1)), "excl", None),
+            (card(None, None, None, Some(0)), "?", None),
             (card(None, None, None, None), "?", None),
             (card(Some(TimeSliced), Some(4), Some(6), None), "TS×4 6/4", Some(0)),
             (card(Some(Mps), Some(100), Some(50), Some(1)), "MPS×100 50/100", Some(50)),
@@ -179,5 +199,12 @@ mod tests {
         let mut mps = card(None, None, None, Some(2));
         mps.sharing.mps_server = Some(true);
         assert_eq!(mps.sharing_mode(), Some(Mps));
+        // Two contexts under exclusive-process cannot be time-slicing; one process is no proof
+        // of an exclusive configuration, but it is how the card is used.
+        let mut excl = card(None, None, None, Some(2));
+        excl.compute_mode = Some(crate::model::ComputeMode::ExclusiveProcess);
+        assert_eq!(excl.sharing_mode(), Some(Exclusive));
+        excl.compute_mode = Some(crate::model::ComputeMode::Prohibited);
+        assert_eq!(excl.sharing_mode(), None, "a drained card's contexts say nothing of sharing");
     }
 }

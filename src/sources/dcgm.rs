@@ -46,7 +46,7 @@
 //!
 //! * `vgpu` (`--kubernetes-virtual-gpus`, time-slicing or MPS under the device plugin): the
 //!   replica a pod's series is about. Distinct `vgpu` values with a pod are the replicas in use
-//!   on that card (at most 256 are kept). The exporter cannot export processes (the PID
+//!   on that card (past 256 the count is unknown). The exporter cannot export processes (the PID
 //!   fields are binary), so contexts per card come from NVML only.
 //!
 //! Output: nodes sorted by name, cards by index, instances by GPU instance id.
@@ -194,6 +194,8 @@ struct CardAcc<'a> {
     instances: Vec<InstAcc<'a>>,
     /// Distinct `vgpu` labels of series with a holder: replicas in use.
     vgpus: Vec<Cow<'a, str>>,
+    /// More distinct `vgpu` labels than are kept: the count is unknown.
+    vgpu_overflow: bool,
 }
 
 /// The most `vgpu` replicas kept per card: a hostile scrape cannot grow memory without bound.
@@ -326,6 +328,7 @@ impl<'a> Acc<'a> {
                 whole: Slots::default(),
                 instances: Vec::new(),
                 vgpus: Vec::new(),
+                vgpu_overflow: false,
             });
             same.push(cards.len() - 1);
             if l.uuid.is_none() {
@@ -345,10 +348,13 @@ impl<'a> Acc<'a> {
         fill(&mut card.pci, l.pci);
         let has_holder = l.pod.is_some() || l.exported_pod.is_some();
         if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
-            && card.vgpus.len() < MAX_VGPUS
             && !card.vgpus.contains(&v)
         {
-            card.vgpus.push(v);
+            if card.vgpus.len() < MAX_VGPUS {
+                card.vgpus.push(v);
+            } else {
+                card.vgpu_overflow = true;
+            }
         }
 
         let gi = l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok());
@@ -533,7 +539,8 @@ fn card(c: CardAcc) -> Card {
         }
     }
     if !c.vgpus.is_empty() {
-        card.sharing.replicas_used = u32::try_from(c.vgpus.len()).ok();
+        // Past the bound the count is not known: unknown, not 256.
+        card.sharing.replicas_used = u32::try_from(c.vgpus.len()).ok().filter(|_| !c.vgpu_overflow);
         card.sharing.origin = Some("dcgm-exporter vgpu labels".into());
     }
     card.model = model;

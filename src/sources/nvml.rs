@@ -68,6 +68,8 @@ pub struct Collector<'n> {
     last: BTreeMap<u32, Card>,
     /// Per card: whether the compute list could be read, and the processes (MPS clients too).
     processes: HashMap<u32, (bool, Vec<Process>)>,
+    /// The MPS control daemon's pid on this host, looked for with the processes.
+    mps_daemon: Option<u32>,
     users: HashMap<u32, String>,
     collections: u64,
     /// Whether each card supports GPM (Hopper and newer), asked once.
@@ -87,6 +89,7 @@ impl<'n> Collector<'n> {
             node: hostname(),
             last: BTreeMap::new(),
             processes: HashMap::new(),
+            mps_daemon: None,
             users,
             collections: 0,
             gpm_supported: HashMap::new(),
@@ -180,6 +183,13 @@ impl<'n> Collector<'n> {
         self.collections += 1;
         let mut events = Vec::new();
         let mut notes: Vec<String> = Vec::new();
+        if slow {
+            self.mps_daemon = procfs::find(MPS_CONTROL);
+        }
+        if let Some(pid) = self.mps_daemon {
+            // The daemon starts a server for a card when its first client connects.
+            notes.push(format!("MPS control daemon running (pid {pid})"));
+        }
         let mut cards = Vec::new();
         for index in 0..count {
             match self.nvml.device_by_index(index).and_then(|d| self.card(index, &d, slow)) {
@@ -428,6 +438,8 @@ pub(crate) fn profile_name(model: Option<&crate::model::mig::GpuModel>, g: &ffi:
 /// `Ok(None)` for what this card does not support; a lost GPU is an error for the whole card.
 /// The MPS server's process name, as the MPS control daemon starts it.
 pub const MPS_SERVER: &str = "nvidia-cuda-mps-server";
+/// The MPS control daemon (`nvidia-cuda-mps-control -d`).
+pub const MPS_CONTROL: &str = "nvidia-cuda-mps-control";
 
 /// What a card's process lists say of its sharing: CUDA contexts (every process but the MPS
 /// server, whose clients are counted instead) and whether an MPS server serves it. Unknown
@@ -440,7 +452,8 @@ fn sharing_of(processes: &[Process], readable: bool) -> crate::model::Sharing {
     let contexts = processes.iter().filter(|p| !server(p)).count();
     crate::model::Sharing {
         contexts: Some(u32::try_from(contexts).unwrap_or(u32::MAX)),
-        mps_server: Some(processes.iter().any(|p| p.mps || server(p))),
+        // Only a sighting is news: no server now says nothing of the node's configuration.
+        mps_server: processes.iter().any(|p| p.mps || server(p)).then_some(true),
         origin: Some("NVML process lists".into()),
         ..crate::model::Sharing::default()
     }
@@ -508,7 +521,7 @@ mod tests {
         assert_eq!((s.contexts, s.mps_server), (Some(2), Some(true)));
         let ts = [p(1, Some("python"), false), p(2, Some("tritonserver"), false)];
         let s = sharing_of(&ts, true);
-        assert_eq!((s.contexts, s.mps_server), (Some(2), Some(false)));
+        assert_eq!((s.contexts, s.mps_server), (Some(2), None));
         assert_eq!(sharing_of(&[], false), crate::model::Sharing::default(), "an unreadable list is unknown, not 0");
     }
 }

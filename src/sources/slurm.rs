@@ -198,7 +198,10 @@ pub async fn collect(
         .filter(|w| w.state.is_active() && w.request.shares.is_none())
         .flat_map(|w| w.cards.iter().cloned())
         .collect();
-    nodes::apply_shares(&mut nodes, &found.shares, &whole);
+    // An unreadable job, or shares no gres_detail places, leave what is in use unknown.
+    let unreadable = found.unreadable > 0;
+    let unplaced = found.unplaced.clone();
+    nodes::apply_shares(&mut nodes, &found.shares, &whole, &|n| unreadable || unplaced.iter().any(|u| u == n));
     for w in found.workloads.iter().filter(|w| w.state.is_active()) {
         for c in &w.cards {
             let card = nodes

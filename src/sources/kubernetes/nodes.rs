@@ -108,13 +108,15 @@ fn share(n: &GpuNode) -> Option<Sharing> {
         "none" => SharingMode::Exclusive,
         _ => return None,
     };
-    let shared = mode.unisolated() && replicas.is_some_and(|r| r > 1);
+    // Shared by the label; replicas 1 (or 0) means the plugin does not replicate. Missing or
+    // unreadable replicas leave the count unknown, not the card exclusive.
+    let shared = mode.unisolated() && replicas.is_none_or(|r| r > 1);
     let config = label(n, PLUGIN_CONFIG).map(|c| format!(", {PLUGIN_CONFIG}={c}")).unwrap_or_default();
     Some(Sharing {
         mode: Some(if shared { mode } else { SharingMode::Exclusive }),
         replicas: replicas.filter(|_| shared),
         unit: shared.then_some(ShareUnit::Replica),
-        mps_server: (mode == SharingMode::Mps).then(|| label(n, MPS_CAPABLE) == Some("true")),
+        mps_server: label(n, MPS_CAPABLE).filter(|_| mode == SharingMode::Mps).map(|v| v == "true"),
         mps_thread_pct: replicas.filter(|&r| shared && mode == SharingMode::Mps && r > 0).map(|r| 100 / r),
         origin: Some(format!("label {SHARING}={strategy}{config}")),
         ..Sharing::default()
@@ -134,8 +136,9 @@ fn capacity(
     let model = product.map(resources::model_name);
     let shared = share.is_some_and(|s| s.unit.is_some());
     let replica = Resource::Shared { unit: ShareUnit::Replica, model: model.clone() };
-    // (total, used, whole-card requests take these units too)
-    let mut by: BTreeMap<Resource, (u64, u64, bool)> = BTreeMap::new();
+    // (resource, whole-card requests take these units) -> (total, used): `nvidia.com/gpu` and
+    // `nvidia.com/gpu.shared` on one node stay apart.
+    let mut by: BTreeMap<(Resource, bool), (u64, u64)> = BTreeMap::new();
     for (res, qty) in list {
         let (resource, whole_requests) = match GpuResource::parse(res) {
             Some(GpuResource::Gpu) => match single_profile {
@@ -151,14 +154,13 @@ fn capacity(
         };
         let total = resources::count(qty).unwrap_or(0);
         let held = used.and_then(|u| u.get(res)).copied().unwrap_or(0);
-        let e = by.entry(resource).or_default();
+        let e = by.entry((resource, whole_requests)).or_default();
         e.0 += total;
         e.1 += held;
-        e.2 |= whole_requests;
     }
     by.into_iter()
-        .filter(|(_, (total, used, _))| *total > 0 || *used > 0)
-        .map(|(resource, (total, used, whole_requests))| Capacity { resource, total, used, whole_requests })
+        .filter(|(_, (total, used))| *total > 0 || *used > 0)
+        .map(|((resource, whole_requests), (total, used))| Capacity { resource, total, used, whole_requests })
         .collect()
 }
 

@@ -269,6 +269,28 @@ fn renamed_replicas_are_shared_capacity_not_whole_cards() {
 }
 
 #[test]
+fn a_zero_gpu_entry_beside_renamed_replicas_keeps_them_for_shared_requests() {
+    use crate::model::ShareUnit;
+    // A node switched to renameByDefault can still list nvidia.com/gpu at 0.
+    let v = json_fixture("node-labels.time-slicing-renamed.constructed.json");
+    let mut cap = v["capacity"].clone();
+    cap["nvidia.com/gpu"] = json!("0");
+    let m = mapped(&node(&v["labels"], &cap, &cap), None);
+    let rows: Vec<(bool, u64)> = m.capacity.iter().map(|c| (c.whole_requests, c.total)).collect();
+    assert_eq!(rows, vec![(false, 32)]);
+    assert_eq!(m.capacity[0].resource, Resource::Shared { unit: ShareUnit::Replica, model: Some("T4".into()) });
+}
+
+#[test]
+fn time_slicing_without_a_replica_count_is_shared_with_replicas_unknown() {
+    let labels = json!({"nvidia.com/gpu.count": "2", "nvidia.com/gpu.product": "NVIDIA-L4-SHARED",
+        "nvidia.com/gpu.sharing-strategy": "time-slicing"});
+    let m = mapped(&node(&labels, &json!({"nvidia.com/gpu": "8"}), &json!({})), None);
+    assert_eq!(m.cards[0].sharing_text(false), "TS");
+    assert_eq!(m.cards[0].sharing.mps_server, None);
+}
+
+#[test]
 fn sharing_none_is_exclusive_and_absent_labels_are_unknown() {
     let mut labels = json!({"nvidia.com/gpu.count": "2", "nvidia.com/gpu.product": "NVIDIA-L4"});
     let m = mapped(&node(&labels, &json!({"nvidia.com/gpu": "2"}), &json!({})), None);

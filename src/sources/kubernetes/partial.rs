@@ -38,13 +38,21 @@ pub fn build(
 /// bound GPU pod holds it (and, on a shared card, the node's replicas in use are the card's).
 /// Elsewhere dcgm-exporter's pod labels say which card.
 fn one_card_nodes(nodes: &mut [crate::model::Node], workloads: &mut [crate::model::Workload]) {
+    // Bound pods by node, once: not a scan of every pod per node.
+    let mut by_node: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+    for (i, w) in workloads.iter().enumerate().filter(|(_, w)| w.state.is_active()) {
+        if let Some(n) = &w.node {
+            by_node.entry(n.clone()).or_default().push(i);
+        }
+    }
     for n in nodes.iter_mut() {
         let [card] = n.cards.as_mut_slice() else { continue };
         if card.mig.enabled {
             continue;
         }
         let r = crate::model::CardRef::new(n.name.clone(), card.index);
-        for w in workloads.iter_mut().filter(|w| w.state.is_active() && w.node.as_deref() == Some(n.name.as_str())) {
+        for &i in by_node.get(&n.name).into_iter().flatten() {
+            let w = &mut workloads[i];
             if w.request.mig_profile.is_none() && !w.cards.contains(&r) {
                 w.cards.push(r.clone());
                 card.add_holder(None, &w.id);

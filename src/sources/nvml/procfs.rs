@@ -2,9 +2,43 @@
 
 use std::collections::HashMap;
 
-/// `comm` of a process, if it still exists and is visible.
+/// The kernel keeps `comm` to 15 bytes: `nvidia-cuda-mps-server` reads `nvidia-cuda-mps`.
+const COMM_MAX: usize = 15;
+
+/// A process's name: `comm`, or where the kernel cut it short, the program name from
+/// `cmdline` that it begins (so the MPS server and control daemon are told apart).
 pub fn name(pid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())?;
+    if comm.len() < COMM_MAX {
+        return Some(comm);
+    }
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok().unwrap_or_default();
+    Some(full_name(&comm, &cmdline))
+}
+
+/// The program in a `cmdline` (NUL-separated) that a cut-short `comm` begins, else `comm`.
+fn full_name(comm: &str, cmdline: &[u8]) -> String {
+    let argv0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    let base = String::from_utf8_lossy(argv0.rsplit(|&b| b == b'/').next().unwrap_or_default()).into_owned();
+    if base.starts_with(comm) && base.len() <= 64 { base } else { comm.to_string() }
+}
+
+/// The first process named `program` (as `name` reads it), scanning at most 100,000 entries
+/// of /proc.
+pub fn find(program: &str) -> Option<u32> {
+    let prefix: String = program.chars().take(COMM_MAX).collect();
+    let dir = std::fs::read_dir("/proc").ok()?;
+    for e in dir.take(100_000).flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if comm.trim() == prefix && name(pid).as_deref() == Some(program) {
+            return Some(pid);
+        }
+    }
+    None
 }
 
 /// The real uid of a process, from `/proc/PID/status`.
@@ -43,5 +77,9 @@ mod tests {
         assert_eq!(u.get(&1000).map(String::as_str), Some("alice"));
         assert_eq!(u.len(), 2);
         assert!(name(std::process::id()).is_some());
+        assert_eq!(full_name("nvidia-cuda-mps", b"/usr/bin/nvidia-cuda-mps-server\0"), "nvidia-cuda-mps-server");
+        assert_eq!(full_name("nvidia-cuda-mps", b"nvidia-cuda-mps-control\0-d\0"), "nvidia-cuda-mps-control");
+        assert_eq!(full_name("python3.11-train", b"/opt/other\0"), "python3.11-train");
+        assert_eq!(find("no-such-program-tessera"), None);
     }
 }

@@ -19,6 +19,9 @@ pub struct Jobs {
     pub without_gpu: usize,
     /// Shares of cards running jobs hold (`shard:2(IDX:0)`): card (GRES index), unit, count.
     pub shares: Vec<(CardRef, ShareUnit, u32)>,
+    /// Nodes where a running job holds shares that `gres_detail` does not place on a card:
+    /// their cards' shares in use are unknown.
+    pub unplaced: Vec<String>,
 }
 
 /// The share unit of a sharing GRES name.
@@ -35,7 +38,7 @@ pub fn share_unit(name: &str) -> Option<ShareUnit> {
 pub fn map(doc: &Value, kinds: &KindRules) -> Jobs {
     let mut out = Jobs::default();
     for job in doc.get("jobs").and_then(Value::as_array).into_iter().flatten() {
-        match workload(job, kinds, &mut out.shares) {
+        match workload(job, kinds, &mut out.shares, &mut out.unplaced) {
             Some(Some(w)) if w.request.wants_gpu() => {
                 out.workloads.push(w);
             }
@@ -48,7 +51,12 @@ pub fn map(doc: &Value, kinds: &KindRules) -> Jobs {
 }
 
 /// `None` for a job without an id; `Some(None)` for a finished job.
-fn workload(job: &Value, kinds: &KindRules, shares: &mut Vec<(CardRef, ShareUnit, u32)>) -> Option<Option<Workload>> {
+fn workload(
+    job: &Value,
+    kinds: &KindRules,
+    shares: &mut Vec<(CardRef, ShareUnit, u32)>,
+    unplaced: &mut Vec<String>,
+) -> Option<Option<Workload>> {
     let id = num(job.get("job_id"))?;
     let st = states(job.get("job_state"), None);
     let Some(state) = state_of(&st) else { return Some(None) };
@@ -75,7 +83,11 @@ fn workload(job: &Value, kinds: &KindRules, shares: &mut Vec<(CardRef, ShareUnit
     };
     let mut request = request;
     if tasks > 1 {
-        request.gpus = request.gpus.map(|g| g.saturating_mul(u32::try_from(tasks).unwrap_or(u32::MAX)));
+        let times = u32::try_from(tasks).unwrap_or(u32::MAX);
+        request.gpus = request.gpus.map(|g| g.saturating_mul(times));
+        if let Some(s) = request.shares.as_mut() {
+            s.count = s.count.saturating_mul(times);
+        }
     }
     let mut w = Workload::new(format!("slurm:{id}"), name, kind, state);
     w.owner = text(job.get("user_name")).map(str::to_string);
@@ -97,7 +109,8 @@ fn workload(job: &Value, kinds: &KindRules, shares: &mut Vec<(CardRef, ShareUnit
         let detail: Vec<&str> =
             job.get("gres_detail").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
         // gres_detail lists allocated nodes in the job's node order.
-        for (node, d) in nodes.iter().zip(detail) {
+        let placed_before = shares.len();
+        for (node, d) in nodes.iter().zip(detail.iter().copied()) {
             for g in gres::parse(d).iter().filter(|g| g.name == "gpu" && g.mig_profile().is_none()) {
                 for &i in g.indexes.iter().flatten() {
                     w.cards.push(CardRef::new(node.clone(), i));
@@ -105,16 +118,31 @@ fn workload(job: &Value, kinds: &KindRules, shares: &mut Vec<(CardRef, ShareUnit
             }
             for g in gres::parse(d) {
                 let (Some(unit), Some(idx)) = (share_unit(&g.name), g.indexes.as_ref()) else { continue };
-                // Spread over several cards (MULTIPLE_SHARING_GRES_PJ) Slurm does not say how
-                // many on each: evenly, the remainder on the first.
-                let n = u64::try_from(idx.len()).unwrap_or(1).max(1);
-                for (k, &i) in idx.iter().enumerate() {
-                    let each = g.count / n + u64::from(k == 0) * (g.count % n);
+                // Each card once, however the list repeats it.
+                let mut idx = idx.clone();
+                idx.sort_unstable();
+                idx.dedup();
+                for &i in &idx {
                     let card = CardRef::new(node.clone(), i);
                     if !w.cards.contains(&card) {
-                        w.cards.push(card.clone());
+                        w.cards.push(card);
                     }
-                    shares.push((card, unit, u32::try_from(each).unwrap_or(u32::MAX)));
+                }
+                match idx.as_slice() {
+                    [i] => {
+                        shares.push((CardRef::new(node.clone(), *i), unit, u32::try_from(g.count).unwrap_or(u32::MAX)))
+                    }
+                    // Spread over several cards (MULTIPLE_SHARING_GRES_PJ), Slurm does not say
+                    // how many on each: those cards' shares in use are unknown.
+                    _ if !unplaced.contains(node) => unplaced.push(node.clone()),
+                    _ => {}
+                }
+            }
+        }
+        if w.request.shares.is_some() && shares.len() == placed_before {
+            for n in &nodes {
+                if !unplaced.contains(n) {
+                    unplaced.push(n.clone());
                 }
             }
         }
@@ -255,5 +283,35 @@ mod tests {
         assert_eq!(j.workloads[0].state, WorkloadState::Completing);
         assert_eq!(j.workloads[1].state, WorkloadState::Unknown);
         assert_eq!(map(&json!({"jobs": 5}), &KindRules::default()).workloads.len(), 0);
+    }
+
+    #[test]
+    fn shard_requests_arrays_and_unplaced_shares() {
+        use crate::model::{ShareUnit, Shares};
+        let w = one(json!({"job_id": 3, "job_state": "PENDING", "tres_per_node": "gres:shard:2"}));
+        assert_eq!((w.request.gpus, w.request.shares), (None, Some(Shares { unit: ShareUnit::Replica, count: 2 })));
+        let w = one(json!({"job_id": 4, "job_state": "PENDING", "tres_per_node": "gres:mps:50"}));
+        assert_eq!(w.request.shares, Some(Shares { unit: ShareUnit::Mps, count: 50 }));
+        // A pending array of 4 tasks asks for every task's shards.
+        let w = one(json!({"job_id": 5, "array_job_id": 5, "job_state": "PENDING", "array_task_string": "0-3",
+            "tres_per_node": "gres:shard:1"}));
+        assert_eq!(w.request.shares.map(|s| s.count), Some(4));
+        // Running: one card, counted once however IDX repeats it; a job over two cards or with
+        // no gres_detail leaves its node's shares in use unknown.
+        let run = |detail: Value| {
+            map(
+                &json!({"jobs": [{"job_id": 6, "job_state": "RUNNING", "nodes": "n1", "tres_per_node": "gres:shard:2",
+                    "gres_detail": detail}]}),
+                &KindRules::default(),
+            )
+        };
+        let j = run(json!(["shard:2(IDX:1,1)"]));
+        assert_eq!(j.shares, vec![(CardRef::new("n1", 1), ShareUnit::Replica, 2)]);
+        assert!(j.unplaced.is_empty());
+        let j = run(json!(["shard:2(IDX:0-1)"]));
+        assert!(j.shares.is_empty());
+        assert_eq!(j.unplaced, vec!["n1".to_string()]);
+        assert_eq!(j.workloads[0].cards.len(), 2, "it holds both cards");
+        assert_eq!(run(json!([])).unplaced, vec!["n1".to_string()]);
     }
 }

@@ -122,11 +122,13 @@ fn shares(total: &[gres::Gres], cards: &mut [Card], capacity: &mut Vec<Capacity>
         if gpus == 0 || g.count == 0 {
             continue;
         }
-        let per_card = u32::try_from(g.count / gpus).unwrap_or(u32::MAX);
+        // Split evenly where it divides; otherwise gres.conf gives per-file counts that the
+        // node object does not show: replicas per card unknown.
+        let per_card = (g.count % gpus == 0).then(|| u32::try_from(g.count / gpus).unwrap_or(u32::MAX));
         for c in cards.iter_mut().filter(|c| fits(c) && c.sharing.unit.is_none()) {
             c.sharing = Sharing {
                 mode: Some(mode),
-                replicas: Some(per_card),
+                replicas: per_card,
                 unit: Some(unit),
                 replicas_used: Some(0),
                 origin: Some(format!(
@@ -153,17 +155,20 @@ pub fn apply_shares(
     nodes: &mut [Node],
     shares: &[(crate::model::CardRef, ShareUnit, u32)],
     whole: &[crate::model::CardRef],
+    unknown: &dyn Fn(&str) -> bool,
 ) {
     for n in nodes.iter_mut() {
+        let unknown_here = unknown(&n.name);
         for c in n.cards.iter_mut().filter(|c| c.sharing.unit.is_some()) {
             let r = crate::model::CardRef::new(n.name.clone(), c.index);
             let unit = c.sharing.unit;
-            let used: u32 = if whole.contains(&r) {
-                c.sharing.replicas.unwrap_or(0)
+            c.sharing.replicas_used = if whole.contains(&r) {
+                c.sharing.replicas
+            } else if unknown_here {
+                None
             } else {
-                shares.iter().filter(|(x, u, _)| *x == r && Some(*u) == unit).map(|(_, _, k)| *k).sum()
+                Some(shares.iter().filter(|(x, u, _)| *x == r && Some(*u) == unit).map(|(_, _, k)| *k).sum())
             };
-            c.sharing.replicas_used = Some(used);
         }
         for cap in n.capacity.iter_mut() {
             let Resource::Shared { unit, model } = &cap.resource else { continue };
@@ -171,9 +176,26 @@ pub fn apply_shares(
                 .cards
                 .iter()
                 .filter(|c| c.sharing.unit == Some(*unit) && model.as_ref().is_none_or(|m| &c.model == m))
-                .map(|c| u64::from(c.sharing.replicas_used.unwrap_or(0)))
+                // A card whose shares in use are unknown gives none: never counted free.
+                .map(|c| u64::from(c.sharing.replicas_used.or(c.sharing.replicas).unwrap_or(0)))
                 .sum();
             cap.used = used.min(cap.total);
+            if *unit == ShareUnit::Mps {
+                // Slurm 22.05 serves MPS from one GPU of a node at a time (seen on the real
+                // 22.05: with one GPU's units taken, a job waits while the other GPU has all of
+                // its units free). The node's free MPS units are that GPU's, or one GPU's.
+                let cards: Vec<&Card> = n.cards.iter().filter(|c| c.sharing.unit == Some(*unit)).collect();
+                let free_of = |c: &&Card| match (c.sharing.replicas, c.sharing.replicas_used) {
+                    (Some(r), Some(u)) => u64::from(r.saturating_sub(u)),
+                    _ => 0,
+                };
+                let active = cards.iter().find(|c| c.sharing.replicas_used.is_some_and(|u| u > 0));
+                let free = match active {
+                    Some(c) => free_of(c),
+                    None => cards.iter().map(free_of).max().unwrap_or(0),
+                };
+                cap.used = cap.total.saturating_sub(free).max(cap.used);
+            }
         }
     }
 }

@@ -77,7 +77,11 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
 
     let events: Vec<_> = fleet.events.iter().rev().filter(|e| e.card.as_ref() == Some(r)).take(8).collect();
     // The instance table comes first; sparklines and events take what a small screen spares.
-    let shared_h = if card.sharing_mode().is_some() { 2 + (card.workloads.len() as u16).min(17) } else { 0 };
+    let shared_h = if card.sharing_mode().is_some_and(SharingMode::unisolated) {
+        2 + (card.workloads.len() as u16).min(17)
+    } else {
+        u16::from(card.sharing_mode().is_some())
+    };
     let table_h = 4 + card.mig.instances.len() as u16 + 1 + (card.processes.len() as u16).min(8) + shared_h;
     let spare = area.height.saturating_sub(table_h);
     let ev_h = (events.len() as u16 + 1).min(9).min(spare / 2);
@@ -250,17 +254,22 @@ fn sharing_line(card: &Card, a: bool) -> Option<String> {
     let mut parts = vec![match (mode, s.replicas) {
         (SharingMode::TimeSliced, Some(r)) => format!("time-sliced {times}{r}: no memory or fault isolation"),
         (SharingMode::TimeSliced, None) => "time-sliced by the driver: no memory or fault isolation".into(),
-        (SharingMode::Mps, Some(r)) => format!("MPS {times}{r}: no memory protection between clients"),
-        (SharingMode::Mps, None) => "MPS: no memory protection between clients".into(),
+        (SharingMode::Mps, Some(r)) => format!("MPS {times}{r}: shared memory, a fatal fault can end every client"),
+        (SharingMode::Mps, None) => "MPS: shared memory, a fatal fault can end every client".into(),
         (SharingMode::Exclusive, _) => "exclusive: one holder at a time".into(),
         (SharingMode::Mig, _) => "MIG".into(),
     }];
+    let units = card.share_unit().plural();
     if let (Some(u), Some(r)) = (s.replicas_used, s.replicas) {
-        parts.push(format!("{u} of {r} replicas in use"));
+        parts.push(format!("{u} of {r} {units} in use"));
     } else if s.replicas.is_some() {
-        parts.push("replicas in use per card not reported".into());
+        parts.push(format!("{units} in use per card not reported"));
     }
-    parts.push(s.contexts.map_or_else(|| "contexts unknown".into(), |c| format!("{c} contexts")));
+    parts.push(match s.contexts {
+        None => "contexts unknown".into(),
+        Some(1) => "1 context".into(),
+        Some(c) => format!("{c} contexts"),
+    });
     if s.mps_memory_limit_mib.is_some() || s.mps_thread_pct.is_some() {
         let mem = s.mps_memory_limit_mib.map_or_else(|| "?".into(), |m| format!("{:.1} GiB", m as f64 / 1024.0));
         let threads = s.mps_thread_pct.map_or_else(|| "?".into(), |t| format!("{t} %"));

@@ -33,8 +33,8 @@ pub fn cols(width: u16, flat: bool) -> Cols {
     let first = if flat { if wide { 16 } else { 13 } } else { 3 };
     let model = if wide { 11 } else { 9 };
     let mem = if wide { 13 } else { 11 };
-    let share = if wide { 10 } else { 0 };
-    // Fixed columns, each followed by a space: util 5, temp 4, (share 10, ctx 3, power 5,
+    let share = if wide { 13 } else { 0 };
+    // Fixed columns, each followed by a space: util 5, temp 4, (share 13, ctx 3, power 5,
     // state 9).
     let fixed =
         first + 1 + model + 1 + 5 + 1 + mem + 1 + 4 + 1 + if wide { share + 1 + 3 + 1 + 5 + 1 + 9 + 1 } else { 0 };
@@ -107,11 +107,16 @@ fn node_line(n: &Node, theme: &Theme, width: u16) -> Line<'static> {
     let shared = |c: &&Card| c.free_replicas().is_some();
     let free: u32 = n.cards.iter().filter(|c| !shared(c)).map(|c| free_units(n, c)).sum();
     let replicas: u32 = n.cards.iter().filter(shared).map(|c| free_units(n, c)).sum();
-    let free = match (n.cards.iter().any(|c| shared(&c)), n.cards.iter().all(|c| shared(&c))) {
-        (true, true) => format!("{replicas} replicas"),
-        (true, false) => format!("{free} + {replicas} replicas"),
+    let units = n.cards.iter().find(|c| shared(c)).map_or("replicas", |c| c.share_unit().plural());
+    let mut free = match (n.cards.iter().any(|c| shared(&c)), n.cards.iter().all(|c| shared(&c))) {
+        (true, true) => format!("{replicas} {units}"),
+        (true, false) => format!("{free} + {replicas} {units}"),
         _ => free.to_string(),
     };
+    if n.cards.iter().any(|c| c.sharing.replicas.is_some() && c.free_replicas().is_none()) {
+        // Kubernetes counts replicas per node, not per card: the scheduler's count follows.
+        free.push_str(" (replicas per card unknown)");
+    }
     let times = if theme.ascii { "x" } else { "×" };
     let mut text = format!("{arrow} {}  {} {times} {}  free {free}", n.name, n.cards.len(), models.join(", "));
     if !n.capacity.is_empty() {
