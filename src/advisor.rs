@@ -275,19 +275,35 @@ fn model_of(fleet: &Fleet, cards: &[CardRef]) -> Option<String> {
     Some(c.gpu_model().map_or_else(|| c.model.clone(), |m| m.name.clone()))
 }
 
+/// Whether `w` holds `card` as a share of it rather than whole: the card is time-sliced or MPS
+/// and `w` asked for shares, or others hold it too, or its scheduler hands the card's replicas
+/// out for GPU requests (the device plugin without `renameByDefault`). A Slurm job holding a
+/// shard-capable GPU as `--gres=gpu` holds it whole.
+pub(crate) fn holds_share(fleet: &Fleet, w: &crate::model::Workload, r: &CardRef) -> bool {
+    let Some(c) = fleet.card(r) else { return false };
+    if !c.sharing_mode().is_some_and(crate::model::SharingMode::unisolated) {
+        return false;
+    }
+    let replicas_for_gpus =
+        fleet.nodes.iter().find(|n| n.name == r.node).is_some_and(|n| n.capacity.iter().any(|x| x.whole_requests));
+    w.request.shares.is_some() || c.holders().any(|h| h != w.id) || replicas_for_gpus
+}
+
 /// The share of whole GPUs `id` holds: one per whole card, slices over the card's for MIG,
-/// one replica's share of a time-sliced or MPS card.
+/// its units of a time-sliced or MPS card it holds a share of.
 fn gpu_share(fleet: &Fleet, id: &str, cards: &[CardRef]) -> f64 {
+    let w = fleet.workload(id);
     cards
         .iter()
-        .filter_map(|r| fleet.card(r))
-        .map(|c| {
-            if c.sharing_mode().is_some_and(crate::model::SharingMode::unisolated) {
-                // Its units of the card's: a Slurm shard:2 of 4 is half; one replica each where
-                // the request does not say.
-                let mine = fleet.workload(id).and_then(|w| w.request.shares).map_or(1, |s| s.count.max(1));
+        .filter_map(|r| Some((r, fleet.card(r)?)))
+        .map(|(r, c)| {
+            if let Some(w) = w.filter(|w| holds_share(fleet, w, r)) {
+                // Its units over the card's: a Slurm shard:2 of 4 is half, a pod's two replicas
+                // of four as much; spread over several cards, each its part.
+                let mine = w.request.shares.map(|s| s.count).or(w.request.gpus).unwrap_or(1).max(1);
+                let spread = w.cards.len().max(1) as f64;
                 let n = c.sharing.replicas.map_or(c.workloads.len(), |r| r as usize).max(c.workloads.len()).max(1);
-                return (f64::from(mine) / n as f64).min(1.0);
+                return (f64::from(mine) / spread / n as f64).min(1.0);
             }
             if !c.mig.enabled {
                 return 1.0;

@@ -73,8 +73,9 @@ pub(super) fn oversized(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
     for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Running && w.cards.len() == 1) {
         let Some(a) = w.activity else { continue };
         let Some(card) = fleet.card(&w.cards[0]) else { continue };
-        // A replica of a shared card is already a part of it (use_mig covers that case).
-        let shared = card.sharing_mode().is_some_and(crate::model::SharingMode::unisolated);
+        // A replica of a shared card is already a part of it (use_mig covers that case); a
+        // shard-capable GPU held whole is judged like any whole card.
+        let shared = super::holds_share(fleet, w, &w.cards[0]);
         let Some(model) = card.gpu_model().filter(|_| !card.mig.enabled && !shared) else { continue };
         // Idle work is the held-idle rule's; a young or half-seen one is not judged.
         let judged = a.window_covered()

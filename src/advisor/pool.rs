@@ -122,7 +122,9 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mu
         // A share is a part of a card: GPU-hours count the cards the shares make up, at the
         // replicas per card the shared cards of that kind have (unknown there: not counted).
         let (per_gpu, place) = match &d.resource {
-            crate::model::Resource::Shared { unit, .. } => (replicas_per_card(fleet, *unit), "card"),
+            crate::model::Resource::Shared { unit, model } => {
+                (replicas_per_card(fleet, *unit, model.as_deref()), "card (node, where cards are not told apart)")
+            }
             _ => (Some(1.0), "node"),
         };
         let gpu_hours = per_gpu.map_or(0.0, |r| short as f64 / r * 24.0);
@@ -152,9 +154,14 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mu
     }
 }
 
-/// The replicas per card of the shared cards counting in `unit`, where they all agree.
-fn replicas_per_card(fleet: &Fleet, unit: crate::model::ShareUnit) -> Option<f64> {
-    let mut seen = fleet.cards().filter(|(_, c)| c.sharing.unit == Some(unit)).filter_map(|(_, c)| c.sharing.replicas);
+/// The replicas per card of the shared cards counting in `unit` (of `model`, where named),
+/// where they all agree.
+fn replicas_per_card(fleet: &Fleet, unit: crate::model::ShareUnit, model: Option<&str>) -> Option<f64> {
+    let mut seen = fleet
+        .cards()
+        .filter(|(_, c)| c.sharing.unit == Some(unit))
+        .filter(|(_, c)| model.is_none_or(|m| crate::model::capacity::model_key(&c.model) == m))
+        .filter_map(|(_, c)| c.sharing.replicas);
     let first = seen.next()?;
     seen.all(|r| r == first).then_some(f64::from(first.max(1)))
 }

@@ -28,8 +28,8 @@ fn frees(fleet: &Fleet, t: &Workload, res: &Resource) -> u64 {
             }
             Resource::WholeCard { model } => {
                 let fits = model.as_deref().is_none_or(|m| model_key(&c.model) == m);
-                // Only a card it holds alone, and not a replica of a shared one, comes free.
-                let alone = c.holders().all(|h| h == t.id) && c.sharing.replicas.is_none();
+                // Only a card it holds alone, and not as a replica of a shared one, comes free.
+                let alone = c.holders().all(|h| h == t.id) && !super::holds_share(fleet, t, r);
                 u64::from(!c.mig.enabled && fits && alone)
             }
             // Which replicas a holder of a shared card uses is not known per holder.

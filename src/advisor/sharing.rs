@@ -70,9 +70,15 @@ pub(super) fn interference(fleet: &Fleet, out: &mut Vec<Finding>) {
                 format!("{r} is {}: {}", mode_words(mode), occupancy(card)),
                 format!("training: {}", names(&training)),
                 format!("latency-sensitive inference: {}", names(&inference)),
-                "without isolation the inference waits behind the training's kernels and shares its memory \
-                 (MIG isolates; NVML and DCGM report no context-switch rate, so contexts are counted instead)"
-                    .into(),
+                format!(
+                    "without isolation the inference {} and shares its memory (MIG isolates; NVML and DCGM \
+                     report no context-switch rate, so contexts are counted instead)",
+                    if mode == SharingMode::Mps {
+                        "competes with the training's kernels for the card's SMs"
+                    } else {
+                        "waits for the training's time slices"
+                    }
+                ),
             ],
             gpu_hours_per_day: 0.0,
             cost_per_day: None,

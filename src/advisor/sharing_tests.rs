@@ -159,6 +159,19 @@ fn crowding_needs_the_limit_near_and_memory_nearly_full() {
         crowded(&fleet(c), &cx, &mut out);
         assert_eq!(out.first().map(|f| f.severity), *expect, "{what}");
     }
+    // One job holding every unit (Slurm shard:4 of 4) at 95 %: no neighbour to crowd.
+    let mut one = fleet(&Case { kinds: &[I], ..base });
+    one.nodes[0].cards[0].sharing.replicas_used = Some(4);
+    let cx = Context {
+        advisor: &advisor,
+        min_runtime: std::time::Duration::from_secs(1800),
+        queue_wait: std::time::Duration::from_secs(1200),
+        scale_in_pct: 50.0,
+        now: now(),
+    };
+    let mut out = Vec::new();
+    crowded(&one, &cx, &mut out);
+    assert!(out.is_empty(), "{out:#?}");
 }
 
 #[test]
@@ -248,4 +261,41 @@ fn shares_short_count_as_their_part_of_a_card() {
     assert!(out.evidence[0].contains("on one card"), "{:?}", out.evidence);
     // And the replica holders' share of the card in the interference finding's workloads.
     assert!(found.iter().any(|x| x.kind == Kind::Interference));
+}
+
+#[test]
+fn a_holder_counts_its_units_of_a_shared_card_and_a_whole_gpu_on_a_shard_node_is_whole() {
+    use crate::model::{ShareUnit, Shares};
+    let mut f = fleet(&Case {
+        model: L4,
+        mode: TS,
+        replicas: Some(4),
+        contexts: None,
+        kinds: &[I, I],
+        mem_mib: 2 * GIB,
+        used_mib: 8 * GIB,
+        total_mib: 22 * GIB,
+    });
+    f.workloads[0].request.shares = Some(Shares { unit: ShareUnit::Replica, count: 2 });
+    let r = CardRef::new("n", 0);
+    assert!((super::super::gpu_share(&f, "sim:0", std::slice::from_ref(&r)) - 0.5).abs() < 1e-9, "2 of 4");
+    assert!((super::super::gpu_share(&f, "sim:1", std::slice::from_ref(&r)) - 0.25).abs() < 1e-9, "1 of 4");
+    // Alone on a shard-capable GPU with no shares asked: Slurm gave it the GPU whole.
+    let mut alone = fleet(&Case {
+        kinds: &[T],
+        ..Case {
+            model: L4,
+            mode: TS,
+            replicas: Some(4),
+            contexts: None,
+            kinds: &[],
+            mem_mib: 0,
+            used_mib: 0,
+            total_mib: 22 * GIB,
+        }
+    });
+    alone.index_workloads();
+    let w = alone.workloads[0].clone();
+    assert!(!super::super::holds_share(&alone, &w, &r));
+    assert!((super::super::gpu_share(&alone, &w.id, &[r]) - 1.0).abs() < 1e-9);
 }

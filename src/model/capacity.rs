@@ -116,7 +116,9 @@ impl Free {
                 let key = keys.entry(card.model.as_str()).or_insert_with(|| model_key(&card.model)).clone();
                 // A shared card serves replicas; only a scheduler that also hands it out whole
                 // (Slurm: an idle shard GPU is a free gpu) counts it as a whole card.
-                let shared = card.sharing.replicas.is_some() && node.capacity.is_empty();
+                // A Slurm shard GPU whose shares in use are unknown may be in use: not free whole.
+                let shared = card.sharing.replicas.is_some()
+                    && (node.capacity.is_empty() || card.sharing.replicas_used.is_none());
                 if usable(node, card) && card.is_idle() && !shared {
                     *n.whole.entry(key.clone()).or_default() += 1;
                 }
@@ -372,5 +374,33 @@ mod tests {
         let mut old_xid = idle;
         old_xid.health.last_xid = Some(13);
         assert_eq!(free_units(&node, &old_xid), 1, "a non-fatal XID (13: graphics engine exception) leaves it usable");
+    }
+
+    #[test]
+    fn replicas_in_use_unknown_are_never_free_and_dead_cards_give_none() {
+        use crate::model::{Capacity, ShareUnit, Sharing, SharingMode};
+        let shared = |index, lost| {
+            let mut c = Card { index, model: "NVIDIA L4".into(), ..Card::default() };
+            c.sharing = Sharing {
+                mode: Some(SharingMode::TimeSliced),
+                replicas: Some(4),
+                unit: Some(ShareUnit::Replica),
+                ..Sharing::default()
+            };
+            c.health.lost = lost;
+            c
+        };
+        let resource = Resource::Shared { unit: ShareUnit::Replica, model: Some("L4".into()) };
+        let node = Node {
+            name: "n".into(),
+            schedulable: true,
+            cards: vec![shared(0, false), shared(1, true)],
+            // Kubernetes: 8 replicas, 1 in use, which card unknown; one card is dead.
+            capacity: vec![Capacity { resource: resource.clone(), total: 8, used: 1, whole_requests: false }],
+            ..Node::default()
+        };
+        assert_eq!(free_units(&node, &node.cards[0]), 0, "use on this card unknown: not counted free here");
+        let fleet = Fleet { nodes: vec![node], ..Fleet::default() };
+        assert_eq!(Free::compute(&fleet).of(&resource), 4, "7 by the scheduler, at most the live card's 4");
     }
 }

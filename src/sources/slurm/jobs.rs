@@ -109,7 +109,8 @@ fn workload(
         let detail: Vec<&str> =
             job.get("gres_detail").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
         // gres_detail lists allocated nodes in the job's node order.
-        let placed_before = shares.len();
+        // Nodes on which this job's shares were placed on one card.
+        let mut placed: Vec<&String> = Vec::new();
         for (node, d) in nodes.iter().zip(detail.iter().copied()) {
             for g in gres::parse(d).iter().filter(|g| g.name == "gpu" && g.mig_profile().is_none()) {
                 for &i in g.indexes.iter().flatten() {
@@ -130,7 +131,8 @@ fn workload(
                 }
                 match idx.as_slice() {
                     [i] => {
-                        shares.push((CardRef::new(node.clone(), *i), unit, u32::try_from(g.count).unwrap_or(u32::MAX)))
+                        shares.push((CardRef::new(node.clone(), *i), unit, u32::try_from(g.count).unwrap_or(u32::MAX)));
+                        placed.push(node);
                     }
                     // Spread over several cards (MULTIPLE_SHARING_GRES_PJ), Slurm does not say
                     // how many on each: those cards' shares in use are unknown.
@@ -139,8 +141,10 @@ fn workload(
                 }
             }
         }
-        if w.request.shares.is_some() && shares.len() == placed_before {
-            for n in &nodes {
+        // A node of a share job with no share placed there (no gres_detail for it, or spread
+        // over cards): its shares in use are unknown.
+        if w.request.shares.is_some() {
+            for n in nodes.iter().filter(|n| !placed.contains(n)) {
                 if !unplaced.contains(n) {
                     unplaced.push(n.clone());
                 }

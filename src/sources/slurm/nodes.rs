@@ -170,29 +170,40 @@ pub fn apply_shares(
                 Some(shares.iter().filter(|(x, u, _)| *x == r && Some(*u) == unit).map(|(_, _, k)| *k).sum())
             };
         }
+        let name = n.name.clone();
         for cap in n.capacity.iter_mut() {
             let Resource::Shared { unit, model } = &cap.resource else { continue };
-            let used: u64 = n
+            let cards: Vec<&Card> = n
                 .cards
                 .iter()
                 .filter(|c| c.sharing.unit == Some(*unit) && model.as_ref().is_none_or(|m| &c.model == m))
-                // A card whose shares in use are unknown gives none: never counted free.
-                .map(|c| u64::from(c.sharing.replicas_used.or(c.sharing.replicas).unwrap_or(0)))
-                .sum();
-            cap.used = used.min(cap.total);
+                .collect();
+            // (units, in use) per card; a card whose units or use are unknown makes the node's
+            // free shares unknown, and unknown is never free.
+            let known: Option<Vec<(u64, u64)>> = cards
+                .iter()
+                .map(|c| Some((u64::from(c.sharing.replicas?), u64::from(c.sharing.replicas_used?))))
+                .collect();
+            let Some(known) = known else {
+                cap.used = cap.total;
+                continue;
+            };
+            cap.used = known.iter().map(|(_, u)| u).sum::<u64>().min(cap.total);
             if *unit == ShareUnit::Mps {
                 // Slurm 22.05 serves MPS from one GPU of a node at a time (seen on the real
-                // 22.05: with one GPU's units taken, a job waits while the other GPU has all of
-                // its units free). The node's free MPS units are that GPU's, or one GPU's.
-                let cards: Vec<&Card> = n.cards.iter().filter(|c| c.sharing.unit == Some(*unit)).collect();
-                let free_of = |c: &&Card| match (c.sharing.replicas, c.sharing.replicas_used) {
-                    (Some(r), Some(u)) => u64::from(r.saturating_sub(u)),
-                    _ => 0,
-                };
-                let active = cards.iter().find(|c| c.sharing.replicas_used.is_some_and(|u| u > 0));
-                let free = match active {
-                    Some(c) => free_of(c),
-                    None => cards.iter().map(free_of).max().unwrap_or(0),
+                // 22.05: with one GPU's units partly taken, a job for more waits while another
+                // GPU has all its units free). The node's free MPS units are that GPU's, or
+                // one GPU's; a GPU held whole as `gpu` is not that GPU.
+                let free_of = |(r, u): &(u64, u64)| r.saturating_sub(*u);
+                let mps: Vec<(u64, u64)> = cards
+                    .iter()
+                    .zip(&known)
+                    .filter(|(c, _)| !whole.contains(&crate::model::CardRef::new(name.clone(), c.index)))
+                    .map(|(_, k)| *k)
+                    .collect();
+                let free = match mps.iter().find(|(_, u)| *u > 0) {
+                    Some(active) => free_of(active),
+                    None => mps.iter().map(free_of).max().unwrap_or(0),
                 };
                 cap.used = cap.total.saturating_sub(free).max(cap.used);
             }
@@ -265,5 +276,37 @@ mod tests {
         assert_eq!(nodes[0].cards.iter().map(|c| c.index).collect::<Vec<_>>(), vec![0, 1]);
         let m = &card_indexes(&doc)["n"];
         assert_eq!((m.get(&0), m.get(&2), m.get(&3)), (None, Some(&0), Some(&1)));
+    }
+
+    #[test]
+    fn shares_in_use_unknown_uneven_and_mps_one_gpu_at_a_time() {
+        use crate::model::CardRef;
+        let node = |gres: &str| map(&json!({"nodes": [{"name": "n", "state": "idle", "gres": gres}]})).0;
+        let shared = |n: &Node| n.capacity.iter().find(|c| matches!(c.resource, Resource::Shared { .. })).cloned();
+        let r = |i| CardRef::new("n", i);
+        // Evenly split, use known: used is the jobs' shares; a GPU held whole gives none.
+        let mut n = node("gpu:l4:4,shard:16");
+        apply_shares(&mut n, &[(r(0), ShareUnit::Replica, 3)], &[r(1)], &|_| false);
+        let used: Vec<Option<u32>> = n[0].cards.iter().map(|c| c.sharing.replicas_used).collect();
+        assert_eq!(used, [Some(3), Some(4), Some(0), Some(0)]);
+        assert_eq!(shared(&n[0]).map(|c| (c.total, c.used)), Some((16, 7)));
+        // Unknown use (an unreadable job, an unplaced share): nothing free.
+        let mut n = node("gpu:l4:4,shard:16");
+        apply_shares(&mut n, &[], &[], &|_| true);
+        assert!(n[0].cards.iter().all(|c| c.sharing.replicas_used.is_none()));
+        assert_eq!(shared(&n[0]).map(|c| c.free()), Some(0));
+        // 10 shards over 4 GPUs: per-file counts the node does not show; unknown, not 2 each.
+        let mut n = node("gpu:l4:4,shard:10");
+        assert!(n[0].cards.iter().all(|c| c.sharing.replicas.is_none()));
+        apply_shares(&mut n, &[], &[], &|_| false);
+        assert_eq!(shared(&n[0]).map(|c| c.free()), Some(0));
+        // MPS: the GPU in MPS use is the node's, whatever the others have; a GPU held whole
+        // (its units all "used") is never taken for it.
+        let mut n = node("gpu:l4:2,mps:200");
+        apply_shares(&mut n, &[(r(1), ShareUnit::Mps, 80)], &[], &|_| false);
+        assert_eq!(shared(&n[0]).map(|c| c.free()), Some(20));
+        let mut n = node("gpu:l4:2,mps:200");
+        apply_shares(&mut n, &[], &[r(0)], &|_| false);
+        assert_eq!(shared(&n[0]).map(|c| c.free()), Some(100), "card 1 serves MPS while card 0 is held whole");
     }
 }

@@ -113,9 +113,10 @@ fn node_line(n: &Node, theme: &Theme, width: u16) -> Line<'static> {
         (true, false) => format!("{free} + {replicas} {units}"),
         _ => free.to_string(),
     };
-    if n.cards.iter().any(|c| c.sharing.replicas.is_some() && c.free_replicas().is_none()) {
-        // Kubernetes counts replicas per node, not per card: the scheduler's count follows.
-        free.push_str(" (replicas per card unknown)");
+    if let Some(c) = n.cards.iter().find(|c| c.sharing.replicas.is_some() && c.free_replicas().is_none()) {
+        // A scheduler that counts shares per node only (Kubernetes), or shares in use no source
+        // placed: the scheduler's count follows.
+        free.push_str(&format!(" ({} in use per card unknown)", c.share_unit().plural()));
     }
     let times = if theme.ascii { "x" } else { "×" };
     let mut text = format!("{arrow} {}  {} {times} {}  free {free}", n.name, n.cards.len(), models.join(", "));
