@@ -7,6 +7,7 @@
 pub mod advisor;
 pub mod duration;
 mod example;
+pub mod schedule;
 pub mod scheduler;
 
 pub use example::example;
@@ -33,6 +34,8 @@ pub struct Config {
     pub kubernetes: Kubernetes,
     pub kinds: crate::model::KindRules,
     pub advisor: Advisor,
+    /// `[[schedule]]`: MIG layouts by time of day for groups of cards.
+    pub schedules: Vec<crate::model::schedule::Schedule>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -160,6 +163,7 @@ impl Default for Config {
             kubernetes: Kubernetes::default(),
             kinds: crate::model::KindRules::default(),
             advisor: Advisor::default(),
+            schedules: Vec::new(),
         }
     }
 }
@@ -228,6 +232,7 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
             "kubernetes" => scheduler::read_kubernetes(&r, r.table(key, value)?, &mut cfg.kubernetes)?,
             "kinds" => scheduler::read_kinds(&r, r.table(key, value)?, &mut cfg.kinds)?,
             "advisor" => advisor::read_advisor(&r, r.table(key, value)?, &mut cfg.advisor)?,
+            "schedule" => schedule::read_schedules(&r, value, &mut cfg.schedules)?,
             _ => {
                 return Err(r.unknown(
                     key,
@@ -242,6 +247,7 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
                         "kubernetes",
                         "kinds",
                         "advisor",
+                        "schedule",
                     ],
                 ));
             }
@@ -423,6 +429,10 @@ impl Reader<'_> {
             value: None,
             why: format!("unknown key; known keys here: {}", known.join(", ")),
         }
+    }
+
+    fn missing(&self, key: &str, why: &str) -> ConfigError {
+        ConfigError { file: self.file.into(), key: key.into(), value: None, why: why.into() }
     }
 
     fn table<'v>(&self, key: &str, v: &'v Value) -> Result<&'v Table, ConfigError> {

@@ -11,6 +11,7 @@ pub mod invariants;
 pub mod kinds;
 pub mod mig;
 pub mod queue;
+pub mod schedule;
 pub mod sharing;
 pub mod source;
 pub mod totals;

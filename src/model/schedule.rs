@@ -1,0 +1,252 @@
+//! MIG schedules: windows of the day in a time zone, each with a layout, for a group of cards;
+//! which window holds at an instant and the changes over the next hours (DST-aware: a window
+//! that starts in a skipped hour starts when the clock resumes; one in a repeated hour starts
+//! the first time). Pure: the config builds them; `tessera schedule` and the console read them.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::fleet::{Card, Node};
+
+/// What to do with work still on a card when its change is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Running {
+    /// Wait for it to end (the default): the card changes once it is idle.
+    Wait,
+    /// Preempt eligible training after confirmation; inference is never preempted.
+    Preempt,
+}
+
+/// One window: local start and end in minutes after midnight (end ≤ start crosses midnight,
+/// and belongs to the day it starts; end 1440 is midnight), the days it starts on (Monday first), the layout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    pub name: String,
+    pub start_min: u16,
+    pub end_min: u16,
+    pub days: [bool; 7],
+    /// A layout in `repartition`'s text (`whole`, `1g.10gb,1g.10gb`, `3g.40gb@0,...`).
+    pub layout: String,
+    /// The named mig-parted config it was given as (`all-1g.10gb`), if so.
+    pub mig_config: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    pub name: String,
+    /// Node name globs (`*`, `?`); empty: every node.
+    pub nodes: Vec<String>,
+    /// A GPU model (catalog name or as sources write it); `None`: every model.
+    pub model: Option<String>,
+    pub tz_name: String,
+    pub tz: jiff::tz::TimeZone,
+    pub windows: Vec<Window>,
+    /// Stop new work on a card this long before its change.
+    pub lead: Duration,
+    /// Never change a card again sooner than this after a change.
+    pub min_hold: Duration,
+    pub running: Running,
+}
+
+impl PartialEq for Schedule {
+    /// The zone by its name: the same name is the same rules.
+    fn eq(&self, o: &Self) -> bool {
+        (&self.name, &self.nodes, &self.model, &self.tz_name, &self.windows, self.lead, self.min_hold, self.running)
+            == (&o.name, &o.nodes, &o.model, &o.tz_name, &o.windows, o.lead, o.min_hold, o.running)
+    }
+}
+
+/// A change the schedule makes: at `at` the window `window` begins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub at: DateTime<Utc>,
+    pub window: usize,
+    /// Why it will not happen (within `min_hold` of the previous change), if so.
+    pub skipped: Option<String>,
+}
+
+/// `*` any run of characters, `?` one; everything else itself.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    // Iterative matching with one backtrack point (the last `*`).
+    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
+    while j < t.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == t[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some(i);
+            mark = j;
+            i += 1;
+        } else if let Some(s) = star {
+            i = s + 1;
+            mark += 1;
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|&c| c == '*')
+}
+
+/// `"08:00-20:00"` to minutes after midnight; `24:00` is accepted as an end.
+pub fn parse_hours(text: &str) -> Result<(u16, u16), String> {
+    let (a, b) = text.split_once('-').ok_or_else(|| format!("{text:?}: expected HH:MM-HH:MM"))?;
+    let hm = |s: &str, end: bool| -> Result<u16, String> {
+        let (h, m) = s.trim().split_once(':').ok_or_else(|| format!("{s:?}: expected HH:MM"))?;
+        let (h, m): (u16, u16) =
+            (h.parse().map_err(|_| format!("{s:?}: bad hour"))?, m.parse().map_err(|_| format!("{s:?}: bad minute"))?);
+        if m > 59 || h > 24 || (h == 24 && (m > 0 || !end)) {
+            return Err(format!("{s:?}: not a time of day"));
+        }
+        Ok(h * 60 + m)
+    };
+    let (s, e) = (hm(a, false)?, hm(b, true)?);
+    if s == e {
+        return Err(format!("{text:?}: starts and ends at the same time (use 00:00-24:00 for a whole day)"));
+    }
+    Ok((s, e))
+}
+
+const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
+/// Days a window starts on: names (`mon`), ranges (`mon-fri`, `fri-mon` wraps), or `all`.
+pub fn parse_days(items: &[String]) -> Result<[bool; 7], String> {
+    let day = |s: &str| {
+        let l = s.trim().to_ascii_lowercase();
+        DAYS.iter()
+            .position(|d| l.starts_with(d) && (l.len() == 3 || DAYS_LONG.contains(&l.as_str())))
+            .ok_or_else(|| format!("{s:?}: not a day (mon, tue, ... sun)"))
+    };
+    let mut out = [false; 7];
+    for item in items {
+        if item.eq_ignore_ascii_case("all") {
+            out = [true; 7];
+            continue;
+        }
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (day(a)?, day(b)?);
+                let mut d = a;
+                loop {
+                    out[d] = true;
+                    if d == b {
+                        break;
+                    }
+                    d = (d + 1) % 7;
+                }
+            }
+            None => out[day(item)?] = true,
+        }
+    }
+    if !out.contains(&true) {
+        return Err("no day given".into());
+    }
+    Ok(out)
+}
+
+const DAYS_LONG: [&str; 7] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
+
+impl Window {
+    /// Minutes it lasts on the local clock.
+    pub fn minutes(&self) -> u32 {
+        let (s, e) = (u32::from(self.start_min), u32::from(self.end_min));
+        if e > s { e - s } else { 24 * 60 - s + e }
+    }
+}
+
+fn to_jiff(t: DateTime<Utc>) -> Option<jiff::Timestamp> {
+    jiff::Timestamp::from_second(t.timestamp()).ok()
+}
+
+fn to_chrono(t: jiff::Timestamp) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp(t.as_second(), 0)
+}
+
+impl Schedule {
+    /// Whether the schedule covers `card` on `node`: a node glob matches (or none is given)
+    /// and the model matches (or none is given).
+    pub fn covers(&self, node: &Node, card: &Card) -> bool {
+        let node_ok = self.nodes.is_empty() || self.nodes.iter().any(|g| glob(g, &node.name));
+        let model_ok = self
+            .model
+            .as_deref()
+            .is_none_or(|m| super::capacity::model_key(m) == super::capacity::model_key(&card.model));
+        node_ok && model_ok
+    }
+
+    /// The instant a window starts on local date `date`: the start time in the zone, the
+    /// first of two in a repeated hour, the end of the gap in a skipped one.
+    fn start_on(&self, date: jiff::civil::Date, w: &Window) -> Option<jiff::Timestamp> {
+        let (h, m) = (i8::try_from(w.start_min / 60).ok()?, i8::try_from(w.start_min % 60).ok()?);
+        let dt = date.at(h, m, 0, 0);
+        self.tz.to_ambiguous_zoned(dt).compatible().ok().map(|z| z.timestamp())
+    }
+
+    /// The window in effect at `t` (the latest start at or before `t` whose window has not
+    /// ended), or `None` between windows.
+    pub fn active_at(&self, t: DateTime<Utc>) -> Option<usize> {
+        let ts = to_jiff(t)?;
+        let today = ts.to_zoned(self.tz.clone()).date();
+        let mut best: Option<(jiff::Timestamp, usize)> = None;
+        for back in 0..=2 {
+            let date = today.checked_sub(jiff::Span::new().days(back)).ok()?;
+            for (i, w) in self.windows.iter().enumerate() {
+                let wd = date.weekday().to_monday_zero_offset() as usize;
+                if !w.days[wd] {
+                    continue;
+                }
+                let Some(start) = self.start_on(date, w) else { continue };
+                let end = start.checked_add(jiff::Span::new().minutes(i64::from(w.minutes()))).ok()?;
+                if start <= ts && ts < end && best.is_none_or(|(b, _)| start > b) {
+                    best = Some((start, i));
+                }
+            }
+        }
+        best.map(|(_, i)| i)
+    }
+
+    /// Window starts in `(from, from + hours]`, in order, with `min_hold` applied: a start
+    /// within `min_hold` of the previous one that changes the layout is skipped.
+    pub fn changes(&self, from: DateTime<Utc>, hours: i64) -> Vec<Change> {
+        let (Some(f), Some(to)) = (to_jiff(from), to_jiff(from + chrono::Duration::hours(hours))) else {
+            return Vec::new();
+        };
+        let today = f.to_zoned(self.tz.clone()).date();
+        let mut starts: Vec<(jiff::Timestamp, usize)> = Vec::new();
+        for day in -1..=(hours / 24 + 2) {
+            let Ok(date) = today.checked_add(jiff::Span::new().days(day)) else { continue };
+            let wd = date.weekday().to_monday_zero_offset() as usize;
+            for (i, w) in self.windows.iter().enumerate().filter(|(_, w)| w.days[wd]) {
+                if let Some(s) = self.start_on(date, w).filter(|s| *s > f && *s <= to) {
+                    starts.push((s, i));
+                }
+            }
+        }
+        starts.sort();
+        starts.dedup();
+        let mut out: Vec<Change> = Vec::new();
+        let mut last: Option<jiff::Timestamp> = None;
+        let hold = i64::try_from(self.min_hold.as_secs()).unwrap_or(i64::MAX);
+        for (s, i) in starts {
+            let Some(at) = to_chrono(s) else { continue };
+            let skipped = match last {
+                Some(l) if s.as_second() - l.as_second() < hold => {
+                    Some(format!("within min_hold ({} min) of the change before", self.min_hold.as_secs() / 60))
+                }
+                _ => None,
+            };
+            if skipped.is_none() {
+                last = Some(s);
+            }
+            out.push(Change { at, window: i, skipped });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod tests;
