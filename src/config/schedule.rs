@@ -201,11 +201,11 @@ fn overlap(windows: &[Window]) -> Option<(String, String, String)> {
         }
     };
     const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
-    for day in 0..7 {
+    for (day, name) in DAYS.iter().enumerate() {
         for minute in 0..24 * 60 {
             let on: Vec<&Window> = windows.iter().filter(|w| covers(w, day, minute)).collect();
             if let [a, b, ..] = on.as_slice() {
-                let at = format!("{} {:02}:{:02}", DAYS[day], minute / 60, minute % 60);
+                let at = format!("{name} {:02}:{:02}", minute / 60, minute % 60);
                 return Some((a.name.clone(), b.name.clone(), at));
             }
         }
@@ -261,7 +261,7 @@ mod tests {
         let cfg = parse(&example_text(), "t.toml").unwrap_or_else(|e| panic!("{e}"));
         let s = &cfg.schedules[0];
         assert_eq!((s.name.as_str(), s.tz_name.as_str(), s.windows.len()), ("a100-day-night", "Europe/Berlin", 2));
-        assert_eq!(s.windows[0].layout, vec!["1g.10gb"; 7].join(","), "all-1g.10gb is seven on an A100-80GB");
+        assert_eq!(s.windows[0].layout, ["1g.10gb"; 7].join(","), "all-1g.10gb is seven on an A100-80GB");
         assert_eq!(s.windows[0].mig_config.as_deref(), Some("all-1g.10gb"));
         assert_eq!(s.windows[1].layout, "whole");
     }
