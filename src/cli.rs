@@ -83,6 +83,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// MIG schedules ([[schedule]] in the config): the next 24 h of changes per card, or an export.
+    Schedule {
+        /// Print JSON instead of the timeline.
+        #[arg(long)]
+        json: bool,
+        #[command(subcommand)]
+        what: Option<ScheduleCommand>,
+    },
     /// Validate a config file (default: the one tessera would load).
     CheckConfig {
         path: Option<PathBuf>,
@@ -122,6 +130,22 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+}
+
+/// What `tessera schedule` does besides printing the timeline.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ScheduleCommand {
+    /// Write the schedules as a mig-parted config, with the GPU Operator steps of each change.
+    Export {
+        #[arg(long, value_enum, default_value = "mig-parted")]
+        format: ExportFormat,
+    },
+}
+
+/// Export formats of `tessera schedule export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    MigParted,
 }
 
 /// How an action command runs.

@@ -3,6 +3,7 @@
 mod act;
 mod advise;
 mod out;
+mod schedule;
 mod snapshot;
 
 use std::path::Path;
@@ -13,6 +14,7 @@ use crate::model::mig::{catalog, enumerate};
 
 pub use act::act;
 pub use advise::advise;
+pub use schedule::schedule;
 pub use snapshot::{collect_once, snapshot_json, snapshot_table};
 
 /// A failed command, with the exit code the contract gives it.

@@ -310,3 +310,67 @@ fn advise_lists_the_waste_and_fails_on_request() {
         assert!(findings.iter().any(|f| f["kind"] == kind), "no {kind} in the demo: {out}");
     }
 }
+
+/// A two-window schedule for the simulated H100 nodes, written to a temporary config file.
+fn schedule_config(name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("tessera-schedule-{name}-{}.toml", std::process::id()));
+    let text = r#"
+[[schedule]]
+name = "h100-day-night"
+nodes = ["gpu-h100-*"]
+model = "H100-80GB"
+timezone = "Europe/Berlin"
+running = "preempt"
+[[schedule.window]]
+name = "day"
+hours = "08:00-20:00"
+mig_config = "all-1g.10gb"
+[[schedule.window]]
+name = "night"
+hours = "20:00-08:00"
+layout = "whole"
+"#;
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    path
+}
+
+#[test]
+fn schedule_timeline_json_and_the_mig_parted_export() {
+    let cfg = schedule_config("cli");
+    let cfg = cfg.to_str().unwrap_or_default();
+    let (code, out, err) = tessera(&["schedule", "--demo", "--json", "--config", cfg]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    let s = &v["schedules"][0];
+    assert_eq!((s["schedule"].as_str(), s["timezone"].as_str()), (Some("h100-day-night"), Some("Europe/Berlin")));
+    let cards = s["cards"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cards.len(), 16, "the two simulated H100 nodes");
+    for c in &cards {
+        let steps = c["steps"].as_array().cloned().unwrap_or_default();
+        assert_eq!(steps.len(), 2, "one day and one night change in 24 h: {c}");
+        for st in &steps {
+            for key in
+                ["at", "drain_at", "window", "layout", "no_op", "requires", "readiness", "serves_now", "serves_after"]
+            {
+                assert!(st.get(key).is_some(), "step key {key}");
+            }
+            // Inference is never preempted by a schedule.
+            for n in st["requires"].as_array().into_iter().flatten() {
+                if n["kind"] == "inference" {
+                    assert_eq!(n["preemptible"], false, "{n}");
+                }
+            }
+        }
+    }
+    let (code, text, err) = tessera(&["schedule", "--demo", "--config", cfg, "export", "--format", "mig-parted"]);
+    assert_eq!(code, 0, "{err}");
+    let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(&body[..2], ["version: v1", "mig-configs:"]);
+    assert!(body.contains(&"  all-1g.10gb:") && body.contains(&"        \"1g.10gb\": 7"), "{text}");
+    assert!(body.contains(&"  h100-day-night-night:") && body.contains(&"      mig-enabled: false"), "{text}");
+    assert!(text.contains("kubectl label node gpu-h100-01 nvidia.com/mig.config=all-1g.10gb --overwrite"), "{text}");
+    // Without schedules: a usage error that says what to add.
+    let (code, _, err) = tessera(&["schedule", "--demo"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no [[schedule]]"), "{err}");
+}

@@ -1,0 +1,106 @@
+//! `tessera schedule [--json]`: the next 24 h of MIG schedule changes per card, from one
+//! collection; `tessera schedule export --format mig-parted`: the schedules as a mig-parted
+//! config with the GPU Operator steps. Without `[[schedule]]` in the config it says so.
+
+use chrono::{DateTime, Utc};
+
+use super::{CmdError, collect_once, out, settings};
+use crate::cli::{ExportFormat, Global, ScheduleCommand};
+use crate::config::duration;
+use crate::schedule::{Timeline, export, timelines};
+
+/// The timeline covers this many hours.
+pub const HOURS: i64 = 24;
+
+fn no_schedules(cfg: &crate::config::Config) -> CmdError {
+    let file = cfg.path.as_ref().map_or_else(|| "the config (none loaded)".to_string(), |p| p.display().to_string());
+    CmdError::Usage(format!("no [[schedule]] in {file}: add one (tessera check-config --example shows the form)"))
+}
+
+pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Result<(), CmdError> {
+    let cfg = settings(g)?;
+    if cfg.schedules.is_empty() {
+        return Err(no_schedules(&cfg));
+    }
+    if let Some(ScheduleCommand::Export { format: ExportFormat::MigParted }) = what {
+        // The nodes each change applies to, where a source answers; the config alone otherwise.
+        let fleet = collect_once(&cfg).ok().map(|(f, _)| f);
+        let text = export::mig_parted(&cfg.schedules, fleet.as_ref()).map_err(CmdError::Usage)?;
+        return out::print(&text);
+    }
+    let (fleet, simulated) = collect_once(&cfg)?;
+    let now = fleet.taken_at.unwrap_or_else(Utc::now);
+    let t = timelines(&cfg.schedules, &fleet, now, cfg.policy.min_runtime, HOURS);
+    let text = if json_out {
+        let v = serde_json::json!({
+            "schema_version": super::snapshot::SCHEMA_VERSION,
+            "taken_at": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "simulated": simulated,
+            "hours": HOURS,
+            "schedules": t,
+        });
+        serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))? + "\n"
+    } else {
+        text(&cfg.schedules, &t, now)
+    };
+    out::print(&text)
+}
+
+/// `Tue 20:00 CET` in the schedule's zone.
+fn local(t: DateTime<Utc>, tz: &jiff::tz::TimeZone) -> String {
+    jiff::Timestamp::from_second(t.timestamp())
+        .map(|ts| ts.to_zoned(tz.clone()).strftime("%a %H:%M %Z").to_string())
+        .unwrap_or_else(|_| t.to_rfc3339())
+}
+
+fn text(schedules: &[crate::model::schedule::Schedule], timelines: &[Timeline], now: DateTime<Utc>) -> String {
+    let mut out = format!("MIG schedules, the next {HOURS} h from {}\n", now.format("%Y-%m-%d %H:%M UTC"));
+    for (s, t) in schedules.iter().zip(timelines) {
+        let window = t.cards.first().and_then(|c| c.window_now.clone()).unwrap_or_else(|| "none".into());
+        out.push_str(&format!(
+            "\nschedule {} ({}; lead {}, min_hold {}, running: {}): {} cards, window now: {window}\n",
+            t.schedule,
+            t.timezone,
+            duration::format(s.lead),
+            duration::format(s.min_hold),
+            match t.running {
+                crate::model::schedule::Running::Wait => "wait",
+                crate::model::schedule::Running::Preempt => "preempt eligible training",
+            },
+            t.cards.len()
+        ));
+        if t.cards.is_empty() {
+            out.push_str("  no card any source reports matches its nodes and model\n");
+        }
+        for c in &t.cards {
+            out.push_str(&format!("  {}  {}  now {}\n", c.card, c.model, c.layout_now));
+            if c.steps.is_empty() {
+                out.push_str("    no change in the next 24 h\n");
+            }
+            for st in &c.steps {
+                let when = local(st.at, &s.tz);
+                if let Some(why) = &st.skipped {
+                    out.push_str(&format!("    {when}  {}: skipped, {why}\n", st.window));
+                    continue;
+                }
+                if st.no_op {
+                    out.push_str(&format!("    {when}  {}: {} already\n", st.window, st.layout));
+                    continue;
+                }
+                out.push_str(&format!(
+                    "    {when}  {} -> {}  (no new work from {}; {}; waiting work it would start: {} -> {})\n",
+                    st.window,
+                    st.layout,
+                    local(st.drain_at, &s.tz),
+                    st.readiness,
+                    st.serves_now,
+                    st.serves_after
+                ));
+                for n in &st.requires {
+                    out.push_str(&format!("        {} {} ({}): {}\n", n.workload, n.name, n.kind, n.verdict));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,241 @@
+//! Schedules against the fleet: for each `[[schedule]]` and each card it covers, the layout
+//! now, the window in effect, and every change over the next hours with what it requires (the
+//! workloads that must end or be preempted, each with the guard's verdict), whether the card
+//! can be changed by a backend, and what the new layout does for the waiting work. Pure: the
+//! `schedule` command prints it; the mig-parted export is in `schedule/export.rs`.
+
+pub mod export;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::actions::guard;
+use crate::model::capacity::card_would_serve;
+use crate::model::mig::{LayoutSpec, lookup, parse_layout};
+use crate::model::schedule::{Running, Schedule};
+use crate::model::{Card, CardRef, Fleet, Node, WorkloadState};
+
+/// A workload on a card when its change is due, and what happens to it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Need {
+    pub workload: String,
+    pub name: String,
+    pub kind: &'static str,
+    /// `must end first` (running = wait), `preempt after confirmation`, or the guard's refusal.
+    pub verdict: String,
+    pub preemptible: bool,
+}
+
+/// One change of one card.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    pub at: DateTime<Utc>,
+    /// When new work stops landing on the card (`at` minus `lead`).
+    pub drain_at: DateTime<Utc>,
+    pub window: String,
+    pub layout: String,
+    /// The card already has this layout: nothing to do.
+    pub no_op: bool,
+    /// Why it will not happen (`min_hold`), if so.
+    pub skipped: Option<String>,
+    pub requires: Vec<Need>,
+    /// `ready` (idle now), `waits for N workloads`, `preempts N, then ready`, or why it cannot
+    /// be changed here (no backend, unusable card, a MIG mode change NVML refuses).
+    pub readiness: String,
+    /// Waiting workloads the emptied card would start with the current and the new layout.
+    pub serves_now: u64,
+    pub serves_after: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CardPlan {
+    #[serde(serialize_with = "as_text")]
+    pub card: CardRef,
+    pub model: String,
+    pub layout_now: String,
+    /// The window in effect now, if any.
+    pub window_now: Option<String>,
+    pub steps: Vec<Step>,
+}
+
+fn as_text<S: serde::Serializer>(r: &CardRef, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&r.to_string())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timeline {
+    pub schedule: String,
+    pub timezone: String,
+    pub lead_s: u64,
+    pub min_hold_s: u64,
+    pub running: Running,
+    pub cards: Vec<CardPlan>,
+}
+
+/// Every schedule's timeline over `hours` from `now`.
+pub fn timelines(
+    schedules: &[Schedule],
+    fleet: &Fleet,
+    now: DateTime<Utc>,
+    min_runtime: std::time::Duration,
+    hours: i64,
+) -> Vec<Timeline> {
+    schedules.iter().map(|s| timeline(s, fleet, now, min_runtime, hours)).collect()
+}
+
+fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::time::Duration, hours: i64) -> Timeline {
+    let changes = s.changes(now, hours);
+    let window_now = s.active_at(now).map(|i| s.windows[i].name.clone());
+    let pending: Vec<&crate::model::Workload> =
+        fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending).collect();
+    let cards = fleet
+        .cards()
+        .filter(|(n, c)| s.covers(n, c) && c.mig.error.is_none())
+        .map(|(node, card)| {
+            let model = card.gpu_model().map_or_else(|| card.model.clone(), |m| m.name.clone());
+            let mut layout = card.layout_text();
+            let steps = changes
+                .iter()
+                .map(|ch| {
+                    let w = &s.windows[ch.window];
+                    let step = step(s, fleet, node, card, &layout, w, ch, &pending, min_runtime);
+                    if step.skipped.is_none() && !step.no_op {
+                        // Later steps start from the layout this one leaves.
+                        layout.clone_from(&step.layout);
+                    }
+                    step
+                })
+                .collect();
+            CardPlan {
+                card: CardRef::new(node.name.clone(), card.index),
+                model,
+                layout_now: card.layout_text(),
+                window_now: window_now.clone(),
+                steps,
+            }
+        })
+        .collect();
+    Timeline {
+        schedule: s.name.clone(),
+        timezone: s.tz_name.clone(),
+        lead_s: s.lead.as_secs(),
+        min_hold_s: s.min_hold.as_secs(),
+        running: s.running,
+        cards,
+    }
+}
+
+/// The same layout, whatever the order or placement notation: compare the placed instances.
+fn same_layout(card: &Card, a: &str, b: &str) -> bool {
+    let Some(m) = card.gpu_model() else { return a == b };
+    let norm = |t: &str| match parse_layout(m, t) {
+        Ok(LayoutSpec::Whole) => Some(Vec::new()),
+        Ok(LayoutSpec::Mig(mut v)) => {
+            v.sort_by_key(|p| p.start);
+            Some(v.into_iter().map(|p| (p.profile, p.start)).collect::<Vec<_>>())
+        }
+        Err(_) => None,
+    };
+    norm(a).is_some_and(|x| Some(x) == norm(b))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn step(
+    s: &Schedule,
+    fleet: &Fleet,
+    node: &Node,
+    card: &Card,
+    layout_before: &str,
+    w: &crate::model::schedule::Window,
+    ch: &crate::model::schedule::Change,
+    pending: &[&crate::model::Workload],
+    min_runtime: std::time::Duration,
+) -> Step {
+    let no_op = same_layout(card, layout_before, &w.layout);
+    let ctx = guard::Context { read_only: false, force: false, min_runtime, now: ch.at };
+    let requires: Vec<Need> = if no_op {
+        Vec::new()
+    } else {
+        let mut ids: Vec<&str> = card.holders().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter()
+            .filter_map(|id| fleet.workload(id))
+            .map(|wl| {
+                let refusals = guard::preempt(wl, &ctx);
+                let preemptible = refusals.is_empty();
+                let verdict = match (s.running, preemptible) {
+                    (Running::Wait, _) => "must end first (running = wait)".to_string(),
+                    (Running::Preempt, true) => "preempt after confirmation (checkpoint, requeue)".to_string(),
+                    (Running::Preempt, false) => format!("must end first: {}", guard::joined(&refusals)),
+                };
+                Need { workload: wl.id.clone(), name: wl.name.clone(), kind: wl.kind.as_str(), verdict, preemptible }
+            })
+            .collect()
+    };
+    let readiness = readiness(s, fleet, node, card, &w.layout, &requires, no_op);
+    let model = card.gpu_model().map(|m| m.name.clone()).unwrap_or_default();
+    let placed = |t: &str| match card.gpu_model().map(|m| parse_layout(m, t)) {
+        Some(Ok(LayoutSpec::Mig(v))) => Some(v),
+        _ => None,
+    };
+    let serves = |t: &str| {
+        let p = placed(t);
+        card_would_serve(&model, p.as_deref(), pending)
+    };
+    Step {
+        at: ch.at,
+        drain_at: ch.at - chrono::Duration::seconds(i64::try_from(s.lead.as_secs()).unwrap_or(0)),
+        window: w.name.clone(),
+        layout: w.layout.clone(),
+        no_op,
+        skipped: ch.skipped.clone(),
+        requires,
+        readiness,
+        serves_now: serves(layout_before),
+        serves_after: serves(&w.layout),
+    }
+}
+
+fn readiness(
+    s: &Schedule,
+    fleet: &Fleet,
+    node: &Node,
+    card: &Card,
+    layout: &str,
+    requires: &[Need],
+    no_op: bool,
+) -> String {
+    if no_op {
+        return "nothing to do: the card has this layout".into();
+    }
+    if let Some(f) = card.health.fault() {
+        return format!("cannot change: the card is unhealthy ({f})");
+    }
+    if lookup(&card.model).is_none() {
+        return "cannot change: no MIG profiles known for this model".into();
+    }
+    let to_whole = layout.trim().eq_ignore_ascii_case("whole");
+    match crate::actions::plan::repartition_backend(fleet, node) {
+        None => {
+            return "cannot change here: no source that can repartition this node (export it for mig-parted)".into();
+        }
+        Some(crate::actions::Backend::Nvml) if to_whole == card.mig.enabled => {
+            return "cannot change through NVML: switching MIG mode needs a GPU reset (export it for mig-parted)"
+                .into();
+        }
+        _ => {}
+    }
+    let blocking = requires.iter().filter(|n| !(s.running == Running::Preempt && n.preemptible)).count();
+    let preempts = requires.len() - blocking;
+    match (blocking, preempts) {
+        (0, 0) if card.in_use_by_unknown() => "waits: in use by an unknown holder".into(),
+        (0, 0) => "ready: idle now".into(),
+        (0, p) => format!("preempts {p} after confirmation, then ready"),
+        (b, _) => format!("waits for {b} workload{} to end", if b == 1 { "" } else { "s" }),
+    }
+}
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod tests;
