@@ -69,7 +69,11 @@ pub struct Timeline {
     pub lead_s: u64,
     pub min_hold_s: u64,
     pub running: Running,
+    /// The window in effect now, if any.
+    pub window_now: Option<String>,
     pub cards: Vec<CardPlan>,
+    /// Cards an earlier schedule also covers: two schedules would fight over them.
+    pub conflicts: Vec<String>,
 }
 
 /// Every schedule's timeline over `hours` from `now`.
@@ -80,32 +84,57 @@ pub fn timelines(
     min_runtime: std::time::Duration,
     hours: i64,
 ) -> Vec<Timeline> {
-    schedules.iter().map(|s| timeline(s, fleet, now, min_runtime, hours)).collect()
+    let mut out: Vec<Timeline> = Vec::new();
+    for (i, s) in schedules.iter().enumerate() {
+        let mut t = timeline(s, fleet, now, min_runtime, hours);
+        for (n, c) in fleet.cards().filter(|(n, c)| s.covers(n, c)) {
+            if let Some(first) = schedules[..i].iter().find(|o| o.covers(n, c)) {
+                t.conflicts.push(format!("{}/{} is also covered by schedule {}", n.name, c.index, first.name));
+            }
+        }
+        out.push(t);
+    }
+    out
 }
 
 fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::time::Duration, hours: i64) -> Timeline {
     let changes = s.changes(now, hours);
-    let window_now = s.active_at(now).map(|i| s.windows[i].name.clone());
+    let active = s.active_since(now);
+    let window_now = active.map(|(i, _)| s.windows[i].name.clone());
     let pending: Vec<&crate::model::Workload> =
         fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending).collect();
     let cards = fleet
         .cards()
-        .filter(|(n, c)| s.covers(n, c) && c.mig.error.is_none())
+        .filter(|(n, c)| s.covers(n, c))
         .map(|(node, card)| {
             let model = card.gpu_model().map_or_else(|| card.model.clone(), |m| m.name.clone());
             let mut layout = card.layout_text();
-            let steps = changes
-                .iter()
-                .map(|ch| {
-                    let w = &s.windows[ch.window];
-                    let step = step(s, fleet, node, card, &layout, w, ch, &pending, min_runtime);
-                    if step.skipped.is_none() && !step.no_op {
-                        // Later steps start from the layout this one leaves.
-                        layout.clone_from(&step.layout);
-                    }
-                    step
-                })
-                .collect();
+            let mut steps = Vec::new();
+            // When the card last changed: the start of the window in effect, where the card
+            // has its layout (an earlier change tessera cannot know); unknown otherwise.
+            let has = |i: usize, l: &str| same_layout(card, l, &s.windows[i].layout);
+            let mut last = active.filter(|(i, _)| has(*i, &layout)).map(|(_, at)| at);
+            // Overdue: a window holds now whose layout the card does not have.
+            let due = active
+                .filter(|(i, _)| !has(*i, &layout))
+                .map(|(i, _)| crate::model::schedule::Change { at: now, window: i });
+            for ch in due.iter().chain(&changes) {
+                let w = &s.windows[ch.window];
+                let mut st = step(s, fleet, node, card, &layout, w, ch, &pending, min_runtime);
+                if !st.no_op && s.held(last, ch.at) {
+                    st.skipped = Some(format!(
+                        "within min_hold ({}) of the card's last change",
+                        crate::config::duration::format(s.min_hold)
+                    ));
+                    st.requires.clear();
+                    st.readiness = "skipped".into();
+                } else if !st.no_op {
+                    last = Some(ch.at);
+                    // Later steps start from the layout this one leaves.
+                    layout.clone_from(&st.layout);
+                }
+                steps.push(st);
+            }
             CardPlan {
                 card: CardRef::new(node.name.clone(), card.index),
                 model,
@@ -121,7 +150,9 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
         lead_s: s.lead.as_secs(),
         min_hold_s: s.min_hold.as_secs(),
         running: s.running,
+        window_now,
         cards,
+        conflicts: Vec::new(),
     }
 }
 
@@ -177,6 +208,8 @@ fn step(
     let model = card.gpu_model().map(|m| m.name.clone()).unwrap_or_default();
     let placed = |t: &str| match card.gpu_model().map(|m| parse_layout(m, t)) {
         Some(Ok(LayoutSpec::Mig(v))) => Some(v),
+        // MIG on with no instance yet: an empty layout, not a whole card.
+        _ if t.is_empty() && card.mig.enabled => Some(Vec::new()),
         _ => None,
     };
     let serves = |t: &str| {
@@ -189,7 +222,7 @@ fn step(
         window: w.name.clone(),
         layout: w.layout.clone(),
         no_op,
-        skipped: ch.skipped.clone(),
+        skipped: None,
         requires,
         readiness,
         serves_now: serves(layout_before),
@@ -208,6 +241,9 @@ fn readiness(
 ) -> String {
     if no_op {
         return "nothing to do: the card has this layout".into();
+    }
+    if let Some(e) = &card.mig.error {
+        return format!("cannot plan: the card's MIG instances are unknown ({e})");
     }
     if let Some(f) = card.health.fault() {
         return format!("cannot change: the card is unhealthy ({f})");

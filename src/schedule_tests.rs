@@ -37,13 +37,29 @@ fn tomorrows_changes_on_the_simulated_cluster() {
     for card in &t.cards {
         assert_eq!(card.window_now.as_deref(), Some("day"));
         let at: Vec<String> = card.steps.iter().map(|s| s.at.format("%H:%M").to_string()).collect();
-        assert_eq!(at, ["20:00", "08:00"], "{}", card.card);
-        assert_eq!(card.steps[0].drain_at, card.steps[0].at - chrono::Duration::minutes(15));
+        // Cards without the day layout are overdue: their change is due now.
+        let overdue = card.layout_now != ["1g.10gb"; 7].join(",");
+        let want: &[&str] = if overdue { &["14:30", "20:00", "08:00"] } else { &["20:00", "08:00"] };
+        assert_eq!(at, want, "{}", card.card);
+        let first = &card.steps[0];
+        assert_eq!(first.drain_at, first.at - chrono::Duration::minutes(15));
     }
-    // A whole idle card: night is whole already (nothing to do), day makes it 7 × 1g.10gb.
+    // An idle whole card: due now (ready), whole again at 20:00, the day layout at 08:00.
     let idle = t.cards.iter().find(|c| c.card == CardRef::new("gpu-h100-01", 6)).unwrap_or_else(|| panic!("card"));
-    assert!(idle.steps[0].no_op && !idle.steps[1].no_op, "{idle:#?}");
-    assert_eq!(idle.steps[1].readiness, "ready: idle now");
+    let seen: Vec<(&str, bool, &str)> =
+        idle.steps.iter().map(|s| (s.window.as_str(), s.no_op, s.readiness.as_str())).collect();
+    assert_eq!(
+        seen,
+        [("day", false, "ready: idle now"), ("night", false, "ready: idle now"), ("day", false, "ready: idle now")]
+    );
+    // With min_hold 8 h the 20:00 change comes 5.5 h after the one due now: skipped, and the
+    // card keeps the day layout, so 08:00 has nothing to do.
+    let held = cfg(&TWO_WINDOWS.replace("min_hold = \"4h\"", "min_hold = \"8h\""));
+    let t8 = timelines(&held.schedules, &fleet, at, std::time::Duration::from_secs(1800), 24);
+    let idle = t8[0].cards.iter().find(|c| c.card == CardRef::new("gpu-h100-01", 6)).unwrap_or_else(|| panic!("card"));
+    let seen: Vec<(bool, bool)> = idle.steps.iter().map(|s| (s.skipped.is_some(), s.no_op)).collect();
+    assert_eq!(seen, [(false, false), (true, false), (false, true)], "{idle:#?}");
+    assert!(idle.steps[1].requires.is_empty() && idle.steps[1].readiness == "skipped");
     // A card held by training: preempt after confirmation (past the minimum runtime), never inference.
     for card in &t.cards {
         for step in &card.steps {
@@ -69,7 +85,12 @@ fn the_export_is_mig_parted_format_with_nvidias_counts() {
         body,
         "version: v1\nmig-configs:\n  all-1g.10gb:\n    - devices: all\n      mig-enabled: true\n      mig-devices:\n        \"1g.10gb\": 7\n  h100-night:\n    - devices: all\n      mig-enabled: false\n"
     );
-    assert!(text.contains("kubectl label node NODE nvidia.com/mig.config=all-1g.10gb --overwrite"), "{text}");
+    assert!(
+        text.contains(
+            "kubectl label node NODE nvidia.com/mig.config=all-1g.10gb nvidia.com/mig.config.state- --overwrite"
+        ),
+        "{text}"
+    );
     assert!(text.contains(r"nvidia\.com/mig\.config\.state}'=success"), "{text}");
     // The count is the one NVIDIA's GPU Operator ships for an H100-80GB's all-1g.10gb.
     let nvidia = std::fs::read_to_string(
@@ -80,4 +101,16 @@ fn the_export_is_mig_parted_format_with_nvidias_counts() {
     let block = nvidia.split("all-1g.10gb:").nth(1).unwrap_or_default();
     let first = block.split("\n\n").next().unwrap_or_default();
     assert!(first.contains("H100-80GB") && first.contains("\"1g.10gb\": 7"), "{first}");
+}
+
+#[test]
+fn one_config_name_for_two_layouts_is_an_error() {
+    // all-1g.10gb is 7 instances on an A100-80GB and 4 on an A100-40GB: one name, two layouts.
+    let two = format!(
+        "{}\n{}",
+        TWO_WINDOWS,
+        TWO_WINDOWS.replace("name = \"h100\"", "name = \"a100-40\"").replace("H100-80GB", "A100-SXM4-40GB")
+    );
+    let e = export::mig_parted(&cfg(&two).schedules, None).err().unwrap_or_default();
+    assert!(e.contains("all-1g.10gb means different layouts"), "{e}");
 }

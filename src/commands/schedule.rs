@@ -56,7 +56,7 @@ fn local(t: DateTime<Utc>, tz: &jiff::tz::TimeZone) -> String {
 fn text(schedules: &[crate::model::schedule::Schedule], timelines: &[Timeline], now: DateTime<Utc>) -> String {
     let mut out = format!("MIG schedules, the next {HOURS} h from {}\n", now.format("%Y-%m-%d %H:%M UTC"));
     for (s, t) in schedules.iter().zip(timelines) {
-        let window = t.cards.first().and_then(|c| c.window_now.clone()).unwrap_or_else(|| "none".into());
+        let window = t.window_now.clone().unwrap_or_else(|| "none".into());
         out.push_str(&format!(
             "\nschedule {} ({}; lead {}, min_hold {}, running: {}): {} cards, window now: {window}\n",
             t.schedule,
@@ -71,6 +71,9 @@ fn text(schedules: &[crate::model::schedule::Schedule], timelines: &[Timeline], 
         ));
         if t.cards.is_empty() {
             out.push_str("  no card any source reports matches its nodes and model\n");
+        }
+        for c in &t.conflicts {
+            out.push_str(&format!("  conflict: {c}: the first schedule that covers a card should be the only one\n"));
         }
         for c in &t.cards {
             out.push_str(&format!("  {}  {}  now {}\n", c.card, c.model, c.layout_now));

@@ -26,6 +26,22 @@ pub(super) fn read_schedules(r: &Reader, v: &Value, out: &mut Vec<Schedule>) -> 
     Ok(())
 }
 
+/// A name that is safe as a mig-parted config key and a Kubernetes label value: letters,
+/// digits, `.`, `_`, `-`, at most 63, beginning and ending with a letter or digit.
+fn name(r: &Reader, key: &str, v: &Value) -> Result<String, ConfigError> {
+    let s = r.string(key, v)?;
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if s.is_empty() || s.len() > 63 || !s.chars().all(ok_char) || !ends(s.chars().next()) || !ends(s.chars().last()) {
+        return Err(r.bad(
+            key,
+            v,
+            "expected a name of letters, digits, '.', '_' and '-' (at most 63, a letter or digit at each end): it becomes a mig-parted config name and a label value",
+        ));
+    }
+    Ok(s)
+}
+
 fn strings(r: &Reader, key: &str, v: &Value) -> Result<Vec<String>, ConfigError> {
     match v {
         Value::String(s) => Ok(vec![s.clone()]),
@@ -36,7 +52,7 @@ fn strings(r: &Reader, key: &str, v: &Value) -> Result<Vec<String>, ConfigError>
 
 fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
     let name = match t.get("name") {
-        Some(v) => r.string(&format!("{key}.name"), v)?,
+        Some(v) => name(r, &format!("{key}.name"), v)?,
         None => return Err(r.missing(&format!("{key}.name"), "every schedule needs a name")),
     };
     let mut s = Schedule {
@@ -106,8 +122,9 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
         s.windows.push(win);
     }
     if let Some((a, b, at)) = overlap(&s.windows) {
-        return Err(r.missing(
+        return Err(r.bad(
             &format!("{key}.window"),
+            &Value::String(format!("{a}, {b}")),
             &format!("windows {a:?} and {b:?} overlap ({at}): a card can have one layout at a time"),
         ));
     }
@@ -127,21 +144,24 @@ fn read_window(r: &Reader, key: &str, t: &Table, model: Option<&str>) -> Result<
     for (k, v) in t {
         let kk = format!("{key}.{k}");
         match k.as_str() {
-            "name" => w.name = r.string(&kk, v)?,
+            "name" => w.name = name(r, &kk, v)?,
             "hours" => {
                 let (s, e) = parse_hours(&r.string(&kk, v)?).map_err(|why| r.bad(&kk, v, &why))?;
                 (w.start_min, w.end_min) = (s, e);
                 hours = Some(());
             }
             "days" => w.days = parse_days(&strings(r, &kk, v)?).map_err(|why| r.bad(&kk, v, &why))?,
+            "layout" | "mig_config" if !w.layout.is_empty() => {
+                return Err(r.bad(&kk, v, "give a window either layout or mig_config, not both"));
+            }
             "layout" => {
                 let text = r.string(&kk, v)?;
                 w.layout = check_layout(model, &text).map_err(|why| r.bad(&kk, v, &why))?;
             }
             "mig_config" => {
-                let name = r.string(&kk, v)?;
-                w.layout = from_mig_config(model, &name).map_err(|why| r.bad(&kk, v, &why))?;
-                w.mig_config = Some(name);
+                let n = name(r, &kk, v)?;
+                w.layout = from_mig_config(model, &n).map_err(|why| r.bad(&kk, v, &why))?;
+                w.mig_config = Some(n);
             }
             _ => return Err(r.unknown(&kk, &["name", "hours", "days", "layout", "mig_config"])),
         }
@@ -160,10 +180,11 @@ fn read_window(r: &Reader, key: &str, t: &Table, model: Option<&str>) -> Result<
 
 /// A layout text valid for `model` (when named), in the form `repartition` takes.
 fn check_layout(model: Option<&str>, text: &str) -> Result<String, String> {
+    let whole = text.trim().eq_ignore_ascii_case("whole") || text.trim().eq_ignore_ascii_case("off");
+    if whole {
+        return Ok("whole".into());
+    }
     let Some(m) = model.and_then(crate::model::mig::lookup) else {
-        if text.trim().eq_ignore_ascii_case("whole") {
-            return Ok("whole".into());
-        }
         return Err("a MIG layout needs the schedule's model (model = \"...\") to be checked".into());
     };
     crate::model::mig::parse_layout(m, text).map_err(|e| e.to_string())?;
@@ -175,6 +196,11 @@ fn check_layout(model: Option<&str>, text: &str) -> Result<String, String> {
 fn from_mig_config(model: Option<&str>, name: &str) -> Result<String, String> {
     if name == "all-disabled" {
         return Ok("whole".into());
+    }
+    if matches!(name, "all-balanced" | "all-enabled") {
+        return Err(format!(
+            "{name} differs per GPU model in mig-parted's file; give this window's layout as layout = \"...\""
+        ));
     }
     let Some(profile) = name.strip_prefix("all-") else {
         return Err("tessera knows all-disabled and all-<profile> (mig-parted's defaults); give other layouts as layout = \"...\"".into());
@@ -264,6 +290,8 @@ mod tests {
         assert_eq!(s.windows[0].layout, ["1g.10gb"; 7].join(","), "all-1g.10gb is seven on an A100-80GB");
         assert_eq!(s.windows[0].mig_config.as_deref(), Some("all-1g.10gb"));
         assert_eq!(s.windows[1].layout, "whole");
+        let off = parse(&example_text().replace("layout = \"whole\"", "layout = \"off\""), "t.toml");
+        assert_eq!(off.map(|c| c.schedules[0].windows[1].layout.clone()), Ok("whole".to_string()), "off is whole");
     }
 
     #[test]
@@ -282,6 +310,19 @@ mod tests {
             ("running = \"wait\"", "running = \"kill\"", "schedule[0].running", "wait"),
             ("model = \"A100-80GB\"", "model = \"NVIDIA L4\"", "schedule[0].model", "MIG-capable"),
             ("lead = \"15m\"", "lead = \"15m\"\ncolour = 1", "schedule[0].colour", "unknown key"),
+            (
+                "mig_config = \"all-1g.10gb\"",
+                "mig_config = \"all-1g.10gb\"\nlayout = \"whole\"",
+                "schedule[0].window[0].mig_config",
+                "not both",
+            ),
+            ("name = \"a100-day-night\"", "name = \"a100 day/night\"", "schedule[0].name", "label value"),
+            (
+                "mig_config = \"all-1g.10gb\"",
+                "mig_config = \"all-balanced\"",
+                "schedule[0].window[0].mig_config",
+                "differs per GPU model",
+            ),
         ];
         for (from, to, key, why) in cases {
             let text = base.replacen(from, to, 1);

@@ -63,8 +63,6 @@ impl PartialEq for Schedule {
 pub struct Change {
     pub at: DateTime<Utc>,
     pub window: usize,
-    /// Why it will not happen (within `min_hold` of the previous change), if so.
-    pub skipped: Option<String>,
 }
 
 /// `*` any run of characters, `?` one; everything else itself.
@@ -185,9 +183,19 @@ impl Schedule {
         self.tz.to_ambiguous_zoned(dt).compatible().ok().map(|z| z.timestamp())
     }
 
+    /// The instant a window that starts on `date` ends, on the local clock: the next day when
+    /// it crosses midnight (so a night window ends at 08:00 local on a DST day too).
+    fn end_on(&self, date: jiff::civil::Date, w: &Window) -> Option<jiff::Timestamp> {
+        let crosses = w.end_min <= w.start_min || w.end_min == 24 * 60;
+        let day = if crosses { date.checked_add(jiff::Span::new().days(1)).ok()? } else { date };
+        let end = w.end_min % (24 * 60);
+        let (h, m) = (i8::try_from(end / 60).ok()?, i8::try_from(end % 60).ok()?);
+        self.tz.to_ambiguous_zoned(day.at(h, m, 0, 0)).compatible().ok().map(|z| z.timestamp())
+    }
+
     /// The window in effect at `t` (the latest start at or before `t` whose window has not
-    /// ended), or `None` between windows.
-    pub fn active_at(&self, t: DateTime<Utc>) -> Option<usize> {
+    /// ended), with its start; `None` between windows.
+    pub fn active_since(&self, t: DateTime<Utc>) -> Option<(usize, DateTime<Utc>)> {
         let ts = to_jiff(t)?;
         let today = ts.to_zoned(self.tz.clone()).date();
         let mut best: Option<(jiff::Timestamp, usize)> = None;
@@ -198,18 +206,30 @@ impl Schedule {
                 if !w.days[wd] {
                     continue;
                 }
-                let Some(start) = self.start_on(date, w) else { continue };
-                let end = start.checked_add(jiff::Span::new().minutes(i64::from(w.minutes()))).ok()?;
+                let (Some(start), Some(end)) = (self.start_on(date, w), self.end_on(date, w)) else { continue };
+                // The latest start wins; at one instant the earlier-listed window does.
                 if start <= ts && ts < end && best.is_none_or(|(b, _)| start > b) {
                     best = Some((start, i));
                 }
             }
         }
-        best.map(|(_, i)| i)
+        best.and_then(|(s, i)| Some((i, to_chrono(s)?)))
     }
 
-    /// Window starts in `(from, from + hours]`, in order, with `min_hold` applied: a start
-    /// within `min_hold` of the previous one that changes the layout is skipped.
+    /// The window in effect at `t`, or `None` between windows.
+    pub fn active_at(&self, t: DateTime<Utc>) -> Option<usize> {
+        self.active_since(t).map(|(i, _)| i)
+    }
+
+    /// Whether a change at `at` comes within `min_hold` of the last change at `last`.
+    pub fn held(&self, last: Option<DateTime<Utc>>, at: DateTime<Utc>) -> bool {
+        let hold = chrono::Duration::seconds(i64::try_from(self.min_hold.as_secs()).unwrap_or(i64::MAX / 2));
+        last.is_some_and(|l| at - l < hold)
+    }
+
+    /// Window starts in `(from, from + hours]`, in order (one per instant: the earlier-listed
+    /// window where two start together). `min_hold` is the timeline's: it counts the changes
+    /// a card actually makes.
     pub fn changes(&self, from: DateTime<Utc>, hours: i64) -> Vec<Change> {
         let (Some(f), Some(to)) = (to_jiff(from), to_jiff(from + chrono::Duration::hours(hours))) else {
             return Vec::new();
@@ -226,24 +246,8 @@ impl Schedule {
             }
         }
         starts.sort();
-        starts.dedup();
-        let mut out: Vec<Change> = Vec::new();
-        let mut last: Option<jiff::Timestamp> = None;
-        let hold = i64::try_from(self.min_hold.as_secs()).unwrap_or(i64::MAX);
-        for (s, i) in starts {
-            let Some(at) = to_chrono(s) else { continue };
-            let skipped = match last {
-                Some(l) if s.as_second() - l.as_second() < hold => {
-                    Some(format!("within min_hold ({} min) of the change before", self.min_hold.as_secs() / 60))
-                }
-                _ => None,
-            };
-            if skipped.is_none() {
-                last = Some(s);
-            }
-            out.push(Change { at, window: i, skipped });
-        }
-        out
+        starts.dedup_by_key(|(s, _)| *s);
+        starts.into_iter().filter_map(|(s, window)| Some(Change { at: to_chrono(s)?, window })).collect()
     }
 }
 

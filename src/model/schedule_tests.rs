@@ -104,26 +104,30 @@ fn dst_change_days() {
 }
 
 #[test]
-fn min_hold_skips_flapping_changes() {
-    let s = |hold| {
-        schedule(
-            "UTC",
-            vec![
-                window("a", "08:00-09:00", &["all"], "whole"),
-                window("b", "09:00-12:00", &["all"], "1g.10gb"),
-                window("c", "12:00-08:00", &["all"], "whole"),
-            ],
-            hold,
-        )
-    };
-    let skipped = |hold| -> Vec<(String, bool)> {
-        s(hold)
-            .changes(utc(2026, 6, 1, 0, 0), 24)
-            .iter()
-            .map(|c| (c.at.format("%H:%M").to_string(), c.skipped.is_some()))
-            .collect()
-    };
-    assert_eq!(skipped(0), [("08:00".into(), false), ("09:00".into(), false), ("12:00".into(), false)]);
-    // Held 2 h: 09:00 is an hour after 08:00 (skipped); 12:00 is 4 h after it (kept).
-    assert_eq!(skipped(2), [("08:00".into(), false), ("09:00".into(), true), ("12:00".into(), false)]);
+fn windows_end_on_the_local_clock_on_dst_days() {
+    // The night ends at 08:00 local whatever the clock did: in spring at 06:00 UTC (CEST),
+    // in autumn at 07:00 UTC (CET); a fixed 12 h would end it at 07:00 and 06:00 UTC.
+    let s = schedule("Europe/Berlin", vec![window("night", "20:00-08:00", &["all"], "whole")], 0);
+    let cases = [
+        (utc(2026, 3, 29, 5, 59), Some(0), "spring, 07:59 CEST"),
+        (utc(2026, 3, 29, 6, 30), None, "spring, 08:30 CEST: over"),
+        (utc(2026, 10, 25, 6, 30), Some(0), "autumn, 07:30 CET: still night"),
+        (utc(2026, 10, 25, 7, 0), None, "autumn, 08:00 CET: over"),
+    ];
+    for (t, want, what) in cases {
+        assert_eq!(s.active_at(t), want, "{what}");
+    }
+    // A whole-day window lasts 23 hours of real time on the spring day.
+    let d = schedule("Europe/Berlin", vec![window("d", "00:00-24:00", &["sun"], "whole")], 0);
+    assert_eq!(d.active_at(utc(2026, 3, 29, 21, 59)), Some(0), "23:59 CEST");
+    assert_eq!(d.active_at(utc(2026, 3, 29, 22, 0)), None, "Monday 00:00 CEST");
+}
+
+#[test]
+fn min_hold_counts_from_the_last_change() {
+    let s = schedule("UTC", vec![window("a", "08:00-09:00", &["all"], "whole")], 2);
+    let (t, h) = (utc(2026, 6, 1, 8, 0), chrono::Duration::hours(1));
+    assert!(s.held(Some(t), t + h), "an hour after a change, within 2 h");
+    assert!(!s.held(Some(t), t + h * 2), "two hours after: allowed");
+    assert!(!s.held(None, t), "no change known");
 }
