@@ -140,6 +140,13 @@ pub enum ScheduleCommand {
         #[arg(long, value_enum, default_value = "mig-parted")]
         format: ExportFormat,
     },
+    /// Apply a schedule's change that is due now to its idle cards (one confirmation for the
+    /// group); cards with work are listed and left for later.
+    Apply {
+        name: String,
+        #[command(flatten)]
+        how: ActOptions,
+    },
 }
 
 /// Export formats of `tessera schedule export`.

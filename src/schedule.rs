@@ -36,6 +36,8 @@ pub struct Step {
     pub layout: String,
     /// The card already has this layout: nothing to do.
     pub no_op: bool,
+    /// Due now: the window holds already and the card does not have its layout.
+    pub due: bool,
     /// Why it will not happen (`min_hold`), if so.
     pub skipped: Option<String>,
     pub requires: Vec<Need>,
@@ -121,6 +123,7 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
             for ch in due.iter().chain(&changes) {
                 let w = &s.windows[ch.window];
                 let mut st = step(s, fleet, node, card, &layout, w, ch, &pending, min_runtime);
+                st.due = ch.at <= now;
                 if !st.no_op && s.held(last, ch.at) {
                     st.skipped = Some(format!(
                         "within min_hold ({}) of the card's last change",
@@ -222,6 +225,7 @@ fn step(
         window: w.name.clone(),
         layout: w.layout.clone(),
         no_op,
+        due: false,
         skipped: None,
         requires,
         readiness,

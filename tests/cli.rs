@@ -370,6 +370,30 @@ fn schedule_timeline_json_and_the_mig_parted_export() {
     assert!(body.contains(&"  all-1g.10gb:") && body.contains(&"        \"1g.10gb\": 7"), "{text}");
     assert!(body.contains(&"  h100-day-night-night:") && body.contains(&"      mig-enabled: false"), "{text}");
     assert!(text.contains("kubectl label node gpu-h100-01 nvidia.com/mig.config=all-1g.10gb"), "{text}");
+    // Apply the change due now on the simulated cluster: the idle cards only, nothing
+    // preempted (the busy ones are left for later), every repartition audited.
+    let state = std::env::temp_dir().join(format!("tessera-schedule-state-{}", std::process::id()));
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(args)
+            .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+            .env("XDG_STATE_HOME", &state)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr))
+    };
+    let (code, text) = run(&["schedule", "--demo", "--config", cfg, "apply", "h100-day-night", "--dry-run"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("left for later") && text.contains("dry run: nothing done"), "{text}");
+    let (code, text) =
+        run(&["schedule", "--demo", "--speed", "60", "--config", cfg, "apply", "h100-day-night", "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+    let applied = text.lines().filter(|l| l.trim_start().starts_with("done: every step done")).count();
+    assert!(applied > 0 && text.contains(&format!("applied to {applied} cards")), "{text}");
+    assert!(!text.contains("Preempt"), "a schedule apply preempts nothing: {text}");
+    let audit = std::fs::read_to_string(state.join("tessera/audit.jsonl")).unwrap_or_default();
+    assert_eq!(audit.lines().filter(|l| l.contains("\"record\":\"outcome\"")).count(), applied, "{audit}");
+    let _ = std::fs::remove_dir_all(&state);
     // Without schedules: a usage error that says what to add.
     let (code, _, err) = tessera(&["schedule", "--demo"]);
     assert_eq!(code, 2, "{err}");

@@ -370,3 +370,34 @@ fn child_read_only() {
     assert_eq!(layout(&after, 0), layout(&f, 0));
     assert_eq!(mode(&after, 0), Some(ComputeMode::Default));
 }
+
+/// A schedule applied on the fake NVML: the window in effect (all day) wants another MIG
+/// layout on the idle A100, so `schedule apply` repartitions it through the runner (audited);
+/// a window that wants MIG off is left, since NVML cannot switch MIG mode without a reset.
+#[test]
+fn a_schedule_applied_through_nvml() {
+    let dir = temp_dir("schedule");
+    let state = dir.join("state");
+    let cfg = dir.join("tessera.toml");
+    let write = |layout: &str| {
+        let text = format!(
+            "[[schedule]]\nname = \"a100\"\nmodel = \"A100-80GB\"\n[[schedule.window]]\nname = \"always\"\nhours = \"00:00-24:00\"\nlayout = \"{layout}\"\n"
+        );
+        std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
+    };
+    let idle = scenario("a100-idle.json");
+    write("4g.40gb@0,3g.40gb@4");
+    let c = cfg.to_str().unwrap_or_default();
+    let (code, out) = tessera(&["schedule", "--config", c, "apply", "a100", "--yes"], &idle, &state);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("window always applied to 1 cards"), "{out}");
+    let records = audit_records(&state);
+    let kinds: Vec<&str> = records.iter().filter_map(|r| r["record"].as_str()).collect();
+    assert_eq!(kinds, ["intent", "outcome"], "{records:?}");
+    assert_eq!(records[1]["result"]["ok"], true, "{:?}", records[1]);
+    write("whole");
+    let (code, out) = tessera(&["schedule", "--config", c, "apply", "a100", "--yes"], &idle, &state);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("switching MIG mode needs a GPU reset"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

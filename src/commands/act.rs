@@ -82,7 +82,7 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
 }
 
 /// Ask y/N on the terminal; anything but y/yes is no. Without a terminal, `--yes` is needed.
-fn confirm(question: &str) -> Result<(), CmdError> {
+pub(super) fn confirm(question: &str) -> Result<(), CmdError> {
     if !std::io::stdin().is_terminal() {
         return Err(CmdError::Usage("no terminal to confirm on: pass --yes (after a --dry-run)".into()));
     }

@@ -22,6 +22,9 @@ pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Re
     if cfg.schedules.is_empty() {
         return Err(no_schedules(&cfg));
     }
+    if let Some(ScheduleCommand::Apply { name, how }) = &what {
+        return apply(g, name, *how);
+    }
     if let Some(ScheduleCommand::Export { format: ExportFormat::MigParted }) = what {
         // The nodes each change applies to, where a source answers; the config alone otherwise.
         let fleet = collect_once(&cfg).ok().map(|(f, _)| f);
@@ -106,4 +109,89 @@ fn text(schedules: &[crate::model::schedule::Schedule], timelines: &[Timeline], 
         }
     }
     out
+}
+
+/// `tessera schedule apply NAME`: the change due now, on every covered card that is ready (idle):
+/// each card's repartition planned and guarded by the one action runner, all shown, confirmed
+/// once, then run card by card, stopping at the first failure. Cards with work are listed with
+/// why and left: nothing is preempted here.
+pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), CmdError> {
+    use super::out::say;
+    use crate::actions::Action;
+    use crate::actions::run::Approval;
+    let cfg = settings(g)?;
+    if cfg.schedules.is_empty() {
+        return Err(no_schedules(&cfg));
+    }
+    let Some(s) = cfg.schedules.iter().find(|s| s.name == name) else {
+        let names: Vec<&str> = cfg.schedules.iter().map(|s| s.name.as_str()).collect();
+        return Err(CmdError::Usage(format!("no schedule {name:?}; the config has {}", names.join(", "))));
+    };
+    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    rt.block_on(async {
+        let mut engine = crate::engine::Engine::start(&cfg).map_err(CmdError::Usage)?;
+        engine.first_answers().await;
+        let fleet = engine.store.fleet().clone();
+        let now = fleet.taken_at.unwrap_or_else(Utc::now);
+        let t = timelines(std::slice::from_ref(s), &fleet, now, cfg.policy.min_runtime, HOURS).remove(0);
+        let due: Vec<(&crate::schedule::CardPlan, &crate::schedule::Step)> = t
+            .cards
+            .iter()
+            .filter_map(|c| c.steps.iter().find(|st| st.due && !st.no_op && st.skipped.is_none()).map(|st| (c, st)))
+            .collect();
+        let window = t.window_now.clone().unwrap_or_else(|| "none".into());
+        if due.is_empty() {
+            say(&format!("schedule {name}: nothing due now (window {window}: every covered card has its layout)\n"));
+            return Ok(());
+        }
+        let mut plans = Vec::new();
+        for (c, st) in &due {
+            if !st.readiness.starts_with("ready") {
+                say(&format!("  {}: left for later: {}\n", c.card, st.readiness));
+                continue;
+            }
+            let action = Action::Repartition { target: c.card.to_string(), layout: st.layout.clone() };
+            let p = engine.runner.propose(&action, &fleet).map_err(CmdError::Usage)?;
+            if !p.allowed() {
+                say(&format!("  {}: refused: {}\n", c.card, crate::actions::guard::joined(&p.blockers)));
+                continue;
+            }
+            say(&p.render());
+            plans.push(p);
+        }
+        if plans.is_empty() {
+            return Err(CmdError::Refused(format!("schedule {name}: no covered card can take window {window} now")));
+        }
+        if how.dry_run {
+            say("dry run: nothing done\n");
+            return Ok(());
+        }
+        if !how.yes {
+            super::act::confirm(&format!("apply window {window} of schedule {name} to {} cards?", plans.len()))?;
+            engine.catch_up();
+        }
+        for (i, p) in plans.iter().enumerate() {
+            let approved = match engine.runner.approve(p, engine.store.fleet()) {
+                Approval::Go(a) => a,
+                Approval::Changed(_) | Approval::Gone(_) | Approval::NotStarted(_) | Approval::Refused(_) => {
+                    return Err(CmdError::Failed(format!(
+                        "stopped before {} ({} of {} done): the card changed since the plan; run it again",
+                        p.target,
+                        i,
+                        plans.len()
+                    )));
+                }
+            };
+            say(&format!("[{}/{}] {} ...\n", i + 1, plans.len(), p.summary));
+            let finished = approved.run(None).await;
+            let o = finished.outcome;
+            say(&format!("        {}: {}\n", if o.ok { "done" } else { "failed" }, o.reached));
+            if let Some(e) = finished.audit_error.or(o.error) {
+                return Err(CmdError::Failed(format!("stopped at {} ({} of {} done): {e}", p.target, i, plans.len())));
+            }
+            engine.catch_up();
+        }
+        say(&format!("schedule {name}: window {window} applied to {} cards\n", plans.len()));
+        Ok(())
+    })
 }
