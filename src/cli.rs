@@ -140,6 +140,13 @@ pub enum ScheduleCommand {
         #[arg(long, value_enum, default_value = "mig-parted")]
         format: ExportFormat,
     },
+    /// Run the schedules marked `unattended = true` headless: drain `lead` ahead, change idle
+    /// cards at their window, skip and report busy ones; never preempts (for systemd).
+    Run {
+        /// Stop after this long (wall clock), e.g. 30s; default: until SIGTERM or Ctrl-C.
+        #[arg(long = "for", value_name = "DURATION")]
+        run_for: Option<String>,
+    },
     /// Apply a schedule's change that is due now to its idle cards (one confirmation for the
     /// group); cards with work are listed and left for later.
     Apply {

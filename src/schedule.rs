@@ -5,6 +5,7 @@
 //! `schedule` command prints it; the mig-parted export is in `schedule/export.rs`.
 
 pub mod export;
+pub mod unattended;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -399,3 +399,34 @@ fn schedule_timeline_json_and_the_mig_parted_export() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no [[schedule]]"), "{err}");
 }
+
+#[test]
+fn schedule_run_applies_unattended_changes_headless_and_refuses_read_only() {
+    let cfg = std::env::temp_dir().join(format!("tessera-schedule-run-{}.toml", std::process::id()));
+    let text = "[[schedule]]\nname = \"h100-small\"\nnodes = [\"gpu-h100-*\"]\nmodel = \"H100-80GB\"\nunattended = true\n[[schedule.window]]\nname = \"always\"\nhours = \"00:00-24:00\"\nmig_config = \"all-1g.10gb\"\n";
+    std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
+    let c = cfg.to_str().unwrap_or_default();
+    let state = std::env::temp_dir().join(format!("tessera-schedule-run-state-{}", std::process::id()));
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(args)
+            .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+            .env("XDG_STATE_HOME", &state)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr))
+    };
+    let (code, out) = run(&["schedule", "--demo", "--speed", "60", "--config", c, "run", "--for", "2s"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("skipped for window always") && out.contains("done: every step done"), "{out}");
+    let audit = std::fs::read_to_string(state.join("tessera/audit.jsonl")).unwrap_or_default();
+    assert!(audit.lines().any(|l| l.contains("\"repartition\"")), "{audit}");
+    assert!(!audit.contains("\"preempt\""), "unattended never preempts: {audit}");
+    let (code, out) = run(&["schedule", "--demo", "--read-only", "--config", c, "run", "--for", "1s"]);
+    assert_eq!(code, Some(3), "{out}");
+    std::fs::write(&cfg, text.replace("unattended = true\n", "")).unwrap_or_else(|e| panic!("{e}"));
+    let (code, out) = run(&["schedule", "--demo", "--config", c, "run", "--for", "1s"]);
+    assert_eq!(code, Some(2), "{out}");
+    let _ = std::fs::remove_dir_all(&state);
+    let _ = std::fs::remove_file(&cfg);
+}

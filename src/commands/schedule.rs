@@ -25,6 +25,10 @@ pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Re
     if let Some(ScheduleCommand::Apply { name, how }) = &what {
         return apply(g, name, *how);
     }
+    if let Some(ScheduleCommand::Run { run_for }) = &what {
+        let limit = run_for.as_deref().map(duration::parse).transpose().map_err(CmdError::Usage)?;
+        return run(g, limit);
+    }
     if let Some(ScheduleCommand::Export { format: ExportFormat::MigParted }) = what {
         // The nodes each change applies to, where a source answers; the config alone otherwise.
         let fleet = collect_once(&cfg).ok().map(|(f, _)| f);
@@ -193,5 +197,85 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
         }
         say(&format!("schedule {name}: window {window} applied to {} cards\n", plans.len()));
         Ok(())
+    })
+}
+
+/// `tessera schedule run`: the unattended loop. Refuses to start read-only or without an
+/// `unattended = true` schedule; each refresh it applies `unattended::decide`'s actions through
+/// the runner (audited), printing a line for each, until SIGTERM, Ctrl-C or `--for`.
+pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdError> {
+    use super::out::say;
+    use crate::actions::run::Approval;
+    use crate::schedule::unattended::{Decision, State, decide};
+    let cfg = settings(g)?;
+    if cfg.read_only {
+        return Err(CmdError::Refused(
+            "tessera runs read-only: schedule run changes cards, so it does not start".into(),
+        ));
+    }
+    if !cfg.schedules.iter().any(|s| s.unattended) {
+        return Err(CmdError::Usage(
+            "no [[schedule]] has unattended = true: schedule run applies only schedules that allow it".into(),
+        ));
+    }
+    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    rt.block_on(async {
+        let mut engine = crate::engine::Engine::start(&cfg).map_err(CmdError::Usage)?;
+        engine.first_answers().await;
+        let mut state = State::default();
+        let began = std::time::Instant::now();
+        let tick = cfg.refresh.max(std::time::Duration::from_secs(1));
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| CmdError::Failed(format!("cannot watch SIGTERM: {e}")))?;
+        let stamp = |t: DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+        say(&format!("schedule run: {} unattended schedules\n", cfg.schedules.iter().filter(|s| s.unattended).count()));
+        loop {
+            engine.catch_up();
+            let fleet = engine.store.fleet().clone();
+            let now = fleet.taken_at.unwrap_or_else(Utc::now);
+            for d in decide(&cfg.schedules, &fleet, now, cfg.policy.min_runtime, &mut state) {
+                let (action, why) = match d {
+                    Decision::Report(text) => {
+                        say(&format!("{} {text}\n", stamp(now)));
+                        continue;
+                    }
+                    Decision::Act { action, why } => (action, why),
+                };
+                let p = match engine.runner.propose(&action, engine.store.fleet()) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        say(&format!("{} {} {}: {e}\n", stamp(now), action.verb(), why));
+                        continue;
+                    }
+                };
+                if p.nothing_to_do.is_some() {
+                    continue;
+                }
+                let outcome = match engine.runner.approve(&p, engine.store.fleet()) {
+                    Approval::Go(a) => a.run(None).await.outcome,
+                    Approval::Refused(e) | Approval::Gone(e) | Approval::NotStarted(e) => {
+                        say(&format!("{} {}: refused: {e} ({why})\n", stamp(now), p.summary));
+                        continue;
+                    }
+                    Approval::Changed(_) => continue,
+                };
+                say(&format!(
+                    "{} {} ({why}): {}: {}\n",
+                    stamp(now),
+                    p.summary,
+                    if outcome.ok { "done" } else { "failed" },
+                    outcome.reached
+                ));
+                engine.catch_up();
+            }
+            if limit.is_some_and(|l| began.elapsed() >= l) {
+                return Ok(());
+            }
+            tokio::select! {
+                () = tokio::time::sleep(tick) => {}
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+                _ = term.recv() => return Ok(()),
+            }
+        }
     })
 }

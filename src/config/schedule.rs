@@ -65,6 +65,7 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
         lead: std::time::Duration::from_secs(15 * 60),
         min_hold: std::time::Duration::from_secs(4 * 3600),
         running: Running::Wait,
+        unattended: false,
     };
     let mut windows: Option<&Value> = None;
     for (k, v) in t {
@@ -99,10 +100,12 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
                 }
             }
             "window" => windows = Some(v),
+            "unattended" => s.unattended = r.boolean(&kk, v)?,
             _ => {
-                return Err(
-                    r.unknown(&kk, &["name", "nodes", "model", "timezone", "lead", "min_hold", "running", "window"])
-                );
+                return Err(r.unknown(
+                    &kk,
+                    &["name", "nodes", "model", "timezone", "lead", "min_hold", "running", "unattended", "window"],
+                ));
             }
         }
     }
@@ -246,6 +249,7 @@ pub(super) fn example() -> String {
 # names its cards (node globs, a GPU model), a time zone, how long before a change new work
 # stops (lead), the least time between two changes of a card (min_hold), and what to do with
 # work still running (wait, or preempt eligible training after confirmation; inference never).
+# Cards that two schedules cover are reported as conflicts.
 # [[schedule]]
 # name = "a100-day-night"
 # nodes = ["gpu-a100-*"]
@@ -254,6 +258,8 @@ pub(super) fn example() -> String {
 # lead = "15m"
 # min_hold = "4h"
 # running = "wait"
+# Let `tessera schedule run` apply its changes headless (idle cards only, never preempting).
+# unattended = false
 # [[schedule.window]]
 # name = "day"
 # hours = "08:00-20:00"

@@ -48,13 +48,24 @@ pub struct Schedule {
     /// Never change a card again sooner than this after a change.
     pub min_hold: Duration,
     pub running: Running,
+    /// `tessera schedule run` may apply its changes without an operator (never preempting).
+    pub unattended: bool,
 }
 
 impl PartialEq for Schedule {
     /// The zone by its name: the same name is the same rules.
     fn eq(&self, o: &Self) -> bool {
-        (&self.name, &self.nodes, &self.model, &self.tz_name, &self.windows, self.lead, self.min_hold, self.running)
-            == (&o.name, &o.nodes, &o.model, &o.tz_name, &o.windows, o.lead, o.min_hold, o.running)
+        (
+            &self.name,
+            &self.nodes,
+            &self.model,
+            &self.tz_name,
+            &self.windows,
+            self.lead,
+            self.min_hold,
+            self.running,
+            self.unattended,
+        ) == (&o.name, &o.nodes, &o.model, &o.tz_name, &o.windows, o.lead, o.min_hold, o.running, o.unattended)
     }
 }
 

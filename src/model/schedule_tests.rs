@@ -31,6 +31,7 @@ fn schedule(tz: &str, windows: Vec<Window>, hold_h: u64) -> Schedule {
         lead: Duration::from_secs(900),
         min_hold: Duration::from_secs(hold_h * 3600),
         running: Running::Wait,
+        unattended: false,
     }
 }
 
