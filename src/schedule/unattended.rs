@@ -1,9 +1,12 @@
 //! Unattended schedules (`unattended = true` on a `[[schedule]]`, run by `tessera schedule
-//! run`): what to do at an instant, as actions for the one runner. `lead` before a change the
-//! card is drained (no new work lands); at the change an idle card is repartitioned and, if
-//! tessera drained it, undrained; a card still busy at the change is skipped for that window,
-//! undrained, reported, and tried again at the next one. Never a preemption, never a card with
-//! holders. Pure: the caller executes the actions and keeps the `State`.
+//! run`): what to do at an instant, as actions for the one runner, and what to remember from
+//! how they went. `lead` before a change the card is drained (no new work lands); at the change
+//! an idle card is repartitioned and, if tessera drained it, undrained; a card still busy at
+//! the change, or whose change the runner refuses or fails, is skipped for that window,
+//! undrained, reported once, and tried again at the next one; a card tessera drained for a
+//! change that no longer comes is given back. Never a preemption, never a card with holders,
+//! and a card two unattended schedules cover is left to the first. Pure: the caller executes
+//! the actions and reports each result with `State::record`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,23 +21,91 @@ use crate::model::{CardRef, Fleet};
 pub struct State {
     /// Cards tessera drained ahead of a change (it undrains only these).
     pub drained: BTreeSet<CardRef>,
-    /// Per card, the window start it gave up on (busy at the change).
+    /// Per card, the window start it gave up on (busy, refused or failed at the change).
     pub skipped: BTreeMap<CardRef, DateTime<Utc>>,
+    /// Per card, when tessera last changed it (for `min_hold`).
+    pub changed: BTreeMap<CardRef, DateTime<Utc>>,
+    /// What was already said, so a report is made once.
+    reported: BTreeSet<String>,
 }
 
 /// One thing to do now.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     Act {
+        card: CardRef,
         action: Action,
         why: String,
+        window_start: Option<DateTime<Utc>>,
     },
-    /// Something an operator should read (a skipped change).
+    /// Something an operator should read (a skipped change), said once.
     Report(String),
 }
 
-/// The decisions at `now` for every unattended schedule, updating `state` as if they succeed
-/// (the caller reverts nothing: a failed action is reported by the runner and retried next tick).
+/// How an action the loop asked for went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Went {
+    Done,
+    /// The runner found nothing to do (already drained, not drained, the layout in place).
+    NothingToDo,
+    /// Refused by a guard, failed, or not started.
+    NotDone,
+}
+
+impl State {
+    fn report(&mut self, text: String, out: &mut Vec<Decision>) {
+        if self.reported.insert(text.clone()) {
+            out.push(Decision::Report(text));
+        }
+    }
+
+    /// Learn from how an action went: a drain is ours only when it did drain; a change that
+    /// did not happen skips the window (reported once) and gives the card back.
+    pub fn record(&mut self, d: &Decision, how: Went, now: DateTime<Utc>) -> Vec<Decision> {
+        let mut out = Vec::new();
+        let Decision::Act { card, action, window_start, .. } = d else { return out };
+        match (action, how) {
+            (Action::Drain { .. }, Went::Done) => {
+                self.drained.insert(card.clone());
+            }
+            (Action::Undrain { .. }, Went::Done | Went::NothingToDo) => {
+                self.drained.remove(card);
+            }
+            (Action::Repartition { .. }, Went::Done | Went::NothingToDo) => {
+                self.changed.insert(card.clone(), now);
+                self.skipped.remove(card);
+            }
+            (Action::Repartition { target, .. }, Went::NotDone) => {
+                if let Some(start) = window_start {
+                    self.skipped.insert(card.clone(), *start);
+                }
+                self.report(
+                    format!("{target}: the change was not made (see above); tried again at the next window"),
+                    &mut out,
+                );
+                if self.drained.contains(card) {
+                    out.push(give_back(card, "the change was not made"));
+                }
+            }
+            (Action::Undrain { target, .. }, Went::NotDone) => {
+                self.report(format!("{target}: could not be undrained; tried again next tick"), &mut out);
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+fn give_back(card: &CardRef, why: &str) -> Decision {
+    Decision::Act {
+        card: card.clone(),
+        action: Action::Undrain { target: card.to_string(), force: false },
+        why: why.into(),
+        window_start: None,
+    }
+}
+
+/// The decisions at `now` for every unattended schedule.
 pub fn decide(
     schedules: &[Schedule],
     fleet: &Fleet,
@@ -43,60 +114,69 @@ pub fn decide(
     state: &mut State,
 ) -> Vec<Decision> {
     let mut out = Vec::new();
-    for s in schedules.iter().filter(|s| s.unattended) {
-        let t = &super::timelines(std::slice::from_ref(s), fleet, now, min_runtime, 24)[0];
+    let unattended: Vec<&Schedule> = schedules.iter().filter(|s| s.unattended).collect();
+    for (k, s) in unattended.iter().enumerate() {
+        let t = &super::timelines(std::slice::from_ref(*s), fleet, now, min_runtime, 24)[0];
         let start = s.active_since(now).map(|(_, at)| at);
         for c in &t.cards {
             let Some(card) = fleet.card(&c.card) else { continue };
+            let node = fleet.nodes.iter().find(|n| n.name == c.card.node);
+            if let Some(first) = unattended[..k].iter().find(|o| node.is_some_and(|n| o.covers(n, card))) {
+                let text =
+                    format!("{}: covered by schedules {} and {}; only {} acts", c.card, first.name, s.name, first.name);
+                state.report(text, &mut out);
+                continue;
+            }
             let target = c.card.to_string();
             let ours = state.drained.contains(&c.card);
             let due = c.steps.iter().find(|st| st.due && !st.no_op && st.skipped.is_none());
-            if let (Some(st), Some(start)) = (due, start) {
-                if state.skipped.get(&c.card) == Some(&start) {
-                    continue;
-                }
-                if st.readiness.starts_with("ready") {
+            let mut acted = false;
+            if let (Some(st), Some(start)) = (due, start)
+                && state.skipped.get(&c.card) != Some(&start)
+            {
+                acted = true;
+                let held = s.held(state.changed.get(&c.card).copied(), now);
+                if st.readiness.starts_with("ready") && !held {
                     out.push(Decision::Act {
+                        card: c.card.clone(),
                         action: Action::Repartition { target: target.clone(), layout: st.layout.clone() },
                         why: format!("schedule {}: window {} began", s.name, st.window),
+                        window_start: Some(start),
                     });
                     if ours {
-                        out.push(Decision::Act {
-                            action: Action::Undrain { target: target.clone(), force: false },
-                            why: format!("schedule {}: drained for the change, which is done", s.name),
-                        });
-                        state.drained.remove(&c.card);
+                        out.push(give_back(&c.card, "drained for the change"));
                     }
                 } else {
-                    // Busy (or unchangeable) at the change: skip this window, give the card back.
+                    // Busy, unchangeable or held at the change: skip this window, give it back.
                     state.skipped.insert(c.card.clone(), start);
                     if ours {
-                        out.push(Decision::Act {
-                            action: Action::Undrain { target: target.clone(), force: false },
-                            why: format!("schedule {}: the change to {} was skipped", s.name, st.window),
-                        });
-                        state.drained.remove(&c.card);
+                        out.push(give_back(&c.card, "the change was skipped"));
                     }
-                    out.push(Decision::Report(format!(
-                        "schedule {}: {target} skipped for window {} ({}); tried again at the next window",
-                        s.name, st.window, st.readiness
-                    )));
+                    let why = if held { "within min_hold of its last change" } else { st.readiness.as_str() };
+                    let text = format!(
+                        "schedule {}: {target} skipped for window {} ({why}); tried again at the next window",
+                        s.name, st.window
+                    );
+                    state.report(text, &mut out);
                 }
+            }
+            if acted {
                 continue;
             }
-            // Ahead of the next real change: drain from `lead` before it.
+            // Ahead of the next real change that can happen: drain from `lead` before it.
             let next = c.steps.iter().find(|st| !st.due && !st.no_op && st.skipped.is_none());
-            if let Some(st) = next
-                && now >= st.drain_at
-                && !card.draining
-                && !ours
-                && card.health.fault().is_none()
-            {
-                out.push(Decision::Act {
+            let within = next.filter(|st| !st.readiness.starts_with("cannot") && now >= st.drain_at);
+            match within {
+                Some(st) if !card.draining && !ours && card.health.fault().is_none() => out.push(Decision::Act {
+                    card: c.card.clone(),
                     action: Action::Drain { target: target.clone() },
                     why: format!("schedule {}: {} begins at {}", s.name, st.window, st.at.format("%H:%M UTC")),
-                });
-                state.drained.insert(c.card.clone());
+                    window_start: None,
+                }),
+                Some(_) => {}
+                // No change within `lead` (it became a no-op, or cannot happen): give it back.
+                None if ours => out.push(give_back(&c.card, "no change is coming")),
+                None => {}
             }
         }
     }
