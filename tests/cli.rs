@@ -17,6 +17,17 @@ fn tessera(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Run tessera with its state (the audit log) in `state`: the exit code and all it printed.
+fn with_state(args: &[&str], state: &std::path::Path) -> (Option<i32>, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .env("XDG_STATE_HOME", state)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr))
+}
+
 fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
@@ -373,15 +384,7 @@ fn schedule_timeline_json_and_the_mig_parted_export() {
     // Apply the change due now on the simulated cluster: the idle cards only, nothing
     // preempted (the busy ones are left for later), every repartition audited.
     let state = std::env::temp_dir().join(format!("tessera-schedule-state-{}", std::process::id()));
-    let run = |args: &[&str]| {
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args(args)
-            .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
-            .env("XDG_STATE_HOME", &state)
-            .output()
-            .unwrap_or_else(|e| panic!("{e}"));
-        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr))
-    };
+    let run = |args: &[&str]| with_state(args, &state);
     let (code, text) = run(&["schedule", "--demo", "--config", cfg, "apply", "h100-day-night", "--dry-run"]);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("left for later") && text.contains("dry run: nothing done"), "{text}");
@@ -407,15 +410,7 @@ fn schedule_run_applies_unattended_changes_headless_and_refuses_read_only() {
     std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
     let c = cfg.to_str().unwrap_or_default();
     let state = std::env::temp_dir().join(format!("tessera-schedule-run-state-{}", std::process::id()));
-    let run = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args(args)
-            .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
-            .env("XDG_STATE_HOME", &state)
-            .output()
-            .unwrap_or_else(|e| panic!("{e}"));
-        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr))
-    };
+    let run = |args: &[&str]| with_state(args, &state);
     let (code, out) = run(&["schedule", "--demo", "--speed", "60", "--config", c, "run", "--for", "2s"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("skipped for window always") && out.contains("done: every step done"), "{out}");

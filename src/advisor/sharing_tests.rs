@@ -54,15 +54,20 @@ fn fleet(c: &Case) -> Fleet {
     f
 }
 
-fn kinds_found(f: &Fleet) -> Vec<Kind> {
-    let advisor = Advisor::default();
-    let cx = Context {
-        advisor: &advisor,
+/// The rules' context at `now()`: the default thresholds, a 30-minute minimum runtime.
+fn cx(advisor: &Advisor) -> Context<'_> {
+    Context {
+        advisor,
         min_runtime: std::time::Duration::from_secs(1800),
-        queue_wait: std::time::Duration::from_secs(1200),
+        queue_wait: std::time::Duration::from_secs(900),
         scale_in_pct: 50.0,
         now: now(),
-    };
+    }
+}
+
+fn kinds_found(f: &Fleet) -> Vec<Kind> {
+    let advisor = Advisor::default();
+    let cx = cx(&advisor);
     let mut out = Vec::new();
     interference(f, &mut out);
     crowded(f, &cx, &mut out);
@@ -148,13 +153,7 @@ fn crowding_needs_the_limit_near_and_memory_nearly_full() {
     ];
     let advisor = Advisor::default();
     for (what, c, expect) in cases {
-        let cx = Context {
-            advisor: &advisor,
-            min_runtime: std::time::Duration::from_secs(1800),
-            queue_wait: std::time::Duration::from_secs(1200),
-            scale_in_pct: 50.0,
-            now: now(),
-        };
+        let cx = cx(&advisor);
         let mut out = Vec::new();
         crowded(&fleet(c), &cx, &mut out);
         assert_eq!(out.first().map(|f| f.severity), *expect, "{what}");
@@ -162,13 +161,7 @@ fn crowding_needs_the_limit_near_and_memory_nearly_full() {
     // One job holding every unit (Slurm shard:4 of 4) at 95 %: no neighbour to crowd.
     let mut one = fleet(&Case { kinds: &[I], ..base });
     one.nodes[0].cards[0].sharing.replicas_used = Some(4);
-    let cx = Context {
-        advisor: &advisor,
-        min_runtime: std::time::Duration::from_secs(1800),
-        queue_wait: std::time::Duration::from_secs(1200),
-        scale_in_pct: 50.0,
-        now: now(),
-    };
+    let cx = cx(&advisor);
     let mut out = Vec::new();
     crowded(&one, &cx, &mut out);
     assert!(out.is_empty(), "{out:#?}");
@@ -229,13 +222,7 @@ fn busy_shared_card(pending: &[fn(&mut Workload)]) -> Fleet {
 
 fn advise_all(f: &Fleet) -> Vec<Finding> {
     let advisor = Advisor::default();
-    let cx = Context {
-        advisor: &advisor,
-        min_runtime: std::time::Duration::from_secs(1800),
-        queue_wait: std::time::Duration::from_secs(900),
-        scale_in_pct: 50.0,
-        now: now(),
-    };
+    let cx = cx(&advisor);
     super::super::advise(f, &cx)
 }
 
