@@ -397,8 +397,14 @@ fn schedule_timeline_json_and_the_mig_parted_export() {
     let audit = std::fs::read_to_string(state.join("tessera/audit.jsonl")).unwrap_or_default();
     assert_eq!(audit.lines().filter(|l| l.contains("\"record\":\"outcome\"")).count(), applied, "{audit}");
     let _ = std::fs::remove_dir_all(&state);
-    // Without schedules: a usage error that says what to add.
-    let (code, _, err) = tessera(&["schedule", "--demo"]);
+    // Without schedules the simulated cluster shows its example; real sources say what to add.
+    let (code, out, err) = tessera(&["schedule", "--demo"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("the simulated cluster's example") && out.contains("schedule demo-h100-day-night"),
+        "{err}{out}"
+    );
+    let (code, _, err) = tessera(&["schedule", "--prometheus", "http://127.0.0.1:9"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no [[schedule]]"), "{err}");
 }

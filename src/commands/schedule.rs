@@ -1,6 +1,7 @@
 //! `tessera schedule [--json]`: the next 24 h of MIG schedule changes per card, from one
 //! collection; `tessera schedule export --format mig-parted`: the schedules as a mig-parted
-//! config with the GPU Operator steps. Without `[[schedule]]` in the config it says so.
+//! config with the GPU Operator steps. Without `[[schedule]]` in the config it says so, except
+//! on the simulated cluster, which has an example schedule of its own (`DEMO`) to show.
 
 use chrono::{DateTime, Utc};
 
@@ -12,6 +13,44 @@ use crate::schedule::{Timeline, export, timelines};
 /// The timeline covers this many hours.
 pub const HOURS: i64 = 24;
 
+/// The simulated cluster's example: its H100 nodes in small instances by day, whole at night.
+pub const DEMO: &str = r#"
+[[schedule]]
+name = "demo-h100-day-night"
+nodes = ["gpu-h100-*"]
+model = "H100-80GB"
+timezone = "UTC"
+lead = "15m"
+min_hold = "4h"
+running = "wait"
+[[schedule.window]]
+name = "day"
+hours = "08:00-20:00"
+days = ["mon-fri"]
+mig_config = "all-1g.10gb"
+[[schedule.window]]
+name = "night"
+hours = "20:00-08:00"
+days = ["all"]
+layout = "whole"
+"#;
+
+/// The configured schedules, or on the simulated cluster with none configured its example
+/// (said on stderr); `None` when there are none to use.
+fn effective(cfg: &crate::config::Config, simulated: bool) -> Option<Vec<crate::model::schedule::Schedule>> {
+    if !cfg.schedules.is_empty() {
+        return Some(cfg.schedules.clone());
+    }
+    if !simulated {
+        return None;
+    }
+    // On stderr: stdout stays the timeline or its JSON.
+    eprintln!(
+        "no [[schedule]] configured: showing the simulated cluster's example (tessera check-config --example has the form)"
+    );
+    crate::config::parse(DEMO, "the built-in demo schedule").ok().map(|c| c.schedules)
+}
+
 fn no_schedules(cfg: &crate::config::Config) -> CmdError {
     let file = cfg.path.as_ref().map_or_else(|| "the config (none loaded)".to_string(), |p| p.display().to_string());
     CmdError::Usage(format!("no [[schedule]] in {file}: add one (tessera check-config --example shows the form)"))
@@ -19,7 +58,9 @@ fn no_schedules(cfg: &crate::config::Config) -> CmdError {
 
 pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Result<(), CmdError> {
     let cfg = settings(g)?;
-    if cfg.schedules.is_empty() {
+    // Only the simulated cluster can stand in for a missing [[schedule]].
+    let maybe_demo = cfg.sources.demo || !cfg.sources.any_real();
+    if cfg.schedules.is_empty() && !(maybe_demo && !matches!(what, Some(ScheduleCommand::Run { .. }))) {
         return Err(no_schedules(&cfg));
     }
     if let Some(ScheduleCommand::Apply { name, how }) = &what {
@@ -31,13 +72,16 @@ pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Re
     }
     if let Some(ScheduleCommand::Export { format: ExportFormat::MigParted }) = what {
         // The nodes each change applies to, where a source answers; the config alone otherwise.
-        let fleet = collect_once(&cfg).ok().map(|(f, _)| f);
-        let text = export::mig_parted(&cfg.schedules, fleet.as_ref()).map_err(CmdError::Usage)?;
+        let collected = collect_once(&cfg).ok();
+        let simulated = collected.as_ref().is_some_and(|(_, s)| *s);
+        let schedules = effective(&cfg, simulated).ok_or_else(|| no_schedules(&cfg))?;
+        let text = export::mig_parted(&schedules, collected.as_ref().map(|(f, _)| f)).map_err(CmdError::Usage)?;
         return out::print(&text);
     }
     let (fleet, simulated) = collect_once(&cfg)?;
+    let schedules = effective(&cfg, simulated).ok_or_else(|| no_schedules(&cfg))?;
     let now = fleet.taken_at.unwrap_or_else(Utc::now);
-    let t = timelines(&cfg.schedules, &fleet, now, cfg.policy.min_runtime, HOURS);
+    let t = timelines(&schedules, &fleet, now, cfg.policy.min_runtime, HOURS);
     let text = if json_out {
         let v = serde_json::json!({
             "schema_version": super::snapshot::SCHEMA_VERSION,
@@ -48,7 +92,7 @@ pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Re
         });
         serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))? + "\n"
     } else {
-        text(&cfg.schedules, &t, now)
+        text(&schedules, &t, now)
     };
     out::print(&text)
 }
@@ -124,17 +168,15 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
     use crate::actions::Action;
     use crate::actions::run::Approval;
     let cfg = settings(g)?;
-    if cfg.schedules.is_empty() {
-        return Err(no_schedules(&cfg));
-    }
-    let Some(s) = cfg.schedules.iter().find(|s| s.name == name) else {
-        let names: Vec<&str> = cfg.schedules.iter().map(|s| s.name.as_str()).collect();
-        return Err(CmdError::Usage(format!("no schedule {name:?}; the config has {}", names.join(", "))));
-    };
     let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
     rt.block_on(async {
         let mut engine = crate::engine::Engine::start(&cfg).map_err(CmdError::Usage)?;
         engine.first_answers().await;
+        let schedules = effective(&cfg, engine.store.simulated()).ok_or_else(|| no_schedules(&cfg))?;
+        let Some(s) = schedules.iter().find(|s| s.name == name) else {
+            let names: Vec<&str> = schedules.iter().map(|s| s.name.as_str()).collect();
+            return Err(CmdError::Usage(format!("no schedule {name:?}; there is {}", names.join(", "))));
+        };
         let fleet = engine.store.fleet().clone();
         let now = fleet.taken_at.unwrap_or_else(Utc::now);
         let t = timelines(std::slice::from_ref(s), &fleet, now, cfg.policy.min_runtime, HOURS).remove(0);
@@ -349,5 +391,14 @@ fn action_target(a: &crate::actions::Action) -> &str {
     match a {
         Action::Drain { target } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => target,
         Action::Preempt { workload, .. } => workload,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_demo_schedule_parses() {
+        let c = crate::config::parse(super::DEMO, "demo").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.schedules.len(), 1);
     }
 }
