@@ -60,7 +60,9 @@ pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Re
     let cfg = settings(g)?;
     // Only the simulated cluster can stand in for a missing [[schedule]].
     let maybe_demo = cfg.sources.demo || !cfg.sources.any_real();
-    if cfg.schedules.is_empty() && !(maybe_demo && !matches!(what, Some(ScheduleCommand::Run { .. }))) {
+    // (`run` applies only schedules that say unattended = true; the example does not.)
+    let demo_stands_in = maybe_demo && !matches!(what, Some(ScheduleCommand::Run { .. }));
+    if cfg.schedules.is_empty() && !demo_stands_in {
         return Err(no_schedules(&cfg));
     }
     if let Some(ScheduleCommand::Apply { name, how }) = &what {
