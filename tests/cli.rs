@@ -381,21 +381,36 @@ fn schedule_timeline_json_and_the_mig_parted_export() {
     assert!(body.contains(&"  all-1g.10gb:") && body.contains(&"        \"1g.10gb\": 7"), "{text}");
     assert!(body.contains(&"  h100-day-night-night:") && body.contains(&"      mig-enabled: false"), "{text}");
     assert!(text.contains("kubectl label node gpu-h100-01 nvidia.com/mig.config=all-1g.10gb"), "{text}");
-    // Apply the change due now on the simulated cluster: the idle cards only, nothing
-    // preempted (the busy ones are left for later), every repartition audited.
+    // Apply the change due now on the simulated cluster (running = "preempt"): idle cards are
+    // changed; cards held only by training past its minimum runtime are drained, the training
+    // preempted (the guard's own rules), then changed; inference is never preempted, its cards
+    // are left for later; every action audited.
     let state = std::env::temp_dir().join(format!("tessera-schedule-state-{}", std::process::id()));
     let run = |args: &[&str]| with_state(args, &state);
     let (code, text) = run(&["schedule", "--demo", "--config", cfg, "apply", "h100-day-night", "--dry-run"]);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("left for later") && text.contains("dry run: nothing done"), "{text}");
+    assert!(text.contains("(checkpoint, requeue), wait for it to empty"), "{text}");
     let (code, text) =
         run(&["schedule", "--demo", "--speed", "60", "--config", cfg, "apply", "h100-day-night", "--yes"]);
     assert_eq!(code, Some(0), "{text}");
-    let applied = text.lines().filter(|l| l.trim_start().starts_with("done: every step done")).count();
-    assert!(applied > 0 && text.contains(&format!("applied to {applied} cards")), "{text}");
-    assert!(!text.contains("Preempt"), "a schedule apply preempts nothing: {text}");
+    let applied: usize = text
+        .split("applied to ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
     let audit = std::fs::read_to_string(state.join("tessera/audit.jsonl")).unwrap_or_default();
-    assert_eq!(audit.lines().filter(|l| l.contains("\"record\":\"outcome\"")).count(), applied, "{audit}");
+    let intents = |what: &str| {
+        audit
+            .lines()
+            .filter(|l| l.contains("\"record\":\"intent\"") && l.contains(&format!("\"action\":\"{what}\"")))
+            .count()
+    };
+    assert_eq!(intents("repartition"), applied, "{audit}");
+    assert!(intents("preempt") > 0, "training was preempted for the change: {text}");
+    assert!(!audit.contains(", inference): checkpoint"), "no inference preempted: {audit}");
+    assert!(!text.contains("refused"), "{text}");
     let _ = std::fs::remove_dir_all(&state);
     // Without schedules the simulated cluster shows its example; real sources say what to add.
     let (code, out, err) = tessera(&["schedule", "--demo"]);

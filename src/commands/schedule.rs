@@ -196,7 +196,21 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
             return Ok(());
         }
         let mut plans = Vec::new();
+        // Cards whose holders are all eligible training (`running = "preempt"`): drained,
+        // preempted after their own confirmation, emptied, then changed.
+        let mut by_preempting: Vec<(&crate::schedule::CardPlan, &crate::schedule::Step)> = Vec::new();
         for (c, st) in &due {
+            if st.readiness.starts_with("preempts") {
+                let who: Vec<String> = st.requires.iter().map(|n| format!("{} {}", n.workload, n.name)).collect();
+                say(&format!(
+                    "  {}: drain, preempt {} (checkpoint, requeue), wait for it to empty, repartition to {}, undrain\n",
+                    c.card,
+                    who.join(", "),
+                    st.layout
+                ));
+                by_preempting.push((c, st));
+                continue;
+            }
             if !st.readiness.starts_with("ready") {
                 say(&format!("  {}: left for later: {}\n", c.card, st.readiness));
                 continue;
@@ -210,15 +224,23 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
             say(&p.render());
             plans.push(p);
         }
-        if plans.is_empty() {
+        if plans.is_empty() && by_preempting.is_empty() {
             return Err(CmdError::Refused(format!("schedule {name}: no covered card can take window {window} now")));
         }
         if how.dry_run {
             say("dry run: nothing done\n");
             return Ok(());
         }
+        let preempts: usize = by_preempting.iter().map(|(_, st)| st.requires.len()).sum();
         if !how.yes {
-            super::act::confirm(&format!("apply window {window} of schedule {name} to {} cards?", plans.len()))?;
+            let cards = plans.len() + by_preempting.len();
+            super::act::confirm(&format!("apply window {window} of schedule {name} to {cards} cards?"))?;
+            if preempts > 0 {
+                // Preemption is asked for on its own: nothing is preempted without a yes to it.
+                super::act::confirm(&format!(
+                    "preempt {preempts} training workloads (past the minimum runtime) for it?"
+                ))?;
+            }
             engine.catch_up();
         }
         for (i, p) in plans.iter().enumerate() {
@@ -240,9 +262,79 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
             }
             engine.catch_up();
         }
-        say(&format!("schedule {name}: window {window} applied to {} cards\n", plans.len()));
+        let mut changed = plans.len();
+        // Drain every card first: a job on several of them frees the others when preempted,
+        // and nothing else may land there meanwhile.
+        for (c, st) in &by_preempting {
+            let drain = Action::Drain { target: c.card.to_string() };
+            let why = format!("schedule {name}: window {}", st.window);
+            let at = Utc::now().format("%H:%M:%S").to_string();
+            if execute(&mut engine, &drain, &why, &at).await == crate::schedule::unattended::Went::NotDone {
+                return Err(CmdError::Failed(format!("stopped at {}: the drain did not happen", c.card)));
+            }
+        }
+        for (c, st) in &by_preempting {
+            if preempt_then_change(&mut engine, c, st, name).await? {
+                changed += 1;
+            }
+        }
+        say(&format!("schedule {name}: window {window} applied to {changed} cards\n"));
         Ok(())
     })
+}
+
+/// How long `apply` waits for a preempted card to empty.
+const EMPTY_WITHIN: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// On a drained card: preempt its holders (the runner's guards apply: eligible training only),
+/// wait for it to empty, repartition, undrain. `Ok(false)` when it did not empty in time (the
+/// card is given back); an error stops the group where it stood.
+async fn preempt_then_change(
+    engine: &mut crate::engine::Engine,
+    c: &crate::schedule::CardPlan,
+    st: &crate::schedule::Step,
+    schedule: &str,
+) -> Result<bool, CmdError> {
+    use super::out::say;
+    use crate::actions::Action;
+    use crate::schedule::unattended::Went;
+    let target = c.card.to_string();
+    let why = format!("schedule {schedule}: window {}", st.window);
+    let at = || Utc::now().format("%H:%M:%S").to_string();
+    let stop = |what: &str| CmdError::Failed(format!("stopped at {target}: {what}"));
+    for n in &st.requires {
+        // A job on several cards was preempted for an earlier one of them already.
+        engine.catch_up();
+        if !engine.store.fleet().workload(&n.workload).is_some_and(|w| w.state.is_active()) {
+            continue;
+        }
+        let action = Action::Preempt { workload: n.workload.clone(), force: false };
+        if execute(engine, &action, &why, &at()).await == Went::NotDone {
+            // Nothing changed on the card: give it back before stopping.
+            execute(engine, &Action::Undrain { target: target.clone(), force: false }, &why, &at()).await;
+            return Err(stop(&format!("{} was not preempted; the card was given back", n.workload)));
+        }
+    }
+    let began = std::time::Instant::now();
+    loop {
+        engine.catch_up();
+        let idle = engine.store.fleet().card(&c.card).is_some_and(|k| k.is_idle() && k.processes.is_empty());
+        if idle {
+            break;
+        }
+        if began.elapsed() >= EMPTY_WITHIN {
+            say(&format!("{} {target} did not empty within 15 min: given back, left for later\n", at()));
+            execute(engine, &Action::Undrain { target: target.clone(), force: false }, &why, &at()).await;
+            return Ok(false);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    let change = Action::Repartition { target: target.clone(), layout: st.layout.clone() };
+    if execute(engine, &change, &why, &at()).await == Went::NotDone {
+        return Err(stop("the repartition did not happen; the card stays drained"));
+    }
+    execute(engine, &Action::Undrain { target: target.clone(), force: false }, &why, &at()).await;
+    Ok(true)
 }
 
 /// `tessera schedule run`: the unattended loop. Refuses to start read-only or without an
