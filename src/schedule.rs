@@ -270,7 +270,10 @@ fn readiness(
     let blocking = requires.iter().filter(|n| !(s.running == Running::Preempt && n.preemptible)).count();
     let preempts = requires.len() - blocking;
     match (blocking, preempts) {
-        (0, 0) if card.in_use_by_unknown() => "waits: in use by an unknown holder".into(),
+        // Activity, memory or a holder no source names: the card may never empty.
+        (0, _) if card.in_use_by_unknown() || card.holders().count() > requires.len() => {
+            "waits: in use by an unknown holder".into()
+        }
         (0, 0) => "ready: idle now".into(),
         (0, p) => format!("preempts {p} after confirmation, then ready"),
         (b, _) => format!("waits for {b} workload{} to end", if b == 1 { "" } else { "s" }),

@@ -201,6 +201,22 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
         let mut by_preempting: Vec<(&crate::schedule::CardPlan, &crate::schedule::Step)> = Vec::new();
         for (c, st) in &due {
             if st.readiness.starts_with("preempts") {
+                // The runner's own plans now, so a guard (read-only, a stale source) says no here.
+                let drain = Action::Drain { target: c.card.to_string() };
+                let mut blocked: Vec<String> = Vec::new();
+                for a in std::iter::once(drain)
+                    .chain(st.requires.iter().map(|n| Action::Preempt { workload: n.workload.clone(), force: false }))
+                {
+                    match engine.runner.propose(&a, &fleet) {
+                        Ok(p) if !p.allowed() => blocked.push(crate::actions::guard::joined(&p.blockers)),
+                        Ok(_) => {}
+                        Err(e) => blocked.push(e),
+                    }
+                }
+                if !blocked.is_empty() {
+                    say(&format!("  {}: left for later: {}\n", c.card, blocked.join("; ")));
+                    continue;
+                }
                 let who: Vec<String> = st.requires.iter().map(|n| format!("{} {}", n.workload, n.name)).collect();
                 say(&format!(
                     "  {}: drain, preempt {} (checkpoint, requeue), wait for it to empty, repartition to {}, undrain\n",
@@ -231,14 +247,18 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
             say("dry run: nothing done\n");
             return Ok(());
         }
-        let preempts: usize = by_preempting.iter().map(|(_, st)| st.requires.len()).sum();
+        let mut preempted: Vec<&str> =
+            by_preempting.iter().flat_map(|(_, st)| st.requires.iter().map(|n| n.workload.as_str())).collect();
+        preempted.sort_unstable();
+        preempted.dedup();
         if !how.yes {
             let cards = plans.len() + by_preempting.len();
             super::act::confirm(&format!("apply window {window} of schedule {name} to {cards} cards?"))?;
-            if preempts > 0 {
+            if !preempted.is_empty() {
                 // Preemption is asked for on its own: nothing is preempted without a yes to it.
                 super::act::confirm(&format!(
-                    "preempt {preempts} training workloads (past the minimum runtime) for it?"
+                    "preempt {} (training past the minimum runtime: checkpoint, requeue) for it?",
+                    preempted.join(", ")
                 ))?;
             }
             engine.catch_up();
@@ -264,18 +284,37 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
         }
         let mut changed = plans.len();
         // Drain every card first: a job on several of them frees the others when preempted,
-        // and nothing else may land there meanwhile.
+        // and nothing else may land there meanwhile. Only cards this run drained are undrained.
+        let mut ours: Vec<crate::model::CardRef> = Vec::new();
         for (c, st) in &by_preempting {
             let drain = Action::Drain { target: c.card.to_string() };
             let why = format!("schedule {name}: window {}", st.window);
             let at = Utc::now().format("%H:%M:%S").to_string();
-            if execute(&mut engine, &drain, &why, &at).await == crate::schedule::unattended::Went::NotDone {
-                return Err(CmdError::Failed(format!("stopped at {}: the drain did not happen", c.card)));
+            match execute(&mut engine, &drain, &why, &at).await {
+                crate::schedule::unattended::Went::Done => ours.push(c.card.clone()),
+                crate::schedule::unattended::Went::NothingToDo => {}
+                crate::schedule::unattended::Went::NotDone => {
+                    give_back(&mut engine, &ours, name).await;
+                    return Err(CmdError::Failed(format!(
+                        "stopped at {} (the drain did not happen); {changed} cards changed",
+                        c.card
+                    )));
+                }
             }
         }
-        for (c, st) in &by_preempting {
-            if preempt_then_change(&mut engine, c, st, name).await? {
-                changed += 1;
+        for (k, (c, st)) in by_preempting.iter().enumerate() {
+            match preempt_then_change(&mut engine, c, st, name).await {
+                Ok(true) => changed += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    let rest: Vec<_> =
+                        by_preempting[k..].iter().map(|(c, _)| c.card.clone()).filter(|r| ours.contains(r)).collect();
+                    give_back(&mut engine, &rest, name).await;
+                    return Err(CmdError::Failed(format!("{e}; {changed} cards changed")));
+                }
+            }
+            if ours.contains(&c.card) {
+                give_back(&mut engine, std::slice::from_ref(&c.card), name).await;
             }
         }
         say(&format!("schedule {name}: window {window} applied to {changed} cards\n"));
@@ -286,9 +325,24 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
 /// How long `apply` waits for a preempted card to empty.
 const EMPTY_WITHIN: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-/// On a drained card: preempt its holders (the runner's guards apply: eligible training only),
-/// wait for it to empty, repartition, undrain. `Ok(false)` when it did not empty in time (the
-/// card is given back); an error stops the group where it stood.
+/// Undrain `cards` (drained by this run), saying any that could not be.
+async fn give_back(engine: &mut crate::engine::Engine, cards: &[crate::model::CardRef], schedule: &str) {
+    use crate::actions::Action;
+    for c in cards {
+        let at = Utc::now().format("%H:%M:%S").to_string();
+        let undrain = Action::Undrain { target: c.to_string(), force: false };
+        if execute(engine, &undrain, &format!("schedule {schedule}: given back"), &at).await
+            == crate::schedule::unattended::Went::NotDone
+        {
+            super::out::say(&format!("{at} {c} could not be undrained: run tessera undrain {c}\n"));
+        }
+    }
+}
+
+/// On a drained card: preempt the plan's holders that still hold it (the runner's guards apply:
+/// eligible training only), wait for it to empty, repartition. `Ok(false)` when it is left for
+/// later (a holder outside the plan, or not empty within 15 minutes); an error stops the group.
+/// The caller undrains.
 async fn preempt_then_change(
     engine: &mut crate::engine::Engine,
     c: &crate::schedule::CardPlan,
@@ -301,18 +355,24 @@ async fn preempt_then_change(
     let target = c.card.to_string();
     let why = format!("schedule {schedule}: window {}", st.window);
     let at = || Utc::now().format("%H:%M:%S").to_string();
-    let stop = |what: &str| CmdError::Failed(format!("stopped at {target}: {what}"));
+    let planned: Vec<&str> = st.requires.iter().map(|n| n.workload.as_str()).collect();
     for n in &st.requires {
-        // A job on several cards was preempted for an earlier one of them already.
         engine.catch_up();
-        if !engine.store.fleet().workload(&n.workload).is_some_and(|w| w.state.is_active()) {
+        let Some(card) = engine.store.fleet().card(&c.card) else {
+            return Err(CmdError::Failed(format!("stopped at {target}: the card is gone from every source")));
+        };
+        // Someone not in the plan holds it now: nothing is preempted for them.
+        if card.holders().any(|h| !planned.contains(&h)) {
+            say(&format!("{} {target}: a holder not in the plan is on it: left for later\n", at()));
+            return Ok(false);
+        }
+        // A job on several cards was preempted for an earlier one of them already.
+        if !card.holders().any(|h| h == n.workload) {
             continue;
         }
         let action = Action::Preempt { workload: n.workload.clone(), force: false };
         if execute(engine, &action, &why, &at()).await == Went::NotDone {
-            // Nothing changed on the card: give it back before stopping.
-            execute(engine, &Action::Undrain { target: target.clone(), force: false }, &why, &at()).await;
-            return Err(stop(&format!("{} was not preempted; the card was given back", n.workload)));
+            return Err(CmdError::Failed(format!("stopped at {target}: {} was not preempted", n.workload)));
         }
     }
     let began = std::time::Instant::now();
@@ -323,18 +383,17 @@ async fn preempt_then_change(
             break;
         }
         if began.elapsed() >= EMPTY_WITHIN {
-            say(&format!("{} {target} did not empty within 15 min: given back, left for later\n", at()));
-            execute(engine, &Action::Undrain { target: target.clone(), force: false }, &why, &at()).await;
+            say(&format!("{} {target} did not empty within 15 min: left for later\n", at()));
             return Ok(false);
         }
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
     let change = Action::Repartition { target: target.clone(), layout: st.layout.clone() };
-    if execute(engine, &change, &why, &at()).await == Went::NotDone {
-        return Err(stop("the repartition did not happen; the card stays drained"));
+    match execute(engine, &change, &why, &at()).await {
+        Went::Done => Ok(true),
+        Went::NothingToDo => Ok(false),
+        Went::NotDone => Err(CmdError::Failed(format!("stopped at {target}: the repartition did not happen"))),
     }
-    execute(engine, &Action::Undrain { target: target.clone(), force: false }, &why, &at()).await;
-    Ok(true)
 }
 
 /// `tessera schedule run`: the unattended loop. Refuses to start read-only or without an
