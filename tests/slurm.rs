@@ -39,6 +39,21 @@ fn free_port() -> u16 {
 /// One cluster at a time: two harness clusters on one host would compete for its CPUs.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The Slurm programs a harness cluster needs, and this test's turn to run one: `None` (the
+/// test says SKIPPED) where a program is missing, a failure instead under
+/// `TESSERA_REQUIRE_SERVICES=1`. Slurm's clients fail even `-V` without a config, so the
+/// programs are looked for instead.
+fn slurm_here(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    for p in ["slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "scontrol", "scancel"] {
+        if !on_path(p) {
+            assert!(std::env::var("TESSERA_REQUIRE_SERVICES").as_deref() != Ok("1"), "{p} is required here");
+            println!("SKIPPED: {test} needs {p}");
+            return None;
+        }
+    }
+    Some(ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
 impl Cluster {
     fn start(dir: &Path) -> Self {
         Self::start_with(dir, None)
@@ -136,15 +151,7 @@ impl Cluster {
 
 #[test]
 fn real_slurm_queue_and_actions() {
-    // Slurm's clients fail even `-V` without a config, so look for the programs instead.
-    for p in ["slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "scontrol", "scancel"] {
-        if !on_path(p) {
-            assert!(std::env::var("TESSERA_REQUIRE_SERVICES").as_deref() != Ok("1"), "{p} is required here");
-            println!("SKIPPED: real_slurm_queue_and_actions needs {p}");
-            return;
-        }
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(_one) = slurm_here("real_slurm_queue_and_actions") else { return };
     let dir = std::env::temp_dir().join(format!("tessera-slurm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let c = Cluster::start(&dir);
@@ -250,14 +257,7 @@ fn real_slurm_queue_and_actions() {
 
 #[test]
 fn real_slurm_shards_count_per_card_and_for_the_queue() {
-    for p in ["slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "scontrol", "scancel"] {
-        if !on_path(p) {
-            assert!(std::env::var("TESSERA_REQUIRE_SERVICES").as_deref() != Ok("1"), "{p} is required here");
-            println!("SKIPPED: real_slurm_shards_count_per_card_and_for_the_queue needs {p}");
-            return;
-        }
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(_one) = slurm_here("real_slurm_shards_count_per_card_and_for_the_queue") else { return };
     let dir = std::env::temp_dir().join(format!("tessera-slurm-shard-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     // GresTypes=gpu,shard: four L4s, 16 shards split evenly (4 a card).
@@ -316,14 +316,7 @@ fn real_slurm_shards_count_per_card_and_for_the_queue() {
 
 #[test]
 fn real_slurm_mps_units_per_card() {
-    for p in ["slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "scontrol", "scancel"] {
-        if !on_path(p) {
-            assert!(std::env::var("TESSERA_REQUIRE_SERVICES").as_deref() != Ok("1"), "{p} is required here");
-            println!("SKIPPED: real_slurm_mps_units_per_card needs {p}");
-            return;
-        }
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(_one) = slurm_here("real_slurm_mps_units_per_card") else { return };
     let dir = std::env::temp_dir().join(format!("tessera-slurm-mps-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     // GresTypes=gpu,mps: two L4s, 200 MPS units split evenly (100 a card).
