@@ -98,7 +98,7 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mu
         .iter()
         .filter(|w| w.state == WorkloadState::Pending && !served.contains(w.id.as_str()))
         .filter(|w| w.wait(cx.now).and_then(|x| x.to_std().ok()).is_some_and(|x| x >= cx.queue_wait))
-        .map(|w| (w, super::preempt::wants(w).0))
+        .map(|w| (w, w.request.asks().0))
         .collect();
     // Short overall, or a request larger than any one node has free.
     for d in q.demand.iter().filter(|d| d.wanted > d.free || d.largest_request > d.largest_block) {
@@ -110,7 +110,7 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mu
         };
         // Short: what the late work wants beyond what is free, and never less than the largest
         // late request beyond what one node has free (a multi-GPU job needs one node).
-        let units = |w: &&crate::model::Workload| super::preempt::wants(w).1;
+        let units = |w: &&crate::model::Workload| w.request.asks().1;
         let wanted: u64 = late.iter().map(units).sum();
         let biggest = late.iter().map(units).max().unwrap_or(0);
         let block = free.largest_block(&d.resource);

@@ -8,11 +8,6 @@ use crate::actions::Action;
 use crate::model::capacity::{Free, model_key};
 use crate::model::{Fleet, Resource, Workload, WorkloadKind, WorkloadState};
 
-/// What `w` asks for, as the queue counts it.
-pub(super) fn wants(w: &Workload) -> (Resource, u64) {
-    w.request.asks()
-}
-
 /// Units of `res` that preempting `t` would free on one node (the most on any of its nodes):
 /// only usable cards count, since work cannot start on a failing or drained one.
 fn frees(fleet: &Fleet, t: &Workload, res: &Resource) -> u64 {
@@ -51,7 +46,7 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, served: &[String], out: &m
     let served: std::collections::HashSet<&str> = served.iter().map(String::as_str).collect();
     for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending && w.kind == WorkloadKind::Inference) {
         let Some(waited) = w.wait(cx.now).and_then(|d| d.to_std().ok()) else { continue };
-        let (res, need) = wants(w);
+        let (res, need) = w.request.asks();
         // Several GPUs must be on one node: what one node has free is what counts.
         if waited < cx.queue_wait || free.largest_block(&res) >= need || served.contains(w.id.as_str()) {
             continue;

@@ -244,17 +244,12 @@ fn merge<K: Ord + Clone>(into: &mut BTreeMap<K, u64>, from: &BTreeMap<K, u64>) {
     }
 }
 
-/// One pending workload's request as the picker matches it: how many units of what.
-fn asks(w: &Workload) -> (Resource, u64) {
-    w.request.asks()
-}
-
 /// Pending workloads that one card, empty and laid out as `layout` (`None`: a whole card of
 /// catalog model `model`), would start: each instance serves one workload asking for its
 /// profile; a whole card serves one single-GPU workload of its model or of any model. A
 /// request for more units than the card has is not served; smaller requests go first.
 pub fn card_would_serve(model: &str, layout: Option<&[Placed]>, pending: &[&Workload]) -> u64 {
-    let mut asks: Vec<(Resource, u64)> = pending.iter().map(|w| asks(w)).collect();
+    let mut asks: Vec<(Resource, u64)> = pending.iter().map(|w| w.request.asks()).collect();
     asks.sort_by_key(|a| a.1);
     let mut served = 0;
     match layout {

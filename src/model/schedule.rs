@@ -158,14 +158,6 @@ pub fn parse_days(items: &[String]) -> Result<[bool; 7], String> {
 
 const DAYS_LONG: [&str; 7] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
 
-impl Window {
-    /// Minutes it lasts on the local clock.
-    pub fn minutes(&self) -> u32 {
-        let (s, e) = (u32::from(self.start_min), u32::from(self.end_min));
-        if e > s { e - s } else { 24 * 60 - s + e }
-    }
-}
-
 fn to_jiff(t: DateTime<Utc>) -> Option<jiff::Timestamp> {
     jiff::Timestamp::from_second(t.timestamp()).ok()
 }
