@@ -17,6 +17,7 @@ use crate::actions::run::{Approval, Runner};
 use crate::commands::CmdError;
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::schedule::unattended::Went;
 use crate::store::Store;
 use crate::ui::actions::{self as dialogs, Modal, Request, StepState};
 use crate::ui::input::{merge, on_event};
@@ -76,6 +77,10 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
     let (mut term, mut hup, mut int) =
         (signal(SignalKind::terminate())?, signal(SignalKind::hangup())?, signal(SignalKind::interrupt())?);
 
+    // The schedules the banner follows: the configured ones, or the simulator's example once
+    // the simulator has answered.
+    let mut schedules = crate::schedule::demo::effective(cfg, store.simulated()).map(|(s, _)| s);
+    let mut schedules_for_sim = store.simulated();
     let mut st = UiState::new(cfg.read_only, ascii, cfg.policy.min_runtime, Utc::now());
     st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
     st.on_fleet(store.fleet());
@@ -104,7 +109,8 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                         break;
                     }
                     Effect::Request(req) => {
-                        on_request(&mut st, &store, &runner, &act_tx, req);
+                        on_request(&mut st, &store, &runner, &act_tx, req, schedules.as_deref(), cfg);
+                        pump(&mut st, &store, &runner, &act_tx);
                         dirty = true;
                     }
                     Effect::Redraw | Effect::Dismissed => dirty = true,
@@ -113,6 +119,15 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
             }
             Some(ev) = act_rx.recv() => {
                 let finished = matches!(ev, ActEvent::Finished(_));
+                if matches!(st.modal, Some(Modal::GroupRunning { .. })) {
+                    group_event(&mut st, ev);
+                    pump(&mut st, &store, &runner, &act_tx);
+                    if st.quit_after_action && !st.action_running() {
+                        break;
+                    }
+                    dirty = true;
+                    continue;
+                }
                 if let Some(m) = &mut st.modal {
                     match ev {
                         ActEvent::Progress(p) => dialogs::on_progress(m, p, Utc::now()),
@@ -149,6 +164,8 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
             _ = tokio::time::sleep_until(merge_at), if merge_pending => {
                 store.rebuild();
                 st.on_fleet(store.fleet());
+                // A group change waiting for a card to empty or for its time looks again.
+                pump(&mut st, &store, &runner, &act_tx);
                 // The advisor takes ~26 ms at 4096 cards: at most once a second, on the clock.
                 advice_due = true;
                 merge_pending = false;
@@ -159,7 +176,25 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                 st.wall = Utc::now();
                 if std::mem::take(&mut advice_due) {
                     st.on_findings(advise(cfg, store.fleet()));
+                    if store.simulated() != schedules_for_sim {
+                        schedules_for_sim = store.simulated();
+                        schedules = crate::schedule::demo::effective(cfg, schedules_for_sim).map(|(s, _)| s);
+                    }
+                    let was = st.banner.clone();
+                    st.banner = schedules.as_ref().and_then(|s| due_change(s, cfg, store.fleet()));
+                    if st.banner.is_some() != was.is_some() {
+                        st.set_viewport(crate::ui::viewport_for(terminal_area(&terminal), &st));
+                    }
                     dirty = true;
+                }
+                if st.quit_after_action && matches!(st.modal, Some(Modal::GroupRunning { .. })) {
+                    if let Some(Modal::GroupRunning { run, .. }) = &mut st.modal {
+                        run.stop("tessera is quitting");
+                    }
+                    pump(&mut st, &store, &runner, &act_tx);
+                    if !st.action_running() {
+                        break;
+                    }
                 }
                 // Stale sources show their age, so they redraw each second; live ones do not.
                 // A running action's countdown, too.
@@ -195,7 +230,14 @@ fn wait_for_action(st: &mut UiState, runner: &Runner) -> bool {
 
 /// Leaving while an action runs: the runner records where it stood.
 fn interrupted(st: &UiState, runner: &Runner) {
-    if let Some(Modal::Running { plan, status, outcome: None }) = &st.modal {
+    let under_way = match &st.modal {
+        Some(Modal::Running { plan, status, outcome: None }) => Some((plan, status)),
+        // A group change: the action under way (cards it drained stay drained: the audit log
+        // has each drain).
+        Some(Modal::GroupRunning { current: Some((plan, status)), .. }) => Some((plan, status)),
+        _ => None,
+    };
+    if let Some((plan, status)) = under_way {
         let steps: Vec<StepResult> = plan
             .steps
             .iter()
@@ -216,12 +258,38 @@ fn interrupted(st: &UiState, runner: &Runner) {
 
 /// Plan an action (opening its confirmation) or hand a confirmed plan to the runner, which
 /// plans again, audits and runs it on a task that streams progress back.
-fn on_request(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::UnboundedSender<ActEvent>, req: Request) {
+fn on_request(
+    st: &mut UiState,
+    store: &Store,
+    runner: &Runner,
+    tx: &mpsc::UnboundedSender<ActEvent>,
+    req: Request,
+    schedules: Option<&[crate::model::schedule::Schedule]>,
+    cfg: &Config,
+) {
     if st.action_running() {
         st.message = Some("an action is running: start the next when it ends".into());
         return;
     }
     match req {
+        Request::PlanGroup(name) => {
+            let fleet = store.fleet();
+            let now = fleet.taken_at.unwrap_or_else(Utc::now);
+            let s = schedules.unwrap_or_default().iter().find(|s| s.name == name);
+            let t =
+                s.map(|s| crate::schedule::timelines(std::slice::from_ref(s), fleet, now, cfg.policy.min_runtime, 24));
+            let plan = t.as_ref().and_then(|t| {
+                crate::schedule::group::plan(&t[0], fleet, now, &|a: &crate::actions::Action| runner.propose(a, fleet))
+            });
+            match plan {
+                Some(p) => st.modal = Some(Modal::Group { plan: Box::new(p), typed: String::new(), second: false }),
+                None => st.message = Some(format!("schedule {name}: nothing is due now")),
+            }
+        }
+        Request::RunGroup(plan) => {
+            st.modal = Some(crate::ui::group::running(*plan));
+            st.action_hidden = false;
+        }
         Request::Plan(action) => match runner.propose(&action, store.fleet()) {
             Ok(p) if p.nothing_to_do.is_some() => {
                 st.modal = None;
@@ -241,26 +309,7 @@ fn on_request(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::Unbou
         Request::Execute(plan) => match runner.approve(&plan, store.fleet()) {
             Approval::Go(approved) => {
                 st.modal = Some(dialogs::running(Box::new(approved.plan().clone())));
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    let (ptx, mut prx) = mpsc::unbounded_channel();
-                    let forward = {
-                        let tx = tx.clone();
-                        tokio::spawn(async move {
-                            while let Some(p) = prx.recv().await {
-                                let _ = tx.send(ActEvent::Progress(p));
-                            }
-                        })
-                    };
-                    let finished = approved.run(Some(ptx)).await;
-                    let _ = forward.await;
-                    let mut outcome = finished.outcome;
-                    if let Some(e) = finished.audit_error {
-                        outcome.reached =
-                            format!("{} (and the audit outcome could not be written: {e})", outcome.reached);
-                    }
-                    let _ = tx.send(ActEvent::Finished(outcome));
-                });
+                spawn_run(*approved, tx.clone());
             }
             Approval::Changed(now) => {
                 st.message = Some("the cluster changed since the plan was shown: confirm the new plan".into());
@@ -282,6 +331,111 @@ fn on_request(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::Unbou
     }
 }
 
+/// The first schedule change due now or within its lead, for the banner.
+fn due_change(
+    schedules: &[crate::model::schedule::Schedule],
+    cfg: &Config,
+    fleet: &crate::model::Fleet,
+) -> Option<crate::schedule::group::Banner> {
+    let now = fleet.taken_at?;
+    let t = crate::schedule::timelines(schedules, fleet, now, cfg.policy.min_runtime, 1);
+    crate::schedule::group::banner(&t, now)
+}
+
+fn terminal_area(terminal: &Terminal<CrosstermBackend<Stdout>>) -> ratatui::layout::Rect {
+    let size = terminal.size().unwrap_or_default();
+    ratatui::layout::Rect::new(0, 0, size.width, size.height)
+}
+
+/// A running group change's action reported: its progress, or how it ended.
+fn group_event(st: &mut UiState, ev: ActEvent) {
+    let Some(Modal::GroupRunning { run, current }) = &mut st.modal else { return };
+    match ev {
+        ActEvent::Progress(p) => {
+            if let Some(m) = &mut st.modal {
+                dialogs::on_progress(m, p, Utc::now());
+            }
+        }
+        ActEvent::Finished(o) => {
+            *current = None;
+            let went = if o.ok { Went::Done } else { Went::NotDone };
+            let msg = o.error.clone().map_or_else(|| o.reached.clone(), |e| format!("{}: {e}", o.reached));
+            run.record(went, &msg, Utc::now());
+        }
+    }
+}
+
+/// Drive a running group change: while no action of it is under way, ask it what comes next
+/// and hand that to the runner (planned and approved on the fleet as it is now). A hidden run
+/// that ended closes with its summary in the footer.
+fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::UnboundedSender<ActEvent>) {
+    use crate::schedule::group::Next;
+    let fleet = store.fleet();
+    let now = fleet.taken_at.unwrap_or_else(Utc::now);
+    loop {
+        let Some(Modal::GroupRunning { run, current }) = &mut st.modal else { return };
+        let shown = match run.next(fleet, now) {
+            Next::Busy | Next::Wait(_) => return,
+            Next::Finished => {
+                if st.action_hidden {
+                    st.message = Some(run.summary());
+                    st.modal = None;
+                    st.action_hidden = false;
+                }
+                return;
+            }
+            Next::RunShown(p) => *p,
+            Next::Run(action) => match runner.propose(&action, fleet) {
+                Ok(p) if p.nothing_to_do.is_some() => {
+                    run.record(Went::NothingToDo, p.nothing_to_do.as_deref().unwrap_or_default(), now);
+                    continue;
+                }
+                Ok(p) => p,
+                Err(e) => {
+                    run.record(Went::NotDone, &e, now);
+                    continue;
+                }
+            },
+        };
+        match runner.approve(&shown, fleet) {
+            Approval::Go(approved) => {
+                let plan = Box::new(approved.plan().clone());
+                let status = vec![StepState::Waiting; plan.steps.len()];
+                *current = Some((plan, status));
+                spawn_run(*approved, tx.clone());
+                return;
+            }
+            Approval::Changed(now_plan) => {
+                run.record(Went::NotDone, &format!("the card changed since the plan: {}", now_plan.summary), now);
+            }
+            Approval::Refused(e) => run.record(Went::NotDone, &format!("refused: {e}"), now),
+            Approval::Gone(e) | Approval::NotStarted(e) => run.record(Went::NotDone, &e, now),
+        }
+    }
+}
+
+/// Run an approved plan on a task that streams its progress and outcome back to the loop.
+fn spawn_run(approved: crate::actions::run::Approved, tx: mpsc::UnboundedSender<ActEvent>) {
+    tokio::spawn(async move {
+        let (ptx, mut prx) = mpsc::unbounded_channel();
+        let forward = {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while let Some(p) = prx.recv().await {
+                    let _ = tx.send(ActEvent::Progress(p));
+                }
+            })
+        };
+        let finished = approved.run(Some(ptx)).await;
+        let _ = forward.await;
+        let mut outcome = finished.outcome;
+        if let Some(e) = finished.audit_error {
+            outcome.reached = format!("{} (and the audit outcome could not be written: {e})", outcome.reached);
+        }
+        let _ = tx.send(ActEvent::Finished(outcome));
+    });
+}
+
 fn draw(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     st: &mut UiState,
@@ -289,7 +443,7 @@ fn draw(
     theme: &Theme,
 ) -> Result<(), CmdError> {
     let size = terminal.size().map_err(|e| CmdError::Failed(format!("terminal: {e}")))?;
-    let vp = crate::ui::viewport(ratatui::layout::Rect::new(0, 0, size.width, size.height));
+    let vp = crate::ui::viewport_for(ratatui::layout::Rect::new(0, 0, size.width, size.height), st);
     if vp != st.viewport {
         st.set_viewport(vp);
     }

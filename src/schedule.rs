@@ -4,7 +4,9 @@
 //! can be changed by a backend, and what the new layout does for the waiting work. Pure: the
 //! `schedule` command prints it; the mig-parted export is in `schedule/export.rs`.
 
+pub mod demo;
 pub mod export;
+pub mod group;
 pub mod unattended;
 
 use chrono::{DateTime, Utc};

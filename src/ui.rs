@@ -4,6 +4,7 @@
 
 pub mod actions;
 pub mod filter;
+pub mod group;
 pub mod input;
 pub mod keymap;
 pub mod state;
@@ -42,10 +43,20 @@ pub fn viewport(area: Rect) -> usize {
     usize::from(areas(area).body.height.saturating_sub(1))
 }
 
+/// The same with a schedule banner on screen (it takes a row of the body).
+pub fn viewport_for(area: Rect, st: &UiState) -> usize {
+    viewport(area).saturating_sub(usize::from(st.banner.is_some() && areas(area).body.height > 1))
+}
+
 /// Draw one frame.
 pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated: bool) {
-    let a = areas(f.area());
+    let mut a = areas(f.area());
     views::header::draw(f, a.header, st, fleet, theme, simulated);
+    // A schedule change due: one line above the view, which gives it up.
+    if st.banner.is_some() && a.body.height > 1 {
+        views::group::banner(f, Rect { height: 1, ..a.body }, st, theme);
+        a.body = Rect { y: a.body.y + 1, height: a.body.height - 1, ..a.body };
+    }
     match (&st.open_card, st.tab) {
         (Some(card), _) => views::card::draw(f, a.body, st, fleet, theme, card),
         (None, _) if st.open_workload.is_some() => {

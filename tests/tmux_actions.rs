@@ -1,14 +1,23 @@
 //! End to end: actions in the real console on the simulated cluster, driven through tmux:
 //! drain after a confirmation, a cancelled repartition, a refused preemption, the audit log;
-//! and no action keys at all in read-only mode.
+//! a schedule change from its banner, confirmed once for the group; and no action keys at all
+//! in read-only mode.
 
 mod common;
 use common::{Tmux, have};
 
 fn session(name: &str, args: &str) -> (Tmux, std::path::PathBuf) {
+    session_with(name, args, None)
+}
+
+/// A console on the simulated cluster with `config` as its config file, if any.
+fn session_with(name: &str, args: &str, config: Option<&str>) -> (Tmux, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("tessera-act-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(dir.join("tessera")).unwrap_or_else(|e| panic!("{e}"));
+    if let Some(text) = config {
+        std::fs::write(dir.join("tessera/config.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    }
     let t = Tmux { socket: format!("tessera-act-{name}-{}", std::process::id()) };
     let cmd = format!(
         "exec env XDG_CONFIG_HOME={d} XDG_STATE_HOME={d}/state {bin} --demo --refresh 200ms {args}",
@@ -101,5 +110,62 @@ fn command_line_asks_on_the_terminal() {
     }
     let audit = std::fs::read_to_string(dir.join("state/tessera/audit.jsonl")).unwrap_or_default();
     assert_eq!(audit.lines().count(), 2, "only the confirmed drain is audited: {audit}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A schedule whose one window always holds: its change is due whatever the time of day.
+const ALWAYS: &str = r#"
+[[schedule]]
+name = "all-day"
+nodes = ["gpu-h100-*"]
+model = "H100-80GB"
+[[schedule.window]]
+name = "always"
+hours = "00:00-24:00"
+mig_config = "all-1g.10gb"
+"#;
+
+/// The banner shows the due change; `m` opens the group plan; typing the schedule's name runs
+/// it card by card through the runner; the dialog ends with the summary, the audit log has an
+/// intent and an outcome per card, and busy cards are left alone.
+#[test]
+fn a_schedule_change_from_the_banner_confirmed_once_for_the_group() {
+    if !have("tmux") {
+        return;
+    }
+    let (t, dir) = session_with("schedule", "--speed 20", Some(ALWAYS));
+    let banner = t.wait("the banner", |s| s.contains("schedule all-day: window always due now on"));
+    assert!(banner.contains("m reviews the plan"), "{banner}");
+    t.keys(&["m"]);
+    let plan = t.wait("the group plan", |s| s.contains("type all-day and Enter"));
+    assert!(plan.contains("repartition to 1g.10gb@0,1,2,3,4,5,6"), "{plan}");
+    assert!(plan.contains("left for later"), "busy cards are listed, not changed: {plan}");
+    // Anything but the name does nothing.
+    t.keys(&["y", "Enter"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!dir.join("state/tessera/audit.jsonl").exists(), "nothing runs before the name is typed");
+    t.keys(&["BSpace", "all-day", "Enter"]);
+    let done = t.wait("the run's end", |s| s.contains("Enter or Esc closes (every action"));
+    let line = done.lines().find(|l| l.contains("cards changed")).unwrap_or_else(|| panic!("{done}"));
+    let n = line.split(" cards changed").next().and_then(|h| h.split_whitespace().rev().nth(2)).unwrap_or("0");
+    let n: usize = n.parse().unwrap_or_else(|_| panic!("{line}"));
+    assert!(n > 0 && line.contains(&format!("{n} of {n} cards changed")), "{line}");
+    t.keys(&["Enter"]);
+    t.wait("the summary in the footer", |s| {
+        s.contains(&format!("schedule all-day window always: {n} of {n} cards changed"))
+    });
+    let audit = std::fs::read_to_string(dir.join("state/tessera/audit.jsonl")).unwrap_or_default();
+    let records: Vec<(String, String)> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| {
+            let action = v["plan"]["action"]["action"].as_str().or(v["action"]["action"].as_str()).unwrap_or("");
+            (v["record"].as_str().unwrap_or("").to_string(), action.to_string())
+        })
+        .collect();
+    let intents = records.iter().filter(|(r, a)| r == "intent" && a == "repartition").count();
+    let outcomes = records.iter().filter(|(r, a)| r == "outcome" && a == "repartition").count();
+    assert_eq!((intents, outcomes), (n, n), "{audit}");
+    t.keys(&["q"]);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -44,6 +44,9 @@ fn render(w: u16, h: u16, setup: impl Fn(&mut UiState, &Store), ascii: bool) -> 
     st.on_fleet(store.fleet());
     st.wall = clock();
     setup(&mut st, &store);
+    if st.banner.is_some() {
+        st.viewport = tessera::ui::viewport_for(ratatui::layout::Rect::new(0, 0, w, h), &st);
+    }
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap_or_else(|e| panic!("{e}"));
     term.draw(|f| tessera::ui::draw(f, &st, store.fleet(), &theme, store.simulated()))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -51,6 +54,19 @@ fn render(w: u16, h: u16, setup: impl Fn(&mut UiState, &Store), ascii: bool) -> 
 }
 
 type Setup = Box<dyn Fn(&mut UiState, &Store)>;
+
+/// The simulated cluster's example schedule against the store at the fixed clock (Monday
+/// 14:30, the day window): its banner on the state, and its group plan.
+fn schedule_due(st: &mut UiState, s: &Store) -> tessera::schedule::group::GroupPlan {
+    let cfg = tessera::config::Config::default();
+    let (schedules, _) = tessera::schedule::demo::effective(&cfg, true).unwrap_or_else(|| panic!("the example"));
+    let t = tessera::schedule::timelines(&schedules, s.fleet(), clock(), Duration::from_secs(1800), 24);
+    st.banner = tessera::schedule::group::banner(&t, clock());
+    assert!(st.banner.is_some());
+    let runner = tessera::actions::run::Runner::new(&cfg, tessera::actions::execute::Env::default()).with_audit(None);
+    tessera::schedule::group::plan(&t[0], s.fleet(), clock(), &|a| runner.propose(a, s.fleet()))
+        .unwrap_or_else(|| panic!("a change is due"))
+}
 
 fn views() -> Vec<(&'static str, Setup)> {
     vec![
@@ -110,6 +126,38 @@ fn views() -> Vec<(&'static str, Setup)> {
                 let action = tessera::actions::Action::Drain { target: "gpu-a100-01/0".into() };
                 let plan = tessera::actions::plan::plan(&action, s.fleet(), &opts).unwrap_or_else(|e| panic!("{e}"));
                 st.modal = Some(tessera::ui::actions::confirm(plan));
+            }),
+        ),
+        (
+            "schedule_banner",
+            Box::new(|st: &mut UiState, s: &Store| {
+                schedule_due(st, s);
+            }),
+        ),
+        (
+            "schedule_confirm",
+            Box::new(|st: &mut UiState, s: &Store| {
+                let plan = schedule_due(st, s);
+                st.modal = Some(tessera::ui::actions::Modal::Group {
+                    plan: Box::new(plan),
+                    typed: "demo-h100".into(),
+                    second: false,
+                });
+            }),
+        ),
+        (
+            "schedule_running",
+            Box::new(|st: &mut UiState, s: &Store| {
+                use tessera::schedule::group::Next;
+                use tessera::schedule::unattended::Went;
+                let mut m = tessera::ui::group::running(schedule_due(st, s));
+                if let tessera::ui::actions::Modal::GroupRunning { run, .. } = &mut m {
+                    // The first card changed, the second under way.
+                    assert!(matches!(run.next(s.fleet(), clock()), Next::RunShown(_)));
+                    run.record(Went::Done, "every step done", clock());
+                    assert!(matches!(run.next(s.fleet(), clock()), Next::RunShown(_)));
+                }
+                st.modal = Some(m);
             }),
         ),
         (

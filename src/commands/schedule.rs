@@ -1,7 +1,7 @@
 //! `tessera schedule [--json]`: the next 24 h of MIG schedule changes per card, from one
 //! collection; `tessera schedule export --format mig-parted`: the schedules as a mig-parted
 //! config with the GPU Operator steps. Without `[[schedule]]` in the config it says so, except
-//! on the simulated cluster, which has an example schedule of its own (`DEMO`) to show.
+//! on the simulated cluster, which has an example schedule of its own (`schedule::demo::DEMO`) to show.
 
 use chrono::{DateTime, Utc};
 
@@ -18,42 +18,17 @@ pub use run::run;
 /// The timeline covers this many hours.
 pub const HOURS: i64 = 24;
 
-/// The simulated cluster's example: its H100 nodes in small instances by day, whole at night.
-pub const DEMO: &str = r#"
-[[schedule]]
-name = "demo-h100-day-night"
-nodes = ["gpu-h100-*"]
-model = "H100-80GB"
-timezone = "UTC"
-lead = "15m"
-min_hold = "4h"
-running = "wait"
-[[schedule.window]]
-name = "day"
-hours = "08:00-20:00"
-days = ["mon-fri"]
-mig_config = "all-1g.10gb"
-[[schedule.window]]
-name = "night"
-hours = "20:00-08:00"
-days = ["all"]
-layout = "whole"
-"#;
-
 /// The configured schedules, or on the simulated cluster with none configured its example
 /// (said on stderr); `None` when there are none to use.
 pub(super) fn effective(cfg: &crate::config::Config, simulated: bool) -> Option<Vec<crate::model::schedule::Schedule>> {
-    if !cfg.schedules.is_empty() {
-        return Some(cfg.schedules.clone());
+    let (schedules, demo) = crate::schedule::demo::effective(cfg, simulated)?;
+    if demo {
+        // On stderr: stdout stays the timeline or its JSON.
+        eprintln!(
+            "no [[schedule]] configured: showing the simulated cluster's example (tessera check-config --example has the form)"
+        );
     }
-    if !simulated {
-        return None;
-    }
-    // On stderr: stdout stays the timeline or its JSON.
-    eprintln!(
-        "no [[schedule]] configured: showing the simulated cluster's example (tessera check-config --example has the form)"
-    );
-    crate::config::parse(DEMO, "the built-in demo schedule").ok().map(|c| c.schedules)
+    Some(schedules)
 }
 
 pub(super) fn no_schedules(cfg: &crate::config::Config) -> CmdError {
@@ -170,7 +145,7 @@ fn text(schedules: &[crate::model::schedule::Schedule], timelines: &[Timeline], 
 mod tests {
     #[test]
     fn the_demo_schedule_parses() {
-        let c = crate::config::parse(super::DEMO, "demo").unwrap_or_else(|e| panic!("{e}"));
+        let c = crate::config::parse(crate::schedule::demo::DEMO, "demo").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.schedules.len(), 1);
     }
 }

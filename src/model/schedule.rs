@@ -19,6 +19,16 @@ pub enum Running {
     Preempt,
 }
 
+impl Running {
+    /// As the config writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Wait => "wait",
+            Self::Preempt => "preempt",
+        }
+    }
+}
+
 /// One window: local start and end in minutes after midnight (end ≤ start crosses midnight,
 /// and belongs to the day it starts; end 1440 is midnight), the days it starts on (Monday first), the layout.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,6 +8,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 use crate::actions::{Action, Outcome, Plan, Progress};
 use crate::model::mig::{enumerate, lookup};
 use crate::model::{Card, CardRef, Fleet, capacity};
+use crate::schedule::group::{GroupPlan, GroupRun};
 use crate::ui::keymap::Intent;
 use crate::ui::state::{Tab, UiState};
 
@@ -24,9 +25,33 @@ pub struct Choice {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Modal {
-    Picker { card: CardRef, choices: Vec<Choice>, selected: usize, current: String },
-    Confirm { plan: Box<Plan>, typed: String, second: bool },
-    Running { plan: Box<Plan>, status: Vec<StepState>, outcome: Option<Outcome> },
+    Picker {
+        card: CardRef,
+        choices: Vec<Choice>,
+        selected: usize,
+        current: String,
+    },
+    Confirm {
+        plan: Box<Plan>,
+        typed: String,
+        second: bool,
+    },
+    Running {
+        plan: Box<Plan>,
+        status: Vec<StepState>,
+        outcome: Option<Outcome>,
+    },
+    /// A schedule's change for its group of cards, confirmed once (`ui/group.rs`).
+    Group {
+        plan: Box<GroupPlan>,
+        typed: String,
+        second: bool,
+    },
+    /// The group change running card by card; `current` is the action under way.
+    GroupRunning {
+        run: Box<GroupRun>,
+        current: Option<(Box<Plan>, Vec<StepState>)>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +73,10 @@ pub enum Request {
     Plan(Action),
     /// The operator confirmed: audit and execute.
     Execute(Box<Plan>),
+    /// Plan the change due now of this schedule for its group and open its confirmation.
+    PlanGroup(String),
+    /// The operator confirmed the group change: run it card by card.
+    RunGroup(Box<GroupPlan>),
 }
 
 /// Result of a key in a dialog.
@@ -69,6 +98,9 @@ pub fn verdict(plan: &Plan, o: &Outcome) -> String {
 
 /// A running action in one line: which step, and for a wait how long is left.
 pub fn progress_line(modal: &Modal, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+    if let Modal::GroupRunning { run, .. } = modal {
+        return super::group::progress_line(run);
+    }
     let Modal::Running { plan, status, outcome: None } = modal else { return None };
     let total = status.len();
     let (i, state) = status.iter().enumerate().find(|(_, s)| matches!(s, StepState::Running { .. }))?;
@@ -218,6 +250,7 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
             }
             Answer::Request(Request::Execute(plan.clone()))
         }
+        Modal::Group { .. } | Modal::GroupRunning { .. } => super::group::on_key(modal, k),
         Modal::Running { plan, outcome, .. } => match (k.code, outcome) {
             (KeyCode::Esc | KeyCode::Enter, Some(o)) => Answer::Close(verdict(plan, o)),
             // The action runs on; the operator may look elsewhere meanwhile.
@@ -297,7 +330,11 @@ pub fn running(plan: Box<Plan>) -> Modal {
 
 /// Fold one progress event, received at wall-clock `now`, into the dialog.
 pub fn on_progress(modal: &mut Modal, p: Progress, now: chrono::DateTime<chrono::Utc>) {
-    if let Modal::Running { status, .. } = modal {
+    let status = match modal {
+        Modal::Running { status, .. } | Modal::GroupRunning { current: Some((_, status)), .. } => Some(status),
+        _ => None,
+    };
+    if let Some(status) = status {
         let (i, s) = match p {
             Progress::Started { step, wait_s } => (step, StepState::Running { since: now, wait_s }),
             Progress::Done { step, message } => (step, StepState::Done(message)),

@@ -28,7 +28,7 @@ pub fn on_event(st: &mut UiState, fleet: &Fleet, ev: Event) -> Effect {
     match ev {
         Event::Key(k) if k.kind != KeyEventKind::Release => on_key(st, fleet, k),
         Event::Mouse(m) => {
-            let body_top = super::HEADER_LINES + 1;
+            let body_top = super::HEADER_LINES + 1 + u16::from(st.banner.is_some());
             match m.kind {
                 MouseEventKind::Down(_) if m.row >= body_top => st.click(usize::from(m.row - body_top)),
                 MouseEventKind::ScrollDown if !st.help && st.open_card.is_none() => st.step(3),
@@ -52,9 +52,10 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
         }
         return Effect::Quit;
     }
+    let running = st.action_running();
     if let Some(modal) = st.modal.as_mut().filter(|_| !st.action_hidden) {
         // q in a running action's dialog: leave when it ends, as the signals do.
-        if k.code == KeyCode::Char('q') && matches!(modal, super::actions::Modal::Running { outcome: None, .. }) {
+        if k.code == KeyCode::Char('q') && running {
             st.quit_when_done();
             return Effect::Redraw;
         }

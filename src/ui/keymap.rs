@@ -31,12 +31,16 @@ pub enum Intent {
     Repartition,
     Preempt,
     ForcePreempt,
+    ScheduleChange,
 }
 
 impl Intent {
     /// Keys that change the cluster: absent read-only.
     pub fn is_action(self) -> bool {
-        matches!(self, Self::Drain | Self::Undrain | Self::Repartition | Self::Preempt | Self::ForcePreempt)
+        matches!(
+            self,
+            Self::Drain | Self::Undrain | Self::Repartition | Self::Preempt | Self::ForcePreempt | Self::ScheduleChange
+        )
     }
 }
 
@@ -252,6 +256,14 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Preempt,
         description: "preempt the selected training workload (workloads view)",
         footer: true,
+        action: true,
+    },
+    Binding {
+        keys: &[Char('m')],
+        label: "m",
+        intent: Intent::ScheduleChange,
+        description: "MIG schedule: review the due change shown in the banner, run it for the group",
+        footer: false,
         action: true,
     },
     Binding {

@@ -162,6 +162,8 @@ pub struct UiState {
     pub advice_counts: (usize, usize, usize),
     /// Cards some warn or high finding is about: their fleet rows say `advice`.
     pub flagged: std::collections::HashSet<CardRef>,
+    /// A schedule change due now or within its lead (the loop sets it with the advice).
+    pub banner: Option<crate::schedule::group::Banner>,
 }
 
 /// What the loop must do after a key.
@@ -216,6 +218,7 @@ impl UiState {
             source_count: 0,
             findings: Vec::new(),
             flagged: std::collections::HashSet::new(),
+            banner: None,
             advice_counts: (0, 0, 0),
         }
     }
@@ -283,7 +286,11 @@ impl UiState {
 
     /// An action is executing (its dialog shows progress and no outcome yet).
     pub fn action_running(&self) -> bool {
-        matches!(&self.modal, Some(super::actions::Modal::Running { outcome: None, .. }))
+        match &self.modal {
+            Some(super::actions::Modal::Running { outcome, .. }) => outcome.is_none(),
+            Some(super::actions::Modal::GroupRunning { run, .. }) => !run.finished(),
+            _ => false,
+        }
     }
 
     pub fn selected_card(&self) -> Option<CardRef> {

@@ -4,6 +4,7 @@ pub mod advice;
 pub mod card;
 pub mod fleet;
 pub mod footer;
+pub mod group;
 pub mod header;
 pub mod help;
 pub mod modal;

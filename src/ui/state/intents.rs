@@ -113,6 +113,13 @@ impl UiState {
                 self.message = Some(format!("sorted by {}, {way}", self.sort.name()));
                 self.rebuild(fleet);
             }
+            Intent::ScheduleChange => match &self.banner {
+                _ if self.action_running() => {
+                    self.message = Some("an action is running: start the next when it ends".into());
+                }
+                Some(b) => return Effect::Request(crate::ui::actions::Request::PlanGroup(b.schedule.clone())),
+                None => self.message = Some("no schedule change is due (tessera schedule shows the timeline)".into()),
+            },
             Intent::Drain | Intent::Undrain | Intent::Repartition | Intent::Preempt | Intent::ForcePreempt => {
                 if let Some(r) = crate::ui::actions::on_intent(self, intent, fleet) {
                     return Effect::Request(r);

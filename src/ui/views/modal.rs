@@ -19,6 +19,9 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
     let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
     let inner = usize::from(w.saturating_sub(2));
     let (title, lines) = match modal {
+        Modal::Group { .. } | Modal::GroupRunning { .. } => {
+            super::group::lines(modal, theme, usize::from(h.saturating_sub(2)), inner)
+        }
         Modal::Picker { card, choices, selected, current } => {
             let c = fleet.card(card);
             let mut lines = Vec::new();
