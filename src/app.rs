@@ -113,14 +113,18 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                         pump(&mut st, &store, &runner, &act_tx);
                         dirty = true;
                     }
-                    Effect::Redraw | Effect::Dismissed => dirty = true,
+                    Effect::Redraw | Effect::Dismissed => {
+                        // `x` in a group run: its give-back starts now, not at the next update.
+                        pump(&mut st, &store, &runner, &act_tx);
+                        dirty = true;
+                    }
                     Effect::None => {}
                 }
             }
             Some(ev) = act_rx.recv() => {
                 let finished = matches!(ev, ActEvent::Finished(_));
                 if matches!(st.modal, Some(Modal::GroupRunning { .. })) {
-                    group_event(&mut st, ev);
+                    group_event(&mut st, ev, store.fleet().taken_at.unwrap_or_else(Utc::now));
                     pump(&mut st, &store, &runner, &act_tx);
                     if st.quit_after_action && !st.action_running() {
                         break;
@@ -208,6 +212,19 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
             _ = int.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { break },
         }
     }
+    // Left at once while a group change ran: say which cards it leaves drained.
+    let drained = match &st.modal {
+        Some(Modal::GroupRunning { run, .. }) => run.still_drained(),
+        _ => Vec::new(),
+    };
+    drop(_restore);
+    if !drained.is_empty() {
+        let names: Vec<String> = drained.iter().map(ToString::to_string).collect();
+        eprintln!(
+            "tessera: the schedule change was left at once: {} stay drained (tessera undrain CARD gives each back; the audit log has every drain)",
+            names.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -279,7 +296,7 @@ fn on_request(
             let t =
                 s.map(|s| crate::schedule::timelines(std::slice::from_ref(s), fleet, now, cfg.policy.min_runtime, 24));
             let plan = t.as_ref().and_then(|t| {
-                crate::schedule::group::plan(&t[0], fleet, now, &|a: &crate::actions::Action| runner.propose(a, fleet))
+                crate::schedule::group::plan(&t[0], fleet, now, &|a: &crate::actions::Action| runner.check(a, fleet))
             });
             match plan {
                 Some(p) => st.modal = Some(Modal::Group { plan: Box::new(p), typed: String::new(), second: false }),
@@ -287,8 +304,30 @@ fn on_request(
             }
         }
         Request::RunGroup(plan) => {
-            st.modal = Some(crate::ui::group::running(*plan));
-            st.action_hidden = false;
+            // The plan as it would be now: a window that began, a card that changed, a
+            // preemption that became possible since it was shown: confirm the new one.
+            let fleet = store.fleet();
+            let now = fleet.taken_at.unwrap_or_else(Utc::now);
+            let s = schedules.unwrap_or_default().iter().find(|s| s.name == plan.schedule);
+            let t =
+                s.map(|s| crate::schedule::timelines(std::slice::from_ref(s), fleet, now, cfg.policy.min_runtime, 24));
+            let again = t.as_ref().and_then(|t| {
+                crate::schedule::group::plan(&t[0], fleet, now, &|a: &crate::actions::Action| runner.check(a, fleet))
+            });
+            match again {
+                Some(p) if crate::schedule::group::same_run(&p, &plan) => {
+                    st.modal = Some(crate::ui::group::running(*plan));
+                    st.action_hidden = false;
+                }
+                Some(p) => {
+                    st.message = Some("the cluster changed since the plan was shown: confirm the new plan".into());
+                    st.modal = Some(Modal::Group { plan: Box::new(p), typed: String::new(), second: false });
+                }
+                None => {
+                    st.modal = None;
+                    st.message = Some(format!("schedule {}: nothing is due any more: nothing done", plan.schedule));
+                }
+            }
         }
         Request::Plan(action) => match runner.propose(&action, store.fleet()) {
             Ok(p) if p.nothing_to_do.is_some() => {
@@ -338,7 +377,10 @@ fn due_change(
     fleet: &crate::model::Fleet,
 ) -> Option<crate::schedule::group::Banner> {
     let now = fleet.taken_at?;
-    let t = crate::schedule::timelines(schedules, fleet, now, cfg.policy.min_runtime, 1);
+    // Far enough ahead to see every change within its lead.
+    let lead = schedules.iter().map(|s| s.lead.as_secs()).max().unwrap_or(0);
+    let hours = i64::try_from(lead / 3600 + 1).unwrap_or(24).min(24);
+    let t = crate::schedule::timelines(schedules, fleet, now, cfg.policy.min_runtime, hours);
     crate::schedule::group::banner(&t, now)
 }
 
@@ -348,7 +390,7 @@ fn terminal_area(terminal: &Terminal<CrosstermBackend<Stdout>>) -> ratatui::layo
 }
 
 /// A running group change's action reported: its progress, or how it ended.
-fn group_event(st: &mut UiState, ev: ActEvent) {
+fn group_event(st: &mut UiState, ev: ActEvent, now: chrono::DateTime<Utc>) {
     let Some(Modal::GroupRunning { run, current }) = &mut st.modal else { return };
     match ev {
         ActEvent::Progress(p) => {
@@ -360,7 +402,8 @@ fn group_event(st: &mut UiState, ev: ActEvent) {
             *current = None;
             let went = if o.ok { Went::Done } else { Went::NotDone };
             let msg = o.error.clone().map_or_else(|| o.reached.clone(), |e| format!("{}: {e}", o.reached));
-            run.record(went, &msg, Utc::now());
+            // The fleet's clock, as the run's waits are judged (the simulator's own on --demo).
+            run.record(went, &msg, now);
         }
     }
 }

@@ -169,3 +169,44 @@ fn a_schedule_change_from_the_banner_confirmed_once_for_the_group() {
     t.keys(&["q"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Under `running = "preempt"`: the plan names the training it would preempt and asks about it
+/// on its own; the run drains, preempts, waits for the cards to empty on the simulator's clock
+/// (here 600 times the wall clock: a wall-clock deadline would give up at once), changes them
+/// and gives them back.
+#[test]
+fn a_preempting_schedule_change_asks_twice_and_empties_the_cards_first() {
+    if !have("tmux") {
+        return;
+    }
+    let config = ALWAYS.replace("model = \"H100-80GB\"", "model = \"H100-80GB\"\nrunning = \"preempt\"");
+    let (t, dir) = session_with("schedule-preempt", "--speed 600", Some(&config));
+    t.wait("the banner", |s| s.contains("schedule all-day: window always due now on"));
+    t.keys(&["m"]);
+    let plan = t.wait("the group plan", |s| s.contains("type all-day and Enter"));
+    assert!(plan.contains("drain → preempt sim:"), "{plan}");
+    t.keys(&["all-day", "Enter"]);
+    let asked = t.wait("the preemption question", |s| s.contains("workloads above (training past the minimum runtime"));
+    assert!(asked.contains("  preempt sim:"), "{asked}");
+    t.keys(&["y"]);
+    let done = t.wait("the run's end", |s| s.contains("Enter or Esc closes (every action"));
+    assert!(!done.contains("did not empty in time"), "{done}");
+    let line = done.lines().find(|l| l.contains("cards changed")).unwrap_or_else(|| panic!("{done}"));
+    assert!(!line.contains("stopped at"), "{line}");
+    t.keys(&["Enter"]);
+    let audit = std::fs::read_to_string(dir.join("state/tessera/audit.jsonl")).unwrap_or_default();
+    let intents: Vec<String> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["record"] == "intent")
+        .filter_map(|v| v["plan"]["action"]["action"].as_str().map(str::to_string))
+        .collect();
+    for verb in ["drain", "preempt", "repartition", "undrain"] {
+        assert!(intents.iter().any(|a| a == verb), "no {verb} in {intents:?}");
+    }
+    let drains = intents.iter().filter(|a| *a == "drain").count();
+    let undrains = intents.iter().filter(|a| *a == "undrain").count();
+    assert_eq!(drains, undrains, "every drain given back: {intents:?}");
+    t.keys(&["q"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

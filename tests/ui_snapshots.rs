@@ -64,7 +64,7 @@ fn schedule_due(st: &mut UiState, s: &Store) -> tessera::schedule::group::GroupP
     st.banner = tessera::schedule::group::banner(&t, clock());
     assert!(st.banner.is_some());
     let runner = tessera::actions::run::Runner::new(&cfg, tessera::actions::execute::Env::default()).with_audit(None);
-    tessera::schedule::group::plan(&t[0], s.fleet(), clock(), &|a| runner.propose(a, s.fleet()))
+    tessera::schedule::group::plan(&t[0], s.fleet(), clock(), &|a| runner.check(a, s.fleet()))
         .unwrap_or_else(|| panic!("a change is due"))
 }
 

@@ -92,6 +92,12 @@ impl Runner {
         Ok(p)
     }
 
+    /// Plan `action` on `fleet` with the guards, recording nothing: what a group change would
+    /// do, shown before anything is asked (each action is proposed again when it runs).
+    pub fn check(&self, action: &Action, fleet: &Fleet) -> Result<Plan, String> {
+        plan::plan(action, fleet, &self.options(action))
+    }
+
     /// The operator confirmed `shown`: plan again on the fleet as it is now, and go on only if
     /// nothing changed, after the intent is in the audit log.
     pub fn approve(&self, shown: &Plan, fleet: &Fleet) -> Approval {

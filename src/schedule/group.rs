@@ -35,7 +35,7 @@ impl Banner {
             "due now".to_string()
         } else {
             let min = ((self.at - now).num_seconds() + 59) / 60;
-            format!("at {} (in {min} min, drain ahead now)", self.at.format("%H:%M"))
+            format!("at {} UTC (in {min} min, drain ahead now)", self.at.format("%H:%M"))
         };
         let more = if self.more > 0 { format!(" (+{} more schedules)", self.more) } else { String::new() };
         format!(
@@ -148,11 +148,14 @@ pub fn plan(
         warnings: Vec::new(),
         ahead: false,
     };
-    let mut first: Option<&Step> = None;
+    // One change per run: the earliest; a card whose next change is another comes later.
+    let first = t.cards.iter().filter_map(|c| live(&c.steps, now)).min_by_key(|s| s.at)?;
     for c in &t.cards {
         let Some(st) = live(&c.steps, now) else { continue };
-        if first.is_none_or(|f| st.at < f.at) {
-            first = Some(st);
+        if st.window != first.window || st.at != first.at {
+            let when = st.at.format("%H:%M UTC");
+            g.left.push((c.card.clone(), format!("its next change is another: window {} at {when}", st.window)));
+            continue;
         }
         let target = c.card.to_string();
         let (layout, short) = placed(fleet, &c.card, &st.layout);
@@ -204,8 +207,10 @@ pub fn plan(
             continue;
         }
         let drain = Action::Drain { target: target.clone() };
+        // A preemption ahead of its change is judged then (the minimum runtime may pass).
+        let now_preempts = if ahead { &[][..] } else { &preempt[..] };
         let why: Vec<String> = std::iter::once(drain)
-            .chain(preempt.iter().map(|n| Action::Preempt { workload: n.workload.clone(), force: false }))
+            .chain(now_preempts.iter().map(|n| Action::Preempt { workload: n.workload.clone(), force: false }))
             .filter_map(|a| refused(&a))
             .collect();
         if !why.is_empty() {
@@ -247,11 +252,41 @@ pub fn plan(
             steps,
         });
     }
-    let first = first?;
+    // Idle cards first (nothing requeued elsewhere lands on them meanwhile), then the rest;
+    // each group in node order, so a node's cards are done together.
+    g.cards.sort_by(|a, b| (a.drain, &a.card.node, a.card.index).cmp(&(b.drain, &b.card.node, b.card.index)));
     g.window.clone_from(&first.window);
     g.at = first.at;
     g.ahead = first.at > now;
     Some(g)
+}
+
+/// The same run: the same change on the same cards with the same steps (a plan confirmed a
+/// while ago is run only if planning it now gives this).
+pub fn same_run(a: &GroupPlan, b: &GroupPlan) -> bool {
+    let key = |g: &GroupPlan| {
+        g.cards
+            .iter()
+            .map(|c| {
+                let ids: Vec<&str> = c.preempt.iter().map(|n| n.workload.as_str()).collect();
+                // A change due now is due at every instant; one ahead, at its time.
+                let at = (c.at > g.at || g.ahead).then_some(c.at);
+                (
+                    c.card.clone(),
+                    c.layout.clone(),
+                    c.drain,
+                    at,
+                    ids.join(","),
+                    c.repartition.as_ref().map(|p| p.steps.clone()),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    a.schedule == b.schedule
+        && a.window == b.window
+        && a.ahead == b.ahead
+        && (!a.ahead || a.at == b.at)
+        && key(a) == key(b)
 }
 
 /// Where one card of a running group stands.
@@ -360,6 +395,11 @@ impl GroupRun {
         }
     }
 
+    /// Cards this run drained and has not given back.
+    pub fn still_drained(&self) -> Vec<CardRef> {
+        self.plan.cards.iter().zip(&self.ours).filter(|(_, o)| **o).map(|(c, _)| c.card.clone()).collect()
+    }
+
     /// The card the run is at, if any.
     pub fn at_card(&self) -> Option<&CardRef> {
         let i = match (self.in_flight.as_ref(), self.phase) {
@@ -413,15 +453,21 @@ impl GroupRun {
         let c = &self.plan.cards[i];
         let target = c.card.to_string();
         if matches!(self.state[i], CardState::Changed | CardState::Left(_) | CardState::Failed(_)) {
-            if self.ours[i] {
-                self.in_flight = Some((i, Pending::Undrain));
+            // A node's cards are given back once the run is done with all of them: where a
+            // drain acts on the whole node (a cordon, a Slurm drain), undraining one card
+            // would release the others while they wait.
+            let node = &c.card.node;
+            let later = self.plan.cards[i + 1..].iter().any(|x| x.card.node == *node);
+            if !later && let Some(j) = (0..=i).find(|&j| self.ours[j] && self.plan.cards[j].card.node == *node) {
+                self.in_flight = Some((j, Pending::Undrain));
+                let target = self.plan.cards[j].card.to_string();
                 return Some(Next::Run(Action::Undrain { target, force: false }));
             }
             self.phase = Phase::Card(i + 1);
             return None;
         }
         if now < c.at {
-            let w = format!("{target}: waiting for the change at {}", c.at.format("%H:%M"));
+            let w = format!("{target}: waiting for the change at {}", c.at.format("%H:%M UTC"));
             self.waiting = Some(w.clone());
             return Some(Next::Wait(w));
         }
@@ -437,7 +483,7 @@ impl GroupRun {
         let outsider = card.holders().any(|h| !planned.contains(&h)) || card.in_use_by_unknown();
         if outsider {
             if now < deadline {
-                let w = format!("{target}: waiting for its work to end (until {})", deadline.format("%H:%M"));
+                let w = format!("{target}: waiting for its work to end (until {})", deadline.format("%H:%M UTC"));
                 self.waiting = Some(w.clone());
                 return Some(Next::Wait(w));
             }
@@ -455,7 +501,7 @@ impl GroupRun {
         }
         if card.holders().next().is_some() || !card.is_idle() || !card.processes.is_empty() {
             if now < deadline {
-                let w = format!("{target}: waiting for it to empty (until {})", deadline.format("%H:%M"));
+                let w = format!("{target}: waiting for it to empty (until {})", deadline.format("%H:%M UTC"));
                 self.waiting = Some(w.clone());
                 return Some(Next::Wait(w));
             }
@@ -490,7 +536,11 @@ impl GroupRun {
             Went::NothingToDo => "nothing to do",
             Went::NotDone => "NOT DONE",
         };
-        self.log.push(format!("{verb} {card}: {how}: {message}"));
+        let what = match &pending {
+            Pending::Preempt(w) => format!("{w} (on {card})"),
+            _ => card.clone(),
+        };
+        self.log.push(format!("{verb} {what}: {how}: {message}"));
         match (pending, went) {
             (Pending::Drain, Went::Done) => {
                 self.ours[i] = true;

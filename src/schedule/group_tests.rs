@@ -82,7 +82,7 @@ impl World {
 
     fn group(&self) -> Option<GroupPlan> {
         let t = super::super::timelines(&self.cfg.schedules, self.fleet(), self.now(), MIN_RUNTIME, 24);
-        plan(&t[0], self.fleet(), self.now(), &|a| self.runner.propose(a, self.fleet()))
+        plan(&t[0], self.fleet(), self.now(), &|a| self.runner.check(a, self.fleet()))
     }
 
     /// Run `action` on the simulator as the runner's executor would.
@@ -196,6 +196,17 @@ fn a_run_changes_card_by_card_never_with_holders_and_gives_back_its_drains() {
             }
             Action::Undrain { target, .. } => {
                 undrained.insert(target.clone());
+                // A node's cards are given back only when the run is done with all of them.
+                let node = target.rsplit_once('/').map_or("", |(n, _)| n);
+                for (c, s) in run.plan.cards.iter().zip(&run.state) {
+                    if c.card.node == node {
+                        assert!(
+                            matches!(s, CardState::Changed | CardState::Left(_) | CardState::Failed(_)),
+                            "undrained {target} while {} is {s:?}",
+                            c.card
+                        );
+                    }
+                }
             }
         }
         let (went, msg) = w.act(&action);
@@ -203,10 +214,10 @@ fn a_run_changes_card_by_card_never_with_holders_and_gives_back_its_drains() {
     }
     assert!(run.finished(), "{} / {:?} / {:?}", run.summary(), run.waiting, run.state);
     // Each workload preempted once, however many of its cards wait for it.
-    let preempts: Vec<&String> = run.log.iter().filter(|l| l.starts_with("preempt ")).collect();
-    let mut once = preempts.clone();
-    once.dedup();
-    assert_eq!(preempts.len(), once.len(), "{preempts:?}");
+    let preempted: Vec<&str> =
+        run.log.iter().filter_map(|l| l.strip_prefix("preempt ")).filter_map(|l| l.split(' ').next()).collect();
+    let once: std::collections::BTreeSet<&str> = preempted.iter().copied().collect();
+    assert!(!preempted.is_empty() && preempted.len() == once.len(), "{:?}", run.log);
     assert_eq!(drained, undrained, "every drain is given back");
     let changed = run.state.iter().filter(|s| **s == CardState::Changed).count();
     assert!(changed > 0 && changed <= planned, "{}", run.summary());
@@ -235,7 +246,7 @@ fn ahead_of_a_change_it_drains_first_and_waits_for_the_window() {
         let (went, msg) = w.act(&a);
         run.record(went, &msg, w.now());
     }
-    assert!(matches!(run.next(w.fleet(), w.now()), Next::Wait(ref why) if why.contains("20:00")));
+    assert!(matches!(run.next(w.fleet(), w.now()), Next::Wait(ref why) if why.contains("20:00 UTC")));
 }
 
 #[test]
@@ -316,8 +327,36 @@ fn the_banner_names_the_first_change_and_counts_idle_cards() {
     let w = World::new(NIGHT_ONLY, at(19, 50));
     let t = super::super::timelines(&w.cfg.schedules, w.fleet(), w.now(), MIN_RUNTIME, 24);
     let b = banner(&t, w.now()).unwrap_or_else(|| panic!("night within lead"));
-    assert!(b.text(w.now()).contains("window night at 20:00 (in 10 min, drain ahead now)"), "{}", b.text(w.now()));
+    assert!(b.text(w.now()).contains("window night at 20:00 UTC (in 10 min, drain ahead now)"), "{}", b.text(w.now()));
     let early = at(19, 40);
     let t = super::super::timelines(&w.cfg.schedules, w.fleet(), early, MIN_RUNTIME, 24);
     assert_eq!(banner(&t, early), None);
+}
+
+#[test]
+fn a_plan_is_the_same_run_only_while_nothing_changed() {
+    let w = World::new(SCHEDULE, at(14, 30));
+    let a = w.group().unwrap_or_else(|| panic!("due"));
+    let b = w.group().unwrap_or_else(|| panic!("due"));
+    assert!(same_run(&a, &b));
+    let mut fewer = b.clone();
+    fewer.cards.pop();
+    assert!(!same_run(&a, &fewer), "a card less is another run");
+    let mut other = b;
+    other.window = "night".into();
+    assert!(!same_run(&a, &other));
+    // Idle cards come first, each group in node order.
+    let drains: Vec<bool> = a.cards.iter().map(|c| c.drain).collect();
+    assert!(drains.windows(2).all(|x| x[0] <= x[1]), "{drains:?}");
+}
+
+#[test]
+fn a_plan_holds_one_change_and_leaves_cards_due_for_another() {
+    // Day overdue on some cards at 19:50 while night is within lead on others: one run each.
+    let w = World::new(SCHEDULE, at(19, 50));
+    let g = w.group().unwrap_or_else(|| panic!("a change"));
+    assert!(g.cards.iter().all(|c| c.at == g.at), "{:?}", g.cards);
+    if g.window == "day" {
+        assert!(g.left.iter().all(|(_, why)| !why.contains("window day")), "{:?}", g.left);
+    }
 }

@@ -29,8 +29,24 @@ pub fn banner(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
 pub fn lines(modal: &Modal, theme: &Theme, rows: usize, width: usize) -> (&'static str, Vec<Line<'static>>) {
     match modal {
         Modal::Group { plan, second, .. } => {
-            let mut lines = plan_lines(plan, theme, rows.saturating_sub(2), width);
+            // The second question lists what it would preempt right above it.
+            let asked: Vec<Line<'static>> = if *second {
+                plan.preempts
+                    .iter()
+                    .map(|w| {
+                        Line::from(Span::styled(
+                            fit(&format!("  preempt {w}"), width, theme.ascii),
+                            theme.fg(theme.c.warning),
+                        ))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let asked: Vec<Line<'static>> = asked.into_iter().take(rows / 2).collect();
+            let mut lines = plan_lines(plan, theme, rows.saturating_sub(2 + asked.len()), width);
             lines.push(Line::default());
+            lines.extend(asked);
             let style = if plan.cards.is_empty() { theme.fg(theme.c.danger) } else { theme.title() };
             let style = if *second { theme.fg(theme.c.warning) } else { style };
             lines.push(Line::from(Span::styled(
