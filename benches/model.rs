@@ -43,6 +43,11 @@ fn benches(c: &mut Criterion) {
     }
     eprintln!("advise: {} findings {kinds:?}", found.len());
     c.bench_function("plan_4096_cards", |b| b.iter(|| tessera::advisor::planner::plan(black_box(store.fleet()), t)));
+    // The schedule suggestion over a measured day (the default cluster's, replayed) on 4096 cards.
+    let demand = Sim::past_day_demand(&SimConfig::new(1, t));
+    c.bench_function("schedule_suggest_4096_cards", |b| {
+        b.iter(|| tessera::advisor::schedule::suggest(black_box(store.fleet()), &demand))
+    });
     // The planner's worst case in the issue: 500 waiting on 4096 cards, a quarter of them
     // emptied and made whole, so that MIG work needs a repartition.
     let mut fleet = store.fleet().clone();

@@ -12,6 +12,7 @@ mod layout;
 pub mod planner;
 mod pool;
 mod preempt;
+pub mod schedule;
 mod sharing;
 mod waste;
 
@@ -53,6 +54,8 @@ pub enum Kind {
     Crowded,
     /// A MIG-capable card time-sliced between workloads that would each fit an instance.
     UseMig,
+    /// A day/night MIG schedule that the measured demand by hour would be better served by.
+    ScheduleSuggestion,
 }
 
 impl Kind {
@@ -71,6 +74,7 @@ impl Kind {
             Self::Interference => "interference",
             Self::Crowded => "crowded",
             Self::UseMig => "use MIG instead",
+            Self::ScheduleSuggestion => "schedule",
         }
     }
 }
@@ -205,6 +209,11 @@ pub struct Context<'a> {
     pub scale_in_pct: f64,
     /// The data's clock.
     pub now: DateTime<Utc>,
+    /// Demand by hour of the day, where it has been measured (the schedule suggestion).
+    pub demand: Option<&'a crate::model::demand::DemandHistory>,
+    /// The schedule suggestions already made from `demand` (a caller that advises every second
+    /// makes them when a new sample comes, ~175 ms at 4096 cards); `None`: made here.
+    pub suggested: Option<&'a [schedule::Suggested]>,
 }
 
 impl<'a> Context<'a> {
@@ -216,6 +225,8 @@ impl<'a> Context<'a> {
             queue_wait: cfg.policy.queue_wait_threshold,
             scale_in_pct: cfg.policy.scale_in_utilization_pct,
             now,
+            demand: None,
+            suggested: None,
         }
     }
 
@@ -251,6 +262,7 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
     pool::scale_out(fleet, cx, &served, &mut out);
     pool::scale_in(fleet, cx, cx.scale_in_pct, &mut out);
     pool::fragmentation(fleet, cx, &mut out);
+    schedule::findings(fleet, cx, &mut out);
     out.sort_by(|a, b| {
         b.gpu_hours_per_day
             .total_cmp(&a.gpu_hours_per_day)

@@ -32,6 +32,8 @@ pub struct Engine {
     pub store: Store,
     pub updates: mpsc::Receiver<SourceUpdate>,
     pub runner: Runner,
+    /// What starting had to say without stopping (a kept file that could not be read).
+    pub notes: Vec<String>,
 }
 
 impl Engine {
@@ -40,6 +42,18 @@ impl Engine {
         let (tx, updates) = mpsc::channel(64);
         let mut store = Store::new();
         let sim = spawn_all(cfg, &mut store, tx)?;
+        // Real sources: start from the demand an earlier run measured (a file that cannot be
+        // read is reported; sampling starts afresh and replaces it).
+        let mut notes = Vec::new();
+        if sim.is_none()
+            && let Some(path) = demand_path()
+        {
+            match load_demand(&path) {
+                Ok(Some(d)) => store.seed_demand(d),
+                Ok(None) => {}
+                Err(e) => notes.push(format!("demand by hour not loaded: {e}")),
+            }
+        }
         let env = Env {
             read_only: cfg.read_only,
             sim,
@@ -47,7 +61,7 @@ impl Engine {
             command_timeout: cfg.slurm.timeout,
             kubernetes: kubernetes_settings(cfg),
         };
-        Ok(Self { store, updates, runner: Runner::new(cfg, env) })
+        Ok(Self { store, updates, runner: Runner::new(cfg, env), notes })
     }
 
     /// Apply updates until every source answered once (or the timeout passed), then rebuild.
@@ -69,6 +83,53 @@ impl Engine {
         }
         self.store.rebuild();
     }
+}
+
+/// Where the demand by hour is kept between runs: `demand.json` beside the audit log
+/// (`$XDG_STATE_HOME/tessera/`).
+pub fn demand_path() -> Option<std::path::PathBuf> {
+    crate::actions::audit::default_path().map(|p| p.with_file_name("demand.json"))
+}
+
+/// The demand kept by an earlier run; `Err` names the file when it cannot be read as one.
+pub fn load_demand(path: &std::path::Path) -> Result<Option<crate::model::demand::DemandHistory>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Keep the store's demand for the next run when it has a new sample (real sources only: the
+/// simulator replays its own). `saved` is the last sample written.
+pub fn save_demand(store: &Store, saved: &mut Option<chrono::DateTime<Utc>>) -> Result<(), String> {
+    match demand_path() {
+        Some(path) => save_demand_to(&path, store, saved),
+        None => Ok(()),
+    }
+}
+
+/// `save_demand` to `path`.
+pub fn save_demand_to(
+    path: &std::path::Path,
+    store: &Store,
+    saved: &mut Option<chrono::DateTime<Utc>>,
+) -> Result<(), String> {
+    let d = store.demand();
+    if store.simulated() || d.last.is_none() || d.last == *saved {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string(d).map_err(|e| e.to_string())?;
+    // Written whole, then renamed: a crash never leaves half a file.
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    *saved = d.last;
+    Ok(())
 }
 
 /// The Kubernetes source's settings, when it is configured.
@@ -175,7 +236,19 @@ fn spawn_all(
     let (ops_tx, ops) = mpsc::channel(8);
     tokio::spawn(async move {
         // Building a large simulated cluster takes a moment: keep it off the owner loop.
-        let Ok(sim) = tokio::task::spawn_blocking(move || sim::Sim::new(sim_cfg)).await else { return };
+        let Ok(sim) = tokio::task::spawn_blocking(move || {
+            let mut s = sim::Sim::new(sim_cfg.clone());
+            // The default cluster replays its previous day for the demand by hour (a few
+            // hundred milliseconds); a large one (--demo-size) starts without it.
+            if sim_cfg.size.is_none() {
+                s.seed_demand(sim::Sim::past_day_demand(&sim_cfg));
+            }
+            s
+        })
+        .await
+        else {
+            return;
+        };
         sim::run(sim, name, refresh, speed, tx, ops).await;
     });
     Ok(Some(sim::SimHandle { tx: ops_tx, speed }))
@@ -192,4 +265,48 @@ pub(crate) fn simulated_store(seed: u64, start: chrono::DateTime<Utc>) -> Store 
         SourceUpdate { source: "sim".into(), kind: SourceKind::Simulated, at: sim.now(), result: Ok(sim.snapshot()) };
     store.apply(update, start);
     store
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SourceKind;
+    use crate::sources::Partial;
+
+    /// A store with one live scheduler answering at `at` with one 1g.10gb job.
+    fn store(at: chrono::DateTime<Utc>) -> Store {
+        let mut s = Store::new();
+        s.register("slurm", SourceKind::Slurm, Duration::from_secs(10));
+        let mut w = crate::model::Workload::new(
+            "slurm:1",
+            "job",
+            crate::model::WorkloadKind::Inference,
+            crate::model::WorkloadState::Running,
+        );
+        w.request.mig_profile = Some("1g.10gb".into());
+        let partial = Partial { workloads: vec![w], ..Partial::default() };
+        s.apply(SourceUpdate { source: "slurm".into(), kind: SourceKind::Slurm, at, result: Ok(partial) }, at);
+        s
+    }
+
+    #[test]
+    fn demand_is_kept_between_runs_and_a_bad_file_is_named() {
+        let dir = std::env::temp_dir().join(format!("tessera-demand-{}", std::process::id()));
+        let path = dir.join("tessera/demand.json");
+        let at = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 3, 2, 9, 0, 0).single().unwrap_or_default();
+        let s = store(at);
+        assert_eq!(s.demand().mean(9, "1g.10gb"), 1.0, "sampled at the rebuild");
+        let mut saved = None;
+        save_demand_to(&path, &s, &mut saved).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(saved, Some(at));
+        let back = load_demand(&path).unwrap_or_else(|e| panic!("{e}")).unwrap_or_default();
+        assert_eq!(&back, s.demand());
+        // Nothing new: not written again.
+        std::fs::write(&path, "{").unwrap_or_else(|e| panic!("{e}"));
+        save_demand_to(&path, &s, &mut saved).unwrap_or_else(|e| panic!("{e}"));
+        let err = load_demand(&path).err().unwrap_or_default();
+        assert!(err.starts_with(&path.display().to_string()), "{err}");
+        assert_eq!(load_demand(&dir.join("none.json")), Ok(None));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

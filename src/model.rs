@@ -5,6 +5,7 @@
 
 pub mod activity;
 pub mod capacity;
+pub mod demand;
 pub mod event;
 pub mod fleet;
 pub mod invariants;

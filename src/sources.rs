@@ -29,6 +29,9 @@ pub struct Partial {
     pub note: Option<String>,
     /// History a source keeps (Prometheus), sent once; empty otherwise.
     pub history: Vec<crate::model::CardHistory>,
+    /// Demand by hour a source measured before it started (the simulator's previous day),
+    /// sent once: it seeds the store's.
+    pub demand: Option<crate::model::demand::DemandHistory>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -37,6 +37,8 @@ pub struct Store {
     activity: ActivityHistory,
     /// A source sent history (Prometheus, the simulator): seed activity at the next rebuild.
     seed: bool,
+    /// Demand by hour of the day, sampled at rebuilds (the schedule suggestion's data).
+    demand: crate::model::demand::DemandHistory,
 }
 
 impl Store {
@@ -123,6 +125,9 @@ impl Store {
                 if !partial.history.is_empty() {
                     self.fleet.history = std::mem::take(&mut partial.history);
                     self.seed = true;
+                }
+                if let Some(d) = partial.demand.take() {
+                    self.demand = d;
                 }
                 let excess = self.fleet.events.len().saturating_sub(MAX_EVENTS);
                 self.fleet.events.drain(..excess);
@@ -215,11 +220,29 @@ impl Store {
             self.activity.seed(&self.fleet, &self.fleet.history);
         }
         self.activity.record(&mut self.fleet);
+        if let Some(at) = self.fleet.taken_at {
+            self.demand.sample(&self.fleet, at);
+        }
+    }
+
+    /// Demand by hour of the day measured so far (and seeded).
+    pub fn demand(&self) -> &crate::model::demand::DemandHistory {
+        &self.demand
+    }
+
+    /// Start from demand measured before (kept between runs).
+    pub fn seed_demand(&mut self, d: crate::model::demand::DemandHistory) {
+        self.demand = d;
     }
 }
 
 fn merge_node(into: &mut Node, from: &Node) {
     into.schedulable &= from.schedulable;
+    for (k, v) in &from.labels {
+        if into.labels.len() < crate::model::fleet::MAX_LABELS {
+            into.labels.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
     if into.reason.is_none() {
         into.reason.clone_from(&from.reason);
     }

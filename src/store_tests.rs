@@ -17,8 +17,15 @@ fn card(index: u32, uuid: Option<&str>) -> Card {
 }
 
 fn update(source: &str, at: DateTime<Utc>, cards: Vec<Card>) -> SourceUpdate {
-    let node =
-        Node { name: "n1".into(), schedulable: true, reason: None, cards, capacity: Vec::new(), sources: Vec::new() };
+    let node = Node {
+        name: "n1".into(),
+        schedulable: true,
+        reason: None,
+        cards,
+        capacity: Vec::new(),
+        sources: Vec::new(),
+        ..Node::default()
+    };
     SourceUpdate {
         source: source.into(),
         kind: SourceKind::Nvml,

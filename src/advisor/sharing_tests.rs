@@ -62,6 +62,8 @@ fn cx(advisor: &Advisor) -> Context<'_> {
         queue_wait: std::time::Duration::from_secs(900),
         scale_in_pct: 50.0,
         now: now(),
+        demand: None,
+        suggested: None,
     }
 }
 

@@ -4,13 +4,18 @@
 
 use serde_json::json;
 
-use super::{CmdError, collect_once, out, settings};
+use super::{CmdError, out, settings};
 use crate::advisor::{self, Context, Finding, Severity};
 use crate::cli::Global;
 use crate::model::Fleet;
 
-fn context(cfg: &crate::config::Config, fleet: &Fleet) -> (Vec<Finding>, usize, usize) {
-    let cx = Context::new(cfg, fleet.taken_at.unwrap_or_else(chrono::Utc::now));
+fn context(
+    cfg: &crate::config::Config,
+    fleet: &Fleet,
+    demand: &crate::model::demand::DemandHistory,
+) -> (Vec<Finding>, usize, usize) {
+    let mut cx = Context::new(cfg, fleet.taken_at.unwrap_or_else(chrono::Utc::now));
+    cx.demand = Some(demand);
     let running: Vec<_> = fleet.workloads.iter().filter(|w| w.state.is_active() && !w.cards.is_empty()).collect();
     let seen = running.iter().filter(|w| w.activity.is_some_and(|a| a.window_covered())).count();
     (advisor::advise(fleet, &cx), seen, running.len())
@@ -18,8 +23,8 @@ fn context(cfg: &crate::config::Config, fleet: &Fleet) -> (Vec<Finding>, usize, 
 
 pub fn advise(g: &Global, json_out: bool, fail_on: Option<Severity>) -> Result<(), CmdError> {
     let cfg = settings(g)?;
-    let (fleet, simulated) = collect_once(&cfg)?;
-    let (findings, seen, running) = context(&cfg, &fleet);
+    let (fleet, simulated, demand) = super::snapshot::collect_with_demand(&cfg)?;
+    let (findings, seen, running) = context(&cfg, &fleet, &demand);
     let text = if json_out {
         let v = json!({
             "schema_version": super::snapshot::SCHEMA_VERSION,

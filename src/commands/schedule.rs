@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 
 mod apply;
 mod run;
+mod suggest;
 
 use super::{CmdError, collect_once, out, settings};
 use crate::cli::{ExportFormat, Global, ScheduleCommand};
@@ -38,6 +39,10 @@ pub(super) fn no_schedules(cfg: &crate::config::Config) -> CmdError {
 
 pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Result<(), CmdError> {
     let cfg = settings(g)?;
+    // A suggestion needs no schedule of its own.
+    if matches!(what, Some(ScheduleCommand::Suggest)) {
+        return suggest::suggest(&cfg, json_out);
+    }
     // Only the simulated cluster can stand in for a missing [[schedule]].
     let maybe_demo = cfg.sources.demo || !cfg.sources.any_real();
     // (`run` applies only schedules that say unattended = true; the example does not.)

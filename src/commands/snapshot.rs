@@ -19,6 +19,20 @@ pub fn collect_once(cfg: &Config) -> Result<(Fleet, bool), CmdError> {
     })
 }
 
+/// The same, with the demand by hour measured so far (kept by earlier runs, or the
+/// simulator's previous day).
+pub fn collect_with_demand(cfg: &Config) -> Result<(Fleet, bool, crate::model::demand::DemandHistory), CmdError> {
+    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    rt.block_on(async {
+        let mut engine = crate::engine::Engine::start(cfg).map_err(CmdError::Usage)?;
+        for n in &engine.notes {
+            eprintln!("tessera: {n}");
+        }
+        engine.first_answers().await;
+        Ok((engine.store.fleet().clone(), engine.store.simulated(), engine.store.demand().clone()))
+    })
+}
+
 /// The version of the JSON contract (docs/json.md): raised when a key changes meaning or
 /// goes away; new keys do not raise it.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -58,6 +58,7 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
     let mut s = Schedule {
         name,
         nodes: Vec::new(),
+        node_labels: Vec::new(),
         model: None,
         tz_name: "UTC".into(),
         tz: jiff::tz::TimeZone::UTC,
@@ -73,6 +74,16 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
         match k.as_str() {
             "name" => {}
             "nodes" => s.nodes = strings(r, &kk, v)?,
+            "node_labels" => {
+                for l in strings(r, &kk, v)? {
+                    match l.split_once('=') {
+                        Some((k, val)) if !k.trim().is_empty() => {
+                            s.node_labels.push((k.trim().to_string(), val.trim().to_string()));
+                        }
+                        _ => return Err(r.bad(&kk, v, &format!("{l:?}: a label is KEY=VALUE"))),
+                    }
+                }
+            }
             "model" => {
                 let m = r.string(&kk, v)?;
                 if crate::model::mig::lookup(&m).is_none() {
@@ -104,7 +115,18 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
             _ => {
                 return Err(r.unknown(
                     &kk,
-                    &["name", "nodes", "model", "timezone", "lead", "min_hold", "running", "unattended", "window"],
+                    &[
+                        "name",
+                        "nodes",
+                        "node_labels",
+                        "model",
+                        "timezone",
+                        "lead",
+                        "min_hold",
+                        "running",
+                        "unattended",
+                        "window",
+                    ],
                 ));
             }
         }
@@ -253,6 +275,9 @@ pub(super) fn example() -> String {
 # [[schedule]]
 # name = "a100-day-night"
 # nodes = ["gpu-a100-*"]
+# Kubernetes node labels that must all match, besides the globs, as KEY=VALUE
+# ("nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB"); none: any node.
+# node_labels = []
 # model = "A100-80GB"
 # timezone = "Europe/Berlin"
 # lead = "15m"
@@ -314,6 +339,7 @@ mod tests {
                 "all-<profile>",
             ),
             ("running = \"wait\"", "running = \"kill\"", "schedule[0].running", "wait"),
+            ("node_labels = []", "node_labels = [\"pool\"]", "schedule[0].node_labels", "KEY=VALUE"),
             ("model = \"A100-80GB\"", "model = \"NVIDIA L4\"", "schedule[0].model", "MIG-capable"),
             ("lead = \"15m\"", "lead = \"15m\"\ncolour = 1", "schedule[0].colour", "unknown key"),
             (

@@ -45,7 +45,16 @@ pub struct Node {
     /// Names of the sources that reported this node, in rank order (the store fills it): an
     /// action goes to the backend that can act on the node.
     pub sources: Vec<String>,
+    /// The node's labels where a scheduler keeps them (Kubernetes), for schedules that pick
+    /// cards by label; at most `MAX_LABELS`, each cut to `MAX_LABEL_LEN`.
+    #[serde(skip)]
+    pub labels: std::collections::BTreeMap<String, String>,
 }
+
+/// Labels kept per node: enough for any real node, bounded for a hostile one.
+pub const MAX_LABELS: usize = 128;
+/// Characters kept of a label's key or value (Kubernetes allows 63 + a 253-character prefix).
+pub const MAX_LABEL_LEN: usize = 317;
 
 /// One schedulable GPU resource on a node: whole cards of a model or MIG instances of a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

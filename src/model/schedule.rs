@@ -48,6 +48,8 @@ pub struct Schedule {
     pub name: String,
     /// Node name globs (`*`, `?`); empty: every node.
     pub nodes: Vec<String>,
+    /// Node labels that must all be there with these values (Kubernetes labels); empty: any.
+    pub node_labels: Vec<(String, String)>,
     /// A GPU model (catalog name or as sources write it); `None`: every model.
     pub model: Option<String>,
     pub tz_name: String,
@@ -68,6 +70,7 @@ impl PartialEq for Schedule {
         (
             &self.name,
             &self.nodes,
+            &self.node_labels,
             &self.model,
             &self.tz_name,
             &self.windows,
@@ -75,7 +78,18 @@ impl PartialEq for Schedule {
             self.min_hold,
             self.running,
             self.unattended,
-        ) == (&o.name, &o.nodes, &o.model, &o.tz_name, &o.windows, o.lead, o.min_hold, o.running, o.unattended)
+        ) == (
+            &o.name,
+            &o.nodes,
+            &o.node_labels,
+            &o.model,
+            &o.tz_name,
+            &o.windows,
+            o.lead,
+            o.min_hold,
+            o.running,
+            o.unattended,
+        )
     }
 }
 
@@ -180,7 +194,8 @@ impl Schedule {
     /// Whether the schedule covers `card` on `node`: a node glob matches (or none is given)
     /// and the model matches (or none is given).
     pub fn covers(&self, node: &Node, card: &Card) -> bool {
-        let node_ok = self.nodes.is_empty() || self.nodes.iter().any(|g| glob(g, &node.name));
+        let node_ok = (self.nodes.is_empty() || self.nodes.iter().any(|g| glob(g, &node.name)))
+            && self.node_labels.iter().all(|(k, v)| node.labels.get(k) == Some(v));
         let model_ok = self
             .model
             .as_deref()

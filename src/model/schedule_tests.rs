@@ -24,6 +24,7 @@ fn schedule(tz: &str, windows: Vec<Window>, hold_h: u64) -> Schedule {
     Schedule {
         name: "s".into(),
         nodes: Vec::new(),
+        node_labels: Vec::new(),
         model: None,
         tz_name: tz.into(),
         tz: jiff::tz::TimeZone::get(tz).unwrap_or_else(|e| panic!("{tz}: {e}")),

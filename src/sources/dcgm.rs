@@ -462,7 +462,15 @@ impl<'a> Acc<'a> {
             .map(|(name, mut cards)| {
                 cards.sort_by_key(|c| c.index);
                 naming.shared_index += cards.windows(2).filter(|w| w[0].index == w[1].index).count();
-                Node { name, schedulable: true, reason: None, cards, capacity: Vec::new(), sources: Vec::new() }
+                Node {
+                    name,
+                    schedulable: true,
+                    reason: None,
+                    cards,
+                    capacity: Vec::new(),
+                    sources: Vec::new(),
+                    ..Node::default()
+                }
             })
             .collect();
         (nodes, holders, naming)

@@ -244,6 +244,7 @@ impl<'n> Collector<'n> {
             cards,
             capacity: Vec::new(),
             sources: Vec::new(),
+            ..Node::default()
         };
         let note = (!notes.is_empty()).then(|| notes.join("; "));
         Ok(Partial { nodes: vec![node], workloads, events, note, ..Partial::default() })

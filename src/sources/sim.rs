@@ -54,6 +54,9 @@ pub struct Sim {
     /// as it would without them.
     share_rng: Rng,
     next_replica: u64,
+    /// The daytime wave of small inference: its own stream and ids (`sim:dN`).
+    wave_rng: Rng,
+    next_wave: u64,
     /// The shared scene is laid out: replica jobs arrive from now on.
     shared_ready: bool,
     now: DateTime<Utc>,
@@ -69,6 +72,8 @@ pub struct Sim {
     reschedule: bool,
     /// The first snapshot carries the hour of history before it (as Prometheus sends its own).
     history_sent: bool,
+    /// Demand by hour of the previous day, sent with the first snapshot (`seed_demand`).
+    demand_seed: Option<crate::model::demand::DemandHistory>,
 }
 
 impl Sim {
@@ -86,6 +91,8 @@ impl Sim {
             rng: Rng::new(cfg.seed),
             share_rng: Rng::new(cfg.seed ^ 0x5a4e_d0c5),
             next_replica: 1,
+            wave_rng: Rng::new(cfg.seed ^ 0x0da7_11fe),
+            next_wave: 1,
             shared_ready: false,
             now: cfg.start - WARMUP,
             nodes,
@@ -95,6 +102,7 @@ impl Sim {
             carry: Duration::ZERO,
             events: Vec::new(),
             history_sent: false,
+            demand_seed: None,
             cfg,
         };
         sim.populate();
@@ -124,8 +132,36 @@ impl Sim {
             events: std::mem::take(&mut self.events),
             simulated: true,
             history,
+            demand: self.demand_seed.take(),
             ..Partial::default()
         }
+    }
+
+    /// Send `d` with the next snapshot, as demand measured before the start.
+    pub fn seed_demand(&mut self, d: crate::model::demand::DemandHistory) {
+        self.demand_seed = Some(d);
+    }
+
+    /// Demand by hour over the simulated day before `cfg.start`: the same cluster replayed from
+    /// its seed a day earlier, sampled every ten minutes, as a source with history would send
+    /// its own (the schedule suggestion reads it).
+    pub fn past_day_demand(cfg: &SimConfig) -> crate::model::demand::DemandHistory {
+        use crate::model::demand::{DemandHistory, SAMPLE_EVERY_S};
+        let day = chrono::Duration::hours(24);
+        let mut sim = Sim::new(SimConfig { start: cfg.start - day, ..cfg.clone() });
+        let mut d = DemandHistory::default();
+        let every = Duration::from_secs(SAMPLE_EVERY_S.unsigned_abs());
+        while sim.now < cfg.start {
+            let at = sim.now;
+            let fleet = crate::model::Fleet {
+                workloads: sim.jobs.iter().map(|j| j.w.clone()).collect(),
+                sources: vec![crate::model::SourceStatus::live("sim", SourceKind::Simulated, at)],
+                ..crate::model::Fleet::default()
+            };
+            d.sample(&fleet, at);
+            sim.advance(every);
+        }
+        d
     }
 }
 

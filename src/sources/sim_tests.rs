@@ -136,3 +136,17 @@ fn the_default_queue_stays_bounded_over_a_simulated_week() {
     assert!(worst < 60, "the queue peaked at {worst}");
     assert!(sim.snapshot().workloads.len() < 200);
 }
+
+#[test]
+fn the_previous_day_replayed_gives_demand_for_every_hour_with_the_daytime_wave() {
+    let start = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 3, 2, 14, 30, 0).single().unwrap_or_default();
+    let d = Sim::past_day_demand(&SimConfig::new(42, start));
+    assert_eq!(d.covered(), 24);
+    // The wave of 1g.10gb services by day, gone at night.
+    assert!(d.mean(15, "1g.10gb") > 2.0 * d.mean(3, "1g.10gb"), "{:?}", d.hours[15]);
+    // It is sent once, with the first snapshot, and seeds the store's.
+    let mut sim = Sim::new(SimConfig::new(42, start));
+    sim.seed_demand(d.clone());
+    assert_eq!(sim.snapshot().demand.as_ref(), Some(&d));
+    assert_eq!(sim.snapshot().demand, None);
+}

@@ -47,6 +47,9 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
             });
         }
         let mut engine = crate::engine::Engine::start(&cfg).map_err(CmdError::Usage)?;
+        for n in &engine.notes {
+            say(&format!("{n}\n"));
+        }
         engine.first_answers().await;
         let mut state = State::default();
         let began = std::time::Instant::now();
@@ -54,8 +57,14 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
         let stamp = |t: DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
         say(&format!("schedule run: {} unattended schedules\n", cfg.schedules.iter().filter(|s| s.unattended).count()));
         let mut stale_said = false;
+        // The demand by hour is kept for the suggestion, at each new sample (real sources).
+        let mut demand_saved = engine.store.demand().last;
         while !stop.load(Ordering::SeqCst) && limit.is_none_or(|l| began.elapsed() < l) {
             engine.catch_up();
+            if let Err(e) = crate::engine::save_demand(&engine.store, &mut demand_saved) {
+                say(&format!("demand by hour not kept: {e}\n"));
+                demand_saved = engine.store.demand().last;
+            }
             let fleet = engine.store.fleet().clone();
             // The simulator's clock is its own; real sources are judged at the wall clock, and
             // with no live source nothing is decided on stale data.

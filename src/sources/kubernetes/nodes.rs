@@ -62,7 +62,14 @@ pub fn map(n: &GpuNode, used: Option<&Used>) -> Option<Node> {
             }
         }
     }
-    Some(Node { name, schedulable, reason, cards, capacity, ..Node::default() })
+    Some(Node { name, schedulable, reason, cards, capacity, labels: labels(n), ..Node::default() })
+}
+
+/// The node's labels, bounded (`MAX_LABELS`, each cut to `MAX_LABEL_LEN`).
+fn labels(n: &GpuNode) -> BTreeMap<String, String> {
+    use crate::model::fleet::{MAX_LABEL_LEN, MAX_LABELS};
+    let cut = |s: &str| s.chars().take(MAX_LABEL_LEN).collect::<String>();
+    n.metadata.labels.iter().flatten().take(MAX_LABELS).map(|(k, v)| (cut(k), cut(v))).collect()
 }
 
 /// Cordoned or not Ready means the scheduler will not place pods; the MIG manager's state is

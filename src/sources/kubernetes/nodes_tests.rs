@@ -301,3 +301,33 @@ fn sharing_none_is_exclusive_and_absent_labels_are_unknown() {
     assert_eq!(m.cards[0].sharing_text(false), "excl");
     assert_eq!(m.capacity[0].resource, Resource::WholeCard { model: Some("L4".into()) });
 }
+
+#[test]
+fn node_labels_are_kept_bounded_for_schedules_to_select_by() {
+    let n = node(
+        &json!({"pool": "inference", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}),
+        &json!({"nvidia.com/gpu": "8"}),
+        &json!({"nvidia.com/gpu": "8"}),
+    );
+    let m = mapped(&n, None);
+    assert_eq!(m.labels.get("pool").map(String::as_str), Some("inference"));
+    assert!(m.labels.contains_key("kubernetes.io/hostname"), "the node's own labels too: {:?}", m.labels);
+    // A node with thousands of labels keeps a bounded number, each cut.
+    let many: serde_json::Map<String, Value> =
+        (0..5000).map(|i| (format!("k{i}"), json!("v".repeat(10_000)))).collect();
+    let big =
+        mapped(&node(&Value::Object(many), &json!({"nvidia.com/gpu": "8"}), &json!({"nvidia.com/gpu": "8"})), None);
+    assert_eq!(big.labels.len(), crate::model::fleet::MAX_LABELS);
+    assert!(big.labels.values().all(|v| v.chars().count() <= crate::model::fleet::MAX_LABEL_LEN));
+    // A schedule with node_labels covers this node and not one without the label.
+    let cfg = crate::config::parse(
+        "[[schedule]]\nname = \"s\"\nnode_labels = [\"pool=inference\"]\n[[schedule.window]]\nname = \"w\"\nhours = \"08:00-20:00\"\nlayout = \"whole\"\n",
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let s = &cfg.schedules[0];
+    assert_eq!(s.node_labels, [("pool".to_string(), "inference".to_string())]);
+    let card = crate::model::Card::default();
+    assert!(s.covers(&m, &card));
+    assert!(!s.covers(&big, &card));
+}

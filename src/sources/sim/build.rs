@@ -115,7 +115,18 @@ pub fn build(seed: u64, size: Option<(u32, u32)>) -> Vec<(Node, CardModel)> {
                     card(&name, index, model, layout)
                 })
                 .collect();
-            (Node { name, schedulable: true, reason: None, cards, capacity: Vec::new(), sources: Vec::new() }, model)
+            (
+                Node {
+                    name,
+                    schedulable: true,
+                    reason: None,
+                    cards,
+                    capacity: Vec::new(),
+                    sources: Vec::new(),
+                    ..Node::default()
+                },
+                model,
+            )
         })
         .chain(SHARED.iter().filter(|_| size.is_none()).map(|&(name, model, gpus, mode, replicas)| {
             let cards = (0..gpus)
@@ -132,6 +143,7 @@ pub fn build(seed: u64, size: Option<(u32, u32)>) -> Vec<(Node, CardModel)> {
                 cards,
                 capacity: Vec::new(),
                 sources: Vec::new(),
+                ..Node::default()
             };
             (node, model)
         }))

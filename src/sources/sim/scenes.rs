@@ -72,6 +72,41 @@ impl Sim {
     }
 
     /// A job asking for one replica of a shared card, drawn from the shared stream.
+    /// One service of the daytime wave: 1g.10gb, about three hours, gone by 20:00.
+    pub(super) fn wave_job(&mut self) -> Job {
+        let id = format!("sim:d{}", self.next_wave);
+        self.next_wave += 1;
+        let r = &mut self.wave_rng;
+        let team = *r.pick(&["search", "ads", "vision", "speech"]).unwrap_or(&"ops");
+        let base = *r.pick(&["embed-wave", "ocr-wave", "rerank-wave"]).unwrap_or(&"svc");
+        let mut w = Workload::new(
+            id,
+            format!("{team}/{base}-d{}", self.next_wave - 1),
+            WorkloadKind::Inference,
+            WorkloadState::Pending,
+        );
+        w.owner = Some(team.to_string());
+        w.priority = Some(100);
+        w.request.mig_profile = Some("1g.10gb".into());
+        w.request.gpus = Some(1);
+        w.submitted_at = Some(self.now);
+        let evening = self.now.date_naive().and_hms_opt(20, 0, 0).map(|t| t.and_utc()).unwrap_or(self.now);
+        let wanted = Span::seconds((r.exp(3.0).max(0.5) * 3600.0) as i64);
+        let duration = wanted.min(evening - self.now).max(Span::minutes(20));
+        let (peak, milli, key) = (30.0 + r.f64() * 40.0, 500 + r.range(0, 400), r.next_u64());
+        Job {
+            w,
+            duration,
+            ends_at: self.now + duration,
+            key,
+            peak,
+            mem_mib: 0,
+            mem_milli: milli,
+            gi: None,
+            steady: false,
+        }
+    }
+
     pub(super) fn replica_job(&mut self, kind: WorkloadKind) -> Job {
         const SERVE: &[&str] = &["embed-svc", "rerank-svc", "ocr-svc", "tts-svc", "asr-svc", "moderation-svc"];
         const TRAIN: &[&str] = &["finetune-vit-small", "lora-tune", "rl-agent-small"];

@@ -104,7 +104,7 @@ fn node(n: &Value) -> Option<Node> {
         }
     }
     shares(&total, &mut cards, &mut capacity);
-    Some(Node { name, schedulable, reason, cards, capacity, sources: Vec::new() })
+    Some(Node { name, schedulable, reason, cards, capacity, sources: Vec::new(), ..Node::default() })
 }
 
 /// `shard` and `mps` GRES share the node's GPUs of their type, split evenly where gres.conf

@@ -1,0 +1,186 @@
+//! Demand by hour of the day: how many MIG instances of each profile and how many whole cards
+//! the workloads (running and waiting) ask for, as a running mean per UTC hour over the days
+//! measured (recent days weigh more). Sampled at most every ten minutes of data time and only
+//! while a queue source is live: a down scheduler is no demand. The advisor's schedule
+//! suggestion reads it; the console and `schedule run` keep it between runs.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Timelike, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::fleet::Fleet;
+use super::queue::Resource;
+use super::source::SourceHealth;
+use super::workload::WorkloadState;
+
+/// One sample per this many seconds of data time at most.
+pub const SAMPLE_EVERY_S: i64 = 600;
+
+/// The mean follows about a week of samples per hour (6 a day): older days fade.
+const WINDOW: u32 = 42;
+
+/// The key of whole-card demand for any model (`whole`) or one model (`whole:H100-80GB`).
+pub fn whole_key(model: Option<&str>) -> String {
+    model.map_or_else(|| "whole".to_string(), |m| format!("whole:{m}"))
+}
+
+/// One UTC hour of the day.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hour {
+    /// Samples taken in this hour (the mean's weight is capped at a week's).
+    pub samples: u32,
+    /// Mean demand per shape: a MIG profile (`1g.10gb`: instances) or `whole[:MODEL]` (cards).
+    pub mean: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DemandHistory {
+    /// Hours 0..24 (UTC).
+    pub hours: Vec<Hour>,
+    /// The data time of the last sample.
+    pub last: Option<DateTime<Utc>>,
+}
+
+impl Default for DemandHistory {
+    fn default() -> Self {
+        Self { hours: vec![Hour::default(); 24], last: None }
+    }
+}
+
+impl DemandHistory {
+    /// Take a sample of `fleet` at data time `at`, if one is due and the queue can be believed.
+    /// Returns whether it did.
+    pub fn sample(&mut self, fleet: &Fleet, at: DateTime<Utc>) -> bool {
+        if self.hours.len() != 24 {
+            *self = Self::default();
+        }
+        if self.last.is_some_and(|l| (at - l).num_seconds().abs() < SAMPLE_EVERY_S) {
+            return false;
+        }
+        let live = fleet.sources.iter().any(|s| s.queue && matches!(s.health, SourceHealth::Live { .. }));
+        if !live {
+            return false;
+        }
+        let mut now: BTreeMap<String, f64> = BTreeMap::new();
+        for w in &fleet.workloads {
+            if !matches!(w.state, WorkloadState::Running | WorkloadState::Pending) || !w.request.wants_gpu() {
+                continue;
+            }
+            let (res, n) = w.request.asks();
+            let key = match res {
+                Resource::MigInstance { profile } => profile,
+                Resource::WholeCard { model } => whole_key(model.as_deref()),
+                Resource::Shared { .. } => continue,
+            };
+            *now.entry(key).or_default() += n as f64;
+        }
+        let h = &mut self.hours[at.hour() as usize];
+        h.samples = h.samples.saturating_add(1);
+        let weight = f64::from(h.samples.min(WINDOW));
+        // Shapes not seen now count as 0 in this sample.
+        let keys: std::collections::BTreeSet<String> = h.mean.keys().chain(now.keys()).cloned().collect();
+        for k in keys {
+            let x = now.get(&k).copied().unwrap_or(0.0);
+            let m = h.mean.entry(k).or_insert(0.0);
+            *m += (x - *m) / weight;
+        }
+        self.last = Some(at);
+        true
+    }
+
+    /// Hours of the day with at least one sample.
+    pub fn covered(&self) -> usize {
+        self.hours.iter().filter(|h| h.samples > 0).count()
+    }
+
+    /// Mean demand of `key` in hour `h` (0 where none was seen).
+    pub fn mean(&self, h: usize, key: &str) -> f64 {
+        self.hours.get(h).and_then(|x| x.mean.get(key)).copied().unwrap_or(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{SourceKind, SourceStatus, Workload, WorkloadKind};
+    use chrono::TimeZone;
+
+    fn fleet(jobs: &[(&str, Option<&str>, u32, WorkloadState)], queue_live: bool) -> Fleet {
+        let mut f = Fleet::default();
+        let mut s = SourceStatus::live("slurm", SourceKind::Slurm, Utc::now());
+        if !queue_live {
+            s.health = SourceHealth::Unavailable { reason: "down".into() };
+        }
+        f.sources.push(s);
+        for (i, (id, profile, gpus, state)) in jobs.iter().enumerate() {
+            let mut w = Workload::new(format!("{id}{i}"), id.to_string(), WorkloadKind::Inference, *state);
+            w.request.mig_profile = profile.map(str::to_string);
+            w.request.gpus = Some(*gpus);
+            f.workloads.push(w);
+        }
+        f
+    }
+
+    fn at(h: u32, m: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 2, h, m, 0).single().unwrap_or_default()
+    }
+
+    #[test]
+    fn samples_count_instances_and_cards_per_hour_running_and_waiting() {
+        use WorkloadState::{Completed, Pending, Running};
+        let f = fleet(
+            &[
+                ("a", Some("1g.10gb"), 1, Running),
+                ("b", Some("1g.10gb"), 1, Pending),
+                ("c", None, 4, Running),
+                ("d", None, 2, Completed),
+            ],
+            true,
+        );
+        let mut d = DemandHistory::default();
+        assert!(d.sample(&f, at(9, 0)));
+        assert_eq!((d.mean(9, "1g.10gb"), d.mean(9, "whole")), (2.0, 4.0));
+        // Within ten minutes: no second sample.
+        assert!(!d.sample(&f, at(9, 5)));
+        // Half the demand at 09:10: the hour's mean is the mean of the two samples.
+        let half = fleet(&[("a", Some("1g.10gb"), 1, Running), ("c", None, 2, Running)], true);
+        assert!(d.sample(&half, at(9, 10)));
+        assert_eq!((d.mean(9, "1g.10gb"), d.mean(9, "whole")), (1.5, 3.0));
+        assert_eq!(d.covered(), 1);
+        assert_eq!(d.mean(10, "1g.10gb"), 0.0);
+    }
+
+    #[test]
+    fn no_sample_while_the_queue_source_is_down() {
+        let f = fleet(&[("a", Some("1g.10gb"), 1, WorkloadState::Running)], false);
+        let mut d = DemandHistory::default();
+        assert!(!d.sample(&f, at(9, 0)));
+        assert_eq!(d.covered(), 0);
+    }
+
+    #[test]
+    fn old_days_fade_after_a_week_of_samples() {
+        let busy = fleet(&[("a", Some("1g.10gb"), 1, WorkloadState::Running)], true);
+        let quiet = fleet(&[], true);
+        let mut d = DemandHistory::default();
+        for i in 0..200 {
+            d.sample(&busy, at(9, 0) + chrono::Duration::days(i));
+        }
+        for i in 200..242 {
+            d.sample(&quiet, at(9, 0) + chrono::Duration::days(i));
+        }
+        // 42 quiet samples after many busy ones: mostly forgotten, not a 200:42 mean.
+        assert!(d.mean(9, "1g.10gb") < 0.4, "{}", d.mean(9, "1g.10gb"));
+    }
+
+    #[test]
+    fn a_history_round_trips_through_json() {
+        let f = fleet(&[("a", Some("1g.10gb"), 1, WorkloadState::Running)], true);
+        let mut d = DemandHistory::default();
+        d.sample(&f, at(9, 0));
+        let text = serde_json::to_string(&d).unwrap_or_default();
+        let back: DemandHistory = serde_json::from_str(&text).unwrap_or_default();
+        assert_eq!(back, d);
+    }
+}
