@@ -17,12 +17,14 @@ use crate::actions::run::{Approval, Runner};
 use crate::commands::CmdError;
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::schedule::unattended::Went;
 use crate::store::Store;
 use crate::ui::actions::{self as dialogs, Modal, Request, StepState};
 use crate::ui::input::{merge, on_event};
 use crate::ui::state::{Effect, UiState};
 use crate::ui::theme::Theme;
+
+mod schedule;
+use schedule::{Auto, Suggestions, advise, due_change, group_event, pump};
 
 /// The most often source updates are merged and drawn.
 const MERGE_EVERY: Duration = Duration::from_millis(100);
@@ -54,8 +56,11 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
     // The demand by hour is kept for the next run (real sources), at each new sample.
     let mut demand_saved = store.demand().last;
     let mut suggestions = Suggestions::default();
-    // Progress and outcomes of running actions come back here.
+    // Progress and outcomes of running actions come back here; those of unattended schedules
+    // on the simulated cluster on their own channel.
     let (act_tx, mut act_rx) = mpsc::unbounded_channel::<ActEvent>();
+    let (auto_tx, mut auto_rx) = mpsc::unbounded_channel::<ActEvent>();
+    let mut auto = Auto::default();
 
     let mut terminal = ratatui::init();
     let _restore = Restore;
@@ -127,6 +132,16 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                     Effect::None => {}
                 }
             }
+            Some(ev) = auto_rx.recv() => {
+                if matches!(ev, ActEvent::Finished(_)) {
+                    auto.finished(&mut st, ev, store.fleet().taken_at.unwrap_or_else(Utc::now));
+                    // The next decision now, not at the next update.
+                    if let Some(s) = schedules.as_deref().filter(|s| Auto::applies(cfg, &store, s)) {
+                        auto.step(&mut st, &store, s, cfg, &runner, &auto_tx);
+                    }
+                    dirty = true;
+                }
+            }
             Some(ev) = act_rx.recv() => {
                 let finished = matches!(ev, ActEvent::Finished(_));
                 if matches!(st.modal, Some(Modal::GroupRunning { .. })) {
@@ -196,7 +211,10 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                         schedules = crate::schedule::demo::effective(cfg, schedules_for_sim).map(|(s, _)| s);
                     }
                     let was = st.banner.clone();
-                    st.banner = schedules.as_ref().and_then(|s| due_change(s, cfg, store.fleet()));
+                    st.banner = schedules.as_ref().and_then(|s| due_change(s, cfg, &store));
+                    if let Some(s) = schedules.as_deref().filter(|s| Auto::applies(cfg, &store, s)) {
+                        auto.step(&mut st, &store, s, cfg, &runner, &auto_tx);
+                    }
                     if st.banner.is_some() != was.is_some() {
                         st.set_viewport(crate::ui::viewport_for(terminal_area(&terminal), &st));
                     }
@@ -244,27 +262,6 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
 }
 
 /// The advisor's findings on `fleet`, with the thresholds of the config.
-/// The advisor's schedule suggestions, made again only when a new demand sample came (every
-/// ten minutes of data time): they take ~175 ms at 4096 cards.
-#[derive(Default)]
-struct Suggestions {
-    made_for: Option<chrono::DateTime<Utc>>,
-    found: Vec<crate::advisor::schedule::Suggested>,
-}
-
-fn advise(cfg: &Config, store: &Store, cache: &mut Suggestions) -> Vec<crate::advisor::Finding> {
-    let fleet = store.fleet();
-    let demand = store.demand();
-    if cache.made_for != demand.last {
-        cache.found = crate::advisor::schedule::suggest(fleet, demand);
-        cache.made_for = demand.last;
-    }
-    let mut cx = crate::advisor::Context::new(cfg, fleet.taken_at.unwrap_or_else(Utc::now));
-    cx.demand = Some(demand);
-    cx.suggested = Some(&cache.found);
-    crate::advisor::advise(fleet, &cx)
-}
-
 /// Asked to quit while an action runs: the first time, let it finish (true); the second, go.
 fn wait_for_action(st: &mut UiState, runner: &Runner) -> bool {
     if st.action_running() && !st.quit_after_action {
@@ -401,91 +398,9 @@ fn on_request(
     }
 }
 
-/// The first schedule change due now or within its lead, for the banner.
-fn due_change(
-    schedules: &[crate::model::schedule::Schedule],
-    cfg: &Config,
-    fleet: &crate::model::Fleet,
-) -> Option<crate::schedule::group::Banner> {
-    let now = fleet.taken_at?;
-    // Far enough ahead to see every change within its lead.
-    let lead = schedules.iter().map(|s| s.lead.as_secs()).max().unwrap_or(0);
-    let hours = i64::try_from(lead / 3600 + 1).unwrap_or(24).min(24);
-    let t = crate::schedule::timelines(schedules, fleet, now, cfg.policy.min_runtime, hours);
-    crate::schedule::group::banner(&t, now)
-}
-
 fn terminal_area(terminal: &Terminal<CrosstermBackend<Stdout>>) -> ratatui::layout::Rect {
     let size = terminal.size().unwrap_or_default();
     ratatui::layout::Rect::new(0, 0, size.width, size.height)
-}
-
-/// A running group change's action reported: its progress, or how it ended.
-fn group_event(st: &mut UiState, ev: ActEvent, now: chrono::DateTime<Utc>) {
-    let Some(Modal::GroupRunning { run, current }) = &mut st.modal else { return };
-    match ev {
-        ActEvent::Progress(p) => {
-            if let Some(m) = &mut st.modal {
-                dialogs::on_progress(m, p, Utc::now());
-            }
-        }
-        ActEvent::Finished(o) => {
-            *current = None;
-            let went = if o.ok { Went::Done } else { Went::NotDone };
-            let msg = o.error.clone().map_or_else(|| o.reached.clone(), |e| format!("{}: {e}", o.reached));
-            // The fleet's clock, as the run's waits are judged (the simulator's own on --demo).
-            run.record(went, &msg, now);
-        }
-    }
-}
-
-/// Drive a running group change: while no action of it is under way, ask it what comes next
-/// and hand that to the runner (planned and approved on the fleet as it is now). A hidden run
-/// that ended closes with its summary in the footer.
-fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::UnboundedSender<ActEvent>) {
-    use crate::schedule::group::Next;
-    let fleet = store.fleet();
-    let now = fleet.taken_at.unwrap_or_else(Utc::now);
-    loop {
-        let Some(Modal::GroupRunning { run, current }) = &mut st.modal else { return };
-        let shown = match run.next(fleet, now) {
-            Next::Busy | Next::Wait(_) => return,
-            Next::Finished => {
-                if st.action_hidden {
-                    st.message = Some(run.summary());
-                    st.modal = None;
-                    st.action_hidden = false;
-                }
-                return;
-            }
-            Next::RunShown(p) => *p,
-            Next::Run(action) => match runner.propose(&action, fleet) {
-                Ok(p) if p.nothing_to_do.is_some() => {
-                    run.record(Went::NothingToDo, p.nothing_to_do.as_deref().unwrap_or_default(), now);
-                    continue;
-                }
-                Ok(p) => p,
-                Err(e) => {
-                    run.record(Went::NotDone, &e, now);
-                    continue;
-                }
-            },
-        };
-        match runner.approve(&shown, fleet) {
-            Approval::Go(approved) => {
-                let plan = Box::new(approved.plan().clone());
-                let status = vec![StepState::Waiting; plan.steps.len()];
-                *current = Some((plan, status));
-                spawn_run(*approved, tx.clone());
-                return;
-            }
-            Approval::Changed(now_plan) => {
-                run.record(Went::NotDone, &format!("the card changed since the plan: {}", now_plan.summary), now);
-            }
-            Approval::Refused(e) => run.record(Went::NotDone, &format!("refused: {e}"), now),
-            Approval::Gone(e) | Approval::NotStarted(e) => run.record(Went::NotDone, &e, now),
-        }
-    }
 }
 
 /// Run an approved plan on a task that streams its progress and outcome back to the loop.

@@ -475,3 +475,15 @@ fn schedule_suggest_reads_the_measured_day_and_prints_a_valid_schedule() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shipped examples are valid configs (the README runs them).
+#[test]
+fn the_example_configs_check() {
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples")).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let (code, out, err) = tessera(&["check-config", path.to_str().unwrap_or_default()]);
+            assert_eq!(code, 0, "{}: {out}{err}", path.display());
+        }
+    }
+}

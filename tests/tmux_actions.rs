@@ -210,3 +210,59 @@ fn a_preempting_schedule_change_asks_twice_and_empties_the_cards_first() {
     t.keys(&["q"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// On the simulated cluster the console applies an unattended schedule itself: at 600 times
+/// the wall clock, windows that switch every two hours change idle cards again and again,
+/// drained ahead, nothing preempted, every action in the audit log, without a key pressed.
+#[test]
+fn the_simulated_cluster_obeys_an_unattended_schedule_at_speed_600() {
+    if !have("tmux") {
+        return;
+    }
+    let mut config = String::from(
+        "[[schedule]]\nname = \"flip\"\nnodes = [\"gpu-h100-*\"]\nmodel = \"H100-80GB\"\nlead = \"10m\"\nmin_hold = \"1h\"\nunattended = true\n",
+    );
+    for (i, h) in (0..24).step_by(2).enumerate() {
+        let layout = if i % 2 == 0 { "mig_config = \"all-1g.10gb\"" } else { "layout = \"whole\"" };
+        config.push_str(&format!(
+            "[[schedule.window]]\nname = \"w{h:02}\"\nhours = \"{h:02}:00-{:02}:00\"\n{layout}\n",
+            (h + 2) % 24
+        ));
+    }
+    let (t, dir) = session_with("unattended", "--speed 600", Some(&config));
+    let audit = dir.join("state/tessera/audit.jsonl");
+    let start = std::time::Instant::now();
+    // Each card's repartitions, in order.
+    let changes = |text: &str| {
+        let mut per: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+        for v in text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()) {
+            if v["record"] == "outcome" && v["action"]["action"] == "repartition" && v["result"]["ok"] == true {
+                let card = v["action"]["target"].as_str().unwrap_or_default().to_string();
+                per.entry(card).or_default().push(v["action"]["layout"].as_str().unwrap_or_default().to_string());
+            }
+        }
+        per
+    };
+    let text = loop {
+        let text = std::fs::read_to_string(&audit).unwrap_or_default();
+        if changes(&text).values().any(|l| l.len() >= 2) {
+            break text;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "no card changed twice:\n{text}\n{}", t.screen());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let twice = changes(&text).into_iter().find(|(_, l)| l.len() >= 2).unwrap_or_default();
+    assert_ne!(twice.1[0], twice.1[1], "a change, then the other window's: {twice:?}");
+    let verbs: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["record"] == "intent")
+        .filter_map(|v| v["plan"]["action"]["action"].as_str().map(str::to_string))
+        .collect();
+    assert!(verbs.iter().any(|v| v == "drain"), "drained ahead: {verbs:?}");
+    assert!(!verbs.iter().any(|v| v == "preempt"), "unattended never preempts: {verbs:?}");
+    let screen = t.screen();
+    assert!(screen.contains("unattended"), "{screen}");
+    t.keys(&["q"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

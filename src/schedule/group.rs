@@ -27,6 +27,8 @@ pub struct Banner {
     pub ready: usize,
     /// Other schedules with a change due.
     pub more: usize,
+    /// Who applies it, where not the operator (an unattended schedule).
+    pub note: Option<String>,
 }
 
 impl Banner {
@@ -38,8 +40,9 @@ impl Banner {
             format!("at {} UTC (in {min} min, drain ahead now)", self.at.format("%H:%M"))
         };
         let more = if self.more > 0 { format!(" (+{} more schedules)", self.more) } else { String::new() };
+        let note = self.note.as_ref().map(|n| format!(" · {n}")).unwrap_or_default();
         format!(
-            "schedule {}: window {} {when} on {} cards, {} idle{more}",
+            "schedule {}: window {} {when} on {} cards, {} idle{more}{note}",
             self.schedule, self.window, self.cards, self.ready
         )
     }
@@ -63,6 +66,7 @@ pub fn banner(timelines: &[Timeline], now: DateTime<Utc>) -> Option<Banner> {
             cards: steps.len(),
             ready: steps.iter().filter(|s| s.readiness.starts_with("ready")).count(),
             more: 0,
+            note: None,
         });
     }
     let more = found.len().saturating_sub(1);

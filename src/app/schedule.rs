@@ -1,0 +1,213 @@
+//! The console's schedule work, for the owner loop: the banner's due change, driving a
+//! confirmed group change through the runner, the advisor with its cached schedule suggestion,
+//! and unattended schedules on the simulated cluster (the simulator lives in the console's
+//! process, so the console is the only one that can run them there).
+
+use std::collections::VecDeque;
+
+use chrono::Utc;
+use tokio::sync::mpsc;
+
+use super::{ActEvent, spawn_run};
+use crate::actions::run::{Approval, Runner};
+use crate::config::Config;
+use crate::schedule::unattended::{Decision, State, Went, decide};
+use crate::store::Store;
+use crate::ui::actions::{self as dialogs, Modal, StepState};
+use crate::ui::state::UiState;
+
+/// The first schedule change due now or within its lead, for the banner.
+pub(super) fn due_change(
+    schedules: &[crate::model::schedule::Schedule],
+    cfg: &Config,
+    store: &Store,
+) -> Option<crate::schedule::group::Banner> {
+    let fleet = store.fleet();
+    let now = fleet.taken_at?;
+    // Far enough ahead to see every change within its lead.
+    let lead = schedules.iter().map(|s| s.lead.as_secs()).max().unwrap_or(0);
+    let hours = i64::try_from(lead / 3600 + 1).unwrap_or(24).min(24);
+    let t = crate::schedule::timelines(schedules, fleet, now, cfg.policy.min_runtime, hours);
+    let mut b = crate::schedule::group::banner(&t, now)?;
+    // An unattended schedule's changes are made without `m`: here, or by `schedule run`.
+    if schedules.iter().any(|s| s.name == b.schedule && s.unattended) {
+        b.note = Some(if Auto::applies(cfg, store, schedules) {
+            "unattended: the console applies it (idle cards; m for the rest)".into()
+        } else {
+            "unattended: tessera schedule run applies it".into()
+        });
+    }
+    Some(b)
+}
+
+/// A running group change's action reported: its progress, or how it ended.
+pub(super) fn group_event(st: &mut UiState, ev: ActEvent, now: chrono::DateTime<Utc>) {
+    let Some(Modal::GroupRunning { run, current }) = &mut st.modal else { return };
+    match ev {
+        ActEvent::Progress(p) => {
+            if let Some(m) = &mut st.modal {
+                dialogs::on_progress(m, p, Utc::now());
+            }
+        }
+        ActEvent::Finished(o) => {
+            *current = None;
+            let went = if o.ok { Went::Done } else { Went::NotDone };
+            let msg = o.error.clone().map_or_else(|| o.reached.clone(), |e| format!("{}: {e}", o.reached));
+            // The fleet's clock, as the run's waits are judged (the simulator's own on --demo).
+            run.record(went, &msg, now);
+        }
+    }
+}
+
+/// Drive a running group change: while no action of it is under way, ask it what comes next
+/// and hand that to the runner (planned and approved on the fleet as it is now). A hidden run
+/// that ended closes with its summary in the footer.
+pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::UnboundedSender<ActEvent>) {
+    use crate::schedule::group::Next;
+    let fleet = store.fleet();
+    let now = fleet.taken_at.unwrap_or_else(Utc::now);
+    loop {
+        let Some(Modal::GroupRunning { run, current }) = &mut st.modal else { return };
+        let shown = match run.next(fleet, now) {
+            Next::Busy | Next::Wait(_) => return,
+            Next::Finished => {
+                if st.action_hidden {
+                    st.message = Some(run.summary());
+                    st.modal = None;
+                    st.action_hidden = false;
+                }
+                return;
+            }
+            Next::RunShown(p) => *p,
+            Next::Run(action) => match runner.propose(&action, fleet) {
+                Ok(p) if p.nothing_to_do.is_some() => {
+                    run.record(Went::NothingToDo, p.nothing_to_do.as_deref().unwrap_or_default(), now);
+                    continue;
+                }
+                Ok(p) => p,
+                Err(e) => {
+                    run.record(Went::NotDone, &e, now);
+                    continue;
+                }
+            },
+        };
+        match runner.approve(&shown, fleet) {
+            Approval::Go(approved) => {
+                let plan = Box::new(approved.plan().clone());
+                let status = vec![StepState::Waiting; plan.steps.len()];
+                *current = Some((plan, status));
+                spawn_run(*approved, tx.clone());
+                return;
+            }
+            Approval::Changed(now_plan) => {
+                run.record(Went::NotDone, &format!("the card changed since the plan: {}", now_plan.summary), now);
+            }
+            Approval::Refused(e) => run.record(Went::NotDone, &format!("refused: {e}"), now),
+            Approval::Gone(e) | Approval::NotStarted(e) => run.record(Went::NotDone, &e, now),
+        }
+    }
+}
+
+/// The advisor's schedule suggestions, made again only when a new demand sample came (every
+/// ten minutes of data time): they take ~175 ms at 4096 cards.
+#[derive(Default)]
+pub(super) struct Suggestions {
+    made_for: Option<chrono::DateTime<Utc>>,
+    found: Vec<crate::advisor::schedule::Suggested>,
+}
+
+pub(super) fn advise(cfg: &Config, store: &Store, cache: &mut Suggestions) -> Vec<crate::advisor::Finding> {
+    let fleet = store.fleet();
+    let demand = store.demand();
+    if cache.made_for != demand.last {
+        cache.found = crate::advisor::schedule::suggest(fleet, demand);
+        cache.made_for = demand.last;
+    }
+    let mut cx = crate::advisor::Context::new(cfg, fleet.taken_at.unwrap_or_else(Utc::now));
+    cx.demand = Some(demand);
+    cx.suggested = Some(&cache.found);
+    crate::advisor::advise(fleet, &cx)
+}
+
+/// Unattended schedules on the simulated cluster, applied by the console as `schedule run`
+/// would: decisions once per fleet update, one action at a time through the runner (audited),
+/// each said in the footer; never while the operator's own action runs.
+#[derive(Default)]
+pub(super) struct Auto {
+    state: State,
+    todo: VecDeque<Decision>,
+    in_flight: Option<Decision>,
+    decided_at: Option<chrono::DateTime<Utc>>,
+}
+
+impl Auto {
+    /// Whether the console runs `schedules` itself: the simulator, actions on, one unattended.
+    pub(super) fn applies(cfg: &Config, store: &Store, schedules: &[crate::model::schedule::Schedule]) -> bool {
+        store.simulated() && !cfg.read_only && schedules.iter().any(|s| s.unattended)
+    }
+
+    /// Decide if the fleet moved, and start the next action if none is under way.
+    pub(super) fn step(
+        &mut self,
+        st: &mut UiState,
+        store: &Store,
+        schedules: &[crate::model::schedule::Schedule],
+        cfg: &Config,
+        runner: &Runner,
+        tx: &mpsc::UnboundedSender<ActEvent>,
+    ) {
+        if self.in_flight.is_some() || st.action_running() {
+            return;
+        }
+        let fleet = store.fleet();
+        let Some(now) = fleet.taken_at else { return };
+        if self.todo.is_empty() && self.decided_at != Some(now) {
+            self.decided_at = Some(now);
+            self.todo.extend(decide(schedules, fleet, now, cfg.policy.min_runtime, &mut self.state));
+        }
+        while let Some(d) = self.todo.pop_front() {
+            let Decision::Act { action, why, .. } = &d else {
+                if let Decision::Report(text) = &d {
+                    st.message = Some(format!("unattended: {text}"));
+                }
+                continue;
+            };
+            let went = match runner.propose(action, fleet) {
+                Ok(p) if p.nothing_to_do.is_some() => Went::NothingToDo,
+                Ok(p) => match runner.approve(&p, fleet) {
+                    Approval::Go(approved) => {
+                        st.message = Some(format!("unattended ({why}): {} ...", p.summary));
+                        self.in_flight = Some(d);
+                        spawn_run(*approved, tx.clone());
+                        return;
+                    }
+                    _ => Went::NotDone,
+                },
+                Err(_) => Went::NotDone,
+            };
+            let more = self.state.record(&d, went, now);
+            self.todo.extend(more);
+        }
+    }
+
+    /// The action under way ended.
+    pub(super) fn finished(&mut self, st: &mut UiState, ev: ActEvent, now: chrono::DateTime<Utc>) {
+        let ActEvent::Finished(o) = ev else { return };
+        let Some(d) = self.in_flight.take() else { return };
+        let went = if o.ok { Went::Done } else { Went::NotDone };
+        if let Decision::Act { action, why, .. } = &d {
+            let how = if o.ok { "done".to_string() } else { format!("FAILED: {}", o.reached) };
+            st.message = Some(format!("unattended ({why}): {} {}: {how}", action.verb(), target(action)));
+        }
+        let more = self.state.record(&d, went, now);
+        self.todo.extend(more);
+    }
+}
+
+fn target(a: &crate::actions::Action) -> &str {
+    use crate::actions::Action;
+    match a {
+        Action::Drain { target } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => target,
+        Action::Preempt { workload, .. } => workload,
+    }
+}
