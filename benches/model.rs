@@ -46,7 +46,7 @@ fn benches(c: &mut Criterion) {
     // The schedule suggestion over a measured day (the default cluster's, replayed) on 4096 cards.
     let demand = Sim::past_day_demand(&SimConfig::new(1, t));
     c.bench_function("schedule_suggest_4096_cards", |b| {
-        b.iter(|| tessera::advisor::schedule::suggest(black_box(store.fleet()), &demand))
+        b.iter(|| tessera::advisor::schedule::suggest(black_box(store.fleet()), &demand, &|_, _| false))
     });
     // The planner's worst case in the issue: 500 waiting on 4096 cards, a quarter of them
     // emptied and made whole, so that MIG work needs a repartition.

@@ -85,8 +85,8 @@ pub enum Command {
     },
     /// MIG schedules ([[schedule]] in the config): the next 24 h of changes per card, or an export.
     Schedule {
-        /// Print JSON instead of the timeline (or of the suggestion: `schedule suggest --json`).
-        #[arg(long, global = true)]
+        /// Print JSON instead of the timeline.
+        #[arg(long)]
         json: bool,
         #[command(subcommand)]
         what: Option<ScheduleCommand>,
@@ -149,7 +149,11 @@ pub enum ScheduleCommand {
     },
     /// Suggest a day/night schedule from the demand measured by hour (kept by the console and
     /// `schedule run`; the simulated cluster replays its previous day).
-    Suggest,
+    Suggest {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Apply a schedule's change that is due now to its idle cards (one confirmation for the
     /// group); cards with work are listed and left for later.
     Apply {

@@ -43,7 +43,7 @@ impl Engine {
         let mut store = Store::new();
         let sim = spawn_all(cfg, &mut store, tx)?;
         // Real sources: start from the demand an earlier run measured (a file that cannot be
-        // read is reported; sampling starts afresh and replaces it).
+        // read is reported and moved aside; sampling starts afresh).
         let mut notes = Vec::new();
         if sim.is_none()
             && let Some(path) = demand_path()
@@ -51,7 +51,7 @@ impl Engine {
             match load_demand(&path) {
                 Ok(Some(d)) => store.seed_demand(d),
                 Ok(None) => {}
-                Err(e) => notes.push(format!("demand by hour not loaded: {e}")),
+                Err(e) => notes.push(format!("demand by hour not loaded: {e}: {}", set_aside(&path))),
             }
         }
         let env = Env {
@@ -93,10 +93,26 @@ pub fn demand_path() -> Option<std::path::PathBuf> {
 
 /// The demand kept by an earlier run; `Err` names the file when it cannot be read as one.
 pub fn load_demand(path: &std::path::Path) -> Result<Option<crate::model::demand::DemandHistory>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| format!("{}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+    use std::io::Read;
+    let named = |e: String| format!("{}: {e}", path.display());
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(named(e.to_string())),
+    };
+    // A real file is a few tens of KiB: read no more than 1 MiB of anything else.
+    let mut text = String::new();
+    file.take(1 << 20).read_to_string(&mut text).map_err(|e| named(e.to_string()))?;
+    let d: crate::model::demand::DemandHistory = serde_json::from_str(&text).map_err(|e| named(e.to_string()))?;
+    d.checked().map(Some).map_err(named)
+}
+
+/// A kept file that cannot be read is moved aside (`demand.json.bad`), not overwritten.
+fn set_aside(path: &std::path::Path) -> String {
+    let bad = path.with_extension("json.bad");
+    match std::fs::rename(path, &bad) {
+        Ok(()) => format!("moved to {}; measuring afresh", bad.display()),
+        Err(e) => format!("it could not be moved aside ({e}); measuring afresh"),
     }
 }
 
@@ -123,11 +139,18 @@ pub fn save_demand_to(
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let text = serde_json::to_string(d).map_err(|e| e.to_string())?;
-    // Written whole, then renamed: a crash never leaves half a file.
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // Written whole and synced under a name of this process's own, then renamed: a crash
+    // never leaves half a file, and the console and `schedule run` never write into each
+    // other's.
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| format!("{}: {e}", path.display()))?;
     *saved = d.last;
     Ok(())
 }
@@ -306,6 +329,12 @@ mod tests {
         save_demand_to(&path, &s, &mut saved).unwrap_or_else(|e| panic!("{e}"));
         let err = load_demand(&path).err().unwrap_or_default();
         assert!(err.starts_with(&path.display().to_string()), "{err}");
+        // A bad file is moved aside, not overwritten.
+        assert!(set_aside(&path).starts_with("moved to"));
+        assert!(path.with_extension("json.bad").exists() && !path.exists());
+        // Well-formed JSON that is not a day of demand is refused too.
+        std::fs::write(&path, r#"{"hours":[],"last":null}"#).unwrap_or_else(|e| panic!("{e}"));
+        assert!(load_demand(&path).err().unwrap_or_default().contains("0 hours, not 24"));
         assert_eq!(load_demand(&dir.join("none.json")), Ok(None));
         let _ = std::fs::remove_dir_all(&dir);
     }

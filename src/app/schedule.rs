@@ -108,20 +108,26 @@ pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::
     }
 }
 
-/// The advisor's schedule suggestions, made again only when a new demand sample came (every
-/// ten minutes of data time): they take ~175 ms at 4096 cards.
+/// The advisor's schedule suggestions, made again when a new demand sample came (every ten
+/// minutes of data time) and at least once a minute (the fleet's layouts and health move
+/// too): they take ~60 ms at 4096 cards, too much for every advice.
 #[derive(Default)]
 pub(super) struct Suggestions {
     made_for: Option<chrono::DateTime<Utc>>,
+    made_at: Option<std::time::Instant>,
     found: Vec<crate::advisor::schedule::Suggested>,
 }
 
 pub(super) fn advise(cfg: &Config, store: &Store, cache: &mut Suggestions) -> Vec<crate::advisor::Finding> {
     let fleet = store.fleet();
     let demand = store.demand();
-    if cache.made_for != demand.last {
-        cache.found = crate::advisor::schedule::suggest(fleet, demand);
+    let stale = cache.made_at.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60));
+    if cache.made_for != demand.last || stale {
+        // Cards a configured schedule covers are not suggested again.
+        let skip = |n: &crate::model::Node, c: &crate::model::Card| cfg.schedules.iter().any(|s| s.covers(n, c));
+        cache.found = crate::advisor::schedule::suggest(fleet, demand, &skip);
         cache.made_for = demand.last;
+        cache.made_at = Some(std::time::Instant::now());
     }
     let mut cx = crate::advisor::Context::new(cfg, fleet.taken_at.unwrap_or_else(Utc::now));
     cx.demand = Some(demand);

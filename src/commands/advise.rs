@@ -16,6 +16,10 @@ fn context(
 ) -> (Vec<Finding>, usize, usize) {
     let mut cx = Context::new(cfg, fleet.taken_at.unwrap_or_else(chrono::Utc::now));
     cx.demand = Some(demand);
+    // Cards a configured schedule covers are not suggested again.
+    let skip = |n: &crate::model::Node, c: &crate::model::Card| cfg.schedules.iter().any(|s| s.covers(n, c));
+    let suggested = advisor::schedule::suggest(fleet, demand, &skip);
+    cx.suggested = Some(&suggested);
     let running: Vec<_> = fleet.workloads.iter().filter(|w| w.state.is_active() && !w.cards.is_empty()).collect();
     let seen = running.iter().filter(|w| w.activity.is_some_and(|a| a.window_covered())).count();
     (advisor::advise(fleet, &cx), seen, running.len())

@@ -40,8 +40,8 @@ pub(super) fn no_schedules(cfg: &crate::config::Config) -> CmdError {
 pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Result<(), CmdError> {
     let cfg = settings(g)?;
     // A suggestion needs no schedule of its own.
-    if matches!(what, Some(ScheduleCommand::Suggest)) {
-        return suggest::suggest(&cfg, json_out);
+    if let Some(ScheduleCommand::Suggest { json }) = what {
+        return suggest::suggest(&cfg, json_out || json);
     }
     // Only the simulated cluster can stand in for a missing [[schedule]].
     let maybe_demo = cfg.sources.demo || !cfg.sources.any_real();

@@ -1,7 +1,7 @@
 //! Demand by hour of the day: how many MIG instances of each profile and how many whole cards
 //! the workloads (running and waiting) ask for, as a running mean per UTC hour over the days
 //! measured (recent days weigh more). Sampled at most every ten minutes of data time and only
-//! while a queue source is live: a down scheduler is no demand. The advisor's schedule
+//! while every queue source is live: a down scheduler is not an absence of demand. The advisor's schedule
 //! suggestion reads it; the console and `schedule run` keep it between runs.
 
 use std::collections::BTreeMap;
@@ -16,6 +16,9 @@ use super::workload::WorkloadState;
 
 /// One sample per this many seconds of data time at most.
 pub const SAMPLE_EVERY_S: i64 = 600;
+
+/// Shapes kept per hour (profiles and whole-card models): more than any fleet has.
+pub const MAX_SHAPES: usize = 256;
 
 /// The mean follows about a week of samples per hour (6 a day): older days fade.
 const WINDOW: u32 = 42;
@@ -58,7 +61,9 @@ impl DemandHistory {
         if self.last.is_some_and(|l| (at - l).num_seconds().abs() < SAMPLE_EVERY_S) {
             return false;
         }
-        let live = fleet.sources.iter().any(|s| s.queue && matches!(s.health, SourceHealth::Live { .. }));
+        // Every queue source live: one that is down would look like no demand of its own.
+        let mut queue = fleet.sources.iter().filter(|s| s.queue).peekable();
+        let live = queue.peek().is_some() && queue.all(|s| matches!(s.health, SourceHealth::Live { .. }));
         if !live {
             return false;
         }
@@ -73,20 +78,39 @@ impl DemandHistory {
                 Resource::WholeCard { model } => whole_key(model.as_deref()),
                 Resource::Shared { .. } => continue,
             };
-            *now.entry(key).or_default() += n as f64;
+            if now.len() < MAX_SHAPES || now.contains_key(&key) {
+                *now.entry(key).or_default() += n as f64;
+            }
         }
         let h = &mut self.hours[at.hour() as usize];
         h.samples = h.samples.saturating_add(1);
         let weight = f64::from(h.samples.min(WINDOW));
         // Shapes not seen now count as 0 in this sample.
         let keys: std::collections::BTreeSet<String> = h.mean.keys().chain(now.keys()).cloned().collect();
-        for k in keys {
+        for k in keys.into_iter().take(MAX_SHAPES) {
             let x = now.get(&k).copied().unwrap_or(0.0);
             let m = h.mean.entry(k).or_insert(0.0);
             *m += (x - *m) / weight;
         }
         self.last = Some(at);
         true
+    }
+
+    /// A history read back from a file, checked: 24 hours, finite means not below 0, and
+    /// at most `MAX_SHAPES` shapes an hour.
+    pub fn checked(self) -> Result<Self, String> {
+        if self.hours.len() != 24 {
+            return Err(format!("{} hours, not 24", self.hours.len()));
+        }
+        for (h, x) in self.hours.iter().enumerate() {
+            if x.mean.len() > MAX_SHAPES {
+                return Err(format!("hour {h}: {} shapes (at most {MAX_SHAPES})", x.mean.len()));
+            }
+            if let Some((k, v)) = x.mean.iter().find(|(_, v)| !v.is_finite() || **v < 0.0) {
+                return Err(format!("hour {h}: {k} = {v}"));
+            }
+        }
+        Ok(self)
     }
 
     /// Hours of the day with at least one sample.

@@ -3,12 +3,18 @@
 //! cards as they are now and against either layout all day, and the `[[schedule]]` to paste.
 
 use super::super::{CmdError, out};
-use crate::advisor::schedule::{MIN_HOURS, Suggested, suggest as suggestions};
+use crate::advisor::schedule::{MIN_GAIN_GPU_H, MIN_HOURS, Suggested, suggest as suggestions};
 use crate::model::demand::DemandHistory;
 
 pub fn suggest(cfg: &crate::config::Config, json_out: bool) -> Result<(), CmdError> {
     let (fleet, simulated, demand) = super::super::snapshot::collect_with_demand(cfg)?;
-    let found = suggestions(&fleet, &demand);
+    // The layout now is what every suggestion is weighed against: unknown, nothing to say.
+    if !fleet.sources.iter().any(|s| matches!(s.health, crate::model::SourceHealth::Live { .. })) {
+        return Err(CmdError::Failed("no source answered: the cards' layouts are unknown, nothing suggested".into()));
+    }
+    // Cards a configured schedule covers are not suggested again.
+    let skip = |n: &crate::model::Node, c: &crate::model::Card| cfg.schedules.iter().any(|s| s.covers(n, c));
+    let found = suggestions(&fleet, &demand, &skip);
     let source = if simulated {
         "the simulated cluster's previous day, replayed from its seed".to_string()
     } else {
@@ -41,20 +47,33 @@ fn text(found: &[Suggested], demand: &DemandHistory, source: &str) -> String {
     );
     if demand.covered() < MIN_HOURS {
         out.push_str(&format!(
-            "\nnot enough measured yet: a suggestion needs {MIN_HOURS} of the 24 hours (the console and \
+            "\nnot enough measured yet: a suggestion needs all {MIN_HOURS} hours of the day (the console and \
              `tessera schedule run` sample the queue every 10 minutes while a queue source is live)\n"
         ));
         return out;
     }
-    if found.is_empty() {
-        out.push_str(
-            "\nno schedule would leave clearly less work waiting (two request-hours a day) than the cards \
-             as they are laid out now, or either layout all day: keep them as they are\n",
-        );
+    if !found.iter().any(|s| s.recommended) {
+        out.push_str(&format!(
+            "\nno schedule saves {MIN_GAIN_GPU_H} GPU-hour of waiting a day over the cards as they are laid out \
+             now and over either layout all day without leaving more requests waiting: keep them as they are\n"
+        ));
+    }
+    for s in found.iter().filter(|s| !s.recommended) {
+        out.push_str(&format!(
+            "  the best found for {}: all-{} on {} {:02}:00-{:02}:00 UTC, not suggested: {}\n",
+            s.model,
+            s.profile,
+            s.nodes.join(", "),
+            s.day_start,
+            s.day_end,
+            s.why_not.as_deref().unwrap_or("")
+        ));
+    }
+    if !found.iter().any(|s| s.recommended) {
         out.push_str(&curve(demand));
         return out;
     }
-    for s in found {
+    for s in found.iter().filter(|s| s.recommended) {
         out.push_str(&format!(
             "\n{} on {} ({} cards): all-{} ({} per card) {:02}:00-{:02}:00 UTC, whole otherwise\n",
             s.model,
@@ -65,9 +84,9 @@ fn text(found: &[Suggested], demand: &DemandHistory, source: &str) -> String {
             s.day_start,
             s.day_end
         ));
-        out.push_str("  a day                                waiting request-h  waiting GPU-h  idle GiB-h\n");
+        out.push_str("  a day                                waiting GPU-h  waiting units-h  idle GiB-h\n");
         let row = |name: &str, o: &crate::advisor::schedule::Outcome| {
-            format!("  {name:<36} {:>17.1}  {:>13.1}  {:>10.0}\n", o.waiting_h, o.waiting_gpu_h, o.idle_gib_h)
+            format!("  {name:<36} {:>13.1}  {:>15.1}  {:>10.0}\n", o.waiting_gpu_h, o.waiting_h, o.idle_gib_h)
         };
         out.push_str(&row("as laid out now", &s.current));
         out.push_str(&row("suggested", &s.suggested));
@@ -85,8 +104,9 @@ fn text(found: &[Suggested], demand: &DemandHistory, source: &str) -> String {
     }
     out.push_str(
         "\nmodel: a MIG request needs an instance of its profile, a whole-card request a whole card; \
-         hourly means of running and waiting work, not peaks; a request-hour is one instance or card asked for \
-         and not there for an hour, a GPU-hour counts an instance as its share of a card\n",
+         hourly means of running and waiting work, not peaks; waiting GPU-hours count an instance as its share \
+         of a card, units-hours one instance or card asked for and not there for an hour; cards a configured \
+         [[schedule]] covers are left out\n",
     );
     out
 }

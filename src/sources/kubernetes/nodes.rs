@@ -65,11 +65,15 @@ pub fn map(n: &GpuNode, used: Option<&Used>) -> Option<Node> {
     Some(Node { name, schedulable, reason, cards, capacity, labels: labels(n), ..Node::default() })
 }
 
-/// The node's labels, bounded (`MAX_LABELS`, each cut to `MAX_LABEL_LEN`).
+/// The node's labels, bounded (`MAX_LABELS`, each cut to `MAX_LABEL_LEN`): Node Feature
+/// Discovery's `feature.node.kubernetes.io/` labels (often a hundred or more, never what a
+/// schedule selects by) come last, so the rest are kept first.
 fn labels(n: &GpuNode) -> BTreeMap<String, String> {
     use crate::model::fleet::{MAX_LABEL_LEN, MAX_LABELS};
     let cut = |s: &str| s.chars().take(MAX_LABEL_LEN).collect::<String>();
-    n.metadata.labels.iter().flatten().take(MAX_LABELS).map(|(k, v)| (cut(k), cut(v))).collect()
+    let nfd = |k: &str| k.starts_with("feature.node.kubernetes.io/");
+    let (first, last): (Vec<_>, Vec<_>) = n.metadata.labels.iter().flatten().partition(|(k, _)| !nfd(k));
+    first.into_iter().chain(last).take(MAX_LABELS).map(|(k, v)| (cut(k), cut(v))).collect()
 }
 
 /// Cordoned or not Ready means the scheduler will not place pods; the MIG manager's state is

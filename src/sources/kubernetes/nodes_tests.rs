@@ -312,13 +312,16 @@ fn node_labels_are_kept_bounded_for_schedules_to_select_by() {
     let m = mapped(&n, None);
     assert_eq!(m.labels.get("pool").map(String::as_str), Some("inference"));
     assert!(m.labels.contains_key("kubernetes.io/hostname"), "the node's own labels too: {:?}", m.labels);
-    // A node with thousands of labels keeps a bounded number, each cut.
-    let many: serde_json::Map<String, Value> =
-        (0..5000).map(|i| (format!("k{i}"), json!("v".repeat(10_000)))).collect();
+    // A node with thousands of labels keeps a bounded number, each cut, Node Feature
+    // Discovery's last: a GPU label survives a flood of them.
+    let mut many: serde_json::Map<String, Value> =
+        (0..5000).map(|i| (format!("feature.node.kubernetes.io/k{i}"), json!("v".repeat(10_000)))).collect();
+    many.insert("nvidia.com/gpu.product".into(), json!("NVIDIA-H100-80GB-HBM3"));
     let big =
         mapped(&node(&Value::Object(many), &json!({"nvidia.com/gpu": "8"}), &json!({"nvidia.com/gpu": "8"})), None);
     assert_eq!(big.labels.len(), crate::model::fleet::MAX_LABELS);
     assert!(big.labels.values().all(|v| v.chars().count() <= crate::model::fleet::MAX_LABEL_LEN));
+    assert_eq!(big.labels.get("nvidia.com/gpu.product").map(String::as_str), Some("NVIDIA-H100-80GB-HBM3"));
     // A schedule with node_labels covers this node and not one without the label.
     let cfg = crate::config::parse(
         "[[schedule]]\nname = \"s\"\nnode_labels = [\"pool=inference\"]\n[[schedule.window]]\nname = \"w\"\nhours = \"08:00-20:00\"\nlayout = \"whole\"\n",

@@ -43,10 +43,10 @@ const GIVE_UP_H: i64 = 6;
 const CHECKPOINT_MIN: i64 = 2;
 /// Pseudo GPU instance ids from here mark replicas taken in one scheduling round.
 const SHARE_BASE: u32 = 1 << 20;
-/// One tick in hours.
 /// Arrivals an hour of the daytime wave.
 const WAVE_PER_H: f64 = 6.0;
 
+/// One tick in hours.
 const TICK_H: f64 = super::TICK.as_secs_f64() / 3600.0;
 
 impl Job {
@@ -371,7 +371,8 @@ impl Sim {
             self.jobs.push(job);
         }
         // A daytime wave of small inference (office-hours embedding and OCR services): 1g.10gb
-        // services arrive 08:00-18:00 UTC and end by 20:00, the demand a day layout serves.
+        // services arrive 08:00-18:00 UTC for about three hours each, the demand a day layout
+        // serves.
         let hour = self.now.hour();
         if (8..18).contains(&hour) && self.wave_rng.chance(WAVE_PER_H * self.cfg.arrival_scale * TICK_H) {
             let job = self.wave_job();

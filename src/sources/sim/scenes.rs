@@ -71,8 +71,8 @@ impl Sim {
         self.nodes.iter().flat_map(|n| &n.cards).filter(|c| c.sharing.replicas.is_some()).count()
     }
 
-    /// A job asking for one replica of a shared card, drawn from the shared stream.
-    /// One service of the daytime wave: 1g.10gb, about three hours, gone by 20:00.
+    /// One service of the daytime wave: 1g.10gb, about three hours of service once it runs
+    /// (planned to end by 20:00 if it starts at once), drawn from the wave's own stream.
     pub(super) fn wave_job(&mut self) -> Job {
         let id = format!("sim:d{}", self.next_wave);
         self.next_wave += 1;
@@ -107,6 +107,7 @@ impl Sim {
         }
     }
 
+    /// A job asking for one replica of a shared card, drawn from the shared stream.
     pub(super) fn replica_job(&mut self, kind: WorkloadKind) -> Job {
         const SERVE: &[&str] = &["embed-svc", "rerank-svc", "ocr-svc", "tts-svc", "asr-svc", "moderation-svc"];
         const TRAIN: &[&str] = &["finetune-vit-small", "lora-tune", "rl-agent-small"];
