@@ -117,6 +117,7 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                 match effect {
                     Effect::Quit => {
                         interrupted(&st, &runner);
+                        auto.interrupted(&runner);
                         break;
                     }
                     Effect::Request(req) => {
@@ -135,10 +136,12 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
             Some(ev) = auto_rx.recv() => {
                 if matches!(ev, ActEvent::Finished(_)) {
                     auto.finished(&mut st, ev, store.fleet().taken_at.unwrap_or_else(Utc::now));
-                    // The next decision now, not at the next update.
-                    if let Some(s) = schedules.as_deref().filter(|s| Auto::applies(cfg, &store, s)) {
-                        auto.step(&mut st, &store, s, cfg, &runner, &auto_tx);
+                    // Asked to quit while it ran: now.
+                    if st.quit_after_action && !st.action_running() {
+                        break;
                     }
+                    // The group run waiting for it goes on.
+                    pump(&mut st, &store, &runner, &act_tx);
                     dirty = true;
                 }
             }
@@ -236,9 +239,9 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
                     || store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
             }
             // A signal while an action runs lets it finish (and be audited); a second one leaves.
-            _ = term.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { break },
-            _ = hup.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { break },
-            _ = int.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { break },
+            _ = term.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = hup.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = int.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
         }
     }
     // Left at once while a group change ran: say which cards it leaves drained.

@@ -48,10 +48,14 @@ impl Engine {
         if sim.is_none()
             && let Some(path) = demand_path()
         {
-            match load_demand(&path) {
+            match load_demand_checked(&path) {
                 Ok(Some(d)) => store.seed_demand(d),
                 Ok(None) => {}
-                Err(e) => notes.push(format!("demand by hour not loaded: {e}: {}", set_aside(&path))),
+                // Unreadable (permissions, IO): left where it is.
+                Err(DemandFileError::Read(e)) => notes.push(format!("demand by hour not loaded: {e}")),
+                Err(DemandFileError::Bad(e)) => {
+                    notes.push(format!("demand by hour not loaded: {e}: {}", set_aside(&path)));
+                }
             }
         }
         let env = Env {
@@ -92,19 +96,33 @@ pub fn demand_path() -> Option<std::path::PathBuf> {
 }
 
 /// The demand kept by an earlier run; `Err` names the file when it cannot be read as one.
+/// Why a kept file was not loaded: it could not be read (left alone) or is not a day of
+/// demand (moved aside).
+pub enum DemandFileError {
+    Read(String),
+    Bad(String),
+}
+
 pub fn load_demand(path: &std::path::Path) -> Result<Option<crate::model::demand::DemandHistory>, String> {
+    load_demand_checked(path).map_err(|e| match e {
+        DemandFileError::Read(e) | DemandFileError::Bad(e) => e,
+    })
+}
+
+fn load_demand_checked(path: &std::path::Path) -> Result<Option<crate::model::demand::DemandHistory>, DemandFileError> {
     use std::io::Read;
     let named = |e: String| format!("{}: {e}", path.display());
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(named(e.to_string())),
+        Err(e) => return Err(DemandFileError::Read(named(e.to_string()))),
     };
     // A real file is a few tens of KiB: read no more than 1 MiB of anything else.
     let mut text = String::new();
-    file.take(1 << 20).read_to_string(&mut text).map_err(|e| named(e.to_string()))?;
-    let d: crate::model::demand::DemandHistory = serde_json::from_str(&text).map_err(|e| named(e.to_string()))?;
-    d.checked().map(Some).map_err(named)
+    file.take(1 << 20).read_to_string(&mut text).map_err(|e| DemandFileError::Read(named(e.to_string())))?;
+    let d: crate::model::demand::DemandHistory =
+        serde_json::from_str(&text).map_err(|e| DemandFileError::Bad(named(e.to_string())))?;
+    d.checked().map(Some).map_err(|e| DemandFileError::Bad(named(e)))
 }
 
 /// A kept file that cannot be read is moved aside (`demand.json.bad`), not overwritten.

@@ -126,35 +126,48 @@ fn usable(c: &Card) -> bool {
 /// GiB of a whole card per model, from the cards that say.
 type Gib = std::collections::BTreeMap<String, f64>;
 
-/// What one hour of `demand` leaves waiting and idle with capacity `cap`.
-fn hour(demand: &DemandHistory, h: usize, cap: &Cap, gib: &Gib, shares: &dyn Fn(&str) -> (f64, f64)) -> Outcome {
+/// What one hour of `demand` leaves waiting and idle with capacity `cap` changed by `delta`
+/// (what a candidate takes away and adds: no copy of the fleet's capacity per candidate).
+fn hour(
+    demand: &DemandHistory,
+    h: usize,
+    cap: &Cap,
+    delta: &Cap,
+    gib: &Gib,
+    shares: &dyn Fn(&str) -> (f64, f64),
+) -> Outcome {
     let mut o = Outcome::default();
     let Some(hd) = demand.hours.get(h) else { return o };
+    let inst = |p: &str| cap.inst.get(p).copied().unwrap_or(0.0) + delta.inst.get(p).copied().unwrap_or(0.0);
+    let whole = |m: &str| cap.whole.get(m).copied().unwrap_or(0.0) + delta.whole.get(m).copied().unwrap_or(0.0);
     let mut profiles: std::collections::BTreeSet<&str> = cap.inst.keys().map(String::as_str).collect();
+    profiles.extend(delta.inst.keys().map(String::as_str));
     profiles.extend(hd.mean.keys().filter(|k| !k.starts_with("whole")).map(String::as_str));
     for p in profiles {
         let (gpu, p_gib) = shares(p);
         let d = demand.mean(h, p);
-        let c = cap.inst.get(p).copied().unwrap_or(0.0).max(0.0);
+        let c = inst(p).max(0.0);
         o.waiting_h += (d - c).max(0.0);
         o.waiting_gpu_h += (d - c).max(0.0) * gpu;
         o.idle_gib_h += (c - d).max(0.0) * p_gib;
     }
     // Whole cards: a model's own demand on its cards first, then demand for any model on
     // what is left.
+    let mut models: std::collections::BTreeSet<&str> = cap.whole.keys().map(String::as_str).collect();
+    models.extend(delta.whole.keys().map(String::as_str));
     let (mut left, mut left_gib) = (0.0, 0.0);
-    for (m, c) in &cap.whole {
-        let c = c.max(0.0);
+    for m in &models {
+        let c = whole(m).max(0.0);
         let d = demand.mean(h, &whole_key(Some(m)));
         o.waiting_h += (d - c).max(0.0);
         o.waiting_gpu_h += (d - c).max(0.0);
         let l = (c - d).max(0.0);
         left += l;
-        left_gib += l * gib.get(m).copied().unwrap_or(0.0);
+        left_gib += l * gib.get(*m).copied().unwrap_or(0.0);
     }
     for (k, d) in &hd.mean {
         if let Some(m) = k.strip_prefix("whole:")
-            && !cap.whole.contains_key(m)
+            && !models.contains(m)
         {
             o.waiting_h += d;
             o.waiting_gpu_h += d;
@@ -169,9 +182,27 @@ fn hour(demand: &DemandHistory, h: usize, cap: &Cap, gib: &Gib, shares: &dyn Fn(
     o
 }
 
-/// The measured day under per-hour capacities.
-fn day(demand: &DemandHistory, caps: &[Cap], gib: &Gib, shares: &dyn Fn(&str) -> (f64, f64)) -> Outcome {
-    (0..24).fold(Outcome::default(), |acc, h| acc.add(hour(demand, h, &caps[h], gib, shares)))
+/// The measured day under per-hour capacities, each changed by `delta(h)`.
+fn day(
+    demand: &DemandHistory,
+    caps: &[Cap],
+    delta: &dyn Fn(usize) -> Cap,
+    gib: &Gib,
+    shares: &dyn Fn(&str) -> (f64, f64),
+) -> Outcome {
+    (0..24).fold(Outcome::default(), |acc, h| acc.add(hour(demand, h, &caps[h], &delta(h), gib, shares)))
+}
+
+/// `a` and `b` together.
+fn plus(a: &Cap, b: &Cap) -> Cap {
+    let mut x = a.clone();
+    for (k, v) in &b.inst {
+        *x.inst.entry(k.clone()).or_default() += v;
+    }
+    for (k, v) in &b.whole {
+        *x.whole.entry(k.clone()).or_default() += v;
+    }
+    x
 }
 
 fn in_day(s: usize, e: usize, h: usize) -> bool {
@@ -223,44 +254,47 @@ pub fn suggest(fleet: &Fleet, demand: &DemandHistory, skip: &dyn Fn(&Node, &Card
             .unwrap_or((1.0 / 8.0, 10.0))
     };
     // Models one after the other, the most waiting saved first, each against the capacity
-    // the ones before would leave hour by hour.
+    // the ones before would leave hour by hour; a model is searched again only when an
+    // earlier recommendation changed that capacity.
     let mut caps: Vec<Cap> = vec![base; 24];
     let mut out = Vec::new();
-    let mut left: Vec<&'static GpuModel> = models.clone();
-    while !left.is_empty() {
-        let found: Vec<(usize, Best)> = left
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| search(fleet, m, demand, &caps, &gib, &shares, skip).map(|b| (i, b)))
-            .collect();
-        let Some((i, best)) = found.into_iter().max_by(|a, b| a.1.gain().total_cmp(&b.1.gain())) else { break };
-        let m = left.remove(i);
+    let mut found: Vec<(&'static GpuModel, Best)> =
+        models.iter().filter_map(|m| search(fleet, m, demand, &caps, &gib, &shares, skip).map(|b| (*m, b))).collect();
+    while !found.is_empty() {
+        let i = (0..found.len()).max_by(|&a, &b| found[a].1.gain().total_cmp(&found[b].1.gain())).unwrap_or(0);
+        let (m, best) = found.remove(i);
         let s = describe(fleet, m, demand, &caps, &gib, &shares, &best);
         if s.recommended {
-            caps = best.caps;
+            caps = (0..24).map(|h| plus(&caps[h], best.delta(h))).collect();
+            found = found
+                .into_iter()
+                .filter_map(|(m, _)| search(fleet, m, demand, &caps, &gib, &shares, skip).map(|b| (m, b)))
+                .collect();
         }
         out.push(s);
     }
     out
 }
 
-/// The best candidate of one model.
+/// The best candidate of one model: what it takes away and adds by day and by night.
 struct Best {
     outcome: Outcome,
     nodes: Vec<String>,
     profile: &'static Profile,
     start: usize,
     end: usize,
-    /// Per hour with the schedule; with those cards whole, and small, all day.
-    caps: Vec<Cap>,
-    whole_caps: Vec<Cap>,
-    small_caps: Vec<Cap>,
+    small: Cap,
+    night: Cap,
     current: Outcome,
 }
 
 impl Best {
     fn gain(&self) -> f64 {
         self.current.waiting_gpu_h - self.outcome.waiting_gpu_h
+    }
+
+    fn delta(&self, h: usize) -> &Cap {
+        if in_day(self.start, self.end, h) { &self.small } else { &self.night }
     }
 }
 
@@ -286,7 +320,8 @@ fn search(
             .chain((nodes.len() > 1).then_some(nodes.len()))
             .map(|j| nodes[..j].to_vec()),
     );
-    let current = day(demand, caps, gib, shares);
+    let none = Cap::default();
+    let current = day(demand, caps, &|_| none.clone(), gib, shares);
     let mut best: Option<Best> = None;
     for chosen in &sets {
         let cards: Vec<&Card> = fleet
@@ -296,45 +331,30 @@ fn search(
             .flat_map(|n| n.cards.iter().filter(move |c| mine(n, c)))
             .collect();
         let n = cards.len() as f64;
-        let night: Vec<Cap> = caps
-            .iter()
-            .map(|c| {
-                let mut x = c.clone();
-                x.count(cards.iter().copied(), -1.0);
-                *x.whole.entry(m.name.clone()).or_default() += n;
-                x
-            })
-            .collect();
+        let mut gone = Cap::default();
+        gone.count(cards.iter().copied(), -1.0);
+        let mut night = gone.clone();
+        *night.whole.entry(m.name.clone()).or_default() += n;
+        let night_hours: Vec<Outcome> = (0..24).map(|h| hour(demand, h, &caps[h], &night, gib, shares)).collect();
         for p in m.profiles.iter().filter(|p| !p.has_media_extensions() && p.max_count > 1) {
-            let small: Vec<Cap> = caps
-                .iter()
-                .map(|c| {
-                    let mut x = c.clone();
-                    x.count(cards.iter().copied(), -1.0);
-                    *x.inst.entry(p.name.clone()).or_default() += n * f64::from(p.max_count);
-                    x
-                })
-                .collect();
-            let per_hour: Vec<(Outcome, Outcome)> = (0..24)
-                .map(|h| (hour(demand, h, &small[h], gib, shares), hour(demand, h, &night[h], gib, shares)))
-                .collect();
+            let mut small = gone.clone();
+            *small.inst.entry(p.name.clone()).or_default() += n * f64::from(p.max_count);
+            let small_hours: Vec<Outcome> = (0..24).map(|h| hour(demand, h, &caps[h], &small, gib, shares)).collect();
             for s in 0..24 {
                 for len in 2..=22 {
                     let e = (s + len) % 24;
                     let o = (0..24).fold(Outcome::default(), |acc, h| {
-                        acc.add(if in_day(s, e, h) { per_hour[h].0 } else { per_hour[h].1 })
+                        acc.add(if in_day(s, e, h) { small_hours[h] } else { night_hours[h] })
                     });
                     if best.as_ref().is_none_or(|b| o.better_than(&b.outcome)) {
-                        let mixed = (0..24).map(|h| if in_day(s, e, h) { small[h].clone() } else { night[h].clone() });
                         best = Some(Best {
                             outcome: o,
                             nodes: chosen.iter().map(|x| x.to_string()).collect(),
                             profile: p,
                             start: s,
                             end: e,
-                            caps: mixed.collect(),
-                            whole_caps: night.clone(),
-                            small_caps: small.clone(),
+                            small: small.clone(),
+                            night: night.clone(),
                             current,
                         });
                     }
@@ -349,13 +369,13 @@ fn describe(
     fleet: &Fleet,
     m: &'static GpuModel,
     demand: &DemandHistory,
-    _caps: &[Cap],
+    caps: &[Cap],
     gib: &Gib,
     shares: &dyn Fn(&str) -> (f64, f64),
     b: &Best,
 ) -> Suggested {
-    let all_whole = day(demand, &b.whole_caps, gib, shares);
-    let all_small = day(demand, &b.small_caps, gib, shares);
+    let all_whole = day(demand, caps, &|_| b.night.clone(), gib, shares);
+    let all_small = day(demand, caps, &|_| b.small.clone(), gib, shares);
     let s = b.outcome;
     let best_static = [b.current, all_whole, all_small];
     let gpu_floor = best_static.iter().map(|o| o.waiting_gpu_h).fold(f64::INFINITY, f64::min);

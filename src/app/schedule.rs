@@ -64,6 +64,10 @@ pub(super) fn group_event(st: &mut UiState, ev: ActEvent, now: chrono::DateTime<
 /// that ended closes with its summary in the footer.
 pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::UnboundedSender<ActEvent>) {
     use crate::schedule::group::Next;
+    // An unattended schedule's action runs: the group's next waits for it.
+    if st.auto_busy {
+        return;
+    }
     let fleet = store.fleet();
     let now = fleet.taken_at.unwrap_or_else(Utc::now);
     loop {
@@ -142,14 +146,41 @@ pub(super) fn advise(cfg: &Config, store: &Store, cache: &mut Suggestions) -> Ve
 pub(super) struct Auto {
     state: State,
     todo: VecDeque<Decision>,
-    in_flight: Option<Decision>,
+    /// The decision under way and the plan the runner approved for it.
+    in_flight: Option<(Decision, crate::actions::Plan)>,
     decided_at: Option<chrono::DateTime<Utc>>,
+    /// Decide again only on a fleet taken after the last action ended (its effect seen).
+    after: Option<chrono::DateTime<Utc>>,
 }
 
 impl Auto {
-    /// Whether the console runs `schedules` itself: the simulator, actions on, one unattended.
+    /// Whether the console runs `schedules` itself: every source is the simulator (never real
+    /// cards: those are `tessera schedule run`'s, one actor), actions on, one unattended.
     pub(super) fn applies(cfg: &Config, store: &Store, schedules: &[crate::model::schedule::Schedule]) -> bool {
-        store.simulated() && !cfg.read_only && schedules.iter().any(|s| s.unattended)
+        let sources = &store.fleet().sources;
+        store.simulated()
+            && !sources.is_empty()
+            && sources.iter().all(|s| s.kind == crate::model::SourceKind::Simulated)
+            && !cfg.read_only
+            && schedules.iter().any(|s| s.unattended)
+    }
+
+    /// Leaving at once while its action runs: the runner records where it stood (the
+    /// simulator's cards go with the process).
+    pub(super) fn interrupted(&self, runner: &Runner) {
+        if let Some((_, plan)) = &self.in_flight {
+            let steps: Vec<crate::actions::execute::StepResult> = plan
+                .steps
+                .iter()
+                .map(|s| crate::actions::execute::StepResult {
+                    what: s.what.clone(),
+                    call: s.call.clone(),
+                    status: "unknown",
+                    message: None,
+                })
+                .collect();
+            runner.interrupted(plan, &steps);
+        }
     }
 
     /// Decide if the fleet moved, and start the next action if none is under way.
@@ -162,19 +193,23 @@ impl Auto {
         runner: &Runner,
         tx: &mpsc::UnboundedSender<ActEvent>,
     ) {
-        if self.in_flight.is_some() || st.action_running() {
+        if self.in_flight.is_some() || st.action_running() || st.quit_after_action {
             return;
         }
         let fleet = store.fleet();
         let Some(now) = fleet.taken_at else { return };
+        if self.after.is_some_and(|a| now <= a) {
+            return;
+        }
         if self.todo.is_empty() && self.decided_at != Some(now) {
             self.decided_at = Some(now);
             self.todo.extend(decide(schedules, fleet, now, cfg.policy.min_runtime, &mut self.state));
         }
+        let mut said: Vec<String> = Vec::new();
         while let Some(d) = self.todo.pop_front() {
             let Decision::Act { action, why, .. } = &d else {
                 if let Decision::Report(text) = &d {
-                    st.message = Some(format!("unattended: {text}"));
+                    said.push(text.clone());
                 }
                 continue;
             };
@@ -182,8 +217,10 @@ impl Auto {
                 Ok(p) if p.nothing_to_do.is_some() => Went::NothingToDo,
                 Ok(p) => match runner.approve(&p, fleet) {
                     Approval::Go(approved) => {
-                        st.message = Some(format!("unattended ({why}): {} ...", p.summary));
-                        self.in_flight = Some(d);
+                        said.push(format!("({why}) {} ...", p.summary));
+                        Self::say(st, &said);
+                        self.in_flight = Some((d, approved.plan().clone()));
+                        st.auto_busy = true;
                         spawn_run(*approved, tx.clone());
                         return;
                     }
@@ -194,16 +231,27 @@ impl Auto {
             let more = self.state.record(&d, went, now);
             self.todo.extend(more);
         }
+        Self::say(st, &said);
+    }
+
+    /// What it did, in the footer (every action is in the audit log too); not over the
+    /// operator's own dialog.
+    fn say(st: &mut UiState, said: &[String]) {
+        if !said.is_empty() && st.modal.is_none() {
+            st.message = Some(format!("unattended: {}", said.join("; ")));
+        }
     }
 
     /// The action under way ended.
     pub(super) fn finished(&mut self, st: &mut UiState, ev: ActEvent, now: chrono::DateTime<Utc>) {
         let ActEvent::Finished(o) = ev else { return };
-        let Some(d) = self.in_flight.take() else { return };
+        let Some((d, _)) = self.in_flight.take() else { return };
+        st.auto_busy = false;
+        self.after = Some(now);
         let went = if o.ok { Went::Done } else { Went::NotDone };
         if let Decision::Act { action, why, .. } = &d {
             let how = if o.ok { "done".to_string() } else { format!("FAILED: {}", o.reached) };
-            st.message = Some(format!("unattended ({why}): {} {}: {how}", action.verb(), target(action)));
+            Self::say(st, &[format!("({why}) {} {}: {how}", action.verb(), target(action))]);
         }
         let more = self.state.record(&d, went, now);
         self.todo.extend(more);

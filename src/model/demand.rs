@@ -87,7 +87,11 @@ impl DemandHistory {
         let weight = f64::from(h.samples.min(WINDOW));
         // Shapes not seen now count as 0 in this sample.
         let keys: std::collections::BTreeSet<String> = h.mean.keys().chain(now.keys()).cloned().collect();
-        for k in keys.into_iter().take(MAX_SHAPES) {
+        for k in keys {
+            // A new shape only while there is room: the kept file stays readable.
+            if !h.mean.contains_key(&k) && h.mean.len() >= MAX_SHAPES {
+                continue;
+            }
             let x = now.get(&k).copied().unwrap_or(0.0);
             let m = h.mean.entry(k).or_insert(0.0);
             *m += (x - *m) / weight;

@@ -80,7 +80,7 @@ impl State {
                     self.skipped.insert(card.clone(), *start);
                 }
                 self.report(
-                    format!("{target}: the change was not made (see above); tried again at the next window"),
+                    format!("{target}: the change was not made (its reason is in the audit log); tried again at the next window"),
                     &mut out,
                 );
                 if self.drained.contains(card) {

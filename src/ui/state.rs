@@ -164,6 +164,9 @@ pub struct UiState {
     pub flagged: std::collections::HashSet<CardRef>,
     /// A schedule change due now or within its lead (the loop sets it with the advice).
     pub banner: Option<crate::schedule::group::Banner>,
+    /// An unattended schedule's action runs (the console applies them on the simulated
+    /// cluster): the operator's own actions wait for it, as it waits for theirs.
+    pub auto_busy: bool,
 }
 
 /// What the loop must do after a key.
@@ -219,6 +222,7 @@ impl UiState {
             findings: Vec::new(),
             flagged: std::collections::HashSet::new(),
             banner: None,
+            auto_busy: false,
             advice_counts: (0, 0, 0),
         }
     }
@@ -286,11 +290,12 @@ impl UiState {
 
     /// An action is executing (its dialog shows progress and no outcome yet).
     pub fn action_running(&self) -> bool {
-        match &self.modal {
-            Some(super::actions::Modal::Running { outcome, .. }) => outcome.is_none(),
-            Some(super::actions::Modal::GroupRunning { run, .. }) => !run.finished(),
-            _ => false,
-        }
+        self.auto_busy
+            || match &self.modal {
+                Some(super::actions::Modal::Running { outcome, .. }) => outcome.is_none(),
+                Some(super::actions::Modal::GroupRunning { run, .. }) => !run.finished(),
+                _ => false,
+            }
     }
 
     pub fn selected_card(&self) -> Option<CardRef> {

@@ -54,8 +54,9 @@ fn text(found: &[Suggested], demand: &DemandHistory, source: &str) -> String {
     }
     if !found.iter().any(|s| s.recommended) {
         out.push_str(&format!(
-            "\nno schedule saves {MIN_GAIN_GPU_H} GPU-hour of waiting a day over the cards as they are laid out \
-             now and over either layout all day without leaving more requests waiting: keep them as they are\n"
+            "\nthe best schedule found for each model (the least GPU-hours waiting) does not save {MIN_GAIN_GPU_H} \
+             GPU-hour of waiting a day over the cards as they are laid out now and over either layout all day, \
+             or leaves more requests waiting: keep them as they are\n"
         ));
     }
     for s in found.iter().filter(|s| !s.recommended) {
