@@ -7,6 +7,8 @@
 pub mod demo;
 pub mod export;
 pub mod group;
+#[cfg(test)]
+mod test_sim;
 pub mod unattended;
 
 use chrono::{DateTime, Utc};

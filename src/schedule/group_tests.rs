@@ -6,7 +6,7 @@ use super::*;
 use crate::actions::execute::Env;
 use crate::actions::run::Runner;
 use crate::sources::SourceUpdate;
-use crate::sources::sim::{Sim, SimConfig, SimOp};
+use crate::sources::sim::{Sim, SimConfig};
 use chrono::TimeZone;
 
 const SCHEDULE: &str = r#"
@@ -87,25 +87,7 @@ impl World {
 
     /// Run `action` on the simulator as the runner's executor would.
     fn act(&mut self, action: &Action) -> (Went, String) {
-        let card = |t: &str| {
-            let (n, i) = t.rsplit_once('/').unwrap_or_default();
-            (n.to_string(), i.parse().unwrap_or(0))
-        };
-        let op = match action {
-            Action::Drain { target } => {
-                let (node, index) = card(target);
-                SimOp::Drain { node, index }
-            }
-            Action::Undrain { target, .. } => {
-                let (node, index) = card(target);
-                SimOp::Undrain { node, index }
-            }
-            Action::Repartition { target, layout } => {
-                let (node, index) = card(target);
-                SimOp::Repartition { node, index, layout: layout.clone() }
-            }
-            Action::Preempt { workload, .. } => SimOp::Checkpoint { workload: workload.clone() },
-        };
+        let op = super::super::test_sim::sim_op(action);
         let went = match self.sim.apply(&op) {
             Ok(m) => (Went::Done, m),
             Err(e) => (Went::NotDone, e),

@@ -26,25 +26,8 @@ layout = "whole"
 "#;
 
 fn op(a: &Action) -> SimOp {
-    let split = |t: &str| {
-        let (n, i) = t.rsplit_once('/').unwrap_or_default();
-        (n.to_string(), i.parse().unwrap_or(0))
-    };
-    match a {
-        Action::Drain { target } => {
-            let (node, index) = split(target);
-            SimOp::Drain { node, index }
-        }
-        Action::Undrain { target, .. } => {
-            let (node, index) = split(target);
-            SimOp::Undrain { node, index }
-        }
-        Action::Repartition { target, layout } => {
-            let (node, index) = split(target);
-            SimOp::Repartition { node, index, layout: layout.clone() }
-        }
-        Action::Preempt { .. } => panic!("an unattended schedule preempted: {a:?}"),
-    }
+    assert!(!matches!(a, Action::Preempt { .. }), "an unattended schedule preempted: {a:?}");
+    super::super::test_sim::sim_op(a)
 }
 
 #[test]
