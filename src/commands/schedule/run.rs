@@ -12,7 +12,7 @@ use crate::cli::Global;
 /// the cards it drained for changes that did not come.
 pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdError> {
     use super::out::say;
-    use crate::schedule::unattended::{Decision, State, decide};
+    use crate::schedule::unattended::{Decision, State, Went, decide};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     let cfg = settings(g)?;
@@ -52,6 +52,24 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
         }
         engine.first_answers().await;
         let mut state = State::default();
+        // Real sources: the cards an earlier run drained and did not give back (it was killed)
+        // are this run's to give back or change. The simulator's go with its process.
+        let keep = if engine.store.simulated() { None } else { drained_path() };
+        if let Some(path) = &keep {
+            match load_drained(path) {
+                Ok(cards) if !cards.is_empty() => {
+                    let names: Vec<String> = cards.iter().map(ToString::to_string).collect();
+                    say(&format!(
+                        "cards an earlier schedule run drained: {} (given back unless a change is due)\n",
+                        names.join(", ")
+                    ));
+                    state.drained = cards;
+                }
+                Ok(_) => {}
+                Err(e) => say(&format!("{e}: ignored; cards an earlier run drained stay as they are\n")),
+            }
+        }
+        let mut kept = state.drained.clone();
         let began = std::time::Instant::now();
         let tick = cfg.refresh.max(std::time::Duration::from_secs(1));
         let stamp = |t: DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
@@ -92,6 +110,12 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
                     todo.extend(state.record(&d, went, now));
                 }
             }
+            if let Some(path) = keep.as_ref().filter(|_| state.drained != kept) {
+                match save_drained(path, &state.drained) {
+                    Ok(()) => kept.clone_from(&state.drained),
+                    Err(e) => say(&format!("{e}: the cards it drained are not kept for a restart\n")),
+                }
+            }
             tokio::select! {
                 () = tokio::time::sleep(tick) => {}
                 () = wake.notified() => {}
@@ -101,7 +125,14 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
         let drained: Vec<_> = state.drained.iter().cloned().collect();
         for card in drained {
             let action = crate::actions::Action::Undrain { target: card.to_string(), force: false };
-            execute(&mut engine, &action, "schedule run is ending", &stamp(Utc::now())).await;
+            if execute(&mut engine, &action, "schedule run is ending", &stamp(Utc::now())).await != Went::NotDone {
+                state.drained.remove(&card);
+            }
+        }
+        if let Some(path) = &keep
+            && let Err(e) = save_drained(path, &state.drained)
+        {
+            say(&format!("{e}\n"));
         }
         say("schedule run: stopped\n");
         Ok(())
@@ -162,5 +193,62 @@ fn action_target(a: &crate::actions::Action) -> &str {
     match a {
         Action::Drain { target } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => target,
         Action::Preempt { workload, .. } => workload,
+    }
+}
+
+/// Where `schedule run` keeps the cards it drained, so a restart after a crash gives them
+/// back: `schedule-run.json` beside the audit log.
+fn drained_path() -> Option<std::path::PathBuf> {
+    crate::actions::audit::default_path().map(|p| p.with_file_name("schedule-run.json"))
+}
+
+/// The cards an earlier run kept as drained (none without a file).
+fn load_drained(path: &std::path::Path) -> Result<std::collections::BTreeSet<crate::model::CardRef>, String> {
+    let named = |e: String| format!("{}: {e}", path.display());
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
+        Err(e) => return Err(named(e.to_string())),
+    };
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| named(e.to_string()))?;
+    let list = v["drained"].as_array().ok_or_else(|| named("no \"drained\" list".into()))?;
+    list.iter()
+        .map(|x| match x.as_str().map(crate::actions::Target::parse) {
+            Some(crate::actions::Target::Card(r)) => Ok(r),
+            _ => Err(named(format!("{x} is not a NODE/INDEX card"))),
+        })
+        .collect()
+}
+
+/// Keep `cards` (written whole, then renamed).
+fn save_drained(
+    path: &std::path::Path,
+    cards: &std::collections::BTreeSet<crate::model::CardRef>,
+) -> Result<(), String> {
+    let named = |e: std::io::Error| format!("{}: {e}", path.display());
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(named)?;
+    }
+    let list: Vec<String> = cards.iter().map(ToString::to_string).collect();
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, serde_json::json!({ "drained": list }).to_string()).map_err(named)?;
+    std::fs::rename(&tmp, path).map_err(named)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn drained_cards_are_kept_for_a_restart_and_a_bad_file_is_named() {
+        let dir = std::env::temp_dir().join(format!("tessera-run-state-{}", std::process::id()));
+        let path = dir.join("tessera/schedule-run.json");
+        assert_eq!(super::load_drained(&path), Ok(Default::default()), "no file: nothing drained");
+        let cards: std::collections::BTreeSet<_> =
+            [crate::model::CardRef::new("gpu-h100-01", 3), crate::model::CardRef::new("gpu-h100-02", 0)].into();
+        super::save_drained(&path, &cards).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(super::load_drained(&path), Ok(cards));
+        std::fs::write(&path, r#"{"drained": ["gpu-h100-01"]}"#).unwrap_or_else(|e| panic!("{e}"));
+        let e = super::load_drained(&path).err().unwrap_or_default();
+        assert!(e.contains("schedule-run.json") && e.contains("not a NODE/INDEX card"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

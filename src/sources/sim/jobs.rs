@@ -373,8 +373,10 @@ impl Sim {
         // A daytime wave of small inference (office-hours embedding and OCR services): 1g.10gb
         // services arrive 08:00-18:00 UTC for about three hours each, the demand a day layout
         // serves.
-        let hour = self.now.hour();
-        if (8..18).contains(&hour) && self.wave_rng.chance(WAVE_PER_H * self.cfg.arrival_scale * TICK_H) {
+        // The wave's stream draws every tick, whatever the hour, so that when it starts
+        // (the clock's second) never shifts its draws.
+        let roll = self.wave_rng.chance(WAVE_PER_H * self.cfg.arrival_scale * TICK_H);
+        if (8..18).contains(&self.now.hour()) && roll {
             let job = self.wave_job();
             self.jobs.push(job);
         }

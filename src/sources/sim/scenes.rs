@@ -71,8 +71,8 @@ impl Sim {
         self.nodes.iter().flat_map(|n| &n.cards).filter(|c| c.sharing.replicas.is_some()).count()
     }
 
-    /// One service of the daytime wave: 1g.10gb, about three hours of service once it runs
-    /// (planned to end by 20:00 if it starts at once), drawn from the wave's own stream.
+    /// One service of the daytime wave: 1g.10gb, about three hours of service once it runs,
+    /// drawn from the wave's own stream.
     pub(super) fn wave_job(&mut self) -> Job {
         let id = format!("sim:d{}", self.next_wave);
         self.next_wave += 1;
@@ -90,9 +90,7 @@ impl Sim {
         w.request.mig_profile = Some("1g.10gb".into());
         w.request.gpus = Some(1);
         w.submitted_at = Some(self.now);
-        let evening = self.now.date_naive().and_hms_opt(20, 0, 0).map(|t| t.and_utc()).unwrap_or(self.now);
-        let wanted = Span::seconds((r.exp(3.0).max(0.5) * 3600.0) as i64);
-        let duration = wanted.min(evening - self.now).max(Span::minutes(20));
+        let duration = Span::seconds((r.exp(3.0).max(0.5) * 3600.0) as i64);
         let (peak, milli, key) = (30.0 + r.f64() * 40.0, 500 + r.range(0, 400), r.next_u64());
         Job {
             w,
