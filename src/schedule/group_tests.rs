@@ -5,6 +5,7 @@
 use super::*;
 use crate::actions::execute::Env;
 use crate::actions::run::Runner;
+use crate::schedule::unattended::Went;
 use crate::sources::SourceUpdate;
 use crate::sources::sim::{Sim, SimConfig};
 use chrono::TimeZone;
