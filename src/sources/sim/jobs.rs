@@ -50,6 +50,19 @@ const WAVE_PER_H: f64 = 6.0;
 const TICK_H: f64 = super::TICK.as_secs_f64() / 3600.0;
 
 impl Job {
+    /// A job just submitted at `now`, not placed: `duration` of work once it runs, activity
+    /// up to `peak` %, `mem_milli` thousandths of its allocation in use.
+    pub(super) fn pending(
+        w: Workload,
+        now: DateTime<Utc>,
+        duration: Span,
+        key: u64,
+        peak: f64,
+        mem_milli: u64,
+    ) -> Self {
+        Job { w, duration, ends_at: now + duration, key, peak, mem_mib: 0, mem_milli, gi: None, steady: false }
+    }
+
     pub fn utilization(&self, now: DateTime<Utc>) -> f64 {
         let step = now.timestamp() / 5;
         let n = noise(self.key, step);
@@ -240,7 +253,7 @@ impl Sim {
         };
         let duration = Span::seconds((hours * 3600.0) as i64);
         let mem_milli = (mem_frac * 1000.0) as u64;
-        Job { w, duration, ends_at: self.now + duration, key, peak, mem_mib: 0, mem_milli, gi: None, steady: false }
+        Job::pending(w, self.now, duration, key, peak, mem_milli)
     }
 
     pub(super) fn start(&mut self, mut job: Job, spot: Spot) {

@@ -92,17 +92,7 @@ impl Sim {
         w.submitted_at = Some(self.now);
         let duration = Span::seconds((r.exp(3.0).max(0.5) * 3600.0) as i64);
         let (peak, milli, key) = (30.0 + r.f64() * 40.0, 500 + r.range(0, 400), r.next_u64());
-        Job {
-            w,
-            duration,
-            ends_at: self.now + duration,
-            key,
-            peak,
-            mem_mib: 0,
-            mem_milli: milli,
-            gi: None,
-            steady: false,
-        }
+        Job::pending(w, self.now, duration, key, peak, milli)
     }
 
     /// A job asking for one replica of a shared card, drawn from the shared stream.
@@ -125,17 +115,7 @@ impl Sim {
         w.submitted_at = Some(self.now);
         let duration = Span::seconds((r.exp(hours).max(0.5) * 3600.0) as i64);
         let key = r.next_u64();
-        Job {
-            w,
-            duration,
-            ends_at: self.now + duration,
-            key,
-            peak,
-            mem_mib: 0,
-            mem_milli: milli,
-            gi: None,
-            steady: false,
-        }
+        Job::pending(w, self.now, duration, key, peak, milli)
     }
 
     /// Start `job` on a replica of card `card` of node `name`, begun `ago` minutes back.
