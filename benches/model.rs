@@ -43,6 +43,17 @@ fn benches(c: &mut Criterion) {
     }
     eprintln!("advise: {} findings {kinds:?}", found.len());
     c.bench_function("plan_4096_cards", |b| b.iter(|| tessera::advisor::planner::plan(black_box(store.fleet()), t)));
+    // The console's banner each advice: the example schedule's next hour over the H100 cards.
+    let cfg_default = tessera::config::Config::default();
+    if let Some((schedules, _)) = tessera::schedule::demo::effective(&cfg_default, true) {
+        c.bench_function("schedule_banner_4096_cards", |b| {
+            b.iter(|| {
+                let tl =
+                    tessera::schedule::timelines(&schedules, black_box(store.fleet()), t, Duration::from_secs(1800), 1);
+                tessera::schedule::group::banner(&tl, t)
+            })
+        });
+    }
     // The schedule suggestion over a measured day (the default cluster's, replayed) on 4096 cards.
     let demand = Sim::past_day_demand(&SimConfig::new(1, t));
     c.bench_function("schedule_suggest_4096_cards", |b| {

@@ -110,6 +110,7 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
     let window_now = active.map(|(i, _)| s.windows[i].name.clone());
     let pending: Vec<&crate::model::Workload> =
         fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending).collect();
+    let served = Served::default();
     let cards = fleet
         .cards()
         .filter(|(n, c)| s.covers(n, c))
@@ -127,7 +128,7 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
                 .map(|(i, _)| crate::model::schedule::Change { at: now, window: i });
             for ch in due.iter().chain(&changes) {
                 let w = &s.windows[ch.window];
-                let mut st = step(s, fleet, node, card, &layout, w, ch, &pending, min_runtime);
+                let mut st = step(s, fleet, node, card, &layout, w, ch, &pending, min_runtime, &served);
                 st.due = ch.at <= now;
                 if !st.no_op && s.held(last, ch.at) {
                     st.skipped = Some(format!(
@@ -178,6 +179,9 @@ fn same_layout(card: &Card, a: &str, b: &str) -> bool {
     norm(a).is_some_and(|x| Some(x) == norm(b))
 }
 
+/// Waiting workloads a layout would start, by (model, layout, MIG on with no instance).
+type Served = std::cell::RefCell<std::collections::HashMap<(String, String, bool), u64>>;
+
 #[allow(clippy::too_many_arguments)]
 fn step(
     s: &Schedule,
@@ -189,6 +193,7 @@ fn step(
     ch: &crate::model::schedule::Change,
     pending: &[&crate::model::Workload],
     min_runtime: std::time::Duration,
+    served: &Served,
 ) -> Step {
     let no_op = same_layout(card, layout_before, &w.layout);
     let ctx = guard::Context { read_only: false, force: false, min_runtime, now: ch.at };
@@ -220,9 +225,16 @@ fn step(
         _ if t.is_empty() && card.mig.enabled => Some(Vec::new()),
         _ => None,
     };
+    // What a layout serves depends on the model and the layout only: counted once per call.
     let serves = |t: &str| {
+        let key = (model.clone(), t.to_string(), t.is_empty() && card.mig.enabled);
+        if let Some(&n) = served.borrow().get(&key) {
+            return n;
+        }
         let p = placed(t);
-        card_would_serve(&model, p.as_deref(), pending)
+        let n = card_would_serve(&model, p.as_deref(), pending);
+        served.borrow_mut().insert(key, n);
+        n
     };
     Step {
         at: ch.at,

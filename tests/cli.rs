@@ -395,14 +395,21 @@ fn schedule_timeline_json_and_the_mig_parted_export() {
     // changed; cards held only by training past its minimum runtime are drained, the training
     // preempted (the guard's own rules), then changed; inference is never preempted, its cards
     // are left for later; every action audited.
+    // (A window that always holds: the day/night one's change due now depends on the hour the
+    // test runs at.)
+    let always = std::env::temp_dir().join(format!("tessera-schedule-always-{}.toml", std::process::id()));
+    let text = std::fs::read_to_string(cfg).unwrap_or_default();
+    let one = text.split("[[schedule.window]]").next().unwrap_or_default().replace("h100-day-night", "h100-always");
+    let one = one + "[[schedule.window]]\nname = \"always\"\nhours = \"00:00-24:00\"\nmig_config = \"all-1g.10gb\"\n";
+    std::fs::write(&always, one).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = always.to_str().unwrap_or_default();
     let state = std::env::temp_dir().join(format!("tessera-schedule-state-{}", std::process::id()));
     let run = |args: &[&str]| with_state(args, &state);
-    let (code, text) = run(&["schedule", "--demo", "--config", cfg, "apply", "h100-day-night", "--dry-run"]);
+    let (code, text) = run(&["schedule", "--demo", "--config", cfg, "apply", "h100-always", "--dry-run"]);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("left for later") && text.contains("dry run: nothing done"), "{text}");
     assert!(text.contains("(checkpoint, requeue), wait for it to empty"), "{text}");
-    let (code, text) =
-        run(&["schedule", "--demo", "--speed", "60", "--config", cfg, "apply", "h100-day-night", "--yes"]);
+    let (code, text) = run(&["schedule", "--demo", "--speed", "60", "--config", cfg, "apply", "h100-always", "--yes"]);
     assert_eq!(code, Some(0), "{text}");
     let applied: usize = text
         .split("applied to ")
@@ -422,6 +429,7 @@ fn schedule_timeline_json_and_the_mig_parted_export() {
     assert!(!audit.contains(", inference): checkpoint"), "no inference preempted: {audit}");
     assert!(!text.contains("refused"), "{text}");
     let _ = std::fs::remove_dir_all(&state);
+    let _ = std::fs::remove_file(&always);
     // Without schedules the simulated cluster shows its example; real sources say what to add.
     let (code, out, err) = tessera(&["schedule", "--demo"]);
     assert_eq!(code, 0, "{err}");

@@ -198,10 +198,10 @@ impl Auto {
         }
         let fleet = store.fleet();
         let Some(now) = fleet.taken_at else { return };
-        if self.after.is_some_and(|a| now <= a) {
-            return;
-        }
-        if self.todo.is_empty() && self.decided_at != Some(now) {
+        // New decisions only on a fleet taken after the last action ended (what is left of the
+        // last ones goes on: the runner plans each on the fleet as it is).
+        let fresh = self.after.is_none_or(|a| now > a);
+        if self.todo.is_empty() && fresh && self.decided_at != Some(now) {
             self.decided_at = Some(now);
             self.todo.extend(decide(schedules, fleet, now, cfg.policy.min_runtime, &mut self.state));
         }
