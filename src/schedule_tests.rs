@@ -7,24 +7,7 @@ fn cfg(text: &str) -> crate::config::Config {
     crate::config::parse(text, "t.toml").unwrap_or_else(|e| panic!("{e}"))
 }
 
-const TWO_WINDOWS: &str = r#"
-[[schedule]]
-name = "h100"
-nodes = ["gpu-h100-*"]
-model = "H100-80GB"
-timezone = "UTC"
-lead = "15m"
-min_hold = "4h"
-running = "preempt"
-[[schedule.window]]
-name = "day"
-hours = "08:00-20:00"
-mig_config = "all-1g.10gb"
-[[schedule.window]]
-name = "night"
-hours = "20:00-08:00"
-layout = "whole"
-"#;
+const TWO_WINDOWS: &str = include_str!("../tests/fixtures/schedules/h100-day-night.toml");
 
 #[test]
 fn tomorrows_changes_on_the_simulated_cluster() {

@@ -332,25 +332,19 @@ fn advise_lists_the_waste_and_fails_on_request() {
     }
 }
 
+/// The path of a file under tests/fixtures.
+fn fixture_path(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
 /// A two-window schedule for the simulated H100 nodes, written to a temporary config file.
 fn schedule_config(name: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!("tessera-schedule-{name}-{}.toml", std::process::id()));
-    let text = r#"
-[[schedule]]
-name = "h100-day-night"
-nodes = ["gpu-h100-*"]
-model = "H100-80GB"
-timezone = "Europe/Berlin"
-running = "preempt"
-[[schedule.window]]
-name = "day"
-hours = "08:00-20:00"
-mig_config = "all-1g.10gb"
-[[schedule.window]]
-name = "night"
-hours = "20:00-08:00"
-layout = "whole"
-"#;
+    // The shared day/night schedule, in Berlin time.
+    let text = std::fs::read_to_string(fixture_path("schedules/h100-day-night.toml"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .replace("name = \"h100\"", "name = \"h100-day-night\"")
+        .replace("timezone = \"UTC\"", "timezone = \"Europe/Berlin\"");
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
     path
 }

@@ -10,23 +10,10 @@ use crate::sources::SourceUpdate;
 use crate::sources::sim::{Sim, SimConfig};
 use chrono::TimeZone;
 
-const SCHEDULE: &str = r#"
-[[schedule]]
-name = "h100"
-nodes = ["gpu-h100-*"]
-model = "H100-80GB"
-lead = "15m"
-min_hold = "1h"
-running = "preempt"
-[[schedule.window]]
-name = "day"
-hours = "08:00-20:00"
-mig_config = "all-1g.10gb"
-[[schedule.window]]
-name = "night"
-hours = "20:00-08:00"
-layout = "whole"
-"#;
+/// The shared day/night schedule, with a one-hour `min_hold`.
+fn schedule() -> String {
+    include_str!("../../tests/fixtures/schedules/h100-day-night.toml").replace("min_hold = \"4h\"", "min_hold = \"1h\"")
+}
 
 /// One window only: before 20:00 no window holds, so nothing is overdue.
 const NIGHT_ONLY: &str = r#"
@@ -105,7 +92,7 @@ fn at(h: u32, m: u32) -> DateTime<Utc> {
 
 #[test]
 fn the_plan_changes_idle_cards_preempts_only_eligible_training_and_says_why_others_wait() {
-    let w = World::new(SCHEDULE, at(14, 30));
+    let w = World::new(&schedule(), at(14, 30));
     let g = w.group().unwrap_or_else(|| panic!("a change is due"));
     assert_eq!((g.schedule.as_str(), g.window.as_str(), g.at), ("h100", "day", at(14, 30)));
     assert!(!g.cards.is_empty());
@@ -145,7 +132,7 @@ fn the_plan_changes_idle_cards_preempts_only_eligible_training_and_says_why_othe
 
 #[test]
 fn a_run_changes_card_by_card_never_with_holders_and_gives_back_its_drains() {
-    let mut w = World::new(SCHEDULE, at(14, 30));
+    let mut w = World::new(&schedule(), at(14, 30));
     let g = w.group().unwrap_or_else(|| panic!("a change is due"));
     let planned = g.cards.len();
     let mut run = GroupRun::new(g);
@@ -234,7 +221,7 @@ fn ahead_of_a_change_it_drains_first_and_waits_for_the_window() {
 
 #[test]
 fn the_first_failure_stops_the_run_and_gives_back_the_drains() {
-    let mut w = World::new(SCHEDULE, at(14, 30));
+    let mut w = World::new(&schedule(), at(14, 30));
     let g = w.group().unwrap_or_else(|| panic!("due"));
     let mut run = GroupRun::new(g);
     let mut undrains = 0;
@@ -273,7 +260,7 @@ fn the_first_failure_stops_the_run_and_gives_back_the_drains() {
 
 #[test]
 fn the_operator_stops_it_after_the_action_under_way() {
-    let mut w = World::new(SCHEDULE, at(14, 30));
+    let mut w = World::new(&schedule(), at(14, 30));
     let mut run = GroupRun::new(w.group().unwrap_or_else(|| panic!("due")));
     let first = match run.next(w.fleet(), w.now()) {
         Next::Run(a) => a,
@@ -300,7 +287,7 @@ fn the_operator_stops_it_after_the_action_under_way() {
 
 #[test]
 fn the_banner_names_the_first_change_and_counts_idle_cards() {
-    let w = World::new(SCHEDULE, at(14, 30));
+    let w = World::new(&schedule(), at(14, 30));
     let t = super::super::timelines(&w.cfg.schedules, w.fleet(), w.now(), MIN_RUNTIME, 24);
     let b = banner(&t, w.now()).unwrap_or_else(|| panic!("due"));
     assert_eq!((b.schedule.as_str(), b.window.as_str(), b.more), ("h100", "day", 0));
@@ -318,7 +305,7 @@ fn the_banner_names_the_first_change_and_counts_idle_cards() {
 
 #[test]
 fn a_plan_is_the_same_run_only_while_nothing_changed() {
-    let w = World::new(SCHEDULE, at(14, 30));
+    let w = World::new(&schedule(), at(14, 30));
     let a = w.group().unwrap_or_else(|| panic!("due"));
     let b = w.group().unwrap_or_else(|| panic!("due"));
     assert!(same_run(&a, &b));
@@ -336,7 +323,7 @@ fn a_plan_is_the_same_run_only_while_nothing_changed() {
 #[test]
 fn a_plan_holds_one_change_and_leaves_cards_due_for_another() {
     // Day overdue on some cards at 19:50 while night is within lead on others: one run each.
-    let w = World::new(SCHEDULE, at(19, 50));
+    let w = World::new(&schedule(), at(19, 50));
     let g = w.group().unwrap_or_else(|| panic!("a change"));
     assert!(g.cards.iter().all(|c| c.at == g.at), "{:?}", g.cards);
     if g.window == "day" {

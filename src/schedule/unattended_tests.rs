@@ -7,23 +7,12 @@ use crate::sources::SourceUpdate;
 use crate::sources::sim::{Sim, SimConfig, SimOp};
 use chrono::TimeZone;
 
-const SCHEDULE: &str = r#"
-[[schedule]]
-name = "h100"
-nodes = ["gpu-h100-*"]
-model = "H100-80GB"
-lead = "10m"
-min_hold = "4h"
-unattended = true
-[[schedule.window]]
-name = "day"
-hours = "08:00-20:00"
-mig_config = "all-1g.10gb"
-[[schedule.window]]
-name = "night"
-hours = "20:00-08:00"
-layout = "whole"
-"#;
+/// The shared day/night schedule, unattended, drained ten minutes ahead.
+fn schedule() -> String {
+    include_str!("../../tests/fixtures/schedules/h100-day-night.toml")
+        .replace("lead = \"15m\"", "lead = \"10m\"")
+        .replace("running = \"preempt\"", "unattended = true")
+}
 
 fn op(a: &Action) -> SimOp {
     assert!(!matches!(a, Action::Preempt { .. }), "an unattended schedule preempted: {a:?}");
@@ -32,7 +21,7 @@ fn op(a: &Action) -> SimOp {
 
 #[test]
 fn a_simulated_day_under_an_unattended_schedule() {
-    let cfg = crate::config::parse(SCHEDULE, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let cfg = crate::config::parse(&schedule(), "t.toml").unwrap_or_else(|e| panic!("{e}"));
     let start = Utc.with_ymd_and_hms(2026, 3, 2, 14, 0, 0).single().unwrap_or_default();
     let mut sim = Sim::new(SimConfig::new(42, start));
     let mut store = crate::store::Store::new();
