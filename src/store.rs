@@ -225,6 +225,23 @@ impl Store {
         }
     }
 
+    /// Show a recorded moment instead of the sources' merge (replay): the fleet as it was, its
+    /// values checked again (a recording is a file from anywhere), indexed.
+    pub fn show_recorded(
+        &mut self,
+        mut fleet: Fleet,
+        simulated: bool,
+        demand: Option<crate::model::demand::DemandHistory>,
+    ) {
+        invariants::enforce(&mut fleet.nodes, &mut fleet.workloads);
+        fleet.index_workloads();
+        self.fleet = fleet;
+        self.simulated = simulated;
+        if let Some(d) = demand {
+            self.demand = d;
+        }
+    }
+
     /// Demand by hour of the day measured so far (and seeded).
     pub fn demand(&self) -> &crate::model::demand::DemandHistory {
         &self.demand

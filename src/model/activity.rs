@@ -20,7 +20,7 @@ pub const WINDOW_MIN: i64 = 30;
 pub const KEEP_MIN: i64 = 120;
 
 /// A workload's activity: now, and the mean over the last `WINDOW_MIN` minutes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Activity {
     pub now_pct: Option<f64>,
     pub mean_pct: Option<f64>,

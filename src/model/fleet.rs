@@ -11,7 +11,7 @@ use super::source::SourceStatus;
 use super::workload::Workload;
 
 /// Everything tessera knows at one moment: merged from every source.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Fleet {
     pub taken_at: Option<DateTime<Utc>>,
     pub sources: Vec<SourceStatus>,
@@ -30,7 +30,7 @@ pub struct Fleet {
     pub node_index: std::collections::HashMap<String, usize>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
 pub struct Node {
     pub name: String,
     /// False when the node is cordoned or drained at the scheduler.
@@ -47,7 +47,7 @@ pub struct Node {
     pub sources: Vec<String>,
     /// The node's labels where a scheduler keeps them (Kubernetes), for schedules that pick
     /// cards by label; at most `MAX_LABELS`, each cut to `MAX_LABEL_LEN`.
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub labels: std::collections::BTreeMap<String, String>,
 }
 
@@ -57,7 +57,7 @@ pub const MAX_LABELS: usize = 128;
 pub const MAX_LABEL_LEN: usize = 317;
 
 /// One schedulable GPU resource on a node: whole cards of a model or MIG instances of a profile.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Capacity {
     pub resource: super::queue::Resource,
     /// Units the scheduler can allocate (allocatable, not raw capacity).
@@ -76,7 +76,7 @@ impl Capacity {
 }
 
 /// Where a card lives: the node name and the card index on that node.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct CardRef {
     pub node: String,
     pub index: u32,
@@ -103,7 +103,7 @@ pub enum ComputeMode {
     Prohibited,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Health {
     /// Volatile (since boot) uncorrected ECC errors.
     pub ecc_volatile_uncorrected: Option<u64>,
@@ -137,7 +137,7 @@ impl Health {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Card {
     pub index: u32,
     pub uuid: Option<String>,
@@ -165,7 +165,7 @@ pub struct Card {
 }
 
 /// A card's recent activity and memory use (percent), oldest first, one point per `step_s`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CardHistory {
     pub card: CardRef,
     /// The MIG instance (GPU instance id) the series is of; `None`: the whole card.
@@ -178,7 +178,7 @@ pub struct CardHistory {
 }
 
 /// A compute process on a card, as NVML reports it, with name and user from the host.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Process {
     pub pid: u32,
     pub name: Option<String>,
@@ -190,7 +190,7 @@ pub struct Process {
     pub mps: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct MigState {
     pub enabled: bool,
     /// The mode after the next reset, where it differs or is reported.
@@ -204,7 +204,7 @@ pub struct MigState {
 }
 
 /// Whether the instances' start slices are the driver's or tessera's inference.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Placements {
     /// Reported by a source that knows them (NVML, the simulator).
@@ -218,7 +218,7 @@ pub enum Placements {
     Unknown,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct MigInstance {
     pub gi_id: u32,
     pub profile: String,
@@ -234,7 +234,7 @@ pub struct MigInstance {
     pub workloads: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ComputeInstance {
     pub ci_id: u32,
     pub profile: String,

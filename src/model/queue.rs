@@ -9,7 +9,7 @@ use super::fleet::Fleet;
 use super::workload::WorkloadState;
 
 /// Something a pending workload waits for.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Resource {
     /// A whole card; `model` is a catalog model name, or `None` for any model.
@@ -38,7 +38,7 @@ impl std::fmt::Display for Resource {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Demand {
     pub resource: Resource,
     /// Pending workloads that want this resource.
@@ -63,7 +63,7 @@ impl Demand {
 }
 
 /// Whether the queue on screen can be believed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum QueueKnown {
     /// A queue source answered.
@@ -75,7 +75,7 @@ pub enum QueueKnown {
     Unknown { reason: String },
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct QueueSummary {
     pub known: QueueKnown,
     pub pending: usize,

@@ -76,7 +76,7 @@ impl ShareUnit {
 }
 
 /// What a source says of a card's sharing. Every field is `None` where no source said.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Sharing {
     /// The configured mode (a device-plugin label, a Slurm shard or mps GRES, a running MPS
     /// server). `None`: no source says; `Card::sharing_mode` then infers what it can.

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceKind {
     Simulated,
@@ -27,7 +27,7 @@ impl SourceKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum SourceHealth {
     Connecting,
@@ -63,24 +63,21 @@ impl SourceHealth {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SourceStatus {
     pub name: String,
     pub kind: SourceKind,
     pub health: SourceHealth,
     /// How often the source reports; three missed intervals make it stale.
-    #[serde(skip)]
+    #[serde(rename = "interval_ms", with = "millis")]
     pub interval: std::time::Duration,
     /// What the last good collection had to skip (bad lines, blank values), if anything.
     pub note: Option<String>,
     /// Wall-clock time of the last good collection.
-    #[serde(skip)]
     pub last_ok: Option<chrono::DateTime<chrono::Utc>>,
     /// What the last good collection reported.
-    #[serde(skip)]
     pub reported: Reported,
     /// The source reports the queue (a scheduler, the simulator, Prometheus with the queue).
-    #[serde(skip)]
     pub queue: bool,
 }
 
@@ -101,7 +98,7 @@ impl SourceStatus {
 }
 
 /// How much one collection of a source reported.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Reported {
     pub nodes: usize,
     pub cards: usize,
@@ -122,5 +119,18 @@ impl SourceStatus {
             }
             SourceHealth::Unavailable { reason } => format!("{}: unavailable: {reason}", self.name),
         }
+    }
+}
+
+/// A duration as whole milliseconds (recordings keep each source's interval).
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<std::time::Duration, D::Error> {
+        u64::deserialize(d).map(std::time::Duration::from_millis)
     }
 }

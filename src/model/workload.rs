@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::fleet::CardRef;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkloadKind {
     Training,
@@ -23,7 +23,7 @@ impl WorkloadKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkloadState {
     Pending,
@@ -56,7 +56,7 @@ impl WorkloadState {
 }
 
 /// What a workload asked for. Whole GPUs and a MIG profile are alternatives.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Request {
     pub gpus: Option<u32>,
     pub mig_profile: Option<String>,
@@ -73,7 +73,7 @@ pub struct Request {
 }
 
 /// Units of a shared card a workload asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Shares {
     pub unit: super::sharing::ShareUnit,
     pub count: u32,
@@ -101,7 +101,7 @@ impl Request {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Workload {
     /// Backend-qualified id: `slurm:42`, `k8s:ns/pod`, `sim:17`.
     pub id: String,
@@ -116,7 +116,7 @@ pub struct Workload {
     pub submitted_at: Option<DateTime<Utc>>,
     pub started_at: Option<DateTime<Utc>>,
     pub node: Option<String>,
-    #[serde(serialize_with = "serialize_cards")]
+    #[serde(serialize_with = "serialize_cards", deserialize_with = "deserialize_cards")]
     pub cards: Vec<CardRef>,
     /// Memory the workload actually uses, where a source can tell.
     pub memory_used_mib: Option<u64>,
@@ -128,6 +128,21 @@ pub struct Workload {
 
 fn serialize_cards<S: serde::Serializer>(cards: &[CardRef], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(cards.iter().map(ToString::to_string))
+}
+
+/// `"NODE/INDEX"` strings back to cards (node names hold no `/`).
+fn deserialize_cards<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<CardRef>, D::Error> {
+    use serde::Deserialize;
+    let names = Vec::<String>::deserialize(d)?;
+    names
+        .iter()
+        .map(|n| {
+            let (node, index) =
+                n.rsplit_once('/').ok_or_else(|| serde::de::Error::custom(format!("card {n:?}: not NODE/INDEX")))?;
+            let index = index.parse().map_err(|_| serde::de::Error::custom(format!("card {n:?}: not NODE/INDEX")))?;
+            Ok(CardRef::new(node, index))
+        })
+        .collect()
 }
 
 impl Workload {

@@ -1,0 +1,271 @@
+//! The recording's bytes: the file header, the record header with its two checksums, the
+//! index and the trailer (`docs/recording.md` describes each field).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The first eight bytes of every recording (PNG's trick: a text-mode transfer that mangles
+/// line ends or the high bit breaks the magic, not the frames).
+pub const MAGIC: &[u8; 8] = b"\x89TSR\r\n\x1a\n";
+/// The format this tessera writes. A reader refuses a newer major version and reads a newer
+/// minor one (skipping record kinds it does not know).
+pub const MAJOR: u16 = 1;
+pub const MINOR: u16 = 0;
+/// The last sixteen bytes of a file closed cleanly: the index record's offset, then this.
+pub const TRAILER_MAGIC: &[u8; 8] = b"TSRINDEX";
+/// Bytes of a record header.
+pub const RECORD_HEADER: usize = 22;
+/// The largest payload and the largest decoded frame a reader accepts: a corrupt length or a
+/// hostile file never makes it allocate more.
+pub const MAX_PAYLOAD: u32 = 256 << 20;
+pub const MAX_DECODED: usize = 1 << 30;
+/// The largest file header (JSON) a reader accepts.
+pub const MAX_HEADER: u32 = 1 << 20;
+
+/// What a record holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kind {
+    /// A whole frame (zstd JSON of `Frame`).
+    Key,
+    /// The changes since the previous frame (zstd JSON of `Delta`, compressed with the
+    /// group's keyframe as dictionary).
+    Delta,
+    /// An audited action (zstd JSON of `ActionRecord`).
+    Action,
+    /// The index of every record before it (zstd JSON of `Index`).
+    Index,
+}
+
+impl Kind {
+    pub fn byte(self) -> u8 {
+        match self {
+            Self::Key => b'K',
+            Self::Delta => b'D',
+            Self::Action => b'A',
+            Self::Index => b'X',
+        }
+    }
+
+    pub fn from_byte(b: u8) -> Option<Self> {
+        match b {
+            b'K' => Some(Self::Key),
+            b'D' => Some(Self::Delta),
+            b'A' => Some(Self::Action),
+            b'X' => Some(Self::Index),
+            _ => None,
+        }
+    }
+}
+
+/// Flag bit: some source was not live at this frame (drawn on the replay's timeline).
+pub const FLAG_OUTAGE: u8 = 1;
+
+/// The JSON after the version: what was recorded, by whom, how often.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub format: String,
+    /// The tessera that wrote it.
+    pub tessera: String,
+    pub created_at: DateTime<Utc>,
+    /// How often a frame was taken, milliseconds.
+    pub every_ms: u64,
+    /// The sources configured, by name.
+    pub sources: Vec<String>,
+    /// Which file of a rotated recording this is (1, 2, ...).
+    pub part: u32,
+}
+
+impl Header {
+    pub fn encode(&self) -> Vec<u8> {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        let mut out = Vec::with_capacity(json.len() + 20);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&MAJOR.to_le_bytes());
+        out.extend_from_slice(&MINOR.to_le_bytes());
+        out.extend_from_slice(&u32::try_from(json.len()).unwrap_or(u32::MAX).to_le_bytes());
+        out.extend_from_slice(&json);
+        out.extend_from_slice(&crc32fast::hash(&json).to_le_bytes());
+        out
+    }
+}
+
+/// Why a file cannot be read at all (as opposed to a damaged frame, which is skipped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    #[error("not a tessera recording")]
+    NotRecording,
+    #[error(
+        "recorded by a newer tessera (recording format {major}.{minor}); this tessera reads format {MAJOR}.x: replay it with a newer tessera"
+    )]
+    Newer { major: u16, minor: u16 },
+    #[error("the file header is damaged: {0}")]
+    BadHeader(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// The fixed part of a file before its first record: magic, version, header.
+pub fn decode_header(bytes: &[u8]) -> Result<(Header, u16, usize), OpenError> {
+    if bytes.len() < 16 || &bytes[..8] != MAGIC {
+        return Err(OpenError::NotRecording);
+    }
+    let major = u16::from_le_bytes([bytes[8], bytes[9]]);
+    let minor = u16::from_le_bytes([bytes[10], bytes[11]]);
+    if major > MAJOR {
+        return Err(OpenError::Newer { major, minor });
+    }
+    if major == 0 {
+        return Err(OpenError::BadHeader(format!("version {major}.{minor}")));
+    }
+    let len = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
+    if len > MAX_HEADER {
+        return Err(OpenError::BadHeader(format!("a header of {len} bytes")));
+    }
+    let end = 16 + len as usize;
+    let Some(json) = bytes.get(16..end) else { return Err(OpenError::BadHeader("cut short".into())) };
+    let Some(crc) = bytes.get(end..end + 4) else { return Err(OpenError::BadHeader("cut short".into())) };
+    if crc32fast::hash(json).to_le_bytes() != crc {
+        return Err(OpenError::BadHeader("checksum mismatch".into()));
+    }
+    let header: Header = serde_json::from_slice(json).map_err(|e| OpenError::BadHeader(e.to_string()))?;
+    Ok((header, minor, end + 4))
+}
+
+/// A record's header: what it is, when, and checksums of the payload and of itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordHeader {
+    pub len: u32,
+    /// The kind byte as written (a newer minor version may add kinds).
+    pub kind: u8,
+    pub flags: u8,
+    /// Milliseconds since the Unix epoch, on the data's clock.
+    pub at_ms: i64,
+    pub payload_crc: u32,
+}
+
+impl RecordHeader {
+    pub fn new(kind: Kind, flags: u8, at_ms: i64, payload: &[u8]) -> Self {
+        Self {
+            len: u32::try_from(payload.len()).unwrap_or(u32::MAX),
+            kind: kind.byte(),
+            flags,
+            at_ms,
+            payload_crc: crc32fast::hash(payload),
+        }
+    }
+
+    pub fn encode(&self) -> [u8; RECORD_HEADER] {
+        let mut b = [0u8; RECORD_HEADER];
+        b[0..4].copy_from_slice(&self.len.to_le_bytes());
+        b[4] = self.kind;
+        b[5] = self.flags;
+        b[6..14].copy_from_slice(&self.at_ms.to_le_bytes());
+        b[14..18].copy_from_slice(&self.payload_crc.to_le_bytes());
+        let own = crc32fast::hash(&b[0..18]);
+        b[18..22].copy_from_slice(&own.to_le_bytes());
+        b
+    }
+
+    /// `None` when its own checksum fails or its length is impossible.
+    pub fn decode(b: &[u8]) -> Option<Self> {
+        let b: &[u8; RECORD_HEADER] = b.get(..RECORD_HEADER)?.try_into().ok()?;
+        let own = u32::from_le_bytes([b[18], b[19], b[20], b[21]]);
+        if crc32fast::hash(&b[0..18]) != own {
+            return None;
+        }
+        let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        if len > MAX_PAYLOAD {
+            return None;
+        }
+        let mut at = [0u8; 8];
+        at.copy_from_slice(&b[6..14]);
+        Some(Self {
+            len,
+            kind: b[4],
+            flags: b[5],
+            at_ms: i64::from_le_bytes(at),
+            payload_crc: u32::from_le_bytes([b[14], b[15], b[16], b[17]]),
+        })
+    }
+
+    pub fn kind(&self) -> Option<Kind> {
+        Kind::from_byte(self.kind)
+    }
+}
+
+/// One record as the index lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub offset: u64,
+    pub len: u32,
+    pub kind: Kind,
+    pub flags: u8,
+    pub at_ms: i64,
+}
+
+/// The index record's payload: every record before it, in file order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Index {
+    pub entries: Vec<Entry>,
+}
+
+/// zstd of `bytes` (the level writers use: fast, and most of the gain).
+pub const LEVEL: i32 = 3;
+
+/// Decode a zstd payload, refusing one that claims (or grows) past `MAX_DECODED`.
+pub fn unzstd(payload: &[u8], dict: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    let size = zstd::zstd_safe::get_frame_content_size(payload)
+        .map_err(|_| "not a zstd frame".to_string())?
+        .ok_or_else(|| "a zstd frame without its size".to_string())?;
+    if size > MAX_DECODED as u64 {
+        return Err(format!("a frame of {size} bytes (at most {MAX_DECODED})"));
+    }
+    let mut d = match dict {
+        Some(dict) => zstd::bulk::Decompressor::with_dictionary(dict),
+        None => zstd::bulk::Decompressor::new(),
+    }
+    .map_err(|e| e.to_string())?;
+    d.decompress(payload, size as usize).map_err(|e| format!("zstd: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_header_round_trips_and_detects_a_flipped_bit() {
+        let h = RecordHeader::new(Kind::Delta, FLAG_OUTAGE, 1_764_470_000_123, b"payload");
+        let b = h.encode();
+        assert_eq!(RecordHeader::decode(&b), Some(h));
+        for i in 0..RECORD_HEADER {
+            let mut bad = b;
+            bad[i] ^= 0x10;
+            assert_eq!(RecordHeader::decode(&bad), None, "byte {i}");
+        }
+    }
+
+    #[test]
+    fn a_newer_major_version_is_refused_by_name() {
+        let h = Header {
+            format: "tessera-recording".into(),
+            tessera: "0.1.0".into(),
+            created_at: Utc::now(),
+            every_ms: 1000,
+            sources: vec!["sim".into()],
+            part: 1,
+        };
+        let mut b = h.encode();
+        assert_eq!(decode_header(&b).map(|x| x.0), Ok(h));
+        b[8] = 2;
+        let e = decode_header(&b).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("newer tessera (recording format 2.0)") && e.contains("reads format 1.x"), "{e}");
+        assert_eq!(decode_header(b"not a recording at all"), Err(OpenError::NotRecording));
+    }
+
+    #[test]
+    fn a_frame_claiming_more_than_the_limit_is_refused() {
+        let small = zstd::bulk::compress(b"{}", LEVEL).unwrap_or_default();
+        assert_eq!(unzstd(&small, None).as_deref(), Ok(&b"{}"[..]));
+        assert!(unzstd(b"garbage", None).is_err());
+    }
+}

@@ -1,0 +1,375 @@
+//! The reader: opens one or more parts (by their index, else by scanning them), reports
+//! damaged records and a torn tail and skips them, and decodes the frame at any moment
+//! (`Player`: one keyframe and the deltas after it).
+
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use super::format::{self, Entry, Header, Index, Kind, OpenError, RECORD_HEADER, RecordHeader};
+use super::{ActionRecord, Frame, delta};
+
+/// How far past a damaged record header the reader looks for the next good one.
+const RESYNC_LIMIT: u64 = 64 << 20;
+
+struct PartFile {
+    path: PathBuf,
+    file: std::fs::File,
+    header: Header,
+}
+
+/// One frame as the recording lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameRef {
+    part: usize,
+    entry: Entry,
+    /// The frame list's position of the keyframe it builds on; `None`: it has none it can use
+    /// (that keyframe or a delta before it was damaged).
+    key: Option<usize>,
+}
+
+impl FrameRef {
+    pub fn at(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(self.entry.at_ms).unwrap_or_default()
+    }
+
+    /// Some source was not live at this frame.
+    pub fn outage(&self) -> bool {
+        self.entry.flags & format::FLAG_OUTAGE != 0
+    }
+}
+
+/// An opened recording: its frames in time order, its actions, what was wrong with it.
+pub struct Recording {
+    parts: Vec<PartFile>,
+    frames: Vec<FrameRef>,
+    actions: Vec<ActionRecord>,
+    /// Damage found and skipped, each naming the file and where.
+    pub problems: Vec<String>,
+}
+
+impl std::fmt::Debug for Recording {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recording").field("frames", &self.frames.len()).field("problems", &self.problems).finish()
+    }
+}
+
+fn read_at(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, offset)?;
+    Ok(buf)
+}
+
+/// The records of one part: from its index where it was closed cleanly, else by a scan. The
+/// second list holds the offsets of records that follow a skipped one (a delta there has lost
+/// the frame it builds on).
+fn entries(
+    path: &Path,
+    file: &std::fs::File,
+    start: u64,
+    problems: &mut Vec<String>,
+) -> std::io::Result<(Vec<Entry>, Vec<u64>)> {
+    let len = file.metadata()?.len();
+    let shown = path.display();
+    if let Some(index) = from_index(file, start, len) {
+        return Ok((index.entries, Vec::new()));
+    }
+    let mut out = Vec::new();
+    let mut gaps = Vec::new();
+    let mut offset = start;
+    let mut closed = false;
+    while offset + RECORD_HEADER as u64 <= len {
+        let h = read_at(file, offset, RECORD_HEADER)?;
+        let Some(h) = RecordHeader::decode(&h) else {
+            if len - offset == 16 && read_at(file, offset + 8, 8)? == format::TRAILER_MAGIC {
+                closed = true;
+                break;
+            }
+            match resync(file, offset + 1, len)? {
+                Some(next) => {
+                    problems.push(format!("{shown}: damaged record at byte {offset}: {} bytes skipped", next - offset));
+                    gaps.push(next);
+                    offset = next;
+                    continue;
+                }
+                None => {
+                    problems.push(format!(
+                        "{shown}: damaged or torn tail at byte {offset}: the last {} bytes skipped",
+                        len - offset
+                    ));
+                    return Ok((out, gaps));
+                }
+            }
+        };
+        let end = offset + RECORD_HEADER as u64 + u64::from(h.len);
+        if end > len {
+            problems.push(format!(
+                "{shown}: the last record (byte {offset}) is cut short (tessera stopped while writing it): skipped"
+            ));
+            return Ok((out, gaps));
+        }
+        let payload = read_at(file, offset + RECORD_HEADER as u64, h.len as usize)?;
+        let at = DateTime::from_timestamp_millis(h.at_ms).map(|t| t.to_rfc3339()).unwrap_or_default();
+        match h.kind() {
+            _ if crc32fast::hash(&payload) != h.payload_crc => {
+                problems.push(format!("{shown}: the record at byte {offset} ({at}) fails its checksum: skipped"));
+                // A lost action leaves the frames whole; a lost frame breaks its deltas' chain.
+                if h.kind() != Some(Kind::Action) {
+                    gaps.push(end);
+                }
+            }
+            Some(Kind::Index) => {}
+            Some(kind) => out.push(Entry { offset, len: h.len, kind, flags: h.flags, at_ms: h.at_ms }),
+            // A newer minor version's record: not for this reader.
+            None => {}
+        }
+        offset = end;
+    }
+    if !closed && offset == len {
+        problems.push(format!("{shown}: not closed (tessera stopped while recording): read without its index"));
+    }
+    Ok((out, gaps))
+}
+
+/// The index a cleanly closed part ends with, when it checks out.
+fn from_index(file: &std::fs::File, start: u64, len: u64) -> Option<Index> {
+    if len < start + 16 + RECORD_HEADER as u64 {
+        return None;
+    }
+    let trailer = read_at(file, len - 16, 16).ok()?;
+    if &trailer[8..] != format::TRAILER_MAGIC {
+        return None;
+    }
+    let at = u64::from_le_bytes(trailer[..8].try_into().ok()?);
+    let h = RecordHeader::decode(&read_at(file, at, RECORD_HEADER).ok()?)?;
+    if h.kind() != Some(Kind::Index) || at + RECORD_HEADER as u64 + u64::from(h.len) + 16 != len {
+        return None;
+    }
+    let payload = read_at(file, at + RECORD_HEADER as u64, h.len as usize).ok()?;
+    if crc32fast::hash(&payload) != h.payload_crc {
+        return None;
+    }
+    let index: Index = serde_json::from_slice(&format::unzstd(&payload, None).ok()?).ok()?;
+    // Every entry inside the file, in order: else the scan decides.
+    let mut prev = start;
+    for e in &index.entries {
+        if e.offset < prev || e.offset + RECORD_HEADER as u64 + u64::from(e.len) > at {
+            return None;
+        }
+        prev = e.offset + RECORD_HEADER as u64 + u64::from(e.len);
+    }
+    Some(index)
+}
+
+/// The next offset after `from` where a record header and its payload check out.
+fn resync(file: &std::fs::File, from: u64, len: u64) -> std::io::Result<Option<u64>> {
+    let stop = len.min(from + RESYNC_LIMIT);
+    let window = read_at(file, from, (stop - from) as usize)?;
+    for i in 0..window.len().saturating_sub(RECORD_HEADER) {
+        let Some(h) = RecordHeader::decode(&window[i..]) else { continue };
+        let offset = from + i as u64;
+        let end = offset + RECORD_HEADER as u64 + u64::from(h.len);
+        if end <= len
+            && crc32fast::hash(&read_at(file, offset + RECORD_HEADER as u64, h.len as usize)?) == h.payload_crc
+        {
+            return Ok(Some(offset));
+        }
+    }
+    Ok(None)
+}
+
+impl Recording {
+    /// Open the parts of a recording (any order: they are put in time order). A file that is
+    /// not a recording, or one of a newer major version, is an error naming it; damage inside
+    /// is listed in `problems` and skipped.
+    pub fn open(paths: &[PathBuf]) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut problems = Vec::new();
+        let mut lists = Vec::new();
+        for path in paths {
+            let named = |e: String| format!("{}: {e}", path.display());
+            let file = std::fs::File::open(path).map_err(|e| named(e.to_string()))?;
+            let len = file.metadata().map_err(|e| named(e.to_string()))?.len();
+            let head = read_at(&file, 0, len.min(16 + u64::from(format::MAX_HEADER) + 4) as usize)
+                .or_else(|_| read_at(&file, 0, len as usize))
+                .map_err(|e| named(e.to_string()))?;
+            let (header, _minor, start) = format::decode_header(&head).map_err(|e: OpenError| named(e.to_string()))?;
+            let list = entries(path, &file, start as u64, &mut problems).map_err(|e| named(e.to_string()))?;
+            lists.push(list);
+            parts.push(PartFile { path: path.clone(), file, header });
+        }
+        // Parts in the order of their first record.
+        let mut order: Vec<usize> = (0..parts.len()).collect();
+        order.sort_by_key(|&i| lists[i].0.first().map_or(i64::MAX, |e| e.at_ms));
+        let mut rec = Self { parts, frames: Vec::new(), actions: Vec::new(), problems };
+        let mut last_ms = i64::MIN;
+        for &p in &order {
+            let mut key = None;
+            let (list, gaps) = &lists[p];
+            for e in list {
+                // A record after a skipped one: deltas have nothing to build on until the
+                // next keyframe (the scan's problems name the gap).
+                if gaps.contains(&e.offset) {
+                    key = None;
+                }
+                match e.kind {
+                    Kind::Key | Kind::Delta => {
+                        if e.at_ms <= last_ms {
+                            let (a, b) = (rec.parts[p].path.display(), rec.frames.last().map(|f| f.part));
+                            let other = b.map(|b| rec.parts[b].path.display().to_string()).unwrap_or_default();
+                            return Err(format!("{a} overlaps {other} in time: replay them one at a time"));
+                        }
+                        last_ms = e.at_ms;
+                        if e.kind == Kind::Key {
+                            key = Some(rec.frames.len());
+                        }
+                        rec.frames.push(FrameRef { part: p, entry: *e, key });
+                    }
+                    Kind::Action => match rec.read_action(p, e) {
+                        Ok(a) => rec.actions.push(a),
+                        Err(err) => rec.problems.push(err),
+                    },
+                    Kind::Index => {}
+                }
+            }
+        }
+        rec.actions.sort_by_key(|a| a.at);
+        Ok(rec)
+    }
+
+    fn read_action(&self, p: usize, e: &Entry) -> Result<ActionRecord, String> {
+        let bytes = self.payload(p, e)?;
+        let json = format::unzstd(&bytes, None).map_err(|x| self.bad(p, e, &x))?;
+        serde_json::from_slice(&json).map_err(|x| self.bad(p, e, &x.to_string()))
+    }
+
+    fn bad(&self, p: usize, e: &Entry, why: &str) -> String {
+        format!("{}: the record at byte {}: {why}", self.parts[p].path.display(), e.offset)
+    }
+
+    /// A record's payload, its checksums checked.
+    fn payload(&self, p: usize, e: &Entry) -> Result<Vec<u8>, String> {
+        let file = &self.parts[p].file;
+        let h = read_at(file, e.offset, RECORD_HEADER).map_err(|x| self.bad(p, e, &x.to_string()))?;
+        let h = RecordHeader::decode(&h).ok_or_else(|| self.bad(p, e, "damaged header"))?;
+        let payload = read_at(file, e.offset + RECORD_HEADER as u64, h.len as usize)
+            .map_err(|x| self.bad(p, e, &x.to_string()))?;
+        if crc32fast::hash(&payload) != h.payload_crc || h.len != e.len {
+            return Err(self.bad(p, e, "fails its checksum"));
+        }
+        Ok(payload)
+    }
+
+    pub fn frames(&self) -> &[FrameRef] {
+        &self.frames
+    }
+
+    pub fn actions(&self) -> &[ActionRecord] {
+        &self.actions
+    }
+
+    pub fn headers(&self) -> impl Iterator<Item = &Header> {
+        self.parts.iter().map(|p| &p.header)
+    }
+
+    /// The first and last frame's time.
+    pub fn span(&self) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+        Some((self.frames.first()?.at(), self.frames.last()?.at()))
+    }
+
+    /// The last frame at or before `t` (the first frame for a time before it).
+    pub fn index_at(&self, t: DateTime<Utc>) -> Option<usize> {
+        if self.frames.is_empty() {
+            return None;
+        }
+        let ms = t.timestamp_millis();
+        Some(self.frames.partition_point(|f| f.entry.at_ms <= ms).saturating_sub(1))
+    }
+
+    /// Spans of frames where some source was not live, as (first, last) frame times.
+    pub fn outages(&self) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+        let mut out: Vec<(DateTime<Utc>, DateTime<Utc>)> = Vec::new();
+        let mut open = false;
+        for f in &self.frames {
+            match (f.outage(), open) {
+                (true, true) => {
+                    if let Some(last) = out.last_mut() {
+                        last.1 = f.at();
+                    }
+                }
+                (true, false) => out.push((f.at(), f.at())),
+                _ => {}
+            }
+            open = f.outage();
+        }
+        out
+    }
+}
+
+/// Decodes frames by position, keeping the last one: stepping forward applies one delta.
+pub struct Player {
+    pub rec: Recording,
+    current: Option<(usize, Frame)>,
+    /// The keyframe (by position) whose JSON the decompressor holds as dictionary.
+    dict: Option<(usize, zstd::bulk::Decompressor<'static>, Vec<u8>)>,
+}
+
+impl Player {
+    pub fn new(rec: Recording) -> Self {
+        Self { rec, current: None, dict: None }
+    }
+
+    /// The frame at position `i`.
+    pub fn frame(&mut self, i: usize) -> Result<&Frame, String> {
+        let f = *self.rec.frames.get(i).ok_or_else(|| format!("no frame {i}"))?;
+        let key = f.key.ok_or_else(|| format!("the frame at {} has no keyframe before it", f.at().to_rfc3339()))?;
+        if self.current.as_ref().is_some_and(|(j, _)| *j == i) {
+            return self.current.as_ref().map(|c| &c.1).ok_or_else(|| "no frame decoded".into());
+        }
+        let from = match &self.current {
+            Some((j, _)) if *j < i && self.rec.frames[*j].key == Some(key) => *j + 1,
+            _ => {
+                let kf = self.rec.frames[key];
+                let bytes = self.rec.payload(kf.part, &kf.entry)?;
+                let json = format::unzstd(&bytes, None).map_err(|x| self.rec.bad(kf.part, &kf.entry, &x))?;
+                let frame: Frame =
+                    serde_json::from_slice(&json).map_err(|x| self.rec.bad(kf.part, &kf.entry, &x.to_string()))?;
+                let d = zstd::bulk::Decompressor::with_dictionary(&json).map_err(|x| x.to_string())?;
+                self.dict = Some((key, d, json));
+                self.current = Some((key, frame));
+                key + 1
+            }
+        };
+        for j in from..=i {
+            let fj = self.rec.frames[j];
+            let bytes = self.rec.payload(fj.part, &fj.entry)?;
+            let Some((_, d, _)) = self.dict.as_mut().filter(|(k, _, _)| *k == key) else {
+                return Err("no keyframe decoded".into());
+            };
+            let json = unzstd_with(d, &bytes).map_err(|x| self.rec.bad(fj.part, &fj.entry, &x))?;
+            let delta: delta::Delta =
+                serde_json::from_slice(&json).map_err(|x| self.rec.bad(fj.part, &fj.entry, &x.to_string()))?;
+            let prev = self.current.as_ref().map(|c| &c.1).ok_or("no frame decoded")?;
+            let next = delta::apply(prev, delta).map_err(|x| self.rec.bad(fj.part, &fj.entry, &x))?;
+            self.current = Some((j, next));
+        }
+        self.current.as_ref().map(|c| &c.1).ok_or_else(|| "no frame decoded".into())
+    }
+
+    /// The frame shown at time `t`: the last one at or before it.
+    pub fn at(&mut self, t: DateTime<Utc>) -> Result<&Frame, String> {
+        let i = self.rec.index_at(t).ok_or("the recording has no frames")?;
+        self.frame(i)
+    }
+}
+
+fn unzstd_with(d: &mut zstd::bulk::Decompressor<'static>, payload: &[u8]) -> Result<Vec<u8>, String> {
+    let size = zstd::zstd_safe::get_frame_content_size(payload)
+        .map_err(|_| "not a zstd frame".to_string())?
+        .ok_or_else(|| "a zstd frame without its size".to_string())?;
+    if size > format::MAX_DECODED as u64 {
+        return Err(format!("a frame of {size} bytes (at most {})", format::MAX_DECODED));
+    }
+    d.decompress(payload, size as usize).map_err(|e| format!("zstd: {e}"))
+}

@@ -1,0 +1,247 @@
+//! The writer: frames as keyframes and deltas, actions as they come, each record flushed as
+//! written (a crash loses at most the frame being written), the index and trailer at close,
+//! rotation to a new part by size or age.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::format::{self, Entry, Header, Index, Kind, RecordHeader};
+use super::{ActionRecord, Frame, delta};
+
+/// A keyframe at least this often (data time): the most a seek decodes is one keyframe and
+/// the deltas of this span.
+pub const KEY_EVERY: Duration = Duration::from_secs(120);
+/// And at least every this many frames.
+pub const KEY_EVERY_FRAMES: u32 = 240;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The first part's file; later parts add `-2`, `-3`, ... before the extension.
+    pub path: PathBuf,
+    pub every: Duration,
+    /// Start a new part past this many bytes.
+    pub rotate_size: Option<u64>,
+    /// Start a new part when this one spans this long (data time).
+    pub rotate_every: Option<Duration>,
+    /// Keep at most this many parts, removing the oldest.
+    pub keep: Option<u32>,
+    pub sources: Vec<String>,
+}
+
+/// What was written, for the closing line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub frames: u64,
+    pub keyframes: u64,
+    pub actions: u64,
+    /// Bytes written, every part together (removed parts included).
+    pub bytes: u64,
+    /// Every part written, in order (removed ones too).
+    pub parts: Vec<PathBuf>,
+}
+
+struct Group {
+    /// The keyframe's JSON: the dictionary its deltas are compressed with.
+    compressor: zstd::bulk::Compressor<'static>,
+    key_len: usize,
+    at: DateTime<Utc>,
+    frames: u32,
+    prev: Frame,
+}
+
+struct Part {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    offset: u64,
+    index: Vec<Entry>,
+    started: Option<DateTime<Utc>>,
+    group: Option<Group>,
+}
+
+pub struct Recorder {
+    settings: Settings,
+    part: Option<Part>,
+    number: u32,
+    summary: Summary,
+    last_at: Option<DateTime<Utc>>,
+    /// The next frame is a keyframe (a delta grew past half of its keyframe).
+    key_next: bool,
+}
+
+/// `night.tsrec` part 3 is `night-3.tsrec`.
+pub fn part_path(first: &Path, n: u32) -> PathBuf {
+    if n <= 1 {
+        return first.to_path_buf();
+    }
+    let stem = first.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match first.extension() {
+        Some(e) => format!("{stem}-{n}.{}", e.to_string_lossy()),
+        None => format!("{stem}-{n}"),
+    };
+    first.with_file_name(name)
+}
+
+impl Recorder {
+    /// Create the first part. An existing file is never overwritten.
+    pub fn create(settings: Settings) -> Result<Self, String> {
+        let mut r =
+            Self { settings, part: None, number: 0, summary: Summary::default(), last_at: None, key_next: false };
+        r.open_part(Utc::now())?;
+        Ok(r)
+    }
+
+    fn open_part(&mut self, now: DateTime<Utc>) -> Result<(), String> {
+        self.number += 1;
+        let path = part_path(&self.settings.path, self.number);
+        let shown = path.display().to_string();
+        let file =
+            std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => format!("{shown}: exists (tessera never overwrites a recording)"),
+                _ => format!("{shown}: {e}"),
+            })?;
+        let header = Header {
+            format: "tessera-recording".into(),
+            tessera: env!("CARGO_PKG_VERSION").into(),
+            created_at: now,
+            every_ms: u64::try_from(self.settings.every.as_millis()).unwrap_or(u64::MAX),
+            sources: self.settings.sources.clone(),
+            part: self.number,
+        };
+        let bytes = header.encode();
+        let mut out = std::io::BufWriter::new(file);
+        out.write_all(&bytes).and_then(|()| out.flush()).map_err(|e| format!("{shown}: {e}"))?;
+        self.summary.parts.push(path.clone());
+        self.part = Some(Part { path, out, offset: bytes.len() as u64, index: Vec::new(), started: None, group: None });
+        if let Some(keep) = self.settings.keep.filter(|&k| k > 0)
+            && self.number > keep
+        {
+            let old = part_path(&self.settings.path, self.number - keep);
+            if let Err(e) = std::fs::remove_file(&old)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(format!("{}: {e}", old.display()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The path of the part being written.
+    pub fn path(&self) -> Option<&Path> {
+        self.part.as_ref().map(|p| p.path.as_path())
+    }
+
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Write one frame. A frame not after the last one (the data's clock did not move) is
+    /// skipped: returns false.
+    pub fn frame(&mut self, frame: &Frame) -> Result<bool, String> {
+        if self.last_at.is_some_and(|t| frame.at <= t) {
+            return Ok(false);
+        }
+        self.rotate_if_due(frame.at)?;
+        let Some(part) = self.part.as_mut() else { return Err("the recording is closed".into()) };
+        let flags = if frame.outage() { format::FLAG_OUTAGE } else { 0 };
+        let at_ms = frame.at.timestamp_millis();
+        let key_due = self.key_next
+            || part.group.as_ref().is_none_or(|g| {
+                g.frames >= KEY_EVERY_FRAMES || (frame.at - g.at).to_std().is_ok_and(|d| d >= KEY_EVERY)
+            });
+        let shown = part.path.display().to_string();
+        if key_due {
+            let json = serde_json::to_vec(frame).map_err(|e| format!("{shown}: {e}"))?;
+            let payload = zstd::bulk::compress(&json, format::LEVEL).map_err(|e| format!("{shown}: zstd: {e}"))?;
+            write_record(part, Kind::Key, flags, at_ms, &payload).map_err(|e| format!("{shown}: {e}"))?;
+            let compressor = zstd::bulk::Compressor::with_dictionary(format::LEVEL, &json)
+                .map_err(|e| format!("{shown}: zstd: {e}"))?;
+            part.group =
+                Some(Group { compressor, key_len: payload.len(), at: frame.at, frames: 1, prev: frame.clone() });
+            self.summary.keyframes += 1;
+            self.key_next = false;
+        } else if let Some(g) = part.group.as_mut() {
+            let d = delta::diff(&g.prev, frame);
+            let json = serde_json::to_vec(&d).map_err(|e| format!("{shown}: {e}"))?;
+            let payload = g.compressor.compress(&json).map_err(|e| format!("{shown}: zstd: {e}"))?;
+            // A delta as big as half its keyframe: the next frame starts a new group.
+            self.key_next = payload.len() > g.key_len / 2;
+            g.frames += 1;
+            g.prev = frame.clone();
+            write_record(part, Kind::Delta, flags, at_ms, &payload).map_err(|e| format!("{shown}: {e}"))?;
+        }
+        part.started.get_or_insert(frame.at);
+        self.summary.frames += 1;
+        self.last_at = Some(frame.at);
+        Ok(true)
+    }
+
+    /// Write an audited action.
+    pub fn action(&mut self, a: &ActionRecord) -> Result<(), String> {
+        let Some(part) = self.part.as_mut() else { return Err("the recording is closed".into()) };
+        let shown = part.path.display().to_string();
+        let json = serde_json::to_vec(a).map_err(|e| format!("{shown}: {e}"))?;
+        let payload = zstd::bulk::compress(&json, format::LEVEL).map_err(|e| format!("{shown}: zstd: {e}"))?;
+        write_record(part, Kind::Action, 0, a.at.timestamp_millis(), &payload).map_err(|e| format!("{shown}: {e}"))?;
+        self.summary.actions += 1;
+        Ok(())
+    }
+
+    fn rotate_if_due(&mut self, at: DateTime<Utc>) -> Result<(), String> {
+        let Some(part) = &self.part else { return Ok(()) };
+        let big = self.settings.rotate_size.is_some_and(|s| part.offset >= s);
+        let old = match (self.settings.rotate_every, part.started) {
+            (Some(every), Some(start)) => (at - start).to_std().is_ok_and(|d| d >= every),
+            _ => false,
+        };
+        if big || old {
+            self.close_part()?;
+            self.open_part(at)?;
+        }
+        Ok(())
+    }
+
+    fn close_part(&mut self) -> Result<(), String> {
+        let Some(mut part) = self.part.take() else { return Ok(()) };
+        let shown = part.path.display().to_string();
+        let index = Index { entries: std::mem::take(&mut part.index) };
+        let json = serde_json::to_vec(&index).map_err(|e| format!("{shown}: {e}"))?;
+        let payload = zstd::bulk::compress(&json, format::LEVEL).map_err(|e| format!("{shown}: zstd: {e}"))?;
+        let at_ms = self.last_at.map_or(0, |t| t.timestamp_millis());
+        let index_at = part.offset;
+        write_record(&mut part, Kind::Index, 0, at_ms, &payload).map_err(|e| format!("{shown}: {e}"))?;
+        let mut trailer = index_at.to_le_bytes().to_vec();
+        trailer.extend_from_slice(format::TRAILER_MAGIC);
+        part.out.write_all(&trailer).map_err(|e| format!("{shown}: {e}"))?;
+        self.summary.bytes += part.offset + trailer.len() as u64;
+        part.out.flush().map_err(|e| format!("{shown}: {e}"))?;
+        part.out.get_ref().sync_all().map_err(|e| format!("{shown}: {e}"))?;
+        Ok(())
+    }
+
+    /// Write the index and close. Without it (a crash), a reader scans the file instead.
+    pub fn finish(mut self) -> Result<Summary, String> {
+        self.close_part()?;
+        Ok(std::mem::take(&mut self.summary))
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.summary.bytes + self.part.as_ref().map_or(0, |p| p.offset)
+    }
+}
+
+fn write_record(part: &mut Part, kind: Kind, flags: u8, at_ms: i64, payload: &[u8]) -> std::io::Result<()> {
+    let h = RecordHeader::new(kind, flags, at_ms, payload);
+    part.out.write_all(&h.encode())?;
+    part.out.write_all(payload)?;
+    // Each record reaches the file as written: a crash tears at most the one being written.
+    part.out.flush()?;
+    if kind != Kind::Index {
+        part.index.push(Entry { offset: part.offset, len: h.len, kind, flags, at_ms });
+    }
+    part.offset += (format::RECORD_HEADER + payload.len()) as u64;
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! Recording round trips through the simulated cluster, and damaged files.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+
+use super::reader::{Player, Recording};
+use super::writer::{Recorder, Settings};
+use super::{ActionRecord, Frame};
+use crate::model::SourceKind;
+use crate::sources::SourceUpdate;
+use crate::sources::sim::{Sim, SimConfig};
+use crate::store::Store;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tessera-rec-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{e}"));
+    d
+}
+
+fn start() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 30, 2, 0, 0).single().unwrap_or_default()
+}
+
+/// `n` frames of the default simulated cluster, one a tick (five seconds).
+fn frames(n: usize) -> Vec<Frame> {
+    let mut sim = Sim::new(SimConfig::new(7, start()));
+    let mut store = Store::new();
+    store.register("sim", SourceKind::Simulated, Duration::from_secs(1));
+    (0..n)
+        .map(|_| {
+            sim.advance(crate::sources::sim::TICK);
+            let at = sim.now();
+            store.apply(
+                SourceUpdate { source: "sim".into(), kind: SourceKind::Simulated, at, result: Ok(sim.snapshot()) },
+                at,
+            );
+            Frame::from_store(&store, at)
+        })
+        .collect()
+}
+
+fn settings(path: &Path) -> Settings {
+    Settings {
+        path: path.to_path_buf(),
+        every: Duration::from_secs(1),
+        rotate_size: None,
+        rotate_every: None,
+        keep: None,
+        sources: vec!["sim".into()],
+    }
+}
+
+fn write(path: &Path, frames: &[Frame], finish: bool) -> super::writer::Summary {
+    let mut r = Recorder::create(settings(path)).unwrap_or_else(|e| panic!("{e}"));
+    for f in frames {
+        assert!(r.frame(f).unwrap_or_else(|e| panic!("{e}")));
+    }
+    let s = r.summary().clone();
+    if finish { r.finish().unwrap_or_else(|e| panic!("{e}")) } else { s }
+}
+
+fn json(f: &Frame) -> String {
+    serde_json::to_string(f).unwrap_or_default()
+}
+
+fn open(paths: &[PathBuf]) -> Recording {
+    Recording::open(paths).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn every_frame_comes_back_as_it_was_in_any_order() {
+    let d = dir("round");
+    let path = d.join("r.tsrec");
+    let fs = frames(300);
+    let s = write(&path, &fs, true);
+    assert_eq!(s.frames, 300);
+    assert!(s.keyframes >= 12, "a keyframe every two minutes: {}", s.keyframes);
+    let rec = open(std::slice::from_ref(&path));
+    assert!(rec.problems.is_empty(), "{:?}", rec.problems);
+    assert_eq!(rec.frames().len(), 300);
+    let mut p = Player::new(rec);
+    for (i, f) in fs.iter().enumerate() {
+        assert_eq!(json(p.frame(i).unwrap_or_else(|e| panic!("{e}"))), json(f), "frame {i}");
+    }
+    // Backwards and by time, as seeking does.
+    for i in [299, 150, 0, 121, 120, 119] {
+        assert_eq!(json(p.frame(i).unwrap_or_else(|e| panic!("{e}"))), json(&fs[i]), "frame {i}");
+    }
+    let at = fs[42].at + chrono::Duration::milliseconds(500);
+    assert_eq!(json(p.at(at).unwrap_or_else(|e| panic!("{e}"))), json(&fs[42]));
+    // Far smaller than the frames as JSON lines.
+    let plain: usize = fs.iter().map(|f| json(f).len() + 1).sum();
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    assert!(size * 20 < plain as u64, "{size} bytes against {plain} as JSON lines");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_torn_tail_is_reported_and_the_frames_before_it_replay() {
+    let d = dir("torn");
+    let path = d.join("r.tsrec");
+    let fs = frames(30);
+    write(&path, &fs, false);
+    // A crash in the middle of the last record.
+    let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap_or_else(|e| panic!("{e}"));
+    f.set_len(len - 5).unwrap_or_else(|e| panic!("{e}"));
+    let rec = open(std::slice::from_ref(&path));
+    assert_eq!(rec.frames().len(), 29);
+    assert!(rec.problems.iter().any(|p| p.contains("cut short")), "{:?}", rec.problems);
+    let mut p = Player::new(rec);
+    assert_eq!(json(p.frame(28).unwrap_or_else(|e| panic!("{e}"))), json(&fs[28]));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The byte offsets of the file's records, by scanning it as the reader does.
+fn record_offsets(path: &Path) -> Vec<(u64, u32)> {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let (_, _, mut at) = super::format::decode_header(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = Vec::new();
+    while let Some(h) = bytes.get(at..).and_then(super::format::RecordHeader::decode) {
+        out.push((at as u64, h.len));
+        at += super::format::RECORD_HEADER + h.len as usize;
+    }
+    out
+}
+
+#[test]
+fn a_corrupt_frame_is_reported_and_skipped_and_nothing_built_on_it_is_shown() {
+    let d = dir("corrupt");
+    let fs = frames(130);
+    for closed in [true, false] {
+        let path = d.join(format!("r-{closed}.tsrec"));
+        write(&path, &fs, closed);
+        // Flip a byte in the payload of the fifth frame (a delta).
+        let (off, len) = record_offsets(&path)[4];
+        let mut bytes = std::fs::read(&path).unwrap_or_default();
+        bytes[(off + super::format::RECORD_HEADER as u64 + u64::from(len) / 2) as usize] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+        let rec = open(std::slice::from_ref(&path));
+        let mut p = Player::new(rec);
+        assert_eq!(json(p.frame(3).unwrap_or_else(|e| panic!("{e}"))), json(&fs[3]));
+        if closed {
+            // Read through the index: found when decoded.
+            assert_eq!(p.rec.frames().len(), 130);
+            let e = p.frame(4).err().unwrap_or_default();
+            assert!(e.contains("fails its checksum"), "{e}");
+            assert!(p.frame(10).is_err(), "built on the damaged frame");
+        } else {
+            // Scanned: reported at once, left out.
+            assert!(p.rec.problems.iter().any(|x| x.contains("fails its checksum")), "{:?}", p.rec.problems);
+            assert_eq!(p.rec.frames().len(), 129);
+            assert!(p.frame(10).is_err(), "built on the damaged frame");
+        }
+        // The next keyframe (two minutes on) and everything after it are whole.
+        let last = p.rec.frames().len() - 1;
+        assert_eq!(json(p.frame(last).unwrap_or_else(|e| panic!("{e}"))), json(&fs[129]));
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_recording_of_a_newer_version_is_refused_and_other_files_are_named() {
+    let d = dir("newer");
+    let path = d.join("r.tsrec");
+    write(&path, &frames(2), true);
+    let mut bytes = std::fs::read(&path).unwrap_or_default();
+    bytes[8] = 2;
+    std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+    let e = Recording::open(std::slice::from_ref(&path)).err().unwrap_or_default();
+    assert!(e.starts_with(&path.display().to_string()) && e.contains("newer tessera"), "{e}");
+    let other = d.join("notes.txt");
+    std::fs::write(&other, "hello").unwrap_or_else(|e| panic!("{e}"));
+    let e = Recording::open(&[other]).err().unwrap_or_default();
+    assert!(e.ends_with("not a tessera recording"), "{e}");
+    // Never overwritten.
+    let e = Recorder::create(settings(&path)).err().unwrap_or_default();
+    assert!(e.contains("exists"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn rotated_parts_replay_as_one_recording_and_actions_are_kept() {
+    let d = dir("rotate");
+    let path = d.join("r.tsrec");
+    let fs = frames(200);
+    let mut r = Recorder::create(Settings { rotate_size: Some(40_000), keep: None, ..settings(&path) })
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (i, f) in fs.iter().enumerate() {
+        r.frame(f).unwrap_or_else(|e| panic!("{e}"));
+        if i == 50 {
+            let record = serde_json::json!({"record": "outcome", "action": {"action": "drain", "target": "a/0"}, "result": {"reached": "done"}});
+            r.action(&ActionRecord { at: f.at, record }).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    let s = r.finish().unwrap_or_else(|e| panic!("{e}"));
+    assert!(s.parts.len() > 1, "{:?}", s.parts);
+    // Given in any order.
+    let mut parts = s.parts.clone();
+    parts.reverse();
+    let rec = open(&parts);
+    assert!(rec.problems.is_empty(), "{:?}", rec.problems);
+    assert_eq!(rec.actions().len(), 1);
+    assert_eq!(rec.actions()[0].summary(), "outcome drain a/0: done");
+    let mut p = Player::new(rec);
+    for i in [0, 77, 199, 120] {
+        assert_eq!(json(p.frame(i).unwrap_or_else(|e| panic!("{e}"))), json(&fs[i]), "frame {i}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
