@@ -23,6 +23,7 @@ use crate::ui::input::{merge, on_event};
 use crate::ui::state::{Effect, UiState};
 use crate::ui::theme::Theme;
 
+pub mod replay;
 mod schedule;
 use schedule::{Auto, Suggestions, advise, due_change, group_event, pump};
 
@@ -33,7 +34,7 @@ const BANNER_EVERY: Duration = Duration::from_secs(10);
 const MERGE_EVERY: Duration = Duration::from_millis(100);
 
 /// Restores the terminal however the loop ends.
-struct Restore;
+pub(crate) struct Restore;
 
 impl Drop for Restore {
     fn drop(&mut self) {
@@ -42,9 +43,46 @@ impl Drop for Restore {
     }
 }
 
-pub fn run(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdError> {
+/// The terminal in raw mode with the mouse on (restored when the guard drops, panics
+/// included), and its events forwarded by a thread (crossterm's read blocks).
+pub(crate) fn open_terminal() -> (Terminal<CrosstermBackend<Stdout>>, Restore, mpsc::Receiver<Event>) {
+    let terminal = ratatui::init();
+    let restore = Restore;
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+        previous(info);
+    }));
+    let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
+    let (in_tx, input) = mpsc::channel::<Event>(256);
+    std::thread::spawn(move || {
+        while let Ok(ev) = crossterm::event::read() {
+            if in_tx.blocking_send(ev).is_err() {
+                break;
+            }
+        }
+    });
+    (terminal, restore, input)
+}
+
+type Signal = tokio::signal::unix::Signal;
+
+/// SIGTERM, SIGHUP and SIGINT, watched.
+pub(crate) fn signals() -> Result<(Signal, Signal, Signal), CmdError> {
+    use tokio::signal::unix::SignalKind;
+    let signal = |k| tokio::signal::unix::signal(k).map_err(|e| CmdError::Failed(format!("cannot watch signals: {e}")));
+    Ok((signal(SignalKind::terminate())?, signal(SignalKind::hangup())?, signal(SignalKind::interrupt())?))
+}
+
+/// The console; with `record`, it records what it shows while you watch.
+pub fn run(
+    cfg: &Config,
+    theme: Theme,
+    ascii: bool,
+    record: Option<crate::record::writer::Settings>,
+) -> Result<(), CmdError> {
     let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
-    rt.block_on(owner_loop(cfg, theme, ascii))
+    rt.block_on(owner_loop(cfg, theme, ascii, record))
 }
 
 /// What a running action reports to the loop.
@@ -54,8 +92,22 @@ enum ActEvent {
     Finished(Outcome),
 }
 
-async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdError> {
+async fn owner_loop(
+    cfg: &Config,
+    theme: Theme,
+    ascii: bool,
+    record: Option<crate::record::writer::Settings>,
+) -> Result<(), CmdError> {
     let Engine { mut store, mut updates, runner, notes } = Engine::start(cfg).map_err(CmdError::Usage)?;
+    // Recording while you watch: opened before the terminal is taken, so a refusal (the file
+    // exists) is said plainly.
+    let mut recording = match record {
+        Some(s) => Some(
+            crate::record::session::Session::start(s, runner.audit_path().map(std::path::Path::to_path_buf))
+                .map_err(CmdError::Failed)?,
+        ),
+        None => None,
+    };
     // The demand by hour is kept for the next run (real sources), at each new sample.
     let mut demand_saved = store.demand().last;
     let mut suggestions = Suggestions::default();
@@ -69,28 +121,8 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
     let (auto_tx, mut auto_rx) = mpsc::unbounded_channel::<ActEvent>();
     let mut auto = Auto::default();
 
-    let mut terminal = ratatui::init();
-    let _restore = Restore;
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
-        previous(info);
-    }));
-    let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
-
-    // crossterm's read blocks: a thread forwards terminal events to the loop.
-    let (in_tx, mut input) = mpsc::channel::<Event>(256);
-    std::thread::spawn(move || {
-        while let Ok(ev) = crossterm::event::read() {
-            if in_tx.blocking_send(ev).is_err() {
-                break;
-            }
-        }
-    });
-    let signal = |k| tokio::signal::unix::signal(k).map_err(|e| CmdError::Failed(format!("cannot watch signals: {e}")));
-    use tokio::signal::unix::SignalKind;
-    let (mut term, mut hup, mut int) =
-        (signal(SignalKind::terminate())?, signal(SignalKind::hangup())?, signal(SignalKind::interrupt())?);
+    let (mut terminal, _restore, mut input) = open_terminal();
+    let (mut term, mut hup, mut int) = signals()?;
 
     // The schedules the banner follows: the configured ones, or the simulator's example once
     // the simulator has answered.
@@ -101,6 +133,7 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
     if !notes.is_empty() {
         st.message = Some(notes.join("; "));
     }
+    st.recording = recording.as_ref().and_then(|r| r.recorder().path()).map(|p| p.display().to_string());
     st.on_fleet(store.fleet());
     let mut clock = tokio::time::interval(Duration::from_secs(1));
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -212,6 +245,16 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
             }
             _ = clock.tick() => {
                 st.wall = Utc::now();
+                // Recording: a frame a second (what is on screen), with the actions audited since.
+                if let Some(r) = &mut recording
+                    && let Err(e) = r.take(&store, st.wall)
+                {
+                    st.message = Some(format!("recording stopped: {e}"));
+                    st.recording = None;
+                    if let Some(r) = recording.take() {
+                        let _ = r.finish();
+                    }
+                }
                 if let Err(e) = crate::engine::save_demand(&store, &mut demand_saved) {
                     st.message = Some(format!("demand by hour not kept: {e}"));
                     // Tried again at the next sample.
@@ -269,7 +312,19 @@ async fn owner_loop(cfg: &Config, theme: Theme, ascii: bool) -> Result<(), CmdEr
         _ => Vec::new(),
     };
     let kept = crate::engine::save_demand(&store, &mut demand_saved);
+    let recorded = recording.map(crate::record::session::Session::finish);
     drop(_restore);
+    match recorded {
+        Some(Ok(s)) => eprintln!(
+            "tessera: recorded {} frames and {} actions, {}, in {}",
+            s.frames,
+            s.actions,
+            crate::record::session::size(s.bytes),
+            s.parts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ),
+        Some(Err(e)) => eprintln!("tessera: the recording was not closed cleanly: {e}"),
+        None => {}
+    }
     if let Err(e) = kept {
         eprintln!("tessera: demand by hour not kept: {e}");
     }
@@ -447,7 +502,7 @@ fn spawn_run(approved: crate::actions::run::Approved, tx: mpsc::UnboundedSender<
     });
 }
 
-fn draw(
+pub(crate) fn draw(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     st: &mut UiState,
     store: &Store,

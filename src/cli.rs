@@ -57,6 +57,13 @@ pub struct Global {
     /// Draw with ASCII only (no box or block glyphs).
     #[arg(long, global = true)]
     pub ascii: bool,
+    /// The console records what it shows to this file while you watch (see `tessera record`).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// A past moment: from a recording (`snapshot --at TIME FILE`) or rebuilt from Prometheus
+    /// history (`--prometheus URL --at TIME`), e.g. 2026-11-30T03:12:00Z, 03:12, -2h.
+    #[arg(long, global = true, value_name = "TIME", allow_hyphen_values = true)]
+    pub at: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -66,6 +73,46 @@ pub enum Command {
         /// Print JSON (the documented contract) instead of a table.
         #[arg(long)]
         json: bool,
+        /// A recording (or its parts) to read the moment `--at` from, instead of the sources.
+        #[arg(value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Record the merged fleet and every audited action, headless, for replay (docs/recording.md).
+    Record {
+        /// Where to write (default: tessera-YYYYMMDDTHHMMSSZ.tsrec here); never overwritten.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// How often a frame is taken, e.g. 1s (the default), 10s.
+        #[arg(long, value_name = "DURATION")]
+        every: Option<String>,
+        /// Stop after this long (wall clock); default: until SIGTERM or Ctrl-C.
+        #[arg(long = "for", value_name = "DURATION")]
+        run_for: Option<String>,
+        /// Start a new part past this size, e.g. 512MiB, 2GiB.
+        #[arg(long, value_name = "SIZE")]
+        rotate_size: Option<String>,
+        /// Start a new part when this one spans this long, e.g. 24h.
+        #[arg(long, value_name = "DURATION")]
+        rotate_every: Option<String>,
+        /// Keep at most this many parts, removing the oldest.
+        #[arg(long, value_name = "N")]
+        keep: Option<u32>,
+    },
+    /// The console on a recording (every view, read-only), or on Prometheus history with
+    /// `--prometheus URL --from TIME --to TIME`.
+    Replay {
+        /// The recording, or its rotated parts in any order.
+        #[arg(value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Start here (default: the beginning; with --prometheus, required).
+        #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+        from: Option<String>,
+        /// With --prometheus: the end (default: now).
+        #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+        to: Option<String>,
+        /// With --prometheus: the time between rebuilt moments (default: 60s).
+        #[arg(long, value_name = "DURATION")]
+        step: Option<String>,
     },
     /// The capacity advisor: waste, what it costs, what to do.
     Advise {

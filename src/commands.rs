@@ -3,6 +3,8 @@
 mod act;
 mod advise;
 mod out;
+mod record;
+mod replay;
 mod schedule;
 mod snapshot;
 
@@ -14,6 +16,8 @@ use crate::model::mig::{catalog, enumerate};
 
 pub use act::act;
 pub use advise::advise;
+pub use record::{RecordOptions, record};
+pub use replay::{replay, snapshot_cmd};
 pub use schedule::schedule;
 pub use snapshot::{collect_once, snapshot_json, snapshot_table};
 
@@ -145,10 +149,23 @@ pub fn console(g: &Global) -> Result<(), CmdError> {
     // A bad theme is a usage error however the output goes.
     let theme = crate::ui::theme::Theme::load(cfg.theme.as_deref(), crate::ui::theme::Depth::detect(), g.ascii)
         .map_err(|e| CmdError::Usage(e.to_string()))?;
+    // A past moment from Prometheus: the replay of that one moment.
+    if g.at.is_some() {
+        if g.record.is_some() {
+            return Err(CmdError::Usage("--record records the present; --at looks at the past".into()));
+        }
+        return replay::replay(g, &[], None, None, None);
+    }
     if !std::io::stdout().is_terminal() {
         return snapshot(g, false);
     }
-    crate::app::run(&cfg, theme, g.ascii)
+    let record = match &g.record {
+        Some(path) => {
+            Some(record::writer_settings(&RecordOptions { out: Some(path.clone()), ..RecordOptions::default() }, &cfg)?)
+        }
+        None => None,
+    };
+    crate::app::run(&cfg, theme, g.ascii, record)
 }
 
 pub fn snapshot(g: &Global, json: bool) -> Result<(), CmdError> {

@@ -7,6 +7,7 @@
 pub mod advisor;
 pub mod duration;
 mod example;
+pub mod moment;
 pub mod schedule;
 pub mod scheduler;
 

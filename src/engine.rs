@@ -173,6 +173,18 @@ pub fn save_demand_to(
     Ok(())
 }
 
+/// The Prometheus source's settings for the server at `base`.
+pub fn prometheus_settings(cfg: &Config, base: &str) -> prometheus::Settings {
+    let s = &cfg.sources;
+    prometheus::Settings {
+        base: base.to_string(),
+        query: s.prometheus_query.clone(),
+        fields: s.promql.clone(),
+        with_queue: s.prometheus_queue,
+        node: s.scrape_node,
+    }
+}
+
 /// The Kubernetes source's settings, when it is configured.
 pub fn kubernetes_settings(cfg: &Config) -> Option<kubernetes::Settings> {
     let context = cfg.sources.kubernetes.clone()?;
@@ -248,13 +260,7 @@ fn spawn_all(
         if s.prometheus_queue {
             store.reports_queue("prometheus");
         }
-        let settings = prometheus::Settings {
-            base: base.clone(),
-            query: s.prometheus_query.clone(),
-            fields: s.promql.clone(),
-            with_queue: s.prometheus_queue,
-            node: s.scrape_node,
-        };
+        let settings = prometheus_settings(cfg, base);
         prometheus::spawn(settings, client, every, tx.clone());
     }
     if !s.scrape.is_empty() {

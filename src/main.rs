@@ -18,12 +18,31 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // Flags that belong to some commands only.
+    let usage = if cli.global.record.is_some() && cli.command.is_some() {
+        Some("--record is the console's (tessera --record FILE); headless: tessera record --out FILE")
+    } else if cli.global.at.is_some()
+        && !matches!(cli.command, None | Some(Command::Snapshot { .. }) | Some(Command::Replay { .. }))
+    {
+        Some("--at is for the console, snapshot and replay")
+    } else {
+        None
+    };
+    if let Some(u) = usage {
+        eprintln!("tessera: {u}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Some(Command::Layouts { model, json }) => commands::layouts(&model, json),
         Some(Command::CheckConfig { path, example }) => {
             commands::check_config(path.as_deref().or(cli.global.config.as_deref()), example)
         }
-        Some(Command::Snapshot { json }) => commands::snapshot(&cli.global, json),
+        Some(Command::Snapshot { json, files }) => commands::snapshot_cmd(&cli.global, json, &files),
+        Some(Command::Record { out, every, run_for, rotate_size, rotate_every, keep }) => commands::record(
+            &cli.global,
+            commands::RecordOptions { out, every, run_for, rotate_size, rotate_every, keep },
+        ),
+        Some(Command::Replay { files, from, to, step }) => commands::replay(&cli.global, &files, from, to, step),
         Some(Command::Advise { json, fail_on }) => commands::advise(&cli.global, json, fail_on.map(|f| f.severity())),
         Some(Command::Schedule { json, what }) => commands::schedule(&cli.global, json, what),
         Some(Command::Drain { target, how }) => commands::act(&cli.global, Action::Drain { target }, how),

@@ -3,7 +3,9 @@
 
 pub mod delta;
 pub mod format;
+pub mod prometheus;
 pub mod reader;
+pub mod session;
 pub mod tail;
 pub mod writer;
 
@@ -43,9 +45,15 @@ impl Frame {
         Self { at, simulated: store.simulated(), fleet, demand: demand.last.is_some().then(|| demand.clone()) }
     }
 
-    /// Some source was not live at this moment (an outage on the timeline).
+    /// Some source was not live at this moment (an outage on the timeline). NVML found no GPU
+    /// where the simulated cluster runs instead: that is how it started, not an outage.
     pub fn outage(&self) -> bool {
-        self.fleet.sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }))
+        use crate::model::{SourceHealth, SourceKind};
+        self.fleet.sources.iter().any(|s| match &s.health {
+            SourceHealth::Live { .. } => false,
+            SourceHealth::Unavailable { .. } if self.simulated && s.kind == SourceKind::Nvml => false,
+            _ => true,
+        })
     }
 }
 

@@ -7,6 +7,7 @@ pub mod filter;
 pub mod group;
 pub mod input;
 pub mod keymap;
+pub mod replay;
 pub mod state;
 pub mod theme;
 pub mod views;
@@ -43,17 +44,27 @@ pub fn viewport(area: Rect) -> usize {
     usize::from(areas(area).body.height.saturating_sub(1))
 }
 
-/// The same with a schedule banner on screen (it takes a row of the body).
+/// Lines above the view: the replay's timeline, else a schedule banner.
+pub fn lines_above(st: &UiState) -> u16 {
+    u16::from(st.replay.is_some() || st.banner.is_some())
+}
+
+/// The same with a schedule banner or the replay's timeline on screen (it takes a row of
+/// the body).
 pub fn viewport_for(area: Rect, st: &UiState) -> usize {
-    viewport(area).saturating_sub(usize::from(st.banner.is_some() && areas(area).body.height > 1))
+    viewport(area).saturating_sub(usize::from(lines_above(st) > 0 && areas(area).body.height > 1))
 }
 
 /// Draw one frame.
 pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated: bool) {
     let mut a = areas(f.area());
     views::header::draw(f, a.header, st, fleet, theme, simulated);
-    // A schedule change due: one line above the view, which gives it up.
-    if st.banner.is_some() && a.body.height > 1 {
+    // The replay's timeline, or a schedule change due: one line above the view, which gives
+    // it up.
+    if st.replay.is_some() && a.body.height > 1 {
+        views::replay::timeline(f, Rect { height: 1, ..a.body }, st, theme);
+        a.body = Rect { y: a.body.y + 1, height: a.body.height - 1, ..a.body };
+    } else if st.banner.is_some() && a.body.height > 1 {
         views::group::banner(f, Rect { height: 1, ..a.body }, st, theme);
         a.body = Rect { y: a.body.y + 1, height: a.body.height - 1, ..a.body };
     }
@@ -73,7 +84,7 @@ pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated
         views::panel::draw(f, f.area(), theme, title, lines);
     }
     if st.help {
-        views::help::draw(f, f.area(), theme, st.read_only, st.help_scroll);
+        views::help::draw(f, f.area(), theme, st.read_only, st.replay.is_some(), st.help_scroll);
     }
     if let Some(m) = st.modal.as_ref().filter(|_| !st.action_hidden) {
         views::modal::draw(f, f.area(), m, fleet, theme);

@@ -65,6 +65,11 @@ impl Runner {
         self
     }
 
+    /// Where its audit log is (a recording follows it).
+    pub fn audit_path(&self) -> Option<&std::path::Path> {
+        self.audit.as_deref()
+    }
+
     fn options(&self, action: &Action) -> Options {
         let mut opts = Options::new(&self.cfg, action.forced(), Utc::now());
         // For an undrain of a card: the compute mode it had before tessera drained it.

@@ -42,7 +42,12 @@ fn time(t: Option<chrono::DateTime<Utc>>) -> Value {
 }
 
 /// The JSON contract: `taken_at, sources, nodes, workloads, queue` and a few more keys.
-pub fn snapshot_json((fleet, simulated): &(Fleet, bool)) -> String {
+pub fn snapshot_json(pair: &(Fleet, bool)) -> String {
+    snapshot_json_with(pair, None)
+}
+
+/// The same with one more key (`recorded`: where a recorded moment comes from).
+pub fn snapshot_json_with((fleet, simulated): &(Fleet, bool), extra: Option<(&str, Value)>) -> String {
     let now = fleet.taken_at.unwrap_or_else(Utc::now);
     let queue = QueueSummary::compute(fleet, now);
     let nodes: Vec<Value> = fleet
@@ -101,6 +106,10 @@ pub fn snapshot_json((fleet, simulated): &(Fleet, bool)) -> String {
         "workloads": workloads,
         "queue": queue,
     });
+    let mut v = v;
+    if let (Some((k, x)), Value::Object(m)) = (extra, &mut v) {
+        m.insert(k.to_string(), x);
+    }
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
@@ -79,12 +79,12 @@ pub(super) fn vector(body: &str) -> Result<Labeled, String> {
 
 /// Pending GPU pods and Kueue's count, when `prometheus_queue` is on. Failures become a note:
 /// the cards still show.
-async fn queue_into(client: &Client, base: &str, p: &mut Partial) {
+async fn queue_into(client: &Client, base: &str, p: &mut Partial, at: Option<DateTime<Utc>>) {
     let (a, b, c, k) = (
-        query_url(base, queue::PENDING_PODS),
-        query_url(base, queue::GPU_REQUESTS),
-        query_url(base, queue::POD_CREATED),
-        query_url(base, queue::KUEUE_PENDING),
+        at_time(query_url(base, queue::PENDING_PODS), at),
+        at_time(query_url(base, queue::GPU_REQUESTS), at),
+        at_time(query_url(base, queue::POD_CREATED), at),
+        at_time(query_url(base, queue::KUEUE_PENDING), at),
     );
     let (pending, requests, created) = (client.get(&a).await, client.get(&b).await, client.get(&c).await);
     let mut notes = Vec::new();
@@ -298,9 +298,14 @@ fn matrix_points(body: &str, node: ScrapeNode, start: f64, step_s: u64, pct: boo
 /// `HISTORY_POINTS` points each, the step fitted so that the card view's sparkline history is
 /// full from the start. Range queries of the same series the live view reads: the advisor's
 /// windows (mean activity, idle streak, peak memory) are computed from them as from live data.
-async fn history(client: &Client, base: &str, node: ScrapeNode) -> Result<Vec<crate::model::CardHistory>, String> {
+async fn history(
+    client: &Client,
+    base: &str,
+    node: ScrapeNode,
+    end: DateTime<Utc>,
+) -> Result<Vec<crate::model::CardHistory>, String> {
     let step = HISTORY_SPAN_S / HISTORY_POINTS;
-    let end = Utc::now().timestamp() as f64;
+    let end = end.timestamp() as f64;
     let start = end - (step * (HISTORY_POINTS - 1)) as f64;
     let range = |q: &str| {
         let url = query_url(base, q).replacen("/api/v1/query?", "/api/v1/query_range?", 1);
@@ -333,7 +338,6 @@ async fn history(client: &Client, base: &str, node: ScrapeNode) -> Result<Vec<cr
         .collect())
 }
 
-/// Poll Prometheus until the receiver goes away; failures back off, capped at a minute.
 /// What the Prometheus source asks for.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -346,51 +350,71 @@ pub struct Settings {
     pub node: ScrapeNode,
 }
 
-pub fn spawn(settings: Settings, client: Client, interval: Duration, tx: mpsc::Sender<SourceUpdate>) {
-    let Settings { base, query, fields, with_queue, node } = settings;
+/// `url` evaluated at `at` (Prometheus's `time` parameter), or now.
+fn at_time(url: String, at: Option<DateTime<Utc>>) -> String {
+    match at {
+        Some(t) => format!("{url}&time={:.3}", t.timestamp_millis() as f64 / 1000.0),
+        None => url,
+    }
+}
 
+/// One collection: every query answered at `at` (`None`: now), as a partial fleet; with
+/// `history`, the span before it too (for the sparklines and the advisor's windows).
+pub async fn collect(
+    s: &Settings,
+    client: &Client,
+    at: Option<DateTime<Utc>>,
+    with_history: bool,
+) -> Result<Partial, SourceError> {
+    let (base, node) = (&s.base, s.node);
+    let url = at_time(query_url(base, s.query.as_deref().unwrap_or(DEFAULT_QUERY)), at);
+    let mut answers: Vec<(&'static str, String)> = Vec::new();
+    let mut field_error = None;
+    for (field, expr) in &s.fields {
+        let Some(metric) = crate::config::promql_metric(field) else { continue };
+        match client.get(&at_time(query_url(base, expr), at)).await {
+            Ok(body) => answers.push((metric, body)),
+            Err(e) => field_error = Some(format!("promql.{field}: {e}")),
+        }
+    }
+    let mut result = match client.get(&url).await {
+        Ok(_) if field_error.is_some() => {
+            Err(SourceError { message: field_error.take().unwrap_or_default(), fatal: false })
+        }
+        Ok(body) => tokio::task::spawn_blocking(move || to_partial_with_fields(&body, &answers, node))
+            .await
+            .unwrap_or_else(|e| Err(SourceError { message: format!("mapping failed: {e}"), fatal: false })),
+        Err(super::http::FetchError::Status { status, body: Some(b), url }) if b.starts_with('{') => {
+            // Prometheus error envelopes come with 4xx/5xx; say what it said.
+            let msg = by_instance(&b).err().unwrap_or_else(|| format!("HTTP {status}"));
+            Err(SourceError { message: format!("{url}: {msg}"), fatal: false })
+        }
+        Err(e) => Err(SourceError { message: e.to_string(), fatal: false }),
+    };
+    if s.with_queue
+        && let Ok(p) = &mut result
+    {
+        queue_into(client, base, p, at).await;
+    }
+    if with_history && let Ok(p) = &mut result {
+        match history(client, base, node, at.unwrap_or_else(Utc::now)).await {
+            Ok(h) => p.history = h,
+            Err(e) => p.note = Some(p.note.take().map_or(e.clone(), |n| format!("{n}; {e}"))),
+        }
+    }
+    result
+}
+
+/// Poll Prometheus until the receiver goes away; failures back off, capped at a minute.
+pub fn spawn(settings: Settings, client: Client, interval: Duration, tx: mpsc::Sender<SourceUpdate>) {
     tokio::spawn(async move {
-        let url = query_url(&base, query.as_deref().unwrap_or(DEFAULT_QUERY));
         let mut failures = 0u32;
         let mut history_sent = false;
         loop {
-            let mut answers: Vec<(&'static str, String)> = Vec::new();
-            let mut field_error = None;
-            for (field, expr) in &fields {
-                let Some(metric) = crate::config::promql_metric(field) else { continue };
-                match client.get(&query_url(&base, expr)).await {
-                    Ok(body) => answers.push((metric, body)),
-                    Err(e) => field_error = Some(format!("promql.{field}: {e}")),
-                }
-            }
-            let mut result = match client.get(&url).await {
-                Ok(_) if field_error.is_some() => {
-                    Err(SourceError { message: field_error.take().unwrap_or_default(), fatal: false })
-                }
-                Ok(body) => tokio::task::spawn_blocking(move || to_partial_with_fields(&body, &answers, node))
-                    .await
-                    .unwrap_or_else(|e| Err(SourceError { message: format!("mapping failed: {e}"), fatal: false })),
-                Err(super::http::FetchError::Status { status, body: Some(b), url }) if b.starts_with('{') => {
-                    // Prometheus error envelopes come with 4xx/5xx; say what it said.
-                    let msg = by_instance(&b).err().unwrap_or_else(|| format!("HTTP {status}"));
-                    Err(SourceError { message: format!("{url}: {msg}"), fatal: false })
-                }
-                Err(e) => Err(SourceError { message: e.to_string(), fatal: false }),
-            };
-            if with_queue && let Ok(p) = &mut result {
-                queue_into(&client, &base, p).await;
-            }
             // With the first good answer, the last hour for the sparklines (once: after that
             // the console keeps its own).
-            if let Ok(p) = &mut result
-                && !history_sent
-            {
-                match history(&client, &base, node).await {
-                    Ok(h) => p.history = h,
-                    Err(e) => p.note = Some(p.note.take().map_or(e.clone(), |n| format!("{n}; {e}"))),
-                }
-                history_sent = true;
-            }
+            let result = collect(&settings, &client, None, !history_sent).await;
+            history_sent |= result.is_ok();
             let ok = result.is_ok();
             let update =
                 SourceUpdate { source: "prometheus".into(), kind: SourceKind::Prometheus, at: Utc::now(), result };

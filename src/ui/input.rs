@@ -5,7 +5,7 @@
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
 
 use super::actions::Answer;
-use super::keymap::{Intent, route};
+use super::keymap::{Intent, route, route_for};
 use super::state::{Effect, Input, UiState};
 use crate::model::Fleet;
 
@@ -28,7 +28,7 @@ pub fn on_event(st: &mut UiState, fleet: &Fleet, ev: Event) -> Effect {
     match ev {
         Event::Key(k) if k.kind != KeyEventKind::Release => on_key(st, fleet, k),
         Event::Mouse(m) => {
-            let body_top = super::HEADER_LINES + 1 + u16::from(st.banner.is_some());
+            let body_top = super::HEADER_LINES + 1 + super::lines_above(st);
             match m.kind {
                 MouseEventKind::Down(_) if m.row >= body_top => st.click(usize::from(m.row - body_top)),
                 MouseEventKind::ScrollDown if !st.help && st.open_card.is_none() => st.step(3),
@@ -76,8 +76,9 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
         };
     }
     let read_only = st.read_only;
+    let replay = st.replay.is_some();
     match &mut st.input {
-        Input::Normal => match route(&k, read_only) {
+        Input::Normal => match route_for(&k, read_only, replay) {
             Some(intent) => st.apply(intent, fleet),
             // The action keys do not exist read-only; say so once, not on every key.
             None if read_only && !st.told_read_only && route(&k, false).is_some_and(Intent::is_action) => {
@@ -109,6 +110,27 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
             }
             Effect::Redraw
         }
+        Input::Goto(text) => match k.code {
+            KeyCode::Esc => {
+                st.input = Input::Normal;
+                Effect::Redraw
+            }
+            KeyCode::Enter => {
+                let t = std::mem::take(text);
+                st.input = Input::Normal;
+                super::replay::goto(st, &t);
+                Effect::Redraw
+            }
+            KeyCode::Backspace => {
+                text.pop();
+                Effect::Redraw
+            }
+            KeyCode::Char(c) if text.len() < 64 => {
+                text.push(c);
+                Effect::Redraw
+            }
+            _ => Effect::None,
+        },
         Input::Command(text) => match k.code {
             KeyCode::Esc => {
                 st.input = Input::Normal;

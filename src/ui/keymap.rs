@@ -32,6 +32,12 @@ pub enum Intent {
     Preempt,
     ForcePreempt,
     ScheduleChange,
+    ReplayPause,
+    ReplayBack,
+    ReplayForward,
+    ReplaySlower,
+    ReplayFaster,
+    ReplayGoto,
 }
 
 impl Intent {
@@ -284,6 +290,67 @@ pub const KEYMAP: &[Binding] = &[
     },
 ];
 
+/// The replay's keys: in a replay they come first (`g` goes to a time there; Home still goes
+/// to the top), and nowhere else do they exist.
+pub const REPLAY_KEYMAP: &[Binding] = &[
+    Binding {
+        keys: &[Char(' ')],
+        label: "space",
+        intent: Intent::ReplayPause,
+        description: "replay: pause or play",
+        footer: true,
+        action: false,
+    },
+    Binding {
+        keys: &[Code(KeyCode::Left)],
+        label: "←/→",
+        intent: Intent::ReplayBack,
+        description: "replay: step one frame back (→ one on), pausing",
+        footer: true,
+        action: false,
+    },
+    Binding {
+        keys: &[Code(KeyCode::Right)],
+        label: "→",
+        intent: Intent::ReplayForward,
+        description: "replay: step one frame on, pausing",
+        footer: false,
+        action: false,
+    },
+    Binding {
+        keys: &[Char('[')],
+        label: "[/]",
+        intent: Intent::ReplaySlower,
+        description: "replay: speed halved (] doubled), 0.25× to 64×",
+        footer: true,
+        action: false,
+    },
+    Binding {
+        keys: &[Char(']')],
+        label: "]",
+        intent: Intent::ReplayFaster,
+        description: "replay: speed doubled",
+        footer: false,
+        action: false,
+    },
+    Binding {
+        keys: &[Char('g')],
+        label: "g",
+        intent: Intent::ReplayGoto,
+        description: "replay: jump to a time (03:12, 2026-11-30 03:12, -10m)",
+        footer: true,
+        action: false,
+    },
+];
+
+/// How a binding's keys are written where `replay` may take some of them.
+pub fn label(b: &Binding, replay: bool) -> &'static str {
+    match b.intent {
+        Intent::Top if replay => "Home",
+        _ => b.label,
+    }
+}
+
 fn matches(key: &Key, ev: &KeyEvent) -> bool {
     let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
     match (key, ev.code) {
@@ -299,9 +366,19 @@ pub fn bindings(read_only: bool) -> impl Iterator<Item = &'static Binding> {
     KEYMAP.iter().filter(move |b| !(read_only && b.action))
 }
 
+/// The same in a replay (always read-only): the replay's keys first.
+pub fn bindings_for(read_only: bool, replay: bool) -> impl Iterator<Item = &'static Binding> {
+    REPLAY_KEYMAP.iter().filter(move |_| replay).chain(bindings(read_only || replay))
+}
+
 /// The intent a key press means, from the same table the help screen shows.
 pub fn route(ev: &KeyEvent, read_only: bool) -> Option<Intent> {
     bindings(read_only).find(|b| b.keys.iter().any(|k| matches(k, ev))).map(|b| b.intent)
+}
+
+/// The same in a replay: its keys first.
+pub fn route_for(ev: &KeyEvent, read_only: bool, replay: bool) -> Option<Intent> {
+    bindings_for(read_only, replay).find(|b| b.keys.iter().any(|k| matches(k, ev))).map(|b| b.intent)
 }
 
 #[cfg(test)]
@@ -331,6 +408,26 @@ mod tests {
         assert_eq!(route_rw(&key(KeyCode::Char('c'), KeyModifiers::NONE)), None);
         assert_eq!(route_rw(&key(KeyCode::Down, KeyModifiers::NONE)), Some(Intent::Down));
         assert_eq!(route_rw(&key(KeyCode::Char('G'), KeyModifiers::SHIFT)), Some(Intent::Bottom));
+    }
+
+    #[test]
+    fn replay_keys_exist_only_in_a_replay_and_g_goes_to_a_time_there() {
+        let g = key(KeyCode::Char('g'), KeyModifiers::NONE);
+        assert_eq!(route_for(&g, true, false), Some(Intent::Top));
+        assert_eq!(route_for(&g, true, true), Some(Intent::ReplayGoto));
+        let space = key(KeyCode::Char(' '), KeyModifiers::NONE);
+        assert_eq!(route_for(&space, false, false), None);
+        assert_eq!(route_for(&space, false, true), Some(Intent::ReplayPause));
+        // A replay is read-only: no action key.
+        assert_eq!(route_for(&key(KeyCode::Char('d'), KeyModifiers::NONE), false, true), None);
+        assert_eq!(route_for(&key(KeyCode::Home, KeyModifiers::NONE), false, true), Some(Intent::Top));
+        // No replay key is bound twice, nor shadows another except g.
+        let all: Vec<&Key> = REPLAY_KEYMAP.iter().flat_map(|b| b.keys).collect();
+        for (i, k) in all.iter().enumerate() {
+            assert!(!all[i + 1..].contains(k), "{k:?} bound twice");
+            let shadowed = KEYMAP.iter().filter(|b| b.keys.contains(k)).map(|b| b.intent).collect::<Vec<_>>();
+            assert!(shadowed.is_empty() || shadowed == [Intent::Top], "{k:?} shadows {shadowed:?}");
+        }
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub enum Input {
     Normal,
     Filter(String),
     Command(String),
+    /// Replay: the time typed after `g`.
+    Goto(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +169,10 @@ pub struct UiState {
     /// An unattended schedule's action runs (the console applies them on the simulated
     /// cluster): the operator's own actions wait for it, as it waits for theirs.
     pub auto_busy: bool,
+    /// Replaying a recording: where it stands (`None`: live).
+    pub replay: Option<super::replay::Replay>,
+    /// The console records what it shows (`--record`): the file, for the header.
+    pub recording: Option<String>,
 }
 
 /// What the loop must do after a key.
@@ -223,6 +229,8 @@ impl UiState {
             flagged: std::collections::HashSet::new(),
             banner: None,
             auto_busy: false,
+            replay: None,
+            recording: None,
             advice_counts: (0, 0, 0),
         }
     }
@@ -271,6 +279,12 @@ impl UiState {
     }
 
     /// New findings from the advisor: keep the selection in range.
+    /// Drop the sparklines' samples (a replay went back or jumped: they belong elsewhere).
+    pub fn forget_history(&mut self) {
+        self.history.clear();
+        self.last_sample = None;
+    }
+
     pub fn on_findings(&mut self, findings: Vec<crate::advisor::Finding>) {
         self.flagged = findings
             .iter()

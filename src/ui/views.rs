@@ -10,6 +10,7 @@ pub mod help;
 pub mod modal;
 pub mod panel;
 pub mod queue;
+pub mod replay;
 pub mod sources;
 pub mod workload;
 pub mod workloads;

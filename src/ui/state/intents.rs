@@ -20,7 +20,8 @@ impl UiState {
             };
             if by != 0 {
                 // The box shows the body's rows plus one (see views/help.rs).
-                let last = crate::ui::views::help::line_count(self.read_only).saturating_sub(self.viewport + 1);
+                let last = crate::ui::views::help::line_count(self.read_only, self.replay.is_some())
+                    .saturating_sub(self.viewport + 1);
                 self.help_scroll = self.help_scroll.saturating_add_signed(by).min(last);
                 return Effect::Redraw;
             }
@@ -120,6 +121,12 @@ impl UiState {
                 Some(b) => return Effect::Request(crate::ui::actions::Request::PlanGroup(b.schedule.clone())),
                 None => self.message = Some("no schedule change is due (tessera schedule shows the timeline)".into()),
             },
+            Intent::ReplayPause
+            | Intent::ReplayBack
+            | Intent::ReplayForward
+            | Intent::ReplaySlower
+            | Intent::ReplayFaster
+            | Intent::ReplayGoto => return crate::ui::replay::apply(self, intent),
             Intent::Drain | Intent::Undrain | Intent::Repartition | Intent::Preempt | Intent::ForcePreempt => {
                 if let Some(r) = crate::ui::actions::on_intent(self, intent, fleet) {
                     return Effect::Request(r);

@@ -5,21 +5,23 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::ui::keymap::bindings;
+use crate::ui::keymap::{bindings_for, label};
 use crate::ui::state::{Input, SortKey, UiState};
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
 
-pub fn hints(read_only: bool) -> String {
-    bindings(read_only)
+pub fn hints(read_only: bool, replay: bool) -> String {
+    bindings_for(read_only, replay)
         .filter(|b| b.footer)
-        .map(|b| format!("{} {}", b.label, short(b.description)))
+        .map(|b| format!("{} {}", label(b, replay), short_in(b.description, replay)))
         .collect::<Vec<_>>()
         .join("  ")
 }
 
-/// The first word of a description ("help: every key" -> "help").
-fn short(d: &str) -> &str {
+/// The first word of a description ("help: every key" -> "help"); the replay's keys by what
+/// they do ("replay: pause or play" -> "pause").
+fn short_in(d: &str, replay: bool) -> &str {
+    let d = if replay { d.strip_prefix("replay: ").unwrap_or(d) } else { d };
     d.split([':', ' ']).next().unwrap_or(d)
 }
 
@@ -33,6 +35,11 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
             Span::styled("/", theme.title()),
             Span::styled(format!("{s}_"), theme.text()),
             Span::styled("  Enter apply, Esc cancel", theme.dim()),
+        ]),
+        Input::Goto(s) => Line::from(vec![
+            Span::styled("go to ", theme.title()),
+            Span::styled(format!("{s}_"), theme.text()),
+            Span::styled("  03:12, 2026-11-30 03:12, -10m; Enter go, Esc cancel", theme.dim()),
         ]),
         Input::Command(s) => Line::from(vec![
             Span::styled(":", theme.title()),
@@ -60,7 +67,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
             }
             let (dot, bar) = if theme.ascii { (" - ", " | ") } else { (" · ", " │ ") };
             let left = status.join(dot);
-            let right = hints(st.read_only);
+            let right = hints(st.read_only, st.replay.is_some());
             let text = if left.is_empty() { right } else { format!("{left}{bar}{right}") };
             Line::from(Span::styled(fit(&text, w, theme.ascii), theme.dim()))
         }

@@ -37,8 +37,23 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         };
         spans.push(Span::styled(" SIMULATED ", sim));
     }
-    if st.read_only {
+    if let Some(r) = &st.replay {
+        // A replay is read-only by nature: its label says so.
+        spans.push(Span::styled(
+            crate::ui::views::replay::header_label(r, theme.ascii),
+            hs.add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        ));
+    } else if st.read_only {
         spans.push(Span::styled(" READ-ONLY ", hs.add_modifier(Modifier::REVERSED)));
+    }
+    if st.recording.is_some() {
+        let rec = if theme.ascii { " REC " } else { " ● REC " };
+        let style = if theme.mono {
+            hs.add_modifier(Modifier::BOLD)
+        } else {
+            theme.fg(theme.c.danger).add_modifier(Modifier::BOLD)
+        };
+        spans.push(Span::styled(rec, style));
     }
     let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), short);
     let util = t.mean_util.map_or_else(|| "N/A".into(), |u| format!("{u:.0}%"));

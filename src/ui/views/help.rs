@@ -7,16 +7,19 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use crate::ui::filter::TERMS;
-use crate::ui::keymap::bindings;
+use crate::ui::keymap::{bindings_for, label};
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::{fit, pad};
 
 /// Every line of the help, in order.
-fn lines(theme: &Theme, read_only: bool) -> Vec<Line<'static>> {
+fn lines(theme: &Theme, read_only: bool, replay: bool) -> Vec<Line<'static>> {
     let a = theme.ascii;
-    let mut lines: Vec<Line> = bindings(read_only)
+    let mut lines: Vec<Line> = bindings_for(read_only, replay)
         .map(|b| {
-            Line::from(vec![Span::styled(pad(b.label, 9, a), theme.title()), Span::styled(b.description, theme.text())])
+            Line::from(vec![
+                Span::styled(pad(label(b, replay), 9, a), theme.title()),
+                Span::styled(b.description, theme.text()),
+            ])
         })
         .collect();
     lines.push(Line::default());
@@ -40,12 +43,12 @@ fn lines(theme: &Theme, read_only: bool) -> Vec<Line<'static>> {
 }
 
 /// Lines the help has, for scrolling (bindings, the terms' heading and lines, the legend).
-pub fn line_count(read_only: bool) -> usize {
-    bindings(read_only).count() + 2 + TERMS.len() + 4
+pub fn line_count(read_only: bool, replay: bool) -> usize {
+    bindings_for(read_only, replay).count() + 2 + TERMS.len() + 4
 }
 
-pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, read_only: bool, scroll: usize) {
-    let all = lines(theme, read_only);
+pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, read_only: bool, replay: bool, scroll: usize) {
+    let all = lines(theme, read_only, replay);
     let widest = all.iter().map(Line::width).max().unwrap_or(40) as u16;
     let w = area.width.min(widest + 4);
     let h = area.height.min(all.len() as u16 + 3);
@@ -75,7 +78,8 @@ mod tests {
     fn the_line_count_is_the_lines_drawn() {
         let theme = Theme::load(None, crate::ui::theme::Depth::TrueColor, false).unwrap_or_else(|e| panic!("{e}"));
         for ro in [false, true] {
-            assert_eq!(line_count(ro), lines(&theme, ro).len());
+            assert_eq!(line_count(ro, false), lines(&theme, ro, false).len());
+            assert_eq!(line_count(ro, true), lines(&theme, ro, true).len());
         }
     }
 }

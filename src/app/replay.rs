@@ -1,0 +1,154 @@
+//! The console on a recording: one loop over keys, a playback clock and signals; the frame
+//! for the moment shown is decoded here and shown through the same state and views as live
+//! data. Read-only: there is no runner, and no action key exists.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::schedule::{Suggestions, advise};
+use super::{draw, open_terminal, signals};
+use crate::commands::CmdError;
+use crate::config::Config;
+use crate::record::reader::Player;
+use crate::store::Store;
+use crate::ui::input::{merge, on_event};
+use crate::ui::replay::Replay;
+use crate::ui::state::{Effect, UiState};
+use crate::ui::theme::Theme;
+
+/// How often playback moves the moment.
+const PLAY_EVERY: Duration = Duration::from_millis(100);
+/// The most often the advisor runs while playing (on a jump or a step: at once).
+const ADVISE_EVERY: Duration = Duration::from_secs(1);
+
+/// What to replay and how.
+pub struct Replaying {
+    pub player: Player,
+    /// Start here (else at the beginning).
+    pub from: Option<DateTime<Utc>>,
+    pub speed: f64,
+    /// What the header's line names: the file, or "Prometheus history".
+    pub what: String,
+}
+
+pub fn run(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> Result<(), CmdError> {
+    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    rt.block_on(replay_loop(cfg, theme, ascii, r))
+}
+
+/// The replay state for a recording: its frames' times, actions and outages.
+pub fn state(player: &Player, speed: f64, what: String) -> Replay {
+    let rec = &player.rec;
+    let mut r = Replay::new(rec.frames().iter().map(|f| f.at()).collect(), speed, what);
+    r.actions = rec.actions().iter().map(|a| (a.at, a.summary())).collect();
+    r.outages = rec.outages();
+    r
+}
+
+/// Decode and show the frame for the moment `st.replay` stands at, if it is not the one shown.
+/// Returns true when the fleet changed.
+fn show(player: &mut Player, store: &mut Store, st: &mut UiState, shown: &mut Option<usize>) -> bool {
+    let Some(r) = st.replay.as_mut() else { return false };
+    let Some(i) = r.frame() else { return false };
+    if *shown == Some(i) {
+        return false;
+    }
+    if std::mem::take(&mut r.jumped) {
+        st.forget_history();
+    }
+    match player.frame(i) {
+        Ok(f) => {
+            store.show_recorded(f.fleet.clone(), f.simulated, f.demand.clone());
+            st.wall = f.at;
+            st.on_fleet(store.fleet());
+            *shown = Some(i);
+            true
+        }
+        Err(e) => {
+            st.message = Some(format!("frame not shown: {e}"));
+            *shown = Some(i);
+            true
+        }
+    }
+}
+
+async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> Result<(), CmdError> {
+    let Replaying { mut player, from, speed, what } = r;
+    let mut replay = state(&player, speed, what);
+    if let Some(t) = from {
+        replay.go(t);
+        replay.jumped = false;
+    }
+    let problems = player.rec.problems.clone();
+    let mut st = UiState::new(true, ascii, cfg.policy.min_runtime, replay.pos);
+    st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
+    st.replay = Some(replay);
+    if let Some(first) = problems.first() {
+        let more = if problems.len() > 1 { format!(" (and {} more)", problems.len() - 1) } else { String::new() };
+        st.message = Some(format!("recording damaged, skipped: {first}{more}"));
+    }
+    let mut store = Store::new();
+    let mut shown = None;
+    let mut suggestions = Suggestions::default();
+    show(&mut player, &mut store, &mut st, &mut shown);
+    st.on_findings(advise(cfg, &store, &mut suggestions));
+    let mut advised = std::time::Instant::now();
+    // The frame the findings on screen are of.
+    let mut advice_for = shown;
+
+    let (mut terminal, _restore, mut input) = open_terminal();
+    let (mut term, mut hup, mut int) = signals()?;
+    let mut tick = tokio::time::interval(PLAY_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last_tick = std::time::Instant::now();
+    let mut dirty = true;
+    loop {
+        if dirty {
+            draw(&mut terminal, &mut st, &store, &theme)?;
+            dirty = false;
+        }
+        tokio::select! {
+            Some(ev) = input.recv() => {
+                let mut effect = on_event(&mut st, store.fleet(), ev);
+                while effect != Effect::Quit && let Ok(ev) = input.try_recv() {
+                    effect = merge(effect, on_event(&mut st, store.fleet(), ev));
+                }
+                match effect {
+                    Effect::Quit => break,
+                    // No action key exists in a replay; a request cannot come, but if one did
+                    // it would be refused here.
+                    Effect::Request(_) => st.message = Some("a replay is read-only: nothing can act on the past".into()),
+                    Effect::Redraw | Effect::Dismissed | Effect::None => {}
+                }
+                // A step or a jump: the advice of that moment at once.
+                if show(&mut player, &mut store, &mut st, &mut shown) && advice_for != shown {
+                    st.on_findings(advise(cfg, &store, &mut suggestions));
+                    (advised, advice_for) = (std::time::Instant::now(), shown);
+                }
+                dirty = true;
+            }
+            _ = tick.tick() => {
+                let real = last_tick.elapsed();
+                last_tick = std::time::Instant::now();
+                let playing = st.replay.as_ref().is_some_and(|r| !r.paused);
+                if let Some(r) = st.replay.as_mut() {
+                    r.advance(real);
+                }
+                dirty |= show(&mut player, &mut store, &mut st, &mut shown);
+                // While playing, the advisor at most once a second; a paused moment's at once.
+                if advice_for != shown && (advised.elapsed() >= ADVISE_EVERY || !playing) {
+                    st.on_findings(advise(cfg, &store, &mut suggestions));
+                    (advised, advice_for) = (std::time::Instant::now(), shown);
+                    dirty = true;
+                }
+                // The header's clock moves while playing.
+                dirty |= playing;
+            }
+            _ = term.recv() => break,
+            _ = hup.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! Time travel without a recording: past moments rebuilt from Prometheus history (instant
+//! queries evaluated at each moment), written as a recording so replay and `snapshot --at`
+//! read them like any other.
+
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::Frame;
+use super::writer::{Recorder, Settings, Summary};
+use crate::model::SourceKind;
+use crate::sources::SourceUpdate;
+use crate::sources::http::Client;
+use crate::sources::prometheus::{self, collect};
+use crate::store::Store;
+
+/// The most moments one rebuild asks for (a week at one a minute is 10,080).
+pub const MAX_MOMENTS: u64 = 20_000;
+
+/// The moments from `from` to `to`, `step` apart (both ends included).
+pub fn moments(from: DateTime<Utc>, to: DateTime<Utc>, step: Duration) -> Result<Vec<DateTime<Utc>>, String> {
+    if to < from {
+        return Err(format!("--to {} is before --from {}", to.to_rfc3339(), from.to_rfc3339()));
+    }
+    let step_ms = i64::try_from(step.as_millis()).unwrap_or(i64::MAX).max(1000);
+    let n = ((to - from).num_milliseconds() / step_ms) as u64 + 1;
+    if n > MAX_MOMENTS {
+        return Err(format!(
+            "{n} moments from --from to --to at --step {}s: at most {MAX_MOMENTS} (a longer --step)",
+            step_ms / 1000
+        ));
+    }
+    Ok((0..n as i64).map(|i| from + chrono::Duration::milliseconds(i * step_ms)).collect())
+}
+
+/// A store as the engine registers the Prometheus source.
+fn store(s: &prometheus::Settings, step: Duration) -> Store {
+    let mut store = Store::new();
+    store.register("prometheus", SourceKind::Prometheus, step);
+    if s.with_queue {
+        store.reports_queue("prometheus");
+    }
+    store
+}
+
+/// One moment's collection into `store`: the fleet as Prometheus knew it at `t` (with the
+/// span before the first moment, so activity windows are right from the start).
+async fn at(
+    store: &mut Store,
+    s: &prometheus::Settings,
+    client: &Client,
+    t: DateTime<Utc>,
+    first: bool,
+) -> Option<String> {
+    let result = collect(s, client, Some(t), first).await;
+    let err = result.as_ref().err().map(|e| e.message.clone());
+    store.apply(SourceUpdate { source: "prometheus".into(), kind: SourceKind::Prometheus, at: t, result }, t);
+    err
+}
+
+/// The fleet at `t`; `Err` with what Prometheus said when it had nothing then.
+pub async fn moment(s: &prometheus::Settings, client: &Client, t: DateTime<Utc>) -> Result<Frame, String> {
+    let mut store = store(s, Duration::from_secs(60));
+    if let Some(e) = at(&mut store, s, client, t, true).await {
+        return Err(format!("Prometheus at {}: {e}", t.to_rfc3339()));
+    }
+    Ok(Frame::from_store(&store, t))
+}
+
+/// Rebuild every moment into a recording at `out`; `progress(done, of)` after each. Moments
+/// Prometheus had nothing for are recorded as an outage of the source; none at all is an error.
+pub async fn rebuild(
+    s: &prometheus::Settings,
+    client: &Client,
+    moments: &[DateTime<Utc>],
+    step: Duration,
+    out: &Path,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Summary, String> {
+    let mut store = store(s, step);
+    let mut rec = Recorder::create(Settings {
+        path: out.to_path_buf(),
+        every: step,
+        rotate_size: None,
+        rotate_every: None,
+        keep: None,
+        sources: vec!["prometheus".into()],
+    })?;
+    let (mut good, mut first_error) = (0usize, None);
+    for (i, &t) in moments.iter().enumerate() {
+        match at(&mut store, s, client, t, i == 0).await {
+            Some(e) => {
+                first_error.get_or_insert(e);
+            }
+            None => good += 1,
+        }
+        rec.frame(&Frame::from_store(&store, t))?;
+        progress(i + 1, moments.len());
+    }
+    let summary = rec.finish()?;
+    if good == 0 {
+        return Err(format!("Prometheus had nothing in that span: {}", first_error.unwrap_or_default()));
+    }
+    Ok(summary)
+}
