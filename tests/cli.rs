@@ -508,3 +508,61 @@ fn the_example_configs_check() {
     }
     assert!(checked > 0, "no example config found");
 }
+
+/// `record` then `snapshot --at TIME FILE`: one recorded moment, in the snapshot contract;
+/// the flags that belong elsewhere, a file that exists, a newer format and no terminal are
+/// each said with the usage or failure code.
+#[test]
+fn record_then_snapshot_at_a_recorded_moment() {
+    let dir = std::env::temp_dir().join(format!("tessera-cli-rec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let file = dir.join("r.tsrec");
+    let f = file.to_string_lossy().into_owned();
+    let (code, _, err) =
+        tessera(&["--demo", "--speed", "600", "record", "--for", "3s", "--every", "500ms", "--out", &f]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("recorded") && err.contains("keyframes"), "{err}");
+    let (code, out, err) = tessera(&["snapshot", "--json", &f]);
+    assert_eq!(code, 0, "{err}");
+    let last = json(&out);
+    assert_eq!(last["schema_version"], 1);
+    assert_eq!(last["simulated"], true);
+    assert!(last["nodes"].as_array().is_some_and(|n| !n.is_empty()), "{last}");
+    let end = last["recorded"]["at"].as_str().unwrap_or_default().to_string();
+    // A moment a minute of data before the end (600×: within the recording).
+    let t = chrono::DateTime::parse_from_rfc3339(&end).map(|t| t - chrono::Duration::seconds(60)).unwrap_or_default();
+    let (code, out, err) = tessera(&["snapshot", "--json", "--at", &t.to_rfc3339(), &f]);
+    assert_eq!(code, 0, "{err}");
+    let past = json(&out);
+    assert!(past["recorded"]["at"].as_str().is_some_and(|a| a < end.as_str()), "{past}");
+    // Outside it: refused, with the span.
+    let (code, _, err) = tessera(&["snapshot", "--at", "2001-01-01T00:00:00Z", &f]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("outside the recording"), "{err}");
+    // Never overwritten.
+    let (code, _, err) = tessera(&["--demo", "record", "--for", "1s", "--out", &f]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("exists"), "{err}");
+    // Not a terminal.
+    let (code, _, err) = tessera(&["replay", &f]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("needs a terminal"), "{err}");
+    // A newer format.
+    let mut bytes = std::fs::read(&file).unwrap_or_default();
+    bytes[8] = 9;
+    let newer = dir.join("newer.tsrec");
+    std::fs::write(&newer, &bytes).unwrap_or_else(|e| panic!("{e}"));
+    let (code, _, err) = tessera(&["snapshot", &newer.to_string_lossy()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("recorded by a newer tessera (recording format 9.0)"), "{err}");
+    // Flags where they do not belong.
+    let (code, _, err) = tessera(&["--record", &f, "snapshot"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = tessera(&["--at", "03:12", "advise"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = tessera(&["replay"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("needs a recording FILE"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

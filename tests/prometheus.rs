@@ -178,6 +178,98 @@ fn prometheus_shows_what_the_exporter_describes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Time travel: the fixture's temperature changes while the real Prometheus scrapes it;
+/// `snapshot --prometheus URL --at T` shows the value at T, not now, and a rebuilt span (what
+/// `replay --prometheus URL --from .. --to ..` plays) has both, each at its moment.
+#[test]
+fn prometheus_history_rebuilds_past_moments() {
+    if !have_with("prometheus", "--version") {
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let before =
+        std::fs::read_to_string(root.join("tests/fixtures/dcgm/metrics-a100-mig-1g.5gb-exporter-2.4.0rc2.prom"))
+            .unwrap_or_default();
+    let temp_line = "Hostname=\"ub20-a100-k8s\"} 61";
+    assert!(before.contains(temp_line), "the fixture's temperature line moved");
+    let exporter = Server::start(HashMap::from([("/a100".into(), Reply::ok(before.clone()))]), None);
+    let dir = std::env::temp_dir().join(format!("tessera-prom-at-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let port = free_port();
+    let config = format!(
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: a100\n    metrics_path: /a100\n    static_configs:\n      - targets: ['{}']\n",
+        exporter.addr
+    );
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap_or_else(|e| panic!("{e}"));
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--log.level=warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start prometheus: {e}"));
+    let _guard = Prometheus(child);
+    let url = format!("http://127.0.0.1:{port}");
+    let temp = |v: &Value| cards(v).first().map(|c| c["temp"].clone()).unwrap_or(Value::Null);
+    let start = Instant::now();
+    while temp(&snapshot(&["--prometheus", &url])) != 61.0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "Prometheus never had the series");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // A few scrapes at 61, then 75 from now on.
+    std::thread::sleep(Duration::from_secs(3));
+    let then = chrono::Utc::now() - chrono::Duration::seconds(1);
+    exporter.set("/a100", Reply::ok(before.replace(temp_line, "Hostname=\"ub20-a100-k8s\"} 75")));
+    let start = Instant::now();
+    while temp(&snapshot(&["--prometheus", &url])) != 75.0 {
+        assert!(start.elapsed() < Duration::from_secs(30), "Prometheus never scraped the change");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let at = then.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let past = snapshot(&["--prometheus", &url, "--at", &at]);
+    assert_eq!(temp(&past), 61.0, "{past}");
+    assert_eq!(past["taken_at"], at.as_str(), "{past}");
+    assert_eq!(past["recorded"]["from"], "prometheus");
+    // Long before Prometheus started: nothing, said as such (not an empty cluster).
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["snapshot", "--json", "--prometheus", &url, "--at", "2020-01-01T00:00:00Z"])
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("Prometheus had nothing"), "{err}");
+
+    // The span replay plays: rebuilt moments a second apart, the change between them.
+    let cfg = tessera::config::Config::default();
+    let settings = tessera::engine::prometheus_settings(&cfg, &url);
+    let client = tessera::sources::http::Client::new(&cfg.sources.http).unwrap_or_else(|e| panic!("{e}"));
+    let now = chrono::Utc::now();
+    let moments =
+        tessera::record::prometheus::moments(then - chrono::Duration::seconds(2), now, Duration::from_secs(1))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.join("history.tsrec");
+    let rt = tessera::engine::runtime().unwrap_or_else(|e| panic!("{e}"));
+    let summary = rt
+        .block_on(tessera::record::prometheus::rebuild(
+            &settings,
+            &client,
+            &moments,
+            Duration::from_secs(1),
+            &path,
+            |_, _| {},
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(summary.frames, moments.len() as u64);
+    let rec = tessera::record::reader::Recording::open(std::slice::from_ref(&path)).unwrap_or_else(|e| panic!("{e}"));
+    let mut player = tessera::record::reader::Player::new(rec);
+    let first = player.frame(0).unwrap_or_else(|e| panic!("{e}")).fleet.nodes[0].cards[0].temperature_c;
+    let last = player.frame(moments.len() - 1).unwrap_or_else(|e| panic!("{e}")).fleet.nodes[0].cards[0].temperature_c;
+    assert_eq!((first, last), (Some(61.0), Some(75.0)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// By hand: `cargo test --release --test prometheus -- --ignored --nocapture`. Serves the
 /// generated 512×8 exposition, lets the real Prometheus scrape it, and prints Prometheus's
 /// own `scrape_duration_seconds` beside tessera's parse + map time on the same text.

@@ -127,3 +127,74 @@ fn console_over_fake_nvml_shows_the_layout() {
     t.keys(&["q"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A night in short: `tessera record` the simulated cluster at 600× while a drain runs from
+/// the CLI (audited, so recorded); then `tessera replay` it like a person at 3 a.m. would:
+/// the REPLAY header, the timeline's action, pause, a jump, every view, quit.
+#[test]
+fn record_then_replay_end_to_end() {
+    if !have("tmux") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tessera-replay-e2e-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let file = dir.join("night.tsrec");
+    let bin = env!("CARGO_BIN_EXE_tessera");
+    let env = |c: &mut Command| {
+        c.env("XDG_CONFIG_HOME", &dir).env("XDG_STATE_HOME", &dir);
+    };
+    let mut rec = Command::new(bin);
+    rec.args(["--demo", "--speed", "600", "--refresh", "200ms", "record", "--for", "5s", "--out"]).arg(&file);
+    env(&mut rec);
+    let mut rec = rec.stderr(std::process::Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let mut drain = Command::new(bin);
+    drain.args(["--demo", "drain", "gpu-a100-01/6", "--yes"]);
+    env(&mut drain);
+    let d = drain.output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    let out = rec.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.contains("recorded") && said.contains("2 actions"), "{said}");
+
+    let conf = dir.join("tmux.conf");
+    std::fs::write(&conf, "set -g remain-on-exit on\nset -g default-terminal tmux-256color\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let t = Tmux { socket: format!("tessera-replay-{}", std::process::id()) };
+    let status = dir.join("status");
+    let cmd = format!(
+        "env XDG_CONFIG_HOME={} {bin} replay {} --speed 0.25; echo $? > {}",
+        dir.display(),
+        file.display(),
+        status.display()
+    );
+    let conf = conf.to_string_lossy().into_owned();
+    let out = t.run(&["-f", &conf, "new-session", "-d", "-s", "e2e", "-x", "160", "-y", "40", &cmd]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let first = t.wait("the replay", |s| s.contains("REPLAY") && s.contains("MIG LAYOUT"));
+    assert!(first.contains("▶ 0.25×") && first.contains("SIMULATED"), "{first}");
+    // The drain is on the timeline; no action key exists.
+    assert!(first.lines().nth(2).is_some_and(|l| l.contains('A')), "{first}");
+    assert!(!first.contains("d drain"), "{first}");
+    t.keys(&["Space"]);
+    t.wait("paused", |s| s.contains("⏸"));
+    t.keys(&["]", "]"]);
+    t.wait("faster", |s| s.contains("⏸ 1×"));
+    // To the end: the last action is the drain's outcome.
+    t.keys(&["g", "-", "0", "s", "Enter"]);
+    let end = t.wait("the end", |s| s.contains("last action") && s.contains("outcome drain gpu-a100-01/6"));
+    assert!(end.contains("at 20") || end.contains("last action"), "{end}");
+    for (key, what) in [("2", "demand against free capacity"), ("3", "PREEMPT"), ("4", "LAST OK"), ("5", "advice")] {
+        t.keys(&[key]);
+        t.wait(what, |s| s.contains(what));
+    }
+    t.keys(&["1", "Left"]);
+    t.wait("a step back", |s| s.contains("MIG LAYOUT") && s.contains("⏸"));
+    t.keys(&["d"]);
+    t.wait("read-only said", |s| s.contains("read-only"));
+    t.keys(&["q"]);
+    t.wait("the process to end", |_| t.display("#{pane_dead}") == "1");
+    assert_eq!(std::fs::read_to_string(&status).unwrap_or_default().trim(), "0");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -44,7 +44,7 @@ fn render(w: u16, h: u16, setup: impl Fn(&mut UiState, &Store), ascii: bool) -> 
     st.on_fleet(store.fleet());
     st.wall = clock();
     setup(&mut st, &store);
-    if st.banner.is_some() {
+    if st.banner.is_some() || st.replay.is_some() {
         st.viewport = tessera::ui::viewport_for(ratatui::layout::Rect::new(0, 0, w, h), &st);
     }
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap_or_else(|e| panic!("{e}"));
@@ -54,6 +54,22 @@ fn render(w: u16, h: u16, setup: impl Fn(&mut UiState, &Store), ascii: bool) -> 
 }
 
 type Setup = Box<dyn Fn(&mut UiState, &Store)>;
+
+/// A replay of the last hour at 60×, ten minutes from its end, with two actions and a
+/// Slurm outage on its timeline (as the replay loop sets it: read-only).
+fn replaying(st: &mut UiState) {
+    let t = |m: i64| clock() - chrono::Duration::minutes(m);
+    let mut r = tessera::ui::replay::Replay::new(
+        (0..=360).rev().map(|i| t(0) - chrono::Duration::seconds(i * 10)).collect(),
+        60.0,
+        "night.tsrec".into(),
+    );
+    r.actions = vec![(t(45), "intent drain gpu-a100-01/6".into()), (t(44), "outcome drain gpu-a100-01/6: done".into())];
+    r.outages = vec![(t(30), t(25))];
+    r.go(t(10));
+    st.read_only = true;
+    st.replay = Some(r);
+}
 
 /// The simulated cluster's example schedule against the store at the fixed clock (Monday
 /// 14:30, the day window): its banner on the state, and its group plan.
@@ -71,6 +87,24 @@ fn schedule_due(st: &mut UiState, s: &Store) -> tessera::schedule::group::GroupP
 fn views() -> Vec<(&'static str, Setup)> {
     vec![
         ("fleet", Box::new(|_, _| {})),
+        ("replay_fleet", Box::new(|st: &mut UiState, _: &Store| replaying(st))),
+        (
+            "replay_help",
+            Box::new(|st: &mut UiState, _: &Store| {
+                replaying(st);
+                st.help = true;
+            }),
+        ),
+        (
+            "replay_goto",
+            Box::new(|st: &mut UiState, _: &Store| {
+                replaying(st);
+                if let Some(r) = st.replay.as_mut() {
+                    r.paused = true;
+                }
+                st.input = tessera::ui::state::Input::Goto("03:1".into());
+            }),
+        ),
         (
             "card",
             Box::new(|st: &mut UiState, _: &Store| {
