@@ -147,7 +147,7 @@ fn record_then_replay_end_to_end() {
     let mut rec = Command::new(bin);
     rec.args(["--demo", "--speed", "600", "--refresh", "200ms", "record", "--for", "5s", "--out"]).arg(&file);
     env(&mut rec);
-    let mut rec = rec.stderr(std::process::Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}"));
+    let rec = rec.stderr(std::process::Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}"));
     std::thread::sleep(std::time::Duration::from_secs(2));
     let mut drain = Command::new(bin);
     drain.args(["--demo", "drain", "gpu-a100-01/6", "--yes"]);
