@@ -249,11 +249,12 @@ async fn owner_loop(
                 if let Some(r) = &mut recording
                     && let Err(e) = r.take(&store, st.wall)
                 {
-                    st.message = Some(format!("recording stopped: {e}"));
                     st.recording = None;
-                    if let Some(r) = recording.take() {
-                        let _ = r.finish();
-                    }
+                    let closed = recording.take().map(crate::record::session::Session::finish);
+                    st.message = Some(match closed {
+                        Some(Err(c)) => format!("recording stopped: {e} (and it could not be closed: {c})"),
+                        _ => format!("recording stopped: {e}"),
+                    });
                 }
                 if let Err(e) = crate::engine::save_demand(&store, &mut demand_saved) {
                     st.message = Some(format!("demand by hour not kept: {e}"));
@@ -320,7 +321,7 @@ async fn owner_loop(
             s.frames,
             s.actions,
             crate::record::session::size(s.bytes),
-            s.parts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            s.kept().iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         ),
         Some(Err(e)) => eprintln!("tessera: the recording was not closed cleanly: {e}"),
         None => {}

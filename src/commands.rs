@@ -149,14 +149,23 @@ pub fn console(g: &Global) -> Result<(), CmdError> {
     // A bad theme is a usage error however the output goes.
     let theme = crate::ui::theme::Theme::load(cfg.theme.as_deref(), crate::ui::theme::Depth::detect(), g.ascii)
         .map_err(|e| CmdError::Usage(e.to_string()))?;
-    // A past moment from Prometheus: the replay of that one moment.
+    let terminal = std::io::stdout().is_terminal();
+    // A past moment from Prometheus: the replay of that one moment (printed without a terminal).
     if g.at.is_some() {
         if g.record.is_some() {
             return Err(CmdError::Usage("--record records the present; --at looks at the past".into()));
         }
+        if !terminal {
+            return replay::snapshot_cmd(g, false, &[]);
+        }
         return replay::replay(g, &[], None, None, None);
     }
-    if !std::io::stdout().is_terminal() {
+    if !terminal {
+        if g.record.is_some() {
+            return Err(CmdError::Usage(
+                "--record records the console, which needs a terminal; headless: tessera record --out FILE".into(),
+            ));
+        }
         return snapshot(g, false);
     }
     let record = match &g.record {

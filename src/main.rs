@@ -61,7 +61,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(commands::CmdError::Closed) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("tessera: {e}");
+            // Errors can quote a file or a source: nothing of them reaches the terminal raw.
+            let text: String =
+                e.to_string().chars().map(|c| if c.is_control() && c != '\n' { '?' } else { c }).collect();
+            eprintln!("tessera: {text}");
             ExitCode::from(e.code())
         }
     }

@@ -1,8 +1,8 @@
 //! Recordings: the merged fleet written as it changes (keyframes and deltas, zstd, checksummed,
 //! indexed) and read back for replay and `snapshot --at`. The format is `docs/recording.md`.
 
-pub mod delta;
 pub mod format;
+pub mod patch;
 pub mod prometheus;
 pub mod reader;
 pub mod session;

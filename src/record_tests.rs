@@ -211,3 +211,25 @@ fn rotated_parts_replay_as_one_recording_and_actions_are_kept() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_tail_shorter_than_a_record_header_and_an_impossible_time_are_reported() {
+    let d = dir("short");
+    let path = d.join("r.tsrec");
+    let fs = frames(5);
+    write(&path, &fs, false);
+    // A record whose checksums hold but whose time no date can hold, then half a header.
+    let payload = b"x";
+    let h = super::format::RecordHeader::new(super::format::Kind::Delta, 0, 9_000_000_000_000_000, payload);
+    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap_or_else(|e| panic!("{e}"));
+    use std::io::Write;
+    f.write_all(&h.encode()).unwrap_or_else(|e| panic!("{e}"));
+    f.write_all(payload).unwrap_or_else(|e| panic!("{e}"));
+    f.write_all(&[1, 2, 3, 4, 5, 6, 7]).unwrap_or_else(|e| panic!("{e}"));
+    let rec = open(std::slice::from_ref(&path));
+    assert_eq!(rec.frames().len(), 5, "{:?}", rec.problems);
+    assert!(rec.problems.iter().any(|p| p.contains("skipped")), "{:?}", rec.problems);
+    let mut p = Player::new(rec);
+    assert_eq!(json(p.frame(4).unwrap_or_else(|e| panic!("{e}"))), json(&fs[4]));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -237,9 +237,8 @@ impl Store {
         fleet.index_workloads();
         self.fleet = fleet;
         self.simulated = simulated;
-        if let Some(d) = demand {
-            self.demand = d;
-        }
+        // The demand of that moment, or none: never another moment's.
+        self.demand = demand.unwrap_or_default();
     }
 
     /// Demand by hour of the day measured so far (and seeded).

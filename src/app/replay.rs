@@ -47,30 +47,46 @@ pub fn state(player: &Player, speed: f64, what: String) -> Replay {
 }
 
 /// Decode and show the frame for the moment `st.replay` stands at, if it is not the one shown.
-/// Returns true when the fleet changed.
-fn show(player: &mut Player, store: &mut Store, st: &mut UiState, shown: &mut Option<usize>) -> bool {
+/// Returns true when the fleet changed. A frame that cannot be decoded shows as that moment
+/// unknown (every source unavailable, no cards), never as the last good one's numbers.
+fn show(
+    player: &mut Player,
+    store: &mut Store,
+    st: &mut UiState,
+    shown: &mut Option<usize>,
+    suggestions: &mut Suggestions,
+) -> bool {
     let Some(r) = st.replay.as_mut() else { return false };
     let Some(i) = r.frame() else { return false };
     if *shown == Some(i) {
         return false;
     }
+    let at = r.shown_at();
     if std::mem::take(&mut r.jumped) {
         st.forget_history();
+        suggestions.forget();
     }
+    *shown = Some(i);
     match player.frame(i) {
         Ok(f) => {
             store.show_recorded(f.fleet.clone(), f.simulated, f.demand.clone());
             st.wall = f.at;
-            st.on_fleet(store.fleet());
-            *shown = Some(i);
-            true
         }
         Err(e) => {
-            st.message = Some(format!("frame not shown: {e}"));
-            *shown = Some(i);
-            true
+            let why = format!("this moment's frame cannot be read: {e}");
+            let mut fleet = crate::model::Fleet { taken_at: Some(at), ..crate::model::Fleet::default() };
+            fleet.sources = store.fleet().sources.clone();
+            for s in &mut fleet.sources {
+                s.health = crate::model::SourceHealth::Unavailable { reason: why.clone() };
+            }
+            store.show_recorded(fleet, store.simulated(), None);
+            st.wall = at;
+            st.forget_history();
+            st.message = Some(why);
         }
     }
+    st.on_fleet(store.fleet());
+    true
 }
 
 async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> Result<(), CmdError> {
@@ -91,7 +107,7 @@ async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> R
     let mut store = Store::new();
     let mut shown = None;
     let mut suggestions = Suggestions::default();
-    show(&mut player, &mut store, &mut st, &mut shown);
+    show(&mut player, &mut store, &mut st, &mut shown, &mut suggestions);
     st.on_findings(advise(cfg, &store, &mut suggestions));
     let mut advised = std::time::Instant::now();
     // The frame the findings on screen are of.
@@ -122,7 +138,7 @@ async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> R
                     Effect::Redraw | Effect::Dismissed | Effect::None => {}
                 }
                 // A step or a jump: the advice of that moment at once.
-                if show(&mut player, &mut store, &mut st, &mut shown) && advice_for != shown {
+                if show(&mut player, &mut store, &mut st, &mut shown, &mut suggestions) && advice_for != shown {
                     st.on_findings(advise(cfg, &store, &mut suggestions));
                     (advised, advice_for) = (std::time::Instant::now(), shown);
                 }
@@ -135,7 +151,7 @@ async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> R
                 if let Some(r) = st.replay.as_mut() {
                     r.advance(real);
                 }
-                dirty |= show(&mut player, &mut store, &mut st, &mut shown);
+                dirty |= show(&mut player, &mut store, &mut st, &mut shown, &mut suggestions);
                 // While playing, the advisor at most once a second; a paused moment's at once.
                 if advice_for != shown && (advised.elapsed() >= ADVISE_EVERY || !playing) {
                     st.on_findings(advise(cfg, &store, &mut suggestions));

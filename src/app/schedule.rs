@@ -122,6 +122,13 @@ pub(super) struct Suggestions {
     found: Vec<crate::advisor::schedule::Suggested>,
 }
 
+impl Suggestions {
+    /// Made again at the next advice (a replay moved to another moment).
+    pub(super) fn forget(&mut self) {
+        *self = Self::default();
+    }
+}
+
 pub(super) fn advise(cfg: &Config, store: &Store, cache: &mut Suggestions) -> Vec<crate::advisor::Finding> {
     let fleet = store.fleet();
     let demand = store.demand();

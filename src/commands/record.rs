@@ -41,18 +41,25 @@ pub fn writer_settings(o: &RecordOptions, cfg: &crate::config::Config) -> Result
         .as_ref()
         .map(|t| parse_size(t).map_err(|e| CmdError::Usage(format!("--rotate-size {e}"))))
         .transpose()?;
+    let rotate_every = dur("--rotate-every", &o.rotate_every)?;
+    if rotate_every.is_some_and(|d| d < Duration::from_secs(60)) {
+        return Err(CmdError::Usage("--rotate-every: at least 1m".into()));
+    }
+    if rotate_size.is_some_and(|s| s < 1 << 20) {
+        return Err(CmdError::Usage("--rotate-size: at least 1MiB".into()));
+    }
+    match o.keep {
+        Some(0) => return Err(CmdError::Usage("--keep 0: keep at least one part".into())),
+        Some(_) if rotate_every.is_none() && rotate_size.is_none() => {
+            return Err(CmdError::Usage("--keep counts rotated parts: add --rotate-size or --rotate-every".into()));
+        }
+        _ => {}
+    }
     let path = o
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("tessera-{}.tsrec", Utc::now().format("%Y%m%dT%H%M%SZ"))));
-    Ok(Settings {
-        path,
-        every,
-        rotate_size,
-        rotate_every: dur("--rotate-every", &o.rotate_every)?,
-        keep: o.keep,
-        sources: source_names(cfg),
-    })
+    Ok(Settings { path, every, rotate_size, rotate_every, keep: o.keep, sources: source_names(cfg) })
 }
 
 /// The sources a config names, for the recording's header.
@@ -138,10 +145,15 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
             }
         };
         let skipped = session.skipped_lines;
+        let session_audit = session.audit_error.clone();
         let summary = session.finish().map_err(CmdError::Failed)?;
-        let parts: Vec<String> = summary.parts.iter().map(|p| p.display().to_string()).collect();
+        let parts: Vec<String> = summary.kept().iter().map(|p| p.display().to_string()).collect();
+        let removed = match summary.removed.len() {
+            0 => String::new(),
+            n => format!(" ({n} older parts removed to keep {})", o.keep.unwrap_or_default()),
+        };
         eprintln!(
-            "tessera: recorded {} frames ({} keyframes) and {} actions, {}, in {}{}",
+            "tessera: recorded {} frames ({} keyframes) and {} actions, {}, in {}{removed}{}",
             summary.frames,
             summary.keyframes,
             summary.actions,
@@ -149,6 +161,9 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
             parts.join(", "),
             if skipped > 0 { format!(" ({skipped} audit lines that were not records skipped)") } else { String::new() }
         );
+        if let Some(e) = session_audit {
+            eprintln!("tessera: the audit log could not always be read ({e}): actions may be missing");
+        }
         match failed {
             Some(e) => Err(CmdError::Failed(format!("recording stopped: {e}"))),
             None => Ok(()),

@@ -110,6 +110,13 @@ pub fn replay(
         .map_err(|e| CmdError::Usage(e.to_string()))?;
     let speed = g.speed.unwrap_or(1.0);
     let now = Utc::now();
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return Err(CmdError::Usage("replay needs a terminal (snapshot --at TIME FILE prints one moment)".into()));
+    }
+    if from.is_some() && g.at.is_some() {
+        return Err(CmdError::Usage("--from and --at say the same: give one".into()));
+    }
     let (player, from, what, _kept) = if files.is_empty() {
         let Some(from) = from.or_else(|| g.at.clone()) else {
             return Err(CmdError::Usage(
@@ -136,14 +143,20 @@ pub fn replay(
         let span = player.rec.span();
         let end = span.map_or(now, |s| s.1);
         let from = from.or_else(|| g.at.clone()).map(|t| parse_at("--from", &t, end, span)).transpose()?;
+        if let (Some(t), Some((a, b))) = (from, span)
+            && (t < a || t > b)
+        {
+            return Err(CmdError::Usage(format!(
+                "--from {}: outside the recording ({} to {})",
+                t.to_rfc3339(),
+                a.to_rfc3339(),
+                b.to_rfc3339()
+            )));
+        }
         let name = files[0].file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let what = if files.len() > 1 { format!("{name} (+{} parts)", files.len() - 1) } else { name };
         (player, from, what, None)
     };
-    use std::io::IsTerminal;
-    if !std::io::stdout().is_terminal() {
-        return Err(CmdError::Usage("replay needs a terminal (snapshot --at TIME FILE prints one moment)".into()));
-    }
     crate::app::replay::run(&cfg, theme, g.ascii, crate::app::replay::Replaying { player, from, speed, what })
 }
 
@@ -157,9 +170,18 @@ pub fn snapshot_cmd(g: &Global, json: bool, files: &[PathBuf]) -> Result<(), Cmd
     let now = Utc::now();
     let (frame, problems, from) = if files.is_empty() {
         let at = parse_at("--at", g.at.as_deref().unwrap_or_default(), now, None)?;
-        let kept = rebuild(&cfg, at, at, DEFAULT_STEP)?;
-        let mut player = open(std::slice::from_ref(&kept.0))?;
-        (player.at(at).map_err(CmdError::Failed)?.clone(), Vec::new(), "prometheus".to_string())
+        let Some(base) = cfg.sources.prometheus.clone() else {
+            return Err(CmdError::Usage("--at needs a recording FILE, or --prometheus URL".into()));
+        };
+        if let Some(note) = left_out(&cfg) {
+            eprintln!("tessera: {note}");
+        }
+        let settings = crate::engine::prometheus_settings(&cfg, &base);
+        let client = crate::sources::http::Client::new(&cfg.sources.http)
+            .map_err(|e| CmdError::Usage(format!("sources.http: {e}")))?;
+        let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+        let frame = rt.block_on(crate::record::prometheus::moment(&settings, &client, at)).map_err(CmdError::Failed)?;
+        (frame, Vec::new(), "prometheus".to_string())
     } else {
         let mut player = open(files)?;
         let span = player.rec.span();
@@ -190,7 +212,8 @@ pub fn snapshot_cmd(g: &Global, json: bool, files: &[PathBuf]) -> Result<(), Cmd
             serde_json::json!({ "from": from, "at": frame.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true) });
         super::snapshot::snapshot_json_with(&pair, Some(("recorded", recorded)))
     } else {
-        format!("recorded at {} ({from})\n{}", frame.at.format("%Y-%m-%d %H:%M:%S UTC"), super::snapshot_table(&pair))
+        let table = super::snapshot::snapshot_table_at(&pair, frame.at);
+        format!("recorded at {} ({from})\n{table}", frame.at.format("%Y-%m-%d %H:%M:%S UTC"))
     };
     out::print(&format!("{text}\n"))
 }

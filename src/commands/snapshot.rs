@@ -122,7 +122,12 @@ fn opt(v: Option<f64>, unit: &str) -> String {
 }
 
 /// A compact table: one line per card, then the queue.
-pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
+pub fn snapshot_table(pair: &(Fleet, bool)) -> String {
+    snapshot_table_at(pair, Utc::now())
+}
+
+/// The table with source ages counted to `wall` (a recorded moment's own time).
+pub fn snapshot_table_at((fleet, simulated): &(Fleet, bool), wall: chrono::DateTime<Utc>) -> String {
     let now = fleet.taken_at.unwrap_or_else(Utc::now);
     let mut out = String::new();
     let taken = time(fleet.taken_at);
@@ -131,7 +136,7 @@ pub fn snapshot_table((fleet, simulated): &(Fleet, bool)) -> String {
         taken.as_str().unwrap_or("-"),
         if *simulated { "  SIMULATED" } else { "" }
     ));
-    let health: Vec<String> = fleet.sources.iter().map(|s| s.summary(Utc::now())).collect();
+    let health: Vec<String> = fleet.sources.iter().map(|s| s.summary(wall)).collect();
     out.push_str(&format!("sources: {}\n\n", health.join(", ")));
     // Columns as wide as their widest value, so long node names and layouts stay aligned.
     let model_of = |c: &Card| match (c.gpu_model(), c.short_model()) {

@@ -15,7 +15,7 @@ pub fn parse(
     let bad = || format!("{t:?}: expected a time such as 2026-11-30T03:12:00Z, 2026-11-30 03:12, 03:12 or -2h");
     if let Some(rest) = t.strip_prefix('-') {
         let d = super::duration::parse(rest).map_err(|_| bad())?;
-        return Duration::from_std(d).map(|d| reference - d).map_err(|_| bad());
+        return Duration::from_std(d).ok().and_then(|d| reference.checked_sub_signed(d)).ok_or_else(bad);
     }
     if let Ok(x) = DateTime::parse_from_rfc3339(t) {
         return Ok(x.with_timezone(&Utc));
@@ -33,13 +33,14 @@ pub fn parse(
         .map_err(|_| bad())?;
     // The last such time of day at or before the reference; within a recording, the first
     // one inside its span if the last is not.
+    let day = Duration::days(1);
     let mut at = reference.date_naive().and_time(time).and_utc();
     if at > reference {
-        at -= Duration::days(1);
+        at = at.checked_sub_signed(day).ok_or_else(bad)?;
     }
     if let Some((from, _)) = span {
-        while at < from && at + Duration::days(1) <= reference {
-            at += Duration::days(1);
+        while let Some(next) = at.checked_add_signed(day).filter(|n| at < from && *n <= reference) {
+            at = next;
         }
     }
     Ok(at)
@@ -65,6 +66,8 @@ mod tests {
         assert_eq!(parse("23:00", now, None), Ok(t(2026, 11, 29, 23, 0)));
         assert_eq!(parse("-2h", now, None), Ok(t(2026, 11, 30, 7, 0)));
         assert!(parse("soon", now, None).err().unwrap_or_default().contains("expected a time"));
+        // Further back than a date can go: said, not a panic.
+        assert!(parse("-100000000d", now, None).is_err());
     }
 
     #[test]

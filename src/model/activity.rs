@@ -106,14 +106,20 @@ impl Series {
             0
         };
         Activity {
-            now_pct: self.last,
-            mean_pct: (n > 0).then(|| sum / f64::from(n)),
+            now_pct: self.last.map(hundredths),
+            mean_pct: (n > 0).then(|| hundredths(sum / f64::from(n))),
             covered_s,
             idle_for_s: streak * 60,
             peak_mem_mib: self.buckets.iter().filter_map(|b| b.mem).max(),
-            mean_1h_pct: self.mean_over(now_min, HOUR_MIN),
+            mean_1h_pct: self.mean_over(now_min, HOUR_MIN).map(hundredths),
         }
     }
+}
+
+/// A percentage to a hundredth: far finer than any threshold or screen uses, and a recording
+/// then keeps a few digits a mean, not seventeen.
+fn hundredths(pct: f64) -> f64 {
+    (pct * 100.0).round() / 100.0
 }
 
 /// What a workload's cards or MIG instances do now: the mean of their activity, where known.

@@ -18,7 +18,9 @@ pub const RECORD_HEADER: usize = 22;
 /// The largest payload and the largest decoded frame a reader accepts: a corrupt length or a
 /// hostile file never makes it allocate more.
 pub const MAX_PAYLOAD: u32 = 256 << 20;
-pub const MAX_DECODED: usize = 1 << 30;
+pub const MAX_DECODED: usize = 256 << 20;
+/// The largest decoded action (an audit line is a few KiB).
+pub const MAX_ACTION: usize = 1 << 20;
 /// The largest file header (JSON) a reader accepts.
 pub const MAX_HEADER: u32 = 1 << 20;
 
@@ -212,20 +214,18 @@ pub struct Index {
 /// zstd of `bytes` (the level writers use: fast, and most of the gain).
 pub const LEVEL: i32 = 3;
 
-/// Decode a zstd payload, refusing one that claims (or grows) past `MAX_DECODED`.
-pub fn unzstd(payload: &[u8], dict: Option<&[u8]>) -> Result<Vec<u8>, String> {
+/// Decode a whole zstd payload (an action, the index), refusing one that claims more than
+/// `limit` bytes.
+pub fn unzstd(payload: &[u8], limit: usize) -> Result<Vec<u8>, String> {
     let size = zstd::zstd_safe::get_frame_content_size(payload)
         .map_err(|_| "not a zstd frame".to_string())?
         .ok_or_else(|| "a zstd frame without its size".to_string())?;
-    if size > MAX_DECODED as u64 {
-        return Err(format!("a frame of {size} bytes (at most {MAX_DECODED})"));
+    if size > limit as u64 {
+        return Err(format!("a record of {size} bytes (at most {limit})"));
     }
-    let mut d = match dict {
-        Some(dict) => zstd::bulk::Decompressor::with_dictionary(dict),
-        None => zstd::bulk::Decompressor::new(),
-    }
-    .map_err(|e| e.to_string())?;
-    d.decompress(payload, size as usize).map_err(|e| format!("zstd: {e}"))
+    zstd::bulk::Decompressor::new()
+        .and_then(|mut d| d.decompress(payload, size as usize))
+        .map_err(|e| format!("zstd: {e}"))
 }
 
 #[cfg(test)]
@@ -265,7 +265,8 @@ mod tests {
     #[test]
     fn a_frame_claiming_more_than_the_limit_is_refused() {
         let small = zstd::bulk::compress(b"{}", LEVEL).unwrap_or_default();
-        assert_eq!(unzstd(&small, None).as_deref(), Ok(&b"{}"[..]));
-        assert!(unzstd(b"garbage", None).is_err());
+        assert_eq!(unzstd(&small, 2).as_deref(), Ok(&b"{}"[..]));
+        assert!(unzstd(&small, 1).is_err());
+        assert!(unzstd(b"garbage", 100).is_err());
     }
 }

@@ -23,7 +23,13 @@ pub fn moments(from: DateTime<Utc>, to: DateTime<Utc>, step: Duration) -> Result
     if to < from {
         return Err(format!("--to {} is before --from {}", to.to_rfc3339(), from.to_rfc3339()));
     }
-    let step_ms = i64::try_from(step.as_millis()).unwrap_or(i64::MAX).max(1000);
+    if step < Duration::from_secs(1) {
+        return Err("--step: at least 1s".into());
+    }
+    if to > Utc::now() + chrono::Duration::seconds(5) {
+        return Err(format!("{} is in the future: Prometheus has only the past", to.to_rfc3339()));
+    }
+    let step_ms = i64::try_from(step.as_millis()).unwrap_or(i64::MAX);
     let n = ((to - from).num_milliseconds() / step_ms) as u64 + 1;
     if n > MAX_MOMENTS {
         return Err(format!(
@@ -61,6 +67,7 @@ async fn at(
 
 /// The fleet at `t`; `Err` with what Prometheus said when it had nothing then.
 pub async fn moment(s: &prometheus::Settings, client: &Client, t: DateTime<Utc>) -> Result<Frame, String> {
+    moments(t, t, Duration::from_secs(60))?;
     let mut store = store(s, Duration::from_secs(60));
     if let Some(e) = at(&mut store, s, client, t, true).await {
         return Err(format!("Prometheus at {}: {e}", t.to_rfc3339()));
@@ -89,7 +96,8 @@ pub async fn rebuild(
     })?;
     let (mut good, mut first_error) = (0usize, None);
     for (i, &t) in moments.iter().enumerate() {
-        match at(&mut store, s, client, t, i == 0).await {
+        // The span before the first moment Prometheus has, for the activity windows.
+        match at(&mut store, s, client, t, good == 0).await {
             Some(e) => {
                 first_error.get_or_insert(e);
             }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use super::format::{self, Entry, Header, Index, Kind, OpenError, RECORD_HEADER, RecordHeader};
-use super::{ActionRecord, Frame, delta};
+use super::{ActionRecord, Frame, patch};
 
 /// How far past a damaged record header the reader looks for the next good one.
 const RESYNC_LIMIT: u64 = 64 << 20;
@@ -79,13 +79,22 @@ fn entries(
     let mut gaps = Vec::new();
     let mut offset = start;
     let mut closed = false;
-    while offset + RECORD_HEADER as u64 <= len {
+    while offset < len {
+        // A trailer whose index did not check out (the scan decides instead).
+        if len - offset == 16 && read_at(file, offset + 8, 8)? == format::TRAILER_MAGIC {
+            closed = true;
+            break;
+        }
+        if len - offset < RECORD_HEADER as u64 {
+            problems.push(format!(
+                "{shown}: the last {} bytes are the start of a record cut short (tessera stopped while writing it): skipped",
+                len - offset
+            ));
+            return Ok((out, gaps));
+        }
         let h = read_at(file, offset, RECORD_HEADER)?;
-        let Some(h) = RecordHeader::decode(&h) else {
-            if len - offset == 16 && read_at(file, offset + 8, 8)? == format::TRAILER_MAGIC {
-                closed = true;
-                break;
-            }
+        // A time outside what a date can hold is damage, however the checksum came out.
+        let Some(h) = RecordHeader::decode(&h).filter(|h| sane_time(h.at_ms)) else {
             match resync(file, offset + 1, len)? {
                 Some(next) => {
                     problems.push(format!("{shown}: damaged record at byte {offset}: {} bytes skipped", next - offset));
@@ -132,6 +141,11 @@ fn entries(
     Ok((out, gaps))
 }
 
+/// Milliseconds that are a real moment (years 1970 to 9999).
+fn sane_time(ms: i64) -> bool {
+    (0..=253_402_300_799_999).contains(&ms)
+}
+
 /// The index a cleanly closed part ends with, when it checks out.
 fn from_index(file: &std::fs::File, start: u64, len: u64) -> Option<Index> {
     if len < start + 16 + RECORD_HEADER as u64 {
@@ -150,31 +164,39 @@ fn from_index(file: &std::fs::File, start: u64, len: u64) -> Option<Index> {
     if crc32fast::hash(&payload) != h.payload_crc {
         return None;
     }
-    let index: Index = serde_json::from_slice(&format::unzstd(&payload, None).ok()?).ok()?;
+    let index: Index = serde_json::from_slice(&format::unzstd(&payload, format::MAX_DECODED).ok()?).ok()?;
     // Every entry inside the file, in order: else the scan decides.
     let mut prev = start;
     for e in &index.entries {
-        if e.offset < prev || e.offset + RECORD_HEADER as u64 + u64::from(e.len) > at {
+        let end = e.offset.checked_add(RECORD_HEADER as u64 + u64::from(e.len))?;
+        if e.offset < prev || end > at || !sane_time(e.at_ms) || e.len > format::MAX_PAYLOAD {
             return None;
         }
-        prev = e.offset + RECORD_HEADER as u64 + u64::from(e.len);
+        prev = end;
     }
     Some(index)
 }
 
-/// The next offset after `from` where a record header and its payload check out.
+/// The next offset after `from` where a record header and its payload check out, looked for
+/// a mebibyte at a time up to `RESYNC_LIMIT` on.
 fn resync(file: &std::fs::File, from: u64, len: u64) -> std::io::Result<Option<u64>> {
-    let stop = len.min(from + RESYNC_LIMIT);
-    let window = read_at(file, from, (stop - from) as usize)?;
-    for i in 0..window.len().saturating_sub(RECORD_HEADER) {
-        let Some(h) = RecordHeader::decode(&window[i..]) else { continue };
-        let offset = from + i as u64;
-        let end = offset + RECORD_HEADER as u64 + u64::from(h.len);
-        if end <= len
-            && crc32fast::hash(&read_at(file, offset + RECORD_HEADER as u64, h.len as usize)?) == h.payload_crc
-        {
-            return Ok(Some(offset));
+    const CHUNK: u64 = 1 << 20;
+    let stop = len.min(from.saturating_add(RESYNC_LIMIT));
+    let mut at = from;
+    while at + RECORD_HEADER as u64 <= stop {
+        let n = (stop - at).min(CHUNK + RECORD_HEADER as u64);
+        let window = read_at(file, at, n as usize)?;
+        for i in 0..=window.len().saturating_sub(RECORD_HEADER) {
+            let Some(h) = RecordHeader::decode(&window[i..]).filter(|h| sane_time(h.at_ms)) else { continue };
+            let offset = at + i as u64;
+            let end = offset + RECORD_HEADER as u64 + u64::from(h.len);
+            if end <= len
+                && crc32fast::hash(&read_at(file, offset + RECORD_HEADER as u64, h.len as usize)?) == h.payload_crc
+            {
+                return Ok(Some(offset));
+            }
         }
+        at += CHUNK;
     }
     Ok(None)
 }
@@ -192,7 +214,6 @@ impl Recording {
             let file = std::fs::File::open(path).map_err(|e| named(e.to_string()))?;
             let len = file.metadata().map_err(|e| named(e.to_string()))?.len();
             let head = read_at(&file, 0, len.min(16 + u64::from(format::MAX_HEADER) + 4) as usize)
-                .or_else(|_| read_at(&file, 0, len as usize))
                 .map_err(|e| named(e.to_string()))?;
             let (header, _minor, start) = format::decode_header(&head).map_err(|e: OpenError| named(e.to_string()))?;
             let list = entries(path, &file, start as u64, &mut problems).map_err(|e| named(e.to_string()))?;
@@ -216,9 +237,23 @@ impl Recording {
                 match e.kind {
                     Kind::Key | Kind::Delta => {
                         if e.at_ms <= last_ms {
-                            let (a, b) = (rec.parts[p].path.display(), rec.frames.last().map(|f| f.part));
-                            let other = b.map(|b| rec.parts[b].path.display().to_string()).unwrap_or_default();
-                            return Err(format!("{a} overlaps {other} in time: replay them one at a time"));
+                            let before = rec.frames.last().map(|f| f.part);
+                            if before.is_some_and(|b| b != p) && key.is_none() && e.kind == Kind::Key {
+                                let other = before.map(|b| rec.parts[b].path.display().to_string()).unwrap_or_default();
+                                return Err(format!(
+                                    "{} overlaps {other} in time: replay them one at a time",
+                                    rec.parts[p].path.display()
+                                ));
+                            }
+                            // A frame not after the one before it: damage; what builds on it
+                            // cannot be trusted either.
+                            rec.problems.push(format!(
+                                "{}: the frame at byte {} is not after the one before it: skipped",
+                                rec.parts[p].path.display(),
+                                e.offset
+                            ));
+                            key = None;
+                            continue;
                         }
                         last_ms = e.at_ms;
                         if e.kind == Kind::Key {
@@ -240,7 +275,7 @@ impl Recording {
 
     fn read_action(&self, p: usize, e: &Entry) -> Result<ActionRecord, String> {
         let bytes = self.payload(p, e)?;
-        let json = format::unzstd(&bytes, None).map_err(|x| self.bad(p, e, &x))?;
+        let json = format::unzstd(&bytes, format::MAX_ACTION).map_err(|x| self.bad(p, e, &x))?;
         serde_json::from_slice(&json).map_err(|x| self.bad(p, e, &x.to_string()))
     }
 
@@ -257,6 +292,9 @@ impl Recording {
             .map_err(|x| self.bad(p, e, &x.to_string()))?;
         if crc32fast::hash(&payload) != h.payload_crc || h.len != e.len {
             return Err(self.bad(p, e, "fails its checksum"));
+        }
+        if h.kind() != Some(e.kind) || h.at_ms != e.at_ms {
+            return Err(self.bad(p, e, "is not what the index says"));
         }
         Ok(payload)
     }
@@ -307,54 +345,83 @@ impl Recording {
     }
 }
 
-/// Decodes frames by position, keeping the last one: stepping forward applies one delta.
+/// Where decoding stands in a group: its stream and the frame so far, as JSON.
+struct Cursor {
+    key: usize,
+    pos: usize,
+    stream: zstd::stream::raw::Decoder<'static>,
+    value: serde_json::Value,
+}
+
+/// Decodes frames by position: from the group's keyframe, each delta in order; stepping
+/// forward decodes one more.
 pub struct Player {
     pub rec: Recording,
-    current: Option<(usize, Frame)>,
-    /// The keyframe (by position) whose JSON the decompressor holds as dictionary.
-    dict: Option<(usize, zstd::bulk::Decompressor<'static>, Vec<u8>)>,
+    cursor: Option<Cursor>,
+    shown: Option<(usize, Frame)>,
 }
 
 impl Player {
     pub fn new(rec: Recording) -> Self {
-        Self { rec, current: None, dict: None }
+        Self { rec, cursor: None, shown: None }
+    }
+
+    /// The next record of a group's stream, decoded (at most `MAX_DECODED` bytes).
+    fn next(&self, stream: &mut zstd::stream::raw::Decoder<'static>, i: usize) -> Result<serde_json::Value, String> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        let f = self.rec.frames[i];
+        let bad = |x: &str| self.rec.bad(f.part, &f.entry, x);
+        let payload = self.rec.payload(f.part, &f.entry)?;
+        let mut input = InBuffer::around(&payload);
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let mut o = OutBuffer::around(&mut buf[..]);
+            stream.run(&mut input, &mut o).map_err(|e| bad(&format!("zstd: {e}")))?;
+            let n = o.pos();
+            out.extend_from_slice(&buf[..n]);
+            if out.len() > format::MAX_DECODED {
+                return Err(bad(&format!("a frame of more than {} bytes", format::MAX_DECODED)));
+            }
+            if input.pos() == payload.len() && n < buf.len() {
+                break;
+            }
+        }
+        serde_json::from_slice(&out).map_err(|e| bad(&e.to_string()))
     }
 
     /// The frame at position `i`.
     pub fn frame(&mut self, i: usize) -> Result<&Frame, String> {
+        if self.shown.as_ref().is_none_or(|(j, _)| *j != i) {
+            let frame = self.decode(i)?;
+            self.shown = Some((i, frame));
+        }
+        self.shown.as_ref().map(|(_, f)| f).ok_or_else(|| "no frame decoded".into())
+    }
+
+    fn decode(&mut self, i: usize) -> Result<Frame, String> {
         let f = *self.rec.frames.get(i).ok_or_else(|| format!("no frame {i}"))?;
         let key = f.key.ok_or_else(|| format!("the frame at {} has no keyframe before it", f.at().to_rfc3339()))?;
-        if self.current.as_ref().is_some_and(|(j, _)| *j == i) {
-            return self.current.as_ref().map(|c| &c.1).ok_or_else(|| "no frame decoded".into());
-        }
-        let from = match &self.current {
-            Some((j, _)) if *j < i && self.rec.frames[*j].key == Some(key) => *j + 1,
+        let mut c = match self.cursor.take() {
+            Some(c) if c.key == key && c.pos <= i => c,
             _ => {
-                let kf = self.rec.frames[key];
-                let bytes = self.rec.payload(kf.part, &kf.entry)?;
-                let json = format::unzstd(&bytes, None).map_err(|x| self.rec.bad(kf.part, &kf.entry, &x))?;
-                let frame: Frame =
-                    serde_json::from_slice(&json).map_err(|x| self.rec.bad(kf.part, &kf.entry, &x.to_string()))?;
-                let d = zstd::bulk::Decompressor::with_dictionary(&json).map_err(|x| x.to_string())?;
-                self.dict = Some((key, d, json));
-                self.current = Some((key, frame));
-                key + 1
+                let mut stream = zstd::stream::raw::Decoder::new().map_err(|e| e.to_string())?;
+                let value = self.next(&mut stream, key)?;
+                Cursor { key, pos: key, stream, value }
             }
         };
-        for j in from..=i {
+        // A failure leaves no cursor: the stream is not where it was.
+        for j in c.pos + 1..=i {
+            let p = self.next(&mut c.stream, j)?;
             let fj = self.rec.frames[j];
-            let bytes = self.rec.payload(fj.part, &fj.entry)?;
-            let Some((_, d, _)) = self.dict.as_mut().filter(|(k, _, _)| *k == key) else {
-                return Err("no keyframe decoded".into());
-            };
-            let json = unzstd_with(d, &bytes).map_err(|x| self.rec.bad(fj.part, &fj.entry, &x))?;
-            let delta: delta::Delta =
-                serde_json::from_slice(&json).map_err(|x| self.rec.bad(fj.part, &fj.entry, &x.to_string()))?;
-            let prev = self.current.as_ref().map(|c| &c.1).ok_or("no frame decoded")?;
-            let next = delta::apply(prev, delta).map_err(|x| self.rec.bad(fj.part, &fj.entry, &x))?;
-            self.current = Some((j, next));
+            patch::apply(&mut c.value, &p).map_err(|x| self.rec.bad(fj.part, &fj.entry, &x))?;
+            c.pos = j;
         }
-        self.current.as_ref().map(|c| &c.1).ok_or_else(|| "no frame decoded".into())
+        let mut frame: Frame =
+            serde::Deserialize::deserialize(&c.value).map_err(|x| self.rec.bad(f.part, &f.entry, &x.to_string()))?;
+        frame.fleet.index_workloads();
+        self.cursor = Some(c);
+        Ok(frame)
     }
 
     /// The frame shown at time `t`: the last one at or before it.
@@ -362,14 +429,4 @@ impl Player {
         let i = self.rec.index_at(t).ok_or("the recording has no frames")?;
         self.frame(i)
     }
-}
-
-fn unzstd_with(d: &mut zstd::bulk::Decompressor<'static>, payload: &[u8]) -> Result<Vec<u8>, String> {
-    let size = zstd::zstd_safe::get_frame_content_size(payload)
-        .map_err(|_| "not a zstd frame".to_string())?
-        .ok_or_else(|| "a zstd frame without its size".to_string())?;
-    if size > format::MAX_DECODED as u64 {
-        return Err(format!("a frame of {size} bytes (at most {})", format::MAX_DECODED));
-    }
-    d.decompress(payload, size as usize).map_err(|e| format!("zstd: {e}"))
 }

@@ -17,13 +17,19 @@ pub struct Session {
     last: Option<Instant>,
     /// Audit lines that were not records (counted for the closing line).
     pub skipped_lines: usize,
+    /// The last time the audit log could not be read (the recording goes on without it).
+    pub audit_error: Option<String>,
 }
 
-/// The moment a frame of `store` stands for: the simulator's clock (it may run faster than
-/// the wall's), else the wall clock, when the console showed it.
+/// The moment a frame of `store` stands for: the simulator's clock where only the simulator
+/// answers (it may run faster than the wall's), else the wall clock, when it was shown.
 pub fn frame_time(store: &Store, wall: DateTime<Utc>) -> DateTime<Utc> {
-    match store.fleet().taken_at {
-        Some(t) if store.simulated() => t,
+    use crate::model::{SourceHealth, SourceKind};
+    let f = store.fleet();
+    let real_live =
+        f.sources.iter().any(|s| s.kind != SourceKind::Simulated && matches!(s.health, SourceHealth::Live { .. }));
+    match f.taken_at {
+        Some(t) if store.simulated() && !real_live => t,
         _ => wall,
     }
 }
@@ -38,6 +44,7 @@ impl Session {
             every,
             last: None,
             skipped_lines: 0,
+            audit_error: None,
         })
     }
 
@@ -52,10 +59,15 @@ impl Session {
         self.last = Some(Instant::now());
         let at = frame_time(store, wall);
         if let Some(tail) = &mut self.tail {
-            let (records, bad) = tail.poll()?;
-            self.skipped_lines += bad;
-            for record in records {
-                self.recorder.action(&ActionRecord { at, record })?;
+            match tail.poll() {
+                Ok((records, bad)) => {
+                    self.skipped_lines += bad;
+                    for record in records {
+                        self.recorder.action(&ActionRecord { at, record })?;
+                    }
+                }
+                // Frames matter more than a missed action: go on, and say so at the end.
+                Err(e) => self.audit_error = Some(e),
             }
         }
         self.recorder.frame(&Frame::from_store(store, at))

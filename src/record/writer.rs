@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::format::{self, Entry, Header, Index, Kind, RecordHeader};
-use super::{ActionRecord, Frame, delta};
+use super::{ActionRecord, Frame, patch};
 
 /// A keyframe at least this often (data time): the most a seek decodes is one keyframe and
 /// the deltas of this span.
@@ -41,15 +41,34 @@ pub struct Summary {
     pub bytes: u64,
     /// Every part written, in order (removed ones too).
     pub parts: Vec<PathBuf>,
+    /// Parts removed to keep `keep`.
+    pub removed: Vec<PathBuf>,
 }
 
+impl Summary {
+    /// The parts still on disk.
+    pub fn kept(&self) -> Vec<&PathBuf> {
+        self.parts.iter().filter(|p| !self.removed.contains(p)).collect()
+    }
+}
+
+/// A keyframe and the deltas after it: one zstd stream, flushed at each record, so a delta
+/// is compressed against everything before it in its group.
 struct Group {
-    /// The keyframe's JSON: the dictionary its deltas are compressed with.
-    compressor: zstd::bulk::Compressor<'static>,
+    stream: zstd::stream::write::Encoder<'static, Vec<u8>>,
     key_len: usize,
     at: DateTime<Utc>,
     frames: u32,
-    prev: Frame,
+    prev: serde_json::Value,
+}
+
+impl Group {
+    /// `json` compressed on the group's stream, flushed: one record's payload.
+    fn push(&mut self, json: &[u8]) -> std::io::Result<Vec<u8>> {
+        self.stream.write_all(json)?;
+        self.stream.flush()?;
+        Ok(std::mem::take(self.stream.get_mut()))
+    }
 }
 
 struct Part {
@@ -69,6 +88,9 @@ pub struct Recorder {
     last_at: Option<DateTime<Utc>>,
     /// The next frame is a keyframe (a delta grew past half of its keyframe).
     key_next: bool,
+    /// A write failed: the file and the writer's state no longer agree, so nothing more is
+    /// written (a delta on a frame the file lacks would replay as a wrong fleet).
+    failed: Option<String>,
 }
 
 /// `night.tsrec` part 3 is `night-3.tsrec`.
@@ -87,8 +109,15 @@ pub fn part_path(first: &Path, n: u32) -> PathBuf {
 impl Recorder {
     /// Create the first part. An existing file is never overwritten.
     pub fn create(settings: Settings) -> Result<Self, String> {
-        let mut r =
-            Self { settings, part: None, number: 0, summary: Summary::default(), last_at: None, key_next: false };
+        let mut r = Self {
+            settings,
+            part: None,
+            number: 0,
+            summary: Summary::default(),
+            last_at: None,
+            key_next: false,
+            failed: None,
+        };
         r.open_part(Utc::now())?;
         Ok(r)
     }
@@ -119,10 +148,10 @@ impl Recorder {
             && self.number > keep
         {
             let old = part_path(&self.settings.path, self.number - keep);
-            if let Err(e) = std::fs::remove_file(&old)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                return Err(format!("{}: {e}", old.display()));
+            match std::fs::remove_file(&old) {
+                Ok(()) => self.summary.removed.push(old),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(format!("{}: {e}", old.display())),
             }
         }
         Ok(())
@@ -140,9 +169,20 @@ impl Recorder {
     /// Write one frame. A frame not after the last one (the data's clock did not move) is
     /// skipped: returns false.
     pub fn frame(&mut self, frame: &Frame) -> Result<bool, String> {
+        if let Some(e) = &self.failed {
+            return Err(format!("the recording stopped after an error: {e}"));
+        }
         if self.last_at.is_some_and(|t| frame.at <= t) {
             return Ok(false);
         }
+        let r = self.write_frame(frame);
+        if let Err(e) = &r {
+            self.failed = Some(e.clone());
+        }
+        r
+    }
+
+    fn write_frame(&mut self, frame: &Frame) -> Result<bool, String> {
         self.rotate_if_due(frame.at)?;
         let Some(part) = self.part.as_mut() else { return Err("the recording is closed".into()) };
         let flags = if frame.outage() { format::FLAG_OUTAGE } else { 0 };
@@ -152,24 +192,26 @@ impl Recorder {
                 g.frames >= KEY_EVERY_FRAMES || (frame.at - g.at).to_std().is_ok_and(|d| d >= KEY_EVERY)
             });
         let shown = part.path.display().to_string();
+        let value = serde_json::to_value(frame).map_err(|e| format!("{shown}: {e}"))?;
+        let zstd = |e: std::io::Error| format!("{shown}: zstd: {e}");
         if key_due {
-            let json = serde_json::to_vec(frame).map_err(|e| format!("{shown}: {e}"))?;
-            let payload = zstd::bulk::compress(&json, format::LEVEL).map_err(|e| format!("{shown}: zstd: {e}"))?;
+            let json = serde_json::to_vec(&value).map_err(|e| format!("{shown}: {e}"))?;
+            let stream = zstd::stream::write::Encoder::new(Vec::new(), format::LEVEL).map_err(zstd)?;
+            let mut g = Group { stream, key_len: 0, at: frame.at, frames: 1, prev: value };
+            let payload = g.push(&json).map_err(zstd)?;
+            g.key_len = payload.len();
             write_record(part, Kind::Key, flags, at_ms, &payload).map_err(|e| format!("{shown}: {e}"))?;
-            let compressor = zstd::bulk::Compressor::with_dictionary(format::LEVEL, &json)
-                .map_err(|e| format!("{shown}: zstd: {e}"))?;
-            part.group =
-                Some(Group { compressor, key_len: payload.len(), at: frame.at, frames: 1, prev: frame.clone() });
+            part.group = Some(g);
             self.summary.keyframes += 1;
             self.key_next = false;
         } else if let Some(g) = part.group.as_mut() {
-            let d = delta::diff(&g.prev, frame);
-            let json = serde_json::to_vec(&d).map_err(|e| format!("{shown}: {e}"))?;
-            let payload = g.compressor.compress(&json).map_err(|e| format!("{shown}: zstd: {e}"))?;
+            let p = patch::diff(&g.prev, &value).unwrap_or_else(|| serde_json::json!({ "o": {} }));
+            let json = serde_json::to_vec(&p).map_err(|e| format!("{shown}: {e}"))?;
+            let payload = g.push(&json).map_err(zstd)?;
             // A delta as big as half its keyframe: the next frame starts a new group.
             self.key_next = payload.len() > g.key_len / 2;
             g.frames += 1;
-            g.prev = frame.clone();
+            g.prev = value;
             write_record(part, Kind::Delta, flags, at_ms, &payload).map_err(|e| format!("{shown}: {e}"))?;
         }
         part.started.get_or_insert(frame.at);
@@ -180,6 +222,9 @@ impl Recorder {
 
     /// Write an audited action.
     pub fn action(&mut self, a: &ActionRecord) -> Result<(), String> {
+        if let Some(e) = &self.failed {
+            return Err(format!("the recording stopped after an error: {e}"));
+        }
         let Some(part) = self.part.as_mut() else { return Err("the recording is closed".into()) };
         let shown = part.path.display().to_string();
         let json = serde_json::to_vec(a).map_err(|e| format!("{shown}: {e}"))?;

@@ -83,8 +83,11 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
             // The action keys do not exist read-only; say so once, not on every key.
             None if read_only && !st.told_read_only && route(&k, false).is_some_and(Intent::is_action) => {
                 st.told_read_only = true;
-                st.message =
-                    Some("read-only: tessera was started without actions (drain, repartition, preempt)".into());
+                st.message = Some(if st.replay.is_some() {
+                    "a replay is read-only: nothing can act on the past".into()
+                } else {
+                    "read-only: tessera was started without actions (drain, repartition, preempt)".into()
+                });
                 Effect::Redraw
             }
             None => Effect::None,

@@ -67,7 +67,7 @@ impl Replay {
         }
         let ms = (real.as_secs_f64() * self.speed * 1000.0) as i64;
         let before = self.frame();
-        self.pos = (self.pos + Duration::milliseconds(ms)).min(self.end());
+        self.pos = self.pos.checked_add_signed(Duration::milliseconds(ms)).unwrap_or(self.end()).min(self.end());
         if self.pos >= self.end() {
             self.paused = true;
         }
@@ -76,8 +76,13 @@ impl Replay {
 
     /// Go to `t` (clamped to the recording).
     pub fn go(&mut self, t: DateTime<Utc>) {
-        self.pos = t.clamp(self.start(), self.end());
+        self.pos = t.min(self.end()).max(self.start());
         self.jumped = true;
+    }
+
+    /// The recorded time of the frame shown.
+    pub fn shown_at(&self) -> DateTime<Utc> {
+        self.frame().and_then(|i| self.times.get(i)).copied().unwrap_or(self.pos)
     }
 
     /// One frame back or on (paused, as a video player steps).

@@ -31,7 +31,7 @@ pub fn header_label(r: &Replay, ascii: bool) -> String {
         (false, true) => ">",
     };
     let speed = if ascii { r.speed_text().replace('×', "x") } else { r.speed_text() };
-    format!(" REPLAY {} {state} {speed} ", r.pos.format("%Y-%m-%d %H:%M:%S UTC"))
+    format!(" REPLAY {} {state} {speed} ", r.shown_at().format("%Y-%m-%d %H:%M:%S UTC"))
 }
 
 /// The glyph of each of `width` cells over the span: the moment, actions, outages.
@@ -48,7 +48,7 @@ pub fn cells(r: &Replay, width: usize, ascii: bool) -> String {
             *c = '!';
         }
     }
-    for (t, _) in &r.actions {
+    for (t, _) in r.actions.iter().filter(|(t, _)| (r.start()..=r.end()).contains(t)) {
         if let Some(c) = out.get_mut(cell(*t)) {
             *c = 'A';
         }

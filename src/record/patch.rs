@@ -1,0 +1,245 @@
+//! Field-level patches between two JSON values: what a delta record holds. Objects carry only
+//! the keys that changed; lists of nodes, workloads and sources are matched by name or id
+//! (only changed items, and the order when it changed); a list that lost items at its front
+//! and gained some at its end (events) says only that; other lists of equal length patch by
+//! position. A value that is not an object replaces what was there as it is (`{"=": v}` where
+//! `v` is an object). Applying checks every step: a patch that does not fit is an error.
+
+use serde_json::{Map, Value, json};
+
+/// Lists whose items are objects with one of these (unique) string keys are matched by it.
+const KEYS: &[&str] = &["id", "name"];
+/// How far into a list the first item of the new one is looked for (events: a frame drops a
+/// few from the front).
+const SHIFT_LOOK: usize = 64;
+
+/// `b` in place of whatever was there.
+fn replace(b: &Value) -> Value {
+    if b.is_object() { json!({ "=": b }) } else { b.clone() }
+}
+
+/// The patch from `a` to `b`; `None` when they are equal.
+pub fn diff(a: &Value, b: &Value) -> Option<Value> {
+    if a == b {
+        return None;
+    }
+    Some(match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut m = Map::new();
+            for (k, vb) in y {
+                match x.get(k) {
+                    Some(va) => {
+                        if let Some(p) = diff(va, vb) {
+                            m.insert(k.clone(), p);
+                        }
+                    }
+                    None => {
+                        m.insert(k.clone(), replace(vb));
+                    }
+                }
+            }
+            for k in x.keys().filter(|k| !y.contains_key(*k)) {
+                m.insert(k.clone(), json!({ "-": true }));
+            }
+            json!({ "o": m })
+        }
+        (Value::Array(x), Value::Array(y)) => list(x, y).unwrap_or_else(|| replace(b)),
+        _ => replace(b),
+    })
+}
+
+/// The key lists `x` and `y` are matched by, if any.
+fn key_of(x: &[Value], y: &[Value]) -> Option<&'static str> {
+    KEYS.iter().copied().find(|k| {
+        let unique = |v: &[Value]| {
+            let mut seen = std::collections::HashSet::new();
+            v.iter().all(|i| i.get(k).and_then(Value::as_str).is_some_and(|s| seen.insert(s)))
+        };
+        !(x.is_empty() && y.is_empty()) && unique(x) && unique(y)
+    })
+}
+
+fn list(x: &[Value], y: &[Value]) -> Option<Value> {
+    if let Some(k) = key_of(x, y) {
+        let name = |v: &Value| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let old: std::collections::HashMap<String, &Value> = x.iter().map(|v| (name(v), v)).collect();
+        let mut p = Map::new();
+        for v in y {
+            let n = name(v);
+            match old.get(&n) {
+                Some(o) => {
+                    if let Some(d) = diff(o, v) {
+                        p.insert(n, d);
+                    }
+                }
+                None => {
+                    p.insert(n, replace(v));
+                }
+            }
+        }
+        let mut out = json!({ "k": k, "p": p });
+        if !x.iter().map(name).eq(y.iter().map(name)) {
+            out["n"] = Value::Array(y.iter().map(|v| Value::String(name(v))).collect());
+        }
+        return Some(out);
+    }
+    // Dropped from the front, added at the end.
+    if let Some(first) = y.first() {
+        for k in (0..x.len().min(SHIFT_LOOK + 1)).filter(|&k| x[k] == *first) {
+            let kept = &x[k..];
+            if kept.len() <= y.len() && y[..kept.len()] == *kept {
+                return Some(json!({ "s": k, "+": &y[kept.len()..] }));
+            }
+        }
+    }
+    if x.len() == y.len() {
+        let mut m = Map::new();
+        for (i, (a, b)) in x.iter().zip(y).enumerate() {
+            if let Some(d) = diff(a, b) {
+                m.insert(i.to_string(), d);
+            }
+        }
+        return Some(json!({ "a": m }));
+    }
+    None
+}
+
+/// `a` with `p` applied.
+pub fn apply(a: &mut Value, p: &Value) -> Result<(), String> {
+    let Some(op) = p.as_object() else {
+        *a = p.clone();
+        return Ok(());
+    };
+    if let Some(v) = op.get("=") {
+        *a = v.clone();
+        return Ok(());
+    }
+    if let Some(Value::Object(m)) = op.get("o") {
+        let Some(obj) = a.as_object_mut() else { return Err("an object patch on a non-object".into()) };
+        for (k, sub) in m {
+            if sub.get("-").is_some() {
+                obj.remove(k);
+            } else if let Some(v) = obj.get_mut(k) {
+                apply(v, sub).map_err(|e| format!("{k}: {e}"))?;
+            } else if let Some(v) = sub.get("=") {
+                obj.insert(k.clone(), v.clone());
+            } else if !sub.is_object() {
+                obj.insert(k.clone(), sub.clone());
+            } else {
+                return Err(format!("{k}: a patch for a key that is not there"));
+            }
+        }
+        return Ok(());
+    }
+    let Some(arr) = a.as_array_mut() else { return Err("a list patch on a non-list".into()) };
+    if let (Some(Value::String(k)), Some(Value::Object(changed))) = (op.get("k"), op.get("p")) {
+        let name = |v: &Value| v.get(k.as_str()).and_then(Value::as_str).map(str::to_string);
+        let order: Vec<String> = match op.get("n") {
+            Some(Value::Array(n)) => n
+                .iter()
+                .map(|s| s.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .ok_or("a list order that is not names")?,
+            Some(_) => return Err("a list order that is not a list".into()),
+            None => arr.iter().map(name).collect::<Option<_>>().ok_or("a list item without its key")?,
+        };
+        let mut old: std::collections::HashMap<String, Value> =
+            std::mem::take(arr).into_iter().filter_map(|v| Some((name(&v)?, v))).collect();
+        for n in order {
+            let v = match (old.remove(&n), changed.get(&n)) {
+                (Some(mut v), Some(sub)) => {
+                    apply(&mut v, sub).map_err(|e| format!("{n}: {e}"))?;
+                    v
+                }
+                (Some(v), None) => v,
+                (None, Some(sub)) => match sub.get("=") {
+                    Some(v) => v.clone(),
+                    None if !sub.is_object() => sub.clone(),
+                    None => return Err(format!("{n}: a patch for an item that is not there")),
+                },
+                (None, None) => return Err(format!("{n}: an item that is not there")),
+            };
+            arr.push(v);
+        }
+        return Ok(());
+    }
+    if let (Some(k), Some(Value::Array(add))) = (op.get("s").and_then(Value::as_u64), op.get("+")) {
+        let k = usize::try_from(k).unwrap_or(usize::MAX);
+        if k > arr.len() {
+            return Err(format!("drops {k} of {} items", arr.len()));
+        }
+        arr.drain(..k);
+        arr.extend(add.iter().cloned());
+        return Ok(());
+    }
+    if let Some(Value::Object(m)) = op.get("a") {
+        for (i, sub) in m {
+            let v = i.parse::<usize>().ok().and_then(|i| arr.get_mut(i)).ok_or_else(|| format!("no item {i}"))?;
+            apply(v, sub).map_err(|e| format!("[{i}]: {e}"))?;
+        }
+        return Ok(());
+    }
+    Err("a patch of no known kind".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(a: Value, b: Value) -> Value {
+        let mut x = a.clone();
+        if let Some(p) = diff(&a, &b) {
+            apply(&mut x, &p).unwrap_or_else(|e| panic!("{e}: {p}"));
+        }
+        assert_eq!(x, b);
+        diff(&a, &b).unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn objects_carry_only_what_changed_nulls_included() {
+        let p =
+            round(json!({"a": 1, "b": {"c": 2, "d": 3}, "e": 4}), json!({"a": 1, "b": {"c": 2, "d": null}, "f": 5}));
+        assert_eq!(p, json!({"o": {"b": {"o": {"d": null}}, "e": {"-": true}, "f": 5}}));
+        // An object put in place of a number says so.
+        let p = round(json!({"a": 1}), json!({"a": {"b": 2}}));
+        assert_eq!(p, json!({"o": {"a": {"=": {"b": 2}}}}));
+    }
+
+    #[test]
+    fn named_lists_match_by_name_and_keep_their_order() {
+        let a = json!([{"name": "a", "u": 1}, {"name": "b", "u": 2}, {"name": "c", "u": 3}]);
+        let b = json!([{"name": "c", "u": 3}, {"name": "a", "u": 9}, {"name": "d", "u": 4}]);
+        let p = round(a, b);
+        assert_eq!(p["p"].as_object().map(|m| m.len()), Some(2), "{p}");
+        // Same names, same order: no order sent.
+        let p = round(json!([{"id": "x", "v": 1}]), json!([{"id": "x", "v": 2}]));
+        assert!(p.get("n").is_none(), "{p}");
+    }
+
+    #[test]
+    fn events_dropped_at_the_front_and_added_at_the_end_are_said_as_such() {
+        let a = json!([{"t": 1}, {"t": 2}, {"t": 3}]);
+        let p = round(a.clone(), json!([{"t": 2}, {"t": 3}, {"t": 4}]));
+        assert_eq!(p, json!({"s": 1, "+": [{"t": 4}]}));
+        round(a.clone(), json!([{"t": 9}]));
+        round(a, json!([]));
+        // Equal length, changed in place: by position.
+        let p = round(json!([1, 2, 3]), json!([1, 5, 3]));
+        assert_eq!(p, json!({"a": {"1": 5}}));
+    }
+
+    #[test]
+    fn a_patch_that_does_not_fit_is_an_error_not_a_panic() {
+        let mut v = json!({"a": [1, 2]});
+        for p in [
+            json!({"o": {"a": {"a": {"7": {"=": 1}}}}}),
+            json!({"o": {"a": {"s": 9, "+": []}}}),
+            json!({"o": {"zz": {"o": {}}}}),
+            json!({"o": {"a": {"o": {}}}}),
+            json!({"k": "id", "p": {}, "n": ["ghost"]}),
+            json!({"what": 1}),
+        ] {
+            assert!(apply(&mut v, &p).is_err(), "{p}");
+        }
+    }
+}
