@@ -313,6 +313,7 @@ async fn owner_loop(
         _ => Vec::new(),
     };
     let kept = crate::engine::save_demand(&store, &mut demand_saved);
+    let audit_note = recording.as_ref().and_then(|r| r.audit_error.clone());
     let recorded = recording.map(crate::record::session::Session::finish);
     drop(_restore);
     match recorded {
@@ -325,6 +326,9 @@ async fn owner_loop(
         ),
         Some(Err(e)) => eprintln!("tessera: the recording was not closed cleanly: {e}"),
         None => {}
+    }
+    if let Some(e) = audit_note {
+        eprintln!("tessera: the audit log could not always be read ({e}): recorded actions may be missing");
     }
     if let Err(e) = kept {
         eprintln!("tessera: demand by hour not kept: {e}");

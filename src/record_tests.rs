@@ -233,3 +233,34 @@ fn a_tail_shorter_than_a_record_header_and_an_impossible_time_are_reported() {
     assert_eq!(json(p.frame(4).unwrap_or_else(|e| panic!("{e}"))), json(&fs[4]));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn rotation_by_time_keeps_the_newest_parts_and_each_replays_alone() {
+    let d = dir("keep");
+    let path = d.join("r.tsrec");
+    let fs = frames(60);
+    // Five seconds a frame: a part a minute, the last two kept.
+    let mut r =
+        Recorder::create(Settings { rotate_every: Some(Duration::from_secs(60)), keep: Some(2), ..settings(&path) })
+            .unwrap_or_else(|e| panic!("{e}"));
+    for f in &fs {
+        r.frame(f).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let s = r.finish().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.parts.len(), 5, "{:?}", s.parts);
+    assert_eq!(s.kept().len(), 2);
+    assert!(s.removed.iter().all(|p| !p.exists()) && s.kept().iter().all(|p| p.exists()));
+    assert_eq!(s.kept()[1], &super::writer::part_path(&path, 5));
+    // The last part alone: its own keyframe first.
+    let rec = open(&[s.kept()[1].clone()]);
+    assert!(rec.problems.is_empty(), "{:?}", rec.problems);
+    let n = rec.frames().len();
+    let mut p = Player::new(rec);
+    assert_eq!(json(p.frame(n - 1).unwrap_or_else(|e| panic!("{e}"))), json(&fs[59]));
+    // The first part is gone, but a new recording of the same name would rotate into the
+    // kept ones: refused at once, not hours later.
+    assert!(!path.exists());
+    let e = Recorder::create(settings(&path)).err().unwrap_or_default();
+    assert!(e.contains("a part of an earlier recording"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}

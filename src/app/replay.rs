@@ -59,6 +59,8 @@ fn show(
     let Some(r) = st.replay.as_mut() else { return false };
     let Some(i) = r.frame() else { return false };
     if *shown == Some(i) {
+        // A jump within the frame shown changes nothing.
+        r.jumped = false;
         return false;
     }
     let at = r.shown_at();
@@ -76,6 +78,13 @@ fn show(
             let why = format!("this moment's frame cannot be read: {e}");
             let mut fleet = crate::model::Fleet { taken_at: Some(at), ..crate::model::Fleet::default() };
             fleet.sources = store.fleet().sources.clone();
+            // None decoded yet: the sources the recording names, so none looks like an
+            // empty cluster.
+            if fleet.sources.is_empty() {
+                let mut names: Vec<String> = player.rec.headers().flat_map(|h| h.sources.clone()).collect();
+                names.dedup();
+                fleet.sources = names.iter().map(|n| recorded_source(n, at)).collect();
+            }
             for s in &mut fleet.sources {
                 s.health = crate::model::SourceHealth::Unavailable { reason: why.clone() };
             }
@@ -87,6 +96,20 @@ fn show(
     }
     st.on_fleet(store.fleet());
     true
+}
+
+/// A source the recording's header names, for a moment none of its frames can tell about.
+fn recorded_source(name: &str, at: DateTime<Utc>) -> crate::model::SourceStatus {
+    use crate::model::SourceKind;
+    let kind = match name {
+        "sim" => SourceKind::Simulated,
+        "nvml" => SourceKind::Nvml,
+        "slurm" => SourceKind::Slurm,
+        "kubernetes" => SourceKind::Kubernetes,
+        "prometheus" => SourceKind::Prometheus,
+        _ => SourceKind::Scrape,
+    };
+    crate::model::SourceStatus::live(name, kind, at)
 }
 
 async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> Result<(), CmdError> {

@@ -146,7 +146,17 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
         };
         let skipped = session.skipped_lines;
         let session_audit = session.audit_error.clone();
-        let summary = session.finish().map_err(CmdError::Failed)?;
+        let summary = match session.finish() {
+            Ok(s) => s,
+            // The first error is the one that matters; the close's is said after it.
+            Err(close) => {
+                let first = failed.map_or_else(String::new, |e| format!("recording stopped: {e}; "));
+                return Err(CmdError::Failed(format!("{first}the recording could not be closed: {close}")));
+            }
+        };
+        for w in &summary.warnings {
+            eprintln!("tessera: {w}");
+        }
         let parts: Vec<String> = summary.kept().iter().map(|p| p.display().to_string()).collect();
         let removed = match summary.removed.len() {
             0 => String::new(),

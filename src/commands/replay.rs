@@ -179,6 +179,8 @@ pub fn snapshot_cmd(g: &Global, json: bool, files: &[PathBuf]) -> Result<(), Cmd
         let settings = crate::engine::prometheus_settings(&cfg, &base);
         let client = crate::sources::http::Client::new(&cfg.sources.http)
             .map_err(|e| CmdError::Usage(format!("sources.http: {e}")))?;
+        // A time Prometheus cannot have is a usage error, as in the console.
+        crate::record::prometheus::moments(at, at, DEFAULT_STEP).map_err(CmdError::Usage)?;
         let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
         let frame = rt.block_on(crate::record::prometheus::moment(&settings, &client, at)).map_err(CmdError::Failed)?;
         (frame, Vec::new(), "prometheus".to_string())

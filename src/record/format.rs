@@ -15,22 +15,26 @@ pub const MINOR: u16 = 0;
 pub const TRAILER_MAGIC: &[u8; 8] = b"TSRINDEX";
 /// Bytes of a record header.
 pub const RECORD_HEADER: usize = 22;
-/// The largest payload and the largest decoded frame a reader accepts: a corrupt length or a
-/// hostile file never makes it allocate more.
+/// The largest payload and the largest decoded record a reader accepts: a corrupt length or a
+/// hostile file cannot make it read or decode more (held as JSON values, a decoded record
+/// takes a small multiple of its bytes).
 pub const MAX_PAYLOAD: u32 = 256 << 20;
 pub const MAX_DECODED: usize = 256 << 20;
 /// The largest decoded action (an audit line is a few KiB).
 pub const MAX_ACTION: usize = 1 << 20;
+/// The latest frame time a date can hold (9999-12-31T23:59:59.999Z), in milliseconds.
+pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
+/// The most deltas after one keyframe a reader follows (the writer starts a group every 240).
+pub const MAX_GROUP: usize = 4096;
 /// The largest file header (JSON) a reader accepts.
 pub const MAX_HEADER: u32 = 1 << 20;
 
 /// What a record holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Kind {
-    /// A whole frame (zstd JSON of `Frame`).
+    /// A whole frame (the JSON of `Frame`), the first record of its group's zstd stream.
     Key,
-    /// The changes since the previous frame (zstd JSON of `Delta`, compressed with the
-    /// group's keyframe as dictionary).
+    /// The JSON patch from the previous frame (`patch.rs`), on its group's stream.
     Delta,
     /// An audited action (zstd JSON of `ActionRecord`).
     Action,

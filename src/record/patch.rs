@@ -135,6 +135,16 @@ pub fn apply(a: &mut Value, p: &Value) -> Result<(), String> {
     if let (Some(Value::String(k)), Some(Value::Object(changed))) = (op.get("k"), op.get("p")) {
         let name = |v: &Value| v.get(k.as_str()).and_then(Value::as_str).map(str::to_string);
         let order: Vec<String> = match op.get("n") {
+            // Each name once: a hostile list naming one item over and over would copy it as
+            // often.
+            Some(Value::Array(n))
+                if {
+                    let mut seen = std::collections::HashSet::new();
+                    !n.iter().all(|x| seen.insert(x))
+                } =>
+            {
+                return Err("a list order naming an item twice".into());
+            }
             Some(Value::Array(n)) => n
                 .iter()
                 .map(|s| s.as_str().map(str::to_string))
@@ -237,6 +247,7 @@ mod tests {
             json!({"o": {"zz": {"o": {}}}}),
             json!({"o": {"a": {"o": {}}}}),
             json!({"k": "id", "p": {}, "n": ["ghost"]}),
+            json!({"k": "id", "p": {"x": {"=": {"id": "x"}}}, "n": ["x", "x"]}),
             json!({"what": 1}),
         ] {
             assert!(apply(&mut v, &p).is_err(), "{p}");

@@ -143,7 +143,7 @@ fn entries(
 
 /// Milliseconds that are a real moment (years 1970 to 9999).
 fn sane_time(ms: i64) -> bool {
-    (0..=253_402_300_799_999).contains(&ms)
+    (0..=format::MAX_TIME_MS).contains(&ms)
 }
 
 /// The index a cleanly closed part ends with, when it checks out.
@@ -228,6 +228,7 @@ impl Recording {
         for &p in &order {
             let mut key = None;
             let (list, gaps) = &lists[p];
+            let gaps: std::collections::HashSet<u64> = gaps.iter().copied().collect();
             for e in list {
                 // A record after a skipped one: deltas have nothing to build on until the
                 // next keyframe (the scan's problems name the gap).
@@ -258,6 +259,14 @@ impl Recording {
                         last_ms = e.at_ms;
                         if e.kind == Kind::Key {
                             key = Some(rec.frames.len());
+                        } else if key.is_some_and(|k| rec.frames.len() - k > format::MAX_GROUP) {
+                            rec.problems.push(format!(
+                                "{}: more than {} deltas after one keyframe at byte {}: the rest of the group skipped",
+                                rec.parts[p].path.display(),
+                                format::MAX_GROUP,
+                                e.offset
+                            ));
+                            key = None;
                         }
                         rec.frames.push(FrameRef { part: p, entry: *e, key });
                     }

@@ -21,15 +21,21 @@ pub struct Session {
     pub audit_error: Option<String>,
 }
 
-/// The moment a frame of `store` stands for: the simulator's clock where only the simulator
-/// answers (it may run faster than the wall's), else the wall clock, when it was shown.
+/// The moment a frame of `store` stands for: the simulator's clock where the simulator is the
+/// only source (it may run faster than the wall's), else the wall clock, when it was shown. The
+/// rule holds for the whole recording (it depends on what is configured, not on who answers),
+/// so the clock never switches between frames.
 pub fn frame_time(store: &Store, wall: DateTime<Utc>) -> DateTime<Utc> {
     use crate::model::{SourceHealth, SourceKind};
     let f = store.fleet();
-    let real_live =
-        f.sources.iter().any(|s| s.kind != SourceKind::Simulated && matches!(s.health, SourceHealth::Live { .. }));
+    // NVML registered as unavailable where it found no GPU and the simulator runs instead.
+    let probe = |s: &crate::model::SourceStatus| {
+        s.kind == SourceKind::Nvml && s.last_ok.is_none() && matches!(s.health, SourceHealth::Unavailable { .. })
+    };
+    let real = f.sources.iter().any(|s| s.kind != SourceKind::Simulated && !probe(s));
+    let sim = f.sources.iter().any(|s| s.kind == SourceKind::Simulated);
     match f.taken_at {
-        Some(t) if store.simulated() && !real_live => t,
+        Some(t) if sim && !real => t,
         _ => wall,
     }
 }

@@ -43,6 +43,8 @@ pub struct Summary {
     pub parts: Vec<PathBuf>,
     /// Parts removed to keep `keep`.
     pub removed: Vec<PathBuf>,
+    /// What went wrong without stopping the recording.
+    pub warnings: Vec<String>,
 }
 
 impl Summary {
@@ -107,8 +109,15 @@ pub fn part_path(first: &Path, n: u32) -> PathBuf {
 }
 
 impl Recorder {
-    /// Create the first part. An existing file is never overwritten.
+    /// Create the first part. An existing file is never overwritten, nor started beside the
+    /// parts of an earlier recording of the same name (a rotation would run into them).
     pub fn create(settings: Settings) -> Result<Self, String> {
+        if let Some(old) = earlier_part(&settings.path) {
+            return Err(format!(
+                "{}: exists (a part of an earlier recording; tessera never overwrites one): choose another --out",
+                old.display()
+            ));
+        }
         let mut r = Self {
             settings,
             part: None,
@@ -148,10 +157,11 @@ impl Recorder {
             && self.number > keep
         {
             let old = part_path(&self.settings.path, self.number - keep);
+            // A part that cannot be removed stays; recording goes on, and the end says so.
             match std::fs::remove_file(&old) {
                 Ok(()) => self.summary.removed.push(old),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(format!("{}: {e}", old.display())),
+                Err(e) => self.summary.warnings.push(format!("{} not removed: {e}", old.display())),
             }
         }
         Ok(())
@@ -183,6 +193,10 @@ impl Recorder {
     }
 
     fn write_frame(&mut self, frame: &Frame) -> Result<bool, String> {
+        // What a reader would take for damage is not written.
+        if !(0..=format::MAX_TIME_MS).contains(&frame.at.timestamp_millis()) {
+            return Err(format!("a frame at {}: before 1970 or after 9999", frame.at.to_rfc3339()));
+        }
         self.rotate_if_due(frame.at)?;
         let Some(part) = self.part.as_mut() else { return Err("the recording is closed".into()) };
         let flags = if frame.outage() { format::FLAG_OUTAGE } else { 0 };
@@ -225,6 +239,14 @@ impl Recorder {
         if let Some(e) = &self.failed {
             return Err(format!("the recording stopped after an error: {e}"));
         }
+        let r = self.write_action(a);
+        if let Err(e) = &r {
+            self.failed = Some(e.clone());
+        }
+        r
+    }
+
+    fn write_action(&mut self, a: &ActionRecord) -> Result<(), String> {
         let Some(part) = self.part.as_mut() else { return Err("the recording is closed".into()) };
         let shown = part.path.display().to_string();
         let json = serde_json::to_vec(a).map_err(|e| format!("{shown}: {e}"))?;
@@ -276,6 +298,22 @@ impl Recorder {
     pub fn bytes(&self) -> u64 {
         self.summary.bytes + self.part.as_ref().map_or(0, |p| p.offset)
     }
+}
+
+/// A later part of `first` already on disk (`night-2.tsrec` for `night.tsrec`).
+fn earlier_part(first: &Path) -> Option<PathBuf> {
+    let stem = first.file_stem()?.to_string_lossy().into_owned();
+    let ext = first.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    let dir = match first.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::read_dir(&dir).ok()?.flatten().map(|e| e.path()).find(|p| {
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        name.strip_prefix(&format!("{stem}-"))
+            .and_then(|rest| rest.strip_suffix(ext.as_str()))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 fn write_record(part: &mut Part, kind: Kind, flags: u8, at_ms: i64, payload: &[u8]) -> std::io::Result<()> {

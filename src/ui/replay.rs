@@ -108,7 +108,8 @@ impl Replay {
 
     /// The actions at or before the moment shown, most recent first.
     pub fn last_action(&self) -> Option<&(DateTime<Utc>, String)> {
-        self.actions.iter().rev().find(|(t, _)| *t <= self.pos)
+        let at = self.shown_at();
+        self.actions.iter().rev().find(|(t, _)| *t <= at)
     }
 }
 
