@@ -18,11 +18,9 @@ fn replace(b: &Value) -> Value {
     if b.is_object() { json!({ "=": b }) } else { b.clone() }
 }
 
-/// The patch from `a` to `b`; `None` when they are equal.
+/// The patch from `a` to `b`; `None` when they are equal. (Objects are compared by walking
+/// them once, not by an equality test at every level: that would walk each subtree again.)
 pub fn diff(a: &Value, b: &Value) -> Option<Value> {
-    if a == b {
-        return None;
-    }
     Some(match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let mut m = Map::new();
@@ -41,9 +39,18 @@ pub fn diff(a: &Value, b: &Value) -> Option<Value> {
             for k in x.keys().filter(|k| !y.contains_key(*k)) {
                 m.insert(k.clone(), json!({ "-": true }));
             }
+            if m.is_empty() {
+                return None;
+            }
             json!({ "o": m })
         }
-        (Value::Array(x), Value::Array(y)) => list(x, y).unwrap_or_else(|| replace(b)),
+        (Value::Array(x), Value::Array(y)) => {
+            if x == y {
+                return None;
+            }
+            list(x, y).unwrap_or_else(|| replace(b))
+        }
+        _ if a == b => return None,
         _ => replace(b),
     })
 }
@@ -236,6 +243,69 @@ mod tests {
         // Equal length, changed in place: by position.
         let p = round(json!([1, 2, 3]), json!([1, 5, 3]));
         assert_eq!(p, json!({"a": {"1": 5}}));
+    }
+
+    /// Small JSON values: objects and lists of them, named items (`name`, `id`) and repeats
+    /// among them, so keyed lists, shifts and position patches all come up.
+    fn value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-3i64..3).prop_map(|n| json!(n)),
+            (-2.0f64..2.0).prop_map(|f| json!(f)),
+            prop::sample::select(vec!["a", "b", "c", "=", "o", "-"]).prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(4, 40, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop::sample::select(vec!["name", "id", "x", "=", "o", "-", "s"]),
+                    inner.clone(),
+                    0..4
+                )
+                .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+                // Named items, sometimes with the same name twice.
+                prop::collection::vec((prop::sample::select(vec!["n1", "n2", "n3", "n4"]), inner), 0..5)
+                    .prop_map(|v| { Value::Array(v.into_iter().map(|(n, x)| json!({"name": n, "v": x})).collect()) }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn applying_the_diff_gives_the_new_value(a in value(), b in value()) {
+            let mut x = a.clone();
+            if let Some(p) = diff(&a, &b) {
+                proptest::prop_assert!(apply(&mut x, &p).is_ok(), "{} -> {}: {}", a, b, p);
+            }
+            proptest::prop_assert_eq!(x, b);
+        }
+
+        #[test]
+        fn a_value_and_its_edit_round_trip(a in value(), b in value(), at in 0usize..8) {
+            // b put somewhere inside a: the close pairs a recording's frames are.
+            let mut edited = a.clone();
+            let mut n = 0;
+            fn place(v: &mut Value, b: &Value, at: usize, n: &mut usize) {
+                *n += 1;
+                if *n == at {
+                    *v = b.clone();
+                    return;
+                }
+                match v {
+                    Value::Array(xs) => xs.iter_mut().for_each(|x| place(x, b, at, n)),
+                    Value::Object(m) => m.values_mut().for_each(|x| place(x, b, at, n)),
+                    _ => {}
+                }
+            }
+            place(&mut edited, &b, at, &mut n);
+            let mut x = a.clone();
+            if let Some(p) = diff(&a, &edited) {
+                proptest::prop_assert!(apply(&mut x, &p).is_ok());
+            }
+            proptest::prop_assert_eq!(x, edited);
+        }
     }
 
     #[test]
