@@ -110,6 +110,11 @@ pub fn replay(
         .map_err(|e| CmdError::Usage(e.to_string()))?;
     let speed = g.speed.unwrap_or(1.0);
     let now = Utc::now();
+    if files.is_empty() && from.is_none() && g.at.is_none() {
+        return Err(CmdError::Usage(
+            "replay needs a recording FILE, or --prometheus URL --from TIME [--to TIME]".into(),
+        ));
+    }
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
         return Err(CmdError::Usage("replay needs a terminal (snapshot --at TIME FILE prints one moment)".into()));

@@ -70,7 +70,7 @@ pub async fn moment(s: &prometheus::Settings, client: &Client, t: DateTime<Utc>)
     moments(t, t, Duration::from_secs(60))?;
     let mut store = store(s, Duration::from_secs(60));
     if let Some(e) = at(&mut store, s, client, t, true).await {
-        return Err(format!("Prometheus at {}: {e}", t.to_rfc3339()));
+        return Err(format!("Prometheus had nothing at {}: {e}", t.to_rfc3339()));
     }
     Ok(Frame::from_store(&store, t))
 }
