@@ -138,7 +138,8 @@ fn main() {
     row("default simulated cluster (42 cards)", &default, 24.0 / hours as f64);
     let big = record("gpus512", Some((64, 8)), 3600);
     row("512 GPUs (64 nodes × 8)", &big, 24.0);
-    for (what, r) in [("default, 24 h", &default), ("512 GPUs, 1 h", &big)] {
+    let default_span = format!("default, {hours} h");
+    for (what, r) in [(default_span.as_str(), &default), ("512 GPUs, 1 h", &big)] {
         let (open, median, step) = seek(&r.path, 200);
         println!(
             "| seek in {what} | open (index) {:.1} ms | a random moment {:.1} ms (median of 200) | the next frame {:.2} ms | |",

@@ -25,6 +25,22 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
 }
 
+/// Prometheus on 127.0.0.1:`port` with `config`, its data in `dir`; stopped when the guard
+/// drops. Returns the guard and its URL.
+fn start(dir: &std::path::Path, config: &str, port: u16) -> (Prometheus, String) {
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap_or_else(|e| panic!("{e}"));
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--log.level=warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start prometheus: {e}"));
+    (Prometheus(child), format!("http://127.0.0.1:{port}"))
+}
+
 fn snapshot(args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(["snapshot", "--json"])
@@ -88,18 +104,7 @@ fn prometheus_shows_what_the_exporter_describes() {
         exporter.addr,
         exporter.addr.rsplit(':').next().unwrap_or("0"),
     );
-    std::fs::write(dir.join("prometheus.yml"), config).unwrap_or_else(|e| panic!("{e}"));
-    let child = Command::new("prometheus")
-        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--log.level=warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start prometheus: {e}"));
-    let _guard = Prometheus(child);
-    let url = format!("http://127.0.0.1:{port}");
+    let (_guard, url) = start(&dir, &config, port);
 
     // Wait until both targets' series exist.
     let start = Instant::now();
@@ -200,18 +205,7 @@ fn prometheus_history_rebuilds_past_moments() {
         "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: a100\n    metrics_path: /a100\n    static_configs:\n      - targets: ['{}']\n",
         exporter.addr
     );
-    std::fs::write(dir.join("prometheus.yml"), config).unwrap_or_else(|e| panic!("{e}"));
-    let child = Command::new("prometheus")
-        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--log.level=warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start prometheus: {e}"));
-    let _guard = Prometheus(child);
-    let url = format!("http://127.0.0.1:{port}");
+    let (_guard, url) = start(&dir, &config, port);
     let temp = |v: &Value| cards(v).first().map(|c| c["temp"].clone()).unwrap_or(Value::Null);
     let start = Instant::now();
     while temp(&snapshot(&["--prometheus", &url])) != 61.0 {
@@ -288,16 +282,7 @@ fn measure_against_prometheus_scrape() {
         "global:\n  scrape_interval: 5s\n  scrape_timeout: 4s\nscrape_configs:\n  - job_name: big\n    sample_limit: 0\n    static_configs:\n      - targets: ['{}']\n",
         exporter.addr
     );
-    std::fs::write(dir.join("prometheus.yml"), config).unwrap_or_else(|e| panic!("{e}"));
-    let child = Command::new("prometheus")
-        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let _guard = Prometheus(child);
+    let (_guard, _) = start(&dir, &config, port);
     // Let it scrape several times, then read its own measurements.
     std::thread::sleep(Duration::from_secs(32));
     let q = format!("http://127.0.0.1:{port}/api/v1/query?query=scrape_duration_seconds%7Bjob%3D%22big%22%7D%5B30s%5D");

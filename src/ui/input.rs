@@ -113,47 +113,37 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
             }
             Effect::Redraw
         }
-        Input::Goto(text) => match k.code {
-            KeyCode::Esc => {
-                st.input = Input::Normal;
-                Effect::Redraw
-            }
-            KeyCode::Enter => {
-                let t = std::mem::take(text);
-                st.input = Input::Normal;
-                super::replay::goto(st, &t);
-                Effect::Redraw
-            }
-            KeyCode::Backspace => {
-                text.pop();
-                Effect::Redraw
-            }
-            KeyCode::Char(c) if text.len() < 64 => {
-                text.push(c);
-                Effect::Redraw
-            }
-            _ => Effect::None,
-        },
-        Input::Command(text) => match k.code {
-            KeyCode::Esc => {
-                st.input = Input::Normal;
-                Effect::Redraw
-            }
-            KeyCode::Enter => {
-                let t = std::mem::take(text);
-                st.input = Input::Normal;
-                st.command(&t, fleet)
-            }
-            KeyCode::Backspace => {
-                text.pop();
-                Effect::Redraw
-            }
-            KeyCode::Char(c) => {
-                text.push(c);
-                Effect::Redraw
-            }
-            _ => Effect::None,
-        },
+        Input::Goto(_) => typed(st, k, |st, t| {
+            super::replay::goto(st, t);
+            Effect::Redraw
+        }),
+        Input::Command(_) => typed(st, k, |st, t| st.command(t, fleet)),
+    }
+}
+
+/// A line being typed (a `:` command, a replay's `g` time): Esc drops it, Enter hands it to
+/// `enter`, Backspace and characters edit it (at most 256 of them).
+fn typed(st: &mut UiState, k: KeyEvent, enter: impl FnOnce(&mut UiState, &str) -> Effect) -> Effect {
+    let (Input::Command(text) | Input::Goto(text)) = &mut st.input else { return Effect::None };
+    match k.code {
+        KeyCode::Esc => {
+            st.input = Input::Normal;
+            Effect::Redraw
+        }
+        KeyCode::Enter => {
+            let t = std::mem::take(text);
+            st.input = Input::Normal;
+            enter(st, &t)
+        }
+        KeyCode::Backspace => {
+            text.pop();
+            Effect::Redraw
+        }
+        KeyCode::Char(c) if text.chars().count() < 256 => {
+            text.push(c);
+            Effect::Redraw
+        }
+        _ => Effect::None,
     }
 }
 
