@@ -65,6 +65,23 @@ pub(crate) fn open_terminal() -> (Terminal<CrosstermBackend<Stdout>>, Restore, m
     (terminal, restore, input)
 }
 
+/// One terminal event and every one queued behind it (keys typed faster than frames are
+/// handled before the next draw), as one effect.
+pub(crate) fn keys(
+    first: Event,
+    input: &mut mpsc::Receiver<Event>,
+    st: &mut UiState,
+    fleet: &crate::model::Fleet,
+) -> Effect {
+    let mut effect = on_event(st, fleet, first);
+    while effect != Effect::Quit
+        && let Ok(ev) = input.try_recv()
+    {
+        effect = merge(effect, on_event(st, fleet, ev));
+    }
+    effect
+}
+
 type Signal = tokio::signal::unix::Signal;
 
 /// SIGTERM, SIGHUP and SIGINT, watched.
@@ -149,12 +166,7 @@ async fn owner_loop(
         }
         tokio::select! {
             Some(ev) = input.recv() => {
-                let mut effect = on_event(&mut st, store.fleet(), ev);
-                // Keys typed faster than frames are handled before the next draw.
-                while effect != Effect::Quit && let Ok(ev) = input.try_recv() {
-                    effect = merge(effect, on_event(&mut st, store.fleet(), ev));
-                }
-                match effect {
+                match keys(ev, &mut input, &mut st, store.fleet()) {
                     Effect::Quit => {
                         interrupted(&st, &runner);
                         auto.interrupted(&runner);

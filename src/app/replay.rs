@@ -7,12 +7,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::schedule::{Suggestions, advise};
-use super::{draw, open_terminal, signals};
+use super::{draw, keys, open_terminal, signals};
 use crate::commands::CmdError;
 use crate::config::Config;
 use crate::record::reader::Player;
 use crate::store::Store;
-use crate::ui::input::{merge, on_event};
 use crate::ui::replay::Replay;
 use crate::ui::state::{Effect, UiState};
 use crate::ui::theme::Theme;
@@ -149,11 +148,7 @@ async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> R
         }
         tokio::select! {
             Some(ev) = input.recv() => {
-                let mut effect = on_event(&mut st, store.fleet(), ev);
-                while effect != Effect::Quit && let Ok(ev) = input.try_recv() {
-                    effect = merge(effect, on_event(&mut st, store.fleet(), ev));
-                }
-                match effect {
+                match keys(ev, &mut input, &mut st, store.fleet()) {
                     Effect::Quit => break,
                     // No action key exists in a replay; a request cannot come, but if one did
                     // it would be refused here.
