@@ -24,7 +24,7 @@ pub const MAX_DECODED: usize = 256 << 20;
 pub const MAX_ACTION: usize = 1 << 20;
 /// The latest frame time a date can hold (9999-12-31T23:59:59.999Z), in milliseconds.
 pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
-/// The most deltas after one keyframe a reader follows (the writer starts a group every 240).
+/// The most deltas after one keyframe a reader follows (the writer starts a group every 120).
 pub const MAX_GROUP: usize = 4096;
 /// The largest file header (JSON) a reader accepts.
 pub const MAX_HEADER: u32 = 1 << 20;

@@ -11,11 +11,10 @@ use chrono::{DateTime, Utc};
 use super::format::{self, Entry, Header, Index, Kind, RecordHeader};
 use super::{ActionRecord, Frame, patch};
 
-/// A keyframe at least this often (data time): the most a seek decodes is one keyframe and
-/// the deltas of this span.
-pub const KEY_EVERY: Duration = Duration::from_secs(120);
-/// And at least every this many frames.
-pub const KEY_EVERY_FRAMES: u32 = 240;
+/// A keyframe at least every this many frames: the most a seek decodes is one keyframe and
+/// this many deltas, however far apart the frames are (two minutes at a frame a second; the
+/// simulator at `--speed 600` puts ten minutes of its time between frames).
+pub const KEY_EVERY_FRAMES: u32 = 120;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -59,7 +58,6 @@ impl Summary {
 struct Group {
     stream: zstd::stream::write::Encoder<'static, Vec<u8>>,
     key_len: usize,
-    at: DateTime<Utc>,
     frames: u32,
     prev: serde_json::Value,
 }
@@ -201,17 +199,14 @@ impl Recorder {
         let Some(part) = self.part.as_mut() else { return Err("the recording is closed".into()) };
         let flags = if frame.outage() { format::FLAG_OUTAGE } else { 0 };
         let at_ms = frame.at.timestamp_millis();
-        let key_due = self.key_next
-            || part.group.as_ref().is_none_or(|g| {
-                g.frames >= KEY_EVERY_FRAMES || (frame.at - g.at).to_std().is_ok_and(|d| d >= KEY_EVERY)
-            });
+        let key_due = self.key_next || part.group.as_ref().is_none_or(|g| g.frames >= KEY_EVERY_FRAMES);
         let shown = part.path.display().to_string();
         let value = serde_json::to_value(frame).map_err(|e| format!("{shown}: {e}"))?;
         let zstd = |e: std::io::Error| format!("{shown}: zstd: {e}");
         if key_due {
             let json = serde_json::to_vec(&value).map_err(|e| format!("{shown}: {e}"))?;
             let stream = zstd::stream::write::Encoder::new(Vec::new(), format::LEVEL).map_err(zstd)?;
-            let mut g = Group { stream, key_len: 0, at: frame.at, frames: 1, prev: value };
+            let mut g = Group { stream, key_len: 0, frames: 1, prev: value };
             let payload = g.push(&json).map_err(zstd)?;
             g.key_len = payload.len();
             write_record(part, Kind::Key, flags, at_ms, &payload).map_err(|e| format!("{shown}: {e}"))?;
