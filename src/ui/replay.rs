@@ -148,7 +148,14 @@ pub fn goto(st: &mut UiState, text: &str) {
         }
         Ok(t) => {
             r.go(t);
-            st.message = Some(format!("at {}", t.format("%Y-%m-%d %H:%M:%S UTC")));
+            // The frame shown is the last at or before the time asked for.
+            let shown = r.shown_at();
+            let asked = t.format("%Y-%m-%d %H:%M:%S UTC");
+            st.message = Some(if shown == t {
+                format!("at {asked}")
+            } else {
+                format!("at {asked}: the frame of {}", shown.format("%H:%M:%S"))
+            });
         }
         Err(e) => st.message = Some(e),
     }
