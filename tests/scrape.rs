@@ -184,3 +184,30 @@ fn advise_on_a_real_mig_exporter_makes_up_nothing_it_cannot_know() {
         assert!(f["gpu_hours_per_day"].as_f64().is_some(), "{f}");
     }
 }
+
+/// Names from a source reach a person's terminal escaped: an exporter whose Hostname label
+/// carries terminal escapes (set the window title, clear the screen, a C1 CSI) cannot drive
+/// the terminal through `snapshot`'s table; the JSON keeps the value, escaped as JSON does.
+#[test]
+fn terminal_escapes_in_source_names_are_printed_escaped() {
+    let evil = fixture("metrics-a100-mig-1g.5gb-exporter-2.4.0rc2.prom")
+        .replace("Hostname=\"ub20-a100-k8s\"", "Hostname=\"ub20\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\"");
+    assert!(evil.contains('\u{1b}'), "the fixture's Hostname moved");
+    let server = Server::start(HashMap::from([("/metrics".into(), Reply::ok(evil))]), None);
+    let dir = std::env::temp_dir().join(format!("tessera-escape-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = dir.join("config.toml");
+    std::fs::write(&cfg, "[sources]\nscrape_node = \"label\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let cfg = cfg.to_string_lossy().into_owned();
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["snapshot", "--config", &cfg, "--scrape", &server.url("/metrics")])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("ub20\\u001b]0;pwned\\u0007"), "{table}");
+    assert!(!table.chars().any(|c| c.is_control() && c != '\n'), "{table:?}");
+    let (_, v, _) = snapshot(&["--config", &cfg, "--scrape", &server.url("/metrics")], &[]);
+    let name = v["nodes"][0]["name"].as_str().unwrap_or_default().to_string();
+    assert!(name.contains('\u{1b}') && name.contains('\u{9b}'), "JSON keeps the value: {v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
