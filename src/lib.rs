@@ -12,6 +12,7 @@ pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod model;
+pub mod process;
 pub mod record;
 pub mod schedule;
 pub mod sources;

@@ -67,14 +67,10 @@ fn shell_words(program: &str, args: &[String]) -> String {
 
 /// Run a command (no shell) with a timeout; stdout's first line, or an error with stderr's.
 pub(super) async fn run(program: &str, args: &[String], timeout: Duration) -> Result<String, String> {
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args).kill_on_drop(true).stdin(std::process::Stdio::null());
     let timeout = if timeout.is_zero() { Duration::from_secs(30) } else { timeout };
-    let out = match tokio::time::timeout(timeout, cmd.output()).await {
-        Err(_) => return Err(format!("{program}: no answer within {timeout:?}")),
-        Ok(Err(e)) => return Err(format!("{program}: {e}")),
-        Ok(Ok(o)) => o,
-    };
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // scontrol answers in a line or two: a megabyte is a flood.
+    let out = crate::process::run(program, &args, timeout, 1 << 20).await.map_err(|e| format!("{program}: {e}"))?;
     let first =
         |b: &[u8]| String::from_utf8_lossy(b).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
     if out.status.success() {

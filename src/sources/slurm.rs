@@ -55,19 +55,20 @@ fn err(message: impl Into<String>) -> SourceError {
     SourceError { message: message.into(), fatal: false }
 }
 
+/// The most a Slurm command may print (as an HTTP answer may hold): 10,000 jobs are ~3 MB.
+pub const OUTPUT_LIMIT: u64 = 256 << 20;
+
 /// Run a Slurm command with a timeout; its stdout, or an error naming the command and what
 /// went wrong (stderr's first line, the exit code, or the timeout).
 pub async fn run(settings: &Settings, name: &str, args: &[&str]) -> Result<String, SourceError> {
     let shown = format!("{name} {}", args.join(" "));
-    let mut cmd = tokio::process::Command::new(settings.program(name));
-    cmd.args(args).kill_on_drop(true).stdin(std::process::Stdio::null());
-    let out = match tokio::time::timeout(settings.timeout, cmd.output()).await {
-        Err(_) => return Err(err(format!("{shown}: no answer within {:?}", settings.timeout))),
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+    let program = settings.program(name);
+    let out = match crate::process::run(&program.to_string_lossy(), args, settings.timeout, OUTPUT_LIMIT).await {
+        Err(crate::process::RunError::NotFound) => {
             return Err(err(format!("{name}: not found (is Slurm's client installed? see slurm.commands_dir)")));
         }
-        Ok(Err(e)) => return Err(err(format!("{shown}: {e}"))),
-        Ok(Ok(out)) => out,
+        Err(e) => return Err(err(format!("{shown}: {e}"))),
+        Ok(out) => out,
     };
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);

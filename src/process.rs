@@ -1,0 +1,148 @@
+//! Running a program (Slurm's commands, for the source and the executor): no shell, a timeout,
+//! output capped, and the program in its own process group so that a timeout or a flood kills
+//! everything it started, not only itself (a hung wrapper would leave its child behind).
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+
+/// What a run printed and how it ended.
+#[derive(Debug)]
+pub struct Output {
+    pub status: std::process::ExitStatus,
+    pub stdout: Vec<u8>,
+    /// The first `STDERR_LIMIT` bytes of it.
+    pub stderr: Vec<u8>,
+}
+
+/// Why a run gave no output.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    #[error("not found")]
+    NotFound,
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("printed more than {0} bytes: stopped")]
+    TooLong(u64),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Standard error is read this far (a first line is all anyone quotes).
+pub const STDERR_LIMIT: u64 = 64 << 10;
+
+/// Run `program` with `args`; at most `limit` bytes of standard output are taken, and at
+/// `timeout` or past `limit` the program and everything it started are killed.
+pub async fn run(program: &str, args: &[&str], timeout: Duration, limit: u64) -> Result<Output, RunError> {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => RunError::NotFound,
+        _ => RunError::Io(e.to_string()),
+    })?;
+    let group = child.id();
+    let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
+        kill_group(group);
+        return Err(RunError::Io("no pipes to the program".into()));
+    };
+    // Standard error on its own task: a program flooding standard output while its standard
+    // error stays open must not keep the limit from being noticed.
+    let stderr = tokio::spawn(async move {
+        let mut v = Vec::new();
+        let _ = err.take(STDERR_LIMIT).read_to_end(&mut v).await;
+        v
+    });
+    let work = async {
+        let mut stdout = Vec::new();
+        out.take(limit + 1).read_to_end(&mut stdout).await.map_err(|e| RunError::Io(e.to_string()))?;
+        if stdout.len() as u64 > limit {
+            return Err(RunError::TooLong(limit));
+        }
+        let status = child.wait().await.map_err(|e| RunError::Io(e.to_string()))?;
+        let stderr = stderr.await.unwrap_or_default();
+        Ok(Output { status, stdout, stderr })
+    };
+    let result = match tokio::time::timeout(timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(RunError::Timeout(timeout)),
+    };
+    // A timeout or a flood: the program and whatever it started (it has not been waited for,
+    // so its group id is still its own).
+    if result.is_err() {
+        kill_group(group);
+    }
+    result
+}
+
+/// SIGKILL to the process group `pid` leads (the program was started as its leader).
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 1) {
+        group::kill(pid);
+    }
+}
+
+/// The one FFI call here.
+#[allow(unsafe_code)]
+mod group {
+    /// SIGKILL to process group `pgid`.
+    pub fn kill(pgid: i32) {
+        // SAFETY: killpg takes two integers and touches no memory of ours; a group that is
+        // already gone makes it return -1 (ESRCH), which is fine here.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+        p.to_string_lossy().into_owned()
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn output_that_never_ends_is_stopped_at_the_limit() {
+        let dir = std::env::temp_dir().join(format!("tessera-proc-flood-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let flood = script(&dir, "squeue", "yes 'a line of output that never ends'");
+        let r = rt().block_on(run(&flood, &[], Duration::from_secs(20), 1 << 20));
+        assert_eq!(r.err(), Some(RunError::TooLong(1 << 20)));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_timeout_kills_what_the_program_started_too() {
+        let dir = std::env::temp_dir().join(format!("tessera-proc-orphan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let pidfile = dir.join("child.pid");
+        // A wrapper that starts a child and hangs.
+        let body = format!("sleep 300 & echo $! > {}\nwait", pidfile.display());
+        let hung = script(&dir, "scontrol", &body);
+        let r = rt().block_on(run(&hung, &[], Duration::from_millis(500), 1 << 20));
+        assert_eq!(r.err(), Some(RunError::Timeout(Duration::from_millis(500))));
+        let pid = std::fs::read_to_string(&pidfile).unwrap_or_default().trim().to_string();
+        assert!(!pid.is_empty());
+        // Gone (or a zombie about to be reaped by init): not sleeping on.
+        std::thread::sleep(Duration::from_millis(200));
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = state.rsplit(") ").next().and_then(|s| s.chars().next());
+        assert!(matches!(state, None | Some('Z') | Some('X')), "the child {pid} still runs: {state:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
