@@ -239,10 +239,14 @@ fn prometheus_history_rebuilds_past_moments() {
     let cfg = tessera::config::Config::default();
     let settings = tessera::engine::prometheus_settings(&cfg, &url);
     let client = tessera::sources::http::Client::new(&cfg.sources.http).unwrap_or_else(|e| panic!("{e}"));
+    // Two more scrapes at 75, then moments a whole number of seconds apart that end now
+    // (the last one is now itself, after the change for sure).
+    std::thread::sleep(Duration::from_secs(2));
     let now = chrono::Utc::now();
+    let from = now - chrono::Duration::seconds((now - then).num_seconds() + 2);
     let moments =
-        tessera::record::prometheus::moments(then - chrono::Duration::seconds(2), now, Duration::from_secs(1))
-            .unwrap_or_else(|e| panic!("{e}"));
+        tessera::record::prometheus::moments(from, now, Duration::from_secs(1)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(moments.last(), Some(&now));
     let path = dir.join("history.tsrec");
     let rt = tessera::engine::runtime().unwrap_or_else(|e| panic!("{e}"));
     let summary = rt
