@@ -122,6 +122,9 @@ async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> R
     let mut st = UiState::new(true, ascii, cfg.policy.min_runtime, replay.pos);
     st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
     st.replay = Some(replay);
+    if let Some(r) = &st.replay {
+        st.message = Some(format!("replaying {}: space pauses, g jumps to a time, ? lists the keys", r.what));
+    }
     if let Some(first) = problems.first() {
         let more = if problems.len() > 1 { format!(" (and {} more)", problems.len() - 1) } else { String::new() };
         st.message = Some(format!("recording damaged, skipped: {first}{more}"));

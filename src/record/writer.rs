@@ -288,11 +288,6 @@ impl Recorder {
         self.close_part()?;
         Ok(std::mem::take(&mut self.summary))
     }
-
-    /// Bytes written so far.
-    pub fn bytes(&self) -> u64 {
-        self.summary.bytes + self.part.as_ref().map_or(0, |p| p.offset)
-    }
 }
 
 /// A later part of `first` already on disk (`night-2.tsrec` for `night.tsrec`).
