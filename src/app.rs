@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::actions::execute::{Outcome, Progress, StepResult};
 use crate::actions::run::{Approval, Runner};
-use crate::commands::CmdError;
+use crate::commands::{CmdError, to_stderr};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::store::Store;
@@ -38,8 +38,10 @@ pub(crate) struct Restore;
 
 impl Drop for Restore {
     fn drop(&mut self) {
+        // Errors ignored: a lost terminal (a dropped SSH session) cannot be restored, and
+        // saying so on it would fail again (`ratatui::restore` prints, which panics there).
         let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
-        ratatui::restore();
+        let _ = ratatui::try_restore();
     }
 }
 
@@ -155,17 +157,39 @@ async fn owner_loop(
     let mut clock = tokio::time::interval(Duration::from_secs(1));
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
+    // The terminal is gone (a dropped SSH session: a draw failed or its input ended): nothing
+    // is drawn any more; an action under way finishes headless and is audited, then tessera
+    // leaves. A failed draw never ends a running action.
+    let mut lost: Option<String> = None;
+    let mut input_open = true;
+    let mut finished_headless = false;
     // The fleet changed since the advisor last ran.
     let mut advice_due = true;
     let (mut merge_pending, mut merge_at, mut last_merge) =
         (false, tokio::time::Instant::now(), tokio::time::Instant::now() - MERGE_EVERY);
     loop {
-        if dirty {
-            draw(&mut terminal, &mut st, &store, &theme)?;
+        if dirty && lost.is_none() {
+            if let Err(e) = draw(&mut terminal, &mut st, &store, &theme) {
+                lost = Some(e.to_string());
+                if !headless(&mut st) {
+                    break;
+                }
+                finished_headless = true;
+            }
             dirty = false;
         }
         tokio::select! {
-            Some(ev) = input.recv() => {
+            ev = input.recv(), if input_open => {
+                let Some(ev) = ev else {
+                    // The input thread ends when the terminal can no longer be read.
+                    input_open = false;
+                    lost.get_or_insert_with(|| "the terminal's input ended".into());
+                    if headless(&mut st) {
+                        finished_headless = true;
+                        continue;
+                    }
+                    break;
+                };
                 match keys(ev, &mut input, &mut st, store.fleet()) {
                     Effect::Quit => {
                         interrupted(&st, &runner);
@@ -315,7 +339,9 @@ async fn owner_loop(
             }
             // A signal while an action runs lets it finish (and be audited); a second one leaves.
             _ = term.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
-            _ = hup.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
+            // A lost terminal's own hangup (tmux and the kernel can each send one) is not a
+            // second request to leave now.
+            _ = hup.recv() => if lost.is_some() || wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
             _ = int.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
         }
     }
@@ -329,30 +355,53 @@ async fn owner_loop(
     let recorded = recording.map(crate::record::session::Session::finish);
     drop(_restore);
     match recorded {
-        Some(Ok(s)) => eprintln!(
+        Some(Ok(s)) => to_stderr(&format!(
             "tessera: recorded {} frames and {} actions, {}, in {}",
             s.frames,
             s.actions,
             crate::record::session::size(s.bytes),
             s.kept().iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        ),
-        Some(Err(e)) => eprintln!("tessera: the recording was not closed cleanly: {e}"),
+        )),
+        Some(Err(e)) => to_stderr(&format!("tessera: the recording was not closed cleanly: {e}")),
         None => {}
     }
     if let Some(e) = audit_note {
-        eprintln!("tessera: the audit log could not always be read ({e}): recorded actions may be missing");
+        to_stderr(&format!("tessera: the audit log could not always be read ({e}): recorded actions may be missing"));
     }
     if let Err(e) = kept {
-        eprintln!("tessera: demand by hour not kept: {e}");
+        to_stderr(&format!("tessera: demand by hour not kept: {e}"));
     }
     if !drained.is_empty() {
         let names: Vec<String> = drained.iter().map(ToString::to_string).collect();
-        eprintln!(
+        to_stderr(&format!(
             "tessera: the schedule change was left at once: {} stay drained (tessera undrain CARD gives each back; the audit log has every drain)",
             names.join(", ")
-        );
+        ));
     }
-    Ok(())
+    match lost {
+        Some(e) => Err(CmdError::Failed(format!(
+            "the terminal was lost ({e}){}",
+            if finished_headless {
+                "; the action under way ran to its end headless: the audit log has its outcome"
+            } else {
+                ""
+            }
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The terminal is lost: with an action under way, go on headless until it ends (a group
+/// change stops after its current card), and true; else false (leave now).
+fn headless(st: &mut UiState) -> bool {
+    if !st.action_running() {
+        return false;
+    }
+    st.quit_after_action = true;
+    if let Some(Modal::GroupRunning { run, .. }) = &mut st.modal {
+        run.stop("the terminal was lost");
+    }
+    true
 }
 
 /// The advisor's findings on `fleet`, with the thresholds of the config.

@@ -3,6 +3,7 @@
 mod act;
 mod advise;
 mod out;
+pub use out::to_stderr;
 mod record;
 mod replay;
 mod schedule;

@@ -29,7 +29,7 @@ fn main() -> ExitCode {
         None
     };
     if let Some(u) = usage {
-        eprintln!("tessera: {u}");
+        commands::to_stderr(&format!("tessera: {u}"));
         return ExitCode::from(2);
     }
     let result = match cli.command {
@@ -64,7 +64,7 @@ fn main() -> ExitCode {
             // Errors can quote a file or a source: nothing of them reaches the terminal raw.
             let text: String =
                 e.to_string().chars().map(|c| if c.is_control() && c != '\n' { '?' } else { c }).collect();
-            eprintln!("tessera: {text}");
+            commands::to_stderr(&format!("tessera: {text}"));
             ExitCode::from(e.code())
         }
     }

@@ -67,6 +67,48 @@ fn drain_confirm_cancel_and_refuse_in_the_console() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A dropped SSH session during a preemption (tmux kill-session closes the terminal): the
+/// action runs to its end headless (checkpoint, wait, requeue), its outcome is audited, and
+/// only then tessera leaves. (It used to exit on the failed draw with the intent alone.)
+#[test]
+fn a_lost_terminal_lets_the_running_action_finish_and_be_audited() {
+    if !have("tmux") {
+        return;
+    }
+    // At 15x the 45 s checkpoint takes 3 s: the terminal goes in the middle of it.
+    let (t, dir) = session("lost", "--speed 15");
+    t.keys(&["3", "/", "p", "r", "e", "t", "r", "a", "i", "n", "-", "7", "b", "Enter"]);
+    t.wait("the filtered workload", |s| s.contains("ads/pretrain-7b-21") && s.contains("filter: pretrain-7b"));
+    t.keys(&["p"]);
+    t.wait("the typed-name prompt", |s| s.contains("type sim:21 and Enter to confirm"));
+    t.keys(&["s", "i", "m", ":", "2", "1", "Enter"]);
+    t.wait("the checkpoint under way", |s| s.contains("Wait 45 s for the checkpoint") && s.contains("ok Ask the job"));
+    let pid = t.display("#{pane_pid}");
+    t.run(&["kill-session", "-t", "e2e"]);
+    let audit = dir.join("state/tessera/audit.jsonl");
+    let records = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&audit)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let alive = || std::process::Command::new("kill").args(["-0", &pid]).status().is_ok_and(|s| s.success());
+    let start = std::time::Instant::now();
+    while alive() && start.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!alive(), "tessera leaves once the action ended");
+    let kinds: Vec<String> = records().iter().filter_map(|v| v["record"].as_str().map(str::to_string)).collect();
+    assert_eq!(kinds, ["intent", "outcome"], "{:?}", records());
+    let outcome = &records()[1];
+    assert_eq!(outcome["result"]["ok"], true, "{outcome}");
+    let steps: Vec<&str> =
+        outcome["result"]["steps"].as_array().into_iter().flatten().filter_map(|s| s["status"].as_str()).collect();
+    assert_eq!(steps, ["done", "done", "done"], "checkpointed, waited, requeued: {outcome}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn read_only_console_has_no_action_keys() {
     if !have("tmux") {

@@ -9,6 +9,12 @@ use std::io::{ErrorKind, Write};
 
 use super::CmdError;
 
+/// A line on stderr, which may be a terminal that is gone: a failed write is dropped (the
+/// std print macros panic on one).
+pub fn to_stderr(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{}", printable(line));
+}
+
 /// `text` with every control character but line ends and tabs escaped. (JSON is already safe:
 /// serde escapes control characters inside strings.)
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {

@@ -94,18 +94,18 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
         let crate::engine::Engine { mut store, mut updates, runner, notes } =
             crate::engine::Engine::start(&cfg).map_err(CmdError::Usage)?;
         for n in &notes {
-            eprintln!("tessera: {n}");
+            super::to_stderr(&format!("tessera: {n}"));
         }
         let path = settings.path.clone();
         let every = settings.every;
         let mut session = Session::start(settings, runner.audit_path().map(std::path::Path::to_path_buf))
             .map_err(CmdError::Failed)?;
-        eprintln!(
+        super::to_stderr(&format!(
             "tessera: recording to {} every {} ({}; Ctrl-C stops)",
             path.display(),
             duration::format(every),
             run_for.map_or_else(|| "until stopped".into(), |d| format!("for {}", duration::format(d)))
-        );
+        ));
         let signal = |k| tokio::signal::unix::signal(k).map_err(|e| CmdError::Failed(format!("cannot watch signals: {e}")));
         use tokio::signal::unix::SignalKind;
         let (mut term, mut hup, mut int) =
@@ -155,14 +155,14 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
             }
         };
         for w in &summary.warnings {
-            eprintln!("tessera: {w}");
+            super::to_stderr(&format!("tessera: {w}"));
         }
         let parts: Vec<String> = summary.kept().iter().map(|p| p.display().to_string()).collect();
         let removed = match summary.removed.len() {
             0 => String::new(),
             n => format!(" ({n} older parts removed to keep {})", o.keep.unwrap_or_default()),
         };
-        eprintln!(
+        super::to_stderr(&format!(
             "tessera: recorded {} frames ({} keyframes) and {} actions, {}, in {}{removed}{}",
             summary.frames,
             summary.keyframes,
@@ -170,9 +170,9 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
             size(summary.bytes),
             parts.join(", "),
             if skipped > 0 { format!(" ({skipped} audit lines that were not records skipped)") } else { String::new() }
-        );
+        ));
         if let Some(e) = session_audit {
-            eprintln!("tessera: the audit log could not always be read ({e}): actions may be missing");
+            super::to_stderr(&format!("tessera: the audit log could not always be read ({e}): actions may be missing"));
         }
         match failed {
             Some(e) => Err(CmdError::Failed(format!("recording stopped: {e}"))),

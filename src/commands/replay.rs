@@ -61,7 +61,7 @@ fn rebuild(cfg: &Config, from: DateTime<Utc>, to: DateTime<Utc>, step: Duration)
     };
     let moments = crate::record::prometheus::moments(from, to, step).map_err(CmdError::Usage)?;
     if let Some(note) = left_out(cfg) {
-        eprintln!("tessera: {note}");
+        super::to_stderr(&format!("tessera: {note}"));
     }
     let path = std::env::temp_dir().join(format!(
         "tessera-prometheus-{}-{}.tsrec",
@@ -75,12 +75,12 @@ fn rebuild(cfg: &Config, from: DateTime<Utc>, to: DateTime<Utc>, step: Duration)
     let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
     let n = moments.len();
     if n > 1 {
-        eprintln!("tessera: rebuilding {n} moments from Prometheus ({base})");
+        super::to_stderr(&format!("tessera: rebuilding {n} moments from Prometheus ({base})"));
     }
     let mut told = std::time::Instant::now();
     rt.block_on(crate::record::prometheus::rebuild(&settings, &client, &moments, step, &path, |done, of| {
         if told.elapsed() >= Duration::from_secs(2) {
-            eprintln!("tessera: {done}/{of}");
+            super::to_stderr(&format!("tessera: {done}/{of}"));
             told = std::time::Instant::now();
         }
     }))
@@ -179,7 +179,7 @@ pub fn snapshot_cmd(g: &Global, json: bool, files: &[PathBuf]) -> Result<(), Cmd
             return Err(CmdError::Usage("--at needs a recording FILE, or --prometheus URL".into()));
         };
         if let Some(note) = left_out(&cfg) {
-            eprintln!("tessera: {note}");
+            super::to_stderr(&format!("tessera: {note}"));
         }
         let settings = crate::engine::prometheus_settings(&cfg, &base);
         let client = crate::sources::http::Client::new(&cfg.sources.http)
@@ -209,7 +209,7 @@ pub fn snapshot_cmd(g: &Global, json: bool, files: &[PathBuf]) -> Result<(), Cmd
         (frame, player.rec.problems.clone(), shown(files))
     };
     for p in &problems {
-        eprintln!("tessera: {p}");
+        super::to_stderr(&format!("tessera: {p}"));
     }
     let mut fleet = frame.fleet;
     fleet.index_workloads();

@@ -25,8 +25,8 @@ pub(super) fn effective(cfg: &crate::config::Config, simulated: bool) -> Option<
     let (schedules, demo) = crate::schedule::demo::effective(cfg, simulated)?;
     if demo {
         // On stderr: stdout stays the timeline or its JSON.
-        eprintln!(
-            "no [[schedule]] configured: showing the simulated cluster's example (tessera check-config --example has the form)"
+        super::to_stderr(
+            "no [[schedule]] configured: showing the simulated cluster's example (tessera check-config --example has the form)",
         );
     }
     Some(schedules)

@@ -26,7 +26,7 @@ pub fn collect_with_demand(cfg: &Config) -> Result<(Fleet, bool, crate::model::d
     rt.block_on(async {
         let mut engine = crate::engine::Engine::start(cfg).map_err(CmdError::Usage)?;
         for n in &engine.notes {
-            eprintln!("tessera: {n}");
+            super::to_stderr(&format!("tessera: {n}"));
         }
         engine.first_answers().await;
         Ok((engine.store.fleet().clone(), engine.store.simulated(), engine.store.demand().clone()))
