@@ -470,7 +470,7 @@ fn on_request(
                 crate::schedule::group::plan(&t[0], fleet, now, &|a: &crate::actions::Action| runner.check(a, fleet))
             });
             match plan {
-                Some(p) => st.modal = Some(Modal::Group { plan: Box::new(p), typed: String::new(), second: false }),
+                Some(p) => st.modal = Some(crate::ui::group::confirm(p)),
                 None => st.message = Some(format!("schedule {name}: nothing is due now")),
             }
         }
@@ -492,7 +492,7 @@ fn on_request(
                 }
                 Some(p) => {
                     st.message = Some("the cluster changed since the plan was shown: confirm the new plan".into());
-                    st.modal = Some(Modal::Group { plan: Box::new(p), typed: String::new(), second: false });
+                    st.modal = Some(crate::ui::group::confirm(p));
                 }
                 None => {
                     st.modal = None;
@@ -579,6 +579,8 @@ pub(crate) fn draw(
     if vp != st.viewport {
         st.set_viewport(vp);
     }
+    // What the keys go by: a confirmation counts what this frame shows.
+    st.screen = ratatui::layout::Rect::new(0, 0, size.width, size.height);
     terminal
         .draw(|f| crate::ui::draw(f, st, store.fleet(), theme, store.simulated()))
         .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?;

@@ -8,6 +8,7 @@ pub mod group;
 pub mod input;
 pub mod keymap;
 pub mod replay;
+pub mod sheet;
 pub mod state;
 pub mod theme;
 pub mod views;

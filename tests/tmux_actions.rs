@@ -227,7 +227,15 @@ fn a_preempting_schedule_change_asks_twice_and_empties_the_cards_first() {
     t.keys(&["m"]);
     let plan = t.wait("the group plan", |s| s.contains("type all-day and Enter"));
     assert!(plan.contains("drain → preempt sim:"), "{plan}");
+    // Longer than the dialog: the name is taken, but Enter does nothing until every line of
+    // the plan has been on screen.
+    assert!(plan.contains("(read to the end to confirm)"), "{plan}");
     t.keys(&["all-day", "Enter"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(t.screen().contains("Enter to run it on") && !t.screen().contains("workloads above (training"));
+    t.keys(&["PageDown"]);
+    t.wait("the end of the plan", |s| s.contains(" · the end") && !s.contains("(read to the end"));
+    t.keys(&["Enter"]);
     let asked = t.wait("the preemption question", |s| s.contains("workloads above (training past the minimum runtime"));
     assert!(asked.contains("  preempt sim:"), "{asked}");
     t.keys(&["y"]);

@@ -176,6 +176,7 @@ fn views() -> Vec<(&'static str, Setup)> {
                     plan: Box::new(plan),
                     typed: "demo-h100".into(),
                     second: false,
+                    scroll: Default::default(),
                 });
             }),
         ),
@@ -315,7 +316,16 @@ fn long_plans_keep_warnings_and_the_prompt_in_view() {
         st.modal = Some(tessera::ui::actions::confirm(plan));
     };
     let screen = render(80, 24, setup, false);
-    assert!(screen.contains("more steps"), "{screen}");
+    assert!(screen.contains("steps 1-") && screen.contains("below: Down, PgDn"), "{screen}");
+    assert!(screen.contains("(read to the end to confirm)"), "{screen}");
     assert!(screen.contains("warning: the last warning"), "{screen}");
     assert!(screen.contains("type n1/0 and Enter"), "{screen}");
+    insta::assert_snapshot!("confirm_long_plan_80x24", screen);
+    // Too small to show the question: it says so, and (tests in ui/actions_tests.rs) accepts
+    // nothing but Esc.
+    let tiny = render(20, 5, setup, false);
+    assert!(tiny.contains("enlarge"), "{tiny}");
+    assert!(!tiny.contains("type n1/0"), "{tiny}");
+    insta::assert_snapshot!("confirm_too_small_20x5", tiny);
+    insta::assert_snapshot!("confirm_too_small_40x10", render(40, 10, setup, false));
 }

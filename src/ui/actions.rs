@@ -10,6 +10,7 @@ use crate::model::mig::{enumerate, lookup};
 use crate::model::{Card, CardRef, Fleet, capacity};
 use crate::schedule::group::{GroupPlan, GroupRun};
 use crate::ui::keymap::Intent;
+use crate::ui::sheet::{Scroll, Sheet, Tone};
 use crate::ui::state::{Tab, UiState};
 
 /// One layout the picker offers.
@@ -35,6 +36,8 @@ pub enum Modal {
         plan: Box<Plan>,
         typed: String,
         second: bool,
+        /// Long plans scroll; the question counts once every step was on screen.
+        scroll: Scroll,
     },
     Running {
         plan: Box<Plan>,
@@ -46,6 +49,7 @@ pub enum Modal {
         plan: Box<GroupPlan>,
         typed: String,
         second: bool,
+        scroll: Scroll,
     },
     /// The group change running card by card; `current` is the action under way.
     GroupRunning {
@@ -176,7 +180,49 @@ fn config_picker(
     Modal::Picker { card: r.clone(), choices, selected: 0, current }
 }
 
-pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
+/// A key in a dialog drawn on `screen`. A confirmation whose question cannot show whole
+/// accepts nothing but Esc; one whose plan has not all been on screen scrolls, takes a typed
+/// name, but does not confirm.
+pub fn on_key(modal: &mut Modal, k: &KeyEvent, screen: ratatui::layout::Rect) -> Answer {
+    let Some((sheet, scroll)) = confirmation(modal) else { return answer(modal, k) };
+    if k.code != KeyCode::Esc && !super::sheet::show(&sheet, screen, scroll).legible {
+        return Answer::Stay;
+    }
+    let by = match k.code {
+        KeyCode::Up => -1,
+        KeyCode::Down => 1,
+        KeyCode::PageUp => -2,
+        KeyCode::PageDown => 2,
+        _ => 0,
+    };
+    if by != 0 {
+        if let Modal::Confirm { scroll: s, .. } | Modal::Group { scroll: s, .. } = modal {
+            *s = scroll.moved(&sheet, screen, by);
+        }
+        return Answer::Stay;
+    }
+    if scroll.answerable(&sheet, screen) {
+        return answer(modal, k);
+    }
+    // Not all read yet: a key that would confirm (run, or go on to the second question)
+    // leaves the dialog as it was.
+    let before = modal.clone();
+    let second = |m: &Modal| matches!(m, Modal::Confirm { second: true, .. } | Modal::Group { second: true, .. });
+    match answer(modal, k) {
+        Answer::Request(Request::Execute(_) | Request::RunGroup(_)) => {
+            *modal = before;
+            Answer::Stay
+        }
+        a if second(modal) && !second(&before) => {
+            *modal = before;
+            let _ = a;
+            Answer::Stay
+        }
+        a => a,
+    }
+}
+
+fn answer(modal: &mut Modal, k: &KeyEvent) -> Answer {
     match modal {
         Modal::Picker { card, choices, selected, .. } => match k.code {
             KeyCode::Esc => Answer::Close("repartition cancelled: nothing done".into()),
@@ -197,7 +243,7 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
             },
             _ => Answer::Stay,
         },
-        Modal::Confirm { plan, typed, second } => {
+        Modal::Confirm { plan, typed, second, .. } => {
             let cancelled = || Answer::Close(format!("{} {} cancelled: nothing done", plan.action.verb(), plan.target));
             if k.code == KeyCode::Esc {
                 if !plan.allowed() {
@@ -319,7 +365,7 @@ pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) -> Option<Requ
 
 /// A confirmation dialog for a plan.
 pub fn confirm(plan: Plan) -> Modal {
-    Modal::Confirm { plan: Box::new(plan), typed: String::new(), second: false }
+    Modal::Confirm { plan: Box::new(plan), typed: String::new(), second: false, scroll: Scroll::default() }
 }
 
 /// The progress dialog of a plan that started.
@@ -355,3 +401,43 @@ pub fn on_outcome(modal: &mut Modal, o: Outcome) {
 #[cfg(test)]
 #[path = "actions_tests.rs"]
 mod tests;
+
+/// A confirmation's sheet and scroll, for the keys and the drawing alike; None for the other
+/// dialogs.
+pub fn confirmation(modal: &Modal) -> Option<(Sheet, Scroll)> {
+    match modal {
+        Modal::Confirm { plan, typed, second, scroll } => Some((confirm_sheet(plan, typed, *second), *scroll)),
+        Modal::Group { scroll, .. } => Some((super::group::sheet(modal), *scroll)),
+        _ => None,
+    }
+}
+
+/// The confirmation of one action: what it does and through which backend, every step with
+/// the call it makes, the warnings and refusals, and the question.
+pub fn confirm_sheet(plan: &Plan, typed: &str, second: bool) -> Sheet {
+    let head = vec![(format!("{} via {} ({})", plan.summary, plan.backend.as_str(), plan.source), Tone::Title)];
+    let body = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| vec![(format!("{}. {}", i + 1, s.what), Tone::Text), (format!("   {}", s.call), Tone::Dim)])
+        .collect();
+    let mut foot: Vec<(String, Tone)> =
+        plan.warnings.iter().map(|w| (format!("warning: {w}"), Tone::Warning)).collect();
+    foot.extend(plan.blockers.iter().map(|b| (format!("refused: {b}"), Tone::Danger)));
+    let question = if !plan.allowed() && offers_drain(plan) {
+        "refused by the guards above: d drains the card first (then wait, then repartition), Esc closes".to_string()
+    } else if !plan.allowed() && offers_force(plan) {
+        "refused by the guards above: f forces it (asks again), Esc closes".to_string()
+    } else if !plan.allowed() {
+        "refused by the guards above: Esc closes".to_string()
+    } else if second {
+        format!("{}  y/n", plan.second_confirmation.clone().unwrap_or_default())
+    } else if plan.destructive {
+        format!("type {} and Enter to confirm (Esc cancels): {typed}", plan.target)
+    } else {
+        "y or Enter to confirm, n or Esc to cancel".into()
+    };
+    let tone = if plan.allowed() { Tone::Ask } else { Tone::AskDanger };
+    Sheet { head, body, foot, question: Some((question, tone)), noun: "steps" }
+}

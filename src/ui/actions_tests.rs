@@ -49,7 +49,10 @@ fn press(st: &mut UiState, store: &Store, keys: &[KeyCode], executed: &mut Vec<P
 }
 
 fn ui() -> UiState {
-    UiState::new(false, false, std::time::Duration::from_secs(1800), clock())
+    let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), clock());
+    // As drawn on a 160x48 terminal: every plan here shows whole.
+    st.screen = ratatui::layout::Rect::new(0, 0, 160, 48);
+    st
 }
 
 #[test]
@@ -61,6 +64,72 @@ fn drain_confirmed_with_y_executes_once() {
     press(&mut st, &store, &[KeyCode::Char('d'), KeyCode::Char('y')], &mut executed);
     assert_eq!(executed.len(), 1);
     assert_eq!(executed[0].action, Action::Drain { target: "gpu-a100-01/0".into() });
+}
+
+/// At 20x5 the dialog cannot show the plan: y, Enter and a typed name do nothing; Esc cancels.
+/// (The old dialog executed on y with the plan hidden.)
+#[test]
+fn a_confirmation_that_cannot_be_seen_accepts_only_esc() {
+    let store = store();
+    let mut st = ui();
+    st.screen = ratatui::layout::Rect::new(0, 0, 20, 5);
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    press(&mut st, &store, &[KeyCode::Char('d'), KeyCode::Char('y'), KeyCode::Enter], &mut executed);
+    assert!(executed.is_empty(), "nothing runs from a dialog that does not fit");
+    assert!(matches!(st.modal, Some(Modal::Confirm { .. })), "still asking");
+    // What it shows says why.
+    let Some((sheet, scroll)) = st.modal.as_ref().and_then(confirmation) else { panic!("a confirmation") };
+    let shown = crate::ui::sheet::show(&sheet, st.screen, scroll);
+    assert!(!shown.legible);
+    assert!(shown.rows.iter().map(|r| r.0.as_str()).collect::<String>().contains("enlarge"), "{:?}", shown.rows);
+    // Enlarged, the same dialog confirms.
+    st.screen = ratatui::layout::Rect::new(0, 0, 80, 24);
+    press(&mut st, &store, &[KeyCode::Char('y')], &mut executed);
+    assert_eq!(executed.len(), 1);
+
+    // A destructive plan: the typed name is not even taken while it cannot show.
+    let mut st = ui();
+    st.screen = ratatui::layout::Rect::new(0, 0, 30, 6);
+    st.on_fleet(store.fleet());
+    let mut p = executed[0].clone();
+    p.destructive = true;
+    st.modal = Some(confirm(p.clone()));
+    let keys: Vec<KeyCode> = p.target.chars().map(KeyCode::Char).chain([KeyCode::Enter]).collect();
+    let mut none = Vec::new();
+    press(&mut st, &store, &keys, &mut none);
+    assert!(none.is_empty());
+    assert!(matches!(&st.modal, Some(Modal::Confirm { typed, .. }) if typed.is_empty()));
+    press(&mut st, &store, &[KeyCode::Esc], &mut none);
+    assert!(st.modal.is_none() && none.is_empty());
+    assert!(st.message.as_deref().is_some_and(|m| m.ends_with("cancelled: nothing done")), "{:?}", st.message);
+}
+
+/// A plan longer than the dialog (an NVML repartition of seven instances has 22 steps) scrolls;
+/// it confirms only once every step has been on screen.
+#[test]
+fn a_long_plan_confirms_only_after_every_step_was_shown() {
+    let store = store();
+    let mut st = ui();
+    st.screen = ratatui::layout::Rect::new(0, 0, 80, 24);
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    press(&mut st, &store, &[KeyCode::Char('d')], &mut executed);
+    let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("a confirmation") };
+    let mut p = plan.as_ref().clone();
+    let one = p.steps[0].clone();
+    p.steps = (0..22).map(|_| one.clone()).collect();
+    st.modal = Some(confirm(p));
+    press(&mut st, &store, &[KeyCode::Char('y'), KeyCode::Enter], &mut executed);
+    assert!(executed.is_empty(), "the last steps were never shown");
+    let mut downs = 0;
+    while executed.is_empty() {
+        press(&mut st, &store, &[KeyCode::PageDown, KeyCode::Char('y')], &mut executed);
+        downs += 1;
+        assert!(downs < 12, "PgDn reaches the end");
+    }
+    assert!(downs >= 2, "22 steps take three pages at 80x24 ({downs})");
+    assert_eq!(executed[0].steps.len(), 22);
 }
 
 #[test]
@@ -148,6 +217,8 @@ fn keys() -> impl Strategy<Value = Vec<KeyCode>> {
         Just(KeyCode::Enter),
         Just(KeyCode::Esc),
         Just(KeyCode::Backspace),
+        Just(KeyCode::PageDown),
+        Just(KeyCode::Down),
         Just(KeyCode::Tab),
     ];
     proptest::collection::vec(one, 0..60)
@@ -159,9 +230,10 @@ proptest! {
     /// Whatever keys arrive, an execution only follows the confirming key of an allowed plan's
     /// confirmation, with the name typed for a destructive one and the second answer given.
     #[test]
-    fn no_execution_without_the_confirm_step(seq in keys()) {
+    fn no_execution_without_the_confirm_step(seq in keys(), w in 0u16..120, h in 0u16..40) {
         let store = store();
         let mut st = ui();
+        st.screen = ratatui::layout::Rect::new(0, 0, w, h);
         st.on_fleet(store.fleet());
         let mut executed = Vec::new();
         for k in seq {
@@ -170,11 +242,14 @@ proptest! {
             let e = on_key(&mut st, store.fleet(), key(k));
             serve(&mut st, &store, e, &mut executed);
             if executed.len() > n {
-                let Some(Modal::Confirm { plan, typed, second }) = before else {
+                let Some(Modal::Confirm { plan, typed, second, .. }) = before.clone() else {
                     panic!("executed without a confirmation on screen")
                 };
                 prop_assert!(plan.allowed());
                 prop_assert_eq!(&*plan, &executed[n]);
+                // The question showed whole and the plan had all been on screen.
+                let (sheet, scroll) = before.as_ref().and_then(confirmation).unwrap_or_default();
+                prop_assert!(scroll.answerable(&sheet, st.screen), "executed from a dialog not seen at {w}x{h}");
                 if plan.second_confirmation.is_some() {
                     prop_assert!(second && k == KeyCode::Char('y'));
                 } else if plan.destructive {

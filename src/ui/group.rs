@@ -6,12 +6,13 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::actions::{Answer, Modal, Request};
+use super::sheet::{Sheet, Tone};
 use crate::schedule::group::GroupRun;
 
 /// A key in a group dialog.
 pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
     match modal {
-        Modal::Group { plan, typed, second } => {
+        Modal::Group { plan, typed, second, .. } => {
             let cancelled = || Answer::Close(format!("schedule {} change cancelled: nothing done", plan.schedule));
             if k.code == KeyCode::Esc {
                 return cancelled();
@@ -70,6 +71,53 @@ pub fn prompt(modal: &Modal) -> String {
     }
 }
 
+/// The group change's confirmation: the schedule, window and time; one line per card (its
+/// steps), the cards left for later; the warnings, how it runs, the workloads a second answer
+/// would preempt; the question.
+pub fn sheet(modal: &Modal) -> Sheet {
+    let Modal::Group { plan, second, .. } = modal else { return Sheet::default() };
+    let when = if plan.ahead { format!("at {} UTC", plan.at.format("%H:%M")) } else { "due now".into() };
+    let head = vec![(
+        format!(
+            "schedule {}: window {} {when} · running = {} · {} cards in this run",
+            plan.schedule,
+            plan.window,
+            plan.running.as_str(),
+            plan.cards.len()
+        ),
+        Tone::Title,
+    )];
+    let mut body: Vec<Vec<(String, Tone)>> = plan
+        .cards
+        .iter()
+        .map(|c| vec![(format!("{:<16} {}", c.card.to_string(), c.steps.join(" → ")), Tone::Text)])
+        .collect();
+    if !plan.left.is_empty() {
+        body.push(vec![(format!("left for later ({}):", plan.left.len()), Tone::Dim)]);
+        body.extend(plan.left.iter().map(|(c, why)| vec![(format!("  {:<16} {why}", c.to_string()), Tone::Dim)]));
+    }
+    let mut foot: Vec<(String, Tone)> =
+        plan.warnings.iter().map(|w| (format!("warning: {w}"), Tone::Warning)).collect();
+    foot.push((
+        format!(
+            "one card at a time; the first failure stops it and gives back its drains · tessera schedule apply {} --dry-run",
+            plan.schedule
+        ),
+        Tone::Dim,
+    ));
+    if *second {
+        foot.extend(plan.preempts.iter().map(|w| (format!("  preempt {w}"), Tone::Warning)));
+    }
+    let tone = if *second {
+        Tone::AskWarning
+    } else if plan.cards.is_empty() {
+        Tone::AskDanger
+    } else {
+        Tone::Ask
+    };
+    Sheet { head, body, foot, question: Some((prompt(modal), tone)), noun: "lines" }
+}
+
 /// A hidden group run in one line for the footer.
 pub fn progress_line(run: &GroupRun) -> Option<String> {
     if run.finished() {
@@ -78,6 +126,11 @@ pub fn progress_line(run: &GroupRun) -> Option<String> {
     let at = run.at_card().map(|c| format!(" at {c}")).unwrap_or_default();
     let waits = run.waiting.as_ref().map(|w| format!(" · {w}")).unwrap_or_default();
     Some(format!("{}{at}{waits} · a shows it", run.summary()))
+}
+
+/// The confirmation of a group plan.
+pub fn confirm(plan: crate::schedule::group::GroupPlan) -> Modal {
+    Modal::Group { plan: Box::new(plan), typed: String::new(), second: false, scroll: Default::default() }
 }
 
 /// The run dialog for a confirmed group plan.
@@ -125,9 +178,9 @@ mod tests {
 
     #[test]
     fn the_group_runs_only_after_its_name_is_typed() {
-        let mut m = Modal::Group { plan: plan(&[]), typed: String::new(), second: false };
+        let mut m = Modal::Group { plan: plan(&[]), typed: String::new(), second: false, scroll: Default::default() };
         assert_eq!(press(&mut m, "y\n"), Answer::Stay, "y is not the name");
-        let mut m = Modal::Group { plan: plan(&[]), typed: String::new(), second: false };
+        let mut m = Modal::Group { plan: plan(&[]), typed: String::new(), second: false, scroll: Default::default() };
         assert!(matches!(press(&mut m, "h100\n"), Answer::Request(Request::RunGroup(_))));
         let esc = on_key(&mut m, &KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
         assert_eq!(esc, Answer::Close("schedule h100 change cancelled: nothing done".into()));
@@ -135,11 +188,21 @@ mod tests {
 
     #[test]
     fn preemption_is_asked_for_on_its_own() {
-        let mut m = Modal::Group { plan: plan(&["sim:7 llm-ft"]), typed: String::new(), second: false };
+        let mut m = Modal::Group {
+            plan: plan(&["sim:7 llm-ft"]),
+            typed: String::new(),
+            second: false,
+            scroll: Default::default(),
+        };
         assert_eq!(press(&mut m, "h100\n"), Answer::Stay);
         assert!(prompt(&m).starts_with("preempt the 1 workloads above"), "{}", prompt(&m));
         assert_eq!(press(&mut m, "n"), Answer::Close("schedule h100 change cancelled: nothing done".into()));
-        let mut m = Modal::Group { plan: plan(&["sim:7 llm-ft"]), typed: String::new(), second: false };
+        let mut m = Modal::Group {
+            plan: plan(&["sim:7 llm-ft"]),
+            typed: String::new(),
+            second: false,
+            scroll: Default::default(),
+        };
         assert!(matches!(press(&mut m, "h100\ny"), Answer::Request(Request::RunGroup(_))));
     }
 

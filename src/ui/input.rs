@@ -59,7 +59,7 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
             st.quit_when_done();
             return Effect::Redraw;
         }
-        return match super::actions::on_key(modal, &k) {
+        return match super::actions::on_key(modal, &k, st.screen) {
             Answer::Stay => Effect::Redraw,
             Answer::Close(message) => {
                 st.modal = None;

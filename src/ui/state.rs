@@ -126,6 +126,9 @@ pub struct UiState {
     built_from: Vec<(String, Vec<u32>)>,
     /// Rows the body shows; set by the loop from the terminal size.
     pub viewport: usize,
+    /// The terminal's size at the last draw: a confirmation is answerable only when what it
+    /// asks shows whole at it (0×0 before the first draw: nothing is).
+    pub screen: ratatui::layout::Rect,
     pub message: Option<String>,
     pub history: HashMap<CardRef, VecDeque<Sample>>,
     pub read_only: bool,
@@ -219,6 +222,7 @@ impl UiState {
             totals: crate::model::Totals::default(),
             queue: crate::model::QueueSummary::default(),
             modal: None,
+            screen: ratatui::layout::Rect::default(),
             panel: None,
             panel_action: None,
             quit_after_action: false,

@@ -7,7 +7,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::schedule::group::{CardState, GroupPlan, GroupRun};
+use crate::schedule::group::{CardState, GroupRun};
 use crate::ui::actions::{Modal, StepState};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
@@ -28,95 +28,11 @@ pub fn banner(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
 /// The dialog's title and lines for a group modal, `rows` high and `width` wide inside.
 pub fn lines(modal: &Modal, theme: &Theme, rows: usize, width: usize) -> (&'static str, Vec<Line<'static>>) {
     match modal {
-        Modal::Group { plan, second, .. } => {
-            // The second question lists what it would preempt right above it.
-            let asked: Vec<Line<'static>> = if *second {
-                plan.preempts
-                    .iter()
-                    .map(|w| {
-                        Line::from(Span::styled(
-                            fit(&format!("  preempt {w}"), width, theme.ascii),
-                            theme.fg(theme.c.warning),
-                        ))
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let asked: Vec<Line<'static>> = asked.into_iter().take(rows / 2).collect();
-            let mut lines = plan_lines(plan, theme, rows.saturating_sub(2 + asked.len()), width);
-            lines.push(Line::default());
-            lines.extend(asked);
-            let style = if plan.cards.is_empty() { theme.fg(theme.c.danger) } else { theme.title() };
-            let style = if *second { theme.fg(theme.c.warning) } else { style };
-            lines.push(Line::from(Span::styled(
-                fit(&crate::ui::group::prompt(modal), width, theme.ascii),
-                style.add_modifier(Modifier::BOLD),
-            )));
-            (" schedule change ", lines)
-        }
         Modal::GroupRunning { run, current } => {
             (" schedule change running ", run_lines(run, current, theme, rows, width))
         }
         _ => (" ", Vec::new()),
     }
-}
-
-fn when(plan: &GroupPlan) -> String {
-    if plan.ahead { format!("at {} UTC", plan.at.format("%H:%M")) } else { "due now".into() }
-}
-
-fn plan_lines(plan: &GroupPlan, theme: &Theme, rows: usize, width: usize) -> Vec<Line<'static>> {
-    let fit = |s: &str| fit(s, width, theme.ascii);
-    let mut lines = vec![Line::from(Span::styled(
-        fit(&format!(
-            "schedule {}: window {} {} · running = {} · {} cards in this run",
-            plan.schedule,
-            plan.window,
-            when(plan),
-            plan.running.as_str(),
-            plan.cards.len()
-        )),
-        theme.title(),
-    ))];
-    let arrow = if theme.ascii { " > " } else { " → " };
-    let mut body: Vec<Line<'static>> = plan
-        .cards
-        .iter()
-        .map(|c| {
-            Line::from(Span::styled(fit(&format!("{:<16} {}", c.card.to_string(), c.steps.join(arrow))), theme.text()))
-        })
-        .collect();
-    if !plan.left.is_empty() {
-        body.push(Line::from(Span::styled(fit(&format!("left for later ({}):", plan.left.len())), theme.dim())));
-        body.extend(
-            plan.left
-                .iter()
-                .map(|(c, why)| Line::from(Span::styled(fit(&format!("  {:<16} {why}", c.to_string())), theme.dim()))),
-        );
-    }
-    // Warnings and the way to see every call are never pushed off the dialog.
-    let mut tail: Vec<Line<'static>> = plan
-        .warnings
-        .iter()
-        .map(|w| Line::from(Span::styled(fit(&format!("warning: {w}")), theme.fg(theme.c.warning))))
-        .collect();
-    tail.push(Line::from(Span::styled(
-        fit(&format!(
-            "one card at a time; the first failure stops it and gives back its drains · tessera schedule apply {} --dry-run",
-            plan.schedule
-        )),
-        theme.dim(),
-    )));
-    let room = rows.saturating_sub(lines.len() + tail.len());
-    if body.len() > room {
-        let more = body.len() - room.saturating_sub(1);
-        body.truncate(room.saturating_sub(1));
-        body.push(Line::from(Span::styled(fit(&format!("... {more} more lines")), theme.dim())));
-    }
-    lines.extend(body);
-    lines.extend(tail);
-    lines
 }
 
 fn run_lines(

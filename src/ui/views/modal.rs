@@ -9,19 +9,24 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use crate::model::{Card, Fleet};
 use crate::ui::actions::{Modal, StepState};
+use crate::ui::sheet::Tone;
 use crate::ui::theme::Theme;
 use crate::ui::widgets::mig_bar::mig_bar;
 use crate::ui::widgets::text::fit;
 
 pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &Theme) {
-    let w = area.width.saturating_sub(4).min(100);
-    let h = area.height.saturating_sub(2).min(30);
-    let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
+    let r = crate::ui::sheet::frame(area);
+    let (w, h) = (r.width, r.height);
     let inner = usize::from(w.saturating_sub(2));
     let (title, lines) = match modal {
-        Modal::Group { .. } | Modal::GroupRunning { .. } => {
-            super::group::lines(modal, theme, usize::from(h.saturating_sub(2)), inner)
+        // Confirmations: the sheet the keys go by (every row whole, wrapped already).
+        Modal::Confirm { .. } | Modal::Group { .. } => {
+            let Some((sheet, scroll)) = crate::ui::actions::confirmation(modal) else { return };
+            let shown = crate::ui::sheet::show(&sheet, area, scroll);
+            let title = if matches!(modal, Modal::Group { .. }) { " schedule change " } else { " confirm " };
+            (title, shown.rows.into_iter().map(|(t, tone)| row(t, tone, theme)).collect())
         }
+        Modal::GroupRunning { .. } => super::group::lines(modal, theme, usize::from(h.saturating_sub(2)), inner),
         Modal::Picker { card, choices, selected, current } => {
             let c = fleet.card(card);
             let mut lines = Vec::new();
@@ -61,28 +66,6 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
             }
             lines.push(Line::from(Span::styled("j/k choose  Enter plan it  Esc cancel", theme.dim())));
             (" repartition ", lines)
-        }
-        Modal::Confirm { plan, typed, second } => {
-            // Borders, the blank line and the prompt always show; the steps give way.
-            let mut lines = plan_lines(plan, theme, usize::from(h).saturating_sub(4));
-            lines.push(Line::default());
-            let prompt = if !plan.allowed() && crate::ui::actions::offers_drain(plan) {
-                "refused by the guards above: d drains the card first (then wait, then repartition), Esc closes"
-                    .to_string()
-            } else if !plan.allowed() && crate::ui::actions::offers_force(plan) {
-                "refused by the guards above: f forces it (asks again), Esc closes".to_string()
-            } else if !plan.allowed() {
-                "refused by the guards above: Esc closes".to_string()
-            } else if *second {
-                format!("{}  y/n", plan.second_confirmation.clone().unwrap_or_default())
-            } else if plan.destructive {
-                format!("type {} and Enter to confirm (Esc cancels): {typed}", plan.target)
-            } else {
-                "y or Enter to confirm, n or Esc to cancel".into()
-            };
-            let style = if plan.allowed() { theme.title() } else { theme.fg(theme.c.danger) };
-            lines.push(Line::from(Span::styled(prompt, style.add_modifier(Modifier::BOLD))));
-            (" confirm ", lines)
         }
         Modal::Running { plan, status, outcome } => {
             let mut lines = vec![Line::from(Span::styled(plan.summary.clone(), theme.title()))];
@@ -131,34 +114,18 @@ fn bar_line(label: &str, card: &Card, width: usize, theme: &Theme, fleet: &Fleet
     Line::from(spans)
 }
 
-fn plan_lines(plan: &crate::actions::Plan, theme: &Theme, rows: usize) -> Vec<Line<'static>> {
-    let head = Line::from(Span::styled(
-        format!("{} via {} ({})", plan.summary, plan.backend.as_str(), plan.source),
-        theme.title(),
-    ));
-    let mut tail = Vec::new();
-    for w in &plan.warnings {
-        tail.push(Line::from(Span::styled(format!("warning: {w}"), theme.fg(theme.c.warning))));
-    }
-    for b in &plan.blockers {
-        tail.push(Line::from(Span::styled(format!("refused: {b}"), theme.fg(theme.c.danger))));
-    }
-    // Each step takes two rows; when they do not all fit, the last row says how many are
-    // left out, so the warnings, refusals and the prompt are never pushed off the dialog.
-    let room = rows.saturating_sub(1 + tail.len());
-    let shown = if plan.steps.len() * 2 <= room { plan.steps.len() } else { room.saturating_sub(1) / 2 };
-    let mut lines = vec![head];
-    for (i, s) in plan.steps.iter().enumerate().take(shown) {
-        lines.push(Line::from(Span::styled(format!("{}. {}", i + 1, s.what), theme.text())));
-        lines.push(Line::from(Span::styled(format!("   {}", s.call), theme.dim())));
-    }
-    if shown < plan.steps.len() {
-        let more = plan.steps.len() - shown;
-        lines.push(Line::from(Span::styled(
-            format!("... {more} more steps (every step: the same command with --dry-run)"),
-            theme.dim(),
-        )));
-    }
-    lines.extend(tail);
-    lines
+/// One row of a sheet in the theme's style (ASCII mode: plain arrows and dots).
+pub fn row(text: String, tone: Tone, theme: &Theme) -> Line<'static> {
+    let text = if theme.ascii { text.replace('→', ">").replace('·', "-") } else { text };
+    let style = match tone {
+        Tone::Title => theme.title(),
+        Tone::Text => theme.text(),
+        Tone::Dim => theme.dim(),
+        Tone::Warning => theme.fg(theme.c.warning),
+        Tone::Danger => theme.fg(theme.c.danger),
+        Tone::Ask => theme.title().add_modifier(Modifier::BOLD),
+        Tone::AskDanger => theme.fg(theme.c.danger).add_modifier(Modifier::BOLD),
+        Tone::AskWarning => theme.fg(theme.c.warning).add_modifier(Modifier::BOLD),
+    };
+    Line::from(Span::styled(text, style))
 }

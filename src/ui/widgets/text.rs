@@ -45,6 +45,57 @@ pub fn wrap(text: &str, w: usize) -> Vec<String> {
     chars.chunks(w.max(1)).map(|c| c.iter().collect()).collect()
 }
 
+/// `text` word-wrapped to rows of at most `w` columns, nothing dropped: words longer than a
+/// row are broken, a leading indent is kept on the first row, control characters are left out.
+/// An empty text is one empty row.
+pub fn wrap_words(text: &str, w: usize) -> Vec<String> {
+    let w = w.max(1);
+    let text: String = text.chars().filter(|c| !c.is_control()).collect();
+    // A line that fits stays as it is, its column alignment included.
+    if text.width() <= w {
+        return vec![text];
+    }
+    let mut rows = Vec::new();
+    let mut row = String::new();
+    let mut used = 0;
+    let indent = text.len() - text.trim_start_matches(' ').len();
+    if indent > 0 {
+        let lead = " ".repeat(indent.min(w));
+        used = lead.len();
+        row.push_str(&lead);
+    }
+    for word in text[indent..].split(' ').filter(|s| !s.is_empty()) {
+        let ww = word.width();
+        // The word on this row (after a space), else on the next, broken if it is too long.
+        let gap = usize::from(used > 0 && !row.trim().is_empty());
+        if used + gap + ww <= w {
+            if gap == 1 {
+                row.push(' ');
+            }
+            row.push_str(word);
+            used += gap + ww;
+            continue;
+        }
+        if !row.trim().is_empty() {
+            rows.push(std::mem::take(&mut row));
+            used = 0;
+        }
+        for ch in word.chars() {
+            let cw = ch.width().unwrap_or(0);
+            if used + cw > w && used > 0 {
+                rows.push(std::mem::take(&mut row));
+                used = 0;
+            }
+            row.push(ch);
+            used += cw;
+        }
+    }
+    if !row.is_empty() || rows.is_empty() {
+        rows.push(row);
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +110,26 @@ mod tests {
         assert_eq!(pad("ab", 4, false), "ab  ");
         assert_eq!(rpad("ab", 4, false), "  ab");
         assert_eq!(pad("abcdef", 4, false).width(), 4);
+    }
+
+    #[test]
+    fn words_wrap_whole_and_nothing_is_lost() {
+        assert_eq!(wrap_words("type sim:21 and Enter", 10), ["type", "sim:21 and", "Enter"]);
+        assert_eq!(wrap_words("   nvmlGpuInstanceDestroy(GPU 0)", 12), ["   nvmlGpuIn", "stanceDestro", "y(GPU 0)"]);
+        assert_eq!(wrap_words("", 5), [""]);
+        assert_eq!(wrap_words("a\u{1b}b", 5), ["ab"]);
+    }
+
+    proptest::proptest! {
+        /// Every row fits, and the words come back in order, none lost.
+        #[test]
+        fn wrapped_rows_fit_and_keep_every_character(text in "[ a-zA-Z0-9:/.()é全]{0,120}", w in 1usize..40) {
+            let rows = wrap_words(&text, w);
+            for r in &rows {
+                proptest::prop_assert!(r.width() <= w.max(2), "{r:?} wider than {w}");
+            }
+            let strip = |s: &str| s.chars().filter(|c| *c != ' ').collect::<String>();
+            proptest::prop_assert_eq!(strip(&rows.concat()), strip(&text));
+        }
     }
 }
