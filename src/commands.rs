@@ -134,6 +134,18 @@ pub fn check_config(path: Option<&Path>, example: bool) -> Result<(), CmdError> 
         let file = cfg.path.as_ref().map_or_else(|| "config".into(), |p| p.display().to_string());
         CmdError::Usage(format!("{file}: theme: {e}"))
     })?;
+    // The files and variables the sources read at start: token and password files, the CA
+    // file, credentials over plain http; as the engine would refuse them.
+    if crate::engine::uses_http(&cfg.sources) || cfg.sources.http.credentials.any() || !cfg.sources.auth.is_empty() {
+        let file = cfg.path.as_ref().map_or_else(|| "config".into(), |p| p.display().to_string());
+        let prometheus = cfg.sources.prometheus.clone().or_else(|| {
+            // Credentials for a Prometheus not configured here (given with --prometheus): the
+            // checks of an https origin.
+            cfg.sources.http.credentials.any().then(|| "https://prometheus.invalid".to_string())
+        });
+        crate::engine::http_client(&cfg.sources, prometheus.as_deref())
+            .map_err(|e| CmdError::Usage(format!("{file}: {e}")))?;
+    }
     match &cfg.path {
         Some(p) => out::print(&format!("{}: ok\n", p.display())),
         None => out::print(&format!(

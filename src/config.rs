@@ -7,6 +7,7 @@
 pub mod advisor;
 pub mod duration;
 mod example;
+pub mod http;
 pub mod moment;
 pub mod schedule;
 pub mod scheduler;
@@ -14,6 +15,7 @@ pub mod scheduler;
 pub use example::example;
 
 pub use advisor::Advisor;
+pub use http::{Auth, Credentials, Http};
 pub use scheduler::{Kubernetes, Slurm};
 
 use std::path::{Path, PathBuf};
@@ -60,6 +62,11 @@ pub struct Sources {
     /// Where a scraped card's node name comes from.
     pub scrape_node: ScrapeNode,
     pub http: Http,
+    /// Credentials for one origin each (`[[sources.auth]]`): scrape targets, slurmrestd.
+    pub auth: Vec<Auth>,
+    /// The bytes of responses and command output in flight, for all sources together
+    /// (`None`: the default, `sources::budget::DEFAULT`).
+    pub memory_budget: Option<usize>,
 }
 
 /// Fields `[sources.promql]` may set, and the DCGM metric each one stands for.
@@ -89,34 +96,6 @@ pub enum ScrapeNode {
     #[default]
     Target,
     Label,
-}
-
-/// Transport settings for the metrics sources (`[sources.http]`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Http {
-    pub connect_timeout: Duration,
-    pub timeout: Duration,
-    pub bearer_token_file: Option<String>,
-    pub bearer_token_env: Option<String>,
-    pub basic_user: Option<String>,
-    pub basic_password_file: Option<String>,
-    pub ca_file: Option<String>,
-    pub insecure_skip_verify: bool,
-}
-
-impl Default for Http {
-    fn default() -> Self {
-        Self {
-            connect_timeout: Duration::from_secs(3),
-            timeout: Duration::from_secs(10),
-            bearer_token_file: None,
-            bearer_token_env: None,
-            basic_user: None,
-            basic_password_file: None,
-            ca_file: None,
-            insecure_skip_verify: false,
-        }
-    }
 }
 
 impl Sources {
@@ -167,6 +146,17 @@ impl Default for Config {
             schedules: Vec::new(),
         }
     }
+}
+
+/// A bad value as an error quotes it: at most 120 characters (a pasted file or a 100 KB
+/// string is not echoed whole), saying how long it was.
+pub fn shown(value: &str) -> String {
+    const MAX: usize = 120;
+    let n = value.chars().count();
+    if n <= MAX {
+        return value.to_string();
+    }
+    format!("{}… ({} characters)", value.chars().take(MAX).collect::<String>(), n)
 }
 
 /// A config problem: which file, which key, which value, and why.
@@ -284,7 +274,16 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
                     _ => return Err(r.bad(&key, v, "expected \"target\" or \"label\"")),
                 }
             }
-            "http" => read_http(r, r.table(&key, v)?, &mut s.http)?,
+            "http" => http::read_http(r, r.table(&key, v)?, &mut s.http)?,
+            "auth" => s.auth = http::read_auth(r, &key, v)?,
+            "memory_budget" => {
+                let text = r.string(&key, v)?;
+                let bytes = crate::record::session::parse_size(&text).map_err(|why| r.bad(&key, v, &why))?;
+                if bytes < 1 << 20 {
+                    return Err(r.bad(&key, v, "expected at least 1MiB"));
+                }
+                s.memory_budget = Some(usize::try_from(bytes).unwrap_or(usize::MAX));
+            }
             "promql" => {
                 for (field, expr) in r.table(&key, v)? {
                     let fkey = format!("sources.promql.{field}");
@@ -309,39 +308,9 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
                         "slurm",
                         "kubernetes",
                         "http",
+                        "auth",
+                        "memory_budget",
                         "promql",
-                    ],
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn read_http(r: &Reader, t: &Table, h: &mut Http) -> Result<(), ConfigError> {
-    for (k, v) in t {
-        let key = format!("sources.http.{k}");
-        match k.as_str() {
-            "connect_timeout" => h.connect_timeout = r.duration(&key, v)?,
-            "timeout" => h.timeout = r.duration(&key, v)?,
-            "bearer_token_file" => h.bearer_token_file = Some(r.string(&key, v)?),
-            "bearer_token_env" => h.bearer_token_env = Some(r.string(&key, v)?),
-            "basic_user" => h.basic_user = Some(r.string(&key, v)?),
-            "basic_password_file" => h.basic_password_file = Some(r.string(&key, v)?),
-            "ca_file" => h.ca_file = Some(r.string(&key, v)?),
-            "insecure_skip_verify" => h.insecure_skip_verify = r.boolean(&key, v)?,
-            _ => {
-                return Err(r.unknown(
-                    &key,
-                    &[
-                        "connect_timeout",
-                        "timeout",
-                        "bearer_token_file",
-                        "bearer_token_env",
-                        "basic_user",
-                        "basic_password_file",
-                        "ca_file",
-                        "insecure_skip_verify",
                     ],
                 ));
             }
@@ -420,7 +389,12 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn bad(&self, key: &str, v: &Value, why: &str) -> ConfigError {
-        ConfigError { file: self.file.into(), key: key.into(), value: Some(v.to_string()), why: why.into() }
+        // A reason that quotes the value (a duration's parser does) quotes it short too.
+        let why = match v.as_str() {
+            Some(raw) if raw.chars().count() > 120 => why.replace(raw, &shown(raw)),
+            _ => why.to_string(),
+        };
+        ConfigError { file: self.file.into(), key: key.into(), value: Some(shown(&v.to_string())), why }
     }
 
     fn unknown(&self, key: &str, known: &[&str]) -> ConfigError {
@@ -463,11 +437,9 @@ impl Reader<'_> {
 
     fn url(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
         let s = self.string(key, v)?;
-        if s.starts_with("http://") || s.starts_with("https://") {
-            Ok(s)
-        } else {
-            Err(self.bad(key, v, "expected an http:// or https:// URL"))
-        }
+        crate::sources::http::check_url(&s)
+            .map_err(|why| self.bad(key, v, &format!("expected an http:// or https:// URL ({why})")))?;
+        Ok(s)
     }
 
     fn flag_or_string(&self, key: &str, v: &Value) -> Result<Option<Option<String>>, ConfigError> {

@@ -57,16 +57,54 @@ fn errors_name_the_file_the_key_and_the_value() {
         ),
         (
             "[sources]\nprometheus = \"prom:9090\"",
-            "t.toml: sources.prometheus = \"prom:9090\": expected an http:// or https:// URL",
+            "t.toml: sources.prometheus = \"prom:9090\": expected an http:// or https:// URL (the scheme is prom)",
         ),
         ("read_only = \"yes\"", "t.toml: read_only = \"yes\": expected true or false"),
         (
             "[sources]\nslurmm = true",
-            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, prometheus_query, prometheus_queue, scrape, scrape_node, slurm, kubernetes, http, promql",
+            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, prometheus_query, prometheus_queue, scrape, scrape_node, slurm, kubernetes, http, auth, memory_budget, promql",
         ),
         ("[demo]\nsize = \"8by8\"", "t.toml: demo.size = \"8by8\": expected NODESxGPUS such as 512x8, got \"8by8\""),
         ("refresh = \"10ms\"", "t.toml: refresh = \"10ms\": must be at least 100ms"),
-        ("refresh = \"10000000000000000000s\"", "t.toml: refresh = \"10000000000000000000s\": must be at most 1h"),
+        (
+            "refresh = \"10000000000000000000s\"",
+            "t.toml: refresh = \"10000000000000000000s\": \"10000000000000000000s\" is too long: at most 3650d",
+        ),
+        // A duration that would saturate is refused, not clamped (the workloads view and the
+        // guard would disagree about it).
+        (
+            "[policy]\nmin_runtime = \"99999999999d\"",
+            "t.toml: policy.min_runtime = \"99999999999d\": \"99999999999d\" is too long: at most 3650d",
+        ),
+        (
+            "[sources.http]\ntimeout = \"0s\"",
+            "t.toml: sources.http.timeout = \"0s\": expected a timeout between 1ms and 1h",
+        ),
+        (
+            "[sources]\nscrape = [\"http://\"]",
+            "t.toml: sources.scrape = \"http://\": expected an http:// or https:// URL (not a URL: empty host)",
+        ),
+        (
+            "[sources]\nprometheus = \"http://[::1\"",
+            "t.toml: sources.prometheus = \"http://[::1\": expected an http:// or https:// URL (not a URL: invalid IPv6 address)",
+        ),
+        ("[sources]\nmemory_budget = \"1KiB\"", "t.toml: sources.memory_budget = \"1KiB\": expected at least 1MiB"),
+        (
+            "[[sources.auth]]\nbearer_token_env = \"T\"",
+            "t.toml: sources.auth[0].url: the origin these credentials are for, e.g. https://gpu-1:9400",
+        ),
+        (
+            "[[sources.auth]]\nurl = \"https://a:1\"",
+            "t.toml: sources.auth[0]: no credential: set bearer_token_file, bearer_token_env or basic_user",
+        ),
+        (
+            "[[sources.auth]]\nurl = \"https://a:1\"\nbearer_token_env = \"T\"\nbasic_user = \"u\"",
+            "t.toml: sources.auth[0]: set either a bearer token or basic auth, not both",
+        ),
+        (
+            "[sources.http]\nbearer_token_env = \"T\"\nbasic_user = \"u\"",
+            "t.toml: sources.http: set either a bearer token or basic auth, not both",
+        ),
     ];
     for (text, want) in cases {
         assert_eq!(parse(text, "t.toml").map_err(|e| e.to_string()), Err(want.to_string()), "{text}");
@@ -95,4 +133,28 @@ fn per_field_promql() {
     );
     let err = parse("[sources.promql]\ntemp = 'x'\n", "t.toml").map_err(|e| e.to_string());
     assert!(err.is_err_and(|e| e.starts_with("t.toml: sources.promql.temp: unknown key; known keys here: gpu_util")));
+}
+
+#[test]
+fn a_huge_bad_value_is_quoted_short() {
+    let text = format!("[policy]\nmin_runtime = \"{}\"", "x".repeat(100_000));
+    let e = parse(&text, "t.toml").map_err(|e| e.to_string()).err().unwrap_or_default();
+    assert!(e.len() < 600, "{} bytes", e.len());
+    assert!(e.contains("… (100002 characters)"), "{e}");
+}
+
+#[test]
+fn credentials_per_origin_and_the_budget_parse() {
+    let cfg = parse(
+        "[sources]\nmemory_budget = \"64MiB\"\n[[sources.auth]]\nurl = \"https://gpu-1:9400\"\nbearer_token_file = \"/t\"\n\
+         [[sources.auth]]\nurl = \"http://gpu-2:9400\"\nbasic_user = \"u\"\nallow_plain_http = true\n",
+        "t.toml",
+    );
+    let Ok(cfg) = cfg else { panic!("{cfg:?}") };
+    assert_eq!(cfg.sources.memory_budget, Some(64 << 20));
+    assert_eq!(cfg.sources.auth.len(), 2);
+    assert!(cfg.sources.auth[1].credentials.allow_plain_http);
+    let twice = "[[sources.auth]]\nurl = \"https://a\"\nbasic_user = \"u\"\n[[sources.auth]]\nurl = \"https://a:443/x\"\nbasic_user = \"v\"\n";
+    let e = parse(twice, "t.toml").map_err(|e| e.to_string());
+    assert_eq!(e, Err("t.toml: sources.auth[1]: a second [[sources.auth]] for the same origin".to_string()));
 }

@@ -58,6 +58,11 @@ impl Engine {
                 }
             }
         }
+        if cfg.sources.http.credentials.any() && cfg.sources.prometheus.is_none() {
+            notes.push(
+                "[sources.http] credentials are the Prometheus server's, and none is configured: they are not sent (scrape targets take theirs from [[sources.auth]])".into(),
+            );
+        }
         let env = Env {
             read_only: cfg.read_only,
             sim,
@@ -173,6 +178,26 @@ pub fn save_demand_to(
     Ok(())
 }
 
+/// Whether any configured source speaks HTTP.
+pub fn uses_http(s: &crate::config::Sources) -> bool {
+    s.prometheus.is_some() || !s.scrape.is_empty() || s.http.ca_file.is_some()
+}
+
+/// The HTTP client of a source: the transport of `[sources.http]`, the Prometheus server's
+/// credentials for its origin only (`prometheus`: its base URL), every `[[sources.auth]]` for
+/// its own origin, and the sources' memory budget.
+pub fn http_client(s: &crate::config::Sources, prometheus: Option<&str>) -> Result<http::Client, String> {
+    crate::sources::budget::Budget::configure(s.memory_budget.unwrap_or(crate::sources::budget::DEFAULT));
+    let mut c = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
+    if let Some(base) = prometheus {
+        c = c.with_credentials(base, &s.http.credentials).map_err(|e| format!("sources.http: {e}"))?;
+    }
+    for (i, a) in s.auth.iter().enumerate() {
+        c = c.with_credentials(&a.url, &a.credentials).map_err(|e| format!("sources.auth[{i}]: {e}"))?;
+    }
+    Ok(c.with_budget(crate::sources::budget::Budget::global()))
+}
+
 /// The Prometheus source's settings for the server at `base`.
 pub fn prometheus_settings(cfg: &Config, base: &str) -> prometheus::Settings {
     let s = &cfg.sources;
@@ -200,6 +225,7 @@ fn spawn_all(
     tx: mpsc::Sender<SourceUpdate>,
 ) -> Result<Option<sim::SimHandle>, String> {
     let s = &cfg.sources;
+    crate::sources::budget::Budget::configure(s.memory_budget.unwrap_or(crate::sources::budget::DEFAULT));
     // NVML first: where it and a metrics source report the same card, its values and MIG
     // placements win (the store ranks sources by registration order).
     let mut run_sim = s.demo;
@@ -235,7 +261,7 @@ fn spawn_all(
             token_file: c.rest_token_file.clone(),
         });
         let client = match &rest {
-            Some(_) => Some(http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?),
+            Some(_) => Some(http_client(s, None)?),
             None => None,
         };
         let settings = slurm::Settings {
@@ -254,7 +280,7 @@ fn spawn_all(
         kubernetes::spawn("kubernetes".into(), settings, every, tx.clone());
     }
     if let Some(base) = &s.prometheus {
-        let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
+        let client = http_client(s, Some(base))?;
         let every = cfg.refresh.max(Duration::from_secs(5));
         store.register("prometheus", SourceKind::Prometheus, every);
         if s.prometheus_queue {
@@ -264,7 +290,7 @@ fn spawn_all(
         prometheus::spawn(settings, client, every, tx.clone());
     }
     if !s.scrape.is_empty() {
-        let client = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
+        let client = http_client(s, None)?;
         let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(scrape::MAX_CONCURRENT));
         let mut seen = std::collections::HashSet::new();
         for url in s.scrape.iter().filter(|u| seen.insert(scrape::source_name(u))) {

@@ -25,6 +25,8 @@ pub enum RunError {
     Timeout(Duration),
     #[error("printed more than {0} bytes: stopped")]
     TooLong(u64),
+    #[error("stopped: {0}")]
+    Budget(crate::sources::budget::Exhausted),
     #[error("{0}")]
     Io(String),
 }
@@ -33,8 +35,15 @@ pub enum RunError {
 pub const STDERR_LIMIT: u64 = 64 << 10;
 
 /// Run `program` with `args`; at most `limit` bytes of standard output are taken, and at
-/// `timeout` or past `limit` the program and everything it started are killed.
-pub async fn run(program: &str, args: &[&str], timeout: Duration, limit: u64) -> Result<Output, RunError> {
+/// `timeout` or past `limit` the program and everything it started are killed. The output
+/// read is held against the sources' memory budget (`budget`) while it runs.
+pub async fn run(
+    program: &str,
+    args: &[&str],
+    timeout: Duration,
+    limit: u64,
+    budget: Option<&crate::sources::budget::Budget>,
+) -> Result<Output, RunError> {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .stdin(Stdio::null())
@@ -60,7 +69,19 @@ pub async fn run(program: &str, args: &[&str], timeout: Duration, limit: u64) ->
     });
     let work = async {
         let mut stdout = Vec::new();
-        out.take(limit + 1).read_to_end(&mut stdout).await.map_err(|e| RunError::Io(e.to_string()))?;
+        let mut held = budget.map(crate::sources::budget::Budget::hold);
+        let mut out = out.take(limit + 1);
+        let mut chunk = vec![0u8; 64 << 10];
+        loop {
+            let n = out.read(&mut chunk).await.map_err(|e| RunError::Io(e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            if let Some(h) = &mut held {
+                h.grow(n).map_err(RunError::Budget)?;
+            }
+            stdout.extend_from_slice(&chunk[..n]);
+        }
         if stdout.len() as u64 > limit {
             return Err(RunError::TooLong(limit));
         }
@@ -121,8 +142,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tessera-proc-flood-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
         let flood = script(&dir, "squeue", "yes 'a line of output that never ends'");
-        let r = rt().block_on(run(&flood, &[], Duration::from_secs(20), 1 << 20));
+        let r = rt().block_on(run(&flood, &[], Duration::from_secs(20), 1 << 20, None));
         assert_eq!(r.err(), Some(RunError::TooLong(1 << 20)));
+        // Below its own limit, the output still counts against the sources' budget.
+        let budget = crate::sources::budget::Budget::new(256 << 10);
+        let r = rt().block_on(run(&flood, &[], Duration::from_secs(20), 1 << 20, Some(&budget)));
+        assert!(matches!(r, Err(RunError::Budget(_))), "{r:?}");
+        assert!(budget.peak() <= 256 << 10 && budget.used() == 0, "given back: {}", budget.used());
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -134,7 +160,7 @@ mod tests {
         // A wrapper that starts a child and hangs.
         let body = format!("sleep 300 & echo $! > {}\nwait", pidfile.display());
         let hung = script(&dir, "scontrol", &body);
-        let r = rt().block_on(run(&hung, &[], Duration::from_millis(500), 1 << 20));
+        let r = rt().block_on(run(&hung, &[], Duration::from_millis(500), 1 << 20, None));
         assert_eq!(r.err(), Some(RunError::Timeout(Duration::from_millis(500))));
         let pid = std::fs::read_to_string(&pidfile).unwrap_or_default().trim().to_string();
         assert!(!pid.is_empty());

@@ -2,6 +2,7 @@
 //! holds the message contract (`Partial`, `SourceUpdate`, `SourceError`) and the backoff; the
 //! engine spawns the sources.
 
+pub mod budget;
 pub mod dcgm;
 pub mod exposition;
 pub mod http;
@@ -11,6 +12,7 @@ pub mod prometheus;
 pub mod scrape;
 pub mod sim;
 pub mod slurm;
+pub mod tls;
 
 use chrono::{DateTime, Utc};
 

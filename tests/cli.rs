@@ -251,6 +251,24 @@ fn check_config_refuses_what_the_console_would_refuse() {
         ("theme = \"no-such-theme\"\n".to_string(), "no-such-theme"),
         (format!("theme = {:?}\n", broken_theme.display().to_string()), "colors.warning = \"blurple\""),
         ("[slurm]\npreempt_signal = \"FOO\"\n".to_string(), "slurm.preempt_signal = \"FOO\""),
+        // What the sources would refuse at start: a missing token file, a CA file that is not
+        // PEM, credentials over plain http.
+        (
+            "[sources]\nprometheus = \"https://p:9090\"\n[sources.http]\nbearer_token_file = \"/nonexistent/token\"\n"
+                .to_string(),
+            "cannot read /nonexistent/token",
+        ),
+        (
+            format!(
+                "[sources]\nscrape = [\"https://g:9400\"]\n[sources.http]\nca_file = {:?}\n",
+                broken_theme.display().to_string()
+            ),
+            "no PEM certificate",
+        ),
+        (
+            "[[sources.auth]]\nurl = \"http://g:9400\"\nbearer_token_env = \"PATH\"\n".to_string(),
+            "sources.auth[0]: http://g:9400: credentials over plain http",
+        ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let file = dir.join(format!("c{i}.toml"));

@@ -86,8 +86,9 @@ fn bearer_token_from_the_environment_and_never_shown() {
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
     let cfg = dir.join("config.toml");
     let text = format!(
-        "[sources]\nscrape = [\"{}\"]\n[sources.http]\nbearer_token_env = \"TESSERA_TEST_TOKEN\"\n",
-        server.url("/metrics")
+        "[sources]\nscrape = [\"{}\"]\n[[sources.auth]]\nurl = \"{}\"\nbearer_token_env = \"TESSERA_TEST_TOKEN\"\nallow_plain_http = true\n",
+        server.url("/metrics"),
+        server.url("")
     );
     std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
     let cfg = cfg.to_string_lossy().into_owned();

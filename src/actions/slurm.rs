@@ -70,7 +70,8 @@ pub(super) async fn run(program: &str, args: &[String], timeout: Duration) -> Re
     let timeout = if timeout.is_zero() { Duration::from_secs(30) } else { timeout };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // scontrol answers in a line or two: a megabyte is a flood.
-    let out = crate::process::run(program, &args, timeout, 1 << 20).await.map_err(|e| format!("{program}: {e}"))?;
+    let out =
+        crate::process::run(program, &args, timeout, 1 << 20, None).await.map_err(|e| format!("{program}: {e}"))?;
     let first =
         |b: &[u8]| String::from_utf8_lossy(b).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
     if out.status.success() {

@@ -70,8 +70,7 @@ fn rebuild(cfg: &Config, from: DateTime<Utc>, to: DateTime<Utc>, step: Duration)
     ));
     let kept = Rebuilt(path.clone());
     let settings = crate::engine::prometheus_settings(cfg, &base);
-    let client = crate::sources::http::Client::new(&cfg.sources.http)
-        .map_err(|e| CmdError::Usage(format!("sources.http: {e}")))?;
+    let client = crate::engine::http_client(&cfg.sources, Some(&base)).map_err(CmdError::Usage)?;
     let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
     let n = moments.len();
     if n > 1 {
@@ -182,8 +181,7 @@ pub fn snapshot_cmd(g: &Global, json: bool, files: &[PathBuf]) -> Result<(), Cmd
             super::to_stderr(&format!("tessera: {note}"));
         }
         let settings = crate::engine::prometheus_settings(&cfg, &base);
-        let client = crate::sources::http::Client::new(&cfg.sources.http)
-            .map_err(|e| CmdError::Usage(format!("sources.http: {e}")))?;
+        let client = crate::engine::http_client(&cfg.sources, Some(&base)).map_err(CmdError::Usage)?;
         // A time Prometheus cannot have is a usage error, as in the console.
         crate::record::prometheus::moments(at, at, DEFAULT_STEP).map_err(CmdError::Usage)?;
         let rt = crate::engine::runtime().map_err(CmdError::Failed)?;

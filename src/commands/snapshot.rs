@@ -14,6 +14,9 @@ pub fn collect_once(cfg: &Config) -> Result<(Fleet, bool), CmdError> {
     let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
     rt.block_on(async {
         let mut engine = crate::engine::Engine::start(cfg).map_err(CmdError::Usage)?;
+        for n in &engine.notes {
+            super::to_stderr(&format!("tessera: {n}"));
+        }
         engine.first_answers().await;
         Ok((engine.store.fleet().clone(), engine.store.simulated()))
     })

@@ -29,9 +29,16 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             u => return Err(format!("unknown unit {u:?} in {t:?}: use ms, s, m, h or d")),
         };
         total = total.saturating_add(part);
+        if total > MAX {
+            return Err(format!("{t:?} is too long: at most 3650d"));
+        }
     }
     Ok(total)
 }
+
+/// The longest duration anything takes (ten years): beyond it a value is a typo, and the
+/// clock arithmetic of the guards and views would saturate differently.
+pub const MAX: Duration = Duration::from_secs(3650 * 86400);
 
 /// The shortest form `parse` reads back: 1800 s is `30m`, 5400 s is `1h30m`.
 pub fn format(d: Duration) -> String {

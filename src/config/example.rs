@@ -40,17 +40,31 @@ prometheus_queue = false
 # Node names of scraped cards: "target" (the scrape URL's host) or "label" (dcgm-exporter's
 # Hostname label, often the exporter pod's name unless NODE_NAME is set).
 scrape_node = "target"
+# The bytes of responses and command output being read, for all sources together: past it a
+# read fails (and says so) instead of taking more memory. Each response is also capped at 256MiB.
+# memory_budget = "512MiB"
 
 [sources.http]
-# Transport for Prometheus and the exporters. Credentials never appear on screen or in logs.
+# Transport for every HTTP source (Prometheus, the exporters, slurmrestd).
 connect_timeout = "{connect}"
 timeout = "{timeout}"
+# A private CA (PEM) that signed the servers' certificates; a self-signed server certificate
+# cannot be trusted this way: sign it with a CA.
+# ca_file = "/etc/ssl/certs/internal-ca.pem"
+insecure_skip_verify = false
+# The Prometheus server's credentials, sent to it only (never to the exporters). Credentials
+# never appear on screen or in logs, and are refused over plain http unless allow_plain_http.
 # bearer_token_file = "/var/run/secrets/prometheus/token"
 # bearer_token_env = "PROMETHEUS_TOKEN"
 # basic_user = "tessera"
 # basic_password_file = "/etc/tessera/prometheus-password"
-# ca_file = "/etc/ssl/certs/internal-ca.pem"
-insecure_skip_verify = false
+# allow_plain_http = false
+
+# Credentials for one origin (scheme://host:port) each: a scrape target, slurmrestd behind a
+# proxy. Sent to that origin only; the same keys as above.
+# [[sources.auth]]
+# url = "https://gpu-node-1.example:9400"
+# bearer_token_file = "/etc/tessera/gpu-node-1.token"
 
 # Per-field PromQL for the Prometheus source: any of gpu_util, gr_engine_active, fb_used,
 # fb_free, temperature, power, power_limit, sm_clock, mem_clock, xid, ecc_dbe. Each replaces

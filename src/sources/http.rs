@@ -1,8 +1,11 @@
-//! HTTP transport for the metrics sources: timeouts, a response size cap, gzip, bearer or
-//! basic auth, a custom CA, TLS verification on by default. Credentials are read once and
-//! never printed: errors name the URL and the failure, not the headers.
+//! HTTP transport for the metrics sources: timeouts, a response size cap, the sources' memory
+//! budget, gzip, bearer or basic auth for one origin each (never over plain http unless the
+//! config says so), a custom CA, TLS verification on by default. Credentials are read once and
+//! never printed: errors name the URL and the failure, not the headers, and a response that
+//! echoes a credential has it blanked out.
 
-use crate::config::Http;
+use super::budget::Budget;
+use crate::config::{Credentials, Http};
 
 /// The most tessera reads of one response.
 pub const MAX_BODY: usize = 256 * 1024 * 1024;
@@ -27,47 +30,107 @@ pub enum FetchError {
     Other { url: String, why: String },
 }
 
-/// A URL fit to show: without `user:password@` and without the query, where tokens hide.
+/// A URL fit to show: without `user:password@`, the query and the fragment, where tokens hide.
 pub fn redact(url: &str) -> String {
+    if let Ok(u) = reqwest::Url::parse(url)
+        && u.has_host()
+    {
+        let host = u.host_str().unwrap_or_default();
+        let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+        // `http://h:9090` stays without the `/` the parser adds.
+        let written = url.split_once("://").map_or(url, |(_, r)| r);
+        let written = written.split(['?', '#']).next().unwrap_or_default();
+        let path = if u.path() == "/" && !written.contains('/') { "" } else { u.path() };
+        return format!("{}://{host}{port}{path}", u.scheme());
+    }
+    // Not a URL: cut it the same way by hand (the authority ends at the first / ? or #).
     let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
-    let (authority, path) = rest.find('/').map_or((rest, ""), |i| (&rest[..i], &rest[i..]));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let path = path.split(['?', '#']).next().unwrap_or("");
     if scheme.is_empty() { format!("{host}{path}") } else { format!("{scheme}://{host}{path}") }
 }
 
-/// A configured client: one per source, shared by its requests.
+/// An http(s) URL with a host, or why not (for the config's URLs).
+pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
+    let u = reqwest::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(format!("the scheme is {}", u.scheme()));
+    }
+    if u.host_str().is_none_or(str::is_empty) {
+        return Err("the URL has no host".into());
+    }
+    Ok(u)
+}
+
+/// `scheme://host:port` of a URL (the default port written out): where credentials belong.
+pub fn origin(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    Some(format!("{}://{}:{}", u.scheme(), u.host_str()?, u.port_or_known_default()?))
+}
+
+/// A configured client: one per source, shared by its requests. Credentials belong to one
+/// origin each and are sent there only.
 #[derive(Clone)]
 pub struct Client {
     inner: reqwest::Client,
-    auth: Auth,
+    creds: Vec<(String, Auth)>,
     max_body: usize,
+    budget: Budget,
 }
 
 #[derive(Clone)]
 enum Auth {
-    None,
     Bearer(String),
     Basic(String, String),
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the credentials.
-        let auth = match self.auth {
-            Auth::None => "none",
-            Auth::Bearer(_) => "bearer",
-            Auth::Basic(..) => "basic",
-        };
-        f.debug_struct("Client").field("auth", &auth).field("max_body", &self.max_body).finish()
+        // Never the credentials: which origins have some, and of what kind.
+        let creds: Vec<String> = self
+            .creds
+            .iter()
+            .map(|(o, a)| format!("{o}: {}", if matches!(a, Auth::Bearer(_)) { "bearer" } else { "basic" }))
+            .collect();
+        f.debug_struct("Client").field("credentials", &creds).field("max_body", &self.max_body).finish()
     }
 }
 
 pub fn read_secret(path: &str) -> Result<String, String> {
-    std::fs::read_to_string(path).map(|s| s.trim().to_string()).map_err(|e| format!("cannot read {path}: {e}"))
+    let s = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let s = s.trim().to_string();
+    if s.is_empty() {
+        return Err(format!("{path} is empty"));
+    }
+    Ok(s)
+}
+
+/// The secret `c` names, read now (a file, the environment).
+fn read_credentials(c: &Credentials) -> Result<Option<Auth>, String> {
+    if let Some(why) = c.conflict() {
+        return Err(why.into());
+    }
+    Ok(match (&c.bearer_token_file, &c.bearer_token_env, &c.basic_user) {
+        (Some(f), _, _) => Some(Auth::Bearer(read_secret(f)?)),
+        (None, Some(var), _) => Some(Auth::Bearer(
+            std::env::var(var)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| format!("environment variable {var} is not set"))?,
+        )),
+        (None, None, Some(user)) => {
+            let pass = c.basic_password_file.as_deref().map(read_secret).transpose()?.unwrap_or_default();
+            Some(Auth::Basic(user.clone(), pass))
+        }
+        _ => None,
+    })
 }
 
 impl Client {
+    /// A client with the transport settings of `cfg` (timeouts, CA, verification) and no
+    /// credentials: `with_credentials` adds them for one origin.
     pub fn new(cfg: &Http) -> Result<Self, String> {
         let mut b = reqwest::Client::builder()
             .connect_timeout(cfg.connect_timeout)
@@ -75,36 +138,61 @@ impl Client {
             .gzip(true)
             .user_agent(concat!("tessera/", env!("CARGO_PKG_VERSION")));
         if let Some(ca) = &cfg.ca_file {
-            let pem = std::fs::read(ca).map_err(|e| format!("cannot read CA file {ca}: {e}"))?;
-            let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| format!("CA file {ca}: {e}"))?;
-            b = b.add_root_certificate(cert);
+            for cert in super::tls::ca_certificates(ca)? {
+                b = b.add_root_certificate(cert);
+            }
         }
         if cfg.insecure_skip_verify {
             b = b.danger_accept_invalid_certs(true);
         }
         let inner = b.build().map_err(|e| format!("HTTP client: {e}"))?;
-        let bearer = cfg.bearer_token_file.is_some() || cfg.bearer_token_env.is_some();
-        if bearer && (cfg.basic_user.is_some() || cfg.basic_password_file.is_some()) {
-            return Err("set either a bearer token or basic auth, not both".into());
+        Ok(Self { inner, creds: Vec::new(), max_body: MAX_BODY, budget: Budget::global() })
+    }
+
+    /// Send `c` to the origin of `url` (and nowhere else). Over plain http only when `c` says
+    /// `allow_plain_http`: a token or password would cross the network readable.
+    pub fn with_credentials(mut self, url: &str, c: &Credentials) -> Result<Self, String> {
+        let Some(auth) = read_credentials(c)? else { return Ok(self) };
+        let o = origin(url).ok_or_else(|| format!("{}: not a URL", redact(url)))?;
+        if o.starts_with("http://") && !c.allow_plain_http {
+            return Err(format!(
+                "{}: credentials over plain http would cross the network readable: use https, or set allow_plain_http = true",
+                redact(url)
+            ));
         }
-        if cfg.basic_password_file.is_some() && cfg.basic_user.is_none() {
-            return Err("basic_password_file needs basic_user".into());
-        }
-        if cfg.bearer_token_file.is_some() && cfg.bearer_token_env.is_some() {
-            return Err("set bearer_token_file or bearer_token_env, not both".into());
-        }
-        let auth = match (&cfg.bearer_token_file, &cfg.bearer_token_env, &cfg.basic_user) {
-            (Some(f), _, _) => Auth::Bearer(read_secret(f)?),
-            (None, Some(var), _) => {
-                Auth::Bearer(std::env::var(var).map_err(|_| format!("environment variable {var} is not set"))?)
+        self.creds.retain(|(have, _)| *have != o);
+        self.creds.push((o, auth));
+        Ok(self)
+    }
+
+    /// Hold the bytes of responses against `budget` instead of the process's.
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Every secret this client holds, and the forms a server could echo them in.
+    fn secrets(&self) -> Vec<String> {
+        use base64::Engine as _;
+        let mut out = Vec::new();
+        for (_, a) in &self.creds {
+            match a {
+                Auth::Bearer(t) => out.push(t.clone()),
+                Auth::Basic(u, p) => {
+                    out.push(base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}")));
+                    if !p.is_empty() {
+                        out.push(p.clone());
+                    }
+                }
             }
-            (None, None, Some(user)) => {
-                let pass = cfg.basic_password_file.as_deref().map(read_secret).transpose()?.unwrap_or_default();
-                Auth::Basic(user.clone(), pass)
-            }
-            _ => Auth::None,
-        };
-        Ok(Self { inner, auth, max_body: MAX_BODY })
+        }
+        out.retain(|s| s.len() >= 4);
+        out
+    }
+
+    /// `text` with every secret of this client blanked out.
+    fn scrub(&self, text: &str) -> String {
+        self.secrets().iter().fold(text.to_string(), |t, s| t.replace(s.as_str(), "<redacted>"))
     }
 
     /// GET `url` and return the body as text, at most the size cap.
@@ -121,18 +209,19 @@ impl Client {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        req = match &self.auth {
-            Auth::None => req,
-            Auth::Bearer(t) => req.bearer_auth(t),
-            Auth::Basic(u, p) => req.basic_auth(u, Some(p)),
+        let here = origin(url);
+        req = match self.creds.iter().find(|(o, _)| Some(o) == here.as_ref()).map(|(_, a)| a) {
+            None => req,
+            Some(Auth::Bearer(t)) => req.bearer_auth(t),
+            Some(Auth::Basic(u, p)) => req.basic_auth(u, Some(p)),
         };
         let map = |e: reqwest::Error| {
             if e.is_timeout() {
                 FetchError::Timeout { url: url_for_errors.into() }
             } else if e.is_connect() {
-                FetchError::Connect { url: url_for_errors.into(), why: root_cause(&e) }
+                FetchError::Connect { url: url_for_errors.into(), why: super::tls::explain(&e) }
             } else {
-                FetchError::Other { url: url_for_errors.into(), why: root_cause(&e) }
+                FetchError::Other { url: url_for_errors.into(), why: super::tls::explain(&e) }
             }
         };
         let mut resp = req.send().await.map_err(map)?;
@@ -140,34 +229,67 @@ impl Client {
         if resp.content_length().is_some_and(|n| n > self.max_body as u64) {
             return Err(FetchError::TooLarge { url: url_for_errors.into(), limit: self.max_body });
         }
+        // Every byte read is held against the sources' budget until the text is handed over.
+        let mut held = self.budget.hold();
         let mut body: Vec<u8> = Vec::new();
         while let Some(chunk) = resp.chunk().await.map_err(map)? {
             if body.len() + chunk.len() > self.max_body {
                 return Err(FetchError::TooLarge { url: url_for_errors.into(), limit: self.max_body });
             }
+            held.grow(chunk.len()).map_err(|e| FetchError::Other { url: url_for_errors.into(), why: e.to_string() })?;
             body.extend_from_slice(&chunk);
         }
-        let text = String::from_utf8_lossy(&body).into_owned();
+        let text = String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         if !status.is_success() {
-            // Enough of the body to read an API's error envelope; the message shows its first line.
-            let body = Some(text.chars().take(4096).collect::<String>()).filter(|b| !b.trim().is_empty());
+            // Enough of the body to read an API's error envelope; the message shows its first
+            // line, never a credential a server echoes back.
+            let body = Some(self.scrub(&text.chars().take(4096).collect::<String>())).filter(|b| !b.trim().is_empty());
             return Err(FetchError::Status { url: url_for_errors.into(), status: status.as_u16(), body });
         }
         Ok(text)
     }
 }
 
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every shape that leaked a credential or named a target wrongly: what is shown (errors,
+    /// JSON, the header), the source's name, and where credentials would go.
+    #[test]
+    fn url_shapes_table() {
+        let name = crate::sources::scrape::source_name;
+        let cases: &[(&str, &str, &str, Option<&str>)] = &[
+            ("http://h:9400?token=SECRET", "http://h:9400", "scrape:h:9400", Some("http://h:9400")),
+            ("http://u:SECRET@h?a=b@c", "http://h", "scrape:h", Some("http://h:80")),
+            ("http://u:SECRET@h:1/p?x=SECRET#SECRET", "http://h:1/p", "scrape:h:1/p", Some("http://h:1")),
+            (
+                "https://alice:SECRET@prom:9090/api/v1/query?query=up&token=SECRET",
+                "https://prom:9090/api/v1/query",
+                "scrape:prom:9090/api/v1/query",
+                Some("https://prom:9090"),
+            ),
+            ("http://gpu-1:9400/metrics", "http://gpu-1:9400/metrics", "scrape:gpu-1:9400", Some("http://gpu-1:9400")),
+            (
+                "http://[::1]:9400/metrics#SECRET",
+                "http://[::1]:9400/metrics",
+                "scrape:[::1]:9400",
+                Some("http://[::1]:9400"),
+            ),
+            ("HTTP://GPU-1:9400/metrics", "http://gpu-1:9400/metrics", "scrape:gpu-1:9400", Some("http://gpu-1:9400")),
+            ("https://h/", "https://h/", "scrape:h/", Some("https://h:443")),
+            ("http://h:9400/?token=SECRET", "http://h:9400/", "scrape:h:9400/", Some("http://h:9400")),
+            // Not URLs: cut by hand the same way; nothing to send credentials to.
+            ("http://h:port?token=SECRET", "http://h:port", "scrape:h:port", None),
+            ("gpu-1:9400?SECRET", "gpu-1:9400", "scrape:gpu-1:9400", None),
+        ];
+        for (url, shown, named, to) in cases {
+            assert_eq!(redact(url), *shown, "{url}");
+            assert_eq!(name(url), *named, "{url}");
+            assert_eq!(origin(url).as_deref().filter(|_| check_url(url).is_ok()), *to, "{url}");
+            assert!(!redact(url).contains("SECRET") && !name(url).contains("SECRET"), "{url}");
+        }
+    }
 
     #[test]
     fn urls_shown_without_credentials_or_queries() {
@@ -181,11 +303,12 @@ mod tests {
 
     #[test]
     fn conflicting_auth_is_refused() {
-        let both = Http { bearer_token_env: Some("T".into()), basic_user: Some("u".into()), ..Http::default() };
-        assert!(Client::new(&both).is_err());
-        let orphan = Http { basic_password_file: Some("/p".into()), ..Http::default() };
-        assert!(Client::new(&orphan).is_err());
-        assert!(Client::new(&Http::default()).is_ok());
+        let both =
+            Credentials { bearer_token_env: Some("T".into()), basic_user: Some("u".into()), ..Credentials::default() };
+        let c = Client::new(&Http::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(c.clone().with_credentials("https://p:9090", &both).is_err());
+        let orphan = Credentials { basic_password_file: Some("/p".into()), ..Credentials::default() };
+        assert!(c.clone().with_credentials("https://p:9090", &orphan).is_err());
     }
 
     #[test]

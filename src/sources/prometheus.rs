@@ -214,7 +214,11 @@ fn query_url(base: &str, query: &str) -> String {
             }
         }
     }
-    format!("{}/api/v1/query?query={enc}", base.trim_end_matches('/'))
+    // A base URL's own query (a proxy's parameter) goes after the API's, never into its path.
+    let base = base.split('#').next().unwrap_or_default();
+    let (path, extra) = base.split_once('?').unwrap_or((base, ""));
+    let extra = if extra.is_empty() { String::new() } else { format!("&{extra}") };
+    format!("{}/api/v1/query?query={enc}{extra}", path.trim_end_matches('/'))
 }
 
 /// History points fetched per card: the card view keeps this many samples.

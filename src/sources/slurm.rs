@@ -63,7 +63,15 @@ pub const OUTPUT_LIMIT: u64 = 256 << 20;
 pub async fn run(settings: &Settings, name: &str, args: &[&str]) -> Result<String, SourceError> {
     let shown = format!("{name} {}", args.join(" "));
     let program = settings.program(name);
-    let out = match crate::process::run(&program.to_string_lossy(), args, settings.timeout, OUTPUT_LIMIT).await {
+    let out = match crate::process::run(
+        &program.to_string_lossy(),
+        args,
+        settings.timeout,
+        OUTPUT_LIMIT,
+        Some(&super::budget::Budget::global()),
+    )
+    .await
+    {
         Err(crate::process::RunError::NotFound) => {
             return Err(err(format!("{name}: not found (is Slurm's client installed? see slurm.commands_dir)")));
         }

@@ -249,7 +249,8 @@ fn parse_color(v: &toml::Value) -> Option<Color> {
     }
     let s = v.as_str()?.trim().to_ascii_lowercase();
     if let Some(hex) = s.strip_prefix('#') {
-        if hex.len() != 6 {
+        // Six hex digits exactly (from_str_radix alone takes a sign: `#+fffff`).
+        if hex.len() != 6 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
         let n = u32::from_str_radix(hex, 16).ok()?;
@@ -344,6 +345,10 @@ mod tests {
         assert_eq!(layer(&mut c, "[colors]\ndanger = \"#010203\"\n", "p.toml"), Ok(()));
         assert_eq!(c.danger, Color::Rgb(1, 2, 3));
         assert_eq!(c.ok, Theme::default_theme().c.ok);
+        // Six hex digits or nothing: a sign was read as a number.
+        for bad in ["#+fffff", "#-00000", "#ff ff0", "#fffffff"] {
+            assert_eq!(parse_color(&toml::Value::String(bad.into())), None, "{bad}");
+        }
     }
 
     #[test]

@@ -14,15 +14,28 @@ pub struct Reply {
     pub content_type: &'static str,
     pub body: Vec<u8>,
     pub delay: Duration,
+    /// Send the body again and again, for ever (a flooding peer).
+    pub flood: bool,
 }
 
 impl Reply {
     pub fn ok(body: impl Into<Vec<u8>>) -> Self {
-        Self { status: 200, content_type: "text/plain; version=0.0.4", body: body.into(), delay: Duration::ZERO }
+        Self {
+            status: 200,
+            content_type: "text/plain; version=0.0.4",
+            body: body.into(),
+            delay: Duration::ZERO,
+            flood: false,
+        }
+    }
+
+    /// A 200 whose body never ends.
+    pub fn flood() -> Self {
+        Self { flood: true, ..Self::ok(b"# flood\n".repeat(8192)) }
     }
 
     pub fn status(status: u16, content_type: &'static str, body: impl Into<Vec<u8>>) -> Self {
-        Self { status, content_type, body: body.into(), delay: Duration::ZERO }
+        Self { status, content_type, body: body.into(), delay: Duration::ZERO, flood: false }
     }
 }
 
@@ -30,6 +43,8 @@ pub struct Server {
     pub addr: String,
     routes: Arc<Mutex<HashMap<String, Reply>>>,
     pub requests: Arc<AtomicUsize>,
+    /// The Authorization header of every request, in order (None: none sent).
+    pub auths: Arc<Mutex<Vec<Option<String>>>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -42,21 +57,22 @@ impl Server {
         let routes = Arc::new(Mutex::new(routes));
         let requests = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let (r, n, s) = (routes.clone(), requests.clone(), stop.clone());
+        let auths = Arc::new(Mutex::new(Vec::new()));
+        let (r, n, s, seen) = (routes.clone(), requests.clone(), stop.clone(), auths.clone());
         let token = token.map(str::to_string);
         listener.set_nonblocking(true).unwrap_or_else(|e| panic!("{e}"));
         std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        let (r, n, token) = (r.clone(), n.clone(), token.clone());
-                        std::thread::spawn(move || serve(stream, &r, &n, token.as_deref()));
+                        let (r, n, token, seen) = (r.clone(), n.clone(), token.clone(), seen.clone());
+                        std::thread::spawn(move || serve(stream, &r, &n, &seen, token.as_deref()));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
             }
         });
-        Self { addr, routes, requests, stop }
+        Self { addr, routes, requests, auths, stop }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -76,7 +92,13 @@ impl Drop for Server {
     }
 }
 
-fn serve(stream: TcpStream, routes: &Mutex<HashMap<String, Reply>>, n: &AtomicUsize, token: Option<&str>) {
+fn serve(
+    stream: TcpStream,
+    routes: &Mutex<HashMap<String, Reply>>,
+    n: &AtomicUsize,
+    seen: &Mutex<Vec<Option<String>>>,
+    token: Option<&str>,
+) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let mut reader = BufReader::new(match stream.try_clone() {
         Ok(s) => s,
@@ -111,12 +133,24 @@ fn serve(stream: TcpStream, routes: &Mutex<HashMap<String, Reply>>, n: &AtomicUs
         let mut body = vec![0; length];
         let _ = reader.read_exact(&mut body);
         n.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut s) = seen.lock() {
+            s.push(auth.clone());
+        }
         let reply = match (token, auth.as_deref()) {
             (Some(t), Some(a)) if a == format!("Bearer {t}") => lookup(routes, &path),
-            (Some(_), _) => Reply::status(401, "text/plain", "unauthorized\n"),
+            // Like some proxies: the refusal quotes what it was sent.
+            (Some(_), a) => Reply::status(401, "text/plain", format!("unauthorized: {}\n", a.unwrap_or("nothing"))),
             (None, _) => lookup(routes, &path),
         };
         std::thread::sleep(reply.delay);
+        if reply.flood {
+            let head = format!("HTTP/1.1 200 X\r\nContent-Type: {}\r\nConnection: close\r\n\r\n", reply.content_type);
+            if stream.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            while stream.write_all(&reply.body).is_ok() {}
+            return;
+        }
         let head = format!(
             "HTTP/1.1 {} X\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n",
             reply.status,

@@ -1,0 +1,182 @@
+//! Hostile peers on 127.0.0.1, end to end through `tessera snapshot`: credentials go to their
+//! own origin only, never over plain http unless allowed, and never come back in what tessera
+//! prints, whatever a server echoes; flooding targets together stay within the sources' memory
+//! budget; a source that never answers is said to have not answered.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod common;
+use common::http::{Reply, Server};
+
+fn fixture(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dcgm").join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn config(name: &str, text: &str) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("tessera-hostile-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = dir.join("config.toml");
+    std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
+    let path = cfg.to_string_lossy().into_owned();
+    (dir, path)
+}
+
+fn snapshot(args: &[&str], env: &[(&str, &str)]) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["snapshot", "--json"])
+        .args(args)
+        .envs(env.iter().copied())
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), v, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn source<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["sources"].as_array().and_then(|s| s.iter().find(|x| x["name"] == name)).unwrap_or(&Value::Null)
+}
+
+fn metrics() -> HashMap<String, Reply> {
+    HashMap::from([("/metrics".into(), Reply::ok(fixture("metrics-t4-nonmig.datadog-fixture.prom")))])
+}
+
+/// A token for one target goes to that target only; the Prometheus server's (`[sources.http]`)
+/// goes to no scrape target; a refusal that quotes the token back is printed without it.
+#[test]
+fn credentials_go_to_their_own_origin_only_and_never_come_back() {
+    let with = Server::start(metrics(), Some("tok-for-a"));
+    let other = Server::start(metrics(), None);
+    let (dir, cfg) = config(
+        "origin",
+        &format!(
+            "[sources]\nscrape = [\"{a}\", \"{b}\"]\n[sources.http]\nbearer_token_env = \"PROM_TOKEN\"\nallow_plain_http = true\n\
+             [[sources.auth]]\nurl = \"http://{host}\"\nbearer_token_env = \"A_TOKEN\"\nallow_plain_http = true\n",
+            a = with.url("/metrics"),
+            b = other.url("/metrics"),
+            host = with.addr,
+        ),
+    );
+    let env = [("A_TOKEN", "tok-for-a"), ("PROM_TOKEN", "prometheus-secret")];
+    let (code, v, err) = snapshot(&["--config", &cfg], &env);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(source(&v, &format!("scrape:{}", with.addr))["state"], "live", "{v}");
+    assert_eq!(source(&v, &format!("scrape:{}", other.addr))["state"], "live", "{v}");
+    let sent = other.auths.lock().map(|a| a.clone()).unwrap_or_default();
+    assert!(!sent.is_empty() && sent.iter().all(Option::is_none), "the other target got credentials: {sent:?}");
+    assert!(err.contains("[sources.http] credentials are the Prometheus server's"), "{err}");
+
+    // A wrong token: the server's 401 quotes it; tessera's output does not.
+    let (_, v, err) = snapshot(&["--config", &cfg], &[("A_TOKEN", "wrong-token-123"), ("PROM_TOKEN", "x")]);
+    let e = source(&v, &format!("scrape:{}", with.addr))["error"].as_str().unwrap_or_default().to_string();
+    assert!(e.contains("HTTP 401: unauthorized: Bearer <redacted>"), "{e}");
+    let all = format!("{v}{err}");
+    assert!(!all.contains("wrong-token-123") && !all.contains("tok-for-a"), "credentials leaked: {all}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Credentials for a plain-http origin are refused at start unless the config allows it.
+#[test]
+fn credentials_over_plain_http_need_an_explicit_yes() {
+    let server = Server::start(metrics(), Some("t0ken"));
+    let (dir, cfg) = config(
+        "plain",
+        &format!(
+            "[sources]\nscrape = [\"{}\"]\n[[sources.auth]]\nurl = \"{}\"\nbearer_token_env = \"A_TOKEN\"\n",
+            server.url("/metrics"),
+            server.url("")
+        ),
+    );
+    let (code, _, err) = snapshot(&["--config", &cfg], &[("A_TOKEN", "t0ken")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("sources.auth[0]") && err.contains("plain http") && err.contains("allow_plain_http"), "{err}");
+    assert!(!err.contains("t0ken"), "{err}");
+    assert_eq!(server.requests.load(std::sync::atomic::Ordering::Relaxed), 0, "nothing was sent");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The URL shapes that leaked a token or named a target wrongly, through the binary: names,
+/// errors and JSON carry no query and no user information.
+#[test]
+fn url_shapes_never_show_their_credentials() {
+    let server = Server::start(metrics(), None);
+    let port = server.addr.rsplit_once(':').map(|(_, p)| p.to_string()).unwrap_or_default();
+    for (url, name) in [
+        (format!("http://127.0.0.1:{port}?token=SECRETQ"), format!("scrape:127.0.0.1:{port}")),
+        (format!("http://user:SECRETP@127.0.0.1:{port}/metrics?a=b@c"), format!("scrape:127.0.0.1:{port}")),
+        (format!("http://127.0.0.1:{port}/metrics#SECRETF"), format!("scrape:127.0.0.1:{port}")),
+    ] {
+        let (_, v, err) = snapshot(&["--scrape", &url], &[]);
+        assert!(source(&v, &name).is_object(), "{url}: named {:?}", v["sources"]);
+        let all = format!("{v}{err}");
+        assert!(!all.contains("SECRET"), "{url}: {all}");
+    }
+    // A Prometheus base URL with a query: the API path goes before it, and nothing shows it.
+    let prom = Server::start(HashMap::new(), None);
+    let (_, v, err) = snapshot(&["--prometheus", &format!("http://{}?token=SECRETQ", prom.addr)], &[]);
+    let e = source(&v, "prometheus")["error"].as_str().unwrap_or_default().to_string();
+    assert!(e.contains(&format!("http://{}/api/v1/query", prom.addr)), "{e}");
+    assert!(!format!("{v}{err}").contains("SECRET"), "{v}{err}");
+}
+
+/// The most memory a process took, sampled from /proc while it ran (KiB).
+fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
+    let mut peak = 0;
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        let hwm = status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        peak = peak.max(hwm);
+        if child.try_wait().ok().flatten().is_some() {
+            return peak;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Six targets that stream for ever: without a shared budget each could take its 256 MiB
+/// (1.5 GiB together). With a 64 MiB budget the process stays near it and the errors say why.
+#[test]
+fn flooding_targets_together_stay_within_the_memory_budget() {
+    let floods: Vec<Server> =
+        (0..6).map(|_| Server::start(HashMap::from([("/metrics".into(), Reply::flood())]), None)).collect();
+    let good = Server::start(metrics(), None);
+    let mut scrape: Vec<String> = floods.iter().map(|s| format!("\"{}\"", s.url("/metrics"))).collect();
+    scrape.push(format!("\"{}\"", good.url("/metrics")));
+    let (dir, cfg) = config(
+        "flood",
+        &format!(
+            "[sources]\nscrape = [{}]\nmemory_budget = \"64MiB\"\n[sources.http]\ntimeout = \"20s\"\n",
+            scrape.join(", ")
+        ),
+    );
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["snapshot", "--json", "--config", &cfg])
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let peak = peak_rss_kib(&mut child);
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    eprintln!("six flooding targets, 64 MiB budget: peak RSS {} MiB in {:?}", peak / 1024, started.elapsed());
+    assert!(peak < 200 * 1024, "peak RSS {} MiB with a 64 MiB budget", peak / 1024);
+    let errors: Vec<String> = floods
+        .iter()
+        .map(|s| source(&v, &format!("scrape:{}", s.addr))["error"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(errors.iter().any(|e| e.contains("memory budget")), "{errors:?}");
+    assert!(errors.iter().all(|e| !e.is_empty()), "every flood fails: {errors:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
