@@ -48,8 +48,8 @@ scrape_node = "target"
 # Transport for every HTTP source (Prometheus, the exporters, slurmrestd).
 connect_timeout = "{connect}"
 timeout = "{timeout}"
-# A private CA (PEM) that signed the servers' certificates; a self-signed server certificate
-# cannot be trusted this way: sign it with a CA.
+# A private CA (PEM) that signed the servers' certificates, or a server's own self-signed
+# certificate if it is not marked CA:TRUE (docs/sources.md, TLS).
 # ca_file = "/etc/ssl/certs/internal-ca.pem"
 insecure_skip_verify = false
 # The Prometheus server's credentials, sent to it only (never to the exporters). Credentials

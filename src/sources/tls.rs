@@ -30,7 +30,7 @@ pub fn explain(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// A TLS verification failure, as rustls words it, in words an operator can act on.
 fn plain(root: &str) -> Option<String> {
-    const TRUST: &str = "trust a private CA with ca_file = \"CA.pem\" in [sources.http]: the CA that signed the server's certificate (a self-signed server certificate cannot be trusted this way: sign it with a CA)";
+    const TRUST: &str = "trust a private CA with ca_file = \"CA.pem\" in [sources.http]: the CA that signed the server's certificate, or the server's own self-signed certificate";
     let why = if root.contains("UnknownIssuer") || root.contains("unknown issuer") {
         format!("TLS: the server's certificate is signed by an unknown issuer: {TRUST}")
     } else if root.contains("NotValidForName") || root.contains("not valid for name") {
@@ -41,7 +41,7 @@ fn plain(root: &str) -> Option<String> {
     } else if root.contains("NotValidYet") || root.contains("not valid yet") {
         "TLS: the server's certificate is not valid yet (or this host's clock is wrong)".to_string()
     } else if root.contains("CaUsedAsEndEntity") || root.contains("used as end entity") {
-        format!("TLS: the server presents a CA certificate as its own: {TRUST}")
+        "TLS: the server presents a CA certificate as its own (a self-signed certificate marked CA:TRUE, as `openssl req -x509` makes by default): sign the server's certificate with that CA instead, or make it with -addext basicConstraints=critical,CA:FALSE".to_string()
     } else if root.contains("invalid peer certificate") {
         format!("TLS: the server's certificate was refused ({root})")
     } else if root.contains("InvalidContentType") || root.contains("corrupt message") {
