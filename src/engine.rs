@@ -82,7 +82,7 @@ impl Engine {
                 Ok(None) | Err(_) => break,
             }
         }
-        self.store.rebuild();
+        self.store.no_answer(COLLECT_TIMEOUT);
     }
 
     /// Apply every update that has arrived, then rebuild once.

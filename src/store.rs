@@ -166,6 +166,18 @@ impl Store {
         changed
     }
 
+    /// Every source that has not answered within `waited` is said to be unavailable for that:
+    /// "connecting" would look like a source about to answer (`snapshot`'s wait ended).
+    pub fn no_answer(&mut self, waited: std::time::Duration) {
+        let reason = format!("no answer within {}", crate::config::duration::format(waited));
+        for e in &mut self.entries {
+            if e.status.health == SourceHealth::Connecting {
+                e.status.health = SourceHealth::Unavailable { reason: reason.clone() };
+            }
+        }
+        self.rebuild();
+    }
+
     /// True while any source has not answered yet.
     pub fn any_connecting(&self) -> bool {
         self.entries.iter().any(|e| e.status.health == SourceHealth::Connecting)

@@ -107,6 +107,18 @@ fn health_moves_through_its_states() {
     assert_eq!(s.fleet().sources[0].summary(t(9)), "nvml: stale 8s");
 }
 
+/// A source that never answered by the end of a wait is said so, not left "connecting".
+#[test]
+fn a_source_that_never_answered_says_so() {
+    let mut s = Store::new();
+    s.register("nvml", SourceKind::Nvml, Duration::from_secs(2));
+    s.register("scrape:gpu-1:9400", SourceKind::Scrape, Duration::from_secs(2));
+    s.apply(update("nvml", t(1), vec![card(0, None)]), t(1));
+    s.no_answer(Duration::from_secs(20));
+    assert_eq!(s.fleet().sources[0].health, SourceHealth::Live { at: t(1) });
+    assert_eq!(s.fleet().sources[1].health, SourceHealth::Unavailable { reason: "no answer within 20s".into() });
+}
+
 #[test]
 fn events_are_bounded_and_simulated_data_is_flagged() {
     let mut s = Store::new();

@@ -180,3 +180,23 @@ fn flooding_targets_together_stay_within_the_memory_budget() {
     assert!(errors.iter().all(|e| !e.is_empty()), "every flood fails: {errors:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A target that accepts and never answers (its timeout longer than the wait): after
+/// `snapshot`'s 20 s it is "no answer within 20s", not "connecting" with no error.
+#[test]
+fn a_source_that_never_answers_is_said_to_have_not_answered() {
+    let mut hang = Reply::ok("never");
+    hang.delay = Duration::from_secs(120);
+    let server = Server::start(HashMap::from([("/metrics".into(), hang)]), None);
+    let (dir, cfg) = config(
+        "hang",
+        &format!("[sources]\nscrape = [\"{}\"]\n[sources.http]\ntimeout = \"1h\"\n", server.url("/metrics")),
+    );
+    let started = Instant::now();
+    let (_, v, err) = snapshot(&["--config", &cfg], &[]);
+    let s = source(&v, &format!("scrape:{}", server.addr));
+    assert_eq!(s["state"], "unavailable", "{v} {err}");
+    assert_eq!(s["error"], "no answer within 20s", "{s}");
+    assert!(started.elapsed() < Duration::from_secs(40), "{:?}", started.elapsed());
+    let _ = std::fs::remove_dir_all(&dir);
+}
