@@ -86,11 +86,56 @@ pub(crate) fn keys(
 
 type Signal = tokio::signal::unix::Signal;
 
-/// SIGTERM, SIGHUP and SIGINT, watched.
-pub(crate) fn signals() -> Result<(Signal, Signal, Signal), CmdError> {
+/// The signals the console answers: SIGTERM, SIGHUP, SIGINT and SIGQUIT end it (the terminal
+/// restored); SIGTSTP suspends it like Ctrl-Z.
+pub(crate) struct Signals {
+    pub term: Signal,
+    pub hup: Signal,
+    pub int: Signal,
+    pub quit: Signal,
+    pub tstp: Signal,
+}
+
+pub(crate) fn signals() -> Result<Signals, CmdError> {
     use tokio::signal::unix::SignalKind;
     let signal = |k| tokio::signal::unix::signal(k).map_err(|e| CmdError::Failed(format!("cannot watch signals: {e}")));
-    Ok((signal(SignalKind::terminate())?, signal(SignalKind::hangup())?, signal(SignalKind::interrupt())?))
+    Ok(Signals {
+        term: signal(SignalKind::terminate())?,
+        hup: signal(SignalKind::hangup())?,
+        int: signal(SignalKind::interrupt())?,
+        quit: signal(SignalKind::quit())?,
+        tstp: signal(SignalKind::from_raw(libc::SIGTSTP))?,
+    })
+}
+
+/// Suspend, unless an action runs (then say so: it is never stopped half-way).
+fn try_suspend(terminal: &mut Terminal<CrosstermBackend<Stdout>>, st: &mut UiState) {
+    if st.action_running() {
+        st.message = Some(
+            "an action is running: tessera is not suspended in the middle of one (Ctrl-Z again when it ends)".into(),
+        );
+        return;
+    }
+    suspend(terminal);
+}
+
+/// Give the terminal back (main screen, cooked mode, no mouse) and stop until continued
+/// (`fg`, SIGCONT), as htop does; then take it again and draw everything anew.
+pub(crate) fn suspend(terminal: &mut Terminal<CrosstermBackend<Stdout>>) {
+    let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+    let _ = ratatui::try_restore();
+    crate::process::stop_self();
+    let _ = crossterm::terminal::enable_raw_mode();
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        crossterm::terminal::EnterAlternateScreen,
+        EnableMouseCapture,
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
+    );
+    // Everything is drawn anew: an empty frame first makes ratatui's last frame blank, as the
+    // screen now is. (`Terminal::clear` asks the terminal for the cursor position, and the
+    // input thread would take the answer.)
+    let _ = terminal.draw(|_| {});
 }
 
 /// The console; with `record`, it records what it shows while you watch.
@@ -141,7 +186,7 @@ async fn owner_loop(
     let mut auto = Auto::default();
 
     let (mut terminal, _restore, mut input) = open_terminal();
-    let (mut term, mut hup, mut int) = signals()?;
+    let mut sig = signals()?;
 
     // The schedules the banner follows: the configured ones, or the simulator's example once
     // the simulator has answered.
@@ -204,6 +249,12 @@ async fn owner_loop(
                     Effect::Redraw | Effect::Dismissed => {
                         // `x` in a group run: its give-back starts now, not at the next update.
                         pump(&mut st, &store, &runner, &act_tx);
+                        dirty = true;
+                    }
+                    // Never stopped mid-action: a preemption between its checkpoint and its
+                    // requeue would wait for a `fg` that may not come.
+                    Effect::Suspend => {
+                        try_suspend(&mut terminal, &mut st);
                         dirty = true;
                     }
                     Effect::None => {}
@@ -338,11 +389,13 @@ async fn owner_loop(
                     || store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
             }
             // A signal while an action runs lets it finish (and be audited); a second one leaves.
-            _ = term.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = sig.term.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = sig.quit.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = sig.tstp.recv() => if lost.is_none() { try_suspend(&mut terminal, &mut st); dirty = true },
             // A lost terminal's own hangup (tmux and the kernel can each send one) is not a
             // second request to leave now.
-            _ = hup.recv() => if lost.is_some() || wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
-            _ = int.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = sig.hup.recv() => if lost.is_some() || wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = sig.int.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
         }
     }
     // Left at once while a group change ran: say which cards it leaves drained.

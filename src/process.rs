@@ -1,6 +1,8 @@
 //! Running a program (Slurm's commands, for the source and the executor): no shell, a timeout,
-//! output capped, and the program in its own process group so that a timeout or a flood kills
-//! everything it started, not only itself (a hung wrapper would leave its child behind).
+//! output capped (and held against the sources' memory budget), and the program in its own
+//! process group so that a timeout or a flood kills everything it started, not only itself (a
+//! hung wrapper would leave its child behind). The signal calls live here too: the console's
+//! Ctrl-Z stops this process the same way.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -101,6 +103,12 @@ pub async fn run(
     result
 }
 
+/// Stop this process (SIGSTOP: it cannot be caught) until a SIGCONT: the console's Ctrl-Z,
+/// after it gave the terminal back.
+pub fn stop_self() {
+    group::stop_self();
+}
+
 /// SIGKILL to the process group `pid` leads (the program was started as its leader).
 fn kill_group(pid: Option<u32>) {
     if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 1) {
@@ -108,9 +116,18 @@ fn kill_group(pid: Option<u32>) {
     }
 }
 
-/// The one FFI call here.
+/// The FFI calls here: signals to a process group, and to this process.
 #[allow(unsafe_code)]
 mod group {
+    /// SIGSTOP to this process; returns once it is continued.
+    pub fn stop_self() {
+        // SAFETY: raise takes an integer and touches no memory of ours; SIGSTOP stops the
+        // process until SIGCONT, then raise returns.
+        unsafe {
+            libc::raise(libc::SIGSTOP);
+        }
+    }
+
     /// SIGKILL to process group `pgid`.
     pub fn kill(pgid: i32) {
         // SAFETY: killpg takes two integers and touches no memory of ours; a group that is

@@ -75,7 +75,8 @@ fn signals_restore_the_terminal() {
     if !have("tmux") {
         return;
     }
-    for (i, signal) in ["TERM", "HUP"].iter().enumerate() {
+    // SIGQUIT used to end it with the alternate screen still on.
+    for (i, signal) in ["TERM", "HUP", "QUIT"].iter().enumerate() {
         let dir = std::env::temp_dir().join(format!("tessera-sig-{}-{i}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
         let conf = dir.join("tmux.conf");
@@ -92,6 +93,55 @@ fn signals_restore_the_terminal() {
         assert_eq!(t.display("#{alternate_on}"), "0", "SIG{signal} left the alternate screen");
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// Ctrl-Z (and SIGTSTP) give the terminal back and stop the process, like htop; `fg` takes
+/// the terminal again and redraws. (They used to leave the alternate screen half-restored.)
+/// Under an interactive shell, as a person runs it: tmux itself continues a stopped pane
+/// process, so tessera is the shell's job here.
+#[test]
+fn ctrl_z_suspends_and_fg_redraws() {
+    if !have("tmux") || !common::have_with("bash", "--version") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tessera-tstp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let t = Tmux { socket: format!("tessera-tstp-{}", std::process::id()) };
+    let shell = "env -i PATH=/usr/bin:/bin TERM=tmux-256color PS1='$ ' bash --norc --noprofile -i";
+    t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", shell]);
+    t.wait("the shell", |s| s.starts_with("$"));
+    let pidfile = dir.join("pid");
+    let cmd = format!(
+        "XDG_CONFIG_HOME={} {} --demo & echo $! > {}; fg",
+        dir.display(),
+        env!("CARGO_BIN_EXE_tessera"),
+        pidfile.display()
+    );
+    t.keys(&[&cmd, "Enter"]);
+    t.wait("the first frame", |s| s.contains("SIMULATED") && s.contains("MIG LAYOUT"));
+    let pid = std::fs::read_to_string(&pidfile).unwrap_or_default().trim().to_string();
+    let state = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit(") ").next().and_then(|s| s.chars().next())
+    };
+    for how in ["key", "signal"] {
+        if how == "key" {
+            t.keys(&["C-z"]);
+        } else {
+            let sent = Command::new("kill").args(["-TSTP", &pid]).status();
+            assert!(sent.is_ok_and(|s| s.success()));
+        }
+        t.wait("the process stopped", |_| state() == Some('T'));
+        t.wait("the shell's prompt", |s| s.contains("Stopped"));
+        assert_eq!(t.display("#{alternate_on}"), "0", "{how}: the main screen is back while stopped");
+        t.keys(&["clear; fg", "Enter"]);
+        t.wait("the console again", |s| s.contains("SIMULATED") && s.contains("MIG LAYOUT"));
+        assert_eq!(t.display("#{alternate_on}"), "1", "{how}: the alternate screen again");
+        assert_ne!(state(), Some('T'));
+    }
+    t.keys(&["q"]);
+    t.wait("the shell again", |_| state().is_none() || state() == Some('Z'));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `tessera --nvml=<fake>` shows the scenario's cards and MIG layout exactly.

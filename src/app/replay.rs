@@ -139,7 +139,7 @@ async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> R
     let mut advice_for = shown;
 
     let (mut terminal, _restore, mut input) = open_terminal();
-    let (mut term, mut hup, mut int) = signals()?;
+    let mut sig = signals()?;
     let mut tick = tokio::time::interval(PLAY_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_tick = std::time::Instant::now();
@@ -153,6 +153,7 @@ async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> R
             Some(ev) = input.recv() => {
                 match keys(ev, &mut input, &mut st, store.fleet()) {
                     Effect::Quit => break,
+                    Effect::Suspend => super::suspend(&mut terminal),
                     // No action key exists in a replay; a request cannot come, but if one did
                     // it would be refused here.
                     Effect::Request(_) => st.message = Some("a replay is read-only: nothing can act on the past".into()),
@@ -182,9 +183,11 @@ async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> R
                 // The header's clock moves while playing.
                 dirty |= playing;
             }
-            _ = term.recv() => break,
-            _ = hup.recv() => break,
-            _ = int.recv() => break,
+            _ = sig.term.recv() => break,
+            _ = sig.hup.recv() => break,
+            _ = sig.int.recv() => break,
+            _ = sig.quit.recv() => break,
+            _ = sig.tstp.recv() => { super::suspend(&mut terminal); dirty = true }
         }
     }
     Ok(())

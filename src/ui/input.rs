@@ -14,6 +14,7 @@ use crate::model::Fleet;
 pub fn merge(a: Effect, b: Effect) -> Effect {
     match (a, b) {
         (Effect::Quit, _) | (_, Effect::Quit) => Effect::Quit,
+        (Effect::Suspend, _) | (_, Effect::Suspend) => Effect::Suspend,
         (_, Effect::Request(r)) => Effect::Request(r),
         (_, Effect::Dismissed) => Effect::Dismissed,
         (Effect::Request(r), _) => Effect::Request(r),
@@ -43,6 +44,11 @@ pub fn on_event(st: &mut UiState, fleet: &Fleet, ev: Event) -> Effect {
 }
 
 pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
+    // Ctrl-Z suspends from anywhere, typing and dialogs included (raw mode turns it into a
+    // key, as it does Ctrl-C; the keymap lists it).
+    if k.code == KeyCode::Char('z') && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) {
+        return Effect::Suspend;
+    }
     // Ctrl-C quits from anywhere, typing included: raw mode turns it into a key.
     if k.code == KeyCode::Char('c') && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) {
         if st.action_running() && !st.quit_after_action {
@@ -162,5 +168,18 @@ mod tests {
         assert_eq!(merge(r(), Effect::Quit), Effect::Quit);
         assert_eq!(merge(Effect::None, Effect::None), Effect::None);
         assert_eq!(merge(Effect::None, Effect::Redraw), Effect::Redraw);
+        assert_eq!(merge(Effect::Suspend, Effect::Redraw), Effect::Suspend);
+        assert_eq!(merge(Effect::Suspend, Effect::Quit), Effect::Quit);
+    }
+
+    #[test]
+    fn ctrl_z_suspends_from_the_view_the_filter_line_and_a_dialog() {
+        let fleet = Fleet::default();
+        let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), chrono::Utc::now());
+        let z = KeyEvent::new(KeyCode::Char('z'), crossterm::event::KeyModifiers::CONTROL);
+        assert_eq!(on_key(&mut st, &fleet, z), Effect::Suspend);
+        on_key(&mut st, &fleet, KeyEvent::new(KeyCode::Char('/'), crossterm::event::KeyModifiers::NONE));
+        assert_eq!(on_key(&mut st, &fleet, z), Effect::Suspend, "typing a filter");
+        assert_eq!(on_key(&mut st, &fleet, KeyEvent::from(KeyCode::Char('z'))), Effect::Redraw, "a plain z is typed");
     }
 }

@@ -6,6 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Intent {
     Quit,
+    Suspend,
     Help,
     Filter,
     Command,
@@ -286,6 +287,14 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Quit,
         description: "quit",
         footer: true,
+        action: false,
+    },
+    Binding {
+        keys: &[Ctrl('z')],
+        label: "Ctrl-Z",
+        intent: Intent::Suspend,
+        description: "suspend: the shell's prompt until fg (not while an action runs)",
+        footer: false,
         action: false,
     },
 ];

@@ -188,6 +188,8 @@ pub enum Effect {
     Request(super::actions::Request),
     /// A dialog closed (redraw): a request typed ahead of its closing is void.
     Dismissed,
+    /// Ctrl-Z: give the terminal back and stop, like any job; redraw when continued.
+    Suspend,
 }
 
 impl UiState {

@@ -29,6 +29,7 @@ impl UiState {
         match intent {
             Intent::Quit if self.action_running() => self.quit_when_done(),
             Intent::Quit => return Effect::Quit,
+            Intent::Suspend => return Effect::Suspend,
             Intent::ShowAction => {
                 if self.action_hidden {
                     self.action_hidden = false;
