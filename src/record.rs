@@ -84,7 +84,7 @@ impl ActionRecord {
             out.push(' ');
             out.push_str(&part);
         }
-        if let Some(x) = text(r.get("result").and_then(|o| o.get("reached"))) {
+        if let Some(x) = text(r.get("result").and_then(|o| o.get("reached")).or_else(|| r.get("reached"))) {
             out.push_str(": ");
             out.push_str(&x);
         }

@@ -59,10 +59,25 @@ pub fn intent(plan: &Plan) -> Value {
     json!({ "record": "intent", "at": now(), "who": who(), "plan": plan })
 }
 
-/// The console was left while the action ran: where each step stood (`done`, `failed`,
-/// `running`, `not run`), in the same fields as an outcome's steps.
+/// The console was left while the action ran: the same plain fields as an outcome (action,
+/// backend, target, card), where each step stood (`done`, `failed`, `running`, `not run`) and
+/// the state reached in words.
 pub fn interrupted(plan: &Plan, steps: &[super::execute::StepResult]) -> Value {
-    json!({ "record": "interrupted", "at": now(), "who": who(), "plan": plan, "steps": steps })
+    let done = steps.iter().filter(|s| s.status == "done").count();
+    let reached = match steps.iter().position(|s| s.status == "running") {
+        Some(i) => format!(
+            "left while step {} of {} ran ({}): {done} done before it, the rest not run",
+            i + 1,
+            steps.len(),
+            steps[i].what
+        ),
+        None => format!("left with {done} of {} steps done", steps.len()),
+    };
+    json!({
+        "record": "interrupted", "at": now(), "who": who(),
+        "action": plan.action, "backend": plan.backend, "target": plan.target,
+        "card": plan.card.as_ref().map(ToString::to_string), "steps": steps, "reached": reached,
+    })
 }
 
 /// An action whose target was already as asked: nothing ran.
@@ -93,6 +108,11 @@ pub fn append(path: &Path, record: &Value) -> Result<(), String> {
             .mode(0o700)
             .create(dir)
             .map_err(|e| format!("audit log {}: {e}", dir.display()))?;
+        // tessera's own state directory, made by something else (or an older tessera) with
+        // room for others: tightened. (Not ours to change, it fails quietly.)
+        if std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        }
     }
     let mut f = std::fs::OpenOptions::new()
         .create(true)
@@ -106,10 +126,58 @@ pub fn append(path: &Path, record: &Value) -> Result<(), String> {
     f.write_all(format!("{line}\n").as_bytes()).map_err(|e| format!("audit log {shown}: {e}"))
 }
 
-/// The compute mode a card had before tessera last drained it through NVML, from the log.
+/// How far back from its end the log is read for a card's last drain: an undrain reads at
+/// most this much, however long the log has grown.
+pub const LOOK_BACK: u64 = 64 << 20;
+
+/// The compute mode a card had before tessera last drained it through NVML, from the log's
+/// last `LOOK_BACK` bytes, newest first.
 pub fn previous_compute_mode(path: &Path, card: &str) -> Option<ComputeMode> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().rev().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find_map(|v| {
+    previous_compute_mode_within(path, card, LOOK_BACK)
+}
+
+/// The last lines of `path`, newest first, from at most its last `max` bytes, read backwards
+/// in blocks (a line cut by the bound is left out).
+fn lines_backwards(path: &Path, max: u64) -> impl Iterator<Item = String> {
+    use std::io::{Read, Seek, SeekFrom};
+    const BLOCK: u64 = 64 << 10;
+    let file = std::fs::File::open(path).ok();
+    let len = file.as_ref().and_then(|f| f.metadata().ok()).map_or(0, |m| m.len());
+    let stop = len.saturating_sub(max);
+    let mut pos = len;
+    let mut tail: Vec<u8> = Vec::new();
+    let mut ready: Vec<String> = Vec::new();
+    let mut file = file;
+    std::iter::from_fn(move || {
+        loop {
+            if let Some(l) = ready.pop() {
+                return Some(l);
+            }
+            let f = file.as_mut()?;
+            if pos <= stop {
+                // The first line of the bounded range is whole only at the file's start.
+                file = None;
+                let first = std::mem::take(&mut tail);
+                return (stop == 0 && !first.is_empty()).then(|| String::from_utf8_lossy(&first).into_owned());
+            }
+            let start = pos.saturating_sub(BLOCK).max(stop);
+            let mut block = vec![0u8; usize::try_from(pos - start).unwrap_or(0)];
+            if f.seek(SeekFrom::Start(start)).is_err() || f.read_exact(&mut block).is_err() {
+                file = None;
+                return None;
+            }
+            pos = start;
+            block.extend_from_slice(&tail);
+            let mut parts: Vec<&[u8]> = block.split(|b| *b == b'\n').collect();
+            tail = parts.remove(0).to_vec();
+            ready =
+                parts.into_iter().filter(|p| !p.is_empty()).map(|p| String::from_utf8_lossy(p).into_owned()).collect();
+        }
+    })
+}
+
+fn previous_compute_mode_within(path: &Path, card: &str, max: u64) -> Option<ComputeMode> {
+    lines_backwards(path, max).filter_map(|l| serde_json::from_str::<Value>(&l).ok()).find_map(|v| {
         let is = v.get("record")?.as_str()? == "outcome"
             && v.get("card")?.as_str()? == card
             && v.pointer("/action/action")?.as_str()? == "drain";
@@ -149,5 +217,70 @@ mod tests {
         assert_eq!(previous_compute_mode(&path, "n1/0"), Some(ComputeMode::ExclusiveProcess));
         assert_eq!(previous_compute_mode(&path, "n1/1"), None);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The log is read from its end, in blocks, and no further back than the bound: a card's
+    /// drain beyond it is not searched for (an undrain reads at most LOOK_BACK bytes).
+    #[test]
+    fn the_previous_mode_is_read_backwards_and_bounded() {
+        let dir = std::env::temp_dir().join(format!("tessera-audit-back-{}", std::process::id()));
+        let path = dir.join("audit.jsonl");
+        let drain = |card: &str, mode: &str| {
+            json!({"record": "outcome", "card": card, "action": {"action": "drain", "target": card},
+                "result": {"previous_mode": mode}})
+        };
+        assert!(append(&path, &drain("old/0", "exclusive_process")).is_ok());
+        // 200 KiB of other records after it: several blocks.
+        let filler = json!({"record": "intent", "plan": {"summary": "x".repeat(1000)}});
+        for _ in 0..200 {
+            assert!(append(&path, &filler).is_ok());
+        }
+        assert!(append(&path, &drain("new/0", "default")).is_ok());
+        let lines: Vec<String> = lines_backwards(&path, u64::MAX).collect();
+        assert_eq!(lines.len(), 202, "every line, whole");
+        assert!(lines[0].contains("new/0") && lines[201].contains("old/0"));
+        assert_eq!(previous_compute_mode(&path, "new/0"), Some(ComputeMode::Default));
+        assert_eq!(previous_compute_mode(&path, "old/0"), Some(ComputeMode::ExclusiveProcess));
+        assert_eq!(previous_compute_mode_within(&path, "old/0", 100 << 10), None, "beyond the bound");
+        assert_eq!(previous_compute_mode_within(&path, "new/0", 100 << 10), Some(ComputeMode::Default));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_state_directory_open_to_others_is_tightened() {
+        let dir = std::env::temp_dir().join(format!("tessera-audit-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert!(std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).is_ok());
+        assert!(append(&dir.join("audit.jsonl"), &json!({"record": "intent"})).is_ok());
+        let mode = std::fs::metadata(&dir).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_eq!(mode, 0o700, "it was 0755");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_interrupted_record_has_the_outcome_fields_and_says_where_it_stood() {
+        use crate::actions::execute::StepResult;
+        let plan = Plan {
+            action: crate::actions::Action::Preempt { workload: "sim:21".into(), force: false },
+            backend: crate::actions::Backend::Simulated,
+            source: "sim".into(),
+            target: "sim:21".into(),
+            summary: String::new(),
+            steps: Vec::new(),
+            warnings: Vec::new(),
+            blockers: Vec::new(),
+            destructive: true,
+            second_confirmation: None,
+            nothing_to_do: None,
+            card: None,
+        };
+        let step = |what: &str, status| StepResult { what: what.into(), call: "c".into(), status, message: None };
+        let v = interrupted(&plan, &[step("Ask", "done"), step("Wait 45 s", "running"), step("Requeue", "not run")]);
+        assert_eq!(v["record"], "interrupted");
+        assert_eq!(v["action"]["action"], "preempt");
+        assert_eq!(v["target"], "sim:21");
+        assert_eq!(v["steps"][1]["status"], "running");
+        assert_eq!(v["reached"], "left while step 2 of 3 ran (Wait 45 s): 1 done before it, the rest not run");
+        assert!(v.get("plan").is_none(), "the intent has the plan");
     }
 }
