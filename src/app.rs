@@ -208,6 +208,8 @@ async fn owner_loop(
     let mut lost: Option<String> = None;
     let mut input_open = true;
     let mut finished_headless = false;
+    // A quit signal came while headless (the next one leaves at once).
+    let mut asked_headless = false;
     // The fleet changed since the advisor last ran.
     let mut advice_due = true;
     let (mut merge_pending, mut merge_at, mut last_merge) =
@@ -389,13 +391,23 @@ async fn owner_loop(
                     || store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
             }
             // A signal while an action runs lets it finish (and be audited); a second one leaves.
-            _ = sig.term.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
-            _ = sig.quit.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
+            // SIGTERM, SIGINT, SIGQUIT: the first lets a running action finish (and be
+            // audited), a second leaves at once. Headless, the first is counted afresh (going
+            // headless is not a request of the operator's).
+            _ = sig.term.recv() => if quit_signal(&mut st, &runner, lost.is_some(), &mut asked_headless) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = sig.quit.recv() => if quit_signal(&mut st, &runner, lost.is_some(), &mut asked_headless) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = sig.int.recv() => if quit_signal(&mut st, &runner, lost.is_some(), &mut asked_headless) { dirty = true } else { auto.interrupted(&runner); break },
             _ = sig.tstp.recv() => if lost.is_none() { try_suspend(&mut terminal, &mut st); dirty = true },
-            // A lost terminal's own hangup (tmux and the kernel can each send one) is not a
-            // second request to leave now.
-            _ = sig.hup.recv() => if lost.is_some() || wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
-            _ = sig.int.recv() => if wait_for_action(&mut st, &runner) { dirty = true } else { auto.interrupted(&runner); break },
+            // SIGHUP is a terminal going away (tmux and the kernel can each send one): it never
+            // abandons a running action; it quits when none runs. The redraw it asks for finds
+            // out whether the terminal is still there.
+            _ = sig.hup.recv() => if st.action_running() {
+                st.quit_after_action = true;
+                dirty = true;
+            } else {
+                auto.interrupted(&runner);
+                break
+            },
         }
     }
     // Left at once while a group change ran: say which cards it leaves drained.
@@ -467,6 +479,19 @@ fn wait_for_action(st: &mut UiState, runner: &Runner) -> bool {
     }
     interrupted(st, runner);
     false
+}
+
+/// A quit signal: true to stay (an action runs and this is the first request), false to leave.
+fn quit_signal(st: &mut UiState, runner: &Runner, headless: bool, asked: &mut bool) -> bool {
+    if headless && st.action_running() {
+        if !*asked {
+            *asked = true;
+            return true;
+        }
+        interrupted(st, runner);
+        return false;
+    }
+    wait_for_action(st, runner)
 }
 
 /// Leaving while an action runs: the runner records where it stood.
@@ -637,5 +662,9 @@ pub(crate) fn draw(
     terminal
         .draw(|f| crate::ui::draw(f, st, store.fleet(), theme, store.simulated()))
         .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?;
+    // Drawn: a confirmation's rows on screen now count as read.
+    if let Some(m) = st.modal.as_mut() {
+        crate::ui::actions::drawn(m, st.screen);
+    }
     Ok(())
 }

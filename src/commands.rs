@@ -77,8 +77,9 @@ pub fn settings(g: &Global) -> Result<Config, CmdError> {
     }
     for (flag, url) in g.scrape.iter().map(|u| ("--scrape", u)).chain(g.prometheus.iter().map(|u| ("--prometheus", u)))
     {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(CmdError::Usage(format!("{flag} {url}: expected an http:// or https:// URL")));
+        if let Err(why) = crate::sources::http::check_url(url) {
+            let shown = crate::sources::http::redact(url);
+            return Err(CmdError::Usage(format!("{flag} {shown}: expected an http:// or https:// URL ({why})")));
         }
     }
     cfg.sources.slurm |= g.slurm;

@@ -151,12 +151,16 @@ impl Default for Config {
 /// A bad value as an error quotes it: at most 120 characters (a pasted file or a 100 KB
 /// string is not echoed whole), saying how long it was.
 pub fn shown(value: &str) -> String {
-    const MAX: usize = 120;
+    shown_at(value, 120)
+}
+
+/// `value` cut at `max` characters, saying how long it was.
+pub fn shown_at(value: &str, max: usize) -> String {
     let n = value.chars().count();
-    if n <= MAX {
+    if n <= max {
         return value.to_string();
     }
-    format!("{}… ({} characters)", value.chars().take(MAX).collect::<String>(), n)
+    format!("{}… ({} characters)", value.chars().take(max).collect::<String>(), n)
 }
 
 /// A config problem: which file, which key, which value, and why.
@@ -394,6 +398,8 @@ impl Reader<'_> {
             Some(raw) if raw.chars().count() > 120 => why.replace(raw, &shown(raw)),
             _ => why.to_string(),
         };
+        // Whatever else it quotes (a unit, a trimmed or escaped form of the value): short.
+        let why = if why.chars().count() > 400 { shown_at(&why, 400) } else { why };
         ConfigError { file: self.file.into(), key: key.into(), value: Some(shown(&v.to_string())), why }
     }
 
@@ -437,8 +443,12 @@ impl Reader<'_> {
 
     fn url(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
         let s = self.string(key, v)?;
-        crate::sources::http::check_url(&s)
-            .map_err(|why| self.bad(key, v, &format!("expected an http:// or https:// URL ({why})")))?;
+        crate::sources::http::check_url(&s).map_err(|why| {
+            // The value as a URL is shown: never its credentials or query.
+            let mut e = self.bad(key, v, &format!("expected an http:// or https:// URL ({why})"));
+            e.value = Some(format!("{:?}", crate::sources::http::redact(&s)));
+            e
+        })?;
         Ok(s)
     }
 

@@ -58,6 +58,14 @@ impl Engine {
                 }
             }
         }
+        let unauthed = cfg.sources.scrape.iter().any(|u| {
+            !cfg.sources.auth.iter().any(|a| crate::sources::http::origin(&a.url) == crate::sources::http::origin(u))
+        });
+        if cfg.sources.http.credentials.any() && cfg.sources.prometheus.is_some() && unauthed {
+            notes.push(
+                "[sources.http] credentials go to the Prometheus server only: scrape targets take theirs from [[sources.auth]]".into(),
+            );
+        }
         if cfg.sources.http.credentials.any() && cfg.sources.prometheus.is_none() {
             notes.push(
                 "[sources.http] credentials are the Prometheus server's, and none is configured: they are not sent (scrape targets take theirs from [[sources.auth]])".into(),
@@ -255,6 +263,16 @@ fn spawn_all(
     // richer record of a job or pod that an exporter's holder labels also name.
     if s.slurm {
         let c = &cfg.slurm;
+        if let Some(url) = &c.rest_url
+            && c.rest_token_file.is_some()
+            && url.starts_with("http://")
+            && !c.rest_allow_plain_http
+        {
+            return Err(format!(
+                "slurm.rest_url {}: the JWT over plain http would cross the network readable: use https, or set rest_allow_plain_http = true",
+                http::redact(url)
+            ));
+        }
         let rest = c.rest_url.as_ref().map(|url| slurm::Rest {
             url: url.clone(),
             user: c.rest_user.clone(),

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod engine;
+pub mod inputs;
 pub mod model;
 pub mod process;
 pub mod record;

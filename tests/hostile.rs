@@ -108,7 +108,6 @@ fn url_shapes_never_show_their_credentials() {
     let port = server.addr.rsplit_once(':').map(|(_, p)| p.to_string()).unwrap_or_default();
     for (url, name) in [
         (format!("http://127.0.0.1:{port}?token=SECRETQ"), format!("scrape:127.0.0.1:{port}")),
-        (format!("http://user:SECRETP@127.0.0.1:{port}/metrics?a=b@c"), format!("scrape:127.0.0.1:{port}")),
         (format!("http://127.0.0.1:{port}/metrics#SECRETF"), format!("scrape:127.0.0.1:{port}")),
     ] {
         let (_, v, err) = snapshot(&["--scrape", &url], &[]);
@@ -116,6 +115,11 @@ fn url_shapes_never_show_their_credentials() {
         let all = format!("{v}{err}");
         assert!(!all.contains("SECRET"), "{url}: {all}");
     }
+    // Credentials in the URL are refused (the client would send them as basic auth, over
+    // plain http too), without showing them.
+    let (code, _, err) = snapshot(&["--scrape", &format!("http://user:SECRETP@127.0.0.1:{port}/metrics?a=b@c")], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("credentials in the URL") && !err.contains("SECRET"), "{err}");
     // A Prometheus base URL with a query: the API path goes before it, and nothing shows it.
     let prom = Server::start(HashMap::new(), None);
     let (_, v, err) = snapshot(&["--prometheus", &format!("http://{}?token=SECRETQ", prom.addr)], &[]);
@@ -199,4 +203,54 @@ fn a_source_that_never_answers_is_said_to_have_not_answered() {
     assert_eq!(s["error"], "no answer within 20s", "{s}");
     assert!(started.elapsed() < Duration::from_secs(40), "{:?}", started.elapsed());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// By hand: `cargo test --release --test hostile -- --ignored --nocapture measure_key_latency`.
+/// The console in tmux with four scrape targets that never answer and two that flood, against
+/// the same console with one good target: the time from a key to the screen that answers it
+/// (tmux send-keys to capture-pane showing the new view), median and worst of 20.
+#[test]
+#[ignore]
+fn measure_key_latency_with_hung_and_flooding_sources() {
+    if !common::have("tmux") {
+        return;
+    }
+    let good = Server::start(metrics(), None);
+    let mut hang = Reply::ok("never");
+    hang.delay = Duration::from_secs(600);
+    let hung: Vec<Server> =
+        (0..4).map(|_| Server::start(HashMap::from([("/metrics".into(), hang.clone())]), None)).collect();
+    let floods: Vec<Server> =
+        (0..2).map(|_| Server::start(HashMap::from([("/metrics".into(), Reply::flood())]), None)).collect();
+    let mut bad: Vec<String> = hung.iter().chain(&floods).map(|s| format!("\"{}\"", s.url("/metrics"))).collect();
+    bad.push(format!("\"{}\"", good.url("/metrics")));
+    for (name, targets) in
+        [("one good target", vec![format!("\"{}\"", good.url("/metrics"))]), ("4 hung + 2 flooding + 1 good", bad)]
+    {
+        let (dir, cfg) = config(
+            "latency",
+            &format!("[sources]\nscrape = [{}]\n[sources.http]\ntimeout = \"1h\"\n", targets.join(", ")),
+        );
+        let t = common::Tmux { socket: format!("tessera-latency-{}", std::process::id()) };
+        let cmd = format!(
+            "exec env XDG_CONFIG_HOME=/nonexistent {} --config {cfg} --refresh 1s",
+            env!("CARGO_BIN_EXE_tessera")
+        );
+        t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "160", "-y", "40", &cmd]);
+        t.wait("the first frame", |s| s.contains("Fleet"));
+        std::thread::sleep(Duration::from_secs(3));
+        let mut took = Vec::new();
+        for i in 0..20 {
+            let (key, want) = if i % 2 == 0 { ("4", "SOURCE") } else { ("1", "MIG LAYOUT") };
+            let start = Instant::now();
+            t.keys(&[key]);
+            while !t.screen().contains(want) && start.elapsed() < Duration::from_secs(10) {}
+            took.push(start.elapsed());
+        }
+        took.sort();
+        eprintln!("{name}: key to screen median {:?}, worst {:?}", took[took.len() / 2], took[took.len() - 1]);
+        t.keys(&["q"]);
+        drop(t);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -232,11 +232,20 @@ fn a_preempting_schedule_change_asks_twice_and_empties_the_cards_first() {
     assert!(plan.contains("(read to the end to confirm)"), "{plan}");
     t.keys(&["all-day", "Enter"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(t.screen().contains("Enter to run it on") && !t.screen().contains("workloads above (training"));
+    assert!(t.screen().contains("Enter to run it on") && !t.screen().contains("workloads listed (training"));
     t.keys(&["PageDown"]);
     t.wait("the end of the plan", |s| s.contains(" · the end") && !s.contains("(read to the end"));
     t.keys(&["Enter"]);
-    let asked = t.wait("the preemption question", |s| s.contains("workloads above (training past the minimum runtime"));
+    t.wait("the preemption question", |s| s.contains("workloads listed (training past the minimum runtime"));
+    // The workloads to preempt are read too, down to the end.
+    for _ in 0..10 {
+        if !t.screen().contains("(read to the end to confirm)") {
+            break;
+        }
+        t.keys(&["PageDown"]);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let asked = t.wait("the end of the list", |s| s.contains(" · the end") || !s.contains("below: Down"));
     assert!(asked.contains("  preempt sim:"), "{asked}");
     t.keys(&["y"]);
     let done = t.wait("the run's end", |s| s.contains("Enter or Esc closes (every action"));

@@ -130,6 +130,9 @@ pub fn append(path: &Path, record: &Value) -> Result<(), String> {
 /// most this much, however long the log has grown.
 pub const LOOK_BACK: u64 = 64 << 20;
 
+/// The longest audit line read back (a record with a long plan is a few KiB).
+const MAX_LINE: usize = 4 << 20;
+
 /// The compute mode a card had before tessera last drained it through NVML, from the log's
 /// last `LOOK_BACK` bytes, newest first.
 pub fn previous_compute_mode(path: &Path, card: &str) -> Option<ComputeMode> {
@@ -167,6 +170,11 @@ fn lines_backwards(path: &Path, max: u64) -> impl Iterator<Item = String> {
                 return None;
             }
             pos = start;
+            // A line longer than any record tessera writes is not one of them: dropped, so a
+            // log without line ends is not copied over and over.
+            if tail.len() > MAX_LINE {
+                tail.clear();
+            }
             block.extend_from_slice(&tail);
             let mut parts: Vec<&[u8]> = block.split(|b| *b == b'\n').collect();
             tail = parts.remove(0).to_vec();

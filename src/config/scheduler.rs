@@ -18,6 +18,9 @@ pub struct Slurm {
     pub rest_url: Option<String>,
     pub rest_user: Option<String>,
     pub rest_token_file: Option<String>,
+    /// Send the JWT to a plain-http `rest_url` (else refused: it would cross the network
+    /// readable).
+    pub rest_allow_plain_http: bool,
     /// Signal sent to a job asked to checkpoint before it is requeued.
     pub preempt_signal: String,
     /// How long a preempted job gets to checkpoint before the requeue.
@@ -32,6 +35,7 @@ impl Default for Slurm {
             rest_url: None,
             rest_user: None,
             rest_token_file: None,
+            rest_allow_plain_http: false,
             preempt_signal: "USR1".into(),
             preempt_grace: Duration::from_secs(120),
         }
@@ -53,6 +57,7 @@ pub(super) fn read_slurm(r: &Reader, t: &Table, s: &mut Slurm) -> Result<(), Con
             "rest_url" => s.rest_url = Some(r.url(&key, v)?),
             "rest_user" => s.rest_user = Some(r.string(&key, v)?),
             "rest_token_file" => s.rest_token_file = Some(r.string(&key, v)?),
+            "rest_allow_plain_http" => s.rest_allow_plain_http = r.boolean(&key, v)?,
             "preempt_signal" => {
                 let sig = r.string(&key, v)?;
                 let name = sig.strip_prefix("SIG").unwrap_or(&sig).to_ascii_uppercase();
@@ -73,6 +78,7 @@ pub(super) fn read_slurm(r: &Reader, t: &Table, s: &mut Slurm) -> Result<(), Con
                         "rest_url",
                         "rest_user",
                         "rest_token_file",
+                        "rest_allow_plain_http",
                         "preempt_signal",
                         "preempt_grace",
                     ],
@@ -136,6 +142,8 @@ timeout = "{timeout}"
 # rest_url = "http://slurm-ctl.example:6820"
 # rest_user = "tessera"
 # rest_token_file = "/etc/tessera/slurm-jwt"
+# Send the JWT to a plain http:// rest_url (refused otherwise: it would cross the network readable).
+# rest_allow_plain_http = false
 # Preemption asks the job to checkpoint with this signal, waits preempt_grace, then requeues.
 preempt_signal = "{signal}"
 preempt_grace = "{grace}"

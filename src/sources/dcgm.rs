@@ -487,6 +487,11 @@ fn to_u64(v: f64) -> Option<u64> {
     (0.0..1.8e19).contains(&v).then(|| v.round() as u64)
 }
 
+/// A percentage, or unknown: an exporter's -1 or 250 % is not shown as a number.
+fn pct(v: f64) -> Option<f64> {
+    (0.0..=100.0).contains(&v).then_some(v)
+}
+
 fn to_u32(v: f64) -> Option<u32> {
     (0.0..=f64::from(u32::MAX)).contains(&v).then(|| v.round() as u32)
 }
@@ -511,7 +516,8 @@ fn card(c: CardAcc) -> Card {
     card.health.ecc_volatile_uncorrected = device(Field::EccDbe).and_then(to_u64);
     card.health.remapped_rows_uncorrectable = device(Field::RemappedRows).and_then(to_u64);
     // A parent series (whole card, or a MIG card's parent on older exporters) measures the card.
-    card.utilization_pct = c.whole.get(Field::GpuUtil).or_else(|| c.whole.get(Field::GrActive).map(|r| r * 100.0));
+    card.utilization_pct =
+        c.whole.get(Field::GpuUtil).and_then(pct).or_else(|| c.whole.get(Field::GrActive).and_then(|r| pct(r * 100.0)));
     let (used, total) = c.whole.memory();
     card.memory_used_mib = used;
     card.memory_total_mib = total;
@@ -533,7 +539,7 @@ fn card(c: CardAcc) -> Card {
                     size,
                     memory_used_mib: used,
                     memory_total_mib: total,
-                    utilization_pct: i.slots.get(Field::GrActive).map(|r| r * 100.0),
+                    utilization_pct: i.slots.get(Field::GrActive).and_then(|r| pct(r * 100.0)),
                     ..MigInstance::default()
                 }
             })

@@ -473,3 +473,20 @@ fn many_hosts_behind_one_target_stay_many_cards() {
     assert_eq!(m.stats.shared_index, 512 - 8);
     assert_eq!(m.stats.hosts_behind_target, 0);
 }
+
+/// Found by the input campaign: an exporter's -1 (or 250 %) utilisation was passed on as a
+/// number. Out of range is unknown.
+#[test]
+fn utilisation_out_of_range_is_unknown() {
+    for text in [
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} -1",
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 250",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\"} -1",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\"} 1.5",
+    ] {
+        let m = map(text, &NodeName::Fixed("n".into()));
+        assert_eq!(card(&m, "n", 0).utilization_pct, None, "{text}");
+    }
+    let m = map("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 100", &NodeName::Fixed("n".into()));
+    assert_eq!(card(&m, "n", 0).utilization_pct, Some(100.0));
+}

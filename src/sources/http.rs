@@ -61,6 +61,10 @@ pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
     if u.host_str().is_none_or(str::is_empty) {
         return Err("the URL has no host".into());
     }
+    // The client would send them as basic auth, to wherever, over plain http too.
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err("credentials in the URL: give them in [[sources.auth]] (basic_user, basic_password_file)".into());
+    }
     Ok(u)
 }
 
@@ -132,7 +136,20 @@ impl Client {
     /// A client with the transport settings of `cfg` (timeouts, CA, verification) and no
     /// credentials: `with_credentials` adds them for one origin.
     pub fn new(cfg: &Http) -> Result<Self, String> {
+        // Redirects: at most 10, and never from https down to http (reqwest drops the
+        // credentials on a change of host, not on one of scheme).
+        let redirects = reqwest::redirect::Policy::custom(|a| {
+            let down = a.url().scheme() == "http" && a.previous().iter().any(|u| u.scheme() == "https");
+            if down {
+                a.error("a redirect from https to plain http")
+            } else if a.previous().len() >= 10 {
+                a.error("more than 10 redirects")
+            } else {
+                a.follow()
+            }
+        });
         let mut b = reqwest::Client::builder()
+            .redirect(redirects)
             .connect_timeout(cfg.connect_timeout)
             .timeout(cfg.timeout)
             .gzip(true)
@@ -190,8 +207,9 @@ impl Client {
         out
     }
 
-    /// `text` with every secret of this client blanked out.
-    fn scrub(&self, text: &str) -> String {
+    /// `text` with every secret of this client blanked out (errors and notes that quote an
+    /// answer pass through it).
+    pub fn scrub(&self, text: &str) -> String {
         self.secrets().iter().fold(text.to_string(), |t, s| t.replace(s.as_str(), "<redacted>"))
     }
 
@@ -243,7 +261,8 @@ impl Client {
         if !status.is_success() {
             // Enough of the body to read an API's error envelope; the message shows its first
             // line, never a credential a server echoes back.
-            let body = Some(self.scrub(&text.chars().take(4096).collect::<String>())).filter(|b| !b.trim().is_empty());
+            // Scrubbed whole, then cut: a secret cut at the edge would leave its prefix.
+            let body = Some(self.scrub(&text).chars().take(4096).collect::<String>()).filter(|b| !b.trim().is_empty());
             return Err(FetchError::Status { url: url_for_errors.into(), status: status.as_u16(), body });
         }
         Ok(text)
@@ -261,13 +280,13 @@ mod tests {
         let name = crate::sources::scrape::source_name;
         let cases: &[(&str, &str, &str, Option<&str>)] = &[
             ("http://h:9400?token=SECRET", "http://h:9400", "scrape:h:9400", Some("http://h:9400")),
-            ("http://u:SECRET@h?a=b@c", "http://h", "scrape:h", Some("http://h:80")),
-            ("http://u:SECRET@h:1/p?x=SECRET#SECRET", "http://h:1/p", "scrape:h:1/p", Some("http://h:1")),
+            ("http://u:SECRET@h?a=b@c", "http://h", "scrape:h", None),
+            ("http://u:SECRET@h:1/p?x=SECRET#SECRET", "http://h:1/p", "scrape:h:1/p", None),
             (
                 "https://alice:SECRET@prom:9090/api/v1/query?query=up&token=SECRET",
                 "https://prom:9090/api/v1/query",
                 "scrape:prom:9090/api/v1/query",
-                Some("https://prom:9090"),
+                None,
             ),
             ("http://gpu-1:9400/metrics", "http://gpu-1:9400/metrics", "scrape:gpu-1:9400", Some("http://gpu-1:9400")),
             (
@@ -279,7 +298,8 @@ mod tests {
             ("HTTP://GPU-1:9400/metrics", "http://gpu-1:9400/metrics", "scrape:gpu-1:9400", Some("http://gpu-1:9400")),
             ("https://h/", "https://h/", "scrape:h/", Some("https://h:443")),
             ("http://h:9400/?token=SECRET", "http://h:9400/", "scrape:h:9400/", Some("http://h:9400")),
-            // Not URLs: cut by hand the same way; nothing to send credentials to.
+            // Not URLs (and URLs with credentials in them, refused: give them in
+            // [[sources.auth]]): cut by hand the same way; nothing to send credentials to.
             ("http://h:port?token=SECRET", "http://h:port", "scrape:h:port", None),
             ("gpu-1:9400?SECRET", "gpu-1:9400", "scrape:gpu-1:9400", None),
         ];

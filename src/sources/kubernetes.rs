@@ -173,3 +173,21 @@ pub async fn collect_once(settings: &Settings, timeout: Duration) -> Result<Part
         .await
         .unwrap_or_else(|_| Err(late(&format!("no complete answer from {server}"))))
 }
+
+/// Objects as the API server sends them (`{"nodes": [...], "pods": [...], "classes": [...],
+/// "workloads": [...]}`, each a JSON object of its kind) mapped as one update: the door the
+/// fuzz campaign feeds (`crate::inputs`). An object that does not read is left out, as the
+/// watch leaves out what it cannot decode.
+pub fn from_json(doc: &serde_json::Value) -> Partial {
+    fn each<T: serde::de::DeserializeOwned>(doc: &serde_json::Value, key: &str) -> Vec<Arc<T>> {
+        doc.get(key)
+            .and_then(serde_json::Value::as_array)
+            .map(|a| a.iter().filter_map(|v| serde_json::from_value(v.clone()).ok().map(Arc::new)).collect())
+            .unwrap_or_default()
+    }
+    let nodes = each::<objects::GpuNode>(doc, "nodes");
+    let pods = each::<objects::GpuPod>(doc, "pods");
+    let classes = each::<k8s_openapi::api::scheduling::v1::PriorityClass>(doc, "classes");
+    let workloads = each::<objects::KueueWorkload>(doc, "workloads");
+    partial::build(&nodes, &pods, &classes, &workloads, &KindRules::default(), &visibility::Positions::default())
+}

@@ -2,7 +2,7 @@
 //! series, mapped by the same code as a direct scrape. Series are grouped by the `instance`
 //! label (the exporter Prometheus scraped), so each exporter's cards land on its node.
 
-mod queue;
+pub mod queue;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -405,6 +405,11 @@ pub async fn collect(
             Ok(h) => p.history = h,
             Err(e) => p.note = Some(p.note.take().map_or(e.clone(), |n| format!("{n}; {e}"))),
         }
+    }
+    // Errors and notes can quote an answer: never a credential it echoed.
+    match &mut result {
+        Ok(p) => p.note = p.note.take().map(|n| client.scrub(&n)),
+        Err(e) => e.message = client.scrub(&e.message),
     }
     result
 }

@@ -162,6 +162,17 @@ pub fn spawn(
                 }
                 Err(e) => Err(SourceError { message: e.to_string(), fatal: false }),
             };
+            // Errors and notes can quote the answer: never a credential it echoed.
+            let result = match result {
+                Ok(mut p) => {
+                    p.note = p.note.map(|n| client.scrub(&n));
+                    Ok(p)
+                }
+                Err(mut e) => {
+                    e.message = client.scrub(&e.message);
+                    Err(e)
+                }
+            };
             let ok = result.is_ok();
             let update = SourceUpdate { source: name.clone(), kind: SourceKind::Scrape, at: Utc::now(), result };
             if tx.send(update).await.is_err() {

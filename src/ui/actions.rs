@@ -185,9 +185,8 @@ fn config_picker(
 /// name, but does not confirm.
 pub fn on_key(modal: &mut Modal, k: &KeyEvent, screen: ratatui::layout::Rect) -> Answer {
     let Some((sheet, scroll)) = confirmation(modal) else { return answer(modal, k) };
-    if k.code != KeyCode::Esc && !super::sheet::show(&sheet, screen, scroll).legible {
-        return Answer::Stay;
-    }
+    // Scrolling and Backspace confirm nothing: they work even when the dialog cannot show
+    // whole (a way back from a tall item, a name typed too long).
     let by = match k.code {
         KeyCode::Up => -1,
         KeyCode::Down => 1,
@@ -199,6 +198,9 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent, screen: ratatui::layout::Rect) ->
         if let Modal::Confirm { scroll: s, .. } | Modal::Group { scroll: s, .. } = modal {
             *s = scroll.moved(&sheet, screen, by);
         }
+        return Answer::Stay;
+    }
+    if !matches!(k.code, KeyCode::Esc | KeyCode::Backspace) && !super::sheet::show(&sheet, screen, scroll).legible {
         return Answer::Stay;
     }
     if scroll.answerable(&sheet, screen) {
@@ -401,6 +403,15 @@ pub fn on_outcome(modal: &mut Modal, o: Outcome) {
 #[cfg(test)]
 #[path = "actions_tests.rs"]
 mod tests;
+
+/// A frame showing the dialog was drawn on `screen`: what it showed counts as seen.
+pub fn drawn(modal: &mut Modal, screen: ratatui::layout::Rect) {
+    if let Some((sheet, _)) = confirmation(modal)
+        && let Modal::Confirm { scroll, .. } | Modal::Group { scroll, .. } = modal
+    {
+        scroll.saw(&sheet, screen);
+    }
+}
 
 /// A confirmation's sheet and scroll, for the keys and the drawing alike; None for the other
 /// dialogs.

@@ -40,11 +40,21 @@ fn serve(st: &mut UiState, store: &Store, effect: Effect, executed: &mut Vec<Pla
     }
 }
 
-/// Press `keys` in order, serving each effect as the loop would.
+/// Press `keys` in order, serving each effect and drawing a frame after each, as the loop
+/// does.
 fn press(st: &mut UiState, store: &Store, keys: &[KeyCode], executed: &mut Vec<Plan>) {
     for &k in keys {
         let e = on_key(st, store.fleet(), key(k));
         serve(st, store, e, executed);
+        drawn_now(st);
+    }
+}
+
+/// The loop drew a frame.
+fn drawn_now(st: &mut UiState) {
+    let screen = st.screen;
+    if let Some(m) = st.modal.as_mut() {
+        drawn(m, screen);
     }
 }
 
@@ -85,6 +95,8 @@ fn a_confirmation_that_cannot_be_seen_accepts_only_esc() {
     assert!(shown.rows.iter().map(|r| r.0.as_str()).collect::<String>().contains("enlarge"), "{:?}", shown.rows);
     // Enlarged, the same dialog confirms.
     st.screen = ratatui::layout::Rect::new(0, 0, 80, 24);
+    // The resize redraws: y counts once the dialog was drawn whole.
+    drawn_now(&mut st);
     press(&mut st, &store, &[KeyCode::Char('y')], &mut executed);
     assert_eq!(executed.len(), 1);
 
@@ -132,6 +144,31 @@ fn a_long_plan_confirms_only_after_every_step_was_shown() {
     assert_eq!(executed[0].steps.len(), 22);
 }
 
+/// Keys typed ahead of the screen (PgDn PgDn y in one batch, no frame between) cannot read a
+/// long plan for the operator: only drawn frames count.
+#[test]
+fn keys_typed_ahead_do_not_read_the_plan() {
+    let store = store();
+    let mut st = ui();
+    st.screen = ratatui::layout::Rect::new(0, 0, 80, 24);
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    press(&mut st, &store, &[KeyCode::Char('d')], &mut executed);
+    let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("a confirmation") };
+    let mut p = plan.as_ref().clone();
+    p.steps = (0..22).map(|_| p.steps[0].clone()).collect();
+    st.modal = Some(confirm(p));
+    drawn_now(&mut st);
+    for k in [KeyCode::PageDown, KeyCode::PageDown, KeyCode::PageDown, KeyCode::Char('y')] {
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
+    }
+    assert!(executed.is_empty(), "pages never drawn were counted as read");
+    drawn_now(&mut st);
+    press(&mut st, &store, &[KeyCode::PageUp, KeyCode::PageUp, KeyCode::Char('y')], &mut executed);
+    assert!(executed.is_empty(), "the pages between were never drawn either");
+}
+
 #[test]
 fn cancel_leaves_everything_unchanged() {
     let store = store();
@@ -172,6 +209,7 @@ fn destructive_actions_need_the_typed_name() {
     let mut p = plan.as_ref().clone();
     p.blockers.clear();
     st.modal = Some(confirm(p.clone()));
+    drawn_now(&mut st);
     for c in "wrong".chars() {
         on_key(&mut st, store.fleet(), key(KeyCode::Char(c)));
     }
@@ -179,6 +217,7 @@ fn destructive_actions_need_the_typed_name() {
     serve(&mut st, &store, e, &mut executed);
     assert!(executed.is_empty());
     st.modal = Some(confirm(p.clone()));
+    drawn_now(&mut st);
     for c in p.target.chars() {
         on_key(&mut st, store.fleet(), key(KeyCode::Char(c)));
     }
@@ -241,6 +280,8 @@ proptest! {
             let n = executed.len();
             let e = on_key(&mut st, store.fleet(), key(k));
             serve(&mut st, &store, e, &mut executed);
+            // The loop draws after each batch; a batch here is one key.
+            drawn_now(&mut st);
             if executed.len() > n {
                 let Some(Modal::Confirm { plan, typed, second, .. }) = before.clone() else {
                     panic!("executed without a confirmation on screen")

@@ -61,7 +61,7 @@ pub fn prompt(modal: &Modal) -> String {
     match modal {
         Modal::Group { plan, .. } if plan.cards.is_empty() => "no card can take the change now: Esc closes".into(),
         Modal::Group { plan, second: true, .. } => format!(
-            "preempt the {} workloads above (training past the minimum runtime: checkpoint, requeue)?  y/n",
+            "preempt the {} workloads listed (training past the minimum runtime: checkpoint, requeue)?  y/n",
             plan.preempts.len()
         ),
         Modal::Group { plan, typed, .. } => {
@@ -105,8 +105,11 @@ pub fn sheet(modal: &Modal) -> Sheet {
         ),
         Tone::Dim,
     ));
+    // The second question's workloads are part of what is confirmed: they scroll with the
+    // plan (there can be more than a dialog holds) and must be read too.
     if *second {
-        foot.extend(plan.preempts.iter().map(|w| (format!("  preempt {w}"), Tone::Warning)));
+        body.push(vec![(format!("to preempt ({}):", plan.preempts.len()), Tone::Warning)]);
+        body.extend(plan.preempts.iter().map(|w| vec![(format!("  preempt {w}"), Tone::Warning)]));
     }
     let tone = if *second {
         Tone::AskWarning
@@ -195,7 +198,7 @@ mod tests {
             scroll: Default::default(),
         };
         assert_eq!(press(&mut m, "h100\n"), Answer::Stay);
-        assert!(prompt(&m).starts_with("preempt the 1 workloads above"), "{}", prompt(&m));
+        assert!(prompt(&m).starts_with("preempt the 1 workloads listed"), "{}", prompt(&m));
         assert_eq!(press(&mut m, "n"), Answer::Close("schedule h100 change cancelled: nothing done".into()));
         let mut m = Modal::Group {
             plan: plan(&["sim:7 llm-ft"]),

@@ -139,8 +139,7 @@ pub fn show(sheet: &Sheet, area: Rect, scroll: Scroll) -> Shown {
     let up = if at > 0 { format!(" · {at} above: Up, PgUp") } else { String::new() };
     let below = items - end;
     let down = if below > 0 { format!(" · {below} below: Down, PgDn") } else { " · the end".into() };
-    let unread =
-        if scroll.seen.max(if at == 0 { end } else { 0 }) < items { " (read to the end to confirm)" } else { "" };
+    let unread = if scroll.seen.max(end) < items || at > scroll.seen { " (read to the end to confirm)" } else { "" };
     let noun = if sheet.noun.is_empty() { "items" } else { sheet.noun };
     let mut place = wrap_words(&format!("{noun} {}-{end} of {items}{up}{down}{unread}", at + 1), w);
     place.truncate(1);
@@ -149,8 +148,9 @@ pub fn show(sheet: &Sheet, area: Rect, scroll: Scroll) -> Shown {
 }
 
 impl Scroll {
-    /// The scroll after `key` (Up, Down, PgUp, PgDn as -1, +1, -page, +page items), with what
-    /// now shows counted as seen.
+    /// The scroll after `key` (Up, Down, PgUp, PgDn as -1, +1, -page, +page items). Nothing is
+    /// counted as seen here: only a frame drawn counts (`saw`, after the draw), so keys typed
+    /// ahead of the screen cannot read for the operator.
     pub fn moved(self, sheet: &Sheet, area: Rect, by: isize) -> Scroll {
         let shown = show(sheet, area, self);
         let page = (shown.end - shown.first).max(1) as isize;
@@ -161,12 +161,10 @@ impl Scroll {
         };
         let last = sheet.body.len().saturating_sub(1) as isize;
         let at = (self.at as isize + step).clamp(0, last.max(0)) as usize;
-        let mut s = Scroll { at, seen: self.seen.max(if self.at == 0 { shown.end } else { 0 }) };
-        s.saw(sheet, area);
-        s
+        Scroll { at, seen: self.seen }
     }
 
-    /// Count what shows now as seen.
+    /// Count what shows now as seen: called once a frame showing it has been drawn.
     pub fn saw(&mut self, sheet: &Sheet, area: Rect) {
         let shown = show(sheet, area, *self);
         // Items seen only count from the top down, with nothing skipped.
@@ -175,10 +173,9 @@ impl Scroll {
         }
     }
 
-    /// The question may be answered: it shows whole and every item has been on screen.
+    /// The question may be answered: it shows whole and every item has been drawn.
     pub fn answerable(&self, sheet: &Sheet, area: Rect) -> bool {
-        let shown = show(sheet, area, *self);
-        shown.legible && self.seen.max(if shown.first == 0 { shown.end } else { 0 }) >= shown.items
+        show(sheet, area, *self).legible && self.seen >= sheet.body.len()
     }
 }
 
@@ -210,7 +207,10 @@ mod tests {
         let shown = show(&s, area, Scroll::default());
         assert!(shown.legible);
         assert_eq!((shown.first, shown.end), (0, 3));
-        assert!(Scroll::default().answerable(&s, area));
+        assert!(!Scroll::default().answerable(&s, area), "not before it was drawn");
+        let mut drawn = Scroll::default();
+        drawn.saw(&s, area);
+        assert!(drawn.answerable(&s, area));
     }
 
     #[test]
@@ -223,6 +223,9 @@ mod tests {
         let mut pages = 0;
         while !scroll.answerable(&s, area) {
             scroll = scroll.moved(&s, area, 2);
+            // Moved, not yet drawn: nothing more is seen.
+            assert!(pages > 0 || scroll.seen < 22);
+            scroll.saw(&s, area);
             pages += 1;
             assert!(pages < 10);
         }

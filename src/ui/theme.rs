@@ -217,11 +217,12 @@ impl Colors {
 }
 
 /// Apply a theme file's `[colors]` over `c`; errors name the file, key and value.
-fn layer(c: &mut Colors, text: &str, file: &str) -> Result<(), ThemeError> {
+pub(crate) fn layer(c: &mut Colors, text: &str, file: &str) -> Result<(), ThemeError> {
+    // A bad value is quoted short, as the config's are (a 100 KB value is not echoed whole).
     let err = |key: &str, value: Option<String>, why: &str| ThemeError {
         file: file.into(),
-        key: key.into(),
-        value,
+        key: crate::config::shown(key),
+        value: value.map(|v| crate::config::shown(&v)),
         why: why.into(),
     };
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| err("(syntax)", None, e.message()))?;

@@ -45,12 +45,14 @@ pub fn index_list(text: &str) -> Option<Vec<u32>> {
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if b < a || b - a > 4096 {
+                // A card index list: a few thousand at most, however many parts it has.
+                if b < a || b - a > 4096 || out.len() + (b - a) as usize >= 4096 {
                     return None;
                 }
                 out.extend(a..=b);
             }
-            None => out.push(part.trim().parse().ok()?),
+            None if out.len() < 4096 => out.push(part.trim().parse().ok()?),
+            None => return None,
         }
     }
     Some(out)

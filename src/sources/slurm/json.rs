@@ -93,60 +93,84 @@ pub fn states(state: Option<&Value>, flags: Option<&Value>) -> Vec<String> {
 /// More nodes than any cluster has: expansion stops here.
 const MAX_HOSTS: usize = 100_000;
 
+/// The longest hostlist part expanded (a host name is at most 255 bytes).
+const MAX_NAME: usize = 255;
+
 /// Expand a Slurm hostlist: `gpu[01-03,7],cpu1` -> gpu01 gpu02 gpu03 gpu7 cpu1. Leading zeros
-/// are kept. Unreadable ranges are kept literally rather than dropped.
+/// are kept. Unreadable ranges are kept literally rather than dropped. Nonsense input never
+/// expands past `MAX_HOSTS` names, however its ranges multiply (`a[0-99999]b[0-99999]`).
 pub fn hostlist(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for part in super::gres::split_outside(text, '[', ']') {
-        expand(part, &mut out);
-        // Nonsense input must not expand into millions of names.
-        if out.len() > MAX_HOSTS {
-            out.truncate(MAX_HOSTS);
+        let room = MAX_HOSTS - out.len();
+        out.extend(expand(part, room));
+        if out.len() >= MAX_HOSTS {
             break;
         }
     }
     out
 }
 
-fn expand(part: &str, out: &mut Vec<String>) {
+/// The names of one part, at most `room` of them. A part longer than any host name is kept
+/// literally: its expansion would repeat the whole of it per name.
+fn expand(part: &str, room: usize) -> Vec<String> {
+    if part.len() > MAX_NAME {
+        return vec![part.to_string()];
+    }
     let (Some(open), Some(close)) = (part.find('['), part.find(']')) else {
-        out.push(part.to_string());
-        return;
+        return vec![part.to_string()];
     };
     if close < open {
-        out.push(part.to_string());
-        return;
+        return vec![part.to_string()];
     }
     let (prefix, ranges, suffix) = (&part[..open], &part[open + 1..close], &part[close + 1..]);
-    let mut heads = Vec::new();
+    // A suffix may hold another bracket (`a[1-2]b[1-2]`): its names follow each head.
+    let tails = if suffix.contains('[') { expand(suffix, room) } else { vec![suffix.to_string()] };
+    let mut out = Vec::new();
+    let mut push = |head: String| -> bool {
+        for t in &tails {
+            if out.len() >= room {
+                return false;
+            }
+            out.push(format!("{head}{t}"));
+        }
+        true
+    };
     for r in ranges.split(',') {
         let (a, b) = r.split_once('-').unwrap_or((r, r));
         let width = a.len();
         match (a.parse::<u64>(), b.parse::<u64>()) {
             (Ok(x), Ok(y)) if x <= y && y - x <= 100_000 => {
-                heads.extend((x..=y).map(|n| format!("{prefix}{n:0width$}")));
+                for n in x..=y {
+                    if !push(format!("{prefix}{n:0width$}")) {
+                        return out;
+                    }
+                }
             }
-            _ => heads.push(format!("{prefix}[{r}]")),
+            _ => {
+                if !push(format!("{prefix}[{r}]")) {
+                    return out;
+                }
+            }
         }
     }
-    // A suffix may hold another bracket (`a[1-2]b[1-2]`): expand it per head.
-    let mut tails = Vec::new();
-    if suffix.contains('[') {
-        expand(suffix, &mut tails);
-    } else {
-        tails.push(suffix.to_string());
-    }
-    for h in &heads {
-        for t in &tails {
-            out.push(format!("{h}{t}"));
-        }
-    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn hostlists_that_multiply_stop_at_the_bound() {
+        assert_eq!(hostlist("gpu[01-03,7],cpu1"), ["gpu01", "gpu02", "gpu03", "gpu7", "cpu1"]);
+        assert_eq!(hostlist("a[1-2]b[1-2]"), ["a1b1", "a1b2", "a2b1", "a2b2"]);
+        // 10^10 names before: the campaign's Slurm input took the machine's memory.
+        assert_eq!(hostlist("a[0-99999]b[0-99999]").len(), MAX_HOSTS);
+        assert_eq!(hostlist("a[0-99999,0-99999,0-99999],b[0-9]").len(), MAX_HOSTS);
+        assert_eq!(super::super::gres::index_list(&"0-4000,".repeat(1000)), None);
+    }
 
     #[test]
     fn numbers_in_both_dialects() {
