@@ -56,11 +56,13 @@ pub fn exposition(data: &[u8]) -> Seen {
     Seen { workloads: p.workloads.len(), nodes: p.nodes }
 }
 
-/// A Prometheus API answer: the instant query's mapping, the queue's series, Kueue's count.
+/// A Prometheus API answer: the instant query's mapping, the queue's series, Kueue's count,
+/// and the same body as a range answer (the history).
 pub fn prometheus_api(data: &[u8]) -> Seen {
     let t = text(data);
     let _ = crate::sources::prometheus::queue::pending_workloads(&t, &t, &t);
     let _ = crate::sources::prometheus::queue::kueue_pending(&t);
+    let _ = crate::sources::prometheus::history_answer(&t, 1.7e9);
     match crate::sources::prometheus::to_partial_from_api(&t, crate::config::ScrapeNode::Target) {
         Ok(p) => Seen { workloads: p.workloads.len(), nodes: p.nodes },
         Err(_) => Seen::default(),
@@ -89,9 +91,11 @@ pub fn kubernetes(data: &[u8]) -> Seen {
     Seen { workloads: p.workloads.len(), nodes: p.nodes }
 }
 
-/// A config file, and the same text as a theme file.
+/// A config file, the same text as a theme file, and as a moment (`--at`, `--from`).
 pub fn config(data: &[u8]) {
     let t = text(data);
+    let now = chrono::DateTime::<chrono::Utc>::from_timestamp(1_764_547_200, 0).unwrap_or_default();
+    let _ = crate::config::moment::parse(&t, now, Some((now - chrono::Duration::days(2), now)));
     let _ = crate::config::parse(&t, "fuzz.toml");
     let mut colors = crate::ui::theme::Theme::default_theme().c;
     let _ = crate::ui::theme::layer(&mut colors, &t, "fuzz-theme.toml");

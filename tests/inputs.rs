@@ -401,6 +401,19 @@ proptest! {
     }
 
     #[test]
+    fn prometheus_range_grammar(points in proptest::collection::vec((any::<f64>(), prop::sample::select(vec!["1", "-5", "NaN", "1e309", "x", "50"])), 0..30)) {
+        // A matrix answer with timestamps from every corner (negative, huge, NaN).
+        let values: Vec<String> = points.iter().map(|(t, v)| format!("[{t},\"{v}\"]")).map(|s| s.replace("NaN,", "0,").replace("inf,", "1e308,")).collect();
+        let body = format!("{{\"status\":\"success\",\"data\":{{\"resultType\":\"matrix\",\"result\":[{{\"metric\":{{\"gpu\":\"0\",\"instance\":\"n:9400\",\"Hostname\":\"n\"}},\"values\":[{}]}}]}}}}", values.join(","));
+        checked(&inputs::prometheus_api(body.as_bytes()))?;
+    }
+
+    #[test]
+    fn moments(text in "[-0-9T:Z hmsd.+]{0,30}") {
+        inputs::config(text.as_bytes());
+    }
+
+    #[test]
     fn config_and_theme(doc in config_doc(), data in proptest::collection::vec(any::<u8>(), 0..512)) {
         inputs::config(doc.as_bytes());
         inputs::config(&data);

@@ -266,6 +266,14 @@ struct MatrixSeries {
 /// (node, gpu index, GPU instance id) -> points.
 type Points = BTreeMap<(String, u32, Option<u32>), Vec<Option<f64>>>;
 
+/// A range-query answer read as the history does (a grid of a minute from `start`, both
+/// value kinds): the door the fuzz campaign feeds (`crate::inputs`). The series read.
+pub fn history_answer(body: &str, start: f64) -> usize {
+    let pct = matrix_points(body, ScrapeNode::Target, start, 60, true).map_or(0, |p| p.len());
+    let other = matrix_points(body, ScrapeNode::Label, start, 60, false).map_or(0, |p| p.len());
+    pct + other
+}
+
 /// A range-query answer as (node, gpu index, GPU instance) -> points on the grid from `start`,
 /// `step_s` apart; percentages (`pct`) clamp to 0..100, other values to 0 and up.
 fn matrix_points(body: &str, node: ScrapeNode, start: f64, step_s: u64, pct: bool) -> Result<Points, String> {
