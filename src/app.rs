@@ -1,142 +1,38 @@
 //! The console's owner loop: one task owns the engine (store, updates, action runner) and the
 //! UI state, selects over terminal input, source updates, action progress, a clock and
 //! signals, drains queued updates before one draw, and draws only when something changed.
-//! The terminal is restored on quit, signals and panics.
+//! The terminal (`app/terminal.rs`) is restored on quit, signals and panics; how it leaves
+//! while an action runs is `app/leave.rs`.
 
-use std::io::Stdout;
 use std::time::Duration;
 
 use chrono::Utc;
-use crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event};
-use ratatui::Terminal;
-use ratatui::backend::CrosstermBackend;
 use tokio::sync::mpsc;
 
-use crate::actions::execute::{Outcome, Progress, StepResult};
+use crate::actions::execute::{Outcome, Progress};
 use crate::actions::run::{Approval, Runner};
 use crate::commands::{CmdError, to_stderr};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::store::Store;
-use crate::ui::actions::{self as dialogs, Modal, Request, StepState};
-use crate::ui::input::{merge, on_event};
+use crate::ui::actions::{self as dialogs, Modal, Request};
 use crate::ui::state::{Effect, UiState};
 use crate::ui::theme::Theme;
 
+mod leave;
 pub mod replay;
 mod schedule;
+mod terminal;
+use leave::{headless, interrupted, quit_signal};
 use schedule::{Auto, Suggestions, advise, due_change, group_event, pump};
+pub(crate) use terminal::{draw, keys, open_terminal, signals, suspend};
+use terminal::{terminal_area, try_suspend};
 
 /// How often the schedule banner is made again (and when an action starts or ends).
 const BANNER_EVERY: Duration = Duration::from_secs(10);
 
 /// The most often source updates are merged and drawn.
 const MERGE_EVERY: Duration = Duration::from_millis(100);
-
-/// Restores the terminal however the loop ends.
-pub(crate) struct Restore;
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        // Errors ignored: a lost terminal (a dropped SSH session) cannot be restored, and
-        // saying so on it would fail again (`ratatui::restore` prints, which panics there).
-        let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
-        let _ = ratatui::try_restore();
-    }
-}
-
-/// The terminal in raw mode with the mouse on (restored when the guard drops, panics
-/// included), and its events forwarded by a thread (crossterm's read blocks).
-pub(crate) fn open_terminal() -> (Terminal<CrosstermBackend<Stdout>>, Restore, mpsc::Receiver<Event>) {
-    let terminal = ratatui::init();
-    let restore = Restore;
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
-        previous(info);
-    }));
-    let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
-    let (in_tx, input) = mpsc::channel::<Event>(256);
-    std::thread::spawn(move || {
-        while let Ok(ev) = crossterm::event::read() {
-            if in_tx.blocking_send(ev).is_err() {
-                break;
-            }
-        }
-    });
-    (terminal, restore, input)
-}
-
-/// One terminal event and every one queued behind it (keys typed faster than frames are
-/// handled before the next draw), as one effect.
-pub(crate) fn keys(
-    first: Event,
-    input: &mut mpsc::Receiver<Event>,
-    st: &mut UiState,
-    fleet: &crate::model::Fleet,
-) -> Effect {
-    let mut effect = on_event(st, fleet, first);
-    while effect != Effect::Quit
-        && let Ok(ev) = input.try_recv()
-    {
-        effect = merge(effect, on_event(st, fleet, ev));
-    }
-    effect
-}
-
-type Signal = tokio::signal::unix::Signal;
-
-/// The signals the console answers: SIGTERM, SIGHUP, SIGINT and SIGQUIT end it (the terminal
-/// restored); SIGTSTP suspends it like Ctrl-Z.
-pub(crate) struct Signals {
-    pub term: Signal,
-    pub hup: Signal,
-    pub int: Signal,
-    pub quit: Signal,
-    pub tstp: Signal,
-}
-
-pub(crate) fn signals() -> Result<Signals, CmdError> {
-    use tokio::signal::unix::SignalKind;
-    let signal = |k| tokio::signal::unix::signal(k).map_err(|e| CmdError::Failed(format!("cannot watch signals: {e}")));
-    Ok(Signals {
-        term: signal(SignalKind::terminate())?,
-        hup: signal(SignalKind::hangup())?,
-        int: signal(SignalKind::interrupt())?,
-        quit: signal(SignalKind::quit())?,
-        tstp: signal(SignalKind::from_raw(libc::SIGTSTP))?,
-    })
-}
-
-/// Suspend, unless an action runs (then say so: it is never stopped half-way).
-fn try_suspend(terminal: &mut Terminal<CrosstermBackend<Stdout>>, st: &mut UiState) {
-    if st.action_running() {
-        st.message = Some(
-            "an action is running: tessera is not suspended in the middle of one (Ctrl-Z again when it ends)".into(),
-        );
-        return;
-    }
-    suspend(terminal);
-}
-
-/// Give the terminal back (main screen, cooked mode, no mouse) and stop until continued
-/// (`fg`, SIGCONT), as htop does; then take it again and draw everything anew.
-pub(crate) fn suspend(terminal: &mut Terminal<CrosstermBackend<Stdout>>) {
-    let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
-    let _ = ratatui::try_restore();
-    crate::process::stop_self();
-    let _ = crossterm::terminal::enable_raw_mode();
-    let _ = crossterm::execute!(
-        std::io::stdout(),
-        crossterm::terminal::EnterAlternateScreen,
-        EnableMouseCapture,
-        crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
-    );
-    // Everything is drawn anew: an empty frame first makes ratatui's last frame blank, as the
-    // screen now is. (`Terminal::clear` asks the terminal for the cursor position, and the
-    // input thread would take the answer.)
-    let _ = terminal.draw(|_| {});
-}
 
 /// The console; with `record`, it records what it shows while you watch.
 pub fn run(
@@ -456,72 +352,6 @@ async fn owner_loop(
     }
 }
 
-/// The terminal is lost: with an action under way, go on headless until it ends (a group
-/// change stops after its current card), and true; else false (leave now).
-fn headless(st: &mut UiState) -> bool {
-    if !st.action_running() {
-        return false;
-    }
-    st.quit_after_action = true;
-    if let Some(Modal::GroupRunning { run, .. }) = &mut st.modal {
-        run.stop("the terminal was lost");
-    }
-    true
-}
-
-/// The advisor's findings on `fleet`, with the thresholds of the config.
-/// Asked to quit while an action runs: the first time, let it finish (true); the second, go.
-fn wait_for_action(st: &mut UiState, runner: &Runner) -> bool {
-    if st.action_running() && !st.quit_after_action {
-        st.quit_after_action = true;
-        st.message = Some("an action is running: tessera quits when it ends (again to leave now)".into());
-        return true;
-    }
-    interrupted(st, runner);
-    false
-}
-
-/// A quit signal: true to stay (an action runs and this is the first request), false to leave.
-fn quit_signal(st: &mut UiState, runner: &Runner, headless: bool, asked: &mut bool) -> bool {
-    if headless && st.action_running() {
-        if !*asked {
-            *asked = true;
-            return true;
-        }
-        interrupted(st, runner);
-        return false;
-    }
-    wait_for_action(st, runner)
-}
-
-/// Leaving while an action runs: the runner records where it stood.
-fn interrupted(st: &UiState, runner: &Runner) {
-    let under_way = match &st.modal {
-        Some(Modal::Running { plan, status, outcome: None }) => Some((plan, status)),
-        // A group change: the action under way (cards it drained stay drained: the audit log
-        // has each drain).
-        Some(Modal::GroupRunning { current: Some((plan, status)), .. }) => Some((plan, status)),
-        _ => None,
-    };
-    if let Some((plan, status)) = under_way {
-        let steps: Vec<StepResult> = plan
-            .steps
-            .iter()
-            .zip(status)
-            .map(|(s, st)| {
-                let (status, message) = match st {
-                    StepState::Waiting => ("not run", None),
-                    StepState::Running { .. } => ("running", None),
-                    StepState::Done(m) => ("done", Some(m.clone())),
-                    StepState::Failed(m) => ("failed", Some(m.clone())),
-                };
-                StepResult { what: s.what.clone(), call: s.call.clone(), status, message }
-            })
-            .collect();
-        runner.interrupted(plan, &steps);
-    }
-}
-
 /// Plan an action (opening its confirmation) or hand a confirmed plan to the runner, which
 /// plans again, audits and runs it on a task that streams progress back.
 fn on_request(
@@ -619,11 +449,6 @@ fn on_request(
     }
 }
 
-fn terminal_area(terminal: &Terminal<CrosstermBackend<Stdout>>) -> ratatui::layout::Rect {
-    let size = terminal.size().unwrap_or_default();
-    ratatui::layout::Rect::new(0, 0, size.width, size.height)
-}
-
 /// Run an approved plan on a task that streams its progress and outcome back to the loop.
 fn spawn_run(approved: crate::actions::run::Approved, tx: mpsc::UnboundedSender<ActEvent>) {
     tokio::spawn(async move {
@@ -644,27 +469,4 @@ fn spawn_run(approved: crate::actions::run::Approved, tx: mpsc::UnboundedSender<
         }
         let _ = tx.send(ActEvent::Finished(outcome));
     });
-}
-
-pub(crate) fn draw(
-    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
-    st: &mut UiState,
-    store: &Store,
-    theme: &Theme,
-) -> Result<(), CmdError> {
-    let size = terminal.size().map_err(|e| CmdError::Failed(format!("terminal: {e}")))?;
-    let vp = crate::ui::viewport_for(ratatui::layout::Rect::new(0, 0, size.width, size.height), st);
-    if vp != st.viewport {
-        st.set_viewport(vp);
-    }
-    // What the keys go by: a confirmation counts what this frame shows.
-    st.screen = ratatui::layout::Rect::new(0, 0, size.width, size.height);
-    terminal
-        .draw(|f| crate::ui::draw(f, st, store.fleet(), theme, store.simulated()))
-        .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?;
-    // Drawn: a confirmation's rows on screen now count as read.
-    if let Some(m) = st.modal.as_mut() {
-        crate::ui::actions::drawn(m, st.screen);
-    }
-    Ok(())
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 mod common;
 use common::http::{Reply, Server};
+use common::{snapshot, source};
 
 fn fixture(name: &str) -> String {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dcgm").join(name);
@@ -24,22 +25,6 @@ fn config(name: &str, text: &str) -> (std::path::PathBuf, String) {
     std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
     let path = cfg.to_string_lossy().into_owned();
     (dir, path)
-}
-
-fn snapshot(args: &[&str], env: &[(&str, &str)]) -> (i32, Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["snapshot", "--json"])
-        .args(args)
-        .envs(env.iter().copied())
-        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out.status.code().unwrap_or(-1), v, String::from_utf8_lossy(&out.stderr).into_owned())
-}
-
-fn source<'a>(v: &'a Value, name: &str) -> &'a Value {
-    v["sources"].as_array().and_then(|s| s.iter().find(|x| x["name"] == name)).unwrap_or(&Value::Null)
 }
 
 fn metrics() -> HashMap<String, Reply> {

@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests: the fake NVML library and a tmux driver.
+//! Helpers shared by the integration tests: the fake NVML library, a tmux driver, and
+//! `tessera snapshot --json` with its sources.
 #![allow(dead_code)]
 
 pub mod http;
@@ -129,4 +130,23 @@ impl std::ops::Deref for Temp {
     fn deref(&self) -> &Path {
         &self.0
     }
+}
+
+/// `tessera snapshot --json ARGS` with `env` and no config of the user's: exit code, the JSON
+/// (Null when none), stderr.
+pub fn snapshot(args: &[&str], env: &[(&str, &str)]) -> (i32, serde_json::Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["snapshot", "--json"])
+        .args(args)
+        .envs(env.iter().copied())
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code().unwrap_or(-1), v, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The source named `name` in a snapshot's JSON (Null when absent).
+pub fn source<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["sources"].as_array().and_then(|s| s.iter().find(|x| x["name"] == name)).unwrap_or(&serde_json::Value::Null)
 }
