@@ -106,6 +106,8 @@ async fn owner_loop(
     let mut finished_headless = false;
     // A quit signal came while headless (the next one leaves at once).
     let mut asked_headless = false;
+    // SIGHUP came while an action ran: leave when it ends.
+    let mut hung_up = false;
     // The fleet changed since the advisor last ran.
     let mut advice_due = true;
     let (mut merge_pending, mut merge_at, mut last_merge) =
@@ -162,7 +164,7 @@ async fn owner_loop(
                 if matches!(ev, ActEvent::Finished(_)) {
                     auto.finished(&mut st, ev, store.fleet().taken_at.unwrap_or_else(Utc::now));
                     // Asked to quit while it ran: now.
-                    if st.quit_after_action && !st.action_running() {
+                    if (st.quit_after_action || hung_up) && !st.action_running() {
                         break;
                     }
                     // The group run waiting for it goes on; else the next unattended action.
@@ -178,7 +180,7 @@ async fn owner_loop(
                 if matches!(st.modal, Some(Modal::GroupRunning { .. })) {
                     group_event(&mut st, ev, store.fleet().taken_at.unwrap_or_else(Utc::now));
                     pump(&mut st, &store, &runner, &act_tx);
-                    if st.quit_after_action && !st.action_running() {
+                    if (st.quit_after_action || hung_up) && !st.action_running() {
                         break;
                     }
                     dirty = true;
@@ -201,7 +203,7 @@ async fn owner_loop(
                         }
                     }
                 }
-                if finished && st.quit_after_action {
+                if finished && (st.quit_after_action || hung_up) {
                     break;
                 }
                 dirty = true;
@@ -271,7 +273,7 @@ async fn owner_loop(
                     }
                     dirty = true;
                 }
-                if st.quit_after_action && matches!(st.modal, Some(Modal::GroupRunning { .. })) {
+                if (st.quit_after_action || hung_up) && matches!(st.modal, Some(Modal::GroupRunning { .. })) {
                     if let Some(Modal::GroupRunning { run, .. }) = &mut st.modal {
                         run.stop("tessera is quitting");
                     }
@@ -298,7 +300,9 @@ async fn owner_loop(
             // abandons a running action; it quits when none runs. The redraw it asks for finds
             // out whether the terminal is still there.
             _ = sig.hup.recv() => if st.action_running() {
-                st.quit_after_action = true;
+                // Not a request of the operator's: a later q or Ctrl-C is still the first.
+                hung_up = true;
+                st.message = Some("hangup: tessera quits when the action ends".into());
                 dirty = true;
             } else {
                 auto.interrupted(&runner);

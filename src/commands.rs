@@ -136,7 +136,11 @@ pub fn check_config(path: Option<&Path>, example: bool) -> Result<(), CmdError> 
         CmdError::Usage(format!("{file}: theme: {e}"))
     })?;
     // The files and variables the sources read at start: token and password files, the CA
-    // file, credentials over plain http; as the engine would refuse them.
+    // file, credentials over plain http (the Slurm JWT too); as the engine would refuse them.
+    crate::engine::check_slurm_rest(&cfg.slurm).map_err(|e| {
+        let file = cfg.path.as_ref().map_or_else(|| "config".into(), |p| p.display().to_string());
+        CmdError::Usage(format!("{file}: {e}"))
+    })?;
     if crate::engine::uses_http(&cfg.sources) || cfg.sources.http.credentials.any() || !cfg.sources.auth.is_empty() {
         let file = cfg.path.as_ref().map_or_else(|| "config".into(), |p| p.display().to_string());
         let prometheus = cfg.sources.prometheus.clone().or_else(|| {

@@ -148,6 +148,22 @@ impl Default for Config {
     }
 }
 
+/// A value as an error quotes it: short, and a URL in it (alone or in a list) without its
+/// credentials or query.
+fn quoted(v: &Value) -> String {
+    let url = |s: &str| s.contains("://").then(|| format!("{:?}", crate::sources::http::redact(s.trim())));
+    let text = match v {
+        Value::String(s) => url(s).unwrap_or_else(|| v.to_string()),
+        Value::Array(items) => {
+            let parts: Vec<String> =
+                items.iter().map(|i| i.as_str().and_then(url).unwrap_or_else(|| i.to_string())).collect();
+            format!("[{}]", parts.join(", "))
+        }
+        _ => v.to_string(),
+    };
+    shown(&text)
+}
+
 /// A bad value as an error quotes it: at most 120 characters (a pasted file or a 100 KB
 /// string is not echoed whole), saying how long it was.
 pub fn shown(value: &str) -> String {
@@ -400,7 +416,7 @@ impl Reader<'_> {
         };
         // Whatever else it quotes (a unit, a trimmed or escaped form of the value): short.
         let why = if why.chars().count() > 400 { shown_at(&why, 400) } else { why };
-        ConfigError { file: self.file.into(), key: key.into(), value: Some(shown(&v.to_string())), why }
+        ConfigError { file: self.file.into(), key: key.into(), value: Some(quoted(v)), why }
     }
 
     fn unknown(&self, key: &str, known: &[&str]) -> ConfigError {
@@ -445,9 +461,7 @@ impl Reader<'_> {
         let s = self.string(key, v)?;
         crate::sources::http::check_url(&s).map_err(|why| {
             // The value as a URL is shown: never its credentials or query.
-            let mut e = self.bad(key, v, &format!("expected an http:// or https:// URL ({why})"));
-            e.value = Some(format!("{:?}", crate::sources::http::redact(&s)));
-            e
+            self.bad(key, v, &format!("expected an http:// or https:// URL ({why})"))
         })?;
         Ok(s)
     }

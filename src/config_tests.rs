@@ -158,3 +158,13 @@ fn credentials_per_origin_and_the_budget_parse() {
     let e = parse(twice, "t.toml").map_err(|e| e.to_string());
     assert_eq!(e, Err("t.toml: sources.auth[1]: a second [[sources.auth]] for the same origin".to_string()));
 }
+
+#[test]
+fn urls_in_bad_values_are_quoted_without_their_credentials() {
+    for text in
+        ["[sources]\nscrape = \"http://u:SECRET@h/m?t=SECRET\"", "[sources]\nscrape = [\"http://u:SECRET@h/m\", 3]"]
+    {
+        let e = parse(text, "t.toml").map_err(|e| e.to_string()).err().unwrap_or_default();
+        assert!(!e.contains("SECRET") && e.contains("http://h/m"), "{e}");
+    }
+}

@@ -186,6 +186,20 @@ pub fn save_demand_to(
     Ok(())
 }
 
+/// slurmrestd's JWT never goes over plain http unless `[slurm] rest_allow_plain_http` says so
+/// (the scheme as parsed: `HTTP://`, `http:host` and a leading space are plain http too).
+pub fn check_slurm_rest(c: &crate::config::Slurm) -> Result<(), String> {
+    let Some(url) = &c.rest_url else { return Ok(()) };
+    let plain = http::origin(url.trim()).is_none_or(|o| o.starts_with("http://"));
+    if c.rest_token_file.is_some() && plain && !c.rest_allow_plain_http {
+        return Err(format!(
+            "slurm.rest_url {}: the JWT over plain http would cross the network readable: use https, or set rest_allow_plain_http = true",
+            http::redact(url)
+        ));
+    }
+    Ok(())
+}
+
 /// Whether any configured source speaks HTTP.
 pub fn uses_http(s: &crate::config::Sources) -> bool {
     s.prometheus.is_some() || !s.scrape.is_empty() || s.http.ca_file.is_some()
@@ -263,16 +277,7 @@ fn spawn_all(
     // richer record of a job or pod that an exporter's holder labels also name.
     if s.slurm {
         let c = &cfg.slurm;
-        if let Some(url) = &c.rest_url
-            && c.rest_token_file.is_some()
-            && url.starts_with("http://")
-            && !c.rest_allow_plain_http
-        {
-            return Err(format!(
-                "slurm.rest_url {}: the JWT over plain http would cross the network readable: use https, or set rest_allow_plain_http = true",
-                http::redact(url)
-            ));
-        }
+        check_slurm_rest(c)?;
         let rest = c.rest_url.as_ref().map(|url| slurm::Rest {
             url: url.clone(),
             user: c.rest_user.clone(),
@@ -360,6 +365,22 @@ pub(crate) fn simulated_store(seed: u64, start: chrono::DateTime<Utc>) -> Store 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_slurm_jwt_needs_https_however_the_url_is_written() {
+        let c = |url: &str, allow| crate::config::Slurm {
+            rest_url: Some(url.into()),
+            rest_token_file: Some("/t".into()),
+            rest_allow_plain_http: allow,
+            ..crate::config::Slurm::default()
+        };
+        for url in ["http://ctl:6820", "HTTP://ctl:6820", "http:ctl:6820", " http://ctl"] {
+            assert!(check_slurm_rest(&c(url, false)).is_err(), "{url}");
+            assert!(check_slurm_rest(&c(url, true)).is_ok(), "{url}");
+        }
+        assert!(check_slurm_rest(&c("https://ctl:6820", false)).is_ok());
+    }
+
     use super::*;
     use crate::model::SourceKind;
     use crate::sources::Partial;

@@ -130,8 +130,9 @@ pub fn append(path: &Path, record: &Value) -> Result<(), String> {
 /// most this much, however long the log has grown.
 pub const LOOK_BACK: u64 = 64 << 20;
 
-/// The longest audit line read back (a record with a long plan is a few KiB).
-const MAX_LINE: usize = 4 << 20;
+/// The longest audit line read back (a record with a long plan is a few KiB): a longer tail
+/// is dropped, so at most this much is copied per block.
+const MAX_LINE: usize = 256 << 10;
 
 /// The compute mode a card had before tessera last drained it through NVML, from the log's
 /// last `LOOK_BACK` bytes, newest first.

@@ -137,11 +137,13 @@ pub(crate) fn draw(
     if vp != st.viewport {
         st.set_viewport(vp);
     }
-    // What the keys go by: a confirmation counts what this frame shows.
+    // What the keys go by: the area this frame was drawn at (ratatui may resize on the way).
     st.screen = ratatui::layout::Rect::new(0, 0, size.width, size.height);
-    terminal
+    let area = terminal
         .draw(|f| crate::ui::draw(f, st, store.fleet(), theme, store.simulated()))
-        .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?;
+        .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?
+        .area;
+    st.screen = area;
     // Drawn: a confirmation's rows on screen now count as read.
     if let Some(m) = st.modal.as_mut() {
         crate::ui::actions::drawn(m, st.screen);

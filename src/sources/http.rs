@@ -136,13 +136,20 @@ impl Client {
     /// A client with the transport settings of `cfg` (timeouts, CA, verification) and no
     /// credentials: `with_credentials` adds them for one origin.
     pub fn new(cfg: &Http) -> Result<Self, String> {
-        // Redirects: at most 10, and never from https down to http (reqwest drops the
-        // credentials on a change of host, not on one of scheme).
+        // Redirects: at most 10, on the same host and port only (reqwest drops Authorization
+        // on a change of host, but not a custom header such as slurmrestd's JWT), and never
+        // from https down to http.
         let redirects = reqwest::redirect::Policy::custom(|a| {
+            let first = a.previous().first().cloned();
             let down = a.url().scheme() == "http" && a.previous().iter().any(|u| u.scheme() == "https");
+            let elsewhere = first.is_some_and(|f| {
+                f.host_str() != a.url().host_str() || f.port_or_known_default() != a.url().port_or_known_default()
+            });
             if down {
                 a.error("a redirect from https to plain http")
-            } else if a.previous().len() >= 10 {
+            } else if elsewhere {
+                a.error("a redirect to another host (credentials stay with their origin)")
+            } else if a.previous().len() > 10 {
                 a.error("more than 10 redirects")
             } else {
                 a.follow()
@@ -205,6 +212,11 @@ impl Client {
         }
         out.retain(|s| s.len() >= 4);
         out
+    }
+
+    /// Whether this client holds any credential (then answers are scrubbed before mapping).
+    pub fn has_secrets(&self) -> bool {
+        !self.creds.is_empty()
     }
 
     /// `text` with every secret of this client blanked out (errors and notes that quote an

@@ -393,9 +393,14 @@ pub async fn collect(
         Ok(_) if field_error.is_some() => {
             Err(SourceError { message: field_error.take().unwrap_or_default(), fatal: false })
         }
-        Ok(body) => tokio::task::spawn_blocking(move || to_partial_with_fields(&body, &answers, node))
-            .await
-            .unwrap_or_else(|e| Err(SourceError { message: format!("mapping failed: {e}"), fatal: false })),
+        Ok(body) => {
+            // A message quoting the answer is cut before it reaches `scrub` below: the body is
+            // scrubbed whole first (only where there is a secret to hide).
+            let body = if client.has_secrets() { client.scrub(&body) } else { body };
+            tokio::task::spawn_blocking(move || to_partial_with_fields(&body, &answers, node))
+                .await
+                .unwrap_or_else(|e| Err(SourceError { message: format!("mapping failed: {e}"), fatal: false }))
+        }
         Err(super::http::FetchError::Status { status, body: Some(b), url }) if b.starts_with('{') => {
             // Prometheus error envelopes come with 4xx/5xx; say what it said.
             let msg = by_instance(&b).err().unwrap_or_else(|| format!("HTTP {status}"));

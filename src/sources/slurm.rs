@@ -126,12 +126,29 @@ const REST_VERSIONS: &[&str] = &["v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0
 
 async fn rest_get(client: &http::Client, rest: &Rest, path: &str, version: &mut usize) -> Result<String, SourceError> {
     let token = rest.token_file.as_deref().map(http::read_secret).transpose().map_err(err)?;
+    // An answer quoted in an error never carries the JWT back.
+    let scrub = |mut e: SourceError| {
+        if let Some(t) = token.as_deref().filter(|t| t.len() >= 4) {
+            e.message = e.message.replace(t, "<redacted>");
+        }
+        e
+    };
+    rest_get_with(client, rest, path, version, token.as_deref()).await.map_err(scrub)
+}
+
+async fn rest_get_with(
+    client: &http::Client,
+    rest: &Rest,
+    path: &str,
+    version: &mut usize,
+    token: Option<&str>,
+) -> Result<String, SourceError> {
     let mut headers = Vec::new();
     if let Some(u) = &rest.user {
         headers.push(("X-SLURM-USER-NAME", u.as_str()));
     }
-    if let Some(t) = &token {
-        headers.push(("X-SLURM-USER-TOKEN", t.as_str()));
+    if let Some(t) = token {
+        headers.push(("X-SLURM-USER-TOKEN", t));
     }
     let base = rest.url.trim_end_matches('/');
     loop {

@@ -181,8 +181,8 @@ fn config_picker(
 }
 
 /// A key in a dialog drawn on `screen`. A confirmation whose question cannot show whole
-/// accepts nothing but Esc; one whose plan has not all been on screen scrolls, takes a typed
-/// name, but does not confirm.
+/// accepts nothing but Esc, the scrolling keys and Backspace; one whose plan (or second
+/// question) has not all been drawn scrolls, takes a typed name, but does not confirm.
 pub fn on_key(modal: &mut Modal, k: &KeyEvent, screen: ratatui::layout::Rect) -> Answer {
     let Some((sheet, scroll)) = confirmation(modal) else { return answer(modal, k) };
     // Scrolling and Backspace confirm nothing: they work even when the dialog cannot show
@@ -203,7 +203,7 @@ pub fn on_key(modal: &mut Modal, k: &KeyEvent, screen: ratatui::layout::Rect) ->
     if !matches!(k.code, KeyCode::Esc | KeyCode::Backspace) && !super::sheet::show(&sheet, screen, scroll).legible {
         return Answer::Stay;
     }
-    if scroll.answerable(&sheet, screen) {
+    if ready(modal, &sheet, scroll, screen) {
         return answer(modal, k);
     }
     // Not all read yet: a key that would confirm (run, or go on to the second question)
@@ -407,10 +407,18 @@ mod tests;
 /// A frame showing the dialog was drawn on `screen`: what it showed counts as seen.
 pub fn drawn(modal: &mut Modal, screen: ratatui::layout::Rect) {
     if let Some((sheet, _)) = confirmation(modal)
-        && let Modal::Confirm { scroll, .. } | Modal::Group { scroll, .. } = modal
+        && let Modal::Confirm { scroll, second, .. } | Modal::Group { scroll, second, .. } = modal
     {
         scroll.saw(&sheet, screen);
+        scroll.second_drawn |= *second && super::sheet::show(&sheet, screen, *scroll).legible;
     }
+}
+
+/// The question on screen may be answered: everything it confirms was drawn, the second
+/// question too when it is the one asked.
+fn ready(modal: &Modal, sheet: &Sheet, scroll: Scroll, screen: ratatui::layout::Rect) -> bool {
+    let second = matches!(modal, Modal::Confirm { second: true, .. } | Modal::Group { second: true, .. });
+    scroll.answerable(sheet, screen) && (!second || scroll.second_drawn)
 }
 
 /// A confirmation's sheet and scroll, for the keys and the drawing alike; None for the other

@@ -169,6 +169,33 @@ fn keys_typed_ahead_do_not_read_the_plan() {
     assert!(executed.is_empty(), "the pages between were never drawn either");
 }
 
+/// A second question (forcing a preemption) counts only once drawn: the name, Enter and y in
+/// one batch do not answer a question never shown.
+#[test]
+fn a_second_question_must_be_drawn_before_it_is_answered() {
+    let store = store();
+    let mut st = ui();
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    press(&mut st, &store, &[KeyCode::Char('d')], &mut executed);
+    let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("a confirmation") };
+    let mut p = plan.as_ref().clone();
+    p.destructive = true;
+    p.second_confirmation = Some("it has not run its minimum: go on anyway?".into());
+    st.modal = Some(confirm(p.clone()));
+    drawn_now(&mut st);
+    let batch: Vec<KeyCode> = p.target.chars().map(KeyCode::Char).chain([KeyCode::Enter, KeyCode::Char('y')]).collect();
+    for k in batch {
+        let e = on_key(&mut st, store.fleet(), key(k));
+        serve(&mut st, &store, e, &mut executed);
+    }
+    assert!(executed.is_empty(), "the second question was never on screen");
+    assert!(matches!(st.modal, Some(Modal::Confirm { second: true, .. })));
+    drawn_now(&mut st);
+    press(&mut st, &store, &[KeyCode::Char('y')], &mut executed);
+    assert_eq!(executed.len(), 1);
+}
+
 #[test]
 fn cancel_leaves_everything_unchanged() {
     let store = store();

@@ -96,8 +96,9 @@ pub fn sheet(modal: &Modal) -> Sheet {
         body.push(vec![(format!("left for later ({}):", plan.left.len()), Tone::Dim)]);
         body.extend(plan.left.iter().map(|(c, why)| vec![(format!("  {:<16} {why}", c.to_string()), Tone::Dim)]));
     }
-    let mut foot: Vec<(String, Tone)> =
-        plan.warnings.iter().map(|w| (format!("warning: {w}"), Tone::Warning)).collect();
+    // Warnings scroll with the plan (one per node can be many) and must be read too.
+    body.extend(plan.warnings.iter().map(|w| vec![(format!("warning: {w}"), Tone::Warning)]));
+    let mut foot: Vec<(String, Tone)> = Vec::new();
     foot.push((
         format!(
             "one card at a time; the first failure stops it and gives back its drains · tessera schedule apply {} --dry-run",

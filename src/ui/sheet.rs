@@ -1,8 +1,9 @@
 //! A confirmation as a sheet: a fixed head, a body of items that scrolls, a fixed foot and the
 //! question; what of it shows at a screen size. The drawing and the keys share this layout, so
 //! a confirmation is accepted only when the question shows whole and every item of the plan
-//! has been on screen; when even the fixed parts cannot show, the dialog asks for a larger
-//! terminal and only Esc works. Pure: no IO, no drawing.
+//! has been drawn; when even the fixed parts cannot show, the dialog asks for a larger
+//! terminal and only Esc (and the keys that scroll, and Backspace) work. Pure: no IO, no
+//! drawing.
 
 use ratatui::layout::Rect;
 
@@ -43,6 +44,8 @@ pub struct Scroll {
     pub at: usize,
     /// Items `0..seen` have been on screen.
     pub seen: usize,
+    /// A second question (forcing, preempting) has been drawn: answering it needs that too.
+    pub second_drawn: bool,
 }
 
 /// What the dialog shows.
@@ -161,7 +164,7 @@ impl Scroll {
         };
         let last = sheet.body.len().saturating_sub(1) as isize;
         let at = (self.at as isize + step).clamp(0, last.max(0)) as usize;
-        Scroll { at, seen: self.seen }
+        Scroll { at, ..self }
     }
 
     /// Count what shows now as seen: called once a frame showing it has been drawn.
@@ -238,7 +241,7 @@ mod tests {
     fn a_jump_past_unseen_items_does_not_count_them() {
         let s = sheet(40);
         let area = Rect::new(0, 0, 80, 24);
-        let mut scroll = Scroll { at: 30, seen: 0 };
+        let mut scroll = Scroll { at: 30, ..Scroll::default() };
         scroll.saw(&s, area);
         assert_eq!(scroll.seen, 0);
         assert!(!scroll.answerable(&s, area));
@@ -265,7 +268,7 @@ mod tests {
         fn rows_fit_the_box(steps in 0usize..30, w in 0u16..200, h in 0u16..60, at in 0usize..40) {
             let s = sheet(steps);
             let area = Rect::new(0, 0, w, h);
-            let shown = show(&s, area, Scroll { at, seen: 0 });
+            let shown = show(&s, area, Scroll { at, ..Scroll::default() });
             let (_, rows) = inner(area);
             if shown.legible {
                 proptest::prop_assert!(shown.rows.len() <= rows);
