@@ -117,21 +117,30 @@ fn a_confirmation_that_cannot_be_seen_accepts_only_esc() {
     assert!(st.message.as_deref().is_some_and(|m| m.ends_with("cancelled: nothing done")), "{:?}", st.message);
 }
 
+/// A console at 80x24 on the store's fleet.
+fn at_80x24(store: &Store) -> UiState {
+    let mut st = ui();
+    st.screen = ratatui::layout::Rect::new(0, 0, 80, 24);
+    st.on_fleet(store.fleet());
+    st
+}
+
+/// The selected card's drain plan with its step repeated to `steps` (the dialog closed).
+fn drain_plan(st: &mut UiState, store: &Store, steps: usize) -> Plan {
+    press(st, store, &[KeyCode::Char('d')], &mut Vec::new());
+    let Some(Modal::Confirm { plan, .. }) = st.modal.take() else { panic!("a confirmation") };
+    let mut p = plan.as_ref().clone();
+    p.steps = (0..steps).map(|_| p.steps[0].clone()).collect();
+    p
+}
+
 /// A plan longer than the dialog (an NVML repartition of seven instances has 22 steps) scrolls;
 /// it confirms only once every step has been on screen.
 #[test]
 fn a_long_plan_confirms_only_after_every_step_was_shown() {
     let store = store();
-    let mut st = ui();
-    st.screen = ratatui::layout::Rect::new(0, 0, 80, 24);
-    st.on_fleet(store.fleet());
-    let mut executed = Vec::new();
-    press(&mut st, &store, &[KeyCode::Char('d')], &mut executed);
-    let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("a confirmation") };
-    let mut p = plan.as_ref().clone();
-    let one = p.steps[0].clone();
-    p.steps = (0..22).map(|_| one.clone()).collect();
-    st.modal = Some(confirm(p));
+    let (mut st, mut executed) = (at_80x24(&store), Vec::new());
+    st.modal = Some(confirm(drain_plan(&mut st, &store, 22)));
     press(&mut st, &store, &[KeyCode::Char('y'), KeyCode::Enter], &mut executed);
     assert!(executed.is_empty(), "the last steps were never shown");
     let mut downs = 0;
@@ -149,15 +158,8 @@ fn a_long_plan_confirms_only_after_every_step_was_shown() {
 #[test]
 fn keys_typed_ahead_do_not_read_the_plan() {
     let store = store();
-    let mut st = ui();
-    st.screen = ratatui::layout::Rect::new(0, 0, 80, 24);
-    st.on_fleet(store.fleet());
-    let mut executed = Vec::new();
-    press(&mut st, &store, &[KeyCode::Char('d')], &mut executed);
-    let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("a confirmation") };
-    let mut p = plan.as_ref().clone();
-    p.steps = (0..22).map(|_| p.steps[0].clone()).collect();
-    st.modal = Some(confirm(p));
+    let (mut st, mut executed) = (at_80x24(&store), Vec::new());
+    st.modal = Some(confirm(drain_plan(&mut st, &store, 22)));
     drawn_now(&mut st);
     for k in [KeyCode::PageDown, KeyCode::PageDown, KeyCode::PageDown, KeyCode::Char('y')] {
         let e = on_key(&mut st, store.fleet(), key(k));
@@ -174,12 +176,8 @@ fn keys_typed_ahead_do_not_read_the_plan() {
 #[test]
 fn a_second_question_must_be_drawn_before_it_is_answered() {
     let store = store();
-    let mut st = ui();
-    st.on_fleet(store.fleet());
-    let mut executed = Vec::new();
-    press(&mut st, &store, &[KeyCode::Char('d')], &mut executed);
-    let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("a confirmation") };
-    let mut p = plan.as_ref().clone();
+    let (mut st, mut executed) = (at_80x24(&store), Vec::new());
+    let mut p = drain_plan(&mut st, &store, 1);
     p.destructive = true;
     p.second_confirmation = Some("it has not run its minimum: go on anyway?".into());
     st.modal = Some(confirm(p.clone()));
