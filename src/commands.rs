@@ -130,19 +130,14 @@ pub fn check_config(path: Option<&Path>, example: bool) -> Result<(), CmdError> 
         return out::print(&config::example());
     }
     let cfg = config::load(path)?;
+    let file = cfg.path.as_ref().map_or_else(|| "config".into(), |p| p.display().to_string());
     // Everything the console would refuse later is refused here: the theme too.
-    crate::ui::theme::Theme::load(cfg.theme.as_deref(), crate::ui::theme::Depth::TrueColor, false).map_err(|e| {
-        let file = cfg.path.as_ref().map_or_else(|| "config".into(), |p| p.display().to_string());
-        CmdError::Usage(format!("{file}: theme: {e}"))
-    })?;
+    crate::ui::theme::Theme::load(cfg.theme.as_deref(), crate::ui::theme::Depth::TrueColor, false)
+        .map_err(|e| CmdError::Usage(format!("{file}: theme: {e}")))?;
     // The files and variables the sources read at start: token and password files, the CA
     // file, credentials over plain http (the Slurm JWT too); as the engine would refuse them.
-    crate::engine::check_slurm_rest(&cfg.slurm).map_err(|e| {
-        let file = cfg.path.as_ref().map_or_else(|| "config".into(), |p| p.display().to_string());
-        CmdError::Usage(format!("{file}: {e}"))
-    })?;
+    crate::engine::check_slurm_rest(&cfg.slurm).map_err(|e| CmdError::Usage(format!("{file}: {e}")))?;
     if crate::engine::uses_http(&cfg.sources) || cfg.sources.http.credentials.any() || !cfg.sources.auth.is_empty() {
-        let file = cfg.path.as_ref().map_or_else(|| "config".into(), |p| p.display().to_string());
         let prometheus = cfg.sources.prometheus.clone().or_else(|| {
             // Credentials for a Prometheus not configured here (given with --prometheus): the
             // checks of an https origin.

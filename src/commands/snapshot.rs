@@ -11,15 +11,7 @@ use crate::model::{Card, Fleet, Node, QueueSummary};
 /// The merged fleet after every source answered once (or the timeout passed), and whether
 /// any of it is simulated.
 pub fn collect_once(cfg: &Config) -> Result<(Fleet, bool), CmdError> {
-    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
-    rt.block_on(async {
-        let mut engine = crate::engine::Engine::start(cfg).map_err(CmdError::Usage)?;
-        for n in &engine.notes {
-            super::to_stderr(&format!("tessera: {n}"));
-        }
-        engine.first_answers().await;
-        Ok((engine.store.fleet().clone(), engine.store.simulated()))
-    })
+    collect_with_demand(cfg).map(|(fleet, simulated, _)| (fleet, simulated))
 }
 
 /// The same, with the demand by hour measured so far (kept by earlier runs, or the
