@@ -2,6 +2,7 @@
 //! holds the message contract (`Partial`, `SourceUpdate`, `SourceError`) and the backoff; the
 //! engine spawns the sources.
 
+mod allsmi;
 pub mod budget;
 pub mod dcgm;
 pub mod exposition;

@@ -133,8 +133,9 @@ fn checked(seen: &inputs::Seen) -> Result<(), TestCaseError> {
     inputs::check(seen).map_err(TestCaseError::fail)
 }
 
-/// dcgm-exporter lines from a grammar: DCGM fields with the labels the mapping reads, values
-/// from every corner (negative, huge, NaN, not numbers).
+/// dcgm-exporter and all-smi lines from a grammar: their fields with the labels the mapping
+/// reads (both exporters' labels on both, as a hostile endpoint might send), values from every
+/// corner (negative, huge, NaN, not numbers).
 fn exposition_doc() -> impl Strategy<Value = String> {
     let metric = prop::sample::select(vec![
         "DCGM_FI_DEV_FB_USED",
@@ -147,6 +148,16 @@ fn exposition_doc() -> impl Strategy<Value = String> {
         "DCGM_FI_DEV_XID_ERRORS",
         "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
         "DCGM_FI_DEV_SM_CLOCK",
+        "all_smi_gpu_utilization",
+        "all_smi_gpu_memory_used_bytes",
+        "all_smi_gpu_memory_total_bytes",
+        "all_smi_gpu_temperature_celsius",
+        "all_smi_gpu_mig_mode",
+        "all_smi_gpu_info",
+        "all_smi_mig_instance_memory_used_bytes",
+        "all_smi_mig_instance_memory_total_bytes",
+        "all_smi_mig_instance_utilization_gpu",
+        "all_smi_cpu_utilization",
     ]);
     let value = prop::sample::select(vec![
         "0", "1", "-1", "100", "101", "0.5", "1.5", "80000", "81920", "1e12", "NaN", "+Inf", "-Inf", "x", "",
@@ -161,6 +172,13 @@ fn exposition_doc() -> impl Strategy<Value = String> {
         prop::sample::select(vec!["NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "Tesla T4", ""])
             .prop_map(|m| format!("modelName=\"{m}\"")),
         prop::sample::select(vec!["p1", "p2", ""]).prop_map(|p| format!("pod=\"{p}\",namespace=\"ns\"")),
+        (0u8..12).prop_map(|g| format!("gpu_index=\"{g}\"")),
+        (0u8..4).prop_map(|u| format!("gpu_uuid=\"GPU-{u}\"")),
+        prop::sample::select(vec!["n1", "n2", ""]).prop_map(|h| format!("instance=\"{h}\", host=\"{h}\"")),
+        (0u8..20).prop_map(|i| format!("gpu_instance_id=\"{i}\"")),
+        prop::sample::select(vec!["1g.10gb", "3g.40gb", "NVIDIA A100-SXM4-80GB MIG 1g.10gb", ""])
+            .prop_map(|p| format!("mig_profile=\"{p}\"")),
+        prop::sample::select(vec!["0", "1", "x"]).prop_map(|m| format!("mig_mode_current=\"{m}\"")),
     ];
     let line = (metric, proptest::collection::vec(label, 0..6), value)
         .prop_map(|(m, ls, v)| format!("{m}{{{}}} {v}", ls.join(",")));
@@ -343,6 +361,7 @@ proptest! {
     fn exposition_mutated(i in any::<prop::sample::Index>(), ops in ops()) {
         let all = cached(0, || {
             let mut all = fixtures("dcgm", &[".prom"]);
+            all.extend(fixtures("allsmi", &[".prom"]));
             all.extend(fixtures("exposition", &[".prom", ".txt"]).into_iter().filter(|f| !f.is_empty()));
             all
         });

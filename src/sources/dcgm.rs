@@ -1,4 +1,4 @@
-//! dcgm-exporter metrics mapped into the model.
+//! dcgm-exporter metrics (and all-smi's, see [`super::allsmi`]) mapped into the model.
 //!
 //! [`map`] turns one scrape (or several concatenated) into nodes, cards and MIG instances,
 //! plus the pods and HPC jobs the exporter names on each card or instance ([`Holder`]). It is
@@ -54,6 +54,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
+use super::allsmi;
 use super::exposition::{self, Sample};
 use crate::model::{Card, MigInstance, Node};
 
@@ -105,7 +106,7 @@ const FP64_BLANK: f64 = 140_737_488_355_328.0;
 
 /// The fields tessera reads, each a slot per card or GPU instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Field {
+pub(super) enum Field {
     GpuUtil,
     GrActive,
     FbUsed,
@@ -120,9 +121,11 @@ enum Field {
     Xid,
     EccDbe,
     RemappedRows,
+    /// A MIG instance's activity as a percentage (all-smi's instance rows).
+    InstUtil,
 }
 
-const FIELDS: usize = 14;
+const FIELDS: usize = 15;
 
 /// The field a metric name feeds: current names and the 1.x compatibility names.
 fn field(name: &str) -> Option<Field> {
@@ -196,6 +199,8 @@ struct CardAcc<'a> {
     vgpus: Vec<Cow<'a, str>>,
     /// More distinct `vgpu` labels than are kept: the count is unknown.
     vgpu_overflow: bool,
+    /// The MIG mode an all-smi row states (dcgm-exporter says it only through instances).
+    mig_mode: Option<bool>,
 }
 
 /// The most `vgpu` replicas kept per card: a hostile scrape cannot grow memory without bound.
@@ -261,6 +266,21 @@ impl<'a> Labels<'a> {
         l
     }
 
+    /// An all-smi row's labels in dcgm-exporter's slots, and its `mig_mode_current`.
+    fn from_all_smi(labels: Vec<(&'a str, Cow<'a, str>)>) -> (Self, Option<Cow<'a, str>>) {
+        let a = allsmi::Labels::read(labels);
+        let l = Labels {
+            gpu: a.gpu,
+            uuid: a.uuid,
+            model: a.model,
+            host: a.host,
+            gi: a.gi,
+            profile: a.profile,
+            ..Labels::default()
+        };
+        (l, a.mig_mode)
+    }
+
     fn gpu_index(&self) -> Option<u32> {
         let from_gpu = self.gpu.as_deref().and_then(|g| g.trim().parse().ok());
         from_gpu.or_else(|| self.device.as_deref()?.trim().strip_prefix("nvidia")?.parse().ok())
@@ -293,11 +313,24 @@ impl<'a> Acc<'a> {
     fn add(&mut self, s: Sample<'a>, fixed: bool) {
         let name = s.name;
         let value = s.value;
-        let l = Labels::read(s.labels);
+        let all_smi = allsmi::is_all_smi(name);
+        if all_smi && !allsmi::is_card_family(name) {
+            // The host's own rows (CPU, memory, disk, processes): nothing about a card.
+            return;
+        }
+        let (l, mig_label) = if all_smi { Labels::from_all_smi(s.labels) } else { (Labels::read(s.labels), None) };
         let Some(gpu) = l.gpu_index() else {
             self.stats.unknown_gpu += 1;
             return;
         };
+        if all_smi
+            && allsmi::is_instance_family(name)
+            && l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok()).is_none()
+        {
+            // An instance row with no GPU instance id cannot be placed on its card.
+            self.stats.unknown_gpu += 1;
+            return;
+        }
         let node: Cow<'a, str> =
             if fixed { Cow::Borrowed("") } else { l.host.clone().unwrap_or(Cow::Borrowed("unknown")) };
         let cards = &mut self.cards;
@@ -329,6 +362,7 @@ impl<'a> Acc<'a> {
                 instances: Vec::new(),
                 vgpus: Vec::new(),
                 vgpu_overflow: false,
+                mig_mode: None,
             });
             same.push(cards.len() - 1);
             if l.uuid.is_none() {
@@ -346,6 +380,9 @@ impl<'a> Acc<'a> {
         fill(&mut card.uuid, l.uuid);
         fill(&mut card.model, l.model);
         fill(&mut card.pci, l.pci);
+        if all_smi && card.mig_mode.is_none() {
+            card.mig_mode = allsmi::mig_mode(name, value, mig_label.as_deref());
+        }
         let has_holder = l.pod.is_some() || l.exported_pod.is_some();
         if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
             && !card.vgpus.contains(&v)
@@ -400,19 +437,30 @@ impl<'a> Acc<'a> {
             }
         };
 
-        if value >= INT64_BLANK && value.is_finite() {
-            self.stats.blank_sentinels += 1;
-            return;
-        }
-        let Some(f) = field(name) else { return };
-        if !value.is_finite() {
-            self.stats.non_finite += 1;
-            return;
-        }
-        if value >= FP64_BLANK {
-            self.stats.blank_sentinels += 1;
-            return;
-        }
+        let (f, value) = if all_smi {
+            let Some((f, factor)) = allsmi::field(name) else { return };
+            if !value.is_finite() {
+                self.stats.non_finite += 1;
+                return;
+            }
+            let Some(v) = allsmi::value(f, value, factor) else { return };
+            (f, v)
+        } else {
+            if value >= INT64_BLANK && value.is_finite() {
+                self.stats.blank_sentinels += 1;
+                return;
+            }
+            let Some(f) = field(name) else { return };
+            if !value.is_finite() {
+                self.stats.non_finite += 1;
+                return;
+            }
+            if value >= FP64_BLANK {
+                self.stats.blank_sentinels += 1;
+                return;
+            }
+            (f, value)
+        };
         match &mut slots.vals[f as usize] {
             Some((_, first)) => {
                 if *first == holder {
@@ -539,7 +587,11 @@ fn card(c: CardAcc) -> Card {
                     size,
                     memory_used_mib: used,
                     memory_total_mib: total,
-                    utilization_pct: i.slots.get(Field::GrActive).and_then(|r| pct(r * 100.0)),
+                    utilization_pct: i
+                        .slots
+                        .get(Field::InstUtil)
+                        .and_then(pct)
+                        .or_else(|| i.slots.get(Field::GrActive).and_then(|r| pct(r * 100.0))),
                     ..MigInstance::default()
                 }
             })
@@ -551,6 +603,12 @@ fn card(c: CardAcc) -> Card {
         if sum.is_some() {
             card.memory_used_mib = sum;
         }
+    }
+    if card.mig.instances.is_empty() && c.mig_mode == Some(true) {
+        // all-smi says MIG is on and lists no instances: they are unknown, not absent.
+        card.mig.enabled = true;
+        card.mig.placements = crate::model::Placements::Unknown;
+        card.mig.error = Some(allsmi::NO_INSTANCES.into());
     }
     if !c.vgpus.is_empty() {
         // Past the bound the count is not known: unknown, not 256.

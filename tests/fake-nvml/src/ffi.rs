@@ -9,6 +9,7 @@ mod events;
 mod gpm;
 mod instances;
 mod mig;
+mod monitor;
 
 use std::ffi::{CStr, c_char, c_uint};
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -61,6 +61,9 @@ pub struct CardSpec {
     pub mem_clock_mhz: u32,
     #[serde(default)]
     pub ecc_volatile_uncorrected: u64,
+    /// Fan speed in percent; absent: no fan (NOT_SUPPORTED, as passively cooled cards).
+    #[serde(default)]
+    pub fan_speed_pct: Option<u32>,
     /// "default" | "exclusive_process" | "prohibited".
     #[serde(default = "default_compute_mode")]
     pub compute_mode: String,

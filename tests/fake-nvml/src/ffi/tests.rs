@@ -16,6 +16,7 @@ use super::events::*;
 use super::gpm::*;
 use super::instances::*;
 use super::mig::*;
+use super::monitor::*;
 use super::*;
 
 #[test]
@@ -108,6 +109,51 @@ fn the_c_api_end_to_end() {
         n = 6;
         assert_eq!(nvmlDeviceGetComputeRunningProcesses_v3(dev, &mut n, procs.as_mut_ptr()), SUCCESS);
         assert_eq!((n, procs[0].pid, procs[0].usedGpuMemory, procs[0].gpuInstanceId), (1, 4242, 3 << 20, 1));
+
+        // What monitors call beyond tessera (nvitop's list): the versioned list, the same protocol.
+        let mut list: b::nvmlProcessDetailList_t = zeroed();
+        assert_eq!(
+            nvmlDeviceGetRunningProcessDetailList(dev, &mut list),
+            b::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+        );
+        list.version = (size_of::<b::nvmlProcessDetailList_t>() as u32) | (1 << 24);
+        assert_eq!(nvmlDeviceGetRunningProcessDetailList(dev, &mut list), INSUFFICIENT_SIZE);
+        assert_eq!(list.numProcArrayEntries, 1);
+        let mut details: [b::nvmlProcessDetail_v1_t; 1] = zeroed();
+        list.procArray = details.as_mut_ptr();
+        assert_eq!(nvmlDeviceGetRunningProcessDetailList(dev, &mut list), SUCCESS);
+        assert_eq!((details[0].pid, details[0].usedGpuMemory), (4242, 3 << 20));
+        list.mode = 1;
+        assert_eq!(nvmlDeviceGetRunningProcessDetailList(dev, &mut list), SUCCESS);
+        assert_eq!(list.numProcArrayEntries, 0, "no graphics processes");
+        let mut temp: b::nvmlTemperature_t = zeroed();
+        assert_eq!(nvmlDeviceGetTemperatureV(dev, &mut temp), b::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+        temp.version = (size_of::<b::nvmlTemperature_t>() as u32) | (1 << 24);
+        assert_eq!(nvmlDeviceGetTemperatureV(dev, &mut temp), SUCCESS);
+        let mut t: c_uint = 0;
+        assert_eq!(nvmlDeviceGetTemperature(dev, b::nvmlTemperatureSensors_enum_NVML_TEMPERATURE_GPU, &mut t), SUCCESS);
+        assert_eq!(temp.temperature as c_uint, t);
+        let mut fan: c_uint = 0;
+        assert_eq!(nvmlDeviceGetFanSpeed(dev, &mut fan), b::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED, "no fan");
+        let mut pstate = 99;
+        assert_eq!(nvmlDeviceGetPerformanceState(dev, &mut pstate), SUCCESS);
+        assert_eq!(pstate, b::nvmlPStates_enum_NVML_PSTATE_0, "a process runs");
+        let mut cuda = 0;
+        assert_eq!(nvmlSystemGetCudaDriverVersion(&mut cuda), SUCCESS);
+        assert_eq!(cuda, 12_040);
+        let (mut enc, mut period) = (9, 0);
+        assert_eq!(nvmlDeviceGetEncoderUtilization(dev, &mut enc, &mut period), SUCCESS);
+        assert_eq!((enc, period), (0, 167_000));
+        let mut samples_n: c_uint = 0;
+        assert_eq!(
+            nvmlDeviceGetProcessUtilization(dev, null_mut(), &mut samples_n, 0),
+            b::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
+            "not on a MIG card"
+        );
+        assert_eq!(
+            nvmlDeviceGetDriverModel_v2(dev, null_mut(), null_mut()),
+            b::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED
+        );
 
         // MIG devices.
         let (mut current, mut pending, mut max) = (0, 0, 0);

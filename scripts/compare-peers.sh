@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# tessera beside its peers on the same work, one after another in one run, and the table.
+#
+# Each console runs alone in a detached 160x48 tmux pane at a 1 s refresh; after a warm-up
+# the script reads the CPU ticks (utime + stime) and the resident memory of the console's
+# process tree from /proc over the measuring window. The load (the fake NVML, all-smi's mock
+# server) is not counted.
+#
+#   scripts/compare-peers.sh [SECONDS] [WARMUP]        (default 60 and 5)
+#
+# Needs: a release build (`cargo build --release --workspace`: tessera and the fake NVML),
+# tmux, bc; the peers on PATH, each row skipped with the reason where one is missing:
+#   nvitop 1.7.2:   pip install nvitop==1.7.2
+#   all-smi 0.25.0: apt-get install protobuf-compiler libprotobuf-dev libdrm-dev cmake
+#                   cargo install all-smi --version 0.25.0 --features mock   (Rust >= 1.96)
+# Not run by CI: the peers take minutes to install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+secs="${1:-60}"
+warm="${2:-5}"
+tessera="$PWD/target/release/tessera"
+fake="$PWD/target/release/libfake_nvml.so"
+scenario="$PWD/tests/fixtures/nvml/h100x8.json"
+work="$(mktemp -d)"
+sock="peers-$$"
+mock_pid=""
+
+cleanup() {
+  tmux -L "$sock" kill-server 2>/dev/null || true
+  [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+for f in "$tessera" "$fake"; do
+  [ -e "$f" ] || { echo "missing $f: run cargo build --release --workspace" >&2; exit 2; }
+done
+command -v tmux >/dev/null || { echo "tmux is needed" >&2; exit 2; }
+
+# The fake library under the name the peers load (nvidia-ml-py and nvml-wrapper dlopen
+# libnvidia-ml.so.1).
+mkdir -p "$work/lib"
+ln -s "$fake" "$work/lib/libnvidia-ml.so.1"
+ln -s "$fake" "$work/lib/libnvidia-ml.so"
+
+tck=$(getconf CLK_TCK)
+
+# The pane's process and its descendants.
+tree() {
+  local p=$1
+  echo "$p"
+  for c in $(pgrep -P "$p" 2>/dev/null); do tree "$c"; done
+}
+
+ticks() {
+  local t=0
+  for p in $(tree "$1"); do
+    [ -r "/proc/$p/stat" ] || continue
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "$t"
+}
+
+rss_kib() {
+  local r=0
+  for p in $(tree "$1"); do
+    [ -r "/proc/$p/status" ] || continue
+    r=$((r + $(awk '/^VmRSS/ {print $2}' "/proc/$p/status")))
+  done
+  echo "$r"
+}
+
+# measure NAME ENV... -- COMMAND...: prints "cpu% rss_MB" of the console over the window,
+# or "failed" when it did not keep running.
+measure() {
+  local cmd
+  cmd=$(printf '%q ' "$@")
+  tmux -L "$sock" kill-server 2>/dev/null || true
+  tmux -L "$sock" -f /dev/null new-session -d -s m -x 160 -y 48 "exec env $cmd 2>$work/stderr"
+  sleep "$warm"
+  local pid
+  pid=$(tmux -L "$sock" display -p -t m '#{pane_pid}' 2>/dev/null) || { echo "failed"; return; }
+  [ -d "/proc/$pid" ] || { echo "failed"; return; }
+  local t0 w0 t1 w1 peak=0 r
+  t0=$(ticks "$pid"); w0=$(date +%s.%N)
+  for _ in $(seq "$secs"); do
+    sleep 1
+    r=$(rss_kib "$pid")
+    [ "$r" -gt "$peak" ] && peak=$r
+  done
+  t1=$(ticks "$pid"); w1=$(date +%s.%N)
+  if ! [ -d "/proc/$pid" ]; then echo "failed"; return; fi
+  tmux -L "$sock" kill-server 2>/dev/null || true
+  local cpu
+  cpu=$(echo "scale=4; ($t1 - $t0) * 100 / $tck / ($w1 - $w0)" | bc -l)
+  printf '%.2f %.1f\n' "$cpu" "$(echo "$peak / 1000" | bc -l)"
+}
+
+mock() { # mock PORTS: all-smi's mock server on 127.0.0.1, one 8-GPU node per port
+  [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null && wait "$mock_pid" 2>/dev/null || true
+  (cd "$work" && exec all-smi-mock-server --port-range "$1" -o "$work/hosts.csv" >"$work/mock.log" 2>&1) &
+  mock_pid=$!
+  sleep 2
+}
+
+bytes() { # bytes URL: the size of one answer
+  curl -s "$1" | wc -c
+}
+
+rows=()
+row() { rows+=("$1"); }
+cell() { # cell RESULT: "cpu % / MB" or the reason
+  case "$1" in
+    failed) echo "did not keep running" ;;
+    skip:*) echo "${1#skip:}" ;;
+    *) set -- $1; echo "$1 % / $2 MB" ;;
+  esac
+}
+ratio() { # ratio TESSERA PEER: how many times less CPU tessera used
+  case "$1 $2" in
+    *failed*|*skip:*) echo "—" ;;
+    *) set -- $1 $2; echo "$(echo "scale=1; $3 / $1" | bc -l)× less CPU, $(echo "scale=2; $2 / $4" | bc -l)× memory" ;;
+  esac
+}
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+echo "compare-peers: ${secs}s windows after ${warm}s warm-up, 160x48, 1 s refresh; $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)" >&2
+
+# 1. 8 GPUs through the fake libnvidia-ml.
+echo "8 GPUs, fake NVML ..." >&2
+t=$(measure FAKE_NVML_SCENARIO="$scenario" XDG_CONFIG_HOME=/nonexistent "$tessera" --nvml="$work/lib/libnvidia-ml.so.1" --refresh 1s)
+if have nvitop; then
+  p=$(measure FAKE_NVML_SCENARIO="$scenario" LD_LIBRARY_PATH="$work/lib" nvitop --interval 1)
+else
+  p="skip:nvitop not installed"
+fi
+row "| 8 GPUs through the fake libnvidia-ml | $(cell "$t") | nvitop 1.7.2: $(cell "$p") | $(ratio "$t" "$p") |"
+
+# 2 and 3. all-smi's own mock endpoints, one and 64.
+if have all-smi && have all-smi-mock-server; then
+  for spec in "1 10001" "64 10001-10064"; do
+    set -- $spec
+    n=$1 ports=$2
+    echo "$((n * 8)) GPUs, $n all-smi endpoint(s) ..." >&2
+    mock "$ports"
+    size=$(bytes http://127.0.0.1:10001/metrics)
+    cfg="$work/tessera-$n.toml"
+    {
+      echo '[sources]'
+      echo 'scrape_node = "label"'
+      printf 'scrape = ['
+      sed 's|^|"http://|; s|$|/metrics",|' "$work/hosts.csv" | tr -d '\n' | sed 's/,$//'
+      echo ']'
+    } >"$cfg"
+    t=$(measure XDG_CONFIG_HOME=/nonexistent "$tessera" --config "$cfg" --refresh 1s)
+    p=$(measure SUPPRESS_LOCALHOST_WARNING=1 all-smi view --hostfile "$work/hosts.csv" --interval 1)
+    row "| $((n * 8)) GPUs, $n all-smi mock endpoint(s) ($((size / 1024)) KB each) | $(cell "$t") | all-smi 0.25 view: $(cell "$p") | $(ratio "$t" "$p") |"
+  done
+  kill "$mock_pid" 2>/dev/null || true
+  mock_pid=""
+else
+  row "| 8 and 512 GPUs on all-smi's mock endpoints | — | all-smi not installed (cargo install all-smi --version 0.25.0 --features mock) | — |"
+fi
+
+# 4 and 5. The simulated cluster at scale (no peer simulates one).
+for size in 512x8 4096x8; do
+  echo "simulated $size ..." >&2
+  t=$(measure XDG_CONFIG_HOME=/nonexistent "$tessera" --demo --demo-size "$size" --refresh 1s)
+  n=${size%x*} g=${size#*x}
+  row "| simulated $((n * g)) cards (--demo-size $size) | $(cell "$t") | — | — |"
+done
+
+echo
+echo "| work | tessera | peer | ratio |"
+echo "|---|---|---|---|"
+printf '%s\n' "${rows[@]}"

@@ -1,0 +1,126 @@
+//! all-smi's exposition read as a dialect of the dcgm-exporter mapping.
+//!
+//! Sites that run `all-smi api` on their nodes can point `--scrape` at those endpoints: the
+//! same mapper reads both exporters, sample by sample (a name starting `all_smi_` is read by
+//! these rules, any other by dcgm-exporter's). Names, labels and units are all-smi 0.25.0's
+//! (github.com/lablup/all-smi, tag v0.25.0: `src/api/metrics/gpu.rs`, `mig.rs`,
+//! `src/device/readers/nvidia.rs`, and the mock server's `src/mock/templates/`):
+//!
+//! * Only the card families are read: `all_smi_gpu_*` and `all_smi_mig_instance_*`. The
+//!   host's rows (CPU, memory, swap, disk, chassis, energy, processes) are skipped silently.
+//! * A card is the `instance` label (the host name; MIG rows also carry `host`) and
+//!   `gpu_index`; `gpu_uuid` and `gpu` (the model name, e.g. `NVIDIA H100 80GB HBM3`)
+//!   describe it.
+//! * `all_smi_gpu_utilization` is a percentage; memory is in **bytes** (shown in MiB);
+//!   power and its current limit in watts; temperature in °C, where all-smi writes 0 when
+//!   the read failed, so 0 °C is unknown, not a number.
+//! * `all_smi_gpu_frequency_mhz` is the graphics clock: not read (the model's clock is the
+//!   SM clock; one is not shown as the other).
+//! * MIG mode: `all_smi_gpu_mig_mode` (1 or 0; the mock server sends it) or the
+//!   `mig_mode_current` label of `all_smi_gpu_info` (what `all-smi api` sends). Instances come
+//!   from `all_smi_mig_instance_*` rows: `gpu_instance_id` is the GPU instance id,
+//!   `mig_profile` its profile, memory used and total in bytes, `utilization_gpu` a
+//!   percentage. A row without a usable `gpu_instance_id` cannot be placed and is counted as
+//!   a series without a usable id. `all-smi api` 0.25 never fills its MIG rows (its collection
+//!   loop leaves them empty), so a card it calls MIG-enabled has **unknown** instances: the
+//!   card says so instead of showing a MIG card with nothing on it.
+//! * all-smi's rows name no pod or job: holders come from a scheduler source.
+
+use std::borrow::Cow;
+
+use super::dcgm::Field;
+
+/// Bytes to MiB.
+const MIB: f64 = 1.0 / 1_048_576.0;
+
+/// Whether the sample is one of all-smi's (read by these rules).
+pub(super) fn is_all_smi(name: &str) -> bool {
+    name.starts_with("all_smi_")
+}
+
+/// Whether the family describes a card or a MIG instance (the rest are the host's).
+pub(super) fn is_card_family(name: &str) -> bool {
+    name.starts_with("all_smi_gpu_") || is_instance_family(name)
+}
+
+/// Whether the family is a MIG instance's.
+pub(super) fn is_instance_family(name: &str) -> bool {
+    name.starts_with("all_smi_mig_instance_")
+}
+
+/// The field a family feeds and the factor to the model's unit.
+pub(super) fn field(name: &str) -> Option<(Field, f64)> {
+    Some(match name {
+        "all_smi_gpu_utilization" => (Field::GpuUtil, 1.0),
+        "all_smi_gpu_memory_used_bytes" | "all_smi_mig_instance_memory_used_bytes" => (Field::FbUsed, MIB),
+        "all_smi_gpu_memory_total_bytes" | "all_smi_mig_instance_memory_total_bytes" => (Field::FbTotal, MIB),
+        "all_smi_gpu_temperature_celsius" => (Field::Temp, 1.0),
+        "all_smi_gpu_power_consumption_watts" => (Field::Power, 1.0),
+        "all_smi_gpu_power_limit_current_watts" => (Field::PowerLimit, 1.0),
+        "all_smi_mig_instance_utilization_gpu" => (Field::InstUtil, 1.0),
+        _ => return None,
+    })
+}
+
+/// A value in the model's unit, or `None` where all-smi's value means "not read".
+pub(super) fn value(f: Field, v: f64, factor: f64) -> Option<f64> {
+    if f == Field::Temp && v == 0.0 {
+        return None;
+    }
+    Some(v * factor)
+}
+
+/// The MIG mode a sample states, if it states one.
+pub(super) fn mig_mode(name: &str, value: f64, mig_mode_label: Option<&str>) -> Option<bool> {
+    match name {
+        "all_smi_gpu_mig_mode" => Some(value >= 0.5),
+        "all_smi_gpu_info" => match mig_mode_label?.trim() {
+            "1" | "Enabled" | "enabled" => Some(true),
+            "0" | "Disabled" | "disabled" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The labels of an all-smi row, by the slot of dcgm-exporter's they stand for.
+#[derive(Default)]
+pub(super) struct Labels<'a> {
+    pub gpu: Option<Cow<'a, str>>,
+    pub uuid: Option<Cow<'a, str>>,
+    pub model: Option<Cow<'a, str>>,
+    pub host: Option<Cow<'a, str>>,
+    pub gi: Option<Cow<'a, str>>,
+    pub profile: Option<Cow<'a, str>>,
+    pub mig_mode: Option<Cow<'a, str>>,
+}
+
+impl<'a> Labels<'a> {
+    pub(super) fn read(labels: Vec<(&'a str, Cow<'a, str>)>) -> Self {
+        let mut l = Labels::default();
+        for (k, v) in labels {
+            let slot = match k {
+                "gpu_index" => &mut l.gpu,
+                "gpu_uuid" => &mut l.uuid,
+                "gpu" => &mut l.model,
+                "instance" | "host" => &mut l.host,
+                "gpu_instance_id" => &mut l.gi,
+                "mig_profile" => &mut l.profile,
+                "mig_mode_current" => &mut l.mig_mode,
+                _ => continue,
+            };
+            if slot.is_none() && !v.trim().is_empty() {
+                *slot = Some(v);
+            }
+        }
+        l
+    }
+}
+
+/// What the card says when all-smi calls it MIG-enabled and sends no instance rows.
+pub(super) const NO_INSTANCES: &str =
+    "all-smi reports MIG mode on but exports no MIG instances (all-smi api 0.25 leaves them out): instances unknown";
+
+#[cfg(test)]
+#[path = "allsmi_tests.rs"]
+mod tests;
