@@ -100,6 +100,36 @@ fn benches(c: &mut Criterion) {
         served.served.len(),
         served.served_now.len()
     );
+    big(c, t);
+}
+
+/// 32,768 cards (`--demo-size 4096x8`): the simulator's start, one of its five-second steps
+/// with the snapshot sent after it, one merge of that snapshot, one advice.
+fn big(c: &mut Criterion, t: chrono::DateTime<Utc>) {
+    let began = std::time::Instant::now();
+    let mut sim = Sim::new(SimConfig { size: Some((4096, 8)), ..SimConfig::new(1, t) });
+    eprintln!("sim start, 32768 cards (populate + an hour of warm-up steps): {:?}", began.elapsed());
+    c.bench_function("sim_32768_cards_step_and_snapshot", |b| {
+        b.iter(|| {
+            sim.advance(Duration::from_secs(5));
+            black_box(sim.snapshot())
+        })
+    });
+    let mut store = tessera::store::Store::new();
+    store.register("sim", tessera::model::SourceKind::Simulated, Duration::from_secs(1));
+    let update = tessera::sources::SourceUpdate {
+        source: "sim".into(),
+        kind: tessera::model::SourceKind::Simulated,
+        at: t,
+        result: Ok(sim.snapshot()),
+    };
+    c.bench_function("store_apply_32768_cards", |b| {
+        b.iter_batched(|| update.clone(), |u| store.apply(u, t), criterion::BatchSize::LargeInput)
+    });
+    store.apply(update.clone(), t);
+    let cfg = tessera::config::Config::default();
+    let cx = tessera::advisor::Context::new(&cfg, t);
+    c.bench_function("advise_32768_cards", |b| b.iter(|| tessera::advisor::advise(black_box(store.fleet()), &cx)));
 }
 
 criterion_group!(model, benches);

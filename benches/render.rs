@@ -32,7 +32,11 @@ fn setup(size: Option<(u32, u32)>) -> (Sim, Store, UiState) {
 
 fn frame(c: &mut Criterion) {
     let theme = Theme::load(None, Depth::TrueColor, false).unwrap_or_else(|e| panic!("{e}"));
-    for (name, size) in [("fleet_frame_160x48_32_cards", None), ("fleet_frame_160x48_4096_cards", Some((512, 8)))] {
+    for (name, size) in [
+        ("fleet_frame_160x48_32_cards", None),
+        ("fleet_frame_160x48_4096_cards", Some((512, 8))),
+        ("fleet_frame_160x48_32768_cards", Some((4096, 8))),
+    ] {
         let (_, store, st) = setup(size);
         let mut term = Terminal::new(TestBackend::new(160, 48)).unwrap_or_else(|e| panic!("{e}"));
         c.bench_function(name, |b| {
@@ -43,13 +47,15 @@ fn frame(c: &mut Criterion) {
             })
         });
     }
-    let (_, store, mut st) = setup(Some((512, 8)));
-    c.bench_function("filter_and_sort_4096_cards", |b| {
-        b.iter(|| {
-            st.set_filter("h100 util>50".into(), store.fleet());
-            st.apply(tessera::ui::keymap::Intent::Sort, store.fleet());
-        })
-    });
+    for (name, size) in [("filter_and_sort_4096_cards", (512, 8)), ("filter_and_sort_32768_cards", (4096, 8))] {
+        let (_, store, mut st) = setup(Some(size));
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                st.set_filter("h100 util>50".into(), store.fleet());
+                st.apply(tessera::ui::keymap::Intent::Sort, store.fleet());
+            })
+        });
+    }
 }
 
 /// Counts what a crossterm backend would write to the terminal.

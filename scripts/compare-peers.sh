@@ -2,14 +2,15 @@
 # tessera beside its peers on the same work, one after another in one run, and the table.
 #
 # Each console runs alone in a detached 160x48 tmux pane at a 1 s refresh; after a warm-up
-# the script reads the CPU ticks (utime + stime) and the resident memory of the console's
-# process tree from /proc over the measuring window. The load (the fake NVML, all-smi's mock
-# server) is not counted.
+# the script reads the CPU ticks (utime + stime, and the reaped children's) and the resident
+# memory (MiB) of the console's process tree from /proc over the measuring window. all-smi's
+# mock server is not counted; the fake NVML is a library inside the console's process, so its
+# cost counts, for tessera and nvitop alike.
 #
 #   scripts/compare-peers.sh [SECONDS] [WARMUP]        (default 60 and 5)
 #
 # Needs: a release build (`cargo build --release --workspace`: tessera and the fake NVML),
-# tmux, bc; the peers on PATH, each row skipped with the reason where one is missing:
+# tmux, bc, curl; the peers on PATH, each row skipped with the reason where one is missing:
 #   nvitop 1.7.2:   pip install nvitop==1.7.2
 #   all-smi 0.25.0: apt-get install protobuf-compiler libprotobuf-dev libdrm-dev cmake
 #                   cargo install all-smi --version 0.25.0 --features mock   (Rust >= 1.96)
@@ -57,7 +58,8 @@ ticks() {
   local t=0
   for p in $(tree "$1"); do
     [ -r "/proc/$p/stat" ] || continue
-    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+    # The fields after the command's closing parenthesis: utime, stime, cutime, cstime.
+    t=$((t + $(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{v = $12 + $13 + $14 + $15} END {print v + 0}')))
   done
   echo "$t"
 }
@@ -66,13 +68,13 @@ rss_kib() {
   local r=0
   for p in $(tree "$1"); do
     [ -r "/proc/$p/status" ] || continue
-    r=$((r + $(awk '/^VmRSS/ {print $2}' "/proc/$p/status")))
+    r=$((r + $(awk '/^VmRSS/ {v = $2} END {print v + 0}' "/proc/$p/status" 2>/dev/null)))
   done
   echo "$r"
 }
 
-# measure NAME ENV... -- COMMAND...: prints "cpu% rss_MB" of the console over the window,
-# or "failed" when it did not keep running.
+# measure [VAR=VALUE...] COMMAND...: prints "cpu% peak_rss_MiB" of the console over the
+# window, or "failed" when it did not keep running.
 measure() {
   local cmd
   cmd=$(printf '%q ' "$@")
@@ -94,18 +96,23 @@ measure() {
   tmux -L "$sock" kill-server 2>/dev/null || true
   local cpu
   cpu=$(echo "scale=4; ($t1 - $t0) * 100 / $tck / ($w1 - $w0)" | bc -l)
-  printf '%.2f %.1f\n' "$cpu" "$(echo "$peak / 1000" | bc -l)"
+  printf '%.3f %.1f\n' "$cpu" "$(echo "$peak / 1024" | bc -l)"
 }
 
 mock() { # mock PORTS: all-smi's mock server on 127.0.0.1, one 8-GPU node per port
   [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null && wait "$mock_pid" 2>/dev/null || true
   (cd "$work" && exec all-smi-mock-server --port-range "$1" -o "$work/hosts.csv" >"$work/mock.log" 2>&1) &
   mock_pid=$!
-  sleep 2
+  # Until its first and last ports answer (64 listeners take a moment).
+  local last=${1#*-}
+  for _ in $(seq 50); do
+    curl -sf -o /dev/null "http://127.0.0.1:${1%-*}/metrics" && curl -sf -o /dev/null "http://127.0.0.1:$last/metrics" && break
+    sleep 0.2
+  done
 }
 
 bytes() { # bytes URL: the size of one answer
-  curl -s "$1" | wc -c
+  { curl -s "$1" || true; } | wc -c
 }
 
 rows=()
@@ -114,13 +121,18 @@ cell() { # cell RESULT: "cpu % / MB" or the reason
   case "$1" in
     failed) echo "did not keep running" ;;
     skip:*) echo "${1#skip:}" ;;
-    *) set -- $1; echo "$1 % / $2 MB" ;;
+    *) set -- $1; echo "$1 % / $2 MiB" ;;
   esac
 }
 ratio() { # ratio TESSERA PEER: how many times less CPU tessera used
   case "$1 $2" in
     *failed*|*skip:*) echo "—" ;;
-    *) set -- $1 $2; echo "$(echo "scale=1; $3 / $1" | bc -l)× less CPU, $(echo "scale=2; $2 / $4" | bc -l)× memory" ;;
+    *) set -- $1 $2
+       if [ "$(echo "$1 > 0" | bc -l)" = 1 ]; then
+         printf '%.1f× less CPU, %.2f× the memory\n' "$(echo "$3 / $1" | bc -l)" "$(echo "$2 / $4" | bc -l)"
+       else
+         printf 'no CPU measured for tessera, %.2f× the memory\n' "$(echo "$2 / $4" | bc -l)"
+       fi ;;
   esac
 }
 

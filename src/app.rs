@@ -31,8 +31,13 @@ use terminal::{terminal_area, try_suspend};
 /// How often the schedule banner is made again (and when an action starts or ends).
 const BANNER_EVERY: Duration = Duration::from_secs(10);
 
-/// The most often source updates are merged and drawn.
+/// The most often source updates are merged and drawn: ten times a second, and at most
+/// twice a refresh (or once a second, for long refreshes) (64 exporters polled each second, each on its own clock, would otherwise
+/// merge and draw the whole fleet ten times a second for data that change once).
 const MERGE_EVERY: Duration = Duration::from_millis(100);
+/// The advisor waits this many times its last pass before the next, at most ADVICE_GAP_MAX.
+const ADVICE_SHARE: u32 = 20;
+const ADVICE_GAP_MAX: Duration = Duration::from_secs(10);
 
 /// The console; with `record`, it records what it shows while you watch.
 pub fn run(
@@ -110,8 +115,14 @@ async fn owner_loop(
     let mut hung_up = false;
     // The fleet changed since the advisor last ran.
     let mut advice_due = true;
+    // The advisor keeps to a twentieth of a core: after a pass that took d, the next waits
+    // at least 20 d (a second at 4,096 cards, several at 32,768).
+    let mut findings_due = true;
+    let mut advised_at: Option<std::time::Instant> = None;
+    let mut advice_gap = std::time::Duration::ZERO;
+    let merge_every = MERGE_EVERY.max((cfg.refresh / 2).min(Duration::from_secs(1)));
     let (mut merge_pending, mut merge_at, mut last_merge) =
-        (false, tokio::time::Instant::now(), tokio::time::Instant::now() - MERGE_EVERY);
+        (false, tokio::time::Instant::now(), tokio::time::Instant::now() - merge_every);
     loop {
         if dirty && lost.is_none() {
             if let Err(e) = draw(&mut terminal, &mut st, &store, &theme) {
@@ -206,17 +217,21 @@ async fn owner_loop(
                 if finished && (st.quit_after_action || hung_up) {
                     break;
                 }
+                // What was acted on is advised on again with the next merge, unpaced.
+                advised_at = None;
                 dirty = true;
             }
             Some(update) = updates.recv() => {
-                store.apply_deferred(update, Utc::now());
+                let mut changed = store.apply_deferred(update, Utc::now());
                 while let Ok(more) = updates.try_recv() {
-                    store.apply_deferred(more, Utc::now());
+                    changed |= store.apply_deferred(more, Utc::now());
                 }
+                // A source live again without new data shows at once; new data with the merge.
+                dirty |= store.take_health_changed();
                 // Merge at most ten times a second, however many exporters report.
-                if !merge_pending {
+                if changed && !merge_pending {
                     merge_pending = true;
-                    merge_at = tokio::time::Instant::now().max(last_merge + MERGE_EVERY);
+                    merge_at = tokio::time::Instant::now().max(last_merge + merge_every);
                 }
             }
             _ = tokio::time::sleep_until(merge_at), if merge_pending => {
@@ -224,7 +239,7 @@ async fn owner_loop(
                 st.on_fleet(store.fleet());
                 // A group change waiting for a card to empty or for its time looks again.
                 pump(&mut st, &store, &runner, &act_tx);
-                // The advisor takes ~26 ms at 4096 cards: at most once a second, on the clock.
+                // The advisor runs on the clock, paced by its own cost (ADVICE_SHARE).
                 advice_due = true;
                 merge_pending = false;
                 last_merge = tokio::time::Instant::now();
@@ -248,8 +263,16 @@ async fn owner_loop(
                     // Tried again at the next sample.
                     demand_saved = store.demand().last.or(Some(Utc::now()));
                 }
-                if std::mem::take(&mut advice_due) {
+                findings_due |= advice_due;
+                if findings_due && advised_at.is_none_or(|t| t.elapsed() >= advice_gap) {
+                    let began = std::time::Instant::now();
                     st.on_findings(advise(cfg, &store, &mut suggestions));
+                    advice_gap = (began.elapsed() * ADVICE_SHARE).min(ADVICE_GAP_MAX);
+                    advised_at = Some(began);
+                    findings_due = false;
+                    dirty = true;
+                }
+                if std::mem::take(&mut advice_due) {
                     if store.simulated() != schedules_for_sim {
                         schedules_for_sim = store.simulated();
                         schedules = crate::schedule::demo::effective(cfg, schedules_for_sim).map(|(s, _)| s);

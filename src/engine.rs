@@ -86,7 +86,9 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + COLLECT_TIMEOUT;
         while self.store.any_connecting() {
             match tokio::time::timeout_at(deadline, self.updates.recv()).await {
-                Ok(Some(update)) => self.store.apply_deferred(update, Utc::now()),
+                Ok(Some(update)) => {
+                    self.store.apply_deferred(update, Utc::now());
+                }
                 Ok(None) | Err(_) => break,
             }
         }

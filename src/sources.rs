@@ -35,6 +35,17 @@ pub struct Partial {
     /// Demand by hour a source measured before it started (the simulator's previous day),
     /// sent once: it seeds the store's.
     pub demand: Option<crate::model::demand::DemandHistory>,
+    /// Nothing changed since the source's previous update (the simulator between its
+    /// five-second steps): the update says only that the source is alive, and the store keeps
+    /// the data it has instead of merging the same fleet again.
+    pub unchanged: bool,
+}
+
+impl Partial {
+    /// An update that says the source is alive and its data are as last sent.
+    pub fn unchanged() -> Self {
+        Partial { unchanged: true, ..Partial::default() }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

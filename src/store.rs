@@ -24,6 +24,9 @@ pub const STALE_AFTER_INTERVALS: u32 = 3;
 struct Entry {
     status: SourceStatus,
     last: Option<Partial>,
+    /// `last`'s nodes and workloads were moved into the merged fleet (the only source): a
+    /// later merge without a newer update takes them back from there.
+    lent: bool,
     /// Wall-clock time of the last good update.
     last_ok: Option<DateTime<Utc>>,
 }
@@ -39,6 +42,9 @@ pub struct Store {
     seed: bool,
     /// Demand by hour of the day, sampled at rebuilds (the schedule suggestion's data).
     demand: crate::model::demand::DemandHistory,
+    /// An update that needed no merge turned a source live again (stale before): the screen
+    /// shows it without a merge.
+    health_changed: bool,
 }
 
 impl Store {
@@ -57,7 +63,7 @@ impl Store {
             reported: Reported::default(),
             queue: matches!(kind, SourceKind::Slurm | SourceKind::Kubernetes | SourceKind::Simulated),
         };
-        self.entries.push(Entry { status, last: None, last_ok: None });
+        self.entries.push(Entry { status, last: None, lent: false, last_ok: None });
         self.rebuild();
     }
 
@@ -81,7 +87,7 @@ impl Store {
             reported: Reported::default(),
             queue: matches!(kind, SourceKind::Slurm | SourceKind::Kubernetes | SourceKind::Simulated),
         };
-        self.entries.push(Entry { status, last: None, last_ok: None });
+        self.entries.push(Entry { status, last: None, lent: false, last_ok: None });
         self.rebuild();
     }
 
@@ -101,10 +107,22 @@ impl Store {
     }
 
     /// Apply without rebuilding the merged fleet: for a batch of updates, followed by one
-    /// `rebuild` (hundreds of exporters would otherwise rebuild it hundreds of times).
-    pub fn apply_deferred(&mut self, update: SourceUpdate, now: DateTime<Utc>) {
-        let Some(e) = self.entries.iter_mut().find(|e| e.status.name == update.source) else { return };
+    /// `rebuild` (hundreds of exporters would otherwise rebuild it hundreds of times). Returns
+    /// whether the merged fleet needs that rebuild: not for an update that says nothing
+    /// changed ([`Partial::unchanged`]) from a source whose data the store holds.
+    pub fn apply_deferred(&mut self, update: SourceUpdate, now: DateTime<Utc>) -> bool {
+        let Some(e) = self.entries.iter_mut().find(|e| e.status.name == update.source) else { return false };
         match update.result {
+            // "Unchanged" from a source that has sent nothing yet says nothing.
+            Ok(partial) if partial.unchanged && e.last.is_none() => return false,
+            Ok(partial) if partial.unchanged => {
+                self.health_changed |= !matches!(e.status.health, SourceHealth::Live { .. });
+                e.status.health = SourceHealth::Live { at: now };
+                e.last_ok = Some(now);
+                e.status.last_ok = Some(now);
+                self.fleet.sources = self.entries.iter().map(|e| e.status.clone()).collect();
+                return false;
+            }
             Ok(mut partial) => {
                 e.status.health = SourceHealth::Live { at: now };
                 e.status.note = partial.note.take();
@@ -132,6 +150,7 @@ impl Store {
                 let excess = self.fleet.events.len().saturating_sub(MAX_EVENTS);
                 self.fleet.events.drain(..excess);
                 e.last = Some(partial);
+                e.lent = false;
                 self.fleet.taken_at = Some(update.at);
             }
             Err(err) => {
@@ -142,9 +161,16 @@ impl Store {
                 // Stale data stays on screen marked stale; an unavailable source shows none.
                 if matches!(e.status.health, SourceHealth::Unavailable { .. }) {
                     e.last = None;
+                    e.lent = false;
                 }
             }
         }
+        true
+    }
+
+    /// Whether an update that needed no merge changed a source's health since the last call.
+    pub fn take_health_changed(&mut self) -> bool {
+        std::mem::take(&mut self.health_changed)
     }
 
     /// Mark sources that missed three intervals as stale. Returns true when anything changed.
@@ -185,6 +211,22 @@ impl Store {
 
     /// Merge every source's last data into the fleet.
     pub fn rebuild(&mut self) {
+        self.take_back();
+        // One source alone: its data become the fleet as they are, moved, not copied (at
+        // 32,768 cards the copy was most of a merge).
+        if let [e] = self.entries.as_mut_slice()
+            && let Some(p) = e.last.as_mut()
+        {
+            self.simulated = p.simulated;
+            let mut nodes = std::mem::take(&mut p.nodes);
+            for n in &mut nodes {
+                n.sources.push(e.status.name.clone());
+            }
+            let workloads = std::mem::take(&mut p.workloads);
+            e.lent = true;
+            self.finish(nodes, workloads);
+            return;
+        }
         let mut nodes: Vec<Node> = Vec::new();
         let mut node_at: HashMap<String, usize> = HashMap::new();
         let mut workloads: Vec<Workload> = Vec::new();
@@ -216,6 +258,28 @@ impl Store {
                 }
             }
         }
+        self.finish(nodes, workloads);
+    }
+
+    /// A source whose data the fleet holds (lent) gets a copy back before a merge: the
+    /// fleet's values are its own, checked and completed by the last merge (what that merge
+    /// derives, it derives again the same).
+    fn take_back(&mut self) {
+        for e in self.entries.iter_mut().filter(|e| e.lent) {
+            e.lent = false;
+            if let Some(p) = e.last.as_mut() {
+                p.nodes = self.fleet.nodes.clone();
+                for n in &mut p.nodes {
+                    n.sources.clear();
+                }
+                p.workloads = self.fleet.workloads.clone();
+            }
+        }
+    }
+
+    /// The merged nodes and workloads become the fleet: placements inferred, allocations
+    /// filled, invariants checked, indexes and activity brought up to date.
+    fn finish(&mut self, mut nodes: Vec<Node>, workloads: Vec<Workload>) {
         for c in nodes.iter_mut().flat_map(|n| n.cards.iter_mut()) {
             c.infer_mig();
         }

@@ -309,3 +309,39 @@ fn the_merged_fleet_keeps_used_within_total_and_unreadable_instances_are_not_fre
     let mig = &f.nodes[0].cards[1];
     assert_eq!(crate::model::capacity::free_units(&f.nodes[0], mig), 0);
 }
+
+#[test]
+fn one_source_is_moved_into_the_fleet_and_a_second_merge_gives_the_same_fleet() {
+    let mut s = Store::new();
+    s.register("nvml", SourceKind::Nvml, Duration::from_secs(1));
+    let mut a = card(0, Some("GPU-a"));
+    a.utilization_pct = Some(50.0);
+    a.memory_used_mib = Some(90_000);
+    a.memory_total_mib = Some(81_920);
+    s.apply(update("nvml", t(0), vec![a, card(1, None)]), t(0));
+    let first = s.fleet().clone();
+    assert_eq!(first.nodes[0].sources, ["nvml"]);
+    assert_eq!(first.nodes[0].cards[0].memory_used_mib, None, "used over total: unknown");
+    // A merge with no newer data (the fleet holds the source's data) takes them back.
+    s.rebuild();
+    assert_eq!(s.fleet().nodes, first.nodes);
+    assert_eq!(s.fleet().workloads, first.workloads);
+}
+
+#[test]
+fn an_unchanged_update_keeps_the_data_and_says_the_source_is_live() {
+    let mut s = Store::new();
+    s.register("sim", SourceKind::Simulated, Duration::from_secs(1));
+    let alive =
+        |at| SourceUpdate { source: "sim".into(), kind: SourceKind::Simulated, at, result: Ok(Partial::unchanged()) };
+    // Before any data, "unchanged" says nothing: the source is still connecting.
+    assert!(!s.apply_deferred(alive(t(0)), t(0)));
+    assert!(s.any_connecting());
+    s.apply(update("sim", t(1), vec![card(0, Some("GPU-a"))]), t(1));
+    let before = s.fleet().nodes.clone();
+    // Stale after three missed intervals, live again with the next "unchanged".
+    assert!(s.check_staleness(t(10)));
+    assert!(!s.apply_deferred(alive(t(11)), t(11)), "no merge needed");
+    assert_eq!(s.fleet().sources[0].health, SourceHealth::Live { at: t(11) });
+    assert_eq!(s.fleet().nodes, before);
+}

@@ -118,11 +118,10 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
         let failed = loop {
             tokio::select! {
                 Some(u) = updates.recv() => {
-                    store.apply_deferred(u, Utc::now());
+                    dirty |= store.apply_deferred(u, Utc::now());
                     while let Ok(more) = updates.try_recv() {
-                        store.apply_deferred(more, Utc::now());
+                        dirty |= store.apply_deferred(more, Utc::now());
                     }
-                    dirty = true;
                 }
                 _ = tick.tick() => {
                     let now = Utc::now();

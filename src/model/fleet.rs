@@ -301,10 +301,15 @@ impl Card {
     }
 
     /// Utilisation of a whole card, or for a MIG card the slice-weighted mean of its
-    /// instances' activity (free slices count as idle). `None` when any part is unknown.
+    /// instances' activity (free slices count as idle). `None` when any part is unknown, and
+    /// for a MIG card whose instances could not be read (their list is empty because it is
+    /// unknown, not because the card is idle).
     pub fn activity_pct(&self) -> Option<f64> {
         if !self.mig.enabled {
             return self.utilization_pct;
+        }
+        if self.mig.error.is_some() {
+            return None;
         }
         let slices = self.gpu_model().map_or(8.0, |m| f64::from(m.memory_slices));
         let mut sum = 0.0;

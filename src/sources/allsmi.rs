@@ -8,12 +8,15 @@
 //!
 //! * Only the card families are read: `all_smi_gpu_*` and `all_smi_mig_instance_*`. The
 //!   host's rows (CPU, memory, swap, disk, chassis, energy, processes) are skipped silently.
-//! * A card is the `instance` label (the host name; MIG rows also carry `host`) and
-//!   `gpu_index`; `gpu_uuid` and `gpu` (the model name, e.g. `NVIDIA H100 80GB HBM3`)
-//!   describe it.
-//! * `all_smi_gpu_utilization` is a percentage; memory is in **bytes** (shown in MiB);
-//!   power and its current limit in watts; temperature in °C, where all-smi writes 0 when
-//!   the read failed, so 0 °C is unknown, not a number.
+//! * A card is its host and `gpu_index`; `gpu_uuid` and `gpu` (the model name, e.g. `NVIDIA
+//!   H100 80GB HBM3`) describe it. The host is `host` (MIG rows), else `exported_instance`
+//!   (all-smi's own `instance`, renamed by a federating Prometheus), else `instance` without
+//!   a port (behind federation `instance` is the scrape target).
+//! * `all_smi_gpu_utilization` is a percentage (on a MIG card all-smi writes 0 where NVML
+//!   gives nothing: unknown); memory is in **bytes** (shown in MiB); power in watts;
+//!   temperature in °C, where all-smi writes 0 when the read failed, so 0 °C is unknown.
+//!   `all_smi_gpu_power_limit_current_watts` is not read: all-smi reads it once at its start,
+//!   so a later power cap would never show.
 //! * `all_smi_gpu_frequency_mhz` is the graphics clock: not read (the model's clock is the
 //!   SM clock; one is not shown as the other).
 //! * MIG mode: `all_smi_gpu_mig_mode` (1 or 0; the mock server sends it) or the
@@ -56,7 +59,6 @@ pub(super) fn field(name: &str) -> Option<(Field, f64)> {
         "all_smi_gpu_memory_total_bytes" | "all_smi_mig_instance_memory_total_bytes" => (Field::FbTotal, MIB),
         "all_smi_gpu_temperature_celsius" => (Field::Temp, 1.0),
         "all_smi_gpu_power_consumption_watts" => (Field::Power, 1.0),
-        "all_smi_gpu_power_limit_current_watts" => (Field::PowerLimit, 1.0),
         "all_smi_mig_instance_utilization_gpu" => (Field::InstUtil, 1.0),
         _ => return None,
     })
@@ -98,12 +100,15 @@ pub(super) struct Labels<'a> {
 impl<'a> Labels<'a> {
     pub(super) fn read(labels: Vec<(&'a str, Cow<'a, str>)>) -> Self {
         let mut l = Labels::default();
+        let (mut host, mut exported, mut instance) = (None, None, None);
         for (k, v) in labels {
             let slot = match k {
                 "gpu_index" => &mut l.gpu,
                 "gpu_uuid" => &mut l.uuid,
                 "gpu" => &mut l.model,
-                "instance" | "host" => &mut l.host,
+                "host" => &mut host,
+                "exported_instance" => &mut exported,
+                "instance" => &mut instance,
                 "gpu_instance_id" => &mut l.gi,
                 "mig_profile" => &mut l.profile,
                 "mig_mode_current" => &mut l.mig_mode,
@@ -113,6 +118,12 @@ impl<'a> Labels<'a> {
                 *slot = Some(v);
             }
         }
+        l.host = host.or(exported).or_else(|| {
+            instance.map(|i| match super::scrape::host(&i) {
+                h if h == i => i,
+                h => Cow::Owned(h),
+            })
+        });
         l
     }
 }

@@ -22,13 +22,15 @@ fn all_smi_api_rows_map_like_dcgm_exporter_ones() {
     assert_eq!(c.utilization_pct, Some(87.0));
     // Bytes to MiB: 40 GiB used of 85,520,809,984 bytes (81,559 MiB).
     assert_eq!((c.memory_used_mib, c.memory_total_mib), (Some(40_960), Some(81_559)));
-    assert_eq!((c.temperature_c, c.power_w, c.power_limit_w), (Some(61.0), Some(412.337), Some(700.0)));
+    // The limit all-smi sends is the one read at its start: not shown as the current one.
+    assert_eq!((c.temperature_c, c.power_w, c.power_limit_w), (Some(61.0), Some(412.337), None));
     assert_eq!(c.sm_clock_mhz, None, "the graphics clock is not shown as the SM clock");
     assert!(!c.mig.enabled);
 
     let c = &cards[1];
     assert_eq!(c.temperature_c, None, "all-smi writes 0 when the read failed");
-    assert_eq!(c.utilization_pct, Some(0.0));
+    assert_eq!(c.utilization_pct, None, "all-smi's 0 on a MIG card is no reading");
+    assert_eq!(c.activity_pct(), None, "instances unknown: activity unknown, not idle");
     assert!(c.mig.enabled, "mig_mode_current=\"1\"");
     assert!(c.mig.instances.is_empty());
     assert_eq!(c.mig.placements, Placements::Unknown);
@@ -97,4 +99,59 @@ fn a_dcgm_and_an_all_smi_exposition_read_together() {
     assert_eq!(m.nodes[0].cards[0].utilization_pct, Some(55.0));
     // all-smi's `gpu` label is the model name, never read as an index.
     assert_eq!(m.nodes[1].cards[0].model, "NVIDIA A100-SXM4-80GB");
+}
+
+#[test]
+fn the_mock_servers_capture_maps_every_card_and_instance() {
+    let m = map(&fixture("mock-0.25.0-mig.prom"), &NodeName::Label);
+    assert_eq!(m.stats.parse.bad_lines, 0, "{:?}", m.stats.parse);
+    assert_eq!((m.stats.unknown_gpu, m.stats.duplicates), (0, 0));
+    assert_eq!(m.nodes.len(), 1);
+    assert_eq!(m.nodes[0].name, "node-0001");
+    let cards = &m.nodes[0].cards;
+    assert_eq!(cards.len(), 8);
+    for c in cards {
+        assert_eq!(c.model, "NVIDIA B200 192GB HBM3");
+        assert!(c.uuid.is_some());
+        assert!(c.mig.enabled, "all_smi_gpu_mig_mode 1");
+        let got: Vec<_> = c.mig.instances.iter().map(|i| (i.gi_id, i.profile.as_str(), i.memory_total_mib)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, "1g.5gb", Some(5_120)),
+                (2, "1g.5gb", Some(5_120)),
+                (3, "2g.10gb", Some(10_240)),
+                (4, "3g.20gb", Some(20_480)),
+                (5, "7g.40gb", Some(40_960)),
+            ]
+        );
+        // The instances' memory, not the parent's: a MIG card's used is their sum.
+        let sum: u64 = c.mig.instances.iter().filter_map(|i| i.memory_used_mib).sum();
+        assert_eq!(c.memory_used_mib, Some(sum));
+        assert_eq!(c.memory_total_mib, Some(196_608), "206,158,430,208 bytes");
+        assert_eq!(c.utilization_pct, None, "no whole-card use with MIG on");
+        assert!(c.mig.instances.iter().all(|i| i.utilization_pct.is_some_and(|u| (0.0..=100.0).contains(&u))));
+    }
+}
+
+#[test]
+fn the_host_is_all_smis_own_name_also_behind_a_federating_prometheus() {
+    // Federated: `instance` is the scrape target, all-smi's own value is `exported_instance`.
+    let federated = "all_smi_gpu_utilization{gpu=\"NVIDIA H100 80GB HBM3\", instance=\"10.0.0.5:9090\", exported_instance=\"gpu-node7\", gpu_uuid=\"GPU-x\", gpu_index=\"0\"} 50\n";
+    let m = map(federated, &NodeName::Label);
+    assert_eq!(m.nodes[0].name, "gpu-node7");
+    // Without the exporter's name, the target's host, never its port.
+    let target = "all_smi_gpu_utilization{gpu=\"NVIDIA H100 80GB HBM3\", instance=\"10.0.0.5:9090\", gpu_uuid=\"GPU-x\", gpu_index=\"0\"} 50\n";
+    assert_eq!(map(target, &NodeName::Label).nodes[0].name, "10.0.0.5");
+}
+
+#[test]
+fn the_live_mig_gauge_wins_over_the_label_read_at_all_smis_start() {
+    // all-smi's info labels are read once; MIG was turned off since.
+    let text = "all_smi_gpu_info{gpu=\"NVIDIA A100-SXM4-80GB\", instance=\"n\", gpu_uuid=\"GPU-x\", gpu_index=\"0\", mig_mode_current=\"1\"} 1\n\
+                all_smi_gpu_mig_mode{gpu_index=\"0\", gpu_uuid=\"GPU-x\", gpu=\"NVIDIA A100-SXM4-80GB\", instance=\"n\", host=\"n\"} 0\n\
+                all_smi_gpu_utilization{gpu=\"NVIDIA A100-SXM4-80GB\", instance=\"n\", gpu_uuid=\"GPU-x\", gpu_index=\"0\"} 30\n";
+    let c = &map(text, &NodeName::Label).nodes[0].cards[0];
+    assert!(!c.mig.enabled);
+    assert_eq!(c.utilization_pct, Some(30.0));
 }

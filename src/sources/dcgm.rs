@@ -380,8 +380,14 @@ impl<'a> Acc<'a> {
         fill(&mut card.uuid, l.uuid);
         fill(&mut card.model, l.model);
         fill(&mut card.pci, l.pci);
-        if all_smi && card.mig_mode.is_none() {
-            card.mig_mode = allsmi::mig_mode(name, value, mig_label.as_deref());
+        if all_smi {
+            // The gauge is live; all-smi's info label is read once when it starts: the gauge
+            // wins, the label only fills.
+            match allsmi::mig_mode(name, value, mig_label.as_deref()) {
+                Some(m) if name == "all_smi_gpu_mig_mode" => card.mig_mode = Some(m),
+                Some(m) if card.mig_mode.is_none() => card.mig_mode = Some(m),
+                _ => {}
+            }
         }
         let has_holder = l.pod.is_some() || l.exported_pod.is_some();
         if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
@@ -603,6 +609,10 @@ fn card(c: CardAcc) -> Card {
         if sum.is_some() {
             card.memory_used_mib = sum;
         }
+    }
+    if c.mig_mode == Some(true) {
+        // all-smi writes 0 where NVML gives no whole-card use (it gives none with MIG on).
+        card.utilization_pct = None;
     }
     if card.mig.instances.is_empty() && c.mig_mode == Some(true) {
         // all-smi says MIG is on and lists no instances: they are unknown, not absent.

@@ -7,6 +7,7 @@ mod jobs;
 mod observe;
 pub mod rng;
 mod scenes;
+mod scheduler;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -68,6 +69,21 @@ pub struct Sim {
     carry: Duration,
     events: Vec<Event>,
     node_index: HashMap<String, usize>,
+    /// Each node's GPU model in the catalog (its first card's; a node's cards are alike):
+    /// looked up once, not per scheduling search.
+    node_models: Vec<Option<&'static str>>,
+    /// Cards that are not shared (arrivals scale with them); sharing never changes.
+    unshared: usize,
+    /// Something happened since the last snapshot (a step, an operation).
+    changed: bool,
+    /// The MIG profiles configured on any card, sorted: kept until a repartition.
+    configured: Option<Vec<String>>,
+    /// Per node, the whole cards a job could ever get there, by model: kept until an
+    /// operation changes a card (drain, undrain, repartition).
+    usable: Option<scheduler::Usable>,
+    /// Free whole cards per node and free MIG instances per profile, kept current as jobs
+    /// take and leave cards; counted afresh after an operation changes a card.
+    free: Option<scheduler::Free>,
     /// Something changed outside `tick` (an action): schedule on the next tick.
     reschedule: bool,
     /// The first snapshot carries the hour of history before it (as Prometheus sends its own).
@@ -85,8 +101,17 @@ impl Sim {
             built.iter().filter(|(n, _)| n.cards.iter().all(|c| c.sharing.unit.is_none())).map(|(_, m)| *m).collect();
         let nodes: Vec<Node> = built.into_iter().map(|(n, _)| n).collect();
         let node_index = nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+        let node_models =
+            nodes.iter().map(|n| n.cards.first().and_then(|c| c.gpu_model()).map(|m| m.name.as_str())).collect();
+        let unshared = nodes.iter().flat_map(|n| &n.cards).filter(|c| c.sharing.unit.is_none()).count();
         let mut sim = Self {
             node_index,
+            node_models,
+            unshared,
+            changed: true,
+            configured: None,
+            usable: None,
+            free: None,
             reschedule: true,
             rng: Rng::new(cfg.seed),
             share_rng: Rng::new(cfg.seed ^ 0x5a4e_d0c5),
@@ -120,11 +145,13 @@ impl Sim {
             self.carry -= TICK;
             self.now += TICK;
             self.tick();
+            self.changed = true;
         }
     }
 
     /// The cluster as a source would report it now; events since the last snapshot.
     pub fn snapshot(&mut self) -> Partial {
+        self.changed = false;
         let history = if std::mem::replace(&mut self.history_sent, true) { Vec::new() } else { self.past_hour() };
         Partial {
             nodes: self.observed_nodes(),
@@ -215,12 +242,10 @@ pub async fn run(
         let now = tokio::time::Instant::now();
         sim.advance((now - last).mul_f64(speed.max(0.0)));
         last = now;
-        let update = SourceUpdate {
-            source: name.clone(),
-            kind: SourceKind::Simulated,
-            at: sim.now(),
-            result: Ok(sim.snapshot()),
-        };
+        // Between its five-second steps the cluster is as it was: say so, not the same
+        // 32,768 cards again.
+        let result = if sim.changed { Ok(sim.snapshot()) } else { Ok(Partial::unchanged()) };
+        let update = SourceUpdate { source: name.clone(), kind: SourceKind::Simulated, at: sim.now(), result };
         if tx.send(update).await.is_err() {
             return;
         }

@@ -126,6 +126,24 @@ fn demo_size_scales_to_thousands_of_cards() {
 }
 
 #[test]
+fn the_free_counts_kept_by_the_scheduler_match_a_fresh_count() {
+    // They are kept current as jobs take and leave cards; a recount must agree after hours of
+    // starts and completions, on both fleets, and after operations.
+    for size in [None, Some((64, 8))] {
+        let mut sim = Sim::new(SimConfig { size, ..SimConfig::new(5, start()) });
+        for hour in 0..6 {
+            sim.advance(Duration::from_secs(3600));
+            assert_eq!(sim.free, Some(sim.count_free_capacity()), "{size:?}, hour {hour}");
+        }
+        let node = sim.nodes[0].name.clone();
+        let ran = sim.apply(&SimOp::Drain { node: node.clone(), index: 0 });
+        assert!(ran.is_ok(), "{ran:?}");
+        sim.advance(Duration::from_secs(600));
+        assert_eq!(sim.free, Some(sim.count_free_capacity()), "{size:?}, after a drain");
+    }
+}
+
+#[test]
 fn the_default_queue_stays_bounded_over_a_simulated_week() {
     let mut sim = Sim::new(SimConfig::new(11, start()));
     let mut worst = 0;

@@ -155,7 +155,8 @@ pub struct UiState {
     pub told_read_only: bool,
     /// Sources in the fleet, for the sources view's selection.
     pub source_count: usize,
-    /// The advisor's findings on the latest fleet, most costly first (the loop sets them).
+    /// The advisor's findings, most costly first (the loop sets them, on a recent fleet: the
+    /// advisor is paced by its own cost, every second at 4,096 cards, up to ten at 32,768).
     pub findings: Vec<crate::advisor::Finding>,
     /// A text panel in front of the view until Esc (title, lines): the answer of `:fit`, or a
     /// finding in full (Enter in the Advice view).

@@ -51,6 +51,10 @@ impl Sim {
     /// Apply one operation now; the answer says what changed, or why nothing did.
     pub fn apply(&mut self, op: &SimOp) -> Result<String, String> {
         let now = self.now;
+        // Any operation may change what a card can take.
+        self.usable = None;
+        self.changed = true;
+        self.free = None;
         let (text, card) = match op {
             SimOp::Drain { node, index } | SimOp::Undrain { node, index } => {
                 let drain = matches!(op, SimOp::Drain { .. });
@@ -81,6 +85,7 @@ impl Sim {
                     m
                 };
                 self.reschedule = true;
+                self.configured = None;
                 (format!("{node}/{index} now {layout}"), Some(crate::model::CardRef::new(node.clone(), *index)))
             }
             SimOp::Checkpoint { workload } => {

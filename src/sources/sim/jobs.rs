@@ -1,7 +1,6 @@
 //! Simulated workloads: arrivals, scheduling with real pending reasons, completions, and
 //! metrics that follow a day/night curve (inference) or a checkpoint rhythm (training).
 
-use std::collections::HashSet;
 use std::f64::consts::PI;
 
 use chrono::{DateTime, Duration as Span, Timelike, Utc};
@@ -42,7 +41,7 @@ const CHECKPOINT_EVERY_MIN: i64 = 30;
 const GIVE_UP_H: i64 = 6;
 const CHECKPOINT_MIN: i64 = 2;
 /// Pseudo GPU instance ids from here mark replicas taken in one scheduling round.
-const SHARE_BASE: u32 = 1 << 20;
+pub(super) const SHARE_BASE: u32 = 1 << 20;
 /// Arrivals an hour of the daytime wave.
 const WAVE_PER_H: f64 = 6.0;
 
@@ -99,6 +98,14 @@ pub(super) enum Spot {
         node: usize,
         card: usize,
     },
+}
+
+impl Spot {
+    pub(super) fn node(&self) -> usize {
+        match self {
+            Spot::Whole { node, .. } | Spot::Mig { node, .. } | Spot::Share { node, .. } => *node,
+        }
+    }
 }
 
 impl Sim {
@@ -211,6 +218,9 @@ impl Sim {
         self.failing_card();
         self.big_inference();
         self.shared_scene();
+        // The scenes changed cards: count what they can take afresh.
+        self.usable = None;
+        self.free = None;
     }
 
     pub(super) fn new_job(
@@ -256,7 +266,21 @@ impl Sim {
         Job::pending(w, self.now, duration, key, peak, mem_milli)
     }
 
-    pub(super) fn start(&mut self, mut job: Job, spot: Spot) {
+    /// Start a new job (one not yet in the list) on `spot`; it becomes the list's last.
+    pub(super) fn start(&mut self, job: Job, spot: Spot) {
+        let job = self.placed(job, spot);
+        self.jobs.push(job);
+    }
+
+    /// Start the listed job at `i` on `spot` (a queued job, or one requeued).
+    pub(super) fn start_at(&mut self, i: usize, spot: Spot) {
+        let Some(job) = self.jobs.get(i).cloned() else { return };
+        let job = self.placed(job, spot);
+        self.jobs[i] = job;
+    }
+
+    /// `job` running on `spot` from now, holding its cards, with its start events.
+    fn placed(&mut self, mut job: Job, spot: Spot) -> Job {
         let (node, refs, alloc) = match &spot {
             Spot::Whole { node, cards } => {
                 let n = &self.nodes[*node];
@@ -301,33 +325,35 @@ impl Sim {
         }
         job.w.cards = refs;
         self.hold(&job, true);
-        match self.jobs.iter().position(|j| j.w.id == job.w.id) {
-            Some(i) => self.jobs[i] = job,
-            None => self.jobs.push(job),
-        }
+        job
     }
 
     /// Add (or remove) the job as a holder of its cards or instance.
     pub(super) fn hold(&mut self, job: &Job, on: bool) {
         for r in &job.w.cards {
             let Some(&ni) = self.node_index.get(&r.node) else { continue };
-            let Some(card) = self.nodes[ni].cards.iter_mut().find(|c| c.index == r.index) else { continue };
+            let Some(ci) = self.nodes[ni].cards.iter().position(|c| c.index == r.index) else { continue };
+            let before = self.free.as_ref().map(|_| self.free_here(ni, ci, job.gi));
+            let card = &mut self.nodes[ni].cards[ci];
             let list = card.holders_mut(job.gi);
             list.retain(|w| *w != job.w.id);
             if on {
                 list.push(job.w.id.clone());
+            }
+            if let Some(before) = before {
+                let after = self.free_here(ni, ci, job.gi);
+                self.count_free(ni, before, after);
             }
         }
     }
 
     pub(super) fn tick(&mut self) {
         let now = self.now;
-        // Completions.
-        let done: Vec<usize> =
-            (0..self.jobs.len()).filter(|&i| self.jobs[i].w.state.is_active() && self.jobs[i].ends_at <= now).collect();
-        for &i in done.iter().rev() {
-            let job = self.jobs.remove(i);
-            self.hold(&job, false);
+        // Completions, taken out in one pass (one `remove` each moved the rest of the list:
+        // most of a tick at 32,768 cards), then handled last first as before.
+        let done: Vec<Job> = self.jobs.extract_if(.., |j| j.w.state.is_active() && j.ends_at <= now).collect();
+        for job in done.iter().rev() {
+            self.hold(job, false);
             for r in &job.w.cards {
                 self.events.push(Event {
                     at: now,
@@ -354,7 +380,7 @@ impl Sim {
     fn arrivals(&mut self) -> bool {
         let before = self.jobs.len();
         // Whole-card and MIG arrivals scale with the unshared cards (32 in the default fleet).
-        let unshared = self.nodes.iter().flat_map(|n| &n.cards).filter(|c| c.sharing.unit.is_none()).count();
+        let unshared = self.unshared;
         let scale = self.cfg.arrival_scale * (unshared as f64 / 32.0);
         let per_tick = super::TICK.as_secs_f64() / 3600.0 * scale;
         // About 2.5 training jobs an hour at ~2.7 GPUs for ~3 h: near, not over, capacity.
@@ -396,24 +422,37 @@ impl Sim {
         self.jobs.len() != before
     }
 
-    fn configured_profiles(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .nodes
-            .iter()
-            .flat_map(|n| &n.cards)
-            .flat_map(|c| &c.mig.instances)
-            .map(|i| i.profile.clone())
-            .collect();
-        out.sort();
-        out.dedup();
-        out
+    pub(super) fn configured_profiles(&mut self) -> Vec<String> {
+        if let Some(c) = &self.configured {
+            return c.clone();
+        }
+        let c = self.count_configured_profiles();
+        self.configured = Some(c.clone());
+        c
+    }
+
+    fn count_configured_profiles(&self) -> Vec<String> {
+        // Sorted and distinct; tens of thousands of instances at scale, a handful of profiles:
+        // deduplicated as they come, sorted once.
+        let mut distinct: Vec<&str> = Vec::new();
+        for p in self.nodes.iter().flat_map(|n| &n.cards).flat_map(|c| &c.mig.instances).map(|i| i.profile.as_str()) {
+            if distinct.last() != Some(&p) && !distinct.contains(&p) {
+                distinct.push(p);
+            }
+        }
+        distinct.sort_unstable();
+        distinct.into_iter().map(str::to_string).collect()
     }
 
     /// Profiles inference asks for: the small ones of each model, including some no card has.
     fn wanted_profiles(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for m in &self.models {
-            if let Some(model) = crate::model::mig::lookup(m.nvml_name) {
+        // One model per node: the distinct ones (four, where there are thousands of nodes).
+        let mut models: Vec<&str> = self.models.iter().map(|m| m.nvml_name).collect();
+        models.sort_unstable();
+        models.dedup();
+        for m in models {
+            if let Some(model) = crate::model::mig::lookup(m) {
                 out.extend(
                     model
                         .profiles
@@ -426,138 +465,5 @@ impl Sim {
         out.sort();
         out.dedup();
         out
-    }
-
-    fn schedule(&mut self) {
-        let mut order: Vec<usize> =
-            (0..self.jobs.len()).filter(|&i| self.jobs[i].w.state == WorkloadState::Pending).collect();
-        order.sort_by_key(|&i| (std::cmp::Reverse(self.jobs[i].w.priority), self.jobs[i].w.submitted_at, i));
-        let mut blocked: HashSet<String> = HashSet::new();
-        let mut starts = Vec::new();
-        let mut taken: HashSet<(usize, usize, Option<u32>)> = HashSet::new();
-        for i in order {
-            let w = &self.jobs[i].w;
-            let key = format!(
-                "{:?}/{:?}/{:?}/{:?}",
-                w.request.mig_profile, w.request.gpus, w.request.model, w.request.shares
-            );
-            if blocked.contains(&key) {
-                // Something ahead of it waits for the same thing.
-                self.jobs[i].w.reason = Some("Priority".into());
-                continue;
-            }
-            match self.find_spot(w, &taken) {
-                Some(spot) => {
-                    match &spot {
-                        Spot::Whole { node, cards } => cards.iter().for_each(|&c| {
-                            taken.insert((*node, c, None));
-                        }),
-                        Spot::Mig { node, card, gi } => {
-                            taken.insert((*node, *card, Some(*gi)));
-                        }
-                        // A replica each: the k-th start on a card takes pseudo-instance k.
-                        Spot::Share { node, card } => {
-                            let k = (0..).find(|k| !taken.contains(&(*node, *card, Some(SHARE_BASE + k)))).unwrap_or(0);
-                            taken.insert((*node, *card, Some(SHARE_BASE + k)));
-                        }
-                    }
-                    starts.push((i, spot));
-                }
-                None => {
-                    let reason = self.why_not(w);
-                    blocked.insert(key);
-                    self.jobs[i].w.reason = Some(reason);
-                }
-            }
-        }
-        for (i, spot) in starts {
-            let job = self.jobs[i].clone();
-            self.start(job, spot);
-        }
-    }
-
-    fn card_free(&self, node: usize, card: usize, taken: &HashSet<(usize, usize, Option<u32>)>) -> bool {
-        let c = &self.nodes[node].cards[card];
-        self.nodes[node].schedulable
-            && c.sharing.replicas.is_none()
-            && !c.draining
-            && c.health.fault().is_none()
-            && !c.mig.enabled
-            && c.workloads.is_empty()
-            && !taken.contains(&(node, card, None))
-    }
-
-    fn find_spot(&self, w: &Workload, taken: &HashSet<(usize, usize, Option<u32>)>) -> Option<Spot> {
-        let want_model = w.request.model.as_deref().and_then(crate::model::mig::lookup).map(|m| m.name.as_str());
-        for (ni, n) in self.nodes.iter().enumerate() {
-            if !n.schedulable {
-                continue;
-            }
-            if w.request.shares.is_some() {
-                // The first card with a replica free (in use, or started this round).
-                let free = n.cards.iter().enumerate().find(|(ci, c)| {
-                    let starting = taken.iter().filter(|t| t.0 == ni && t.1 == *ci && t.2 >= Some(SHARE_BASE)).count();
-                    !c.draining
-                        && !c.mig.enabled
-                        && c.health.fault().is_none()
-                        && c.sharing.replicas.is_some_and(|r| c.workloads.len() + starting < r as usize)
-                });
-                if let Some((ci, _)) = free {
-                    return Some(Spot::Share { node: ni, card: ci });
-                }
-                continue;
-            }
-            if let Some(profile) = &w.request.mig_profile {
-                for (ci, c) in n.cards.iter().enumerate().filter(|(_, c)| !c.draining && c.health.fault().is_none()) {
-                    if let Some(inst) = c.mig.instances.iter().find(|i| {
-                        &i.profile == profile && i.workloads.is_empty() && !taken.contains(&(ni, ci, Some(i.gi_id)))
-                    }) {
-                        return Some(Spot::Mig { node: ni, card: ci, gi: inst.gi_id });
-                    }
-                }
-                continue;
-            }
-            if want_model.is_some()
-                && n.cards.first().and_then(|c| c.gpu_model()).map(|m| m.name.as_str()) != want_model
-            {
-                continue;
-            }
-            let free: Vec<usize> = (0..n.cards.len()).filter(|&c| self.card_free(ni, c, taken)).collect();
-            let need = w.request.gpus.unwrap_or(1) as usize;
-            if free.len() >= need {
-                return Some(Spot::Whole { node: ni, cards: free[..need].to_vec() });
-            }
-        }
-        None
-    }
-
-    /// The reason a scheduler would give for a job that cannot start now.
-    fn why_not(&self, w: &Workload) -> String {
-        if w.request.shares.is_some() {
-            return "Resources: every replica of the shared cards is in use".into();
-        }
-        if let Some(profile) = &w.request.mig_profile {
-            let exists =
-                self.nodes.iter().flat_map(|n| &n.cards).any(|c| c.mig.instances.iter().any(|i| &i.profile == profile));
-            return if exists { "Resources".into() } else { format!("Resources: no {profile} instance is configured") };
-        }
-        // Could it ever start here, once running work ends? Count usable whole cards of the
-        // model it asks for on each schedulable node.
-        let need = w.request.gpus.unwrap_or(1) as usize;
-        let want_model = w.request.model.as_deref().and_then(crate::model::mig::lookup).map(|m| m.name.as_str());
-        let usable = |c: &&crate::model::Card| {
-            !c.mig.enabled
-                && c.sharing.replicas.is_none()
-                && !c.draining
-                && !c.health.lost
-                && (want_model.is_none() || c.gpu_model().map(|m| m.name.as_str()) == want_model)
-        };
-        let fits_node =
-            self.nodes.iter().filter(|n| n.schedulable).any(|n| n.cards.iter().filter(usable).count() >= need);
-        match (fits_node, want_model) {
-            (true, _) => "Resources".into(),
-            (false, Some(m)) => format!("Resources: no node has {need} usable whole {m} cards"),
-            (false, None) => format!("Resources: no node has {need} usable whole cards"),
-        }
     }
 }

@@ -90,7 +90,7 @@ unsafe fn codec(device: nvmlDevice_t, util: *mut c_uint, period: *mut c_uint, fu
     if let Err(e) = r {
         return e;
     }
-    if nonnull(period).is_err() {
+    if nonnull(period).is_err() || nonnull(util).is_err() {
         return INVALID_ARGUMENT;
     }
     // SAFETY: `period` is non-null and the caller's; `util` as the contract says.
