@@ -314,6 +314,11 @@ impl Card {
         let slices = self.gpu_model().map_or(8.0, |m| f64::from(m.memory_slices));
         let mut sum = 0.0;
         for i in &self.mig.instances {
+            // An instance of no known size (a profile the catalog does not have for this
+            // model) has no weight to give: the mean is unknown, not that instance idle.
+            if i.size == 0 {
+                return None;
+            }
             sum += i.utilization_pct? * f64::from(i.size);
         }
         Some(sum / slices)
@@ -510,5 +515,22 @@ mod tests {
         assert_eq!(card.free_slice_mask(), Some(0xf0));
         card.model = "Mystery GPU".into();
         assert_eq!(card.free_slice_mask(), None);
+    }
+
+    #[test]
+    fn a_mig_cards_activity_is_unknown_where_an_instance_or_the_list_is() {
+        let mut card = Card { model: "NVIDIA A100-SXM4-80GB".into(), ..Card::default() };
+        card.mig.enabled = true;
+        let inst = |size, util| MigInstance { size, utilization_pct: util, ..MigInstance::default() };
+        card.mig.instances = vec![inst(4, Some(50.0)), inst(1, Some(100.0))];
+        assert_eq!(card.activity_pct(), Some((50.0 * 4.0 + 100.0) / 8.0));
+        card.mig.instances[1].utilization_pct = None;
+        assert_eq!(card.activity_pct(), None, "an instance unknown");
+        // A profile the catalog has no size for (all-smi's mock serves 1g.5gb on a B200).
+        card.mig.instances = vec![inst(4, Some(50.0)), inst(0, Some(40.0))];
+        assert_eq!(card.activity_pct(), None, "a size unknown: not weighed as nothing");
+        card.mig.instances.clear();
+        card.mig.error = Some("instances unknown".into());
+        assert_eq!(card.activity_pct(), None, "the list unknown: not an idle card");
     }
 }
