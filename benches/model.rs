@@ -21,14 +21,7 @@ fn benches(c: &mut Criterion) {
             black_box(sim.snapshot())
         })
     });
-    let mut store = tessera::store::Store::new();
-    store.register("sim", tessera::model::SourceKind::Simulated, Duration::from_secs(1));
-    let update = tessera::sources::SourceUpdate {
-        source: "sim".into(),
-        kind: tessera::model::SourceKind::Simulated,
-        at: t,
-        result: Ok(sim.snapshot()),
-    };
+    let (mut store, update) = sim_store(&mut sim, t);
     c.bench_function("store_apply_4096_cards", |b| b.iter(|| store.apply(update.clone(), t)));
     // The benches below read the merged fleet, whether or not the one above ran.
     store.apply(update.clone(), t);
@@ -115,6 +108,18 @@ fn big(c: &mut Criterion, t: chrono::DateTime<Utc>) {
             black_box(sim.snapshot())
         })
     });
+    let (mut store, update) = sim_store(&mut sim, t);
+    c.bench_function("store_apply_32768_cards", |b| {
+        b.iter_batched(|| update.clone(), |u| store.apply(u, t), criterion::BatchSize::LargeInput)
+    });
+    store.apply(update.clone(), t);
+    let cfg = tessera::config::Config::default();
+    let cx = tessera::advisor::Context::new(&cfg, t);
+    c.bench_function("advise_32768_cards", |b| b.iter(|| tessera::advisor::advise(black_box(store.fleet()), &cx)));
+}
+
+/// A store with the simulator registered as its one source, and the simulator's update.
+fn sim_store(sim: &mut Sim, t: chrono::DateTime<Utc>) -> (tessera::store::Store, tessera::sources::SourceUpdate) {
     let mut store = tessera::store::Store::new();
     store.register("sim", tessera::model::SourceKind::Simulated, Duration::from_secs(1));
     let update = tessera::sources::SourceUpdate {
@@ -123,13 +128,7 @@ fn big(c: &mut Criterion, t: chrono::DateTime<Utc>) {
         at: t,
         result: Ok(sim.snapshot()),
     };
-    c.bench_function("store_apply_32768_cards", |b| {
-        b.iter_batched(|| update.clone(), |u| store.apply(u, t), criterion::BatchSize::LargeInput)
-    });
-    store.apply(update.clone(), t);
-    let cfg = tessera::config::Config::default();
-    let cx = tessera::advisor::Context::new(&cfg, t);
-    c.bench_function("advise_32768_cards", |b| b.iter(|| tessera::advisor::advise(black_box(store.fleet()), &cx)));
+    (store, update)
 }
 
 criterion_group!(model, benches);
