@@ -5,7 +5,6 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::{cell, pct, rcell};
 use crate::model::capacity::free_units;
@@ -87,7 +86,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         let msg = if st.filter_text.is_empty() { "no cards yet" } else { "no card matches the filter (Esc clears it)" };
         lines.push(Line::from(Span::styled(msg, theme.dim())));
     }
-    f.render_widget(Paragraph::new(lines), area);
+    crate::ui::widgets::rows::draw(f.buffer_mut(), area, &lines);
 }
 
 fn node_line(n: &Node, theme: &Theme, width: u16) -> Line<'static> {
