@@ -52,7 +52,10 @@
 //! Output: nodes sorted by name, cards by index, instances by GPU instance id.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+/// Per-sample lookups: a fast hash, seeded per process (SipHash was a tenth of a scrape's CPU).
+type HashMap<K, V> = foldhash::HashMap<K, V>;
 
 use super::allsmi;
 use super::exposition::{self, Sample};

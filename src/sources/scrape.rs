@@ -3,6 +3,7 @@
 //! other. Fetches run concurrently under one bound; parsing and mapping run off the async
 //! workers; a failing target backs off.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,6 +61,9 @@ pub fn to_partial(text: &str, node: &NodeName) -> (Partial, dcgm::MapStats) {
 /// instance. Its kind is unknown from metrics alone (`other`) until a scheduler source says.
 fn holders_to_workloads(nodes: &mut [Node], holders: &[Holder]) -> Vec<Workload> {
     let mut out: Vec<Workload> = Vec::new();
+    // Indexes, not searches: 512 nodes behind one Prometheus instance have 4096 holders.
+    let node_at: HashMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+    let mut workload_at: HashMap<String, usize> = HashMap::new();
     for h in holders {
         let (id, name, owner) = match (&h.pod, &h.hpc_job) {
             (Some(pod), _) => {
@@ -70,15 +74,14 @@ fn holders_to_workloads(nodes: &mut [Node], holders: &[Holder]) -> Vec<Workload>
             (None, None) => continue,
         };
         let r = crate::model::CardRef::new(h.node.clone(), h.index);
-        if let Some(card) =
-            nodes.iter_mut().find(|n| n.name == h.node).and_then(|n| n.cards.iter_mut().find(|c| c.index == h.index))
-        {
+        if let Some(card) = node_at.get(&h.node).and_then(|&i| nodes[i].cards.iter_mut().find(|c| c.index == h.index)) {
             card.add_holder(h.gi_id, &id);
         }
-        match out.iter_mut().find(|w| w.id == id) {
+        match workload_at.get(&id).map(|&i| &mut out[i]) {
             Some(w) if !w.cards.contains(&r) => w.cards.push(r),
             Some(_) => {}
             None => {
+                workload_at.insert(id.clone(), out.len());
                 let mut w = Workload::new(id, name, WorkloadKind::Other, WorkloadState::Running);
                 w.owner = owner;
                 w.node = Some(h.node.clone());
