@@ -52,6 +52,8 @@ pub struct Sources {
     pub prometheus_query: Option<String>,
     /// Also read the queue from Prometheus (kube-state-metrics pending pods, Kueue).
     pub prometheus_queue: bool,
+    /// The endpoint that gives the cards.
+    pub prometheus_api: PrometheusApi,
     /// Per-field PromQL (`[sources.promql]`): field -> expression, replacing that field's
     /// series from the main query.
     pub promql: Vec<(String, String)>,
@@ -87,6 +89,19 @@ pub const PROMQL_FIELDS: &[(&str, &str)] = &[
 /// The DCGM metric a `[sources.promql]` field stands for.
 pub fn promql_metric(field: &str) -> Option<&'static str> {
     PROMQL_FIELDS.iter().find(|(f, _)| *f == field).map(|(_, m)| *m)
+}
+
+/// Which endpoint of a Prometheus-compatible server gives the cards (`sources.prometheus_api`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PrometheusApi {
+    /// The federation endpoint where the server has it and the default selector is used, else
+    /// instant queries.
+    #[default]
+    Auto,
+    /// Instant queries (`/api/v1/query`) always.
+    Query,
+    /// The federation endpoint (`/federate`) always: `prometheus_query` must be a selector.
+    Federate,
 }
 
 /// dcgm-exporter's hostname label is often the exporter pod's name, so the scrape target's
@@ -281,6 +296,14 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
             "prometheus" => s.prometheus = Some(r.url(&key, v)?),
             "prometheus_query" => s.prometheus_query = Some(r.string(&key, v)?),
             "prometheus_queue" => s.prometheus_queue = r.boolean(&key, v)?,
+            "prometheus_api" => {
+                s.prometheus_api = match r.string(&key, v)?.as_str() {
+                    "auto" => PrometheusApi::Auto,
+                    "query" => PrometheusApi::Query,
+                    "federate" => PrometheusApi::Federate,
+                    _ => return Err(r.bad(&key, v, "expected \"auto\", \"query\" or \"federate\"")),
+                }
+            }
             "scrape" => {
                 let Value::Array(items) = v else { return Err(r.bad(&key, v, "expected a list of URLs")) };
                 s.scrape = items.iter().map(|i| r.url(&key, i)).collect::<Result<_, _>>()?;
@@ -323,6 +346,7 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
                         "prometheus",
                         "prometheus_query",
                         "prometheus_queue",
+                        "prometheus_api",
                         "scrape",
                         "scrape_node",
                         "slurm",

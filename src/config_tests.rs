@@ -61,8 +61,12 @@ fn errors_name_the_file_the_key_and_the_value() {
         ),
         ("read_only = \"yes\"", "t.toml: read_only = \"yes\": expected true or false"),
         (
+            "[sources]\nprometheus_api = \"grpc\"",
+            "t.toml: sources.prometheus_api = \"grpc\": expected \"auto\", \"query\" or \"federate\"",
+        ),
+        (
             "[sources]\nslurmm = true",
-            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, prometheus_query, prometheus_queue, scrape, scrape_node, slurm, kubernetes, http, auth, memory_budget, promql",
+            "t.toml: sources.slurmm: unknown key; known keys here: demo, nvml, prometheus, prometheus_query, prometheus_queue, prometheus_api, scrape, scrape_node, slurm, kubernetes, http, auth, memory_budget, promql",
         ),
         ("[demo]\nsize = \"8by8\"", "t.toml: demo.size = \"8by8\": expected NODESxGPUS such as 512x8, got \"8by8\""),
         ("refresh = \"10ms\"", "t.toml: refresh = \"10ms\": must be at least 100ms"),

@@ -231,6 +231,8 @@ pub fn prometheus_settings(cfg: &Config, base: &str) -> prometheus::Settings {
         fields: s.promql.clone(),
         with_queue: s.prometheus_queue,
         node: s.scrape_node,
+        api: s.prometheus_api,
+        no_federation: Default::default(),
     }
 }
 

@@ -45,28 +45,41 @@ fn text(data: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(data)
 }
 
-/// dcgm-exporter text: the exposition parser, the DCGM mapping in both node-naming modes, and
-/// the scrape source's fragment (holders as workloads).
+/// dcgm-exporter text: the exposition parser, the DCGM mapping in both node-naming modes, the
+/// scrape source's fragment (holders as workloads), and the same text as a federation answer
+/// (lines sorted by `instance`).
 pub fn exposition(data: &[u8]) -> Seen {
     use crate::sources::dcgm::{NodeName, map};
     let t = text(data);
     let _ = crate::sources::exposition::parse(&t, |_| {});
     let _ = map(&t, &NodeName::Label);
     let (p, _) = crate::sources::scrape::to_partial(&t, &NodeName::Fixed("node".into()));
-    Seen { workloads: p.workloads.len(), nodes: p.nodes }
+    let mut seen = Seen { workloads: p.workloads.len(), nodes: p.nodes };
+    federation(&t, &mut seen);
+    seen
+}
+
+fn federation(t: &str, seen: &mut Seen) {
+    use crate::config::ScrapeNode;
+    if let Ok(p) = crate::sources::prometheus::to_partial_from_federation(t, &[], ScrapeNode::Target) {
+        seen.workloads += p.workloads.len();
+        seen.nodes.extend(p.nodes);
+    }
 }
 
 /// A Prometheus API answer: the instant query's mapping, the queue's series, Kueue's count,
-/// and the same body as a range answer (the history).
+/// the same body as a range answer (the history) and as a federation answer.
 pub fn prometheus_api(data: &[u8]) -> Seen {
     let t = text(data);
     let _ = crate::sources::prometheus::queue::pending_workloads(&t, &t, &t);
     let _ = crate::sources::prometheus::queue::kueue_pending(&t);
     let _ = crate::sources::prometheus::history_answer(&t, 1.7e9);
-    match crate::sources::prometheus::to_partial_from_api(&t, crate::config::ScrapeNode::Target) {
+    let mut seen = match crate::sources::prometheus::to_partial_from_api(&t, crate::config::ScrapeNode::Target) {
         Ok(p) => Seen { workloads: p.workloads.len(), nodes: p.nodes },
         Err(_) => Seen::default(),
-    }
+    };
+    federation(&t, &mut seen);
+    seen
 }
 
 /// Slurm's JSON (`squeue --json`, `sinfo --json`, either dialect): jobs, nodes, the cards by

@@ -126,6 +126,8 @@ fn prometheus_shows_what_the_exporter_describes() {
     // The history's range queries (cards, MIG instances, memory in MiB) are valid PromQL to a
     // real Prometheus: a failing one would be in the note.
     assert!(v["sources"][0]["note"].as_str().is_some_and(|n| !n.contains("history")), "{v}");
+    // Prometheus has a federation endpoint: `auto` read it.
+    assert!(v["sources"][0]["note"].as_str().is_some_and(|n| !n.contains("federation")), "{v}");
     let got = cards(&v);
     let a100 =
         got.iter().find(|c| c["uuid"] == "GPU-34319582-d595-d1c7-d1d2-179bcfa61660").cloned().unwrap_or_default();
@@ -179,7 +181,96 @@ fn prometheus_shows_what_the_exporter_describes() {
         c.sort_by_key(|x| x.to_string());
         c
     };
-    assert_eq!(strip(direct), strip(got), "Prometheus and a direct scrape agree");
+    assert_eq!(strip(direct), strip(got.clone()), "Prometheus and a direct scrape agree");
+
+    // The default read the federation endpoint; instant queries give the same cards.
+    let qcfg = dir.join("query.toml");
+    std::fs::write(&qcfg, "[sources]\nprometheus_api = \"query\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let by_query = snapshot(&["--config", &qcfg.to_string_lossy(), "--prometheus", &url]);
+    assert_eq!(strip(cards(&by_query)), strip(got), "federation and instant queries agree");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `auto` on a server without a federation endpoint (Thanos Query and Mimir answer 404, a proxy
+/// may answer a page): instant queries, and the note says so once; `federate` says the error.
+#[test]
+fn without_a_federation_endpoint_auto_uses_instant_queries() {
+    let vector = r#"{"status":"success","data":{"resultType":"vector","result":[
+      {"metric":{"__name__":"DCGM_FI_DEV_GPU_TEMP","gpu":"0","UUID":"GPU-a","instance":"10.0.0.7:9400"},"value":[1700000000.1,"64"]}]}}"#;
+    for federate in [Reply::status(404, "text/plain", "404 page not found\n"), Reply::ok("<html>login</html>")] {
+        let server = Server::start(
+            HashMap::from([("/api/v1/query".into(), Reply::ok(vector)), ("/federate".into(), federate)]),
+            None,
+        );
+        let v = snapshot(&["--prometheus", &format!("http://{}", server.addr)]);
+        assert_eq!(v["nodes"][0]["cards"][0]["temperature_c"], 64.0, "{v}");
+        let note = v["sources"][0]["note"].as_str().unwrap_or_default();
+        assert!(note.contains("/federate: no federation endpoint") && note.contains("instant queries"), "{v}");
+    }
+    let server = Server::start(HashMap::from([("/api/v1/query".into(), Reply::ok(vector))]), None);
+    let dir = std::env::temp_dir().join(format!("tessera-prom-fed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = dir.join("federate.toml");
+    std::fs::write(&cfg, "[sources]\nprometheus_api = \"federate\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let v = snapshot(&["--config", &cfg.to_string_lossy(), "--prometheus", &format!("http://{}", server.addr)]);
+    let e = v["sources"][0]["error"].as_str().unwrap_or_default();
+    assert!(e.contains("/federate: HTTP 404"), "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same fixtures through VictoriaMetrics (Debian's `victoria-metrics`), a
+/// Prometheus-compatible server large sites run: it scrapes them itself, and tessera reads it
+/// through its federation endpoint and through instant queries, with the same cards as a
+/// direct scrape.
+#[test]
+fn victoriametrics_answers_like_prometheus() {
+    if !have_with("victoria-metrics", "-version") {
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let a100 = std::fs::read_to_string(root.join("tests/fixtures/dcgm/metrics-a100-mig-1g.5gb-exporter-2.4.0rc2.prom"))
+        .unwrap_or_default();
+    let exporter = Server::start(HashMap::from([("/a100".into(), Reply::ok(a100))]), None);
+    let dir = std::env::temp_dir().join(format!("tessera-vm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let scrape = dir.join("scrape.yml");
+    let config = format!(
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: a100\n    metrics_path: /a100\n    static_configs:\n      - targets: ['{}']\n",
+        exporter.addr
+    );
+    std::fs::write(&scrape, config).unwrap_or_else(|e| panic!("{e}"));
+    let port = free_port();
+    let child = Command::new("victoria-metrics")
+        .arg(format!("-storageDataPath={}", dir.join("data").display()))
+        .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+        .arg(format!("-promscrape.config={}", scrape.display()))
+        // Instant queries see samples at once (VictoriaMetrics hides the last 30 s by default).
+        .arg("-search.latencyOffset=0s")
+        .arg("-loggerLevel=ERROR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start victoria-metrics: {e}"));
+    let _guard = Prometheus(child);
+    let url = format!("http://127.0.0.1:{port}");
+    let qcfg = dir.join("query.toml");
+    std::fs::write(&qcfg, "[sources]\nprometheus_api = \"query\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let direct = cards(&snapshot(&["--scrape", &exporter.url("/a100")]));
+    let start = Instant::now();
+    let (by_federation, by_query) = loop {
+        let f = snapshot(&["--prometheus", &url]);
+        let q = snapshot(&["--config", &qcfg.to_string_lossy(), "--prometheus", &url]);
+        if cards(&f) == direct && cards(&q) == direct {
+            break (f, q);
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "VictoriaMetrics never agreed: {f}\n{q}");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    for v in [&by_federation, &by_query] {
+        assert_eq!(v["sources"][0]["state"], "live", "{v}");
+        let note = v["sources"][0]["note"].as_str().unwrap_or_default();
+        assert!(!note.contains("federation") && !note.contains("history"), "{v}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -268,60 +359,5 @@ fn prometheus_history_rebuilds_past_moments() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// By hand: `cargo test --release --test prometheus -- --ignored --nocapture`. Serves the
-/// generated 512×8 exposition, lets the real Prometheus scrape it, and prints Prometheus's
-/// own `scrape_duration_seconds` beside tessera's parse + map time on the same text.
-#[test]
-#[ignore]
-fn measure_against_prometheus_scrape() {
-    if !have_with("prometheus", "--version") {
-        return;
-    }
-    let text = tessera::sources::dcgm::generate(512, 8, 4);
-    let exporter = Server::start(HashMap::from([("/metrics".into(), Reply::ok(text.clone()))]), None);
-    let dir = std::env::temp_dir().join(format!("tessera-prom-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let port = free_port();
-    let config = format!(
-        "global:\n  scrape_interval: 5s\n  scrape_timeout: 4s\nscrape_configs:\n  - job_name: big\n    sample_limit: 0\n    static_configs:\n      - targets: ['{}']\n",
-        exporter.addr
-    );
-    let (_guard, _) = start(&dir, &config, port);
-    // Let it scrape several times, then read its own measurements.
-    std::thread::sleep(Duration::from_secs(32));
-    let q = format!("http://127.0.0.1:{port}/api/v1/query?query=scrape_duration_seconds%7Bjob%3D%22big%22%7D%5B30s%5D");
-    let out = Command::new("curl").args(["-s", &q]).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
-    let v: Value = serde_json::from_str(&out.unwrap_or_default()).unwrap_or(Value::Null);
-    let durations: Vec<f64> = v["data"]["result"][0]["values"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p[1].as_str().and_then(|s| s.parse().ok()))
-        .collect();
-    // Refresh latency through the API for these 4096 GPUs: one `tessera snapshot`, from
-    // process start to exit (query, transfer, mapping).
-    let url = format!("http://127.0.0.1:{port}");
-    // One exporter serves all 512 generated nodes here, so name nodes by their label.
-    let cfg = dir.join("label.toml");
-    std::fs::write(&cfg, "[sources]\nscrape_node = \"label\"\n").unwrap_or_else(|e| panic!("{e}"));
-    let cfg = cfg.to_string_lossy().into_owned();
-    for run in 0..3 {
-        let t = Instant::now();
-        let v = snapshot(&["--config", &cfg, "--prometheus", &url]);
-        let cards: usize =
-            v["nodes"].as_array().into_iter().flatten().map(|n| n["cards"].as_array().map_or(0, Vec::len)).sum();
-        println!("API refresh run {run}: {cards} cards in {:?}", t.elapsed());
-    }
-    let mut ours = Vec::new();
-    for _ in 0..5 {
-        let t = Instant::now();
-        let m = tessera::sources::dcgm::map(&text, &tessera::sources::dcgm::NodeName::Label);
-        ours.push(t.elapsed().as_secs_f64());
-        assert_eq!(m.nodes.len(), 512);
-    }
-    ours.sort_by(f64::total_cmp);
-    println!("exposition: {:.1} MB", text.len() as f64 / 1e6);
-    println!("prometheus scrape_duration_seconds: {durations:?}");
-    println!("tessera parse + map seconds (5 runs, sorted): {ours:?}");
-    let _ = std::fs::remove_dir_all(&dir);
-}
+#[path = "prometheus/measure.rs"]
+mod measure;

@@ -31,6 +31,10 @@ demo = false
 # Also read the queue from Prometheus: pending pods that request GPUs (kube-state-metrics)
 # and Kueue's pending count.
 prometheus_queue = false
+# Where the cards come from: "auto" reads the federation endpoint (/federate, exposition text,
+# the fastest) where the server has one and prometheus_query is not set, else instant queries;
+# "query" always uses instant queries, "federate" always the federation endpoint.
+prometheus_api = "auto"
 # dcgm-exporter endpoints to scrape directly.
 # scrape = ["http://gpu-node-1.example:9400/metrics"]
 # Slurm queue and nodes from squeue/sinfo JSON on this host (see [slurm]).

@@ -1,11 +1,16 @@
-//! The Prometheus source (`--prometheus URL`): instant queries of the HTTP API for the DCGM
-//! series, mapped by the same code as a direct scrape. Series are grouped by the `instance`
-//! label (the exporter Prometheus scraped), so each exporter's cards land on its node.
+//! The Prometheus source (`--prometheus URL`): the DCGM series from the federation endpoint
+//! or an instant query of the HTTP API, mapped by the same code as a direct scrape. Series are
+//! grouped by the `instance` label (the exporter Prometheus scraped), so each exporter's cards
+//! land on its node.
 
+pub mod decode;
+pub mod federate;
 pub mod queue;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -16,8 +21,9 @@ use super::dcgm::NodeName;
 use super::http::Client;
 use super::scrape::{host, to_partial};
 use super::{Partial, SourceError, SourceUpdate, backoff};
-use crate::config::ScrapeNode;
+use crate::config::{PrometheusApi, ScrapeNode};
 use crate::model::SourceKind;
+use decode::{Options, Texts};
 
 /// The default query: the DCGM families tessera maps (current and 1.x names). Asking for
 /// these alone, not every `DCGM_FI_.*`, halves what Prometheus encodes and sends.
@@ -27,23 +33,18 @@ pub const DEFAULT_QUERY: &str = concat!(
     r#"|DCGM_FI_DEV_XID_ERRORS|DCGM_FI_DEV_ECC_DBE_VOL_TOTAL|dcgm_.*"}"#
 );
 
+/// A small answer read whole (the queue's): the cards' answers are streamed ([`decode`]).
 #[derive(Debug, Deserialize)]
 pub(super) struct Envelope {
     status: String,
     #[serde(default)]
     data: Option<Data>,
-    #[serde(default, rename = "errorType")]
-    error_type: Option<String>,
     #[serde(default)]
     error: Option<String>,
-    #[serde(default)]
-    warnings: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
 struct Data {
-    #[serde(rename = "resultType")]
-    result_type: String,
     #[serde(default)]
     result: Vec<Series>,
 }
@@ -110,82 +111,66 @@ async fn queue_into(client: &Client, base: &str, p: &mut Partial, at: Option<Dat
     }
 }
 
-/// Rebuild exposition text per `instance` from an instant-vector answer. Label values are
-/// escaped so the parser reads them back exactly, commas and quotes included.
-fn by_instance(body: &str) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
-    let (series, warnings) = series(body)?;
-    Ok((texts(series), warnings))
+fn source_error(message: String) -> SourceError {
+    SourceError { message, fatal: false }
 }
 
-/// The series of an instant-vector answer, and its warnings; errors say what Prometheus said.
-fn series(body: &str) -> Result<(Vec<Series>, Vec<String>), String> {
-    let env: Envelope = serde_json::from_str(body).map_err(|e| {
-        let start: String = body.trim_start().chars().take(60).collect();
-        format!("not a Prometheus API answer ({e}); it starts with {start:?}")
-    })?;
-    if env.status != "success" {
-        return Err(format!(
-            "Prometheus: {}: {}",
-            env.error_type.as_deref().unwrap_or("error"),
-            env.error.as_deref().unwrap_or("no message")
-        ));
+/// Each `[sources.promql]` field's answer under its DCGM name.
+fn add_fields(t: &mut Texts, fields: &[(&str, String)]) -> Result<(), SourceError> {
+    for (metric, body) in fields {
+        let opts = Options { skip: &[], rename: Some(metric) };
+        t.add_vector(body, opts).map_err(|e| source_error(format!("{metric}: {e}")))?;
     }
-    let data = env.data.ok_or("Prometheus answered success without data")?;
-    if data.result_type != "vector" {
-        return Err(format!("expected an instant vector, got {}", data.result_type));
-    }
-    Ok((data.result, env.warnings))
+    Ok(())
 }
 
-fn texts(series: Vec<Series>) -> BTreeMap<String, String> {
-    let mut texts: BTreeMap<String, String> = BTreeMap::new();
-    for s in series {
-        let (Some(name), Some((_, value))) = (s.metric.get("__name__"), s.value.as_ref()) else { continue };
-        let instance = s.metric.get("instance").cloned().unwrap_or_default();
-        let text = texts.entry(instance).or_default();
-        let labels: Vec<String> = s
-            .metric
-            .iter()
-            .filter(|(k, _)| k.as_str() != "__name__")
-            .map(|(k, v)| format!("{k}=\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")))
-            .collect();
-        let _ = writeln!(text, "{name}{{{}}} {value}", labels.join(","));
+/// The main answer (an instant vector, or with `federation` the federation endpoint's text)
+/// with the fields' answers: per-instance texts. A field's series replace the main answer's
+/// series of its DCGM name.
+fn texts_of(main: &str, federation: bool, fields: &[(&str, String)]) -> Result<Texts, SourceError> {
+    let skip: Vec<&str> = fields.iter().map(|(m, _)| *m).collect();
+    let mut t = Texts::default();
+    if federation {
+        federate::split(main, &skip, &mut t);
+    } else {
+        t.add_vector(main, Options { skip: &skip, rename: None }).map_err(source_error)?;
     }
-    texts
+    add_fields(&mut t, fields)?;
+    Ok(t)
 }
 
 /// The main answer with some fields replaced by their own queries' answers (`[sources.promql]`):
 /// each override's series take the field's DCGM name, and the main answer's series of that
 /// name are dropped.
 pub fn to_partial_with_fields(main: &str, fields: &[(&str, String)], node: ScrapeNode) -> Result<Partial, SourceError> {
-    let err = |message| SourceError { message, fatal: false };
-    let (mut all, mut warnings) = series(main).map_err(err)?;
-    for (metric, body) in fields {
-        let (mut extra, w) = series(body).map_err(|e| err(format!("{metric}: {e}")))?;
-        all.retain(|s| s.metric.get("__name__").map(String::as_str) != Some(*metric));
-        for s in &mut extra {
-            s.metric.insert("__name__".into(), (*metric).to_string());
-        }
-        all.extend(extra);
-        warnings.extend(w);
-    }
-    from_texts(texts(all), warnings, node)
+    from_texts(texts_of(main, false, fields)?, node)
 }
 
 /// One collection: the query answered by Prometheus, as a partial fleet.
 pub fn to_partial_from_api(body: &str, node: ScrapeNode) -> Result<Partial, SourceError> {
-    let (texts, warnings) = by_instance(body).map_err(|message| SourceError { message, fatal: false })?;
-    from_texts(texts, warnings, node)
+    to_partial_with_fields(body, &[], node)
 }
 
-fn from_texts(
-    texts: BTreeMap<String, String>,
-    warnings: Vec<String>,
+/// One collection from the federation endpoint's text, with the fields' own answers.
+pub fn to_partial_from_federation(
+    text: &str,
+    fields: &[(&str, String)],
     node: ScrapeNode,
 ) -> Result<Partial, SourceError> {
+    from_texts(texts_of(text, true, fields)?, node)
+}
+
+fn from_texts(texts: Texts, node: ScrapeNode) -> Result<Partial, SourceError> {
     let mut out = Partial::default();
-    let mut notes: Vec<String> = warnings;
-    for (instance, text) in texts {
+    let mut notes: Vec<String> = texts.warnings;
+    if texts.dropped > 0 {
+        notes.push(format!(
+            "{} series the exposition cannot carry (a metric or label name it does not allow, a value that is not a number) left out",
+            texts.dropped
+        ));
+    }
+    // Each text is dropped once mapped: the answer is never held twice.
+    for (instance, text) in texts.by_instance {
         let name = match node {
             ScrapeNode::Target if !instance.is_empty() => NodeName::Fixed(host(&instance)),
             _ => NodeName::Label,
@@ -198,13 +183,14 @@ fn from_texts(
         out.workloads.extend(p.workloads);
     }
     if out.nodes.is_empty() {
-        return Err(SourceError { message: "the query returned no GPU series".into(), fatal: false });
+        return Err(source_error("the query returned no GPU series".into()));
     }
     out.note = (!notes.is_empty()).then(|| notes.join("; "));
     Ok(out)
 }
 
-fn query_url(base: &str, query: &str) -> String {
+/// The instant-query URL for `query` at `base` (a proxy's own parameters kept after it).
+pub fn query_url(base: &str, query: &str) -> String {
     let mut enc = String::new();
     for b in query.bytes() {
         match b {
@@ -360,6 +346,39 @@ pub struct Settings {
     pub fields: Vec<(String, String)>,
     pub with_queue: bool,
     pub node: ScrapeNode,
+    pub api: PrometheusApi,
+    /// Set once `auto` found no federation endpoint: instant queries from then on.
+    pub no_federation: Arc<AtomicBool>,
+}
+
+impl Settings {
+    /// Whether a collection at `at` reads the federation endpoint: never for a past moment
+    /// (it has no `time`), and in `auto` only for the default selector (a custom query may be
+    /// any expression) on a server that has the endpoint.
+    fn federation(&self, at: Option<DateTime<Utc>>) -> bool {
+        at.is_none()
+            && match self.api {
+                PrometheusApi::Federate => true,
+                PrometheusApi::Query => false,
+                PrometheusApi::Auto => self.query.is_none() && !self.no_federation.load(Ordering::Relaxed),
+            }
+    }
+}
+
+/// Why an `auto` federation answer means the server has no federation endpoint, if it does:
+/// Thanos Query and Mimir answer 404; a proxy may answer a page of HTML, or JSON.
+fn not_served(answer: &Result<String, super::http::FetchError>) -> Option<String> {
+    match answer {
+        Err(super::http::FetchError::Status { status: status @ (404 | 405 | 501), .. }) => {
+            Some(format!("HTTP {status}"))
+        }
+        Ok(body) => match body.trim_start().as_bytes().first() {
+            Some(b'<') => Some("it answered HTML".into()),
+            Some(b'{' | b'[') => Some("it answered JSON".into()),
+            _ => None,
+        },
+        Err(_) => None,
+    }
 }
 
 /// `url` evaluated at `at` (Prometheus's `time` parameter), or now.
@@ -379,7 +398,7 @@ pub async fn collect(
     with_history: bool,
 ) -> Result<Partial, SourceError> {
     let (base, node) = (&s.base, s.node);
-    let url = at_time(query_url(base, s.query.as_deref().unwrap_or(DEFAULT_QUERY)), at);
+    let selector = s.query.as_deref().unwrap_or(DEFAULT_QUERY);
     let mut answers: Vec<(&'static str, String)> = Vec::new();
     let mut field_error = None;
     for (field, expr) in &s.fields {
@@ -389,25 +408,52 @@ pub async fn collect(
             Err(e) => field_error = Some(format!("promql.{field}: {e}")),
         }
     }
-    let mut result = match client.get(&url).await {
-        Ok(_) if field_error.is_some() => {
-            Err(SourceError { message: field_error.take().unwrap_or_default(), fatal: false })
+    let mut federation = s.federation(at);
+    let mut fell_back = None;
+    let mut answer = None;
+    if federation {
+        let url = federate::url(base, selector);
+        let a = client.get(&url).await;
+        match not_served(&a) {
+            Some(why) if s.api == PrometheusApi::Auto => {
+                s.no_federation.store(true, Ordering::Relaxed);
+                federation = false;
+                fell_back = Some(format!(
+                    "{}: no federation endpoint ({why}): instant queries from now on",
+                    super::http::redact(&url)
+                ));
+            }
+            _ => answer = Some(a),
         }
+    }
+    let answer = match answer {
+        Some(a) => a,
+        None => client.get(&at_time(query_url(base, selector), at)).await,
+    };
+    let mut result = match answer {
+        Ok(_) if field_error.is_some() => Err(source_error(field_error.take().unwrap_or_default())),
         Ok(body) => {
             // A message quoting the answer is cut before it reaches `scrub` below: the body is
             // scrubbed whole first (only where there is a secret to hide).
             let body = if client.has_secrets() { client.scrub(&body) } else { body };
-            tokio::task::spawn_blocking(move || to_partial_with_fields(&body, &answers, node))
-                .await
-                .unwrap_or_else(|e| Err(SourceError { message: format!("mapping failed: {e}"), fatal: false }))
+            tokio::task::spawn_blocking(move || {
+                let texts = texts_of(&body, federation, &answers)?;
+                drop(body);
+                from_texts(texts, node)
+            })
+            .await
+            .unwrap_or_else(|e| Err(source_error(format!("mapping failed: {e}"))))
         }
         Err(super::http::FetchError::Status { status, body: Some(b), url }) if b.starts_with('{') => {
             // Prometheus error envelopes come with 4xx/5xx; say what it said.
-            let msg = by_instance(&b).err().unwrap_or_else(|| format!("HTTP {status}"));
-            Err(SourceError { message: format!("{url}: {msg}"), fatal: false })
+            let msg = Texts::default().add_vector(&b, Options::PLAIN).err().unwrap_or_else(|| format!("HTTP {status}"));
+            Err(source_error(format!("{url}: {msg}")))
         }
-        Err(e) => Err(SourceError { message: e.to_string(), fatal: false }),
+        Err(e) => Err(source_error(e.to_string())),
     };
+    if let (Some(why), Ok(p)) = (fell_back, &mut result) {
+        p.note = Some(p.note.take().map_or(why.clone(), |n| format!("{why}; {n}")));
+    }
     if s.with_queue
         && let Ok(p) = &mut result
     {
