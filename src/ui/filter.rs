@@ -58,6 +58,17 @@ fn comparison(word: &str, name: &str) -> Option<(std::cmp::Ordering, f64)> {
     num.trim_end_matches('%').parse().ok().map(|n| (ord, n))
 }
 
+/// Whether `hay` lowercased contains `needle` (lowercase already). ASCII text (names, models,
+/// UUIDs: nearly all of it) is compared in place; other text is lowercased first, as before
+/// (a character such as the Kelvin sign lowercases to ASCII).
+fn has(hay: &str, needle: &str) -> bool {
+    if hay.is_ascii() && needle.is_ascii() {
+        let (h, n) = (hay.as_bytes(), needle.as_bytes());
+        return n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n));
+    }
+    hay.to_lowercase().contains(needle)
+}
+
 impl Filter {
     pub fn parse(text: &str) -> Self {
         let terms = text
@@ -98,16 +109,15 @@ impl Filter {
     pub fn matches(&self, fleet: &Fleet, node: &Node, card: &Card) -> bool {
         self.terms.iter().all(|t| match t {
             Term::Text(s) => {
-                node.name.to_lowercase().contains(s)
-                    || card.model.to_lowercase().contains(s)
-                    || card.gpu_model().is_some_and(|m| m.name.to_lowercase().contains(s))
-                    || card.uuid.as_deref().is_some_and(|u| u.to_lowercase().contains(s))
+                has(&node.name, s)
+                    || has(&card.model, s)
+                    || card.gpu_model().is_some_and(|m| has(&m.name, s))
+                    || card.uuid.as_deref().is_some_and(|u| has(u, s))
                     || card.holders().any(|h| {
-                        h.to_lowercase().contains(s)
-                            || fleet.workload(h).is_some_and(|w| {
-                                w.name.to_lowercase().contains(s)
-                                    || w.owner.as_deref().is_some_and(|o| o.to_lowercase().contains(s))
-                            })
+                        has(h, s)
+                            || fleet
+                                .workload(h)
+                                .is_some_and(|w| has(&w.name, s) || w.owner.as_deref().is_some_and(|o| has(o, s)))
                     })
                     || card.mig.instances.iter().any(|i| i.profile.contains(s.as_str()))
             }
@@ -136,7 +146,7 @@ impl Filter {
         let on_card = |f: &dyn Fn(&Card) -> bool| w.cards.iter().any(|r| fleet.card(r).is_some_and(f));
         self.terms.iter().all(|t| match t {
             Term::Text(s) => {
-                let has = |v: &str| v.to_lowercase().contains(s.as_str());
+                let has = |v: &str| has(v, s);
                 has(&w.id)
                     || has(&w.name)
                     || w.owner.as_deref().is_some_and(has)
@@ -167,6 +177,21 @@ impl Filter {
 mod tests {
     use super::*;
     use crate::model::MigInstance;
+
+    #[test]
+    fn text_matches_whatever_its_case() {
+        for (hay, needle, want) in [
+            ("NVIDIA H100 80GB HBM3", "h100", true),
+            ("gpu-node-007", "node-0", true),
+            ("A100", "h100", false),
+            ("ab", "abc", false),
+            ("anything", "", true),
+            ("Ärzte-Cluster", "ärzte", true),
+            ("\u{212A}elvin", "kelvin", true),
+        ] {
+            assert_eq!(has(hay, needle), want, "{hay} {needle}");
+        }
+    }
 
     #[test]
     fn terms_combine() {
