@@ -100,7 +100,8 @@ pub enum PrometheusApi {
     Auto,
     /// Instant queries (`/api/v1/query`) always.
     Query,
-    /// The federation endpoint (`/federate`) always: `prometheus_query` must be a selector.
+    /// The federation endpoint (`/federate`) for the present (a past moment, which it cannot
+    /// give, still uses instant queries): `prometheus_query` must be a selector.
     Federate,
 }
 

@@ -214,7 +214,7 @@ fn without_a_federation_endpoint_auto_uses_instant_queries() {
     std::fs::write(&cfg, "[sources]\nprometheus_api = \"federate\"\n").unwrap_or_else(|e| panic!("{e}"));
     let v = snapshot(&["--config", &cfg.to_string_lossy(), "--prometheus", &format!("http://{}", server.addr)]);
     let e = v["sources"][0]["error"].as_str().unwrap_or_default();
-    assert!(e.contains("/federate: HTTP 404"), "{v}");
+    assert!(e.contains("/federate: no federation endpoint (HTTP 404)"), "{v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

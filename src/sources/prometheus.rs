@@ -423,7 +423,13 @@ pub async fn collect(
                     super::http::redact(&url)
                 ));
             }
-            _ => answer = Some(a),
+            // `federate` keeps its answer; a page of HTML or JSON is said for what it is.
+            Some(why) => {
+                let url = super::http::redact(&url);
+                answer =
+                    Some(Err(super::http::FetchError::Other { url, why: format!("no federation endpoint ({why})") }));
+            }
+            None => answer = Some(a),
         }
     }
     let answer = match answer {
@@ -498,6 +504,29 @@ pub fn spawn(settings: Settings, client: Client, interval: Duration, tx: mpsc::S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_past_moment_always_uses_instant_queries() {
+        let s = |api, query: Option<&str>| Settings {
+            base: "http://p:9090".into(),
+            query: query.map(str::to_string),
+            fields: Vec::new(),
+            with_queue: false,
+            node: ScrapeNode::Target,
+            api,
+            no_federation: Arc::default(),
+        };
+        let past = Some(Utc::now());
+        for api in [PrometheusApi::Auto, PrometheusApi::Federate, PrometheusApi::Query] {
+            assert!(!s(api, None).federation(past), "{api:?}");
+        }
+        assert!(s(PrometheusApi::Auto, None).federation(None));
+        assert!(!s(PrometheusApi::Auto, Some("up")).federation(None), "a custom query may be any expression");
+        assert!(s(PrometheusApi::Federate, Some("{job=\"dcgm\"}")).federation(None));
+        let gone = s(PrometheusApi::Auto, None);
+        gone.no_federation.store(true, Ordering::Relaxed);
+        assert!(!gone.federation(None), "after the fallback");
+    }
 
     #[test]
     fn range_answers_land_on_the_grid() {

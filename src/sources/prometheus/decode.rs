@@ -204,7 +204,7 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_, '_> {
                 "warnings" => head.warnings = map.next_value::<Option<Vec<String>>>()?.unwrap_or_default(),
                 "data" => {
                     let seed = DataSeed { texts: &mut *self.texts, opts: self.opts };
-                    head.result_type = Some(map.next_value_seed(seed)?.unwrap_or_default());
+                    head.result_type = map.next_value_seed(seed)?.filter(|t| !t.is_empty());
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;

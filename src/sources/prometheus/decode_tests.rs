@@ -58,8 +58,10 @@ fn what_is_not_an_instant_vector_says_what_it_is() {
     assert_eq!(texts(m).map(|_| ()), Err("expected an instant vector, got matrix".into()));
     let s = r#"{"status":"success","data":{"resultType":"scalar","result":[1700000000,"3"]}}"#;
     assert_eq!(texts(s).map(|_| ()), Err("expected an instant vector, got scalar".into()));
-    let none = r#"{"status":"success"}"#;
-    assert_eq!(texts(none).map(|_| ()), Err("Prometheus answered success without data".into()));
+    for none in [r#"{"status":"success"}"#, r#"{"status":"success","data":null}"#, r#"{"status":"success","data":{}}"#]
+    {
+        assert_eq!(texts(none).map(|_| ()), Err("Prometheus answered success without data".into()), "{none}");
+    }
     let e = r#"{"status":"error","errorType":"timeout","error":"query timed out","data":null}"#;
     assert_eq!(texts(e).map(|_| ()), Err("Prometheus: timeout: query timed out".into()));
     for bad in ["", "[]", "{\"data\":{}}", "{\"status\":\"success\",\"data\":{\"result\":[{\"metric\":3}]}}", "{} x"] {

@@ -57,7 +57,9 @@ fn instance_of(rest: &str) -> Option<Cow<'_, str>> {
     while let Some(k) = set.get(from..)?.find(KEY) {
         let at = from + k;
         let before = &set.as_bytes()[..at];
-        if before.contains(&b'\\') {
+        // An escape, or a `}` (the set may have ended: an exemplar's labels follow), is read
+        // label by label.
+        if before.iter().any(|&b| b == b'\\' || b == b'}') {
             break;
         }
         let outside = before.iter().filter(|&&b| b == b'"').count() % 2 == 0;
@@ -183,12 +185,13 @@ mod tests {
         fn the_fast_reading_is_the_exact_one(
             labels in proptest::collection::vec((key(), "([a-z,={} \"\\\\\n]|instance=\"){0,6}"), 0..5),
             trailing in proptest::bool::ANY,
+            tail in proptest::sample::select(vec!["", " 1", " 1 # {instance=\"z\"} 2", " 1 # {a=\"}\",instance=\"z\"}"]),
         ) {
             let written: Vec<String> = labels
                 .iter()
                 .map(|(k, v)| format!("{k}=\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")))
                 .collect();
-            let set = format!("{{{}{}}}", written.join(","), if trailing { "," } else { "" });
+            let set = format!("{{{}{}}}{tail}", written.join(","), if trailing { "," } else { "" });
             let want = labels.iter().find(|(k, _)| *k == "instance").map(|(_, v)| v.as_str());
             let (exact, fast) = (instance_scan(&set), instance_of(&set));
             proptest::prop_assert_eq!(exact.as_deref(), want, "{}", &set);

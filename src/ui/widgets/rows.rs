@@ -5,7 +5,8 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use unicode_width::UnicodeWidthChar;
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
 
 /// Draws `lines` from the top of `area`, one a row, each cut at the area's right edge. Cells
 /// past a line's end are left as they are, as `Paragraph` leaves them.
@@ -38,7 +39,8 @@ pub fn put(buf: &mut Buffer, x: u16, y: u16, line: &Line<'_>, width: u16) {
             let next = buf.set_stringn(x, y, s, usize::from(right - x), style).0;
             // A span cut short ends the line, as `Paragraph` ends it: a later span must not
             // show in the column a wide character left.
-            let full: usize = s.chars().filter(|c| !c.is_control()).map(|c| c.width().unwrap_or(0)).sum();
+            // Measured as the buffer measures it: graphemes, control characters left out.
+            let full: usize = s.graphemes(true).filter(|g| !g.contains(char::is_control)).map(|g| g.width()).sum();
             if usize::from(next - x) < full {
                 return;
             }
@@ -87,5 +89,15 @@ mod tests {
             let text: String = buf.content.iter().map(|c| c.symbol()).collect::<String>();
             assert_eq!(text.replace(' ', ""), shown, "width {width}");
         }
+    }
+
+    /// A grapheme of several characters (a ZWJ emoji, 2 columns) is measured whole: the span
+    /// after it still shows.
+    #[test]
+    fn a_joined_emoji_does_not_end_the_line() {
+        let line = Line::from(vec![Span::raw("a\u{1F469}\u{200D}\u{1F4BB}b"), Span::raw("cd")]);
+        let mut buf = Buffer::empty(Rect::new(0, 0, 10, 1));
+        put(&mut buf, 0, 0, &line, 10);
+        assert_eq!(buf.content[4].symbol(), "c", "{:?}", buf.content);
     }
 }
