@@ -167,7 +167,8 @@ impl Slots {
         self.vals[f as usize].map(|(v, _)| v)
     }
 
-    /// Used and total MiB.
+    /// Used and total MiB; a total below what is used (series that disagree: a total from
+    /// another exporter, in other units) is unknown, never a wrong bound.
     fn memory(&self) -> (Option<u64>, Option<u64>) {
         let used = self.get(Field::FbUsed).and_then(to_u64);
         let free = self.get(Field::FbFree).and_then(to_u64);
@@ -177,6 +178,7 @@ impl Slots {
             }
             _ => self.get(Field::FbTotal).and_then(to_u64),
         };
+        let total = total.filter(|&t| used.is_none_or(|u| u <= t));
         (used, total)
     }
 }
@@ -611,6 +613,8 @@ fn card(c: CardAcc) -> Card {
         }
         if sum.is_some() {
             card.memory_used_mib = sum;
+            // The instances' sum above a parent series' total: that total is not this card's.
+            card.memory_total_mib = card.memory_total_mib.filter(|&t| sum.is_none_or(|u| u <= t));
         }
     }
     if c.mig_mode == Some(true) {

@@ -490,3 +490,22 @@ fn utilisation_out_of_range_is_unknown() {
     let m = map("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 100", &NodeName::Fixed("n".into()));
     assert_eq!(card(&m, "n", 0).utilization_pct, Some(100.0));
 }
+
+/// Found by the input campaign: a DCGM memory-used series beside an all-smi total in bytes
+/// (100 bytes: 0 MiB) gave a card with 100 MiB used of 0 MiB. A total below what is used is
+/// unknown.
+#[test]
+fn a_total_below_what_is_used_is_unknown() {
+    let text = "DCGM_FI_DEV_FB_USED{gpu=\"6\"} 100\nall_smi_gpu_memory_total_bytes{gpu_index=\"6\"} 100\n";
+    let m = map(text, &NodeName::Fixed("n".into()));
+    let c = card(&m, "n", 6);
+    assert_eq!((c.memory_used_mib, c.memory_total_mib), (Some(100), None));
+    let m =
+        map("DCGM_FI_DEV_FB_USED{gpu=\"0\"} 100\nDCGM_FI_DEV_FB_TOTAL{gpu=\"0\"} 200\n", &NodeName::Fixed("n".into()));
+    assert_eq!(card(&m, "n", 0).memory_total_mib, Some(200), "a consistent total stays");
+    // The same on a MIG card, where used is the instances' sum.
+    let text =
+        "DCGM_FI_DEV_FB_USED{gpu=\"1\",GPU_I_ID=\"0\"} 100\nall_smi_gpu_memory_total_bytes{gpu_index=\"1\"} 100\n";
+    let m = map(text, &NodeName::Fixed("n".into()));
+    assert_eq!((card(&m, "n", 1).memory_used_mib, card(&m, "n", 1).memory_total_mib), (Some(100), None));
+}
