@@ -11,7 +11,7 @@ use serde_json::Value;
 
 mod common;
 use common::http::{Reply, Server};
-use common::{snapshot, source};
+use common::{peak_rss_kib, snapshot, source};
 
 fn fixture(name: &str) -> String {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dcgm").join(name);
@@ -111,25 +111,6 @@ fn url_shapes_never_show_their_credentials() {
     let e = source(&v, "prometheus")["error"].as_str().unwrap_or_default().to_string();
     assert!(e.contains(&format!("http://{}/api/v1/query", prom.addr)), "{e}");
     assert!(!format!("{v}{err}").contains("SECRET"), "{v}{err}");
-}
-
-/// The most memory a process took, sampled from /proc while it ran (KiB).
-fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
-    let mut peak = 0;
-    loop {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
-        let hwm = status
-            .lines()
-            .find(|l| l.starts_with("VmHWM:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        peak = peak.max(hwm);
-        if child.try_wait().ok().flatten().is_some() {
-            return peak;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Six targets that stream for ever: without a shared budget each could take its 256 MiB

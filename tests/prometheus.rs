@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::have_with;
 use common::http::{Reply, Server};
+use common::{have_with, peak_rss_kib};
 
 struct Prometheus(Child);
 

@@ -150,3 +150,22 @@ pub fn snapshot(args: &[&str], env: &[(&str, &str)]) -> (i32, serde_json::Value,
 pub fn source<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     v["sources"].as_array().and_then(|s| s.iter().find(|x| x["name"] == name)).unwrap_or(&serde_json::Value::Null)
 }
+
+/// The most memory a process took, sampled from /proc while it ran (KiB).
+pub fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
+    let mut peak = 0;
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        let hwm = status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        peak = peak.max(hwm);
+        if child.try_wait().ok().flatten().is_some() {
+            return peak;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -227,22 +227,3 @@ fn measure_4096_gpus_through_the_api() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
-
-/// The most memory a process took, sampled from /proc while it ran (KiB).
-fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
-    let mut peak = 0;
-    loop {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
-        let hwm = status
-            .lines()
-            .find(|l| l.starts_with("VmHWM:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        peak = peak.max(hwm);
-        if child.try_wait().ok().flatten().is_some() {
-            return peak;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
