@@ -119,9 +119,9 @@ impl<'a> Labels<'a> {
             }
         }
         l.host = host.or(exported).or_else(|| {
-            instance.map(|i| match super::scrape::host(&i) {
-                h if h == i => i,
-                h => Cow::Owned(h),
+            instance.map(|i| match i {
+                Cow::Borrowed(b) => Cow::Borrowed(super::scrape::host_str(b)),
+                Cow::Owned(o) => Cow::Owned(super::scrape::host(&o)),
             })
         });
         l
