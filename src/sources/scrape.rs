@@ -34,9 +34,13 @@ pub fn source_name(url: &str) -> String {
 
 /// `host:port` of a URL (`http://gpu-1:9400/metrics` -> `gpu-1:9400`).
 pub fn host_port(url: &str) -> String {
+    host_port_str(url).to_string()
+}
+
+fn host_port_str(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let rest = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-    rest.rsplit_once('@').map_or(rest, |(_, h)| h).to_string()
+    rest.rsplit_once('@').map_or(rest, |(_, h)| h)
 }
 
 /// The host alone, for node names (`gpu-1:9400` -> `gpu-1`; IPv6 in brackets kept).
@@ -46,9 +50,7 @@ pub fn host(url: &str) -> String {
 
 /// [`host`] as a slice of `url` (all-smi rows name their host per sample: no copy each).
 pub fn host_str(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let rest = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-    let hp = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let hp = host_port_str(url);
     if hp.starts_with('[') {
         return hp.find(']').map_or(hp, |i| &hp[..=i]);
     }
