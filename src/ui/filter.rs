@@ -5,6 +5,8 @@
 use crate::model::capacity::{free_units, usable};
 use crate::model::{Card, Fleet, Node, SharingMode, Workload};
 
+type HashSet<T> = foldhash::HashSet<T>;
+
 #[derive(Debug, Clone, PartialEq)]
 enum Term {
     Text(String),
@@ -59,12 +61,20 @@ fn comparison(word: &str, name: &str) -> Option<(std::cmp::Ordering, f64)> {
 }
 
 /// Whether `hay` lowercased contains `needle` (lowercase already). ASCII text (names, models,
-/// UUIDs: nearly all of it) is compared in place; other text is lowercased first, as before
-/// (a character such as the Kelvin sign lowercases to ASCII).
+/// UUIDs: nearly all of it) is compared in place, from each place the needle's first letter
+/// appears; other text is lowercased first, as before (a character such as the Kelvin sign
+/// lowercases to ASCII).
 fn has(hay: &str, needle: &str) -> bool {
     if hay.is_ascii() && needle.is_ascii() {
         let (h, n) = (hay.as_bytes(), needle.as_bytes());
-        return n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n));
+        let Some((&first, rest)) = n.split_first() else { return true };
+        if h.len() < n.len() {
+            return false;
+        }
+        return h[..=h.len() - n.len()]
+            .iter()
+            .enumerate()
+            .any(|(i, b)| b.to_ascii_lowercase() == first && h[i + 1..i + n.len()].eq_ignore_ascii_case(rest));
     }
     hay.to_lowercase().contains(needle)
 }
@@ -98,7 +108,11 @@ impl Filter {
                     }
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        // Every word must match, so the order is free: the cheap comparisons first, the text
+        // searches (through holders and their workloads) only for what is left.
+        let mut terms = terms;
+        terms.sort_by_key(|t| matches!(t, Term::Text(_)));
         Self { terms }
     }
 
@@ -106,39 +120,29 @@ impl Filter {
         self.terms.is_empty()
     }
 
+    /// Whether one card matches. A list matches through [`Filter::over`], which does the work
+    /// shared by every card once.
     pub fn matches(&self, fleet: &Fleet, node: &Node, card: &Card) -> bool {
-        self.terms.iter().all(|t| match t {
-            Term::Text(s) => {
-                has(&node.name, s)
-                    || has(&card.model, s)
-                    || card.gpu_model().is_some_and(|m| has(&m.name, s))
-                    || card.uuid.as_deref().is_some_and(|u| has(u, s))
-                    || card.holders().any(|h| {
-                        has(h, s)
-                            || fleet
-                                .workload(h)
-                                .is_some_and(|w| has(&w.name, s) || w.owner.as_deref().is_some_and(|o| has(o, s)))
-                    })
-                    || card.mig.instances.iter().any(|i| i.profile.contains(s.as_str()))
-            }
-            Term::Util(o, n) => card.activity_pct().is_some_and(|u| u.partial_cmp(n) == Some(*o)),
-            Term::Temp(o, n) => card.temperature_c.is_some_and(|u| u.partial_cmp(n) == Some(*o)),
-            Term::Free(o, n) => free_units(node, card).cmp(n) == *o,
-            Term::Mig => card.mig.enabled,
-            Term::Whole => !card.mig.enabled,
-            Term::Draining => card.draining,
-            Term::Idle => card.is_idle() && usable(node, card),
-            Term::HeldIdle => {
-                card.holders().next().is_some()
-                    && card
-                        .holders()
-                        .all(|h| fleet.workload(h).is_some_and(|w| w.activity.is_some_and(|a| a.held_idle())))
-            }
-            Term::Unhealthy => card.health.fault().is_some(),
-            Term::Xid => card.health.last_xid.is_some(),
-            Term::Mode(m) => card.sharing_mode() == Some(*m),
-            Term::Shared => card.sharing_mode().is_some_and(SharingMode::unisolated),
-        })
+        self.over(fleet).card(node, card)
+    }
+
+    /// This filter ready to run over `fleet`: for each text word, the workloads whose name or
+    /// owner has it are found once, not once per card that holds them.
+    pub fn over<'a>(&'a self, fleet: &'a Fleet) -> Matcher<'a> {
+        let named = self
+            .terms
+            .iter()
+            .map(|t| match t {
+                Term::Text(s) => fleet
+                    .workloads
+                    .iter()
+                    .filter(|w| has(&w.name, s) || w.owner.as_deref().is_some_and(|o| has(o, s)))
+                    .map(|w| w.id.as_str())
+                    .collect(),
+                _ => HashSet::default(),
+            })
+            .collect();
+        Matcher { filter: self, fleet, named }
     }
 
     /// The same words over a workload (the queue and workloads views).
@@ -173,6 +177,52 @@ impl Filter {
     }
 }
 
+/// A [`Filter`] over one fleet (see [`Filter::over`]).
+pub struct Matcher<'a> {
+    filter: &'a Filter,
+    fleet: &'a Fleet,
+    /// Per term: for a text word, the ids of the workloads whose name or owner has it.
+    named: Vec<HashSet<&'a str>>,
+}
+
+impl Matcher<'_> {
+    /// Whether a card on `node` matches every word.
+    pub fn card(&self, node: &Node, card: &Card) -> bool {
+        self.filter.terms.iter().zip(&self.named).all(|(t, named)| match t {
+            Term::Text(s) => {
+                has(&node.name, s)
+                    || has(&card.model, s)
+                    || card.gpu_model().is_some_and(|m| has(&m.name, s))
+                    || card.uuid.as_deref().is_some_and(|u| has(u, s))
+                    || card.holders().any(|h| has(h, s) || named.contains(h))
+                    || card.mig.instances.iter().any(|i| i.profile.contains(s.as_str()))
+            }
+            Term::Util(o, n) => card.activity_pct().is_some_and(|u| u.partial_cmp(n) == Some(*o)),
+            Term::Temp(o, n) => card.temperature_c.is_some_and(|u| u.partial_cmp(n) == Some(*o)),
+            Term::Free(o, n) => free_units(node, card).cmp(n) == *o,
+            Term::Mig => card.mig.enabled,
+            Term::Whole => !card.mig.enabled,
+            Term::Draining => card.draining,
+            Term::Idle => card.is_idle() && usable(node, card),
+            Term::HeldIdle => {
+                card.holders().next().is_some()
+                    && card
+                        .holders()
+                        .all(|h| self.fleet.workload(h).is_some_and(|w| w.activity.is_some_and(|a| a.held_idle())))
+            }
+            Term::Unhealthy => card.health.fault().is_some(),
+            Term::Xid => card.health.last_xid.is_some(),
+            Term::Mode(m) => card.sharing_mode() == Some(*m),
+            Term::Shared => card.sharing_mode().is_some_and(SharingMode::unisolated),
+        })
+    }
+
+    /// Whether a workload matches every word (see [`Filter::matches_workload`]).
+    pub fn workload(&self, w: &Workload) -> bool {
+        self.filter.matches_workload(self.fleet, w)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +240,75 @@ mod tests {
             ("\u{212A}elvin", "kelvin", true),
         ] {
             assert_eq!(has(hay, needle), want, "{hay} {needle}");
+        }
+    }
+
+    /// The text search as it was before [`Matcher`]: each holder's workload looked up for each
+    /// card, words in the order typed.
+    fn reference(words: &str, fleet: &Fleet, node: &Node, card: &Card) -> bool {
+        words.split_whitespace().all(|w| {
+            let one = Filter::parse(w);
+            match &one.terms[..] {
+                [Term::Text(s)] => {
+                    has(&node.name, s)
+                        || has(&card.model, s)
+                        || card.gpu_model().is_some_and(|m| has(&m.name, s))
+                        || card.uuid.as_deref().is_some_and(|u| has(u, s))
+                        || card.holders().any(|h| {
+                            has(h, s)
+                                || fleet
+                                    .workload(h)
+                                    .is_some_and(|w| has(&w.name, s) || w.owner.as_deref().is_some_and(|o| has(o, s)))
+                        })
+                        || card.mig.instances.iter().any(|i| i.profile.contains(s.as_str()))
+                }
+                _ => one.over(fleet).card(node, card),
+            }
+        })
+    }
+
+    #[test]
+    fn a_list_matches_as_each_card_did_alone() {
+        use crate::sources::sim::{Sim, SimConfig};
+        use chrono::TimeZone;
+        let t = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 14, 0, 0).single().unwrap_or_default();
+        let mut store = crate::store::Store::new();
+        store.register("sim", crate::model::SourceKind::Simulated, std::time::Duration::from_secs(1));
+        let update = crate::sources::SourceUpdate {
+            source: "sim".into(),
+            kind: crate::model::SourceKind::Simulated,
+            at: t,
+            result: Ok(Sim::new(SimConfig::new(7, t)).snapshot()),
+        };
+        store.apply(update, t);
+        let fleet = store.fleet();
+        let owners: Vec<&str> = fleet.workloads.iter().filter_map(|w| w.owner.as_deref()).take(3).collect();
+        let names: Vec<&str> =
+            fleet.workloads.iter().filter(|w| w.state.is_active()).map(|w| w.name.as_str()).take(3).collect();
+        let mut words: Vec<String> =
+            ["h100", "util>50 a100", "A100 util>50", "1g", "node-0 mig", "nobody-at-all", "idle h100"]
+                .iter()
+                .map(|w| w.to_string())
+                .collect();
+        words.extend(owners.iter().chain(&names).map(|w| w.to_uppercase()));
+        words.extend(names.iter().map(|w| format!("{w} util<101")));
+        let mut some = 0;
+        for w in &words {
+            let f = Filter::parse(w);
+            let m = f.over(fleet);
+            for n in &fleet.nodes {
+                for c in &n.cards {
+                    let want = reference(w, fleet, n, c);
+                    assert_eq!(m.card(n, c), want, "{w:?} on {} #{}", n.name, c.index);
+                    some += usize::from(want);
+                }
+            }
+        }
+        assert!(some > 0, "the words match some cards");
+        for w in names.iter().chain(&owners) {
+            let f = Filter::parse(w);
+            let m = f.over(fleet);
+            assert!(fleet.nodes.iter().any(|n| n.cards.iter().any(|c| m.card(n, c))), "{w} is on a card");
         }
     }
 

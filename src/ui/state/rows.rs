@@ -7,10 +7,11 @@ impl UiState {
     /// Rebuild the row lists from the fleet, the filter and the sort.
     pub fn rebuild(&mut self, fleet: &Fleet) {
         let keep = self.ref_at(self.selected[0]);
+        let matcher = self.filter.over(fleet);
         let mut cards: Vec<(usize, usize)> = Vec::new();
         for (ni, n) in fleet.nodes.iter().enumerate() {
             for (ci, c) in n.cards.iter().enumerate() {
-                if self.filter.is_empty() || self.filter.matches(fleet, n, c) {
+                if self.filter.is_empty() || matcher.card(n, c) {
                     cards.push((ni, ci));
                 }
             }
@@ -47,7 +48,7 @@ impl UiState {
             });
             self.rows.extend(keyed.into_iter().map(|(_, (n, c))| Row::Card(n, c)));
         }
-        let shown = |i: &usize| self.filter.is_empty() || self.filter.matches_workload(fleet, &fleet.workloads[*i]);
+        let shown = |i: &usize| self.filter.is_empty() || matcher.workload(&fleet.workloads[*i]);
         let mut pending: Vec<usize> = (0..fleet.workloads.len())
             .filter(|&i| fleet.workloads[i].state == WorkloadState::Pending)
             .filter(shown)
@@ -81,8 +82,18 @@ impl UiState {
         if matches!(self.rows.get(self.selected[0]), Some(Row::Node(_))) {
             self.step_in(Tab::Fleet, 1);
         }
-        self.built_from =
-            fleet.nodes.iter().map(|n| (n.name.clone(), n.cards.iter().map(|c| c.index).collect())).collect();
+        // Most rebuilds (a filter, a sort, a refresh) see the same nodes and cards: keep the
+        // list then, rather than copy every node's name again.
+        let same = self.built_from.len() == fleet.nodes.len()
+            && self.built_from.iter().zip(&fleet.nodes).all(|((name, cards), n)| {
+                *name == n.name
+                    && cards.len() == n.cards.len()
+                    && cards.iter().zip(&n.cards).all(|(i, c)| *i == c.index)
+            });
+        if !same {
+            self.built_from =
+                fleet.nodes.iter().map(|n| (n.name.clone(), n.cards.iter().map(|c| c.index).collect())).collect();
+        }
     }
 
     /// The card on fleet row `row`, by identity.
