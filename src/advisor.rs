@@ -252,14 +252,16 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
     layout::findings(fleet, cx, &plan, &mut out);
     let drained = if cx.advisor.drain_plans { drain::findings(fleet, cx, &plan, &mut out) } else { Vec::new() };
     let mut served = plan.served;
-    preempt::candidates(fleet, cx, &served, &mut out);
+    // Free capacity once for both: it walks every card.
+    let free = crate::model::capacity::Free::compute(fleet);
+    preempt::candidates(fleet, cx, &free, &served, &mut out);
     served.extend(out.iter().filter(|f| f.kind == Kind::PreemptionCandidate).filter_map(|f| match &f.subject {
         Subject::Workload { id } => Some(id.clone()),
         _ => None,
     }));
     // Nor is what a drain plan would start (where drain plans are asked for).
     served.extend(drained);
-    pool::scale_out(fleet, cx, &served, &mut out);
+    pool::scale_out(fleet, cx, &free, &served, &mut out);
     pool::scale_in(fleet, cx, cx.scale_in_pct, &mut out);
     pool::fragmentation(fleet, cx, &mut out);
     schedule::findings(fleet, cx, &mut out);

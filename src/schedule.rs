@@ -110,7 +110,7 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
     let window_now = active.map(|(i, _)| s.windows[i].name.clone());
     let pending: Vec<&crate::model::Workload> =
         fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending).collect();
-    let served = Served::default();
+    let memo = Memo::default();
     let cards = fleet
         .cards()
         .filter(|(n, c)| s.covers(n, c))
@@ -120,7 +120,7 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
             let mut steps = Vec::new();
             // When the card last changed: the start of the window in effect, where the card
             // has its layout (an earlier change tessera cannot know); unknown otherwise.
-            let has = |i: usize, l: &str| same_layout(card, l, &s.windows[i].layout);
+            let has = |i: usize, l: &str| same_layout(card, l, &s.windows[i].layout, &memo);
             let mut last = active.filter(|(i, _)| has(*i, &layout)).map(|(_, at)| at);
             // Overdue: a window holds now whose layout the card does not have.
             let due = active
@@ -128,7 +128,7 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
                 .map(|(i, _)| crate::model::schedule::Change { at: now, window: i });
             for ch in due.iter().chain(&changes) {
                 let w = &s.windows[ch.window];
-                let mut st = step(s, fleet, node, card, &layout, w, ch, &pending, min_runtime, &served);
+                let mut st = step(s, fleet, node, card, &layout, w, ch, &pending, min_runtime, &memo);
                 st.due = ch.at <= now;
                 if !st.no_op && s.held(last, ch.at) {
                     st.skipped = Some(format!(
@@ -166,21 +166,38 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
 }
 
 /// The same layout, whatever the order or placement notation: compare the placed instances.
-fn same_layout(card: &Card, a: &str, b: &str) -> bool {
+/// Each (model, text) is read once per timeline: thousands of cards share a few layouts.
+fn same_layout(card: &Card, a: &str, b: &str, memo: &Memo) -> bool {
     let Some(m) = card.gpu_model() else { return a == b };
-    let norm = |t: &str| match parse_layout(m, t) {
-        Ok(LayoutSpec::Whole) => Some(Vec::new()),
-        Ok(LayoutSpec::Mig(mut v)) => {
-            v.sort_by_key(|p| p.start);
-            Some(v.into_iter().map(|p| (p.profile, p.start)).collect::<Vec<_>>())
+    let norm = |t: &str| {
+        if let Some(hit) = memo.layouts.borrow().get(m.name.as_str()).and_then(|by| by.get(t)) {
+            return hit.clone();
         }
-        Err(_) => None,
+        let read = match parse_layout(m, t) {
+            Ok(LayoutSpec::Whole) => Some(Vec::new()),
+            Ok(LayoutSpec::Mig(mut v)) => {
+                v.sort_by_key(|p| p.start);
+                Some(v.into_iter().map(|p| (p.profile, p.start)).collect::<Vec<_>>())
+            }
+            Err(_) => None,
+        };
+        memo.layouts.borrow_mut().entry(m.name.as_str()).or_default().insert(t.to_string(), read.clone());
+        read
     };
     norm(a).is_some_and(|x| Some(x) == norm(b))
 }
 
-/// Waiting workloads a layout would start, by (model, layout, MIG on with no instance).
-type Served = std::cell::RefCell<std::collections::HashMap<(String, String, bool), u64>>;
+/// Placed instances by model, then by layout text.
+type Layouts = std::collections::HashMap<&'static str, std::collections::HashMap<String, Option<Vec<(String, u8)>>>>;
+
+/// What one timeline works out once for all its cards.
+#[derive(Default)]
+struct Memo {
+    /// Waiting workloads a layout would start, by (model, layout, MIG on with no instance).
+    served: std::cell::RefCell<std::collections::HashMap<(String, String, bool), u64>>,
+    /// A layout's placed instances; `None`: it does not read.
+    layouts: std::cell::RefCell<Layouts>,
+}
 
 #[allow(clippy::too_many_arguments)]
 fn step(
@@ -193,9 +210,9 @@ fn step(
     ch: &crate::model::schedule::Change,
     pending: &[&crate::model::Workload],
     min_runtime: std::time::Duration,
-    served: &Served,
+    memo: &Memo,
 ) -> Step {
-    let no_op = same_layout(card, layout_before, &w.layout);
+    let no_op = same_layout(card, layout_before, &w.layout, memo);
     let ctx = guard::Context { read_only: false, force: false, min_runtime, now: ch.at };
     let requires: Vec<Need> = if no_op {
         Vec::new()
@@ -228,12 +245,12 @@ fn step(
     // What a layout serves depends on the model and the layout only: counted once per call.
     let serves = |t: &str| {
         let key = (model.clone(), t.to_string(), t.is_empty() && card.mig.enabled);
-        if let Some(&n) = served.borrow().get(&key) {
+        if let Some(&n) = memo.served.borrow().get(&key) {
             return n;
         }
         let p = placed(t);
         let n = card_would_serve(&model, p.as_deref(), pending);
-        served.borrow_mut().insert(key, n);
+        memo.served.borrow_mut().insert(key, n);
         n
     };
     Step {

@@ -38,7 +38,8 @@ pub struct Store {
     simulated: bool,
     /// Each running workload's activity over time.
     activity: ActivityHistory,
-    /// A source sent history (Prometheus, the simulator): seed activity at the next rebuild.
+    /// A source sent history (Prometheus, the simulator): seed activity at the next rebuild
+    /// (and let the history go at the one after).
     seed: bool,
     /// Demand by hour of the day, sampled at rebuilds (the schedule suggestion's data).
     demand: crate::model::demand::DemandHistory,
@@ -212,6 +213,12 @@ impl Store {
     /// Merge every source's last data into the fleet.
     pub fn rebuild(&mut self) {
         self.take_back();
+        // History is in the fleet of one rebuild, the one after it came (activity and the
+        // sparklines are seeded from it then): kept longer, it would hold an hour of every
+        // card's series for the whole run (75 MB at 32,768 cards).
+        if !self.seed {
+            self.fleet.history = Vec::new();
+        }
         // One source alone: its data become the fleet as they are, moved, not copied (at
         // 32,768 cards the copy was most of a merge).
         if let [e] = self.entries.as_mut_slice()

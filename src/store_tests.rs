@@ -345,3 +345,24 @@ fn an_unchanged_update_keeps_the_data_and_says_the_source_is_live() {
     assert_eq!(s.fleet().sources[0].health, SourceHealth::Live { at: t(11) });
     assert_eq!(s.fleet().nodes, before);
 }
+
+#[test]
+fn history_is_in_the_fleet_of_one_rebuild_then_let_go() {
+    let mut s = Store::new();
+    s.register("prom", SourceKind::Prometheus, Duration::from_secs(15));
+    let mut first = update("prom", t(0), vec![card(0, None)]);
+    if let Ok(p) = &mut first.result {
+        p.history = vec![crate::model::CardHistory {
+            card: crate::model::CardRef::new("n1", 0),
+            gi: None,
+            step_s: 60,
+            util: vec![Some(40.0); 30],
+            mem_pct: Vec::new(),
+            mem_mib: Vec::new(),
+        }];
+    }
+    s.apply(first, t(0));
+    assert_eq!(s.fleet().history.len(), 1, "the rebuild after it came carries it (the sparklines seed)");
+    s.apply(update("prom", t(15), vec![card(0, None)]), t(15));
+    assert!(s.fleet().history.is_empty(), "an hour of every card's series is not kept for the run");
+}

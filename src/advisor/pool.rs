@@ -87,9 +87,8 @@ pub(super) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut V
     }
 }
 
-pub(super) fn scale_out(fleet: &Fleet, cx: &Context, served: &[String], out: &mut Vec<Finding>) {
-    let q = QueueSummary::compute(fleet, cx.now);
-    let free = Free::compute(fleet);
+pub(super) fn scale_out(fleet: &Fleet, cx: &Context, free: &Free, served: &[String], out: &mut Vec<Finding>) {
+    let q = QueueSummary::with_free(fleet, cx.now, free);
     // The waiting work past the threshold that no repartition or preemption would start, with
     // what it asks for: once, not once per resource.
     let served: std::collections::HashSet<&str> = served.iter().map(String::as_str).collect();

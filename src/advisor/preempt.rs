@@ -35,8 +35,7 @@ fn frees(fleet: &Fleet, t: &Workload, res: &Resource) -> u64 {
     per_node.into_values().max().unwrap_or(0)
 }
 
-pub(super) fn candidates(fleet: &Fleet, cx: &Context, served: &[String], out: &mut Vec<Finding>) {
-    let free = Free::compute(fleet);
+pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[String], out: &mut Vec<Finding>) {
     let eligible: Vec<&Workload> = fleet
         .workloads
         .iter()

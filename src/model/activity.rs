@@ -3,7 +3,11 @@
 //! sample per merged update into one-minute buckets (bounded: `KEEP_MIN` buckets a workload)
 //! and writes each workload's `Activity`. Pure data; the data's clock, not the wall clock.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+/// Maps keyed by workload ids and node names: foldhash, as in the scrape mapping (tens of
+/// thousands of lookups a record).
+type HashMap<K, V> = foldhash::HashMap<K, V>;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -56,61 +60,115 @@ impl Activity {
     }
 }
 
+/// One minute of a workload's samples, in 16 bytes: tens of thousands of workloads keep up to
+/// `KEEP_MIN` of them (32 bytes each made 180 MB at 32,768 cards).
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
-    minute: i64,
+    /// Minutes after the series' `base`.
+    at: u32,
     sum: f32,
     n: u16,
-    /// The most memory in use seen in this minute (MiB), if any sample had it.
-    mem: Option<u64>,
+    /// The most memory in use seen in this minute (MiB), or `NO_MEM` if no sample had it.
+    mem: u32,
+}
+
+/// A minute with no memory reading.
+const NO_MEM: u32 = u32::MAX;
+
+impl Bucket {
+    fn mem(&self) -> Option<u64> {
+        (self.mem != NO_MEM).then_some(u64::from(self.mem))
+    }
+}
+
+/// MiB as a bucket keeps it (up to 4 PiB: more than any card).
+fn mem_cell(mem: Option<u64>) -> u32 {
+    mem.map_or(NO_MEM, |m| u32::try_from(m).unwrap_or(NO_MEM - 1).min(NO_MEM - 1))
 }
 
 #[derive(Debug, Default)]
 struct Series {
+    /// The minute bucket offsets count from.
+    base: i64,
     buckets: VecDeque<Bucket>,
     last: Option<f64>,
+    /// The record that last saw its workload active (`ActivityHistory::records`).
+    seen: u64,
 }
 
 impl Series {
+    fn minute(&self, b: &Bucket) -> i64 {
+        self.base + i64::from(b.at)
+    }
+
     fn add(&mut self, minute: i64, pct: f64, mem: Option<u64>) {
-        match self.buckets.back_mut() {
-            Some(b) if b.minute == minute => {
-                b.sum += pct as f32;
-                b.n = b.n.saturating_add(1);
-                b.mem = b.mem.max(mem);
-            }
-            Some(b) if b.minute > minute => {}
-            _ => self.buckets.push_back(Bucket { minute, sum: pct as f32, n: 1, mem }),
-        }
-        while self.buckets.front().is_some_and(|b| b.minute <= minute - KEEP_MIN) {
+        while self.buckets.front().is_some_and(|b| self.base + i64::from(b.at) <= minute - KEEP_MIN) {
             self.buckets.pop_front();
         }
+        if self.buckets.is_empty() {
+            self.base = minute;
+        }
+        let Some(back) = self.buckets.back().map(|b| self.minute(b)) else {
+            self.buckets.push_back(Bucket { at: 0, sum: pct as f32, n: 1, mem: mem_cell(mem) });
+            return;
+        };
+        if back > minute {
+            return;
+        }
+        if back == minute {
+            if let Some(b) = self.buckets.back_mut() {
+                b.sum += pct as f32;
+                b.n = b.n.saturating_add(1);
+                b.mem = match (b.mem(), mem) {
+                    (Some(a), Some(m)) => mem_cell(Some(a.max(m))),
+                    (a, m) => mem_cell(a.or(m)),
+                };
+            }
+            return;
+        }
+        // The kept minutes span at most `KEEP_MIN`; a base that old is moved up to the first.
+        if minute - self.base > i64::from(u32::MAX / 2) {
+            let first = self.buckets.front().map_or(0, |b| b.at);
+            self.base += i64::from(first);
+            for b in &mut self.buckets {
+                b.at -= first;
+            }
+        }
+        let at = u32::try_from(minute - self.base).unwrap_or(u32::MAX);
+        self.buckets.push_back(Bucket { at, sum: pct as f32, n: 1, mem: mem_cell(mem) });
     }
 
     /// The mean over the last `minutes`, when all but two of them have samples.
     fn mean_over(&self, now_min: i64, minutes: i64) -> Option<f64> {
-        let recent = self.buckets.iter().filter(|b| b.minute > now_min - minutes);
+        let recent = self.buckets.iter().filter(|b| self.minute(b) > now_min - minutes);
         let (sum, n, buckets) =
             recent.fold((0.0f64, 0u32, 0i64), |(s, n, k), b| (s + f64::from(b.sum), n + u32::from(b.n), k + 1));
         (buckets >= minutes - 2 && n > 0).then(|| sum / f64::from(n))
     }
 
     fn activity(&self, now_min: i64) -> Activity {
-        let recent: Vec<&Bucket> = self.buckets.iter().filter(|b| b.minute > now_min - WINDOW_MIN).collect();
-        let (sum, n) = recent.iter().fold((0.0f64, 0u32), |(s, n), b| (s + f64::from(b.sum), n + u32::from(b.n)));
-        let covered_s = recent.len() as u64 * 60;
-        let idle = |b: &&Bucket| f64::from(b.sum) / f64::from(b.n.max(1)) < IDLE_BELOW_PCT;
-        let streak = if self.last.is_some_and(|n| n < IDLE_BELOW_PCT) {
-            self.buckets.iter().rev().take_while(idle).count() as u64
-        } else {
-            0
-        };
+        // One pass over the kept minutes (oldest first): the window's sum and coverage, the
+        // peak memory, and the run of idle minutes back from now.
+        let (mut sum, mut n, mut covered) = (0.0f64, 0u32, 0u64);
+        let (mut peak, mut streak) = (None, 0u64);
+        for b in &self.buckets {
+            if self.minute(b) > now_min - WINDOW_MIN {
+                sum += f64::from(b.sum);
+                n += u32::from(b.n);
+                covered += 1;
+            }
+            peak = peak.max(b.mem());
+            streak = if f64::from(b.sum) / f64::from(b.n.max(1)) < IDLE_BELOW_PCT { streak + 1 } else { 0 };
+        }
+        if !self.last.is_some_and(|n| n < IDLE_BELOW_PCT) {
+            streak = 0;
+        }
         Activity {
             now_pct: self.last.map(hundredths),
             mean_pct: (n > 0).then(|| hundredths(sum / f64::from(n))),
-            covered_s,
+            covered_s: covered * 60,
             idle_for_s: streak * 60,
-            peak_mem_mib: self.buckets.iter().filter_map(|b| b.mem).max(),
+            peak_mem_mib: peak,
             mean_1h_pct: self.mean_over(now_min, HOUR_MIN).map(hundredths),
         }
     }
@@ -167,6 +225,8 @@ fn pct_of<'f>(card: &dyn Fn(&CardRef) -> Option<&'f Card>, w: &Workload) -> Opti
 #[derive(Debug, Default)]
 pub struct ActivityHistory {
     series: HashMap<String, Series>,
+    /// Records made: each stamps the series it saw active, and the rest are dropped.
+    records: u64,
 }
 
 impl ActivityHistory {
@@ -197,20 +257,23 @@ impl ActivityHistory {
             .filter(|(_, w)| w.state.is_active() && !w.cards.is_empty())
             .map(|(i, w)| (i, pct_of(&card, w), mem_of(&card, w)))
             .collect();
-        let mut alive = std::collections::HashSet::new();
+        self.records += 1;
+        let stamp = self.records;
         for (i, pct, mem) in now {
             let w = &mut fleet.workloads[i];
-            let s = self.series.entry(w.id.clone()).or_default();
+            let s = match self.series.get_mut(w.id.as_str()) {
+                Some(s) => s,
+                None => self.series.entry(w.id.clone()).or_default(),
+            };
             s.last = pct;
+            s.seen = stamp;
             if let Some(p) = pct {
                 s.add(minute, p, mem);
             }
             w.activity = Some(s.activity(minute));
-            alive.insert(i);
         }
         // A workload that stopped or left forgets its samples (a restart starts afresh).
-        let active: std::collections::HashSet<&str> = alive.iter().map(|&i| fleet.workloads[i].id.as_str()).collect();
-        self.series.retain(|id, _| active.contains(id.as_str()));
+        self.series.retain(|_, s| s.seen == stamp);
     }
 
     /// Seed workloads with no samples yet from a source's card history (Prometheus, the
@@ -343,6 +406,43 @@ mod tests {
         let a = s.activity(59);
         assert_eq!(a.mean_1h_pct, Some(40.0), "(40 × 20 + 20 × 80) / 60");
         assert_eq!(a.mean_pct, Some(60.0), "the last 30 minutes: 10 × 20 + 20 × 80");
+    }
+
+    #[test]
+    fn a_bucket_is_small_and_its_minutes_survive_any_clock() {
+        assert_eq!(std::mem::size_of::<Bucket>(), 16);
+        let mut s = Series::default();
+        // A workload running for longer than a bucket's offset can count: the base moves up.
+        let far = i64::from(u32::MAX);
+        for m in [5, 6, far, far + 1, 3 * far] {
+            s.add(m, 50.0, Some(1 << 20));
+        }
+        let mins: Vec<i64> = s.buckets.iter().map(|b| s.minute(b)).collect();
+        assert_eq!(mins, vec![3 * far]);
+        let a = s.activity(3 * far);
+        assert_eq!((a.mean_pct, a.covered_s, a.peak_mem_mib), (Some(50.0), 60, Some(1 << 20)));
+        s.add(3 * far + 1, 10.0, None);
+        assert_eq!(s.activity(3 * far + 1).peak_mem_mib, Some(1 << 20), "a minute without memory keeps the peak");
+        let mut big = Series::default();
+        big.add(0, 1.0, Some(u64::MAX));
+        assert_eq!(big.activity(0).peak_mem_mib, Some(u64::from(NO_MEM - 1)), "clamped, never read as none");
+    }
+
+    #[test]
+    fn idle_counts_back_from_now_to_the_last_busy_minute() {
+        let mut s = Series::default();
+        for (m, pct) in [(10, 1.0), (11, 1.0), (12, 60.0), (13, 2.0), (14, 0.0), (15, 3.0)] {
+            s.add(m, pct, None);
+        }
+        s.last = Some(3.0);
+        let a = s.activity(15);
+        assert_eq!(a.idle_for_s, 3 * 60, "13, 14 and 15: the busy minute 12 ends the run");
+        assert_eq!(a.covered_s, 6 * 60);
+        s.last = Some(40.0);
+        assert_eq!(s.activity(15).idle_for_s, 0, "busy now: not idle, whatever the minutes say");
+        s.last = Some(0.0);
+        s.add(16, 50.0, None);
+        assert_eq!(s.activity(16).idle_for_s, 0, "the minute now is busy on average");
     }
 
     #[test]

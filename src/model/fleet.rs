@@ -1,7 +1,5 @@
 //! Fleet, nodes, cards and MIG instances as the console sees them.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -19,15 +17,17 @@ pub struct Fleet {
     pub workloads: Vec<Workload>,
     /// Recent events, oldest first, bounded by the store.
     pub events: Vec<Event>,
-    /// Recent history of cards from a source that keeps it (Prometheus), to seed sparklines.
+    /// Recent history of cards from a source that keeps it (Prometheus, the simulator), to seed
+    /// activity and sparklines: in the merged fleet only of the rebuild after it came.
     #[serde(skip)]
     pub history: Vec<CardHistory>,
-    /// Workload id -> position in `workloads`; `index_workloads` builds it.
+    /// Workload id -> position in `workloads`; `index_workloads` builds it. foldhash: tens of
+    /// thousands of ids are indexed at every merge.
     #[serde(skip)]
-    pub workload_index: std::collections::HashMap<String, usize>,
+    pub workload_index: foldhash::HashMap<String, usize>,
     /// Node name -> position in `nodes`, rebuilt with the workload index.
     #[serde(skip)]
-    pub node_index: std::collections::HashMap<String, usize>,
+    pub node_index: foldhash::HashMap<String, usize>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
@@ -470,7 +470,7 @@ impl Fleet {
     /// A running workload's GPU memory, where no source said: the total of the MIG instances
     /// or whole cards it holds, so its used memory is always shown against what it has.
     pub fn fill_allocations(&mut self) {
-        let mut held: HashMap<&str, u64> = HashMap::new();
+        let mut held: foldhash::HashMap<&str, u64> = foldhash::HashMap::default();
         for c in self.nodes.iter().flat_map(|n| &n.cards) {
             if c.mig.enabled {
                 for i in &c.mig.instances {

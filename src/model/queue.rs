@@ -115,10 +115,13 @@ impl QueueKnown {
 
 impl QueueSummary {
     pub fn compute(fleet: &Fleet, now: DateTime<Utc>) -> Self {
+        Self::with_free(fleet, now, &super::capacity::Free::compute(fleet))
+    }
+
+    /// The same, with the fleet's free capacity already worked out (the advisor does once).
+    pub fn with_free(fleet: &Fleet, now: DateTime<Utc>, free: &super::capacity::Free) -> Self {
         let pending: Vec<_> = fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending).collect();
         let oldest_wait_s = pending.iter().filter_map(|w| w.wait(now)).map(|d| d.num_seconds().max(0)).max();
-
-        let free = super::capacity::Free::compute(fleet);
 
         let mut demand: BTreeMap<Resource, (usize, u64, u64)> = BTreeMap::new();
         for w in &pending {

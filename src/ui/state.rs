@@ -95,10 +95,41 @@ pub enum Row {
 /// Recent samples per card for the card view's sparklines.
 pub const HISTORY: usize = 120;
 
+/// One second of a card's sparklines: utilisation and memory in use, in hundredths of a
+/// percent, in 4 bytes (32,768 cards keep `HISTORY` each: two `Option<f64>` made 130 MB).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
-    pub util: Option<f64>,
-    pub mem_pct: Option<f64>,
+    util: u16,
+    mem_pct: u16,
+}
+
+/// Unknown, in a sample.
+const NO_PCT: u16 = u16::MAX;
+
+fn pct_cell(v: Option<f64>) -> u16 {
+    match v {
+        Some(v) if v.is_finite() => (v * 100.0).round().clamp(0.0, f64::from(NO_PCT - 1)) as u16,
+        _ => NO_PCT,
+    }
+}
+
+fn pct_of(c: u16) -> Option<f64> {
+    (c != NO_PCT).then(|| f64::from(c) / 100.0)
+}
+
+impl Sample {
+    /// Percentages beyond 655.34 are kept as 655.34; not a number is unknown.
+    pub fn new(util: Option<f64>, mem_pct: Option<f64>) -> Self {
+        Self { util: pct_cell(util), mem_pct: pct_cell(mem_pct) }
+    }
+
+    pub fn util(&self) -> Option<f64> {
+        pct_of(self.util)
+    }
+
+    pub fn mem_pct(&self) -> Option<f64> {
+        pct_of(self.mem_pct)
+    }
 }
 
 #[derive(Debug)]
@@ -130,7 +161,9 @@ pub struct UiState {
     /// asks shows whole at it (0×0 before the first draw: nothing is).
     pub screen: ratatui::layout::Rect,
     pub message: Option<String>,
-    pub history: HashMap<CardRef, VecDeque<Sample>>,
+    /// Each card's sparkline samples, by node name then card index: sampled every second, so
+    /// looked up by the node's name without building a `CardRef` per card (see `samples`).
+    history: HashMap<String, HashMap<u32, VecDeque<Sample>>>,
     pub read_only: bool,
     pub ascii: bool,
     pub min_runtime: std::time::Duration,
@@ -250,11 +283,14 @@ impl UiState {
         // History from a source (Prometheus) seeds a card's sparklines once, before its own samples.
         // Card sparklines: the whole-card series (instance series seed workload activity).
         for h in fleet.history.iter().filter(|h| h.gi.is_none()) {
-            let mine = self.history.entry(h.card.clone()).or_default();
+            let cards = match self.history.get_mut(h.card.node.as_str()) {
+                Some(cards) => cards,
+                None => self.history.entry(h.card.node.clone()).or_default(),
+            };
+            let mine = cards.entry(h.card.index).or_default();
             if mine.len() <= 1 {
                 let mem = h.mem_pct.iter().copied().chain(std::iter::repeat(None));
-                let seeded: Vec<Sample> =
-                    h.util.iter().zip(mem).map(|(u, m)| Sample { util: *u, mem_pct: m }).collect();
+                let seeded: Vec<Sample> = h.util.iter().zip(mem).map(|(u, m)| Sample::new(*u, m)).collect();
                 let own: Vec<Sample> = mine.drain(..).collect();
                 mine.extend(seeded);
                 mine.extend(own);
@@ -268,21 +304,32 @@ impl UiState {
         if sample {
             self.last_sample = Some(self.now);
         }
-        for (n, c) in fleet.cards().filter(|_| sample) {
-            let h = self.history.entry(CardRef::new(n.name.clone(), c.index)).or_default();
-            let mem_pct = match (c.memory_used_mib, c.memory_total_mib) {
-                (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
-                _ => None,
+        for n in fleet.nodes.iter().filter(|_| sample) {
+            let cards = match self.history.get_mut(n.name.as_str()) {
+                Some(cards) => cards,
+                None => self.history.entry(n.name.clone()).or_default(),
             };
-            h.push_back(Sample { util: c.activity_pct(), mem_pct });
-            if h.len() > HISTORY {
-                h.pop_front();
+            for c in &n.cards {
+                let h = cards.entry(c.index).or_default();
+                let mem_pct = match (c.memory_used_mib, c.memory_total_mib) {
+                    (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
+                    _ => None,
+                };
+                h.push_back(Sample::new(c.activity_pct(), mem_pct));
+                if h.len() > HISTORY {
+                    h.pop_front();
+                }
             }
         }
         self.totals = crate::model::Totals::compute(fleet);
         self.source_count = fleet.sources.len();
         self.queue = crate::model::QueueSummary::compute(fleet, self.now);
         self.rebuild(fleet);
+    }
+
+    /// The sparkline samples of card `r`, oldest first.
+    pub fn samples(&self, r: &CardRef) -> Option<&VecDeque<Sample>> {
+        self.history.get(r.node.as_str())?.get(&r.index)
     }
 
     /// New findings from the advisor: keep the selection in range.

@@ -103,12 +103,16 @@ fn source_history_seeds_the_sparklines_once() {
     }];
     let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), Utc::now());
     st.on_fleet(&f);
-    let h: Vec<Option<f64>> = st.history[&r].iter().map(|s| s.util).collect();
+    let h: Vec<Option<f64>> = st.samples(&r).unwrap_or_else(|| panic!("no samples")).iter().map(|s| s.util()).collect();
     assert_eq!(h.len(), 4, "three from the source, then the card's own sample");
     assert_eq!(&h[..3], &[Some(10.0), None, Some(30.0)]);
     f.taken_at = f.taken_at.map(|t| t + chrono::Duration::seconds(5));
     st.on_fleet(&f);
-    assert_eq!(st.history[&r].len(), 5, "seeded once; later fleets only add samples");
+    assert_eq!(
+        st.samples(&r).unwrap_or_else(|| panic!("no samples")).len(),
+        5,
+        "seeded once; later fleets only add samples"
+    );
 }
 
 #[test]
@@ -238,4 +242,14 @@ fn enter_shows_a_finding_in_full_and_esc_closes_it() {
     assert!(lines.iter().any(|l| l.starts_with("suggestion: ")), "{lines:?}");
     st.apply(Intent::Back, &f);
     assert!(st.panel.is_none() && st.tab == Tab::Advice, "Esc closes the panel first");
+}
+
+#[test]
+fn a_sparkline_sample_keeps_hundredths_and_unknown() {
+    assert_eq!(std::mem::size_of::<Sample>(), 4);
+    let s = Sample::new(Some(42.347), None);
+    assert_eq!((s.util(), s.mem_pct()), (Some(42.35), None));
+    assert_eq!(Sample::new(Some(0.0), Some(100.0)).mem_pct(), Some(100.0));
+    assert_eq!(Sample::new(Some(-3.0), Some(f64::NAN)), Sample::new(Some(0.0), None));
+    assert_eq!(Sample::new(Some(1e9), None).util(), Some(655.34), "clamped, never read as unknown");
 }

@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 use super::fleet::card_state;
 use super::{cell, pct, rcell};
 use crate::model::{Card, CardRef, Fleet, SharingMode};
-use crate::ui::state::UiState;
+use crate::ui::state::{Sample, UiState};
 use crate::ui::theme::Theme;
 use crate::ui::widgets::mig_bar::mig_bar;
 use crate::ui::widgets::text::fit;
@@ -92,13 +92,13 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
 
     if spark_h > 0 {
         let halves = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).split(rows[1]);
-        let hist = st.history.get(r);
-        let series = |pick: fn(&crate::ui::state::Sample) -> Option<f64>| -> Vec<Option<u64>> {
+        let hist = st.samples(r);
+        let series = |pick: fn(&Sample) -> Option<f64>| -> Vec<Option<u64>> {
             hist.map(|h| h.iter().map(|s| pick(s).map(|v| v.round() as u64)).collect()).unwrap_or_default()
         };
         let borders = if a { Borders::NONE } else { Borders::TOP };
         for (i, (what, data)) in
-            [("utilisation", series(|s| s.util)), ("memory", series(|s| s.mem_pct))].into_iter().enumerate()
+            [("utilisation", series(Sample::util)), ("memory", series(Sample::mem_pct))].into_iter().enumerate()
         {
             let width = usize::from(halves[i].width);
             let tail: Vec<u64> = data.iter().rev().take(width).rev().map(|v| v.unwrap_or(0)).collect();
