@@ -119,10 +119,7 @@ impl Series {
             if let Some(b) = self.buckets.back_mut() {
                 b.sum += pct as f32;
                 b.n = b.n.saturating_add(1);
-                b.mem = match (b.mem(), mem) {
-                    (Some(a), Some(m)) => mem_cell(Some(a.max(m))),
-                    (a, m) => mem_cell(a.or(m)),
-                };
+                b.mem = mem_cell(b.mem().max(mem));
             }
             return;
         }

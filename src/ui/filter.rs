@@ -81,7 +81,7 @@ fn has(hay: &str, needle: &str) -> bool {
 
 impl Filter {
     pub fn parse(text: &str) -> Self {
-        let terms = text
+        let mut terms: Vec<Term> = text
             .split_whitespace()
             .map(|w| {
                 let lw = w.to_lowercase();
@@ -108,10 +108,9 @@ impl Filter {
                     }
                 }
             })
-            .collect::<Vec<_>>();
+            .collect();
         // Every word must match, so the order is free: the cheap comparisons first, the text
         // searches (through holders and their workloads) only for what is left.
-        let mut terms = terms;
         terms.sort_by_key(|t| matches!(t, Term::Text(_)));
         Self { terms }
     }

@@ -103,6 +103,19 @@ pub struct Sample {
     mem_pct: u16,
 }
 
+/// `f` on a node's cards' samples, found by name without copying it (once per node per
+/// second): the name is copied only for a node seen the first time.
+fn on_node_samples(
+    history: &mut HashMap<String, HashMap<u32, VecDeque<Sample>>>,
+    node: &str,
+    f: impl FnOnce(&mut HashMap<u32, VecDeque<Sample>>),
+) {
+    if let Some(cards) = history.get_mut(node) {
+        return f(cards);
+    }
+    f(history.entry(node.to_string()).or_default());
+}
+
 /// Unknown, in a sample.
 const NO_PCT: u16 = u16::MAX;
 
@@ -283,21 +296,19 @@ impl UiState {
         // History from a source (Prometheus) seeds a card's sparklines once, before its own samples.
         // Card sparklines: the whole-card series (instance series seed workload activity).
         for h in fleet.history.iter().filter(|h| h.gi.is_none()) {
-            let cards = match self.history.get_mut(h.card.node.as_str()) {
-                Some(cards) => cards,
-                None => self.history.entry(h.card.node.clone()).or_default(),
-            };
-            let mine = cards.entry(h.card.index).or_default();
-            if mine.len() <= 1 {
-                let mem = h.mem_pct.iter().copied().chain(std::iter::repeat(None));
-                let seeded: Vec<Sample> = h.util.iter().zip(mem).map(|(u, m)| Sample::new(*u, m)).collect();
-                let own: Vec<Sample> = mine.drain(..).collect();
-                mine.extend(seeded);
-                mine.extend(own);
-                while mine.len() > HISTORY {
-                    mine.pop_front();
+            on_node_samples(&mut self.history, &h.card.node, |cards| {
+                let mine = cards.entry(h.card.index).or_default();
+                if mine.len() <= 1 {
+                    let mem = h.mem_pct.iter().copied().chain(std::iter::repeat(None));
+                    let seeded: Vec<Sample> = h.util.iter().zip(mem).map(|(u, m)| Sample::new(*u, m)).collect();
+                    let own: Vec<Sample> = mine.drain(..).collect();
+                    mine.extend(seeded);
+                    mine.extend(own);
+                    while mine.len() > HISTORY {
+                        mine.pop_front();
+                    }
                 }
-            }
+            });
         }
         // One sample per second of data time, however often sources merge.
         let sample = self.last_sample.is_none_or(|t| self.now - t >= chrono::Duration::seconds(1));
@@ -305,21 +316,19 @@ impl UiState {
             self.last_sample = Some(self.now);
         }
         for n in fleet.nodes.iter().filter(|_| sample) {
-            let cards = match self.history.get_mut(n.name.as_str()) {
-                Some(cards) => cards,
-                None => self.history.entry(n.name.clone()).or_default(),
-            };
-            for c in &n.cards {
-                let h = cards.entry(c.index).or_default();
-                let mem_pct = match (c.memory_used_mib, c.memory_total_mib) {
-                    (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
-                    _ => None,
-                };
-                h.push_back(Sample::new(c.activity_pct(), mem_pct));
-                if h.len() > HISTORY {
-                    h.pop_front();
+            on_node_samples(&mut self.history, &n.name, |cards| {
+                for c in &n.cards {
+                    let h = cards.entry(c.index).or_default();
+                    let mem_pct = match (c.memory_used_mib, c.memory_total_mib) {
+                        (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
+                        _ => None,
+                    };
+                    h.push_back(Sample::new(c.activity_pct(), mem_pct));
+                    if h.len() > HISTORY {
+                        h.pop_front();
+                    }
                 }
-            }
+            });
         }
         self.totals = crate::model::Totals::compute(fleet);
         self.source_count = fleet.sources.len();
