@@ -9,6 +9,11 @@ use tessera::actions::Action;
 use tessera::cli::{Cli, Command};
 use tessera::commands;
 
+// mimalloc hands freed pages back to the kernel, where glibc's malloc kept ~110 MiB of freed
+// memory resident at 32,768 cards (docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
