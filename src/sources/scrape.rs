@@ -138,13 +138,25 @@ fn problems(stats: &dcgm::MapStats) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
-/// Run one target until the receiver goes away.
+/// The first tick of the shared clock after `now`: every target started with the same
+/// `epoch` polls at `epoch + k × interval`, so a hundred targets wake the process once a
+/// refresh, not a hundred times, and their answers arrive for one merge. A fetch longer than
+/// the interval skips the ticks it covered.
+pub fn next_tick(epoch: tokio::time::Instant, interval: Duration, now: tokio::time::Instant) -> tokio::time::Instant {
+    let Some(ns) = u64::try_from(interval.as_nanos()).ok().filter(|n| *n > 0) else { return now };
+    let since = u64::try_from(now.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX);
+    let ticks = (since / ns).saturating_add(1);
+    epoch + Duration::from_nanos(ticks.saturating_mul(ns))
+}
+
+/// Run one target until the receiver goes away, polling on the clock `epoch` starts (shared
+/// by the targets of one run: [`next_tick`]).
 pub fn spawn(
     url: String,
     node: ScrapeNode,
     client: Client,
     limit: Arc<Semaphore>,
-    interval: Duration,
+    (epoch, interval): (tokio::time::Instant, Duration),
     tx: mpsc::Sender<SourceUpdate>,
 ) {
     let name = source_name(&url);
@@ -201,8 +213,11 @@ pub fn spawn(
                 return;
             }
             failures = if ok { 0 } else { failures + 1 };
-            let wait = if ok { interval } else { backoff(interval, failures, Duration::from_secs(60)) };
-            tokio::time::sleep(wait).await;
+            if ok {
+                tokio::time::sleep_until(next_tick(epoch, interval, tokio::time::Instant::now())).await;
+            } else {
+                tokio::time::sleep(backoff(interval, failures, Duration::from_secs(60))).await;
+            }
         }
     });
 }
@@ -221,5 +236,20 @@ mod tests {
         assert_eq!(host_str("node-7:9090"), "node-7", "a slice, for all-smi rows");
         assert_eq!(host_str("[::1"), "[::1", "no closing bracket: as written");
         assert_eq!(host_port("gpu-2:9400"), "gpu-2:9400");
+    }
+
+    #[test]
+    fn targets_poll_on_one_clock() {
+        let epoch = tokio::time::Instant::now();
+        let s = Duration::from_secs(1);
+        let at = |ms: u64| epoch + Duration::from_millis(ms);
+        // Two targets answering at different moments wake at the same next tick.
+        assert_eq!(next_tick(epoch, s, at(30)), at(1000));
+        assert_eq!(next_tick(epoch, s, at(870)), at(1000));
+        // Exactly on a tick: the next one, never now (no busy loop).
+        assert_eq!(next_tick(epoch, s, at(1000)), at(2000));
+        // A fetch that took longer than the refresh skips the ticks it covered.
+        assert_eq!(next_tick(epoch, s, at(3500)), at(4000));
+        assert_eq!(next_tick(epoch, Duration::ZERO, at(10)), at(10), "no interval: no wait");
     }
 }
