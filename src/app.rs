@@ -120,6 +120,8 @@ async fn owner_loop(
     let mut findings_due = true;
     let mut advised_at: Option<std::time::Instant> = None;
     let mut advice_gap = std::time::Duration::ZERO;
+    // Run the advice step below the select (a merge or the clock asked for it).
+    let mut advise_now = false;
     let merge_every = MERGE_EVERY.max((cfg.refresh / 2).min(Duration::from_secs(1)));
     let (mut merge_pending, mut merge_at, mut last_merge) =
         (false, tokio::time::Instant::now(), tokio::time::Instant::now() - merge_every);
@@ -244,6 +246,7 @@ async fn owner_loop(
                 merge_pending = false;
                 last_merge = tokio::time::Instant::now();
                 dirty = true;
+                advise_now = true;
             }
             _ = clock.tick() => {
                 st.wall = Utc::now();
@@ -263,39 +266,7 @@ async fn owner_loop(
                     // Tried again at the next sample.
                     demand_saved = store.demand().last.or(Some(Utc::now()));
                 }
-                findings_due |= advice_due;
-                if findings_due && advised_at.is_none_or(|t| t.elapsed() >= advice_gap) {
-                    let began = std::time::Instant::now();
-                    st.on_findings(advise(cfg, &store, &mut suggestions));
-                    advice_gap = (began.elapsed() * ADVICE_SHARE).min(ADVICE_GAP_MAX);
-                    advised_at = Some(began);
-                    findings_due = false;
-                    dirty = true;
-                }
-                if std::mem::take(&mut advice_due) {
-                    if store.simulated() != schedules_for_sim {
-                        schedules_for_sim = store.simulated();
-                        schedules = crate::schedule::demo::effective(cfg, schedules_for_sim).map(|(s, _)| s);
-                    }
-                    let was = st.banner.clone();
-                    // The banner's timelines take ~55 ms over 1,400 covered cards: every ten
-                    // seconds, and at once after an action (its minutes count down coarsely).
-                    // (Also at once while no source has answered yet: the first data shows it.)
-                    let stale = banner_at.is_none_or(|t| t.elapsed() >= BANNER_EVERY) || banner_data.is_none();
-                    if stale || st.action_running() != banner_busy {
-                        st.banner = schedules.as_ref().and_then(|s| due_change(s, cfg, &store));
-                        banner_at = Some(std::time::Instant::now());
-                        banner_data = store.fleet().taken_at;
-                        banner_busy = st.action_running();
-                    }
-                    if let Some(s) = schedules.as_deref().filter(|s| Auto::applies(cfg, &store, s)) {
-                        auto.step(&mut st, &store, s, cfg, &runner, &auto_tx);
-                    }
-                    if st.banner.is_some() != was.is_some() {
-                        st.set_viewport(crate::ui::viewport_for(terminal_area(&terminal), &st));
-                    }
-                    dirty = true;
-                }
+                advise_now = true;
                 if (st.quit_after_action || hung_up) && matches!(st.modal, Some(Modal::GroupRunning { .. })) {
                     if let Some(Modal::GroupRunning { run, .. }) = &mut st.modal {
                         run.stop("tessera is quitting");
@@ -331,6 +302,43 @@ async fn owner_loop(
                 auto.interrupted(&runner);
                 break
             },
+        }
+        // After a merge at once (one draw shows the new data and what the advisor says of it,
+        // not two a second apart), and on the clock for advice the pacing held back.
+        if std::mem::take(&mut advise_now) {
+            findings_due |= advice_due;
+            if findings_due && advised_at.is_none_or(|t| t.elapsed() >= advice_gap) {
+                let began = std::time::Instant::now();
+                st.on_findings(advise(cfg, &store, &mut suggestions));
+                advice_gap = (began.elapsed() * ADVICE_SHARE).min(ADVICE_GAP_MAX);
+                advised_at = Some(began);
+                findings_due = false;
+                dirty = true;
+            }
+            if std::mem::take(&mut advice_due) {
+                if store.simulated() != schedules_for_sim {
+                    schedules_for_sim = store.simulated();
+                    schedules = crate::schedule::demo::effective(cfg, schedules_for_sim).map(|(s, _)| s);
+                }
+                let was = st.banner.clone();
+                // The banner's timelines take ~55 ms over 1,400 covered cards: every ten
+                // seconds, and at once after an action (its minutes count down coarsely).
+                // (Also at once while no source has answered yet: the first data shows it.)
+                let stale = banner_at.is_none_or(|t| t.elapsed() >= BANNER_EVERY) || banner_data.is_none();
+                if stale || st.action_running() != banner_busy {
+                    st.banner = schedules.as_ref().and_then(|s| due_change(s, cfg, &store));
+                    banner_at = Some(std::time::Instant::now());
+                    banner_data = store.fleet().taken_at;
+                    banner_busy = st.action_running();
+                }
+                if let Some(s) = schedules.as_deref().filter(|s| Auto::applies(cfg, &store, s)) {
+                    auto.step(&mut st, &store, s, cfg, &runner, &auto_tx);
+                }
+                if st.banner.is_some() != was.is_some() {
+                    st.set_viewport(crate::ui::viewport_for(terminal_area(&terminal), &st));
+                }
+                dirty = true;
+            }
         }
     }
     // Left at once while a group change ran: say which cards it leaves drained.
