@@ -83,6 +83,14 @@ fn fetch_with(url: &str, out: &std::path::Path, gzip: bool) -> (f64, u64) {
     (it.next().and_then(|t| t.parse().ok()).unwrap_or(f64::NAN), it.next().and_then(|b| b.parse().ok()).unwrap_or(0))
 }
 
+/// A `VmRSS`-style line of this process's status, KiB.
+fn status_kib(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
 fn fetch(url: &str, out: &std::path::Path) -> (f64, u64) {
     fetch_with(url, out, true)
 }
@@ -188,6 +196,37 @@ fn measure_4096_gpus_through_the_api() {
             spread(wall)
         );
     }
+    // Fewer series per refresh: only the fleet view's families, and those aggregated to one
+    // series per card or instance on the server (no pod labels: the workloads would need a
+    // second, on-demand query). Prometheus's time to the last byte and tessera's decode + map.
+    let few =
+        r#"{__name__=~"DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_FB_(USED|FREE)|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE"}"#;
+    let aggregated =
+        format!("max by (__name__, Hostname, instance, gpu, UUID, modelName, GPU_I_ID, GPU_I_PROFILE) ({few})");
+    for (name, selector) in
+        [("fleet-view families", few.to_string()), ("those, one series per card server-side", aggregated)]
+    {
+        let u = prometheus::query_url(&url, &selector);
+        let (mut secs, mut cpu) = (Vec::new(), Vec::new());
+        let (mut size, mut cards) = (0, 0);
+        for _ in 0..5 {
+            let body_file = dir.join("body");
+            let (s, b) = fetch_with(&u, &body_file, false);
+            secs.push(s);
+            size = b;
+            let body = std::fs::read_to_string(&body_file).unwrap_or_default();
+            let c0 = thread_cpu_ns();
+            let p = prometheus::to_partial_from_api(&body, ScrapeNode::Target);
+            cpu.push((thread_cpu_ns() - c0) as f64 / 1e9);
+            cards = p.map(|p| p.nodes.iter().map(|n| n.cards.len()).sum()).unwrap_or(0);
+        }
+        println!(
+            "instant query, {name}: {:.1} MB, {cards} cards; Prometheus to the last byte {} s; tessera decode + map CPU {} s",
+            size as f64 / 1e6,
+            spread(secs),
+            spread(cpu)
+        );
+    }
     // A whole refresh through the source, as the console does it after the first: request,
     // transfer, decode, map.
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
@@ -196,14 +235,23 @@ fn measure_4096_gpus_through_the_api() {
         cfg.sources.prometheus_api = api;
         let settings = tessera::engine::prometheus_settings(&cfg, &url);
         let client = tessera::engine::http_client(&cfg.sources, Some(&url)).unwrap_or_else(|e| panic!("{e}"));
-        let mut walls = Vec::new();
+        let (mut walls, mut extra) = (Vec::new(), Vec::new());
         for _ in 0..5 {
+            // The refresh's own peak: resident memory above what was resident before it (the
+            // kernel's high-water mark, reset first).
+            let before = status_kib("VmRSS");
+            let _ = std::fs::write("/proc/self/clear_refs", "5");
             let t = Instant::now();
             let p = rt.block_on(prometheus::collect(&settings, &client, None, false));
             walls.push(t.elapsed().as_secs_f64());
+            extra.push(status_kib("VmHWM").saturating_sub(before) as f64 / 1024.0);
             assert!(p.is_ok_and(|p| p.nodes.len() == 512 && p.note.is_none()), "{api:?}");
         }
-        println!("refresh through the source ({api:?}): {} s (5 runs)", spread(walls));
+        println!(
+            "refresh through the source ({api:?}): {} s (5 runs), peak resident above the start {} MiB",
+            spread(walls),
+            spread(extra)
+        );
     }
     // One snapshot process each: its first collection fetches the last two hours too.
     for api in ["query", "auto"] {
