@@ -6,6 +6,7 @@
 
 pub mod actions;
 pub mod advisor;
+pub mod allocator;
 pub mod app;
 pub mod cli;
 pub mod commands;

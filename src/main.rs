@@ -9,12 +9,15 @@ use tessera::actions::Action;
 use tessera::cli::{Cli, Command};
 use tessera::commands;
 
-// mimalloc hands freed pages back to the kernel, where glibc's malloc kept ~110 MiB of freed
-// memory resident at 32,768 cards (docs/benchmarks.md).
+// mimalloc hands freed pages back to the kernel (at once: `allocator::purge_at_once`), where
+// glibc's malloc kept over 100 MiB of freed memory resident at 32,768 cards
+// (docs/benchmarks.md); `no_thp`: no transparent huge pages, which made a small console twice
+// the size.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    tessera::allocator::purge_at_once();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

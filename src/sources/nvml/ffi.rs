@@ -1,6 +1,6 @@
 //! Raw NVML calls that nvml-wrapper does not wrap: GPU and compute instances with their
-//! placements (listing, creating, destroying), and a MIG device's GPU instance id. The only
-//! module of tessera with `unsafe`.
+//! placements (listing, creating, destroying), and a MIG device's GPU instance id. The NVML
+//! source's only module with `unsafe`.
 #![allow(unsafe_code)]
 
 use std::mem;
