@@ -437,6 +437,8 @@ mod tests {
         }
         let mins: Vec<i64> = s.buckets.iter().map(|b| s.minute(b)).collect();
         assert_eq!(mins, ((end - KEEP_MIN + 1)..=end).collect::<Vec<_>>());
+        // Idle now too (the record sets the latest sample).
+        s.last = Some(2.0);
         let a = s.activity(end);
         assert_eq!((a.mean_pct, a.covered_s, a.idle_for_s), (Some(2.0), 30 * 60, 30 * 60));
     }
