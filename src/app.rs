@@ -241,7 +241,8 @@ async fn owner_loop(
                 st.on_fleet(store.fleet());
                 // A group change waiting for a card to empty or for its time looks again.
                 pump(&mut st, &store, &runner, &act_tx);
-                // The advisor runs on the clock, paced by its own cost (ADVICE_SHARE).
+                // The advisor runs below at once, paced by its own cost (ADVICE_SHARE); the
+                // banner and the unattended schedule at the next clock tick.
                 advice_due = true;
                 merge_pending = false;
                 last_merge = tokio::time::Instant::now();
@@ -267,6 +268,33 @@ async fn owner_loop(
                     demand_saved = store.demand().last.or(Some(Utc::now()));
                 }
                 advise_now = true;
+                if std::mem::take(&mut advice_due) {
+                    if store.simulated() != schedules_for_sim {
+                        schedules_for_sim = store.simulated();
+                        schedules = crate::schedule::demo::effective(cfg, schedules_for_sim).map(|(s, _)| s);
+                    }
+                    let was = st.banner.clone();
+                    // The banner's timelines take ~55 ms over 1,400 covered cards: every ten
+                    // seconds, and at once after an action (its minutes count down coarsely).
+                    // (Also at once while no source has answered yet: the first data shows it.)
+                    let stale = banner_at.is_none_or(|t| t.elapsed() >= BANNER_EVERY) || banner_data.is_none();
+                    if stale || st.action_running() != banner_busy {
+                        st.banner = schedules.as_ref().and_then(|s| due_change(s, cfg, &store));
+                        banner_at = Some(std::time::Instant::now());
+                        banner_data = store.fleet().taken_at;
+                        banner_busy = st.action_running();
+                    }
+                    let unattended = schedules.as_deref().filter(|s| Auto::applies(cfg, &store, s));
+                    if let Some(s) = unattended {
+                        auto.step(&mut st, &store, s, cfg, &runner, &auto_tx);
+                    }
+                    if st.banner.is_some() != was.is_some() {
+                        st.set_viewport(crate::ui::viewport_for(terminal_area(&terminal), &st));
+                    }
+                    // The merge drew the new data already: a frame here only for what this
+                    // step changed (one frame a merge, not two a second apart).
+                    dirty |= unattended.is_some() || st.banner != was;
+                }
                 if (st.quit_after_action || hung_up) && matches!(st.modal, Some(Modal::GroupRunning { .. })) {
                     if let Some(Modal::GroupRunning { run, .. }) = &mut st.modal {
                         run.stop("tessera is quitting");
@@ -303,8 +331,9 @@ async fn owner_loop(
                 break
             },
         }
-        // After a merge at once (one draw shows the new data and what the advisor says of it,
-        // not two a second apart), and on the clock for advice the pacing held back.
+        // The advisor after a merge at once (one draw shows the new data and what it says of
+        // them, not two a second apart), and on the clock for a pass the pacing held back. The
+        // banner and the unattended schedule stay on the clock (at most once a second).
         if std::mem::take(&mut advise_now) {
             findings_due |= advice_due;
             if findings_due && advised_at.is_none_or(|t| t.elapsed() >= advice_gap) {
@@ -313,30 +342,6 @@ async fn owner_loop(
                 advice_gap = (began.elapsed() * ADVICE_SHARE).min(ADVICE_GAP_MAX);
                 advised_at = Some(began);
                 findings_due = false;
-                dirty = true;
-            }
-            if std::mem::take(&mut advice_due) {
-                if store.simulated() != schedules_for_sim {
-                    schedules_for_sim = store.simulated();
-                    schedules = crate::schedule::demo::effective(cfg, schedules_for_sim).map(|(s, _)| s);
-                }
-                let was = st.banner.clone();
-                // The banner's timelines take ~55 ms over 1,400 covered cards: every ten
-                // seconds, and at once after an action (its minutes count down coarsely).
-                // (Also at once while no source has answered yet: the first data shows it.)
-                let stale = banner_at.is_none_or(|t| t.elapsed() >= BANNER_EVERY) || banner_data.is_none();
-                if stale || st.action_running() != banner_busy {
-                    st.banner = schedules.as_ref().and_then(|s| due_change(s, cfg, &store));
-                    banner_at = Some(std::time::Instant::now());
-                    banner_data = store.fleet().taken_at;
-                    banner_busy = st.action_running();
-                }
-                if let Some(s) = schedules.as_deref().filter(|s| Auto::applies(cfg, &store, s)) {
-                    auto.step(&mut st, &store, s, cfg, &runner, &auto_tx);
-                }
-                if st.banner.is_some() != was.is_some() {
-                    st.set_viewport(crate::ui::viewport_for(terminal_area(&terminal), &st));
-                }
                 dirty = true;
             }
         }
