@@ -140,10 +140,14 @@ fn problems(stats: &dcgm::MapStats) -> Option<String> {
 
 /// The first tick of the shared clock after `now`: every target started with the same
 /// `epoch` polls at `epoch + k × interval`, so a hundred targets wake the process once a
-/// refresh, not a hundred times, and their answers arrive for one merge. A fetch longer than
-/// the interval skips the ticks it covered.
+/// refresh, not a hundred times, and their answers arrive together (the console merges what
+/// came at most twice a refresh). A fetch longer than the interval skips the ticks it covered.
+/// An interval of no nanoseconds or too many for a `u64` (never a configured refresh) waits
+/// the interval, at least a millisecond, from `now`: never a busy loop.
 pub fn next_tick(epoch: tokio::time::Instant, interval: Duration, now: tokio::time::Instant) -> tokio::time::Instant {
-    let Some(ns) = u64::try_from(interval.as_nanos()).ok().filter(|n| *n > 0) else { return now };
+    let Some(ns) = u64::try_from(interval.as_nanos()).ok().filter(|n| *n > 0) else {
+        return now + interval.max(Duration::from_millis(1));
+    };
     let since = u64::try_from(now.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX);
     let ticks = (since / ns).saturating_add(1);
     epoch + Duration::from_nanos(ticks.saturating_mul(ns))
@@ -250,6 +254,6 @@ mod tests {
         assert_eq!(next_tick(epoch, s, at(1000)), at(2000));
         // A fetch that took longer than the refresh skips the ticks it covered.
         assert_eq!(next_tick(epoch, s, at(3500)), at(4000));
-        assert_eq!(next_tick(epoch, Duration::ZERO, at(10)), at(10), "no interval: no wait");
+        assert_eq!(next_tick(epoch, Duration::ZERO, at(10)), at(11), "no interval: a millisecond, not a busy loop");
     }
 }
