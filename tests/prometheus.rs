@@ -218,6 +218,28 @@ fn without_a_federation_endpoint_auto_uses_instant_queries() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The default selector goes to the federation endpoint in two halves asked at once: a card
+/// gets its values from both, and a half that fails fails the refresh (never a fleet with
+/// half its values missing and nothing said).
+#[test]
+fn the_federation_halves_each_count() {
+    use tessera::sources::prometheus::{DEFAULT_FEDERATION, federate};
+    let [fleet, other] = DEFAULT_FEDERATION.map(|q| federate::url("", q));
+    let util = "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\",instance=\"10.0.0.7:9400\"} 87\n";
+    let temp = "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"GPU-a\",instance=\"10.0.0.7:9400\"} 64\n";
+    let server =
+        Server::start(HashMap::from([(fleet.clone(), Reply::ok(util)), (other.clone(), Reply::ok(temp))]), None);
+    let v = snapshot(&["--prometheus", &format!("http://{}", server.addr)]);
+    let card = &v["nodes"][0]["cards"][0];
+    assert_eq!((card["utilization_pct"].as_f64(), card["temperature_c"].as_f64()), (Some(87.0), Some(64.0)), "{v}");
+    assert!(!v["sources"][0]["note"].as_str().unwrap_or_default().contains("federation"), "{v}");
+    server.set(&other, Reply::status(500, "text/plain", "overloaded\n"));
+    let v = snapshot(&["--prometheus", &format!("http://{}", server.addr)]);
+    let e = v["sources"][0]["error"].as_str().unwrap_or_default();
+    assert!(e.contains("500"), "{v}");
+    assert!(v["nodes"].as_array().is_none_or(Vec::is_empty), "{v}");
+}
+
 /// The same fixtures through VictoriaMetrics (Debian's `victoria-metrics`), a
 /// Prometheus-compatible server large sites run: it scrapes them itself, and tessera reads it
 /// through its federation endpoint and through instant queries, with the same cards as a

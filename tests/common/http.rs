@@ -163,11 +163,12 @@ fn serve(
     }
 }
 
-fn lookup(routes: &Mutex<HashMap<String, Reply>>, path: &str) -> Reply {
-    let path = path.split('?').next().unwrap_or(path);
+/// The route of the whole target (path and query) if there is one, else of its path.
+fn lookup(routes: &Mutex<HashMap<String, Reply>>, target: &str) -> Reply {
+    let path = target.split('?').next().unwrap_or(target);
     routes
         .lock()
         .ok()
-        .and_then(|r| r.get(path).cloned())
+        .and_then(|r| r.get(target).or_else(|| r.get(path)).cloned())
         .unwrap_or_else(|| Reply::status(404, "text/plain", "not found\n"))
 }
