@@ -2,7 +2,8 @@
 //! UI state, selects over terminal input, source updates, action progress, a clock and
 //! signals, drains queued updates before one draw, and draws only when something changed.
 //! The terminal (`app/terminal.rs`) is restored on quit, signals and panics; how it leaves
-//! while an action runs is `app/leave.rs`.
+//! while an action runs is `app/leave.rs`; the operator's requests are answered in
+//! `app/requests.rs`.
 
 use std::time::Duration;
 
@@ -10,20 +11,20 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 use crate::actions::execute::{Outcome, Progress};
-use crate::actions::run::{Approval, Runner};
 use crate::commands::{CmdError, to_stderr};
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::store::Store;
-use crate::ui::actions::{self as dialogs, Modal, Request};
+use crate::ui::actions::{self as dialogs, Modal};
 use crate::ui::state::{Effect, UiState};
 use crate::ui::theme::Theme;
 
 mod leave;
 pub mod replay;
+mod requests;
 mod schedule;
 mod terminal;
 use leave::{headless, interrupted, quit_signal};
+use requests::{on_request, spawn_run};
 use schedule::{Auto, Suggestions, advise, due_change, group_event, pump};
 pub(crate) use terminal::{draw, keys, open_terminal, signals, suspend};
 use terminal::{terminal_area, try_suspend};
@@ -390,123 +391,4 @@ async fn owner_loop(
         ))),
         None => Ok(()),
     }
-}
-
-/// Plan an action (opening its confirmation) or hand a confirmed plan to the runner, which
-/// plans again, audits and runs it on a task that streams progress back.
-fn on_request(
-    st: &mut UiState,
-    store: &Store,
-    runner: &Runner,
-    tx: &mpsc::UnboundedSender<ActEvent>,
-    req: Request,
-    schedules: Option<&[crate::model::schedule::Schedule]>,
-    cfg: &Config,
-) {
-    if st.action_running() {
-        st.message = Some("an action is running: start the next when it ends".into());
-        return;
-    }
-    match req {
-        Request::PlanGroup(name) => {
-            let fleet = store.fleet();
-            let now = fleet.taken_at.unwrap_or_else(Utc::now);
-            let s = schedules.unwrap_or_default().iter().find(|s| s.name == name);
-            let t =
-                s.map(|s| crate::schedule::timelines(std::slice::from_ref(s), fleet, now, cfg.policy.min_runtime, 24));
-            let plan = t.as_ref().and_then(|t| {
-                crate::schedule::group::plan(&t[0], fleet, now, &|a: &crate::actions::Action| runner.check(a, fleet))
-            });
-            match plan {
-                Some(p) => st.modal = Some(crate::ui::group::confirm(p)),
-                None => st.message = Some(format!("schedule {name}: nothing is due now")),
-            }
-        }
-        Request::RunGroup(plan) => {
-            // The plan as it would be now: a window that began, a card that changed, a
-            // preemption that became possible since it was shown: confirm the new one.
-            let fleet = store.fleet();
-            let now = fleet.taken_at.unwrap_or_else(Utc::now);
-            let s = schedules.unwrap_or_default().iter().find(|s| s.name == plan.schedule);
-            let t =
-                s.map(|s| crate::schedule::timelines(std::slice::from_ref(s), fleet, now, cfg.policy.min_runtime, 24));
-            let again = t.as_ref().and_then(|t| {
-                crate::schedule::group::plan(&t[0], fleet, now, &|a: &crate::actions::Action| runner.check(a, fleet))
-            });
-            match again {
-                Some(p) if crate::schedule::group::same_run(&p, &plan) => {
-                    st.modal = Some(crate::ui::group::running(*plan));
-                    st.action_hidden = false;
-                }
-                Some(p) => {
-                    st.message = Some("the cluster changed since the plan was shown: confirm the new plan".into());
-                    st.modal = Some(crate::ui::group::confirm(p));
-                }
-                None => {
-                    st.modal = None;
-                    st.message = Some(format!("schedule {}: nothing is due any more: nothing done", plan.schedule));
-                }
-            }
-        }
-        Request::Plan(action) => match runner.propose(&action, store.fleet()) {
-            Ok(p) if p.nothing_to_do.is_some() => {
-                st.modal = None;
-                st.message = Some(format!(
-                    "{} {}: nothing to do: {}",
-                    action.verb(),
-                    p.target,
-                    p.nothing_to_do.unwrap_or_default()
-                ));
-            }
-            Ok(p) => st.modal = Some(dialogs::confirm(p)),
-            Err(e) => {
-                st.modal = None;
-                st.message = Some(format!("{}: {e}", action.verb()));
-            }
-        },
-        Request::Execute(plan) => match runner.approve(&plan, store.fleet()) {
-            Approval::Go(approved) => {
-                st.modal = Some(dialogs::running(Box::new(approved.plan().clone())));
-                spawn_run(*approved, tx.clone());
-            }
-            Approval::Changed(now) => {
-                st.message = Some("the cluster changed since the plan was shown: confirm the new plan".into());
-                st.modal = Some(dialogs::confirm(*now));
-            }
-            Approval::Gone(e) => {
-                st.modal = None;
-                st.message = Some(format!("{}: {e}", plan.action.verb()));
-            }
-            Approval::NotStarted(e) => {
-                st.modal = None;
-                st.message = Some(format!("{} not started: {e}", plan.action.verb()));
-            }
-            Approval::Refused(e) => {
-                st.modal = None;
-                st.message = Some(format!("{} refused: {e}", plan.action.verb()));
-            }
-        },
-    }
-}
-
-/// Run an approved plan on a task that streams its progress and outcome back to the loop.
-fn spawn_run(approved: crate::actions::run::Approved, tx: mpsc::UnboundedSender<ActEvent>) {
-    tokio::spawn(async move {
-        let (ptx, mut prx) = mpsc::unbounded_channel();
-        let forward = {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                while let Some(p) = prx.recv().await {
-                    let _ = tx.send(ActEvent::Progress(p));
-                }
-            })
-        };
-        let finished = approved.run(Some(ptx)).await;
-        let _ = forward.await;
-        let mut outcome = finished.outcome;
-        if let Some(e) = finished.audit_error {
-            outcome.reached = format!("{} (and the audit outcome could not be written: {e})", outcome.reached);
-        }
-        let _ = tx.send(ActEvent::Finished(outcome));
-    });
 }
