@@ -188,6 +188,8 @@ fn prometheus_shows_what_the_exporter_describes() {
     std::fs::write(&qcfg, "[sources]\nprometheus_api = \"query\"\n").unwrap_or_else(|e| panic!("{e}"));
     let by_query = snapshot(&["--config", &qcfg.to_string_lossy(), "--prometheus", &url]);
     assert_eq!(strip(cards(&by_query)), strip(got), "federation and instant queries agree");
+    // Federation asks in two halves: a family in both would be read twice.
+    assert!(v["sources"][0]["note"].as_str().is_some_and(|n| !n.contains("duplicate")), "{v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -236,8 +238,17 @@ fn the_federation_halves_each_count() {
     server.set(&other, Reply::status(500, "text/plain", "overloaded\n"));
     let v = snapshot(&["--prometheus", &format!("http://{}", server.addr)]);
     let e = v["sources"][0]["error"].as_str().unwrap_or_default();
-    assert!(e.contains("500"), "{v}");
+    assert!(e.contains("/federate: HTTP 500: overloaded"), "{v}");
     assert!(v["nodes"].as_array().is_none_or(Vec::is_empty), "{v}");
+    // One half not served (a proxy that knows one selector's URL only): instant queries, said.
+    let vector = r#"{"status":"success","data":{"resultType":"vector","result":[
+      {"metric":{"__name__":"DCGM_FI_DEV_GPU_TEMP","gpu":"0","UUID":"GPU-a","instance":"10.0.0.7:9400"},"value":[1700000000.1,"61"]}]}}"#;
+    server.set(&other, Reply::status(404, "text/plain", "404 page not found\n"));
+    server.set("/api/v1/query", Reply::ok(vector));
+    let v = snapshot(&["--prometheus", &format!("http://{}", server.addr)]);
+    assert_eq!(v["nodes"][0]["cards"][0]["temperature_c"], 61.0, "{v}");
+    let note = v["sources"][0]["note"].as_str().unwrap_or_default();
+    assert!(note.contains("no federation endpoint (HTTP 404): instant queries from now on"), "{v}");
 }
 
 /// The same fixtures through VictoriaMetrics (Debian's `victoria-metrics`), a

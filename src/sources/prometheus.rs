@@ -28,9 +28,9 @@ use crate::config::{PrometheusApi, ScrapeNode};
 use crate::model::SourceKind;
 use decode::{Options, Texts};
 
-/// The families of [`DEFAULT_QUERY`] in two halves of about the same number of series: the
-/// fleet view's own (utilisation and memory), and the rest (temperature, power, clocks,
-/// limits, health, 1.x names).
+/// The families of [`DEFAULT_QUERY`] in two halves of about the same number of series:
+/// utilisation and memory, and the rest (temperature, power, clocks, limits, health, 1.x
+/// names).
 macro_rules! fleet_families {
     () => {
         "DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_GR_ENGINE_ACTIVE|DCGM_FI_DEV_FB_(USED|FREE|RESERVED|TOTAL)"
@@ -47,8 +47,8 @@ macro_rules! other_families {
 pub const DEFAULT_QUERY: &str = concat!(r#"{__name__=~""#, fleet_families!(), "|", other_families!(), r#""}"#);
 
 /// The default query's series as two federation requests asked at once. Prometheus answers
-/// each request on its own thread, so the two halves take about half the time of the whole
-/// where it has a core to spare (4,096 cards: 0.6 s instead of 1.0 s, `docs/benchmarks.md`).
+/// each request on its own thread, so the two halves come back sooner than the whole where it
+/// has a core to spare (4,096 cards on two cores: `docs/benchmarks.md`).
 pub const DEFAULT_FEDERATION: [&str; 2] =
     [concat!(r#"{__name__=~""#, fleet_families!(), r#""}"#), concat!(r#"{__name__=~""#, other_families!(), r#""}"#)];
 
@@ -338,7 +338,7 @@ pub async fn collect(
             // A message quoting the answer is cut before it reaches `scrub` below: the body is
             // scrubbed whole first (only where there is a secret to hide).
             if client.has_secrets() {
-                bodies = bodies.iter().map(|b| client.scrub(b)).collect();
+                bodies = bodies.into_iter().map(|b| client.scrub(&b)).collect();
             }
             tokio::task::spawn_blocking(move || {
                 let main: Vec<&str> = bodies.iter().map(String::as_str).collect();
