@@ -28,32 +28,14 @@ pub(super) fn on_request(
         return;
     }
     match req {
-        Request::PlanGroup(name) => {
-            let fleet = store.fleet();
-            let now = fleet.taken_at.unwrap_or_else(Utc::now);
-            let s = schedules.unwrap_or_default().iter().find(|s| s.name == name);
-            let t =
-                s.map(|s| crate::schedule::timelines(std::slice::from_ref(s), fleet, now, cfg.policy.min_runtime, 24));
-            let plan = t.as_ref().and_then(|t| {
-                crate::schedule::group::plan(&t[0], fleet, now, &|a: &crate::actions::Action| runner.check(a, fleet))
-            });
-            match plan {
-                Some(p) => st.modal = Some(crate::ui::group::confirm(p)),
-                None => st.message = Some(format!("schedule {name}: nothing is due now")),
-            }
-        }
+        Request::PlanGroup(name) => match group_plan(&name, store, runner, schedules, cfg) {
+            Some(p) => st.modal = Some(crate::ui::group::confirm(p)),
+            None => st.message = Some(format!("schedule {name}: nothing is due now")),
+        },
         Request::RunGroup(plan) => {
             // The plan as it would be now: a window that began, a card that changed, a
             // preemption that became possible since it was shown: confirm the new one.
-            let fleet = store.fleet();
-            let now = fleet.taken_at.unwrap_or_else(Utc::now);
-            let s = schedules.unwrap_or_default().iter().find(|s| s.name == plan.schedule);
-            let t =
-                s.map(|s| crate::schedule::timelines(std::slice::from_ref(s), fleet, now, cfg.policy.min_runtime, 24));
-            let again = t.as_ref().and_then(|t| {
-                crate::schedule::group::plan(&t[0], fleet, now, &|a: &crate::actions::Action| runner.check(a, fleet))
-            });
-            match again {
+            match group_plan(&plan.schedule, store, runner, schedules, cfg) {
                 Some(p) if crate::schedule::group::same_run(&p, &plan) => {
                     st.modal = Some(crate::ui::group::running(*plan));
                     st.action_hidden = false;
@@ -107,6 +89,22 @@ pub(super) fn on_request(
             }
         },
     }
+}
+
+/// Schedule `name`'s group change as it would be on the fleet now (each card's action checked
+/// by the runner), or `None` where nothing is due.
+fn group_plan(
+    name: &str,
+    store: &Store,
+    runner: &Runner,
+    schedules: Option<&[crate::model::schedule::Schedule]>,
+    cfg: &Config,
+) -> Option<crate::schedule::group::GroupPlan> {
+    let fleet = store.fleet();
+    let now = fleet.taken_at.unwrap_or_else(Utc::now);
+    let s = schedules.unwrap_or_default().iter().find(|s| s.name == name)?;
+    let t = crate::schedule::timelines(std::slice::from_ref(s), fleet, now, cfg.policy.min_runtime, 24);
+    crate::schedule::group::plan(t.first()?, fleet, now, &|a: &crate::actions::Action| runner.check(a, fleet))
 }
 
 /// Run an approved plan on a task that streams its progress and outcome back to the loop.
