@@ -429,11 +429,31 @@ mod tests {
     }
 
     #[test]
-    fn the_federation_halves_are_the_default_query() {
+    fn the_federation_halves_are_the_default_query_without_overlap() {
         let inner = |q: &'static str| q.strip_prefix("{__name__=~\"").and_then(|r| r.strip_suffix("\"}"));
         let [a, b] = DEFAULT_FEDERATION.map(|q| inner(q).unwrap_or_default());
         assert!(!a.is_empty() && !b.is_empty());
         assert_eq!(inner(DEFAULT_QUERY), Some(format!("{a}|{b}").as_str()));
+        // The alternatives at the top level of each half: a family in both would be read twice.
+        let alternatives = |re: &'static str| {
+            let (mut out, mut depth, mut from) = (Vec::new(), 0i32, 0);
+            for (i, c) in re.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    '|' if depth == 0 => {
+                        out.push(&re[from..i]);
+                        from = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            out.push(&re[from..]);
+            out
+        };
+        let (a, b) = (alternatives(a), alternatives(b));
+        assert!(a.iter().all(|x| !b.contains(x)), "{a:?} and {b:?} share a family");
+        assert!(a.iter().chain(&b).all(|x| !x.is_empty()), "an empty alternative matches nothing useful");
     }
 
     const VECTOR: &str = r#"{"status":"success","data":{"resultType":"vector","result":[
