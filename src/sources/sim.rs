@@ -229,7 +229,6 @@ pub async fn run(
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last = tokio::time::Instant::now();
     let mut ops_open = true;
-    let offload = steps_aside(sim.nodes.iter().map(|n| n.cards.len()).sum());
     loop {
         tokio::select! {
             _ = interval.tick() => {}
@@ -241,53 +240,16 @@ pub async fn run(
             },
         }
         let now = tokio::time::Instant::now();
-        let dt = (now - last).mul_f64(speed.max(0.0));
+        sim.advance((now - last).mul_f64(speed.max(0.0)));
         last = now;
-        let (back, result) = if offload {
-            match tokio::task::spawn_blocking(move || {
-                let r = step(&mut sim, dt);
-                (sim, r)
-            })
-            .await
-            {
-                Ok(done) => done,
-                Err(e) => {
-                    let message = format!("the simulator stopped: {e}");
-                    let result = Err(super::SourceError { message, fatal: true });
-                    let _ = tx
-                        .send(SourceUpdate { source: name, kind: SourceKind::Simulated, at: Utc::now(), result })
-                        .await;
-                    return;
-                }
-            }
-        } else {
-            let r = step(&mut sim, dt);
-            (sim, r)
-        };
-        sim = back;
-        let update =
-            SourceUpdate { source: name.clone(), kind: SourceKind::Simulated, at: sim.now(), result: Ok(result) };
+        // Between its five-second steps the cluster is as it was: say so, not the same
+        // 32,768 cards again.
+        let result = if sim.changed { Ok(sim.snapshot()) } else { Ok(Partial::unchanged()) };
+        let update = SourceUpdate { source: name.clone(), kind: SourceKind::Simulated, at: sim.now(), result };
         if tx.send(update).await.is_err() {
             return;
         }
     }
-}
-
-/// Clusters up to this many cards step on the loop's thread (well under a millisecond); a
-/// larger one on the blocking pool, as a step of 32,768 cards takes tens of milliseconds that
-/// the owner loop's thread (keys, frames) must not wait for.
-const STEP_INLINE_MAX_CARDS: usize = 1024;
-
-/// Whether a cluster this size steps on the blocking pool.
-fn steps_aside(cards: usize) -> bool {
-    cards > STEP_INLINE_MAX_CARDS
-}
-
-/// Advance by `dt` and say what a source would: between its five-second steps the cluster is
-/// as it was, so not the same 32,768 cards again.
-fn step(sim: &mut Sim, dt: Duration) -> Partial {
-    sim.advance(dt);
-    if sim.changed { sim.snapshot() } else { Partial::unchanged() }
 }
 
 #[cfg(test)]

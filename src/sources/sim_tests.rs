@@ -193,29 +193,3 @@ fn the_same_seed_gives_the_same_cluster_whatever_second_it_starts_across_the_wav
     assert_eq!(ids(1), ids(6));
     assert_eq!(ids(1), ids(13));
 }
-
-/// The owner loop's runtime has one thread: a large cluster's step runs beside it, the default
-/// one on it; both keep sending snapshots, and simulated time moves on between them.
-#[test]
-fn a_large_cluster_steps_beside_the_loop_and_still_reports() {
-    let small = Sim::new(SimConfig::new(3, start()));
-    assert!(!steps_aside(small.nodes.iter().map(|n| n.cards.len()).sum()), "the default cluster steps inline");
-    assert!(steps_aside(4096), "512 nodes of 8 step on the blocking pool");
-    let rt = crate::engine::runtime().unwrap_or_else(|e| panic!("{e}"));
-    for sim in [small, Sim::new(SimConfig { size: Some((512, 8)), ..SimConfig::new(3, start()) })] {
-        let cards: usize = sim.nodes.iter().map(|n| n.cards.len()).sum();
-        let (tx, mut rx) = mpsc::channel(4);
-        let (_ops_tx, ops) = mpsc::channel(1);
-        let (first, second) = rt.block_on(async move {
-            let run = tokio::spawn(run(sim, "sim".into(), Duration::from_millis(20), 600.0, tx, ops));
-            let first = rx.recv().await;
-            let second = rx.recv().await;
-            run.abort();
-            (first, second)
-        });
-        let (Some(first), Some(second)) = (first, second) else { panic!("{cards} cards: no snapshots") };
-        let nodes = first.result.as_ref().map(|p| p.nodes.iter().map(|n| n.cards.len()).sum::<usize>());
-        assert_eq!(nodes, Ok(cards), "{cards} cards: the whole cluster in the first snapshot");
-        assert!(second.at > first.at, "{cards} cards: simulated time moved on ({} then {})", first.at, second.at);
-    }
-}

@@ -172,63 +172,36 @@ pub async fn collect(
     client: Option<&http::Client>,
     version: &mut usize,
 ) -> Result<Partial, SourceError> {
-    // Each answer is checked before the next is asked for (a refused query names itself).
-    let (jobs, nodes) = match (&settings.rest, client) {
+    let mut notes = Vec::new();
+    let (jobs_doc, nodes_doc) = match (&settings.rest, client) {
         (Some(rest), Some(client)) => {
             let late = || err(format!("slurmrestd: no answer within {:?}", settings.timeout));
             let t = settings.timeout;
             let jobs = tokio::time::timeout(t, rest_get(client, rest, "jobs", version)).await.map_err(|_| late())??;
-            let jobs = parsed(jobs, "slurmrestd jobs", "jobs").await?;
+            let jobs = document(&jobs, "slurmrestd jobs", "jobs", &mut notes)?;
             let nodes =
                 tokio::time::timeout(t, rest_get(client, rest, "nodes", version)).await.map_err(|_| late())??;
-            (jobs, (nodes, "slurmrestd nodes"))
+            (jobs, document(&nodes, "slurmrestd nodes", "nodes", &mut notes)?)
         }
         _ => {
-            let jobs = parsed(run(settings, "squeue", &["--json"]).await?, "squeue --json", "jobs").await?;
+            let jobs = document(&run(settings, "squeue", &["--json"]).await?, "squeue --json", "jobs", &mut notes)?;
             let text = run(settings, "sinfo", &["--json"]).await?;
             // Since 23.11 `sinfo --json` prints per-partition summaries under "sinfo" instead of
             // nodes; `scontrol show nodes --json` (23.02 and later) has the node objects.
             let nodes = if sinfo_summary(&text) {
-                (run(settings, "scontrol", &["show", "nodes", "--json"]).await?, "scontrol show nodes --json")
+                let text = run(settings, "scontrol", &["show", "nodes", "--json"]).await?;
+                document(&text, "scontrol show nodes --json", "nodes", &mut notes)?
             } else {
-                (text, "sinfo --json")
+                document(&text, "sinfo --json", "nodes", &mut notes)?
             };
             (jobs, nodes)
         }
     };
-    let kinds = settings.kinds.clone();
-    beside(move || {
-        let ((jobs_doc, mut notes), (text, what)) = (jobs, nodes);
-        let nodes_doc = document(&text, what, "nodes", &mut notes)?;
-        Ok(assemble(&jobs_doc, &nodes_doc, notes, &kinds))
-    })
-    .await
-}
-
-/// Run `f` on the blocking pool: parsing and mapping a large queue's JSON takes tens of
-/// milliseconds, which the owner loop's thread (keys, frames) must not wait for.
-async fn beside<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, SourceError> + Send + 'static,
-) -> Result<T, SourceError> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| Err(err(format!("reading Slurm's answer failed: {e}"))))
-}
-
-/// One answer parsed and checked (`document`), beside the loop, with the notes it made.
-async fn parsed(text: String, what: &'static str, key: &'static str) -> Result<(Value, Vec<String>), SourceError> {
-    beside(move || {
-        let mut notes = Vec::new();
-        document(&text, what, key, &mut notes).map(|d| (d, notes))
-    })
-    .await
-}
-
-/// Slurm's answers as one update: the queue, the nodes, and the cards running jobs hold.
-fn assemble(jobs_doc: &Value, nodes_doc: &Value, mut notes: Vec<String>, kinds: &KindRules) -> Partial {
     notes.dedup();
-    let mut found = jobs::map(jobs_doc, kinds);
-    let (mut nodes, bad_nodes) = nodes::map(nodes_doc);
+    let mut found = jobs::map(&jobs_doc, &settings.kinds);
+    let (mut nodes, bad_nodes) = nodes::map(&nodes_doc);
     // Jobs name GRES device indexes; cards are numbered among whole-GPU devices only.
-    let indexes = nodes::card_indexes(nodes_doc);
+    let indexes = nodes::card_indexes(&nodes_doc);
     for w in &mut found.workloads {
         w.cards.retain_mut(|c| match indexes.get(&c.node).and_then(|m| m.get(&c.index)) {
             Some(&i) => {
@@ -273,7 +246,7 @@ fn assemble(jobs_doc: &Value, nodes_doc: &Value, mut notes: Vec<String>, kinds: 
         notes.push(format!("{} jobs without GPUs not shown", found.without_gpu));
     }
     let note = (!notes.is_empty()).then(|| notes.join("; "));
-    Partial { nodes, workloads: found.workloads, note, ..Partial::default() }
+    Ok(Partial { nodes, workloads: found.workloads, note, ..Partial::default() })
 }
 
 /// Collect every `interval` until the receiver goes away, backing off while Slurm fails.

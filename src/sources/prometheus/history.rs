@@ -118,10 +118,7 @@ pub(super) async fn fetch(
         let url = range(q);
         async move {
             let body = client.get(&url).await.map_err(|e| format!("history: {e}"))?;
-            // An hour of 4,096 cards is megabytes of JSON: decoded beside the owner loop's thread.
-            tokio::task::spawn_blocking(move || matrix_points(&body, node, start, step, pct))
-                .await
-                .map_err(|e| format!("history: {e}"))?
+            matrix_points(&body, node, start, step, pct)
         }
     };
     let mut util = get(HISTORY_UTIL, true).await?;
