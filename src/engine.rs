@@ -15,6 +15,8 @@ use crate::model::SourceKind;
 use crate::sources::{SourceUpdate, http, kubernetes, nvml, prometheus, scrape, sim, slurm};
 use crate::store::Store;
 
+mod fresh;
+
 /// How long a one-shot collection waits for every source's first answer.
 pub const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -93,6 +95,14 @@ impl Engine {
             }
         }
         self.store.no_answer(COLLECT_TIMEOUT);
+    }
+
+    /// After the operator said yes at `since`: wait until every live source has answered
+    /// with data collected since (at most [`COLLECT_TIMEOUT`]), then rebuild. Returns the
+    /// sources that did not answer again in time. See `engine/fresh.rs` for why what is queued
+    /// is not enough.
+    pub async fn catch_up_since(&mut self, since: chrono::DateTime<Utc>) -> Vec<String> {
+        fresh::answers_since(&mut self.store, &mut self.updates, since, COLLECT_TIMEOUT).await
     }
 
     /// Apply every update that has arrived, then rebuild once.

@@ -38,10 +38,11 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
             }
         }
         // The sources kept reporting while the operator read the plan: the runner plans again
-        // on what they say now and runs only what was confirmed. (With --yes nobody read it:
-        // the plan is checked again on the same data.)
+        // on what they say now (each live source's answer collected after the yes) and runs
+        // only what was confirmed. (With --yes nobody read it: the plan is checked again on
+        // the same data.)
         if !how.yes {
-            engine.catch_up();
+            fresh_answers(&mut engine).await;
         }
         let approved = match engine.runner.approve(&p, engine.store.fleet()) {
             Approval::Go(a) => a,
@@ -82,6 +83,19 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
 }
 
 /// Ask y/N on the terminal; anything but y/yes is no. Without a terminal, `--yes` is needed.
+/// After a yes: wait for what every live source says now, saying so, and name those that
+/// did not answer again (their earlier answers stand, shown stale once old).
+pub(super) async fn fresh_answers(engine: &mut Engine) {
+    let since = chrono::Utc::now();
+    if engine.store.fleet().sources.iter().any(|s| matches!(s.health, crate::model::SourceHealth::Live { .. })) {
+        say("checking the plan against what the sources say now ...\n");
+    }
+    let missing = engine.catch_up_since(since).await;
+    if !missing.is_empty() {
+        say(&format!("not answered again since the yes (their earlier answers are used): {}\n", missing.join(", ")));
+    }
+}
+
 pub(super) fn confirm(question: &str) -> Result<(), CmdError> {
     if !std::io::stdin().is_terminal() {
         return Err(CmdError::Usage("no terminal to confirm on: pass --yes (after a --dry-run)".into()));

@@ -110,7 +110,7 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
                     preempted.join(", ")
                 ))?;
             }
-            engine.catch_up();
+            super::super::act::fresh_answers(&mut engine).await;
         }
         for (i, p) in plans.iter().enumerate() {
             let stopped = |why: String| {
