@@ -237,19 +237,10 @@ async fn owner_loop(
                     merge_at = tokio::time::Instant::now().max(last_merge + merge_every);
                 }
             }
-            _ = tokio::time::sleep_until(merge_at), if merge_pending => {
-                store.rebuild();
-                st.on_fleet(store.fleet());
-                // A group change waiting for a card to empty or for its time looks again.
-                pump(&mut st, &store, &runner, &act_tx);
-                // The advisor runs below at once, paced by its own cost (ADVICE_SHARE); the
-                // banner and the unattended schedule at the next clock tick.
-                advice_due = true;
-                merge_pending = false;
-                last_merge = tokio::time::Instant::now();
-                dirty = true;
-                advise_now = true;
-            }
+            // The merge itself runs below the select, so an update that finds the last merge
+            // long enough ago is merged in the same turn, with no timer (and no wake of the
+            // timer's thread) for it.
+            _ = tokio::time::sleep_until(merge_at), if merge_pending => {}
             _ = clock.tick() => {
                 st.wall = Utc::now();
                 // Recording: a frame a second (what is on screen), with the actions audited since.
@@ -331,6 +322,19 @@ async fn owner_loop(
                 auto.interrupted(&runner);
                 break
             },
+        }
+        if merge_pending && tokio::time::Instant::now() >= merge_at {
+            store.rebuild();
+            st.on_fleet(store.fleet());
+            // A group change waiting for a card to empty or for its time looks again.
+            pump(&mut st, &store, &runner, &act_tx);
+            // The advisor runs below at once, paced by its own cost (ADVICE_SHARE); the
+            // banner and the unattended schedule at the next clock tick.
+            advice_due = true;
+            merge_pending = false;
+            last_merge = tokio::time::Instant::now();
+            dirty = true;
+            advise_now = true;
         }
         // The advisor after a merge at once (one draw shows the new data and what it says of
         // them, not two a second apart), and on the clock for a pass the pacing held back. The

@@ -132,15 +132,19 @@ pub(crate) fn draw(
     store: &Store,
     theme: &Theme,
 ) -> Result<(), CmdError> {
-    let size = terminal.size().map_err(|e| CmdError::Failed(format!("terminal: {e}")))?;
-    let vp = crate::ui::viewport_for(ratatui::layout::Rect::new(0, 0, size.width, size.height), st);
-    if vp != st.viewport {
-        st.set_viewport(vp);
-    }
-    // What the keys go by: the area this frame was drawn at (ratatui may resize on the way).
-    st.screen = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+    // The viewport goes by the area ratatui draws this frame at (it asks the terminal's size
+    // once a frame, resizing on the way), so the size is not asked twice.
     let area = terminal
-        .draw(|f| crate::ui::draw(f, st, store.fleet(), theme, store.simulated()))
+        .draw(|f| {
+            let area = f.area();
+            let vp = crate::ui::viewport_for(area, st);
+            if vp != st.viewport {
+                st.set_viewport(vp);
+            }
+            // What the keys go by: the area this frame is drawn at.
+            st.screen = area;
+            crate::ui::draw(f, st, store.fleet(), theme, store.simulated());
+        })
         .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?
         .area;
     st.screen = area;
