@@ -2,8 +2,12 @@
 # tessera beside its peers on the same work, one after another in one run, and the table.
 #
 # Each console runs alone in a detached 160x48 tmux pane at a 1 s refresh; after a warm-up
-# the script reads the CPU ticks (utime + stime, and the reaped children's) and the resident
-# memory (MiB) of the console's process tree from /proc over the measuring window. all-smi's
+# the script reads the CPU time and the resident memory (MiB) of the console's process tree
+# from /proc over the measuring window. The CPU time is the scheduler's nanoseconds summed
+# over every thread of the tree (/proc/PID/task/TID/schedstat) when the same threads run at
+# both ends of the window; where one came or went (its time would be lost), it is the clock
+# ticks instead (utime + stime, and the reaped children's), marked "(ticks)" in the table: a
+# tick is 10 ms, a tenth of what tessera uses in a minute on one endpoint. all-smi's
 # mock server is not counted; the fake NVML is a library inside the console's process, so its
 # cost counts, for tessera and nvitop alike.
 #
@@ -64,6 +68,22 @@ ticks() {
   echo "$t"
 }
 
+# Every thread of the tree, as PID/TID.
+threads() {
+  local p
+  for p in $(tree "$1"); do
+    ls "/proc/$p/task" 2>/dev/null | sed "s|^|$p/|"
+  done | sort
+}
+
+# The nanoseconds every thread of the tree has run (schedstat's first field).
+nanos() {
+  local p
+  for p in $(tree "$1"); do
+    cat "/proc/$p/task/"*/schedstat 2>/dev/null
+  done | awk '{t += $1} END {printf "%.0f\n", t}'
+}
+
 rss_kib() {
   local r=0
   for p in $(tree "$1"); do
@@ -84,19 +104,25 @@ measure() {
   local pid
   pid=$(tmux -L "$sock" display -p -t m '#{pane_pid}' 2>/dev/null) || { echo "failed"; return; }
   [ -d "/proc/$pid" ] || { echo "failed"; return; }
-  local t0 w0 t1 w1 peak=0 r
-  t0=$(ticks "$pid"); w0=$(date +%s.%N)
+  local t0 w0 t1 w1 n0 n1 th0 th1 peak=0 r
+  th0=$(threads "$pid"); n0=$(nanos "$pid"); t0=$(ticks "$pid"); w0=$(date +%s.%N)
   for _ in $(seq "$secs"); do
     sleep 1
     r=$(rss_kib "$pid")
     [ "$r" -gt "$peak" ] && peak=$r
   done
-  t1=$(ticks "$pid"); w1=$(date +%s.%N)
+  t1=$(ticks "$pid"); n1=$(nanos "$pid"); th1=$(threads "$pid"); w1=$(date +%s.%N)
   if ! [ -d "/proc/$pid" ]; then echo "failed"; return; fi
   tmux -L "$sock" kill-server 2>/dev/null || true
-  local cpu
-  cpu=$(echo "scale=4; ($t1 - $t0) * 100 / $tck / ($w1 - $w0)" | bc -l)
-  printf '%.3f %.1f\n' "$cpu" "$(echo "$peak / 1024" | bc -l)"
+  local cpu how
+  if [ "$th0" = "$th1" ]; then
+    cpu=$(echo "scale=6; ($n1 - $n0) * 100 / 1000000000 / ($w1 - $w0)" | bc -l)
+    how=ns
+  else
+    cpu=$(echo "scale=4; ($t1 - $t0) * 100 / $tck / ($w1 - $w0)" | bc -l)
+    how=ticks
+  fi
+  printf '%.3f %.1f %s\n' "$cpu" "$(echo "$peak / 1024" | bc -l)" "$how"
 }
 
 mock() { # mock PORTS: all-smi's mock server on 127.0.0.1, one 8-GPU node per port
@@ -121,17 +147,17 @@ cell() { # cell RESULT: "cpu % / MB" or the reason
   case "$1" in
     failed) echo "did not keep running" ;;
     skip:*) echo "${1#skip:}" ;;
-    *) set -- $1; echo "$1 % / $2 MiB" ;;
+    *) set -- $1; echo "$1 % / $2 MiB$([ "${3:-}" = ticks ] && echo " (ticks)")" ;;
   esac
 }
-ratio() { # ratio TESSERA PEER: how many times less CPU tessera used
+ratio() { # ratio TESSERA PEER (each "cpu mem how"): how many times less CPU tessera used
   case "$1 $2" in
     *failed*|*skip:*) echo "—" ;;
     *) set -- $1 $2
        if [ "$(echo "$1 > 0" | bc -l)" = 1 ]; then
-         printf '%.1f× less CPU, %.2f× the memory\n' "$(echo "$3 / $1" | bc -l)" "$(echo "$2 / $4" | bc -l)"
+         printf '%.1f× less CPU, %.2f× the memory\n' "$(echo "$4 / $1" | bc -l)" "$(echo "$2 / $5" | bc -l)"
        else
-         printf 'no CPU measured for tessera, %.2f× the memory\n' "$(echo "$2 / $4" | bc -l)"
+         printf 'no CPU measured for tessera, %.2f× the memory\n' "$(echo "$2 / $5" | bc -l)"
        fi ;;
   esac
 }
