@@ -3,11 +3,15 @@
 #
 # Each console runs alone in a detached 160x48 tmux pane at a 1 s refresh; after a warm-up
 # the script reads the CPU time and the resident memory (MiB) of the console's process tree
-# from /proc over the measuring window. The CPU time is the scheduler's nanoseconds summed
-# over every thread of the tree (/proc/PID/task/TID/schedstat) when the same threads run at
-# both ends of the window; where one came or went (its time would be lost), it is the clock
-# ticks instead (utime + stime, and the reaped children's), marked "(ticks)" in the table: a
-# tick is 10 ms, a tenth of what tessera uses in a minute on one endpoint. all-smi's
+# from /proc over the measuring window. The CPU time is, best first:
+#   - the microseconds of a cgroup (v2, `cpu.stat` usage_usec) the console's tree is moved
+#     into after its start, where a cgroup can be made (root): threads and children that come
+#     and go in the window count;
+#   - else the scheduler's nanoseconds summed over every thread of the tree
+#     (/proc/PID/task/TID/schedstat) when the same threads run at both ends of the window,
+#     marked "(schedstat)";
+#   - else the clock ticks (utime + stime, and the reaped children's), marked "(ticks)": a
+#     tick is 10 ms, a tenth of what tessera uses in a minute on one endpoint. all-smi's
 # mock server is not counted; the fake NVML is a library inside the console's process, so its
 # cost counts, for tessera and nvitop alike.
 #
@@ -35,6 +39,12 @@ cleanup() {
   tmux -L "$sock" kill-server 2>/dev/null || true
   [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null || true
   rm -rf "$work"
+  # Empty once the consoles are gone (tmux's kill ends them).
+  local d
+  for d in "${cg:-/nonexistent}"-*; do
+    [ -d "$d" ] || continue
+    for _ in 1 2 3 4 5; do rmdir "$d" 2>/dev/null && break; sleep 0.2; done
+  done
 }
 trap cleanup EXIT
 
@@ -50,6 +60,14 @@ ln -s "$fake" "$work/lib/libnvidia-ml.so.1"
 ln -s "$fake" "$work/lib/libnvidia-ml.so"
 
 tck=$(getconf CLK_TCK)
+
+# A cgroup v2 hierarchy to measure in, if one is mounted and writable here.
+cg_root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts 2>/dev/null || true)
+cg=""
+if [ -n "$cg_root" ] && mkdir "$cg_root/compare-peers-$$" 2>/dev/null; then
+  rmdir "$cg_root/compare-peers-$$"
+  cg="$cg_root/compare-peers-$$"
+fi
 
 # The pane's process and its descendants.
 tree() {
@@ -104,7 +122,15 @@ measure() {
   local pid
   pid=$(tmux -L "$sock" display -p -t m '#{pane_pid}' 2>/dev/null) || { echo "failed"; return; }
   [ -d "/proc/$pid" ] || { echo "failed"; return; }
-  local t0 w0 t1 w1 n0 n1 th0 th1 peak=0 r
+  local t0 w0 t1 w1 n0 n1 th0 th1 u0=0 u1=0 moved="" peak=0 r p c=""
+  # Each console in a cgroup of its own (the last one's processes may still be leaving).
+  # (measure runs in a subshell of its own: its PID names the cgroup.)
+  if [ -n "$cg" ] && mkdir "$cg-$BASHPID" 2>/dev/null; then
+    c="$cg-$BASHPID"
+    moved=yes
+    for p in $(tree "$pid"); do echo "$p" >"$c/cgroup.procs" 2>/dev/null || moved=""; done
+    u0=$(awk '$1 == "usage_usec" {print $2}' "$c/cpu.stat")
+  fi
   th0=$(threads "$pid"); n0=$(nanos "$pid"); t0=$(ticks "$pid"); w0=$(date +%s.%N)
   for _ in $(seq "$secs"); do
     sleep 1
@@ -112,12 +138,16 @@ measure() {
     [ "$r" -gt "$peak" ] && peak=$r
   done
   t1=$(ticks "$pid"); n1=$(nanos "$pid"); th1=$(threads "$pid"); w1=$(date +%s.%N)
+  [ -n "$moved" ] && u1=$(awk '$1 == "usage_usec" {print $2}' "$c/cpu.stat")
   if ! [ -d "/proc/$pid" ]; then echo "failed"; return; fi
   tmux -L "$sock" kill-server 2>/dev/null || true
   local cpu how
-  if [ "$th0" = "$th1" ]; then
+  if [ -n "$moved" ]; then
+    cpu=$(echo "scale=6; ($u1 - $u0) * 100 / 1000000 / ($w1 - $w0)" | bc -l)
+    how=cgroup
+  elif [ "$th0" = "$th1" ]; then
     cpu=$(echo "scale=6; ($n1 - $n0) * 100 / 1000000000 / ($w1 - $w0)" | bc -l)
-    how=ns
+    how=schedstat
   else
     cpu=$(echo "scale=4; ($t1 - $t0) * 100 / $tck / ($w1 - $w0)" | bc -l)
     how=ticks
@@ -147,7 +177,7 @@ cell() { # cell RESULT: "cpu % / MB" or the reason
   case "$1" in
     failed) echo "did not keep running" ;;
     skip:*) echo "${1#skip:}" ;;
-    *) set -- $1; echo "$1 % / $2 MiB$([ "${3:-}" = ticks ] && echo " (ticks)")" ;;
+    *) set -- $1; echo "$1 % / $2 MiB$([ "${3:-cgroup}" != cgroup ] && echo " ($3)")" ;;
   esac
 }
 ratio() { # ratio TESSERA PEER (each "cpu mem how"): how many times less CPU tessera used
@@ -164,7 +194,7 @@ ratio() { # ratio TESSERA PEER (each "cpu mem how"): how many times less CPU tes
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
-echo "compare-peers: ${secs}s windows after ${warm}s warm-up, 160x48, 1 s refresh; $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)" >&2
+echo "compare-peers: ${secs}s windows after ${warm}s warm-up, 160x48, 1 s refresh; $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ); CPU by $([ -n "$cg" ] && echo "cgroup (usage_usec)" || echo "schedstat or ticks")" >&2
 
 # 1. 8 GPUs through the fake libnvidia-ml.
 echo "8 GPUs, fake NVML ..." >&2
