@@ -15,7 +15,7 @@ use crate::model::SourceKind;
 use crate::sources::{SourceUpdate, http, kubernetes, nvml, prometheus, scrape, sim, slurm};
 use crate::store::Store;
 
-mod fresh;
+pub mod fresh;
 
 /// How long a one-shot collection waits for every source's first answer.
 pub const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -98,10 +98,10 @@ impl Engine {
     }
 
     /// After the operator said yes at `since`: wait until every live source has answered
-    /// with data collected since (at most [`COLLECT_TIMEOUT`]), then rebuild. Returns the
-    /// sources that did not answer again in time. See `engine/fresh.rs` for why what is queued
+    /// with data collected since (at most [`COLLECT_TIMEOUT`]), then rebuild. Says which
+    /// sources failed or did not answer again. See `engine/fresh.rs` for why what is queued
     /// is not enough.
-    pub async fn catch_up_since(&mut self, since: chrono::DateTime<Utc>) -> Vec<String> {
+    pub async fn catch_up_since(&mut self, since: chrono::DateTime<Utc>) -> fresh::Heard {
         fresh::answers_since(&mut self.store, &mut self.updates, since, COLLECT_TIMEOUT).await
     }
 

@@ -92,6 +92,16 @@ impl Store {
         self.rebuild();
     }
 
+    /// The sources whose last word was good data, by name and kind, as of the last update
+    /// applied (the merged fleet's list waits for the next rebuild).
+    pub fn live_sources(&self) -> Vec<(String, SourceKind)> {
+        self.entries
+            .iter()
+            .filter(|e| matches!(e.status.health, SourceHealth::Live { .. }))
+            .map(|e| (e.status.name.clone(), e.status.kind))
+            .collect()
+    }
+
     pub fn fleet(&self) -> &Fleet {
         &self.fleet
     }

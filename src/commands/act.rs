@@ -84,15 +84,22 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
 
 /// Ask y/N on the terminal; anything but y/yes is no. Without a terminal, `--yes` is needed.
 /// After a yes: wait for what every live source says now, saying so, and name those that
-/// did not answer again (their earlier answers stand, shown stale once old).
+/// failed since (shown stale: the plan's guards see it) or did not answer again in time (their
+/// earlier answers are used, shown stale once three intervals old).
 pub(super) async fn fresh_answers(engine: &mut Engine) {
     let since = chrono::Utc::now();
     if engine.store.fleet().sources.iter().any(|s| matches!(s.health, crate::model::SourceHealth::Live { .. })) {
         say("checking the plan against what the sources say now ...\n");
     }
-    let missing = engine.catch_up_since(since).await;
-    if !missing.is_empty() {
-        say(&format!("not answered again since the yes (their earlier answers are used): {}\n", missing.join(", ")));
+    let heard = engine.catch_up_since(since).await;
+    if !heard.failed.is_empty() {
+        say(&format!("failing since the plan was shown: {}\n", heard.failed.join(", ")));
+    }
+    if !heard.silent.is_empty() {
+        say(&format!(
+            "not answered again within 20 s of the yes (their earlier answers are used): {}\n",
+            heard.silent.join(", ")
+        ));
     }
 }
 
