@@ -6,7 +6,8 @@
 # from /proc over the measuring window. The CPU time is, best first:
 #   - the microseconds of a cgroup (v2, `cpu.stat` usage_usec) the console's tree is moved
 #     into after its start, where a cgroup can be made (root): threads and children that come
-#     and go in the window count;
+#     and go in the window count (on a host whose services run in slices, the console leaves
+#     its slice's CPU limits for the run);
 #   - else the scheduler's nanoseconds summed over every thread of the tree
 #     (/proc/PID/task/TID/schedstat) when the same threads run at both ends of the window,
 #     marked "(schedstat)";
@@ -43,7 +44,13 @@ cleanup() {
   local d
   for d in "${cg:-/nonexistent}"-*; do
     [ -d "$d" ] || continue
-    for _ in 1 2 3 4 5; do rmdir "$d" 2>/dev/null && break; sleep 0.2; done
+    for _ in 1 2 3 4 5; do
+      rmdir "$d" 2>/dev/null && break
+      # A console still leaving: end it (cgroup.kill where the kernel has it).
+      echo 1 >"$d/cgroup.kill" 2>/dev/null || xargs -r kill -9 <"$d/cgroup.procs" 2>/dev/null || true
+      sleep 0.2
+    done
+    [ -d "$d" ] && echo "compare-peers: cgroup $d left behind" >&2
   done
 }
 trap cleanup EXIT
@@ -127,9 +134,10 @@ measure() {
   # (measure runs in a subshell of its own: its PID names the cgroup.)
   if [ -n "$cg" ] && mkdir "$cg-$BASHPID" 2>/dev/null; then
     c="$cg-$BASHPID"
-    moved=yes
+    u0=$(awk '$1 == "usage_usec" {print $2}' "$c/cpu.stat" 2>/dev/null)
+    [ -n "$u0" ] && moved=yes
     for p in $(tree "$pid"); do echo "$p" >"$c/cgroup.procs" 2>/dev/null || moved=""; done
-    u0=$(awk '$1 == "usage_usec" {print $2}' "$c/cpu.stat")
+    [ -n "$moved" ] && u0=$(awk '$1 == "usage_usec" {print $2}' "$c/cpu.stat")
   fi
   th0=$(threads "$pid"); n0=$(nanos "$pid"); t0=$(ticks "$pid"); w0=$(date +%s.%N)
   for _ in $(seq "$secs"); do
@@ -145,7 +153,7 @@ measure() {
   if [ -n "$moved" ]; then
     cpu=$(echo "scale=6; ($u1 - $u0) * 100 / 1000000 / ($w1 - $w0)" | bc -l)
     how=cgroup
-  elif [ "$th0" = "$th1" ]; then
+  elif [ "$th0" = "$th1" ] && [ "$n1" != 0 ]; then
     cpu=$(echo "scale=6; ($n1 - $n0) * 100 / 1000000000 / ($w1 - $w0)" | bc -l)
     how=schedstat
   else
@@ -181,6 +189,7 @@ cell() { # cell RESULT: "cpu % / MB" or the reason
   esac
 }
 ratio() { # ratio TESSERA PEER (each "cpu mem how"): how many times less CPU tessera used
+  # (each cell says how its CPU was measured where it is not the cgroup)
   case "$1 $2" in
     *failed*|*skip:*) echo "—" ;;
     *) set -- $1 $2
