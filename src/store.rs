@@ -92,13 +92,13 @@ impl Store {
         self.rebuild();
     }
 
-    /// The sources whose last word was good data, by name and kind, as of the last update
-    /// applied (the merged fleet's list waits for the next rebuild).
-    pub fn live_sources(&self) -> Vec<(String, SourceKind)> {
+    /// The names of the sources whose last word was good data, as of the last update applied
+    /// (the merged fleet's list waits for the next rebuild).
+    pub fn live_sources(&self) -> Vec<String> {
         self.entries
             .iter()
             .filter(|e| matches!(e.status.health, SourceHealth::Live { .. }))
-            .map(|e| (e.status.name.clone(), e.status.kind))
+            .map(|e| e.status.name.clone())
             .collect()
     }
 

@@ -134,7 +134,7 @@ pub(crate) fn draw(
 ) -> Result<(), CmdError> {
     // The viewport goes by the area ratatui draws this frame at (it asks the terminal's size
     // once a frame, resizing on the way), so the size is not asked twice.
-    let area = terminal
+    terminal
         .draw(|f| {
             let area = f.area();
             let vp = crate::ui::viewport_for(area, st);
@@ -145,9 +145,7 @@ pub(crate) fn draw(
             st.screen = area;
             crate::ui::draw(f, st, store.fleet(), theme, store.simulated());
         })
-        .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?
-        .area;
-    st.screen = area;
+        .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?;
     // Drawn: a confirmation's rows on screen now count as read.
     if let Some(m) = st.modal.as_mut() {
         crate::ui::actions::drawn(m, st.screen);

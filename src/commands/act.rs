@@ -82,13 +82,12 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
     })
 }
 
-/// Ask y/N on the terminal; anything but y/yes is no. Without a terminal, `--yes` is needed.
 /// After a yes: wait for what every live source says now, saying so, and name those that
 /// failed since (shown stale: the plan's guards see it) or did not answer again in time (their
 /// earlier answers are used, shown stale once three intervals old).
 pub(super) async fn fresh_answers(engine: &mut Engine) {
     let since = chrono::Utc::now();
-    if engine.store.fleet().sources.iter().any(|s| matches!(s.health, crate::model::SourceHealth::Live { .. })) {
+    if !engine.store.live_sources().is_empty() {
         say("checking the plan against what the sources say now ...\n");
     }
     let heard = engine.catch_up_since(since).await;
@@ -97,12 +96,14 @@ pub(super) async fn fresh_answers(engine: &mut Engine) {
     }
     if !heard.silent.is_empty() {
         say(&format!(
-            "not answered again within 20 s of the yes (their earlier answers are used): {}\n",
+            "not answered again within {} s of the yes (their earlier answers are used): {}\n",
+            crate::engine::COLLECT_TIMEOUT.as_secs(),
             heard.silent.join(", ")
         ));
     }
 }
 
+/// Ask y/N on the terminal; anything but y/yes is no. Without a terminal, `--yes` is needed.
 pub(super) fn confirm(question: &str) -> Result<(), CmdError> {
     if !std::io::stdin().is_terminal() {
         return Err(CmdError::Usage("no terminal to confirm on: pass --yes (after a --dry-run)".into()));

@@ -18,8 +18,9 @@ use crate::model::SourceKind;
 use crate::sources::SourceUpdate;
 use crate::store::Store;
 
-/// What the wait after a yes heard: the sources that failed since the yes (their data is now
-/// shown stale, so the plan's guards see it) and those that said nothing new in time.
+/// What the wait after a yes heard: the sources that failed since the plan was shown (their
+/// data is now shown stale, so the plan's guards see it) and those that said nothing new in
+/// time.
 #[derive(Debug, Default, PartialEq)]
 pub struct Heard {
     pub failed: Vec<String>,
@@ -43,14 +44,8 @@ pub async fn answers_since(
     within: Duration,
 ) -> Heard {
     let deadline = tokio::time::Instant::now() + within;
-    // Live when the plan was shown (the merged fleet's list is as of the last rebuild).
-    let was_live: Vec<String> = store
-        .fleet()
-        .sources
-        .iter()
-        .filter(|s| matches!(s.health, crate::model::SourceHealth::Live { .. }))
-        .map(|s| s.name.clone())
-        .collect();
+    // Live when the plan was shown: nothing has been applied since.
+    let was_live = store.live_sources();
     // What is queued: applied; it answers for a real source only if collected since.
     let mut answered: Vec<String> = Vec::new();
     while let Ok(update) = updates.try_recv() {
@@ -60,12 +55,9 @@ pub async fn answers_since(
         store.apply_deferred(update, Utc::now());
     }
     let live = store.live_sources();
-    let mut heard = Heard {
-        failed: was_live.into_iter().filter(|name| !live.iter().any(|(n, _)| n == name)).collect(),
-        silent: Vec::new(),
-    };
-    let mut waiting: Vec<(String, SourceKind)> =
-        live.into_iter().filter(|(name, _)| !answered.contains(name)).collect();
+    let mut heard =
+        Heard { failed: was_live.into_iter().filter(|name| !live.contains(name)).collect(), silent: Vec::new() };
+    let mut waiting: Vec<String> = live.into_iter().filter(|name| !answered.contains(name)).collect();
     let mut sim_arrivals: HashMap<String, u32> = HashMap::new();
     while !waiting.is_empty() {
         let update = match tokio::time::timeout_at(deadline, updates.recv()).await {
@@ -79,17 +71,15 @@ pub async fn answers_since(
         } else {
             update.at >= since
         };
-        if waiting.iter().any(|(name, _)| *name == update.source) {
+        if waiting.contains(&update.source) && (fresh || update.result.is_err()) {
             if update.result.is_err() {
                 heard.failed.push(update.source.clone());
-                waiting.retain(|(name, _)| *name != update.source);
-            } else if fresh {
-                waiting.retain(|(name, _)| *name != update.source);
             }
+            waiting.retain(|name| *name != update.source);
         }
         store.apply_deferred(update, Utc::now());
     }
-    heard.silent = waiting.into_iter().map(|(name, _)| name).collect();
+    heard.silent = waiting;
     // A source that said nothing for three of its intervals shows as stale.
     store.check_staleness(Utc::now());
     store.rebuild();
