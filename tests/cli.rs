@@ -317,6 +317,27 @@ fn repartition_says_what_is_wrong_and_where_instances_land() {
     assert!(out.contains("nothing to do: gpu-a100-01/0 is already"), "{own}: {out}{err}");
 }
 
+/// A valid layout written without placements is valid in any order: tessera searches for the
+/// placements (2g@0, 2g@2, 3g@4), not greedily in the order written.
+#[test]
+fn unplaced_layouts_are_placed_by_search_in_the_cli_and_the_config() {
+    for text in ["3g.40gb,2g.20gb,2g.20gb", "2g.20gb,2g.20gb,3g.40gb"] {
+        let (_, out, err) = tessera(&["repartition", "gpu-h100-01/1", text, "--demo", "--seed", "7", "--dry-run"]);
+        let head = out.lines().next().unwrap_or_default();
+        assert!(head.contains("2g.20gb@0,2g.20gb@2,3g.40gb@4 (placements chosen by tessera"), "{text}: {out}{err}");
+    }
+    let dir = std::env::temp_dir().join(format!("tessera-unplaced-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.join("h200.toml");
+    let cfg = "[[schedule]]\nname = \"h200\"\nnodes = [\"gpu-h200-*\"]\nmodel = \"H200\"\n\n\
+               [[schedule.window]]\nname = \"day\"\nhours = \"08:00-20:00\"\nlayout = \"3g.71gb,2g.35gb,2g.35gb\"\n\n\
+               [[schedule.window]]\nname = \"night\"\nhours = \"20:00-08:00\"\nlayout = \"whole\"\n";
+    std::fs::write(&path, cfg).unwrap_or_else(|e| panic!("{e}"));
+    let (code, out, err) = tessera(&["check-config", path.to_str().unwrap_or_default()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn advise_lists_the_waste_and_fails_on_request() {
     let (code, out, err) = tessera(&["advise", "--demo", "--json"]);

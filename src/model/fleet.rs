@@ -211,7 +211,7 @@ pub enum Placements {
     #[default]
     Known,
     /// No source reported them (dcgm-exporter has none): tessera placed the instances by the
-    /// rule an unplaced layout follows (largest first, NVIDIA's valid placements). The count of
+    /// rule an unplaced layout follows (a search of NVIDIA's valid placements, largest first). The count of
     /// free slices is right; which slices they are is a best guess.
     Inferred,
     /// Not reported, and no valid layout holds these instances: free slices are unknown.

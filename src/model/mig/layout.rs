@@ -98,8 +98,11 @@ fn profile_index(model: &GpuModel, profile: &Profile) -> usize {
     model.profiles.iter().position(|p| std::ptr::eq(p, profile)).unwrap_or(usize::MAX)
 }
 
-/// Parse `3g.40gb@0,2g.20gb@4,1g.10gb@6` or `whole`. Instances without `@start` are placed
-/// largest first at the lowest free allowed start, as tessera will create them.
+/// Parse `3g.40gb@0,2g.20gb@4,1g.10gb@6` or `whole`. Instances written without `@start` get
+/// placements by search: a layout is valid when some assignment of allowed placements is
+/// (`3g.40gb,2g.20gb,2g.20gb` is `2g@0,2g@2,3g@4`), whatever order it is written in. Among the
+/// assignments the first in this order wins: largest instances first, each at its lowest free
+/// allowed start, as NVIDIA's tools create them.
 pub fn parse_layout(model: &GpuModel, text: &str) -> Result<LayoutSpec, LayoutError> {
     let text = text.trim();
     if text.eq_ignore_ascii_case("whole") || text.eq_ignore_ascii_case("off") {
@@ -132,20 +135,84 @@ pub fn parse_layout(model: &GpuModel, text: &str) -> Result<LayoutSpec, LayoutEr
     }
     let mut layout: Vec<(usize, Placed)> = fixed;
     validate(model, &layout.iter().map(|(_, p)| p.clone()).collect::<Vec<_>>()).map_err(|e| reindex(e, &layout))?;
+    check_counts(model, &layout, &floating)?;
     floating.sort_by_key(|(i, p)| (std::cmp::Reverse(p.memory_slices), std::cmp::Reverse(p.compute_slices), *i));
-    for (index, profile) in floating {
-        let used = layout.iter().fold(0u16, |m, (_, p)| m | Placement { start: p.start, size: p.size }.mask());
-        let spot = profile
-            .placements
-            .iter()
-            .find(|pl| pl.mask() & used == 0)
-            .ok_or_else(|| LayoutError::NoRoom { index, profile: profile.name.clone() })?;
-        layout.push((index, Placed { profile: profile.name.clone(), start: spot.start, size: spot.size }));
-        validate(model, &layout.iter().map(|(_, p)| p.clone()).collect::<Vec<_>>()).map_err(|e| reindex(e, &layout))?;
+    let used = layout.iter().fold(0u16, |m, (_, p)| m | Placement { start: p.start, size: p.size }.mask());
+    let mut search = Search { floating: &floating, chosen: Vec::with_capacity(floating.len()), deepest: 0 };
+    if !search.place(used) {
+        let (index, profile) = floating[search.deepest];
+        return Err(LayoutError::NoRoom { index, profile: profile.name.clone() });
     }
+    for (&(index, profile), pl) in floating.iter().zip(&search.chosen) {
+        layout.push((index, Placed { profile: profile.name.clone(), start: pl.start, size: pl.size }));
+    }
+    validate(model, &layout.iter().map(|(_, p)| p.clone()).collect::<Vec<_>>()).map_err(|e| reindex(e, &layout))?;
     let mut out: Vec<Placed> = layout.into_iter().map(|(_, p)| p).collect();
     out.sort_by_key(|p| p.start);
     Ok(LayoutSpec::Mig(out))
+}
+
+/// The rules that no placement can mend, checked in the order written: a profile's maximum
+/// count and the one `+me` instance a card takes.
+fn check_counts(
+    model: &GpuModel,
+    fixed: &[(usize, Placed)],
+    floating: &[(usize, &Profile)],
+) -> Result<(), LayoutError> {
+    let mut all: Vec<(usize, &Profile, String)> = floating.iter().map(|&(i, p)| (i, p, p.name.clone())).collect();
+    for (i, placed) in fixed {
+        let profile = profile_of(model, *i, &placed.profile)?;
+        all.push((*i, profile, placed.to_string()));
+    }
+    all.sort_by_key(|(i, _, _)| *i);
+    let mut media: Option<usize> = None;
+    for (n, (index, profile, placed)) in all.iter().enumerate() {
+        let same = all[..=n].iter().filter(|(_, p, _)| std::ptr::eq(*p, *profile)).count();
+        if same > usize::from(profile.max_count) {
+            let (index, placed, max) = (*index, placed.clone(), profile.max_count);
+            return Err(LayoutError::TooMany { index, placed, profile: profile.name.clone(), max });
+        }
+        if profile.has_media_extensions() {
+            if let Some(other) = media {
+                return Err(LayoutError::SecondMediaExtension { index: *index, placed: placed.clone(), other });
+            }
+            media = Some(*index);
+        }
+    }
+    Ok(())
+}
+
+/// Depth-first search for placements of the unplaced instances, in their sorted order.
+struct Search<'a> {
+    floating: &'a [(usize, &'a Profile)],
+    chosen: Vec<Placement>,
+    /// The furthest instance the search reached: the one named when no assignment exists.
+    deepest: usize,
+}
+
+impl Search<'_> {
+    fn place(&mut self, used: u16) -> bool {
+        let depth = self.chosen.len();
+        self.deepest = self.deepest.max(depth);
+        let Some(&(_, profile)) = self.floating.get(depth) else { return true };
+        // Instances of one profile are interchangeable: each takes a placement after the one
+        // before it, so the search tries each set of placements once, not in every order.
+        let after = match depth.checked_sub(1).map(|d| (self.floating[d].1, self.chosen[d])) {
+            Some((prev, at)) if std::ptr::eq(prev, profile) => Some(at),
+            _ => None,
+        };
+        for &pl in &profile.placements {
+            if after.is_some_and(|at| pl <= at) || pl.mask() & used != 0 {
+                continue;
+            }
+            self.chosen.push(pl);
+            if self.place(used | pl.mask()) {
+                return true;
+            }
+            self.chosen.pop();
+        }
+        false
+    }
 }
 
 /// Errors from validating a partial list name list positions; report the user's positions.

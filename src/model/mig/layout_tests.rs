@@ -177,3 +177,136 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn unplaced_layouts_are_placed_by_search_not_in_the_order_written() {
+    // Greedy largest-first puts 3g at 0 and leaves one 2g no room; 2g@0,2g@2,3g@4 is valid.
+    for (m, text, want) in [
+        ("H100-80GB", "3g.40gb,2g.20gb,2g.20gb", [("2g.20gb", 0, 2), ("2g.20gb", 2, 2), ("3g.40gb", 4, 4)]),
+        ("H100-80GB", "2g.20gb,2g.20gb,3g.40gb", [("2g.20gb", 0, 2), ("2g.20gb", 2, 2), ("3g.40gb", 4, 4)]),
+        ("H200", "3g.71gb,2g.35gb,2g.35gb", [("2g.35gb", 0, 2), ("2g.35gb", 2, 2), ("3g.71gb", 4, 4)]),
+    ] {
+        let want: Vec<Placed> = want.iter().map(|&(p, s, n)| placed(p, s, n)).collect();
+        assert_eq!(spec(m, text), want, "{m} {text}");
+    }
+    // Placed instances stay where they are written; the rest are searched around them.
+    assert_eq!(
+        spec("A100-80GB", "2g.20gb@2,3g.40gb,2g.20gb"),
+        vec![placed("2g.20gb", 0, 2), placed("2g.20gb", 2, 2), placed("3g.40gb", 4, 4)]
+    );
+}
+
+#[test]
+fn impossible_unplaced_layouts_name_the_rule_they_break() {
+    let h100 = model("H100-80GB");
+    let err = parse_layout(h100, "4g.40gb,3g.40gb,1g.10gb");
+    assert!(matches!(err, Err(LayoutError::NoRoom { .. })), "{err:?}");
+    let err = parse_layout(h100, "1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb");
+    assert!(matches!(err, Err(LayoutError::TooMany { index: 7, .. })), "{err:?}");
+    let err = parse_layout(model("A30"), "1g.6gb+me,2g.12gb+me");
+    assert!(matches!(err, Err(LayoutError::SecondMediaExtension { index: 1, other: 0, .. })), "{err:?}");
+}
+
+/// Every valid layout of a model (maximal or not, `+me` profiles included) as a sorted list of
+/// profile names: the reference that an unplaced layout is judged by, found with `validate`
+/// alone.
+fn valid_multisets(m: &'static GpuModel) -> &'static BTreeSet<Vec<String>> {
+    use std::sync::{Mutex, OnceLock};
+    type Memo = Mutex<Vec<(&'static str, &'static BTreeSet<Vec<String>>)>>;
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    let mut memo =
+        MEMO.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, s)) = memo.iter().find(|(n, _)| *n == m.name) {
+        return s;
+    }
+    let found: &'static BTreeSet<Vec<String>> = Box::leak(Box::new(walk_valid(m)));
+    memo.push((m.name.as_str(), found));
+    found
+}
+
+fn walk_valid(m: &GpuModel) -> BTreeSet<Vec<String>> {
+    let cands: Vec<Placed> =
+        m.profiles.iter().flat_map(|p| p.placements.iter().map(|pl| placed(&p.name, pl.start, pl.size))).collect();
+    fn walk(m: &GpuModel, cands: &[Placed], from: usize, chosen: &mut Vec<Placed>, out: &mut BTreeSet<Vec<String>>) {
+        for c in from..cands.len() {
+            chosen.push(cands[c].clone());
+            if validate(m, chosen).is_ok() {
+                let mut names: Vec<String> = chosen.iter().map(|p| p.profile.clone()).collect();
+                names.sort();
+                out.insert(names);
+                walk(m, cands, c + 1, chosen, out);
+            }
+            chosen.pop();
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(m, &cands, 0, &mut Vec::new(), &mut out);
+    out
+}
+
+fn unplaced(layout: &[Placed], order: &[usize]) -> String {
+    order.iter().map(|&i| layout[i].profile.as_str()).collect::<Vec<_>>().join(",")
+}
+
+fn sorted_names(layout: &[Placed]) -> Vec<String> {
+    let mut v: Vec<String> = layout.iter().map(|p| p.profile.clone()).collect();
+    v.sort();
+    v
+}
+
+proptest! {
+    /// Every maximal layout of every catalog model, written without placements in a shuffled
+    /// order, is accepted and placed validly with the same instances.
+    #[test]
+    fn every_catalog_layout_unplaced_in_any_order_is_placed_validly(seed in any::<u64>()) {
+        for m in &catalog().models {
+            for (n, layout) in enumerate(m).iter().enumerate() {
+                let mut order: Vec<usize> = (0..layout.len()).collect();
+                // A permutation from the seed: Fisher-Yates on a simple LCG stream.
+                let mut x = seed ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                for i in (1..order.len()).rev() {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                    order.swap(i, usize::try_from((x >> 33) % (i as u64 + 1)).unwrap_or(0));
+                }
+                let text = unplaced(layout, &order);
+                let got = parse_layout(m, &text);
+                let Ok(LayoutSpec::Mig(got)) = got else {
+                    return Err(TestCaseError::fail(format!("{}: {text}: {got:?}", m.name)));
+                };
+                prop_assert_eq!(validate(m, &got), Ok(()), "{}: {}", m.name, text);
+                prop_assert_eq!(sorted_names(&got), sorted_names(layout), "{}: {}", m.name, text);
+            }
+        }
+    }
+
+    /// Any list of profiles, unplaced: accepted exactly when some valid layout holds those
+    /// instances, placed validly when accepted, refused with the rule it breaks when not.
+    #[test]
+    fn unplaced_layouts_are_accepted_exactly_when_some_placement_is_valid(
+        mi in 0usize..16,
+        picks in proptest::collection::vec(0usize..64, 1..9),
+    ) {
+        let m = &catalog().models[mi % catalog().models.len()];
+        let names: Vec<&str> = picks.iter().map(|&i| m.profiles[i % m.profiles.len()].name.as_str()).collect();
+        let text = names.join(",");
+        let mut want: Vec<String> = names.iter().map(|s| (*s).to_string()).collect();
+        want.sort();
+        let possible = valid_multisets(m).contains(&want);
+        match parse_layout(m, &text) {
+            Ok(LayoutSpec::Mig(got)) => {
+                prop_assert!(possible, "{}: {} accepted, but no valid layout holds it", m.name, text);
+                prop_assert_eq!(validate(m, &got), Ok(()));
+                prop_assert_eq!(sorted_names(&got), want);
+            }
+            Ok(LayoutSpec::Whole) => prop_assert!(false, "{text} read as whole"),
+            Err(e) => {
+                prop_assert!(!possible, "{}: {} refused ({}), but it is valid", m.name, text, e);
+                let named = matches!(
+                    e,
+                    LayoutError::NoRoom { .. } | LayoutError::TooMany { .. } | LayoutError::SecondMediaExtension { .. }
+                );
+                prop_assert!(named, "{}: {} refused without a rule: {}", m.name, text, e);
+            }
+        }
+    }
+}
