@@ -3,8 +3,11 @@
 //! their activity from GPM where the card has it (Hopper and newer); processes are read on a
 //! slower cadence; XIDs arrive through an event set, polled.
 
+mod calls;
 pub(crate) mod ffi;
 mod procfs;
+
+pub use calls::{CallLog, CallRow, Outcomes};
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
@@ -78,6 +81,8 @@ pub struct Collector<'n> {
     gpm: HashMap<(u32, u32), (std::time::Instant, GpmSample<'n>)>,
     /// Why the current card's MIG instances could not be read.
     mig_error: Option<String>,
+    /// What each call answered (the device check prints it).
+    calls: CallLog,
 }
 
 impl<'n> Collector<'n> {
@@ -95,6 +100,7 @@ impl<'n> Collector<'n> {
             gpm_supported: HashMap::new(),
             gpm: HashMap::new(),
             mig_error: None,
+            calls: CallLog::default(),
         };
         c.events = c.register_events();
         c.prime_gpm();
@@ -123,7 +129,14 @@ impl<'n> Collector<'n> {
     }
 
     fn gpm_supported(&mut self, index: u32, dev: &Device<'n>) -> bool {
-        *self.gpm_supported.entry(index).or_insert_with(|| dev.gpm_support().unwrap_or(false))
+        if let Some(&known) = self.gpm_supported.get(&index) {
+            return known;
+        }
+        let support = dev.gpm_support();
+        self.calls.note("nvmlGpmQueryDeviceSupport", Some(index), &support);
+        let supported = support.unwrap_or(false);
+        self.gpm_supported.insert(index, supported);
+        supported
     }
 
     /// GPU instance activity (GPM graphics utilisation, percent) since the previous sample;
@@ -174,11 +187,15 @@ impl<'n> Collector<'n> {
         Some(set)
     }
 
+    /// What every NVML call this collector made has answered so far.
+    pub fn calls(&self) -> Vec<CallRow> {
+        self.calls.rows()
+    }
+
     pub fn collect(&mut self) -> Result<Partial, SourceError> {
-        let count = self
-            .nvml
-            .device_count()
-            .map_err(|e| SourceError { message: format!("device count: {e}"), fatal: false })?;
+        let count = self.nvml.device_count();
+        self.calls.note("nvmlDeviceGetCount_v2", None, &count);
+        let count = count.map_err(|e| SourceError { message: format!("device count: {e}"), fatal: false })?;
         let slow = self.collections.is_multiple_of(PROCESS_EVERY);
         self.collections += 1;
         let mut events = Vec::new();
@@ -192,7 +209,9 @@ impl<'n> Collector<'n> {
         }
         let mut cards = Vec::new();
         for index in 0..count {
-            match self.nvml.device_by_index(index).and_then(|d| self.card(index, &d, slow)) {
+            let dev = self.nvml.device_by_index(index);
+            self.calls.note("nvmlDeviceGetHandleByIndex_v2", Some(index), &dev);
+            match dev.and_then(|d| self.card(index, &d, slow)) {
                 Ok(card) => {
                     self.last.insert(index, card.clone());
                     cards.push(card);
@@ -312,35 +331,53 @@ impl<'n> Collector<'n> {
     }
 
     fn card(&mut self, index: u32, dev: &Device<'n>, slow: bool) -> Result<Card, NvmlError> {
-        let name = known(dev.name())?.unwrap_or_else(|| "unknown".into());
-        let mig_mode = known(dev.mig_mode())?;
+        let name = self.calls.known("nvmlDeviceGetName", index, dev.name())?.unwrap_or_else(|| "unknown".into());
+        let mig_mode = self.calls.known("nvmlDeviceGetMigMode", index, dev.mig_mode())?;
         let mig_enabled = mig_mode.as_ref().is_some_and(|m| m.current == 1);
-        let memory = known(dev.memory_info())?;
-        let compute_mode = known(dev.compute_mode())?.map(|m| match m {
+        let memory = self.calls.known("nvmlDeviceGetMemoryInfo_v2", index, dev.memory_info())?;
+        let compute_mode = self.calls.known("nvmlDeviceGetComputeMode", index, dev.compute_mode())?.map(|m| match m {
             nvml_wrapper::enum_wrappers::device::ComputeMode::Prohibited => ComputeMode::Prohibited,
             nvml_wrapper::enum_wrappers::device::ComputeMode::ExclusiveProcess => ComputeMode::ExclusiveProcess,
             _ => ComputeMode::Default,
         });
         let mut card = Card {
             index,
-            uuid: known(dev.uuid())?,
+            uuid: self.calls.known("nvmlDeviceGetUUID", index, dev.uuid())?,
             model: name,
             memory_total_mib: memory.as_ref().map(|m| m.total / MIB),
             memory_used_mib: memory.as_ref().map(|m| m.used / MIB),
             // NVML has no utilisation for MIG; never show 0 for unknown.
-            utilization_pct: if mig_enabled { None } else { known(dev.utilization_rates())?.map(|u| f64::from(u.gpu)) },
-            temperature_c: known(dev.temperature(TemperatureSensor::Gpu))?.map(f64::from),
-            power_w: known(dev.power_usage())?.map(|mw| f64::from(mw) / 1000.0),
-            power_limit_w: known(dev.enforced_power_limit())?.map(|mw| f64::from(mw) / 1000.0),
+            utilization_pct: if mig_enabled {
+                None
+            } else {
+                self.calls
+                    .known("nvmlDeviceGetUtilizationRates", index, dev.utilization_rates())?
+                    .map(|u| f64::from(u.gpu))
+            },
+            temperature_c: self
+                .calls
+                .known("nvmlDeviceGetTemperature", index, dev.temperature(TemperatureSensor::Gpu))?
+                .map(f64::from),
+            power_w: self
+                .calls
+                .known("nvmlDeviceGetPowerUsage", index, dev.power_usage())?
+                .map(|mw| f64::from(mw) / 1000.0),
+            power_limit_w: self
+                .calls
+                .known("nvmlDeviceGetEnforcedPowerLimit", index, dev.enforced_power_limit())?
+                .map(|mw| f64::from(mw) / 1000.0),
             compute_mode,
             draining: compute_mode == Some(ComputeMode::Prohibited),
             ..Card::default()
         };
-        card.sm_clock_mhz = known(dev.clock_info(Clock::SM))?;
-        card.memory_clock_mhz = known(dev.clock_info(Clock::Memory))?;
-        card.pci_bus_id = known(dev.pci_info())?.map(|p| p.bus_id);
-        card.health.ecc_volatile_uncorrected =
-            known(dev.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile))?;
+        card.sm_clock_mhz = self.calls.known("nvmlDeviceGetClockInfo", index, dev.clock_info(Clock::SM))?;
+        card.memory_clock_mhz = self.calls.known("nvmlDeviceGetClockInfo", index, dev.clock_info(Clock::Memory))?;
+        card.pci_bus_id = self.calls.known("nvmlDeviceGetPciInfo_v3", index, dev.pci_info())?.map(|p| p.bus_id);
+        card.health.ecc_volatile_uncorrected = self.calls.known(
+            "nvmlDeviceGetTotalEccErrors",
+            index,
+            dev.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile),
+        )?;
         card.health.last_xid = self.last.get(&index).and_then(|c| c.health.last_xid);
         self.mig_error = None;
         card.mig = MigState {
@@ -352,9 +389,18 @@ impl<'n> Collector<'n> {
         };
         card.mig.error = self.mig_error.take();
         if slow || !self.processes.contains_key(&index) {
-            let compute = known(dev.running_compute_processes())?;
+            let compute =
+                self.calls.known("nvmlDeviceGetComputeRunningProcesses_v3", index, dev.running_compute_processes())?;
             // MPS clients (Volta and newer; MPS never runs on a MIG card).
-            let clients = if mig_enabled { None } else { known(dev.mps_running_compute_processes())? };
+            let clients = if mig_enabled {
+                None
+            } else {
+                self.calls.known(
+                    "nvmlDeviceGetMPSComputeRunningProcesses_v3",
+                    index,
+                    dev.mps_running_compute_processes(),
+                )?
+            };
             let process = |p: nvml_wrapper::struct_wrappers::device::ProcessInfo, mps: bool| Process {
                 pid: p.pid,
                 name: procfs::name(p.pid),
@@ -382,7 +428,9 @@ impl<'n> Collector<'n> {
     }
 
     fn instances(&mut self, index: u32, dev: &Device<'n>, model_name: &str) -> Result<Vec<MigInstance>, NvmlError> {
-        let raw = match ffi::gpu_instances(self.nvml, dev) {
+        let raw = ffi::gpu_instances(self.nvml, dev);
+        self.calls.note("nvmlDeviceGetGpuInstances", Some(index), &raw);
+        let raw = match raw {
             Ok(r) => r,
             Err(NvmlError::GpuLost) => return Err(NvmlError::GpuLost),
             Err(e) => {
@@ -392,7 +440,9 @@ impl<'n> Collector<'n> {
         };
         // Memory in use per GPU instance, from the MIG devices (one per compute instance).
         let mut used: HashMap<u32, u64> = HashMap::new();
-        for j in 0..dev.mig_device_count().unwrap_or(0) {
+        let mig_devices = dev.mig_device_count();
+        self.calls.note("nvmlDeviceGetMaxMigDeviceCount", Some(index), &mig_devices);
+        for j in 0..mig_devices.unwrap_or(0) {
             let Ok(md) = dev.mig_device_by_index(j) else { continue };
             let (Ok(gi), Ok(mem)) = (ffi::gpu_instance_id(self.nvml, &md), md.memory_info()) else { continue };
             let e = used.entry(gi).or_default();
@@ -436,7 +486,6 @@ pub(crate) fn profile_name(model: Option<&crate::model::mig::GpuModel>, g: &ffi:
         .unwrap_or_else(|| format!("{}g.{}gb", g.compute_slices, (g.memory_mib as f64 / 1024.0).round()))
 }
 
-/// `Ok(None)` for what this card does not support; a lost GPU is an error for the whole card.
 /// The MPS server's process name, as the MPS control daemon starts it.
 pub const MPS_SERVER: &str = "nvidia-cuda-mps-server";
 /// The MPS control daemon (`nvidia-cuda-mps-control -d`).
@@ -457,14 +506,6 @@ fn sharing_of(processes: &[Process], readable: bool) -> crate::model::Sharing {
         mps_server: processes.iter().any(|p| p.mps || server(p)).then_some(true),
         origin: Some("NVML process lists".into()),
         ..crate::model::Sharing::default()
-    }
-}
-
-fn known<T>(r: Result<T, NvmlError>) -> Result<Option<T>, NvmlError> {
-    match r {
-        Ok(v) => Ok(Some(v)),
-        Err(NvmlError::GpuLost) => Err(NvmlError::GpuLost),
-        Err(_) => Ok(None),
     }
 }
 
