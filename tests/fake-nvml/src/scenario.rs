@@ -79,6 +79,10 @@ pub struct CardSpec {
     /// C function names that return NVML_ERROR_NOT_SUPPORTED for this card.
     #[serde(default)]
     pub not_supported: Vec<String>,
+    /// C function names that return NVML_ERROR_NO_PERMISSION for this card (as an unprivileged
+    /// process gets for some calls on a real driver).
+    #[serde(default)]
+    pub no_permission: Vec<String>,
     /// After this many successful nvmlDeviceGetHandleByIndex_v2 calls, the next lookup finds the
     /// card lost and every call with its handles returns GPU_IS_LOST (0: lost from the start).
     #[serde(default)]

@@ -16,8 +16,8 @@ use nvml_wrapper_sys::bindings::{
     nvmlComputeMode_enum_NVML_COMPUTEMODE_EXCLUSIVE_THREAD as COMPUTEMODE_EXCLUSIVE_THREAD,
     nvmlComputeMode_enum_NVML_COMPUTEMODE_PROHIBITED as COMPUTEMODE_PROHIBITED,
     nvmlReturn_enum_NVML_ERROR_DRIVER_NOT_LOADED, nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST,
-    nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT, nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
-    nvmlReturn_enum_NVML_ERROR_UNKNOWN, nvmlReturn_t,
+    nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT, nvmlReturn_enum_NVML_ERROR_NO_PERMISSION,
+    nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED, nvmlReturn_enum_NVML_ERROR_UNKNOWN, nvmlReturn_t,
 };
 
 pub use gpm::{GPM_MIN_INTERVAL, GpmMetricInfo, GpmMetricValue, GpmSample, metric_info};
@@ -34,6 +34,7 @@ pub type NvmlResult<T> = Result<T, Ret>;
 pub const INVALID_ARGUMENT: Ret = nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
 pub const NOT_SUPPORTED: Ret = nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
 pub const UNKNOWN: Ret = nvmlReturn_enum_NVML_ERROR_UNKNOWN;
+pub const NO_PERMISSION: Ret = nvmlReturn_enum_NVML_ERROR_NO_PERMISSION;
 
 /// NVML's "no GPU / compute instance" id in process and event records.
 pub const NO_ID: u32 = 0xFFFF_FFFF;
@@ -265,7 +266,8 @@ impl State {
         Ok(Handle::Device(card.index))
     }
 
-    /// The card `card`, failing as the C function `func` would for it: lost, or listed in `not_supported`.
+    /// The card `card`, failing as the C function `func` would for it: lost, or listed in
+    /// `not_supported` or `no_permission`.
     pub fn card_for(&self, card: usize, func: &str) -> NvmlResult<&Card> {
         let c = self.cards.get(card).ok_or(INVALID_ARGUMENT)?;
         if c.is_lost() {
@@ -273,6 +275,9 @@ impl State {
         }
         if listed(&c.spec.not_supported, func) {
             return Err(NOT_SUPPORTED);
+        }
+        if listed(&c.spec.no_permission, func) {
+            return Err(NO_PERMISSION);
         }
         Ok(c)
     }
