@@ -168,6 +168,12 @@ pub enum Command {
         #[command(flatten)]
         how: ActOptions,
     },
+    /// The read-only device check's steps (scripts/device-check.sh runs them all): what NVML
+    /// answers and how fast, tessera against nvidia-smi, a scenario for the fake library.
+    DeviceCheck {
+        #[command(subcommand)]
+        what: DeviceCommand,
+    },
     /// Checkpoint a training workload and put it back in the queue (slurm:ID, k8s:NS/POD, sim:ID).
     Preempt {
         workload: String,
@@ -207,6 +213,38 @@ pub enum ScheduleCommand {
         name: String,
         #[command(flatten)]
         how: ActOptions,
+    },
+}
+
+/// The steps of `tessera device-check`; none changes a GPU.
+#[derive(Debug, Clone, Subcommand)]
+pub enum DeviceCommand {
+    /// Open NVML (`--nvml[=LIB]`), collect once and then N times more; print the timings and
+    /// what each NVML call answered (ok, not supported, no permission, other), as JSON.
+    Probe {
+        /// Collections after the first, 200 ms apart.
+        #[arg(long, default_value_t = 10)]
+        refreshes: u32,
+    },
+    /// Compare `snapshot --json` with `nvidia-smi -q -x`, card by card; exit 1 when a field
+    /// differs beyond its tolerance (docs/sources.md).
+    Compare {
+        /// A `tessera snapshot --json` file.
+        snapshot: PathBuf,
+        /// An `nvidia-smi -q -x` file.
+        smi_xml: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a scenario for the fake NVML library from `snapshot --json` (and a probe's output),
+    /// with UUIDs replaced by stand-ins.
+    Scenario {
+        /// A `tessera snapshot --json` file.
+        snapshot: PathBuf,
+        /// A `tessera device-check probe` file: calls that failed there fail in the fake too.
+        #[arg(long, value_name = "FILE")]
+        probe: Option<PathBuf>,
     },
 }
 

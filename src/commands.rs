@@ -2,6 +2,7 @@
 
 mod act;
 mod advise;
+mod device;
 mod out;
 pub use out::to_stderr;
 mod record;
@@ -17,6 +18,7 @@ use crate::model::mig::{catalog, enumerate};
 
 pub use act::act;
 pub use advise::advise;
+pub use device::device_check;
 pub use record::{RecordOptions, record};
 pub use replay::{replay, snapshot_cmd};
 pub use schedule::schedule;

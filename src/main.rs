@@ -60,6 +60,7 @@ fn main() -> ExitCode {
         Some(Command::Repartition { target, layout, how }) => {
             commands::act(&cli.global, Action::Repartition { target, layout }, how)
         }
+        Some(Command::DeviceCheck { what }) => commands::device_check(&cli.global, what),
         Some(Command::Preempt { workload, how, force }) => {
             commands::act(&cli.global, Action::Preempt { workload, force }, how)
         }

@@ -1,0 +1,470 @@
+//! tessera against nvidia-smi, card by card: each field agrees, differs (with both values),
+//! or is unknown on one side. Cards are matched by UUID, else by PCI bus id. The tolerances
+//! are those of docs/sources.md ("The device check"): exact for identities, modes and
+//! counters; a margin for readings that move between the two reads.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::smi::{SmiGpu, SmiLog};
+
+/// How one field compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Agrees,
+    Differs,
+    /// Unknown on one side or both: nothing to compare.
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Field {
+    pub field: String,
+    pub verdict: Verdict,
+    pub tessera: Option<String>,
+    pub nvidia_smi: Option<String>,
+    /// The margin allowed, in words ("exact", "±5 C").
+    pub tolerance: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CardReport {
+    /// `NODE/INDEX` as tessera names the card, or null for a card only nvidia-smi lists.
+    pub card: Option<String>,
+    pub uuid: Option<String>,
+    /// `uuid`, `pci_bus_id`, or `unmatched`.
+    pub matched_by: &'static str,
+    pub fields: Vec<Field>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub agree: usize,
+    pub differ: usize,
+    pub unknown: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub driver_version: Option<String>,
+    pub cards: Vec<CardReport>,
+    pub summary: Summary,
+}
+
+impl Report {
+    pub fn differs(&self) -> bool {
+        self.summary.differ > 0
+    }
+
+    /// The report as the script's text file: a block per card, then the summary.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let driver = self.driver_version.as_deref().unwrap_or("unknown");
+        out.push_str(&format!("tessera against nvidia-smi -q -x (driver {driver})\n"));
+        for c in &self.cards {
+            let name = c.card.as_deref().unwrap_or("(not seen by tessera)");
+            let uuid = c.uuid.as_deref().unwrap_or("no UUID");
+            out.push_str(&format!("\n{name} {uuid} (matched by {})\n", c.matched_by.replace('_', " ")));
+            for f in &c.fields {
+                let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+                let verdict = match f.verdict {
+                    Verdict::Agrees => "agrees ",
+                    Verdict::Differs => "DIFFERS",
+                    Verdict::Unknown => "unknown",
+                };
+                out.push_str(&format!(
+                    "  {:<26} {verdict}  tessera {}, nvidia-smi {} ({})\n",
+                    f.field,
+                    show(&f.tessera),
+                    show(&f.nvidia_smi),
+                    f.tolerance
+                ));
+            }
+        }
+        let s = &self.summary;
+        out.push_str(&format!(
+            "\n{} {} agree, {} {} beyond tolerance, {} unknown on one side or both\n",
+            s.agree,
+            plural(s.agree, "field", "fields"),
+            s.differ,
+            if s.differ == 1 { "differs" } else { "differ" },
+            s.unknown
+        ));
+        out
+    }
+}
+
+fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 { one } else { many }
+}
+
+/// One tessera card from `snapshot --json`, with the node it is on.
+struct Ours<'a> {
+    name: String,
+    card: &'a Value,
+}
+
+fn our_cards(snapshot: &Value) -> Vec<Ours<'_>> {
+    let mut out = Vec::new();
+    for node in snapshot["nodes"].as_array().into_iter().flatten() {
+        let n = node["name"].as_str().unwrap_or("?");
+        for card in node["cards"].as_array().into_iter().flatten() {
+            out.push(Ours { name: format!("{n}/{}", card["index"].as_u64().unwrap_or(0)), card });
+        }
+    }
+    out
+}
+
+/// Compare every card of the snapshot with nvidia-smi's.
+pub fn compare(snapshot: &Value, smi: &SmiLog) -> Report {
+    let ours = our_cards(snapshot);
+    let mut taken = vec![false; smi.gpus.len()];
+    let mut cards = Vec::new();
+    for o in &ours {
+        let uuid = o.card["uuid"].as_str();
+        let bus = o.card["pci_bus_id"].as_str();
+        let by_uuid =
+            uuid.and_then(|u| (0..smi.gpus.len()).find(|&i| !taken[i] && smi.gpus[i].uuid.as_deref() == Some(u)));
+        let by_bus = || {
+            bus.and_then(|b| {
+                (0..smi.gpus.len())
+                    .find(|&i| !taken[i] && smi.gpus[i].bus_id.as_deref().is_some_and(|x| same_bus(x, b)))
+            })
+        };
+        let (found, how) = match by_uuid {
+            Some(i) => (Some(i), "uuid"),
+            None => match by_bus() {
+                Some(i) => (Some(i), "pci_bus_id"),
+                None => (None, "unmatched"),
+            },
+        };
+        let fields = match found {
+            Some(i) => {
+                taken[i] = true;
+                fields(o.card, &smi.gpus[i])
+            }
+            None => vec![missing("the card", "listed by tessera", None)],
+        };
+        cards.push(CardReport { card: Some(o.name.clone()), uuid: uuid.map(str::to_string), matched_by: how, fields });
+    }
+    for (i, g) in smi.gpus.iter().enumerate().filter(|(i, _)| !taken[*i]) {
+        let _ = i;
+        cards.push(CardReport {
+            card: None,
+            uuid: g.uuid.clone(),
+            matched_by: "unmatched",
+            fields: vec![missing("the card", "not listed by tessera", g.bus_id.clone())],
+        });
+    }
+    let mut summary = Summary::default();
+    for f in cards.iter().flat_map(|c| &c.fields) {
+        match f.verdict {
+            Verdict::Agrees => summary.agree += 1,
+            Verdict::Differs => summary.differ += 1,
+            Verdict::Unknown => summary.unknown += 1,
+        }
+    }
+    Report { schema_version: 1, driver_version: smi.driver_version.clone(), cards, summary }
+}
+
+/// nvidia-smi writes an 8-digit PCI domain, NVML's legacy form a 4-digit one.
+fn same_bus(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        let s = s.to_ascii_lowercase();
+        match s.split_once(':') {
+            Some((domain, rest)) => format!("{:0>8}:{rest}", domain.trim_start_matches('0')),
+            None => s,
+        }
+    };
+    norm(a) == norm(b)
+}
+
+fn missing(field: &str, why: &str, smi: Option<String>) -> Field {
+    Field {
+        field: field.into(),
+        verdict: Verdict::Differs,
+        tessera: (smi.is_none()).then(|| why.into()),
+        nvidia_smi: smi.map(|b| format!("{why} ({b})")).or_else(|| Some("not listed".into())),
+        tolerance: "every card on both sides".into(),
+    }
+}
+
+/// A margin for a number: an absolute amount, or a share of `of` (whichever is larger).
+#[derive(Debug, Clone, Copy)]
+struct Margin {
+    abs: f64,
+    share: f64,
+    unit: &'static str,
+}
+
+const EXACT: Margin = Margin { abs: 0.0, share: 0.0, unit: "" };
+
+impl Margin {
+    fn allows(self, a: f64, b: f64, of: f64) -> bool {
+        (a - b).abs() <= self.abs.max(self.share * of.abs()) + 1e-9
+    }
+
+    fn words(self, of_what: &str) -> String {
+        match (self.abs > 0.0, self.share > 0.0) {
+            (false, false) => "exact".into(),
+            (true, false) => format!("±{}{}", trim(self.abs), self.unit),
+            (false, true) => format!("±{}% of {of_what}", trim(self.share * 100.0)),
+            (true, true) => format!("±{}{} or {}% of {of_what}", trim(self.abs), self.unit, trim(self.share * 100.0)),
+        }
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn number_field(
+    field: &str,
+    ours: Option<f64>,
+    theirs: Option<f64>,
+    m: Margin,
+    of: Option<f64>,
+    of_what: &str,
+) -> Field {
+    let verdict = match (ours, theirs) {
+        (Some(a), Some(b)) => {
+            if m.allows(a, b, of.unwrap_or(b)) {
+                Verdict::Agrees
+            } else {
+                Verdict::Differs
+            }
+        }
+        _ => Verdict::Unknown,
+    };
+    Field {
+        field: field.into(),
+        verdict,
+        tessera: ours.map(trim),
+        nvidia_smi: theirs.map(trim),
+        tolerance: m.words(of_what),
+    }
+}
+
+fn text_field(field: &str, ours: Option<String>, theirs: Option<String>) -> Field {
+    let verdict = match (&ours, &theirs) {
+        (Some(a), Some(b)) if a == b => Verdict::Agrees,
+        (Some(_), Some(_)) => Verdict::Differs,
+        _ => Verdict::Unknown,
+    };
+    Field { field: field.into(), verdict, tessera: ours, nvidia_smi: theirs, tolerance: "exact".into() }
+}
+
+fn fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
+    let f = |k: &str| c[k].as_f64();
+    let s = |v: &Value| v.as_str().map(str::to_string);
+    let total = f("memory_total_mib").or(g.memory_total_mib);
+    let mig_on = c["mig"]["enabled"].as_bool();
+    let mut out = vec![
+        text_field("name", s(&c["model"]), g.name.clone()),
+        text_field("uuid", s(&c["uuid"]), g.uuid.clone()),
+        number_field(
+            "memory_total_mib",
+            f("memory_total_mib"),
+            g.memory_total_mib,
+            Margin { abs: 1.0, share: 0.0, unit: " MiB" },
+            None,
+            "",
+        ),
+        number_field(
+            "memory_used_mib",
+            f("memory_used_mib"),
+            g.memory_used_mib,
+            Margin { abs: 64.0, share: 0.02, unit: " MiB" },
+            total,
+            "total",
+        ),
+        number_field(
+            "utilization_pct",
+            f("utilization_pct"),
+            g.utilization_pct,
+            Margin { abs: 25.0, share: 0.0, unit: " points" },
+            None,
+            "",
+        ),
+        number_field(
+            "temperature_c",
+            f("temperature_c"),
+            g.temperature_c,
+            Margin { abs: 5.0, share: 0.0, unit: " C" },
+            None,
+            "",
+        ),
+        number_field(
+            "power_w",
+            f("power_w"),
+            g.power_w,
+            Margin { abs: 15.0, share: 0.15, unit: " W" },
+            None,
+            "the reading",
+        ),
+        number_field(
+            "power_limit_w",
+            f("power_limit_w"),
+            g.power_limit_w,
+            Margin { abs: 1.0, share: 0.0, unit: " W" },
+            None,
+            "",
+        ),
+        number_field(
+            "ecc_volatile_uncorrected",
+            c["health"]["ecc_volatile_uncorrected"].as_f64(),
+            g.ecc_volatile_uncorrected,
+            EXACT,
+            None,
+            "",
+        ),
+        text_field("compute_mode", s(&c["compute_mode"]), g.compute_mode.clone()),
+        text_field("mig_enabled", mig_on.map(|b| b.to_string()), g.mig_enabled.map(|b| b.to_string())),
+        text_field(
+            "mig_pending",
+            c["mig"]["pending"].as_bool().map(|b| b.to_string()),
+            g.mig_pending.map(|b| b.to_string()),
+        ),
+    ];
+    if mig_on == Some(true) || g.mig_enabled == Some(true) {
+        out.extend(mig_fields(c, g));
+    }
+    out.extend(process_fields(c, g));
+    out
+}
+
+fn mig_fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
+    let ours: Vec<(u32, Option<f64>)> = c["mig"]["instances"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| Some((u32::try_from(i["gi_id"].as_u64()?).ok()?, i["memory_total_mib"].as_f64())))
+        .collect();
+    let ids = |v: &[(u32, Option<f64>)]| v.iter().map(|(i, _)| i.to_string()).collect::<Vec<_>>().join(",");
+    // An error listing instances (no root) is unknown, not "none".
+    let listed = c["mig"]["error"].is_null();
+    let mut out = vec![text_field("mig_instances (GI ids)", listed.then(|| ids(&ours)), Some(ids(&g.mig_instances)))];
+    for (id, theirs) in &g.mig_instances {
+        let mine = ours.iter().find(|(i, _)| i == id).and_then(|(_, t)| *t);
+        let m = Margin { abs: 0.0, share: 0.02, unit: "" };
+        out.push(number_field(&format!("mig_gi{id}_memory_total_mib"), mine, *theirs, m, None, "the reading"));
+    }
+    out
+}
+
+fn process_fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
+    let mut ours: Vec<(u32, Option<f64>)> = c["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((u32::try_from(p["pid"].as_u64()?).ok()?, p["used_mib"].as_f64())))
+        .collect();
+    ours.sort_by_key(|(p, _)| *p);
+    ours.dedup_by_key(|(p, _)| *p);
+    let pids = |v: &[(u32, Option<f64>)]| v.iter().map(|(p, _)| p.to_string()).collect::<Vec<_>>().join(",");
+    let mut out = vec![text_field("processes (compute pids)", Some(pids(&ours)), Some(pids(&g.processes)))];
+    for (pid, theirs) in &g.processes {
+        let Some((_, mine)) = ours.iter().find(|(p, _)| p == pid) else { continue };
+        let m = Margin { abs: 64.0, share: 0.05, unit: " MiB" };
+        out.push(number_field(&format!("process_{pid}_used_mib"), *mine, *theirs, m, None, "the reading"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn smi_gpu() -> SmiGpu {
+        SmiGpu {
+            bus_id: Some("00000000:07:00.0".into()),
+            name: Some("NVIDIA A100-SXM4-80GB".into()),
+            uuid: Some("GPU-1".into()),
+            memory_total_mib: Some(81920.0),
+            memory_used_mib: Some(31200.0),
+            utilization_pct: None,
+            temperature_c: Some(43.0),
+            power_w: Some(95.5),
+            power_limit_w: Some(400.0),
+            ecc_volatile_uncorrected: Some(0.0),
+            compute_mode: Some("default".into()),
+            mig_enabled: Some(true),
+            mig_pending: Some(true),
+            mig_instances: vec![(1, Some(40960.0)), (2, Some(20480.0))],
+            processes: vec![(4242, Some(30000.0))],
+        }
+    }
+
+    fn snapshot(card: Value) -> Value {
+        json!({"nodes": [{"name": "vm", "cards": [card]}]})
+    }
+
+    fn card() -> Value {
+        json!({
+            "index": 0, "uuid": "GPU-1", "pci_bus_id": "00000000:07:00.0", "model": "NVIDIA A100-SXM4-80GB",
+            "memory_total_mib": 81920, "memory_used_mib": 31200, "utilization_pct": null,
+            "temperature_c": 41.0, "power_w": 92.0, "power_limit_w": 400.0, "compute_mode": "default",
+            "health": {"ecc_volatile_uncorrected": 0},
+            "mig": {"enabled": true, "pending": true, "error": null, "instances": [
+                {"gi_id": 1, "memory_total_mib": 40960}, {"gi_id": 2, "memory_total_mib": 20480}]},
+            "processes": [{"pid": 4242, "used_mib": 30000}]
+        })
+    }
+
+    fn verdict(r: &Report, field: &str) -> Option<Verdict> {
+        r.cards.iter().flat_map(|c| &c.fields).find(|f| f.field == field).map(|f| f.verdict)
+    }
+
+    #[test]
+    fn the_same_card_agrees_within_the_margins() {
+        let r = compare(&snapshot(card()), &SmiLog { driver_version: None, gpus: vec![smi_gpu()] });
+        assert_eq!(r.summary.differ, 0, "{}", r.text());
+        assert_eq!(r.cards[0].matched_by, "uuid");
+        assert_eq!(verdict(&r, "temperature_c"), Some(Verdict::Agrees), "2 C apart, ±5 C");
+        assert_eq!(verdict(&r, "utilization_pct"), Some(Verdict::Unknown), "MIG: unknown on both sides");
+        assert_eq!(verdict(&r, "mig_gi2_memory_total_mib"), Some(Verdict::Agrees));
+        assert!(r.text().contains("fields agree, 0 differ beyond tolerance"), "{}", r.text());
+    }
+
+    #[test]
+    fn each_kind_of_difference_is_named_with_both_values() {
+        let mut g = smi_gpu();
+        g.temperature_c = Some(60.0);
+        g.compute_mode = Some("prohibited".into());
+        g.mig_instances.push((3, Some(10240.0)));
+        g.processes.push((7, Some(100.0)));
+        g.memory_used_mib = Some(40000.0);
+        let r = compare(&snapshot(card()), &SmiLog { driver_version: None, gpus: vec![g] });
+        for f in
+            ["temperature_c", "compute_mode", "mig_instances (GI ids)", "processes (compute pids)", "memory_used_mib"]
+        {
+            assert_eq!(verdict(&r, f), Some(Verdict::Differs), "{f}: {}", r.text());
+        }
+        assert_eq!(verdict(&r, "mig_gi3_memory_total_mib"), Some(Verdict::Unknown), "tessera has no GI 3");
+        assert!(r.differs());
+        assert!(
+            r.text().contains("temperature_c              DIFFERS  tessera 41, nvidia-smi 60 (±5 C)"),
+            "{}",
+            r.text()
+        );
+    }
+
+    #[test]
+    fn cards_match_by_bus_id_without_uuid_and_a_card_on_one_side_differs() {
+        let mut c = card();
+        c["uuid"] = Value::Null;
+        c["pci_bus_id"] = json!("0000:07:00.0");
+        let mut other = smi_gpu();
+        other.uuid = Some("GPU-2".into());
+        other.bus_id = Some("00000000:08:00.0".into());
+        let r = compare(&snapshot(c), &SmiLog { driver_version: None, gpus: vec![smi_gpu(), other] });
+        assert_eq!(r.cards[0].matched_by, "pci_bus_id");
+        assert_eq!(r.cards[1].matched_by, "unmatched");
+        assert!(r.differs());
+        assert_eq!(verdict(&r, "uuid"), Some(Verdict::Unknown));
+    }
+}

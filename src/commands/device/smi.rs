@@ -1,0 +1,220 @@
+//! `nvidia-smi -q -x`, read into the fields the device check compares: the XML of driver 450
+//! and later (nvsmi_device_v10 to v12: `power_readings` or `gpu_power_readings`, ECC as
+//! `sram_`/`dram_` counters or as `double_bit` totals). `N/A`, `[Not Supported]` and the like
+//! read as unknown.
+
+/// One `<gpu>` as nvidia-smi reports it; `None` is a value nvidia-smi did not give.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SmiGpu {
+    /// The `id` attribute: the PCI bus id.
+    pub bus_id: Option<String>,
+    pub name: Option<String>,
+    pub uuid: Option<String>,
+    pub memory_total_mib: Option<f64>,
+    pub memory_used_mib: Option<f64>,
+    pub utilization_pct: Option<f64>,
+    pub temperature_c: Option<f64>,
+    pub power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub ecc_volatile_uncorrected: Option<f64>,
+    /// Lower-case, as tessera writes it: `default`, `exclusive_process`, `prohibited`.
+    pub compute_mode: Option<String>,
+    pub mig_enabled: Option<bool>,
+    pub mig_pending: Option<bool>,
+    /// GPU instances (id, memory total in MiB) from the MIG devices, one per instance.
+    pub mig_instances: Vec<(u32, Option<f64>)>,
+    /// Compute processes (type C or M+C): pid and used memory in MiB.
+    pub processes: Vec<(u32, Option<f64>)>,
+}
+
+/// What the file says besides its cards.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SmiLog {
+    pub driver_version: Option<String>,
+    pub gpus: Vec<SmiGpu>,
+}
+
+/// Parse the XML; an error says what is wrong with it.
+pub fn parse(text: &str) -> Result<SmiLog, String> {
+    // nvidia-smi writes a DOCTYPE naming its DTD; nothing is fetched or expanded from it.
+    let options = roxmltree::ParsingOptions { allow_dtd: true, nodes_limit: 2_000_000, ..Default::default() };
+    let doc = roxmltree::Document::parse_with_options(text, options).map_err(|e| format!("not XML: {e}"))?;
+    let root = doc.root_element();
+    if root.tag_name().name() != "nvidia_smi_log" {
+        return Err(format!("not nvidia-smi -q -x output: the root element is <{}>", root.tag_name().name()));
+    }
+    Ok(SmiLog { driver_version: text_of(root, &["driver_version"]), gpus: children(root, "gpu").map(gpu).collect() })
+}
+
+fn children<'a, 'i>(n: roxmltree::Node<'a, 'i>, name: &'static str) -> impl Iterator<Item = roxmltree::Node<'a, 'i>> {
+    n.children().filter(move |c| c.is_element() && c.tag_name().name() == name)
+}
+
+fn find<'a, 'i>(n: roxmltree::Node<'a, 'i>, path: &[&str]) -> Option<roxmltree::Node<'a, 'i>> {
+    let mut at = n;
+    for step in path {
+        at = at.children().find(|c| c.is_element() && c.tag_name().name() == *step)?;
+    }
+    Some(at)
+}
+
+/// The text at `path`, trimmed; `None` when absent, empty or one of nvidia-smi's unknowns.
+fn text_of(n: roxmltree::Node, path: &[&str]) -> Option<String> {
+    let t = find(n, path)?.text()?.trim();
+    let unknown = t.is_empty()
+        || t.eq_ignore_ascii_case("N/A")
+        || t.starts_with('[')
+        || t.eq_ignore_ascii_case("Unknown Error")
+        || t.eq_ignore_ascii_case("None");
+    (!unknown).then(|| t.to_string())
+}
+
+/// The number a value starts with: "67.03 W" -> 67.03, "81920 MiB" -> 81920, "27 C" -> 27.
+fn number(s: &str) -> Option<f64> {
+    let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-')).unwrap_or(s.len());
+    s[..end].parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+fn num(n: roxmltree::Node, path: &[&str]) -> Option<f64> {
+    text_of(n, path).as_deref().and_then(number)
+}
+
+fn enabled(n: roxmltree::Node, path: &[&str]) -> Option<bool> {
+    match text_of(n, path)?.to_ascii_lowercase().as_str() {
+        "enabled" => Some(true),
+        "disabled" => Some(false),
+        _ => None,
+    }
+}
+
+/// The first power value found under either parent nvidia-smi has used, leaf by leaf.
+fn power(g: roxmltree::Node, leaves: &[&str]) -> Option<f64> {
+    leaves.iter().find_map(|leaf| ["gpu_power_readings", "power_readings"].iter().find_map(|p| num(g, &[p, leaf])))
+}
+
+fn gpu(g: roxmltree::Node) -> SmiGpu {
+    SmiGpu {
+        bus_id: g.attribute("id").map(str::to_string).or_else(|| text_of(g, &["pci", "pci_bus_id"])),
+        name: text_of(g, &["product_name"]),
+        uuid: text_of(g, &["uuid"]),
+        memory_total_mib: num(g, &["fb_memory_usage", "total"]),
+        memory_used_mib: num(g, &["fb_memory_usage", "used"]),
+        utilization_pct: num(g, &["utilization", "gpu_util"]),
+        temperature_c: num(g, &["temperature", "gpu_temp"]),
+        power_w: power(g, &["power_draw", "average_power_draw", "instant_power_draw"]),
+        // NVML's enforced limit: named so in older files, the current limit in v12.
+        power_limit_w: power(g, &["enforced_power_limit", "current_power_limit", "power_limit"]),
+        ecc_volatile_uncorrected: ecc(g),
+        compute_mode: text_of(g, &["compute_mode"]).map(|m| m.to_ascii_lowercase()),
+        mig_enabled: enabled(g, &["mig_mode", "current_mig"]),
+        mig_pending: enabled(g, &["mig_mode", "pending_mig"]),
+        mig_instances: mig(g),
+        processes: processes(g),
+    }
+}
+
+/// Volatile uncorrectable ECC errors: SRAM and DRAM (v12; SRAM split into parity and SECDED on
+/// newer drivers), or the double-bit total of older files.
+fn ecc(g: roxmltree::Node) -> Option<f64> {
+    let v = find(g, &["ecc_errors", "volatile"])?;
+    let sram = num(v, &["sram_uncorrectable"]).or_else(|| {
+        let parts = [num(v, &["sram_uncorrectable_parity"]), num(v, &["sram_uncorrectable_secded"])];
+        parts.iter().any(Option::is_some).then(|| parts.iter().flatten().sum())
+    });
+    let dram = num(v, &["dram_uncorrectable"]);
+    if sram.is_some() || dram.is_some() {
+        return Some(sram.unwrap_or(0.0) + dram.unwrap_or(0.0));
+    }
+    num(v, &["double_bit", "total"])
+}
+
+/// GPU instances from the MIG devices (one per compute instance): each id once, with the
+/// largest memory total its devices report.
+fn mig(g: roxmltree::Node) -> Vec<(u32, Option<f64>)> {
+    let Some(list) = find(g, &["mig_devices"]) else { return Vec::new() };
+    let mut out: Vec<(u32, Option<f64>)> = Vec::new();
+    for d in children(list, "mig_device") {
+        let Some(id) = num(d, &["gpu_instance_id"]).and_then(|v| u32::try_from(v as i64).ok()) else { continue };
+        let total = num(d, &["fb_memory_usage", "total"]);
+        match out.iter_mut().find(|(i, _)| *i == id) {
+            Some((_, t)) => {
+                *t = match (*t, total) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+            None => out.push((id, total)),
+        }
+    }
+    out.sort_by_key(|(i, _)| *i);
+    out
+}
+
+fn processes(g: roxmltree::Node) -> Vec<(u32, Option<f64>)> {
+    let Some(list) = find(g, &["processes"]) else { return Vec::new() };
+    let mut out: Vec<(u32, Option<f64>)> = children(list, "process_info")
+        .filter(|p| text_of(*p, &["type"]).is_none_or(|t| t.contains('C')))
+        .filter_map(|p| {
+            let pid = num(p, &["pid"]).and_then(|v| u32::try_from(v as i64).ok())?;
+            Some((pid, num(p, &["used_memory"])))
+        })
+        .collect();
+    out.sort_by_key(|(p, _)| *p);
+    out.dedup_by_key(|(p, _)| *p);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> SmiLog {
+        let path = format!("{}/tests/fixtures/nvidia-smi/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    #[test]
+    fn a_real_mig_capture_reads_with_its_instances() {
+        // Driver 535, DTD v12, A100-SXM4-80GB in MIG mode with four 1g.20gb devices.
+        let log = fixture("nvidia-smi-q-x.a100-sxm4-80gb-mig-4gi.driver535.xml");
+        assert_eq!(log.driver_version.as_deref(), Some("535.54.03"));
+        assert_eq!(log.gpus.len(), 1, "attached_gpus says 4, the file holds one <gpu>");
+        let g = &log.gpus[0];
+        assert_eq!(g.name.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
+        assert_eq!(g.uuid.as_deref(), Some("GPU-513536b6-7d19-9063-b049-1e69664bb298"));
+        assert_eq!(g.bus_id.as_deref(), Some("00000000:01:00.0"));
+        assert_eq!((g.memory_total_mib, g.memory_used_mib), (Some(81920.0), Some(50.0)));
+        assert_eq!(g.utilization_pct, None, "MIG: no utilisation");
+        assert_eq!((g.temperature_c, g.power_w, g.power_limit_w), (Some(27.0), Some(67.03), Some(500.0)));
+        assert_eq!(g.ecc_volatile_uncorrected, Some(0.0));
+        assert_eq!(g.compute_mode.as_deref(), Some("default"));
+        assert_eq!((g.mig_enabled, g.mig_pending), (Some(true), Some(true)));
+        let ids: Vec<u32> = g.mig_instances.iter().map(|(i, _)| *i).collect();
+        assert_eq!(ids, [3, 4, 5, 6]);
+        assert!(g.mig_instances.iter().all(|(_, t)| *t == Some(19968.0)));
+    }
+
+    #[test]
+    fn older_files_and_unknowns_read_as_they_are() {
+        // Driver 510: `power_readings`, volatile ECC all N/A.
+        let g = fixture("nvidia-smi-q-x.a100-sxm4-40gb-mig.driver510.xml").gpus.remove(0);
+        assert_eq!(g.power_w, Some(66.92));
+        assert_eq!(g.ecc_volatile_uncorrected, None, "N/A is unknown, not 0");
+        // A T4 without MIG: graphics processes are not compute processes.
+        let g = fixture("nvidia-smi-q-x.tesla-t4-nonmig.xml").gpus.remove(0);
+        assert_eq!(g.mig_enabled, None);
+        assert_eq!(g.utilization_pct, Some(0.0));
+        assert_eq!(g.processes, vec![(5762, Some(1005.0))]);
+    }
+
+    #[test]
+    fn what_is_not_nvidia_smi_output_is_refused() {
+        assert!(parse("<html></html>").is_err_and(|e| e.contains("root element is <html>")));
+        assert!(parse("nvidia-smi: command failed").is_err_and(|e| e.starts_with("not XML")));
+        let log = parse(
+            "<nvidia_smi_log><gpu id=\"x\"><power_readings><power_draw>[Not Supported]</power_draw></power_readings></gpu></nvidia_smi_log>",
+        );
+        assert_eq!(log.map(|l| l.gpus[0].power_w), Ok(None));
+    }
+}
