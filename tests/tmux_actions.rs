@@ -36,7 +36,7 @@ fn drain_confirm_cancel_and_refuse_in_the_console() {
     }
     let (t, dir) = session("rw", "");
     t.keys(&["d"]);
-    let confirm = t.wait("the drain confirmation", |s| s.contains("y or Enter to confirm"));
+    let confirm = t.wait("the drain confirmation", |s| s.contains("y to confirm, n or Esc"));
     assert!(confirm.contains("Drain gpu-a100-01/0"), "{confirm}");
     t.keys(&["y"]);
     t.wait("the drain done", |s| s.contains("done: every step done"));

@@ -287,7 +287,8 @@ fn answer(modal: &mut Modal, k: &KeyEvent) -> Answer {
                     _ => false,
                 }
             } else {
-                matches!(k.code, KeyCode::Char('y') | KeyCode::Enter)
+                // Only a y: an Enter meant for the view behind must not act on a card.
+                k.code == KeyCode::Char('y')
             };
             if !confirmed {
                 return if k.code == KeyCode::Char('n') && !plan.destructive { cancelled() } else { Answer::Stay };
@@ -455,7 +456,7 @@ pub fn confirm_sheet(plan: &Plan, typed: &str, second: bool) -> Sheet {
     } else if plan.destructive {
         format!("type {} and Enter to confirm (Esc cancels): {typed}", plan.target)
     } else {
-        "y or Enter to confirm, n or Esc to cancel".into()
+        "y to confirm, n or Esc to cancel".into()
     };
     let tone = if plan.allowed() { Tone::Ask } else { Tone::AskDanger };
     Sheet { head, body, foot, question: Some((question, tone)), noun: "steps" }

@@ -76,6 +76,24 @@ fn drain_confirmed_with_y_executes_once() {
     assert_eq!(executed[0].action, Action::Drain { target: "gpu-a100-01/0".into() });
 }
 
+/// A bare Enter is not a yes: drain and undrain (and a forced undrain's first question) ask for
+/// `y`, as the CLI's y/N does; Enter used to confirm them.
+#[test]
+fn a_bare_enter_does_not_confirm_a_drain_or_an_undrain() {
+    let store = store();
+    let mut st = ui();
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    press(&mut st, &store, &[KeyCode::Char('d'), KeyCode::Enter], &mut executed);
+    assert!(executed.is_empty(), "Enter drained the card");
+    assert!(matches!(st.modal, Some(Modal::Confirm { .. })), "still asking");
+    let Some((sheet, _)) = st.modal.as_ref().and_then(confirmation) else { panic!("a confirmation") };
+    let question = sheet.question.map(|(q, _)| q).unwrap_or_default();
+    assert_eq!(question, "y to confirm, n or Esc to cancel");
+    press(&mut st, &store, &[KeyCode::Char('y')], &mut executed);
+    assert_eq!(executed.len(), 1);
+}
+
 /// At 20x5 the dialog cannot show the plan: y, Enter and a typed name do nothing; Esc cancels.
 /// (The old dialog executed on y with the plan hidden.)
 #[test]

@@ -100,6 +100,14 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
             (" running ", lines)
         }
     };
+    // A confirmation or a running action is as tall as what it says (a 5-line plan is no
+    // 30-row box over the view); the picker keeps its room for the list.
+    let r = if matches!(modal, Modal::Confirm { .. } | Modal::Group { .. } | Modal::Running { .. }) {
+        let want = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX).min(r.height);
+        Rect { y: area.y + (area.height - want) / 2, height: want, ..r }
+    } else {
+        r
+    };
     let borders = if theme.ascii { Borders::NONE } else { Borders::ALL };
     let block = Block::new().borders(borders).border_style(theme.border()).title(Span::styled(title, theme.title()));
     f.render_widget(Clear, r);
