@@ -1,7 +1,8 @@
 //! Running a program (Slurm's commands, for the source and the executor): no shell, a timeout,
 //! output capped (and held against the sources' memory budget), and the program in its own
 //! process group so that a timeout or a flood kills everything it started, not only itself (a
-//! hung wrapper would leave its child behind). The signal calls live here too: the console's
+//! hung wrapper would leave its child behind), also when the caller stops waiting and drops the
+//! run. The signal calls live here too: the console's
 //! Ctrl-Z stops this process the same way.
 
 use std::process::Stdio;
@@ -57,9 +58,10 @@ pub async fn run(
         std::io::ErrorKind::NotFound => RunError::NotFound,
         _ => RunError::Io(e.to_string()),
     })?;
-    let group = child.id();
+    // Until the program is waited for, leaving this function in any way (an error, a timeout,
+    // the caller dropping the run) kills its group.
+    let group = Group { pid: child.id(), waited: std::sync::atomic::AtomicBool::new(false) };
     let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
-        kill_group(group);
         return Err(RunError::Io("no pipes to the program".into()));
     };
     // Standard error on its own task: a program flooding standard output while its standard
@@ -88,19 +90,30 @@ pub async fn run(
             return Err(RunError::TooLong(limit));
         }
         let status = child.wait().await.map_err(|e| RunError::Io(e.to_string()))?;
+        group.waited.store(true, std::sync::atomic::Ordering::Relaxed);
         let stderr = stderr.await.unwrap_or_default();
         Ok(Output { status, stdout, stderr })
     };
-    let result = match tokio::time::timeout(timeout, work).await {
+    match tokio::time::timeout(timeout, work).await {
         Ok(r) => r,
         Err(_) => Err(RunError::Timeout(timeout)),
-    };
-    // A timeout or a flood: the program and whatever it started (it has not been waited for,
-    // so its group id is still its own).
-    if result.is_err() {
-        kill_group(group);
     }
-    result
+}
+
+/// The program's process group, killed when dropped before the program was waited for: a
+/// timeout, a flood, or a caller that stopped waiting (the program has not been reaped, so
+/// the group id is still its own).
+struct Group {
+    pid: Option<u32>,
+    waited: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if !self.waited.load(std::sync::atomic::Ordering::Relaxed) {
+            kill_group(self.pid);
+        }
+    }
 }
 
 /// Stop this process (SIGSTOP: it cannot be caught) until a SIGCONT: the console's Ctrl-Z,
@@ -166,6 +179,31 @@ mod tests {
         let r = rt().block_on(run(&flood, &[], Duration::from_secs(20), 1 << 20, Some(&budget)));
         assert!(matches!(r, Err(RunError::Budget(_))), "{r:?}");
         assert!(budget.peak() <= 256 << 10 && budget.used() == 0, "given back: {}", budget.used());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A caller that stops waiting (the console quits, `snapshot` ends at its own limit) drops
+    /// the run: what the program started goes with it, not on under PID 1.
+    #[test]
+    fn a_dropped_run_kills_what_the_program_started() {
+        let dir = std::env::temp_dir().join(format!("tessera-proc-dropped-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let pidfile = dir.join("child.pid");
+        let body = format!("sleep 300 & echo $! > {}\nwait", pidfile.display());
+        let hung = script(&dir, "squeue", &body);
+        let rt = rt();
+        // The run's own timeout is 60 s; the caller gives up after 500 ms.
+        let outer = rt.block_on(async {
+            tokio::time::timeout(Duration::from_millis(500), run(&hung, &[], Duration::from_secs(60), 1 << 20, None))
+                .await
+        });
+        assert!(outer.is_err(), "the caller gave up first");
+        let pid = std::fs::read_to_string(&pidfile).unwrap_or_default().trim().to_string();
+        assert!(!pid.is_empty());
+        std::thread::sleep(Duration::from_millis(200));
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = state.rsplit(") ").next().and_then(|s| s.chars().next());
+        assert!(matches!(state, None | Some('Z') | Some('X')), "the child {pid} still runs: {state:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
