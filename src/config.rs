@@ -227,11 +227,11 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
 
 pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+    let text = crate::files::read_text(path, crate::files::CONFIG_LIMIT).map_err(|why| ConfigError {
         file: file.clone(),
         key: "(file)".into(),
         value: None,
-        why: e.to_string(),
+        why,
     })?;
     let mut cfg = parse(&text, &file)?;
     cfg.path = Some(path.to_path_buf());

@@ -137,11 +137,10 @@ pub fn load_demand(path: &std::path::Path) -> Result<Option<crate::model::demand
 fn load_demand_checked(path: &std::path::Path) -> Result<Option<crate::model::demand::DemandHistory>, DemandFileError> {
     use std::io::Read;
     let named = |e: String| format!("{}: {e}", path.display());
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(DemandFileError::Read(named(e.to_string()))),
-    };
+    if !path.exists() {
+        return Ok(None);
+    }
+    let file = crate::files::open_regular(path).map_err(|e| DemandFileError::Read(named(e)))?;
     // A real file is a few tens of KiB: read no more than 1 MiB of anything else.
     let mut text = String::new();
     file.take(1 << 20).read_to_string(&mut text).map_err(|e| DemandFileError::Read(named(e.to_string())))?;

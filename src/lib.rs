@@ -12,6 +12,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod engine;
+pub mod files;
 pub mod inputs;
 pub mod model;
 pub mod process;

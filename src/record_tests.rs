@@ -264,3 +264,24 @@ fn rotation_by_time_keeps_the_newest_parts_and_each_replays_alone() {
     assert!(e.contains("a part of an earlier recording"), "{e}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A recording carries the audit lines (user, host, SSH client): it is created 0600, and a
+/// FIFO or a device given as one is refused at once instead of hanging the reader.
+#[test]
+fn recordings_are_private_and_only_regular_files_are_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir("private");
+    let path = d.join("r.tsrec");
+    write(&path, &frames(2), true);
+    let mode = std::fs::metadata(&path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+    assert_eq!(mode, 0o600, "a recording was {mode:o}");
+    let fifo = d.join("fifo.tsrec");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success()));
+    let started = std::time::Instant::now();
+    let err = Recording::open(std::slice::from_ref(&fifo)).err().unwrap_or_default();
+    assert!(err.ends_with("a FIFO is not a file tessera reads"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2), "the open waited for a writer");
+    let err = Recording::open(&[PathBuf::from("/dev/zero")]).err().unwrap_or_default();
+    assert!(err.contains("a character device"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -220,3 +220,56 @@ fn measure_key_latency_with_hung_and_flooding_sources() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Files that are not files: a FIFO or a device given as the config or a token file is refused
+/// at once by kind (it used to hang on the FIFO, and grow without bound on /dev/zero).
+#[test]
+fn a_fifo_or_a_device_as_config_or_token_is_refused_at_once() {
+    let dir = std::env::temp_dir().join(format!("tessera-hostile-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success()));
+    let token_cfg = dir.join("token.toml");
+    let text = format!(
+        "[sources]\nscrape = [\"https://127.0.0.1:9\"]\n[[sources.auth]]\nurl = \"https://127.0.0.1:9\"\nbearer_token_file = {:?}\n",
+        fifo.display().to_string()
+    );
+    std::fs::write(&token_cfg, text).unwrap_or_else(|e| panic!("{e}"));
+    let zero_token = dir.join("zero-token.toml");
+    let text = "[sources]\nscrape = [\"https://127.0.0.1:9\"]\n[[sources.auth]]\nurl = \"https://127.0.0.1:9\"\nbearer_token_file = \"/dev/zero\"\n";
+    std::fs::write(&zero_token, text).unwrap_or_else(|e| panic!("{e}"));
+    let cases: [(Vec<String>, &str); 4] = [
+        (vec!["check-config".into(), fifo.display().to_string()], "a FIFO is not a file tessera reads"),
+        (vec!["check-config".into(), "/dev/zero".into()], "a character device is not a file tessera reads"),
+        (
+            vec!["snapshot".into(), "--config".into(), token_cfg.display().to_string()],
+            "a FIFO is not a file tessera reads",
+        ),
+        (vec!["snapshot".into(), "--config".into(), zero_token.display().to_string()], "a character device"),
+    ];
+    for (args, want) in cases {
+        let started = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(&args)
+            .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let code = loop {
+            if let Ok(Some(s)) = child.try_wait() {
+                break s.code();
+            }
+            if started.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("{args:?} still runs after 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap_or_else(|| panic!("stderr")), &mut err);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -100,7 +100,7 @@ pub fn outcome(plan: &Plan, o: &Outcome) -> Value {
 
 /// Append one record, creating the file (0600) and its directory (0700) if needed.
 pub fn append(path: &Path, record: &Value) -> Result<(), String> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
     let shown = path.display();
     if let Some(dir) = path.parent() {
         std::fs::DirBuilder::new()
@@ -108,18 +108,40 @@ pub fn append(path: &Path, record: &Value) -> Result<(), String> {
             .mode(0o700)
             .create(dir)
             .map_err(|e| format!("audit log {}: {e}", dir.display()))?;
+        // A directory someone else owns could hold a planted file: refused, not written into.
+        let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+        if let (Some(me), Ok(m)) = (me, std::fs::metadata(dir))
+            && m.uid() != me
+        {
+            return Err(format!(
+                "audit log {}: the directory belongs to uid {}, not to this user (uid {me}): refused",
+                dir.display(),
+                m.uid()
+            ));
+        }
         // tessera's own state directory, made by something else (or an older tessera) with
         // room for others: tightened. (Not ours to change, it fails quietly.)
         if std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
             let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
         }
     }
+    // O_NOFOLLOW: a symlink planted where the log goes is refused, never followed (its target
+    // would be written to and have its mode changed).
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
-        .map_err(|e| format!("audit log {shown}: {e}"))?;
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => {
+                format!("audit log {shown}: is a symbolic link: refused (tessera does not follow one)")
+            }
+            _ => format!("audit log {shown}: {e}"),
+        })?;
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(format!("audit log {shown}: not a regular file: refused"));
+    }
     // A file created by something else keeps its mode: tighten it.
     let _ = f.set_permissions(std::fs::Permissions::from_mode(0o600));
     let line = serde_json::to_string(record).map_err(|e| format!("audit log {shown}: {e}"))?;
@@ -252,6 +274,43 @@ mod tests {
         assert_eq!(previous_compute_mode(&path, "old/0"), Some(ComputeMode::ExclusiveProcess));
         assert_eq!(previous_compute_mode_within(&path, "old/0", 100 << 10), None, "beyond the bound");
         assert_eq!(previous_compute_mode_within(&path, "new/0", 100 << 10), Some(ComputeMode::Default));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A symlink planted where the log goes is refused: its target is neither written nor
+    /// made 0600 (the log used to follow it).
+    #[test]
+    fn a_planted_symlink_is_not_followed() {
+        let dir = std::env::temp_dir().join(format!("tessera-audit-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let target = dir.join("someone-elses-file");
+        std::fs::write(&target, "theirs\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).is_ok());
+        let log = dir.join("audit.jsonl");
+        std::os::unix::fs::symlink(&target, &log).unwrap_or_else(|e| panic!("{e}"));
+        let err = append(&log, &json!({"record": "intent"})).err().unwrap_or_default();
+        assert!(err.contains("is a symbolic link: refused"), "{err}");
+        assert_eq!(std::fs::read_to_string(&target).ok().as_deref(), Some("theirs\n"));
+        let mode = std::fs::metadata(&target).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_eq!(mode, 0o644, "the target's mode is left alone");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A state directory that belongs to another user is not written into (checked where the
+    /// tests run as root, the one user who can hand a directory to another).
+    #[test]
+    fn a_state_directory_of_another_user_is_refused() {
+        use std::os::unix::fs::MetadataExt;
+        if std::fs::metadata("/proc/self").map(|m| m.uid()).ok() != Some(0) {
+            println!("SKIPPED: needs root to give a directory to another user");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("tessera-audit-owner-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap_or_else(|e| panic!("{e}"));
+        let err = append(&dir.join("audit.jsonl"), &json!({"record": "intent"})).err().unwrap_or_default();
+        assert!(err.contains("belongs to uid 65534, not to this user (uid 0): refused"), "{err}");
+        assert!(!dir.join("audit.jsonl").exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

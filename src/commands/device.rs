@@ -7,7 +7,6 @@ mod compare;
 mod scenario;
 mod smi;
 
-use std::io::Read;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -60,18 +59,7 @@ fn to_json(v: &impl serde::Serialize) -> Result<String, CmdError> {
 
 /// A regular file's text, at most `MAX_INPUT` bytes (a FIFO or a device is refused, not read).
 fn read_text(path: &Path) -> Result<String, CmdError> {
-    let bad = |why: String| CmdError::Usage(format!("{}: {why}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
-    let meta = file.metadata().map_err(|e| bad(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(bad("not a regular file".into()));
-    }
-    let mut text = String::new();
-    file.take(MAX_INPUT + 1).read_to_string(&mut text).map_err(|e| bad(e.to_string()))?;
-    if text.len() as u64 > MAX_INPUT {
-        return Err(bad(format!("larger than {} MiB", MAX_INPUT / 1024 / 1024)));
-    }
-    Ok(text)
+    crate::files::read_text(path, MAX_INPUT).map_err(|why| CmdError::Usage(format!("{}: {why}", path.display())))
 }
 
 fn read_json(path: &Path) -> Result<Value, CmdError> {

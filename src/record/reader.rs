@@ -211,7 +211,7 @@ impl Recording {
         let mut lists = Vec::new();
         for path in paths {
             let named = |e: String| format!("{}: {e}", path.display());
-            let file = std::fs::File::open(path).map_err(|e| named(e.to_string()))?;
+            let file = crate::files::open_regular(path).map_err(named)?;
             let len = file.metadata().map_err(|e| named(e.to_string()))?.len();
             let head = read_at(&file, 0, len.min(16 + u64::from(format::MAX_HEADER) + 4) as usize)
                 .map_err(|e| named(e.to_string()))?;

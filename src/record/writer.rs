@@ -3,6 +3,7 @@
 //! rotation to a new part by size or age.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -134,7 +135,8 @@ impl Recorder {
         let path = part_path(&self.settings.path, self.number);
         let shown = path.display().to_string();
         let file =
-            std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| match e.kind() {
+            // 0600: a recording carries the audit lines (user, host, SSH client).
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).map_err(|e| match e.kind() {
                 std::io::ErrorKind::AlreadyExists => format!("{shown}: exists (tessera never overwrites a recording)"),
                 _ => format!("{shown}: {e}"),
             })?;

@@ -103,7 +103,8 @@ impl std::fmt::Debug for Client {
 }
 
 pub fn read_secret(path: &str) -> Result<String, String> {
-    let s = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let s = crate::files::read_text(std::path::Path::new(path), crate::files::SECRET_LIMIT)
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
     let s = s.trim().to_string();
     if s.is_empty() {
         return Err(format!("{path} is empty"));

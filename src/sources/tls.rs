@@ -5,7 +5,8 @@
 /// The certificates of a PEM file given as `ca_file`: every `CERTIFICATE` block in it. A file
 /// that holds none is refused by name (a DER file, a key, a path to the wrong file).
 pub fn ca_certificates(path: &str) -> Result<Vec<reqwest::Certificate>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("cannot read CA file {path}: {e}"))?;
+    let pem = crate::files::read_bounded(std::path::Path::new(path), crate::files::CA_LIMIT)
+        .map_err(|e| format!("cannot read CA file {path}: {e}"))?;
     if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
         return Err(format!(
             "CA file {path}: no PEM certificate in it (expected -----BEGIN CERTIFICATE-----; a DER file converts with `openssl x509 -inform der -in FILE -out FILE.pem`)"

@@ -118,7 +118,7 @@ impl Theme {
                 Some((b, text)) => layer(&mut theme.c, text, &format!("themes/{b}.toml"))?,
                 None => {
                     let path = Path::new(n);
-                    let text = std::fs::read_to_string(path).map_err(|e| ThemeError {
+                    let text = crate::files::read_text(path, crate::files::CONFIG_LIMIT).map_err(|e| ThemeError {
                         file: n.into(),
                         key: "(file)".into(),
                         value: None,

@@ -1,0 +1,96 @@
+//! Files tessera is handed (a config, a token, a CA, a theme, a recording, an input): opened
+//! without waiting (a FIFO with no writer would block the open itself), regular files only
+//! (a FIFO, a device such as /dev/zero, or a directory is refused by kind), read within a
+//! bound. Errors say what is wrong without the path; callers name the file.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// What a file is when it is not a regular one.
+fn kind(t: std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Open `path` for reading if it is a regular file (symlinks to one are followed).
+pub fn open_regular(path: &Path) -> Result<File, String> {
+    // O_NONBLOCK: opening a FIFO never waits for a writer; on a regular file it changes nothing.
+    let file =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| e.to_string())?;
+    let t = file.metadata().map_err(|e| e.to_string())?.file_type();
+    if !t.is_file() {
+        return Err(format!("{} is not a file tessera reads", kind(t)));
+    }
+    Ok(file)
+}
+
+/// The bytes of a regular file of at most `limit` bytes.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    let file = open_regular(path)?;
+    let mut out = Vec::new();
+    file.take(limit + 1).read_to_end(&mut out).map_err(|e| e.to_string())?;
+    if out.len() as u64 > limit {
+        return Err(format!("larger than {} (not read)", size(limit)));
+    }
+    Ok(out)
+}
+
+/// `read_bounded` as UTF-8 text.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, String> {
+    String::from_utf8(read_bounded(path, limit)?).map_err(|_| "not UTF-8 text".to_string())
+}
+
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
+/// The largest config or theme file read (a real one is a few KiB).
+pub const CONFIG_LIMIT: u64 = 4 << 20;
+/// The largest token or password file read.
+pub const SECRET_LIMIT: u64 = 64 << 10;
+/// The largest CA bundle read (the system bundle is about 200 KiB).
+pub const CA_LIMIT: u64 = 16 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_a_device_and_a_directory_are_refused_at_once() {
+        let dir = std::env::temp_dir().join(format!("tessera-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+        assert!(made, "mkfifo");
+        let started = std::time::Instant::now();
+        assert_eq!(read_text(&fifo, 100).err().as_deref(), Some("a FIFO is not a file tessera reads"));
+        assert!(started.elapsed() < std::time::Duration::from_secs(1), "the open waited for a writer");
+        assert_eq!(
+            read_text(Path::new("/dev/zero"), 100).err().as_deref(),
+            Some("a character device is not a file tessera reads")
+        );
+        assert_eq!(read_text(&dir, 100).err().as_deref(), Some("a directory is not a file tessera reads"));
+        let big = dir.join("big");
+        std::fs::write(&big, vec![b'a'; 2048]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_text(&big, 1024).err().as_deref(), Some("larger than 1 KiB (not read)"));
+        assert_eq!(read_text(&big, 2048).map(|t| t.len()), Ok(2048));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
