@@ -228,6 +228,10 @@ pub fn http_client(s: &crate::config::Sources, prometheus: Option<&str>) -> Resu
     for (i, a) in s.auth.iter().enumerate() {
         c = c.with_credentials(&a.url, &a.credentials).map_err(|e| format!("sources.auth[{i}]: {e}"))?;
     }
+    // Secrets written into the URLs themselves never come back in an echoed error either.
+    for url in prometheus.into_iter().chain(s.prometheus.as_deref()).chain(s.scrape.iter().map(String::as_str)) {
+        c = c.with_url_secrets(url);
+    }
     Ok(c.with_budget(crate::sources::budget::Budget::global()))
 }
 

@@ -273,3 +273,41 @@ fn a_fifo_or_a_device_as_config_or_token_is_refused_at_once() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A secret in a configured URL's query never comes back: not in the Prometheus replay's
+/// progress line, not from a server that echoes the request in its refusal (in the source's
+/// error, stderr and `snapshot --json`).
+#[test]
+fn a_token_in_a_url_query_is_never_printed() {
+    let echo = HashMap::from([(
+        "/metrics?token=QSECRET-1234".to_string(),
+        Reply::status(403, "text/plain", "forbidden: GET /metrics?token=QSECRET-1234 from 127.0.0.1\n"),
+    )]);
+    let server = Server::start(echo, None);
+    let url = server.url("/metrics?token=QSECRET-1234");
+    let (dir, cfg) =
+        config("query-token", &format!("[sources]\nscrape = [\"{url}\"]\n[sources.http]\nallow_plain_http = true\n"));
+    let (_, v, err) = snapshot(&["--config", &cfg], &[]);
+    let e = source(&v, &format!("scrape:{}", server.addr))["error"].as_str().unwrap_or_default().to_string();
+    assert!(e.contains("HTTP 403: forbidden: GET /metrics?token=<redacted>"), "{e}\n{v}");
+    let all = format!("{v}{err}");
+    assert!(!all.contains("QSECRET-1234"), "the query token leaked: {all}");
+    // The replay needs a terminal: `script` gives it one (util-linux).
+    if !common::have_with("script", "--version") {
+        return;
+    }
+    let cmd = format!(
+        "{} replay --prometheus 'http://127.0.0.1:9/?token=RSECRET-5678' --from -30m",
+        env!("CARGO_BIN_EXE_tessera")
+    );
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(printed.contains("rebuilding"), "{printed}");
+    assert!(!printed.contains("RSECRET-5678"), "the replay printed the token: {printed}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -145,7 +145,28 @@ pub fn append(path: &Path, record: &Value) -> Result<(), String> {
     // A file created by something else keeps its mode: tighten it.
     let _ = f.set_permissions(std::fs::Permissions::from_mode(0o600));
     let line = serde_json::to_string(record).map_err(|e| format!("audit log {shown}: {e}"))?;
+    let line = inert(&line);
     f.write_all(format!("{line}\n").as_bytes()).map_err(|e| format!("audit log {shown}: {e}"))
+}
+
+/// JSON with DEL and the C1 controls escaped too (serde escapes only those below 0x20): a
+/// source name carrying U+009B (CSI) stays inert for whoever `cat`s or `tail`s the log, and
+/// reads back the same.
+fn inert(json: &str) -> std::borrow::Cow<'_, str> {
+    use std::fmt::Write as _;
+    let bad = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c);
+    if !json.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if bad(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// How far back from its end the log is read for a card's last drain: an undrain reads at
@@ -274,6 +295,22 @@ mod tests {
         assert_eq!(previous_compute_mode(&path, "old/0"), Some(ComputeMode::ExclusiveProcess));
         assert_eq!(previous_compute_mode_within(&path, "old/0", 100 << 10), None, "beyond the bound");
         assert_eq!(previous_compute_mode_within(&path, "new/0", 100 << 10), Some(ComputeMode::Default));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// DEL and the C1 controls (U+009B is a CSI on many terminals) reach the log escaped, and
+    /// read back as they were.
+    #[test]
+    fn control_characters_from_sources_are_escaped_in_the_log() {
+        let dir = std::env::temp_dir().join(format!("tessera-audit-c1-{}", std::process::id()));
+        let path = dir.join("audit.jsonl");
+        let name = "node\u{9b}2J\u{7f}\u{1b}[31m";
+        assert!(append(&path, &json!({"record": "intent", "target": name})).is_ok());
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "raw control characters: {text:?}");
+        assert!(text.contains("\\u009b") && text.contains("\\u007f"), "{text}");
+        let back: Value = serde_json::from_str(text.trim()).unwrap_or_default();
+        assert_eq!(back["target"], name);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -80,6 +80,9 @@ pub fn origin(url: &str) -> Option<String> {
 pub struct Client {
     inner: reqwest::Client,
     creds: Vec<(String, Auth)>,
+    /// Secrets written into configured URLs (a `?token=` value, a password before `@`): a
+    /// server that echoes its request must not carry them into an error.
+    url_secrets: Vec<String>,
     max_body: usize,
     budget: Budget,
 }
@@ -171,7 +174,7 @@ impl Client {
             b = b.danger_accept_invalid_certs(true);
         }
         let inner = b.build().map_err(|e| format!("HTTP client: {e}"))?;
-        Ok(Self { inner, creds: Vec::new(), max_body: MAX_BODY, budget: Budget::global() })
+        Ok(Self { inner, creds: Vec::new(), url_secrets: Vec::new(), max_body: MAX_BODY, budget: Budget::global() })
     }
 
     /// Send `c` to the origin of `url` (and nowhere else). Over plain http only when `c` says
@@ -211,13 +214,38 @@ impl Client {
                 }
             }
         }
+        out.extend(self.url_secrets.iter().cloned());
         out.retain(|s| s.len() >= 4);
+        // Longest first: a secret inside another is blanked with it.
+        out.sort_by_key(|s| std::cmp::Reverse(s.len()));
         out
     }
 
     /// Whether this client holds any credential (then answers are scrubbed before mapping).
     pub fn has_secrets(&self) -> bool {
-        !self.creds.is_empty()
+        !self.creds.is_empty() || !self.url_secrets.is_empty()
+    }
+
+    /// Treat the query values and the password of a configured URL as secrets.
+    pub fn with_url_secrets(mut self, url: &str) -> Self {
+        if let Ok(u) = reqwest::Url::parse(url) {
+            let mut found: Vec<String> = u.query_pairs().map(|(_, v)| v.into_owned()).collect();
+            found.extend(u.password().map(str::to_string));
+            // As written too: a server may echo the percent-encoded form.
+            found.extend(
+                u.query()
+                    .into_iter()
+                    .flat_map(|q| q.split('&'))
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(_, v)| v.to_string()),
+            );
+            for v in found {
+                if v.len() >= 4 && !self.url_secrets.contains(&v) {
+                    self.url_secrets.push(v);
+                }
+            }
+        }
+        self
     }
 
     /// `text` with every secret of this client blanked out (errors and notes that quote an
