@@ -19,16 +19,24 @@
 # 1 when a field differs or a required step failed; 2 on bad usage. CI runs the same script on
 # the fake library and a fake nvidia-smi built from the same scenario (tests/device_check.rs).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+started="$(date +%s)"
+# Every step gets what is left of five minutes, less what the console and the end need.
+deadline=$((started + 300))
 
-out="${1:-device-check-$(date -u +%Y%m%dT%H%M%SZ)}"
+# Paths the caller gave are the caller's: made absolute before moving to the repository.
+absolute() { case "$1" in /*) echo "$1" ;; */*) echo "$PWD/$1" ;; *) echo "$1" ;; esac; }
+out="$(absolute "${1:-device-check-$(date -u +%Y%m%dT%H%M%SZ)}")"
+case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
+smi="$(absolute "${NVIDIA_SMI:-nvidia-smi}")"
+[ -n "${NVML_LIB:-}" ] && NVML_LIB="$(absolute "$NVML_LIB")"
+tessera=""
+[ -n "${TESSERA:-}" ] && tessera="$(absolute "$TESSERA")"
+cd "$(dirname "$0")/.." || exit 2
+
 secs="${CONSOLE_SECONDS:-30}"
-smi="${NVIDIA_SMI:-nvidia-smi}"
-if [ -n "${TESSERA:-}" ]; then
-  tessera="$TESSERA"
-elif [ -x target/release/tessera ]; then
+if [ -z "$tessera" ] && [ -x target/release/tessera ]; then
   tessera="$PWD/target/release/tessera"
-else
+elif [ -z "$tessera" ]; then
   tessera="$(command -v tessera || true)"
 fi
 if [ -z "$tessera" ] || ! [ -x "$tessera" ]; then
@@ -38,6 +46,10 @@ fi
 case "$secs" in
   '' | *[!0-9]*) echo "device-check: CONSOLE_SECONDS must be a whole number of seconds" >&2; exit 2 ;;
 esac
+if [ "$secs" -gt 60 ]; then
+  echo "device-check: CONSOLE_SECONDS is at most 60 (the whole check fits in five minutes)" >&2
+  exit 2
+fi
 if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
   echo "device-check: $out exists and is not empty; give a new folder" >&2
   exit 2
@@ -56,13 +68,23 @@ summary="$out/summary.txt"
 note() { echo "$*" | tee -a "$summary"; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
+# Seconds a step may take: its own limit, or what is left before the deadline once the console
+# (twice CONSOLE_SECONDS, tessera and nvitop) and the end (10 s) are set aside.
+budget() {
+  local left=$((deadline - $(date +%s) - 2 * secs - 10))
+  [ "$left" -lt 1 ] && left=1
+  [ "$1" -lt "$left" ] && left="$1"
+  echo "$left"
+}
+
 # step NAME REQUIRED(1|0) TIMEOUT_S OUTFILE -- COMMAND...: runs it, records rc and time.
 step() {
   local name="$1" required="$2" limit="$3" file="$4"
   shift 5
   local t0 rc
   t0="$(now_ms)"
-  timeout "$limit" "$@" >"$out/$file" 2>"$out/$file.stderr"
+  # -k: a program that ignores SIGTERM (a hung driver call) is killed 5 s later.
+  timeout -k 5 "$(budget "$limit")" "$@" >"$out/$file" 2>"$out/$file.stderr"
   rc=$?
   local took=$(( $(now_ms) - t0 ))
   [ -s "$out/$file.stderr" ] || rm -f "$out/$file.stderr"
@@ -77,24 +99,28 @@ step() {
   return "$rc"
 }
 
-note "tessera device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $("$tessera" --version 2>/dev/null)"
+note "tessera device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(timeout -k 2 10 "$tessera" --version 2>/dev/null)"
 note "read-only: no GPU setting is changed by any step"
 
 # 1. What the driver says of itself and of every card.
 step "nvidia-smi --version" 1 30 nvidia-smi-version.txt -- "$smi" --version
-step "nvidia-smi -q -x" 1 60 nvidia-smi-q.xml -- "$smi" -q -x
+step "nvidia-smi -q -x (before tessera)" 1 40 nvidia-smi-q.xml -- "$smi" -q -x
 
 # 2. tessera's first answer (the table and the JSON, each from a fresh start), then NVML's
 #    answers and timings over ten refreshes.
 snapshot_ok=0
-step "tessera snapshot --json (first answer)" 1 60 snapshot.json -- "${run[@]}" snapshot --json && snapshot_ok=1
-step "tessera snapshot (table)" 0 60 snapshot.txt -- "${run[@]}" snapshot
-step "tessera device-check probe (10 refreshes)" 1 120 probe.json -- "${run[@]}" device-check probe --refreshes 10
+step "tessera snapshot --json (first answer)" 1 40 snapshot.json -- "${run[@]}" snapshot --json && snapshot_ok=1
+# A second read of nvidia-smi right after: readings that move are compared against both.
+step "nvidia-smi -q -x (after tessera)" 0 40 nvidia-smi-q-after.xml -- "$smi" -q -x
+step "tessera snapshot (table)" 0 40 snapshot.txt -- "${run[@]}" snapshot
+step "tessera device-check probe (10 refreshes)" 1 60 probe.json -- "${run[@]}" device-check probe --refreshes 10
 
 # 3. Card by card against nvidia-smi.
 if [ "$snapshot_ok" = 1 ] && [ -s "$out/nvidia-smi-q.xml" ]; then
-  "$tessera" device-check compare "$out/snapshot.json" "$out/nvidia-smi-q.xml" --json >"$out/compare.json" 2>/dev/null
-  step "compare with nvidia-smi" 1 30 compare.txt -- "$tessera" device-check compare "$out/snapshot.json" "$out/nvidia-smi-q.xml"
+  reads=("$out/nvidia-smi-q.xml")
+  [ -s "$out/nvidia-smi-q-after.xml" ] && reads+=("$out/nvidia-smi-q-after.xml")
+  timeout -k 2 20 "$tessera" device-check compare "$out/snapshot.json" "${reads[@]}" --json >"$out/compare.json" 2>/dev/null
+  step "compare with nvidia-smi" 1 20 compare.txt -- "$tessera" device-check compare "$out/snapshot.json" "${reads[@]}"
   grep -E "agree, .* beyond tolerance" "$out/compare.txt" | sed 's/^/        /' | tee -a "$summary"
 else
   note "FAILED  compare with nvidia-smi: a side gave no answer"
@@ -103,9 +129,16 @@ fi
 
 # 4. A scenario for the fake library, from what tessera read (UUIDs replaced).
 if [ "$snapshot_ok" = 1 ]; then
-  probe_arg=()
-  [ -s "$out/probe.json" ] && probe_arg=(--probe "$out/probe.json")
-  step "scenario for the fake NVML" 0 30 scenario.json -- "$tessera" device-check scenario "$out/snapshot.json" "${probe_arg[@]}"
+  if [ -s "$out/probe.json" ]; then
+    step "scenario for the fake NVML" 0 20 scenario.json -- "$tessera" device-check scenario "$out/snapshot.json" --probe "$out/probe.json"
+  else
+    step "scenario for the fake NVML" 0 20 scenario.json -- "$tessera" device-check scenario "$out/snapshot.json"
+  fi
+  # The calls NVML did not answer, in a line each (the details are in probe.json).
+  if [ -s "$out/probe.json" ]; then
+    n="$(awk '/"failing_calls"/ { on = 1 } on && /"call":/ { n++ } END { print n + 0 }' "$out/probe.json")"
+    note "        $n NVML call(s) did not always answer (probe.json, failing_calls)"
+  fi
 fi
 
 # 5. The console for CONSOLE_SECONDS at 160x48: its screen, CPU and peak memory, beside
@@ -128,7 +161,11 @@ hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
 # capture the screen and the process's CPU share and peak resident memory.
 measure() {
   local name="$1" window="$2" cmd="$3" pid c0 c1 peak
-  tmux -L "$sock" new-window -d -t devcheck -n "$window" "exec $cmd" || return 1
+  if ! tmux -L "$sock" new-window -d -t devcheck -n "$window" "exec $cmd"; then
+    note "FAILED  $name in tmux: the window could not be opened"
+    [ "$name" = tessera ] && failed=1
+    return 1
+  fi
   sleep 0.5
   pid="$(tmux -L "$sock" display-message -p -t "devcheck:$window" '#{pane_pid}')"
   c0="$(cpu_ns "$pid")"
@@ -152,13 +189,16 @@ if [ "$secs" -eq 0 ]; then
 elif command -v tmux >/dev/null 2>&1; then
   sock="devcheck-$$"
   trap 'tmux -L "$sock" kill-server 2>/dev/null' EXIT
-  tmux -L "$sock" new-session -d -s devcheck -x 160 -y 48 -n idle "sleep $((secs * 3 + 60))"
+  if ! tmux -L "$sock" new-session -d -s devcheck -x 160 -y 48 -n idle "sleep $((secs * 3 + 60))"; then
+    note "FAILED  the console: tmux could not start a session"
+    failed=1
+  else
   # A console that exits early leaves its last screen to read.
   tmux -L "$sock" set-option -g remain-on-exit on >/dev/null
   quoted="$(printf '%q ' "${run[@]}") --read-only"
   dmon_pid=""
-  if "$smi" dmon -h >/dev/null 2>&1; then
-    timeout $((secs + 10)) "$smi" dmon -c "$secs" >"$out/dmon.txt" 2>&1 &
+  if timeout -k 2 10 "$smi" dmon -h >/dev/null 2>&1; then
+    timeout -k 2 $((secs + 10)) "$smi" dmon -c "$secs" >"$out/dmon.txt" 2>&1 &
     dmon_pid=$!
   fi
   measure tessera console "$quoted"
@@ -168,13 +208,18 @@ elif command -v tmux >/dev/null 2>&1; then
     note "note    nvitop is not installed: the console is measured alone"
   fi
   if [ -n "$dmon_pid" ]; then
-    wait "$dmon_pid" 2>/dev/null
-    note "ok      nvidia-smi dmon over the console's seconds -> dmon.txt"
+    if wait "$dmon_pid" 2>/dev/null; then
+      note "ok      nvidia-smi dmon over the console's seconds -> dmon.txt"
+    else
+      note "note    nvidia-smi dmon ended with an error (it may refuse MIG cards): see dmon.txt"
+    fi
+  fi
   fi
 else
   note "note    tmux is not installed: the console step is skipped"
 fi
 
+note "took $(( $(date +%s) - started )) s"
 if [ "$failed" -eq 0 ]; then
   note "PASSED: every field agrees within its tolerance; results in $out"
 else

@@ -231,8 +231,10 @@ pub enum DeviceCommand {
     Compare {
         /// A `tessera snapshot --json` file.
         snapshot: PathBuf,
-        /// An `nvidia-smi -q -x` file.
-        smi_xml: PathBuf,
+        /// `nvidia-smi -q -x` files: reads before and after the snapshot; a reading that moves
+        /// agrees when it is within tolerance of any of them.
+        #[arg(required = true, num_args = 1..)]
+        smi_xml: Vec<PathBuf>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

@@ -116,6 +116,24 @@ fn a_difference_beyond_tolerance_fails_the_check_and_names_the_field() {
     );
 }
 
+/// A card whose process lists NVML refuses is not "a card without processes": the check
+/// passes, the processes unknown.
+#[test]
+fn refused_process_lists_are_unknown_not_a_difference() {
+    let tmp = Temp::new("device-check-noproc");
+    let mut v: Value = serde_json::from_str(&read(&scenario("h100x8.json"))).unwrap_or_else(|e| panic!("{e}"));
+    v["cards"][0]["processes"] = serde_json::json!([{"pid": 41877, "used_mib": 1000}]);
+    v["cards"][0]["no_permission"] =
+        serde_json::json!(["nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetMPSComputeRunningProcesses"]);
+    let path = tmp.join("noproc.json");
+    std::fs::write(&path, v.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let out = tmp.join("out");
+    let (code, printed) = device_check(&out, 0, &[("FAKE_NVML_SCENARIO", &path)]);
+    assert_eq!(code, 0, "{printed}");
+    let report = read(&out.join("compare.txt"));
+    assert!(report.contains("processes (compute pids)   unknown  tessera unknown, nvidia-smi 41877"), "{report}");
+}
+
 #[test]
 fn the_probe_names_the_calls_nvml_refused_and_the_scenario_keeps_them() {
     let tmp = Temp::new("device-check-refused");
@@ -224,7 +242,10 @@ fn a_captured_scenario_gives_back_the_same_cards_in_the_fake() {
         std::fs::write(&snap_path, &snap).unwrap_or_else(|e| panic!("{e}"));
         let (code, captured) = tessera(&["device-check", "scenario", &snap_path.display().to_string()], &original);
         assert_eq!(code, 0, "{name}: {captured}");
-        assert!(!captured.contains("GPU-5a9e0f36"), "{name}: a real UUID was kept");
+        let scenario_json: Value = serde_json::from_str(&read(&original)).unwrap_or_else(|e| panic!("{e}"));
+        for uuid in scenario_json["cards"].as_array().into_iter().flatten().filter_map(|c| c["uuid"].as_str()) {
+            assert!(!captured.contains(uuid), "{name}: the card's UUID {uuid} was kept");
+        }
         let captured_path = tmp.join(format!("{name}.captured.json"));
         std::fs::write(&captured_path, &captured).unwrap_or_else(|e| panic!("{e}"));
         let (code, again) = tessera(&["snapshot", "--json"], &captured_path);

@@ -27,13 +27,20 @@ pub fn device_check(g: &Global, what: DeviceCommand) -> Result<(), CmdError> {
         DeviceCommand::Probe { refreshes } => probe(g, refreshes),
         DeviceCommand::Compare { snapshot, smi_xml, json } => {
             let snap = read_json(&snapshot)?;
-            let log = smi::parse(&read_text(&smi_xml)?)
-                .map_err(|e| CmdError::Usage(format!("{}: {e}", smi_xml.display())))?;
-            let report = compare::compare(&snap, &log);
+            let mut reads = Vec::new();
+            for path in &smi_xml {
+                reads.push(
+                    smi::parse(&read_text(path)?).map_err(|e| CmdError::Usage(format!("{}: {e}", path.display())))?,
+                );
+            }
+            let report = compare::compare(&snap, &reads);
             if json {
                 print(&format!("{}\n", to_json(&report)?))?;
             } else {
                 print(&report.text())?;
+            }
+            if report.cards.is_empty() {
+                return Err(CmdError::Failed("nothing to compare: no card on either side".into()));
             }
             if report.differs() {
                 let n = report.summary.differ;

@@ -1,7 +1,9 @@
 //! tessera against nvidia-smi, card by card: each field agrees, differs (with both values),
-//! or is unknown on one side. Cards are matched by UUID, else by PCI bus id. The tolerances
-//! are those of docs/sources.md ("The device check"): exact for identities, modes and
-//! counters; a margin for readings that move between the two reads.
+//! or is unknown on one side. Cards are matched by UUID, else by PCI bus id. nvidia-smi may be
+//! read more than once (before and after tessera): a reading that moves agrees when it is
+//! within tolerance of any of nvidia-smi's reads. The tolerances are those of
+//! docs/sources.md ("The device check"): exact for identities, modes and counters; a margin
+//! for readings that move between the reads.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -117,40 +119,44 @@ fn our_cards(snapshot: &Value) -> Vec<Ours<'_>> {
     out
 }
 
-/// Compare every card of the snapshot with nvidia-smi's.
-pub fn compare(snapshot: &Value, smi: &SmiLog) -> Report {
+/// The GPU of `log` that is the card with `uuid` or `bus`, not yet `taken`.
+fn find(log: &SmiLog, uuid: Option<&str>, bus: Option<&str>, taken: &[bool]) -> Option<(usize, &'static str)> {
+    let free = |i: usize| taken.get(i).is_none_or(|t| !t);
+    let by_uuid = uuid.and_then(|u| (0..log.gpus.len()).find(|&i| free(i) && log.gpus[i].uuid.as_deref() == Some(u)));
+    by_uuid.map(|i| (i, "uuid")).or_else(|| {
+        bus.and_then(|b| {
+            (0..log.gpus.len()).find(|&i| free(i) && log.gpus[i].bus_id.as_deref().is_some_and(|x| same_bus(x, b)))
+        })
+        .map(|i| (i, "pci_bus_id"))
+    })
+}
+
+/// Compare every card of the snapshot with nvidia-smi's reads (the first decides which cards
+/// nvidia-smi lists; the others add readings).
+pub fn compare(snapshot: &Value, reads: &[SmiLog]) -> Report {
+    let empty = SmiLog::default();
+    let first = reads.first().unwrap_or(&empty);
     let ours = our_cards(snapshot);
-    let mut taken = vec![false; smi.gpus.len()];
+    let mut taken = vec![false; first.gpus.len()];
     let mut cards = Vec::new();
     for o in &ours {
         let uuid = o.card["uuid"].as_str();
         let bus = o.card["pci_bus_id"].as_str();
-        let by_uuid =
-            uuid.and_then(|u| (0..smi.gpus.len()).find(|&i| !taken[i] && smi.gpus[i].uuid.as_deref() == Some(u)));
-        let by_bus = || {
-            bus.and_then(|b| {
-                (0..smi.gpus.len())
-                    .find(|&i| !taken[i] && smi.gpus[i].bus_id.as_deref().is_some_and(|x| same_bus(x, b)))
-            })
-        };
-        let (found, how) = match by_uuid {
-            Some(i) => (Some(i), "uuid"),
-            None => match by_bus() {
-                Some(i) => (Some(i), "pci_bus_id"),
-                None => (None, "unmatched"),
-            },
-        };
-        let fields = match found {
-            Some(i) => {
+        let (fields, how) = match find(first, uuid, bus, &taken) {
+            Some((i, how)) => {
                 taken[i] = true;
-                fields(o.card, &smi.gpus[i])
+                let g = &first.gpus[i];
+                let (u, b) = (g.uuid.as_deref().or(uuid), g.bus_id.as_deref().or(bus));
+                let same: Vec<&SmiGpu> = std::iter::once(g)
+                    .chain(reads.iter().skip(1).filter_map(|r| find(r, u, b, &[]).map(|(j, _)| &r.gpus[j])))
+                    .collect();
+                (fields(o.card, &same), how)
             }
-            None => vec![missing("the card", "listed by tessera", None)],
+            None => (vec![missing("the card", "listed by tessera", None)], "unmatched"),
         };
         cards.push(CardReport { card: Some(o.name.clone()), uuid: uuid.map(str::to_string), matched_by: how, fields });
     }
-    for (i, g) in smi.gpus.iter().enumerate().filter(|(i, _)| !taken[*i]) {
-        let _ = i;
+    for (_, g) in first.gpus.iter().enumerate().filter(|(i, _)| !taken[*i]) {
         cards.push(CardReport {
             card: None,
             uuid: g.uuid.clone(),
@@ -166,7 +172,7 @@ pub fn compare(snapshot: &Value, smi: &SmiLog) -> Report {
             Verdict::Unknown => summary.unknown += 1,
         }
     }
-    Report { schema_version: 1, driver_version: smi.driver_version.clone(), cards, summary }
+    Report { schema_version: 1, driver_version: first.driver_version.clone(), cards, summary }
 }
 
 /// nvidia-smi writes an 8-digit PCI domain, NVML's legacy form a 4-digit one.
@@ -221,17 +227,29 @@ fn trim(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+fn show_all(values: &[String]) -> Option<String> {
+    let mut v: Vec<String> = Vec::new();
+    for x in values {
+        if !v.contains(x) {
+            v.push(x.clone());
+        }
+    }
+    (!v.is_empty()).then(|| v.join(" / "))
+}
+
+/// A number against nvidia-smi's readings of it: agrees when within the margin of any.
 fn number_field(
     field: &str,
     ours: Option<f64>,
-    theirs: Option<f64>,
+    theirs: &[Option<f64>],
     m: Margin,
     of: Option<f64>,
     of_what: &str,
 ) -> Field {
-    let verdict = match (ours, theirs) {
-        (Some(a), Some(b)) => {
-            if m.allows(a, b, of.unwrap_or(b)) {
+    let theirs: Vec<f64> = theirs.iter().flatten().copied().collect();
+    let verdict = match ours {
+        Some(a) if !theirs.is_empty() => {
+            if theirs.iter().any(|&b| m.allows(a, b, of.unwrap_or(b))) {
                 Verdict::Agrees
             } else {
                 Verdict::Differs
@@ -243,40 +261,41 @@ fn number_field(
         field: field.into(),
         verdict,
         tessera: ours.map(trim),
-        nvidia_smi: theirs.map(trim),
+        nvidia_smi: show_all(&theirs.iter().map(|v| trim(*v)).collect::<Vec<_>>()),
         tolerance: m.words(of_what),
     }
 }
 
-fn text_field(field: &str, ours: Option<String>, theirs: Option<String>) -> Field {
-    let verdict = match (&ours, &theirs) {
-        (Some(a), Some(b)) if a == b => Verdict::Agrees,
-        (Some(_), Some(_)) => Verdict::Differs,
+/// A text against nvidia-smi's readings of it: agrees when equal to any.
+fn text_field(field: &str, ours: Option<String>, theirs: &[Option<String>]) -> Field {
+    let theirs: Vec<String> = theirs.iter().flatten().cloned().collect();
+    let verdict = match &ours {
+        Some(a) if theirs.contains(a) => Verdict::Agrees,
+        Some(_) if !theirs.is_empty() => Verdict::Differs,
         _ => Verdict::Unknown,
     };
-    Field { field: field.into(), verdict, tessera: ours, nvidia_smi: theirs, tolerance: "exact".into() }
+    Field { field: field.into(), verdict, tessera: ours, nvidia_smi: show_all(&theirs), tolerance: "exact".into() }
 }
 
-fn fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
+fn fields(c: &Value, gs: &[&SmiGpu]) -> Vec<Field> {
     let f = |k: &str| c[k].as_f64();
     let s = |v: &Value| v.as_str().map(str::to_string);
-    let total = f("memory_total_mib").or(g.memory_total_mib);
+    let all = |get: &dyn Fn(&SmiGpu) -> Option<f64>| gs.iter().map(|g| get(g)).collect::<Vec<_>>();
+    let text = |get: &dyn Fn(&SmiGpu) -> Option<String>| gs.iter().map(|g| get(g)).collect::<Vec<_>>();
+    let total = f("memory_total_mib").or(gs.first().and_then(|g| g.memory_total_mib));
     let mig_on = c["mig"]["enabled"].as_bool();
+    let bool_text = |b: Option<bool>| b.map(|b| b.to_string());
+    // NVML's power reading is an average on newer cards and instantaneous on GA100 and
+    // older: either of nvidia-smi's may be the one it matches.
+    let power: Vec<Option<f64>> = gs.iter().flat_map(|g| [g.power_w, g.power_instant_w]).collect();
     let mut out = vec![
-        text_field("name", s(&c["model"]), g.name.clone()),
-        text_field("uuid", s(&c["uuid"]), g.uuid.clone()),
-        number_field(
-            "memory_total_mib",
-            f("memory_total_mib"),
-            g.memory_total_mib,
-            Margin { abs: 1.0, share: 0.0, unit: " MiB" },
-            None,
-            "",
-        ),
+        text_field("name", s(&c["model"]), &text(&|g| g.name.clone())),
+        text_field("uuid", s(&c["uuid"]), &text(&|g| g.uuid.clone())),
+        number_field("memory_total_mib", f("memory_total_mib"), &all(&|g| g.memory_total_mib), MIB_1, None, ""),
         number_field(
             "memory_used_mib",
             f("memory_used_mib"),
-            g.memory_used_mib,
+            &all(&|g| g.memory_used_mib),
             Margin { abs: 64.0, share: 0.02, unit: " MiB" },
             total,
             "total",
@@ -284,7 +303,7 @@ fn fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
         number_field(
             "utilization_pct",
             f("utilization_pct"),
-            g.utilization_pct,
+            &all(&|g| g.utilization_pct),
             Margin { abs: 25.0, share: 0.0, unit: " points" },
             None,
             "",
@@ -292,7 +311,7 @@ fn fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
         number_field(
             "temperature_c",
             f("temperature_c"),
-            g.temperature_c,
+            &all(&|g| g.temperature_c),
             Margin { abs: 5.0, share: 0.0, unit: " C" },
             None,
             "",
@@ -300,7 +319,7 @@ fn fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
         number_field(
             "power_w",
             f("power_w"),
-            g.power_w,
+            &power,
             Margin { abs: 15.0, share: 0.15, unit: " W" },
             None,
             "the reading",
@@ -308,7 +327,7 @@ fn fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
         number_field(
             "power_limit_w",
             f("power_limit_w"),
-            g.power_limit_w,
+            &all(&|g| g.power_limit_w),
             Margin { abs: 1.0, share: 0.0, unit: " W" },
             None,
             "",
@@ -316,46 +335,54 @@ fn fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
         number_field(
             "ecc_volatile_uncorrected",
             c["health"]["ecc_volatile_uncorrected"].as_f64(),
-            g.ecc_volatile_uncorrected,
+            &all(&|g| g.ecc_volatile_uncorrected),
             EXACT,
             None,
             "",
         ),
-        text_field("compute_mode", s(&c["compute_mode"]), g.compute_mode.clone()),
-        text_field("mig_enabled", mig_on.map(|b| b.to_string()), g.mig_enabled.map(|b| b.to_string())),
-        text_field(
-            "mig_pending",
-            c["mig"]["pending"].as_bool().map(|b| b.to_string()),
-            g.mig_pending.map(|b| b.to_string()),
-        ),
+        text_field("compute_mode", s(&c["compute_mode"]), &text(&|g| g.compute_mode.clone())),
+        text_field("mig_enabled", bool_text(mig_on), &text(&|g| bool_text(g.mig_enabled))),
+        text_field("mig_pending", bool_text(c["mig"]["pending"].as_bool()), &text(&|g| bool_text(g.mig_pending))),
     ];
-    if mig_on == Some(true) || g.mig_enabled == Some(true) {
-        out.extend(mig_fields(c, g));
+    if mig_on == Some(true) || gs.iter().any(|g| g.mig_enabled == Some(true)) {
+        out.extend(mig_fields(c, gs));
     }
-    out.extend(process_fields(c, g));
+    out.extend(process_fields(c, gs));
     out
 }
 
-fn mig_fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
+const MIB_1: Margin = Margin { abs: 1.0, share: 0.0, unit: " MiB" };
+
+fn mig_fields(c: &Value, gs: &[&SmiGpu]) -> Vec<Field> {
+    // nvidia-smi lists MIG devices, one per compute instance: a GPU instance without one is
+    // not there to compare.
     let ours: Vec<(u32, Option<f64>)> = c["mig"]["instances"]
         .as_array()
         .into_iter()
         .flatten()
+        .filter(|i| i["compute_instances"].as_array().is_none_or(|v| !v.is_empty()))
         .filter_map(|i| Some((u32::try_from(i["gi_id"].as_u64()?).ok()?, i["memory_total_mib"].as_f64())))
         .collect();
     let ids = |v: &[(u32, Option<f64>)]| v.iter().map(|(i, _)| i.to_string()).collect::<Vec<_>>().join(",");
     // An error listing instances (no root) is unknown, not "none".
     let listed = c["mig"]["error"].is_null();
-    let mut out = vec![text_field("mig_instances (GI ids)", listed.then(|| ids(&ours)), Some(ids(&g.mig_instances)))];
-    for (id, theirs) in &g.mig_instances {
+    let theirs: Vec<Option<String>> = gs.iter().map(|g| Some(ids(&g.mig_instances))).collect();
+    let mut out = vec![text_field("mig_instances (GI ids)", listed.then(|| ids(&ours)), &theirs)];
+    let first = gs.first().map(|g| g.mig_instances.clone()).unwrap_or_default();
+    for (id, _) in &first {
         let mine = ours.iter().find(|(i, _)| i == id).and_then(|(_, t)| *t);
+        let readings: Vec<Option<f64>> =
+            gs.iter().map(|g| g.mig_instances.iter().find(|(i, _)| i == id).and_then(|(_, t)| *t)).collect();
         let m = Margin { abs: 0.0, share: 0.02, unit: "" };
-        out.push(number_field(&format!("mig_gi{id}_memory_total_mib"), mine, *theirs, m, None, "the reading"));
+        out.push(number_field(&format!("mig_gi{id}_memory_total_mib"), mine, &readings, m, None, "the reading"));
     }
     out
 }
 
-fn process_fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
+fn process_fields(c: &Value, gs: &[&SmiGpu]) -> Vec<Field> {
+    // Whether tessera could read the card's process list at all (its contexts are counted
+    // from it): an unreadable list is unknown, not "no processes".
+    let readable = c["sharing"]["contexts"].is_number();
     let mut ours: Vec<(u32, Option<f64>)> = c["processes"]
         .as_array()
         .into_iter()
@@ -365,11 +392,15 @@ fn process_fields(c: &Value, g: &SmiGpu) -> Vec<Field> {
     ours.sort_by_key(|(p, _)| *p);
     ours.dedup_by_key(|(p, _)| *p);
     let pids = |v: &[(u32, Option<f64>)]| v.iter().map(|(p, _)| p.to_string()).collect::<Vec<_>>().join(",");
-    let mut out = vec![text_field("processes (compute pids)", Some(pids(&ours)), Some(pids(&g.processes)))];
-    for (pid, theirs) in &g.processes {
+    let theirs: Vec<Option<String>> = gs.iter().map(|g| Some(pids(&g.processes))).collect();
+    let mut out = vec![text_field("processes (compute pids)", readable.then(|| pids(&ours)), &theirs)];
+    let first = gs.first().map(|g| g.processes.clone()).unwrap_or_default();
+    for (pid, _) in &first {
         let Some((_, mine)) = ours.iter().find(|(p, _)| p == pid) else { continue };
+        let readings: Vec<Option<f64>> =
+            gs.iter().map(|g| g.processes.iter().find(|(p, _)| p == pid).and_then(|(_, u)| *u)).collect();
         let m = Margin { abs: 64.0, share: 0.05, unit: " MiB" };
-        out.push(number_field(&format!("process_{pid}_used_mib"), *mine, *theirs, m, None, "the reading"));
+        out.push(number_field(&format!("process_{pid}_used_mib"), *mine, &readings, m, None, "the reading"));
     }
     out
 }
@@ -389,6 +420,7 @@ mod tests {
             utilization_pct: None,
             temperature_c: Some(43.0),
             power_w: Some(95.5),
+            power_instant_w: None,
             power_limit_w: Some(400.0),
             ecc_volatile_uncorrected: Some(0.0),
             compute_mode: Some("default".into()),
@@ -408,9 +440,11 @@ mod tests {
             "index": 0, "uuid": "GPU-1", "pci_bus_id": "00000000:07:00.0", "model": "NVIDIA A100-SXM4-80GB",
             "memory_total_mib": 81920, "memory_used_mib": 31200, "utilization_pct": null,
             "temperature_c": 41.0, "power_w": 92.0, "power_limit_w": 400.0, "compute_mode": "default",
-            "health": {"ecc_volatile_uncorrected": 0},
+            "health": {"ecc_volatile_uncorrected": 0}, "sharing": {"contexts": 1},
             "mig": {"enabled": true, "pending": true, "error": null, "instances": [
-                {"gi_id": 1, "memory_total_mib": 40960}, {"gi_id": 2, "memory_total_mib": 20480}]},
+                {"gi_id": 1, "memory_total_mib": 40960, "compute_instances": [{"ci_id": 0}]},
+                {"gi_id": 2, "memory_total_mib": 20480, "compute_instances": [{"ci_id": 0}]},
+                {"gi_id": 4, "memory_total_mib": 10240, "compute_instances": []}]},
             "processes": [{"pid": 4242, "used_mib": 30000}]
         })
     }
@@ -421,7 +455,7 @@ mod tests {
 
     #[test]
     fn the_same_card_agrees_within_the_margins() {
-        let r = compare(&snapshot(card()), &SmiLog { driver_version: None, gpus: vec![smi_gpu()] });
+        let r = compare(&snapshot(card()), &[SmiLog { driver_version: None, gpus: vec![smi_gpu()] }]);
         assert_eq!(r.summary.differ, 0, "{}", r.text());
         assert_eq!(r.cards[0].matched_by, "uuid");
         assert_eq!(verdict(&r, "temperature_c"), Some(Verdict::Agrees), "2 C apart, ±5 C");
@@ -438,7 +472,7 @@ mod tests {
         g.mig_instances.push((3, Some(10240.0)));
         g.processes.push((7, Some(100.0)));
         g.memory_used_mib = Some(40000.0);
-        let r = compare(&snapshot(card()), &SmiLog { driver_version: None, gpus: vec![g] });
+        let r = compare(&snapshot(card()), &[SmiLog { driver_version: None, gpus: vec![g] }]);
         for f in
             ["temperature_c", "compute_mode", "mig_instances (GI ids)", "processes (compute pids)", "memory_used_mib"]
         {
@@ -453,6 +487,33 @@ mod tests {
         );
     }
 
+    /// What a healthy real card does that must not fail the check: a GPU instance without a
+    /// compute instance (nvidia-smi lists no MIG device for it), a process list tessera could
+    /// not read (unknown, not "none"), a reading that moved between nvidia-smi's two reads, and
+    /// an instantaneous power reading where NVML gives one.
+    #[test]
+    fn what_a_healthy_card_does_is_not_a_difference() {
+        let mut c = card();
+        c["sharing"]["contexts"] = Value::Null;
+        c["processes"] = json!([]);
+        c["temperature_c"] = json!(52.0);
+        c["power_w"] = json!(210.0);
+        let mut before = smi_gpu();
+        before.temperature_c = Some(40.0);
+        before.power_instant_w = Some(205.0);
+        let mut after = smi_gpu();
+        after.temperature_c = Some(55.0);
+        let reads =
+            [SmiLog { driver_version: None, gpus: vec![before] }, SmiLog { driver_version: None, gpus: vec![after] }];
+        let r = compare(&snapshot(c), &reads);
+        assert_eq!(r.summary.differ, 0, "{}", r.text());
+        assert_eq!(verdict(&r, "mig_instances (GI ids)"), Some(Verdict::Agrees), "GI 4 has no compute instance");
+        assert_eq!(verdict(&r, "processes (compute pids)"), Some(Verdict::Unknown));
+        assert_eq!(verdict(&r, "temperature_c"), Some(Verdict::Agrees), "52 is within 5 C of the second read");
+        assert_eq!(verdict(&r, "power_w"), Some(Verdict::Agrees), "the instantaneous reading");
+        assert!(r.text().contains("tessera 52, nvidia-smi 40 / 55"), "{}", r.text());
+    }
+
     #[test]
     fn cards_match_by_bus_id_without_uuid_and_a_card_on_one_side_differs() {
         let mut c = card();
@@ -461,7 +522,7 @@ mod tests {
         let mut other = smi_gpu();
         other.uuid = Some("GPU-2".into());
         other.bus_id = Some("00000000:08:00.0".into());
-        let r = compare(&snapshot(c), &SmiLog { driver_version: None, gpus: vec![smi_gpu(), other] });
+        let r = compare(&snapshot(c), &[SmiLog { driver_version: None, gpus: vec![smi_gpu(), other] }]);
         assert_eq!(r.cards[0].matched_by, "pci_bus_id");
         assert_eq!(r.cards[1].matched_by, "unmatched");
         assert!(r.differs());

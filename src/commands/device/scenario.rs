@@ -111,7 +111,15 @@ fn card(position: u64, c: &Value, probe: Option<&Value>) -> Value {
         m.insert("gpm".into(), json!(gpm));
         m.insert("instances".into(), Value::Array(instances));
     }
-    let gi_of = |gi: &Value| if mig_on { gi.as_u64() } else { None };
+    // The fake numbers GPU instances 1, 2, ... in the order listed; a real driver's ids are
+    // not positional (3, 4, 5, 6 on one capture): a process keeps its instance by position.
+    let gi_ids: Vec<Option<u64>> =
+        c["mig"]["instances"].as_array().into_iter().flatten().map(|i| i["gi_id"].as_u64()).collect();
+    let gi_of = |gi: &Value| {
+        let gi = gi.as_u64()?;
+        let at = gi_ids.iter().position(|g| *g == Some(gi))?;
+        mig_on.then_some(at as u64 + 1)
+    };
     let processes: Vec<Value> = c["processes"]
         .as_array()
         .into_iter()
@@ -155,6 +163,20 @@ fn card(position: u64, c: &Value, probe: Option<&Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn processes_keep_their_instance_by_position_not_by_the_drivers_id() {
+        let snap = json!({"nodes": [{"name": "n", "cards": [{
+            "index": 0, "model": "NVIDIA A100-SXM4-80GB", "gpu_model": "A100-80GB", "health": {},
+            "mig": {"enabled": true, "pending": true, "instances": [
+                {"gi_id": 5, "profile": "3g.40gb", "start": 0, "compute_instances": [{"ci_id": 0}]},
+                {"gi_id": 3, "profile": "2g.20gb", "start": 4, "compute_instances": [{"ci_id": 0}]}]},
+            "processes": [{"pid": 1, "used_mib": 10, "gi_id": 3}, {"pid": 2, "used_mib": 20, "gi_id": 5}]
+        }]}]});
+        let c = &scenario(&snap, None)["cards"][0];
+        assert_eq!(c["processes"][0]["gpu_instance_id"], 2, "GI 3 is the second instance listed");
+        assert_eq!(c["processes"][1]["gpu_instance_id"], 1);
+    }
 
     #[test]
     fn uuids_are_replaced_and_gaps_become_failing_calls() {

@@ -14,7 +14,10 @@ pub struct SmiGpu {
     pub memory_used_mib: Option<f64>,
     pub utilization_pct: Option<f64>,
     pub temperature_c: Option<f64>,
+    /// The power draw: `power_draw` (older files) or the 1 s average of newer ones.
     pub power_w: Option<f64>,
+    /// The instantaneous draw where the file has it apart (what NVML gives on GA100 and older).
+    pub power_instant_w: Option<f64>,
     pub power_limit_w: Option<f64>,
     pub ecc_volatile_uncorrected: Option<f64>,
     /// Lower-case, as tessera writes it: `default`, `exclusive_process`, `prohibited`.
@@ -101,7 +104,8 @@ fn gpu(g: roxmltree::Node) -> SmiGpu {
         memory_used_mib: num(g, &["fb_memory_usage", "used"]),
         utilization_pct: num(g, &["utilization", "gpu_util"]),
         temperature_c: num(g, &["temperature", "gpu_temp"]),
-        power_w: power(g, &["power_draw", "average_power_draw", "instant_power_draw"]),
+        power_w: power(g, &["power_draw", "average_power_draw"]),
+        power_instant_w: power(g, &["instant_power_draw"]),
         // NVML's enforced limit: named so in older files, the current limit in v12.
         power_limit_w: power(g, &["enforced_power_limit", "current_power_limit", "power_limit"]),
         ecc_volatile_uncorrected: ecc(g),
