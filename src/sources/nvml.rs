@@ -151,7 +151,9 @@ impl<'n> Collector<'n> {
         {
             return None;
         }
-        let sample = dev.gpm_mig_sample(gi).ok()?;
+        let sample = dev.gpm_mig_sample(gi);
+        self.calls.note("nvmlGpmMigSampleGet", Some(index), &sample);
+        let sample = sample.ok()?;
         let previous = self.gpm.insert((index, gi), (now, sample));
         let (_, prev) = previous?;
         let (_, current) = self.gpm.get(&(index, gi))?;
@@ -160,12 +162,16 @@ impl<'n> Collector<'n> {
     }
 
     /// An event set with every card that supports XID events; `None` if NVML has none.
-    fn register_events(&self) -> Option<EventSet<'n>> {
-        let mut set = self.nvml.create_event_set().ok()?;
+    fn register_events(&mut self) -> Option<EventSet<'n>> {
+        let set = self.nvml.create_event_set();
+        self.calls.note("nvmlEventSetCreate", None, &set);
+        let mut set = set.ok()?;
         let mut registered: Vec<u32> = Vec::new();
         for i in 0..self.nvml.device_count().unwrap_or(0) {
             let Ok(dev) = self.nvml.device_by_index(i) else { continue };
-            if dev.supported_event_types().is_ok_and(|t| t.contains(EventTypes::CRITICAL_XID_ERROR)) {
+            let types = dev.supported_event_types();
+            self.calls.note("nvmlDeviceGetSupportedEventTypes", Some(i), &types);
+            if types.is_ok_and(|t| t.contains(EventTypes::CRITICAL_XID_ERROR)) {
                 set = match dev.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
                     Ok(s) => {
                         registered.push(i);
@@ -443,7 +449,9 @@ impl<'n> Collector<'n> {
         let mig_devices = dev.mig_device_count();
         self.calls.note("nvmlDeviceGetMaxMigDeviceCount", Some(index), &mig_devices);
         for j in 0..mig_devices.unwrap_or(0) {
-            let Ok(md) = dev.mig_device_by_index(j) else { continue };
+            let md = dev.mig_device_by_index(j);
+            self.calls.note("nvmlDeviceGetMigDeviceHandleByIndex", Some(index), &md);
+            let Ok(md) = md else { continue };
             let (Ok(gi), Ok(mem)) = (ffi::gpu_instance_id(self.nvml, &md), md.memory_info()) else { continue };
             let e = used.entry(gi).or_default();
             *e = (*e).max(mem.used / MIB);
