@@ -126,6 +126,8 @@ async fn owner_loop(
     let merge_every = MERGE_EVERY.max((cfg.refresh / 2).min(Duration::from_secs(1)));
     let (mut merge_pending, mut merge_at, mut last_merge) =
         (false, tokio::time::Instant::now(), tokio::time::Instant::now() - merge_every);
+    // What a quit at once left half-done, said on stderr at the end (exit 1).
+    let mut left_undone: Option<String> = None;
     loop {
         if dirty && lost.is_none() {
             if let Err(e) = draw(&mut terminal, &mut st, &store, &theme) {
@@ -151,7 +153,7 @@ async fn owner_loop(
                 };
                 match keys(ev, &mut input, &mut st, store.fleet()) {
                     Effect::Quit => {
-                        interrupted(&st, &runner);
+                        left_undone = interrupted(&st, &runner);
                         auto.interrupted(&runner);
                         break;
                     }
@@ -306,9 +308,9 @@ async fn owner_loop(
             // SIGTERM, SIGINT, SIGQUIT: the first lets a running action finish (and be
             // audited), a second leaves at once. Headless, the first is counted afresh (going
             // headless is not a request of the operator's).
-            _ = sig.term.recv() => if quit_signal(&mut st, &runner, lost.is_some(), &mut asked_headless) { dirty = true } else { auto.interrupted(&runner); break },
-            _ = sig.quit.recv() => if quit_signal(&mut st, &runner, lost.is_some(), &mut asked_headless) { dirty = true } else { auto.interrupted(&runner); break },
-            _ = sig.int.recv() => if quit_signal(&mut st, &runner, lost.is_some(), &mut asked_headless) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = sig.term.recv() => if quit_signal(&mut st, &runner, lost.is_some(), &mut asked_headless, &mut left_undone) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = sig.quit.recv() => if quit_signal(&mut st, &runner, lost.is_some(), &mut asked_headless, &mut left_undone) { dirty = true } else { auto.interrupted(&runner); break },
+            _ = sig.int.recv() => if quit_signal(&mut st, &runner, lost.is_some(), &mut asked_headless, &mut left_undone) { dirty = true } else { auto.interrupted(&runner); break },
             _ = sig.tstp.recv() => if lost.is_none() { try_suspend(&mut terminal, &mut st); dirty = true },
             // SIGHUP is a terminal going away (tmux and the kernel can each send one): it never
             // abandons a running action; it quits when none runs. The redraw it asks for finds
@@ -383,6 +385,9 @@ async fn owner_loop(
             "tessera: the schedule change was left at once: {} stay drained (tessera undrain CARD gives each back; the audit log has every drain)",
             names.join(", ")
         ));
+    }
+    if let Some(what) = left_undone {
+        return Err(CmdError::Failed(what));
     }
     match lost {
         Some(e) => Err(CmdError::Failed(format!(

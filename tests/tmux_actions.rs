@@ -126,6 +126,46 @@ fn read_only_console_has_no_action_keys() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Leaving at once (a second Ctrl-C) while a preemption checkpoints: the terminal is given
+/// back, stderr says which steps ran and which did not, and the exit status is not 0. (It
+/// exited 0 to a blank terminal.)
+#[test]
+fn leaving_during_an_action_says_what_was_left_half_done() {
+    if !have("tmux") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tessera-act-leave-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let (err, status) = (dir.join("stderr"), dir.join("status"));
+    let t = Tmux { socket: format!("tessera-act-leave-{}", std::process::id()) };
+    let cmd = format!(
+        "env XDG_CONFIG_HOME={d} XDG_STATE_HOME={d}/state {bin} --demo --refresh 200ms 2> {e}; echo $? > {s}; sleep 30",
+        d = dir.display(),
+        bin = env!("CARGO_BIN_EXE_tessera"),
+        e = err.display(),
+        s = status.display(),
+    );
+    t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "140", "-y", "40", &cmd]);
+    t.wait("the first frame", |s| s.contains("SIMULATED") && s.contains("gpu-a100-01"));
+    t.keys(&["3", "/", "p", "r", "e", "t", "r", "a", "i", "n", "-", "7", "b", "Enter"]);
+    t.wait("the filtered workload", |s| s.contains("ads/pretrain-7b-21"));
+    t.keys(&["p"]);
+    t.wait("the typed-name prompt", |s| s.contains("type sim:21 and Enter to confirm"));
+    t.keys(&["s", "i", "m", ":", "2", "1", "Enter"]);
+    t.wait("the checkpoint under way", |s| s.contains("Wait 45 s for the checkpoint") && s.contains("ok Ask the job"));
+    t.keys(&["C-c"]);
+    t.wait("the first Ctrl-C waits", |s| s.contains("again to leave now"));
+    t.keys(&["C-c"]);
+    t.wait("the exit status", |_| std::fs::read_to_string(&status).is_ok_and(|s| !s.trim().is_empty()));
+    let code = std::fs::read_to_string(&status).unwrap_or_default();
+    let said = std::fs::read_to_string(&err).unwrap_or_default();
+    assert_eq!(code.trim(), "1", "{said}");
+    assert!(said.contains("left at once while preempting sim:21"), "{said}");
+    assert!(said.contains("done: Ask the job") && said.contains("not run: Requeue"), "{said}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The command line asks y/N on a terminal: `n` does nothing (exit 1), `y` runs the plan.
 #[test]
 fn command_line_asks_on_the_terminal() {

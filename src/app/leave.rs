@@ -21,32 +21,51 @@ pub(super) fn headless(st: &mut UiState) -> bool {
 }
 
 /// The advisor's findings on `fleet`, with the thresholds of the config.
-/// Asked to quit while an action runs: the first time, let it finish (true); the second, go.
-pub(super) fn wait_for_action(st: &mut UiState, runner: &Runner) -> bool {
+/// Asked to quit while an action runs: the first time, let it finish (true); the second, go
+/// (`left` then says what was left half-done).
+pub(super) fn wait_for_action(st: &mut UiState, runner: &Runner, left: &mut Option<String>) -> bool {
     if st.action_running() && !st.quit_after_action {
         st.quit_after_action = true;
         st.message = Some("an action is running: tessera quits when it ends (again to leave now)".into());
         return true;
     }
-    interrupted(st, runner);
+    *left = interrupted(st, runner);
     false
 }
 
 /// A quit signal: true to stay (an action runs and this is the first request), false to leave.
-pub(super) fn quit_signal(st: &mut UiState, runner: &Runner, headless: bool, asked: &mut bool) -> bool {
+pub(super) fn quit_signal(
+    st: &mut UiState,
+    runner: &Runner,
+    headless: bool,
+    asked: &mut bool,
+    left: &mut Option<String>,
+) -> bool {
     if headless && st.action_running() {
         if !*asked {
             *asked = true;
             return true;
         }
-        interrupted(st, runner);
+        *left = interrupted(st, runner);
         return false;
     }
-    wait_for_action(st, runner)
+    wait_for_action(st, runner, left)
 }
 
-/// Leaving while an action runs: the runner records where it stood.
-pub(super) fn interrupted(st: &UiState, runner: &Runner) {
+/// What an action does, as "left at once while ..." says it.
+fn doing(action: &crate::actions::Action) -> String {
+    use crate::actions::Action;
+    match action {
+        Action::Drain { target } => format!("draining {target}"),
+        Action::Undrain { target, .. } => format!("undraining {target}"),
+        Action::Repartition { target, layout } => format!("repartitioning {target} to {layout}"),
+        Action::Preempt { workload, .. } => format!("preempting {workload}"),
+    }
+}
+
+/// Leaving while an action runs: the runner records where it stood, and the words for stderr
+/// say it too (None when no action was under way).
+pub(super) fn interrupted(st: &UiState, runner: &Runner) -> Option<String> {
     let under_way = match &st.modal {
         Some(Modal::Running { plan, status, outcome: None }) => Some((plan, status)),
         // A group change: the action under way (cards it drained stay drained: the audit log
@@ -70,5 +89,12 @@ pub(super) fn interrupted(st: &UiState, runner: &Runner) {
             })
             .collect();
         runner.interrupted(plan, &steps);
+        let each: Vec<String> = steps.iter().map(|s| format!("{}: {}", s.status, s.what)).collect();
+        return Some(format!(
+            "left at once while {}: {} (the audit log has where each step stood; check the target before acting again)",
+            doing(&plan.action),
+            each.join("; ")
+        ));
     }
+    None
 }
