@@ -1,6 +1,6 @@
 //! Invariants every fleet on screen must hold, whatever the sources said: memory used never
-//! exceeds its total (card, MIG instance, workload), utilisation stays within 0–100 %, and
-//! nothing unusable counts as free. `violations` lists what is broken (for tests);
+//! exceeds its total (card, MIG instance, workload), utilisation stays within 0–100 %,
+//! temperature and power are readings a card can give, and nothing unusable counts as free. `violations` lists what is broken (for tests);
 //! `enforce` turns a broken value into unknown, because a wrong number is worse than none.
 
 use super::capacity;
@@ -15,6 +15,17 @@ fn bad_pct(p: Option<f64>) -> bool {
     p.is_some_and(|p| !(0.0..=100.0).contains(&p))
 }
 
+/// A temperature no working card reports: below -40 C (the coldest rated ambient) or above
+/// 150 C (past every shutdown threshold), or not a number (-273 C is a sensor's "none").
+fn bad_temp(t: Option<f64>) -> bool {
+    t.is_some_and(|t| !(-40.0..=150.0).contains(&t))
+}
+
+/// Watts below zero, or not a number.
+fn bad_watts(w: Option<f64>) -> bool {
+    w.is_some_and(|w| !(w >= 0.0 && w.is_finite()))
+}
+
 /// Everything in `fleet` that breaks an invariant, in words.
 pub fn violations(fleet: &Fleet) -> Vec<String> {
     let mut out = Vec::new();
@@ -25,6 +36,14 @@ pub fn violations(fleet: &Fleet) -> Vec<String> {
         }
         if bad_pct(c.utilization_pct) {
             out.push(format!("{at}: utilisation {:?}", c.utilization_pct));
+        }
+        if bad_temp(c.temperature_c) {
+            out.push(format!("{at}: temperature {:?} C", c.temperature_c));
+        }
+        for (what, w) in [("power", c.power_w), ("power limit", c.power_limit_w)] {
+            if bad_watts(w) {
+                out.push(format!("{at}: {what} {w:?} W"));
+            }
         }
         for i in &c.mig.instances {
             if over(i.memory_used_mib, i.memory_total_mib) {
@@ -88,6 +107,18 @@ pub fn enforce(nodes: &mut [Node], workloads: &mut [Workload]) -> usize {
             pct(&mut i.utilization_pct);
         }
     }
+    for c in nodes.iter_mut().flat_map(|n| n.cards.iter_mut()) {
+        if bad_temp(c.temperature_c) {
+            c.temperature_c = None;
+            fixed += 1;
+        }
+        for w in [&mut c.power_w, &mut c.power_limit_w] {
+            if bad_watts(*w) {
+                *w = None;
+                fixed += 1;
+            }
+        }
+    }
     fixed
 }
 
@@ -95,6 +126,27 @@ pub fn enforce(nodes: &mut [Node], workloads: &mut [Workload]) -> usize {
 mod tests {
     use super::*;
     use crate::model::{Card, WorkloadKind, WorkloadState};
+
+    /// A reading no card can give (-273 C, negative watts, 5,000 C) is unknown, not shown.
+    #[test]
+    fn impossible_readings_become_unknown() {
+        let card = Card {
+            temperature_c: Some(-273.0),
+            power_w: Some(-12.0),
+            power_limit_w: Some(-1.0),
+            ..Card::default()
+        };
+        let hot = Card { index: 1, temperature_c: Some(5000.0), power_w: Some(f64::NAN), ..Card::default() };
+        let fine = Card { index: 2, temperature_c: Some(-5.0), power_w: Some(0.0), ..Card::default() };
+        let mut nodes = vec![Node { name: "n".into(), schedulable: true, cards: vec![card, hot, fine], ..Node::default() }];
+        let fleet = Fleet { nodes: nodes.clone(), ..Fleet::default() };
+        assert_eq!(violations(&fleet).len(), 5, "{:?}", violations(&fleet));
+        assert_eq!(enforce(&mut nodes, &mut []), 5);
+        let c = &nodes[0].cards;
+        assert_eq!((c[0].temperature_c, c[0].power_w, c[0].power_limit_w), (None, None, None));
+        assert_eq!((c[1].temperature_c, c[1].power_w), (None, None));
+        assert_eq!((c[2].temperature_c, c[2].power_w), (Some(-5.0), Some(0.0)), "cold and idle are real");
+    }
 
     #[test]
     fn values_over_their_total_become_unknown() {
