@@ -130,15 +130,12 @@ mod tests {
     /// A reading no card can give (-273 C, negative watts, 5,000 C) is unknown, not shown.
     #[test]
     fn impossible_readings_become_unknown() {
-        let card = Card {
-            temperature_c: Some(-273.0),
-            power_w: Some(-12.0),
-            power_limit_w: Some(-1.0),
-            ..Card::default()
-        };
+        let card =
+            Card { temperature_c: Some(-273.0), power_w: Some(-12.0), power_limit_w: Some(-1.0), ..Card::default() };
         let hot = Card { index: 1, temperature_c: Some(5000.0), power_w: Some(f64::NAN), ..Card::default() };
         let fine = Card { index: 2, temperature_c: Some(-5.0), power_w: Some(0.0), ..Card::default() };
-        let mut nodes = vec![Node { name: "n".into(), schedulable: true, cards: vec![card, hot, fine], ..Node::default() }];
+        let mut nodes =
+            vec![Node { name: "n".into(), schedulable: true, cards: vec![card, hot, fine], ..Node::default() }];
         let fleet = Fleet { nodes: nodes.clone(), ..Fleet::default() };
         assert_eq!(violations(&fleet).len(), 5, "{:?}", violations(&fleet));
         assert_eq!(enforce(&mut nodes, &mut []), 5);

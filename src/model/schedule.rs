@@ -136,11 +136,8 @@ pub fn parse_hours(text: &str) -> Result<(u16, u16), String> {
         }
         Ok(h * 60 + m)
     };
-    let (s, e) = (hm(a, false)?, hm(b, true)?);
-    if s == e {
-        return Err(format!("{text:?}: starts and ends at the same time (use 00:00-24:00 for a whole day)"));
-    }
-    Ok((s, e))
+    // An end at or before the start crosses midnight: `10:00-10:00` is 24 hours from 10:00.
+    Ok((hm(a, false)?, hm(b, true)?))
 }
 
 const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];

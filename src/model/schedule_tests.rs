@@ -41,7 +41,10 @@ fn hours_and_days_parse_or_say_why() {
     assert_eq!(parse_hours("08:00-20:00"), Ok((480, 1200)));
     assert_eq!(parse_hours("20:00-08:00"), Ok((1200, 480)));
     assert_eq!(parse_hours("00:00-24:00"), Ok((0, 1440)));
-    for bad in ["08:00", "8-20", "25:00-01:00", "08:60-09:00", "10:00-10:00", "24:00-01:00"] {
+    // An end at the start crosses midnight, as docs/schedules.md says: 24 hours from then.
+    assert_eq!(parse_hours("00:00-00:00"), Ok((0, 0)));
+    assert_eq!(parse_hours("10:00-10:00"), Ok((600, 600)));
+    for bad in ["08:00", "8-20", "25:00-01:00", "08:60-09:00", "24:00-01:00"] {
         assert!(parse_hours(bad).is_err(), "{bad}");
     }
     let d = |xs: &[&str]| parse_days(&xs.iter().map(|x| (*x).to_string()).collect::<Vec<_>>());
@@ -86,6 +89,23 @@ fn the_window_in_effect_in_its_time_zone() {
     for (t, want, what) in cases {
         assert_eq!(s.active_at(t), want, "{what}");
     }
+}
+
+/// A window whose end is its start holds for 24 hours from the day it starts on.
+#[test]
+fn a_window_ending_at_its_start_holds_for_a_day() {
+    let s = schedule("UTC", vec![window("day", "10:00-10:00", &["mon"], "whole")], 0);
+    // 2026-01-05 is a Monday.
+    for (t, want, what) in [
+        (utc(2026, 1, 5, 9, 59), None, "Monday 09:59: before it starts"),
+        (utc(2026, 1, 5, 10, 0), Some(0), "Monday 10:00"),
+        (utc(2026, 1, 6, 3, 0), Some(0), "Tuesday 03:00: still in it"),
+        (utc(2026, 1, 6, 10, 0), None, "Tuesday 10:00: over"),
+    ] {
+        assert_eq!(s.active_at(t), want, "{what}");
+    }
+    let whole = schedule("UTC", vec![window("all", "00:00-00:00", &["all"], "whole")], 0);
+    assert_eq!(whole.active_at(utc(2026, 1, 7, 13, 0)), Some(0));
 }
 
 #[test]
