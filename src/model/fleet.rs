@@ -453,10 +453,15 @@ impl Fleet {
 
     /// A card by reference: through the node index when it is current, else by scanning.
     pub fn card(&self, r: &CardRef) -> Option<&Card> {
+        self.node_card(r).map(|(_, c)| c)
+    }
+
+    /// A card by reference with the node it is on.
+    pub fn node_card(&self, r: &CardRef) -> Option<(&Node, &Card)> {
         // The index may be older than `nodes` (a test edits them): trust it only if it agrees.
         let indexed = self.node_index.get(&r.node).and_then(|&i| self.nodes.get(i)).filter(|n| n.name == r.node);
         let node = indexed.or_else(|| self.nodes.iter().find(|n| n.name == r.node))?;
-        node.cards.iter().find(|c| c.index == r.index)
+        node.cards.iter().find(|c| c.index == r.index).map(|c| (node, c))
     }
 
     /// A workload by id: through the index when it is current, else by scanning.

@@ -29,9 +29,9 @@ enum Term {
 pub const TERMS: &[(&str, &str)] = &[
     ("TEXT", "node, model, UUID, holder, profile; workload id, name, owner, kind, node, reason"),
     ("util<5 util>90", "activity now (cards; a workload's cards or instances)"),
-    ("temp>80", "card temperature, C"),
-    ("free>0", "usable free units: unheld instances and free slices, or an idle whole card"),
-    ("idle", "usable and held by nobody"),
+    ("temp>80", "card temperature, C (workloads: on such a card)"),
+    ("free>0", "usable free units: unheld instances, free slices, an idle card (workloads: theirs)"),
+    ("idle", "usable and held by nobody (workloads: on such a card)"),
     ("held-idle", "held, but below 5% activity for the last 30 minutes"),
     ("health", "unhealthy: lost, XID 48/79/94/95, uncorrectable ECC"),
     ("mig whole", "MIG mode on / off"),
@@ -163,8 +163,15 @@ impl Filter {
             Term::HeldIdle => w.activity.is_some_and(|a| a.held_idle()),
             Term::Mig => w.request.mig_profile.is_some(),
             Term::Whole => w.request.mig_profile.is_none(),
-            // Card terms say nothing about a workload: they leave its lists alone.
-            Term::Temp(..) | Term::Free(..) | Term::Idle => true,
+            // Card terms match on the workload's cards (a pending one has none): `temp>80`
+            // used to list every workload.
+            Term::Temp(o, n) => on_card(&|c| c.temperature_c.is_some_and(|u| u.partial_cmp(n) == Some(*o))),
+            Term::Free(o, n) => {
+                w.cards.iter().any(|r| fleet.node_card(r).is_some_and(|(nd, c)| free_units(nd, c).cmp(n) == *o))
+            }
+            Term::Idle => {
+                w.cards.iter().any(|r| fleet.node_card(r).is_some_and(|(nd, c)| c.is_idle() && usable(nd, c)))
+            }
             Term::Draining => on_card(&|c| c.draining),
             Term::Unhealthy => on_card(&|c| c.health.fault().is_some()),
             Term::Xid => on_card(&|c| c.health.last_xid.is_some()),
@@ -327,6 +334,34 @@ mod tests {
         assert!(!Filter::parse("util<5").matches(&fleet, &node, &card), "unknown utilisation matches no comparison");
         assert!(Filter::parse("").is_empty());
         assert!(!Filter::parse("ts").matches(&fleet, &node, &card), "a MIG card is not time-sliced");
+    }
+
+    /// Card terms in the workload lists match on the workload's cards: no card above 80 C
+    /// lists no workload (`temp>80` listed them all), a workload's held card is neither idle
+    /// nor free.
+    #[test]
+    fn card_terms_match_workloads_through_their_cards() {
+        use crate::model::{CardRef, WorkloadKind, WorkloadState};
+        let card = Card {
+            model: "NVIDIA H100 80GB HBM3".into(),
+            temperature_c: Some(71.0),
+            workloads: vec!["w1".into()],
+            ..Card::default()
+        };
+        let node = Node { name: "gpu-h100-01".into(), schedulable: true, cards: vec![card], ..Node::default() };
+        let mut running = Workload::new("w1", "train", WorkloadKind::Training, WorkloadState::Running);
+        running.cards = vec![CardRef::new("gpu-h100-01", 0)];
+        let pending = Workload::new("w2", "wait", WorkloadKind::Inference, WorkloadState::Pending);
+        let mut fleet = Fleet { nodes: vec![node], workloads: vec![running, pending], ..Fleet::default() };
+        fleet.index_workloads();
+        let listed = |words: &str| -> Vec<String> {
+            let f = Filter::parse(words);
+            fleet.workloads.iter().filter(|w| f.matches_workload(&fleet, w)).map(|w| w.id.clone()).collect()
+        };
+        assert!(listed("temp>80").is_empty(), "no card is above 80 C");
+        assert_eq!(listed("temp>70"), ["w1"]);
+        assert!(listed("idle").is_empty() && listed("free>0").is_empty(), "the card is held");
+        assert_eq!(listed("free=0"), ["w1"]);
     }
 
     #[test]
