@@ -6,6 +6,7 @@ pub mod audit;
 pub mod execute;
 pub mod guard;
 pub mod kubernetes;
+pub mod lock;
 pub mod nvml;
 pub mod plan;
 pub mod run;

@@ -401,3 +401,34 @@ fn a_schedule_applied_through_nvml() {
     assert!(out.contains("switching MIG mode needs a GPU reset"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One action at a time on a card across processes: while another tessera holds the card's
+/// lock (here this test, as a console mid-action would), a drain is refused with who holds it
+/// and nothing runs; once released, the drain runs.
+#[test]
+fn a_card_another_process_acts_on_is_refused_with_who_holds_it() {
+    let dir = temp_dir("lock");
+    let state = dir.join("state");
+    let card = format!("{}/0", hostname());
+    let locks = state.join("tessera/locks");
+    std::fs::create_dir_all(&locks).unwrap_or_else(|e| panic!("{e}"));
+    let path = locks.join(format!(
+        "{}_0.lock",
+        hostname().replace(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '.', "_")
+    ));
+    let held = std::fs::File::create(&path).unwrap_or_else(|e| panic!("{e}"));
+    held.try_lock().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        &path,
+        r#"{"user":"alice","host":"login-1","pid":4242,"action":"Repartition ...","since":"2026-12-04 10:02:11Z"}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (code, out) = tessera(&["drain", &card, "--yes"], &scenario("h100x8.json"), &state);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains(&format!("{card} is being acted on by alice@login-1 (pid 4242")), "{out}");
+    assert!(audit_records(&state).iter().all(|r| r["record"] != "intent"), "nothing ran");
+    drop(held);
+    let (code, out) = tessera(&["drain", &card, "--yes"], &scenario("h100x8.json"), &state);
+    assert_eq!(code, 0, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

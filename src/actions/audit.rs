@@ -38,7 +38,7 @@ fn passwd_name() -> Option<String> {
 }
 
 /// Who acts and from where.
-fn who() -> Value {
+pub fn who() -> Value {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_string());
     json!({

@@ -45,6 +45,9 @@ pub struct Approved {
     plan: Plan,
     audit: PathBuf,
     env: Env,
+    /// The target's lock across processes, held until the outcome is audited (none for the
+    /// simulator: each process has a cluster of its own).
+    _lock: Option<super::lock::Held>,
 }
 
 /// How a run ended: the executor's outcome, and whether its audit record could be written.
@@ -119,10 +122,29 @@ impl Runner {
         let Some(path) = self.audit.clone() else {
             return Approval::NotStarted("no audit log path (set XDG_STATE_HOME or HOME)".into());
         };
+        let lock = match self.lock(shown, &path) {
+            Ok(l) => l,
+            Err(why) => return Approval::Refused(why),
+        };
         if let Err(e) = audit::append(&path, &audit::intent(shown)) {
             return Approval::NotStarted(e);
         }
-        Approval::Go(Box::new(Approved { plan: shown.clone(), audit: path, env: self.env.clone() }))
+        Approval::Go(Box::new(Approved { plan: shown.clone(), audit: path, env: self.env.clone(), _lock: lock }))
+    }
+
+    /// The lock of the card the plan acts on (else its target), in `locks/` beside the audit
+    /// log; none for the simulated cluster.
+    fn lock(&self, plan: &Plan, audit: &std::path::Path) -> Result<Option<super::lock::Held>, String> {
+        if plan.backend == super::Backend::Simulated {
+            return Ok(None);
+        }
+        let Some(dir) = audit.parent().map(|d| d.join("locks")) else { return Ok(None) };
+        let target = plan.card.as_ref().map_or_else(|| plan.target.clone(), ToString::to_string);
+        let mut holder = audit::who();
+        holder["pid"] = serde_json::json!(std::process::id());
+        holder["action"] = serde_json::json!(plan.summary.chars().take(200).collect::<String>());
+        holder["since"] = serde_json::json!(Utc::now().format("%Y-%m-%d %H:%M:%SZ").to_string());
+        super::lock::take(&dir, &target, &holder).map(Some)
     }
 
     /// Leaving while an action runs: say in the audit log where each step stood.
