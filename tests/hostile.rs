@@ -311,3 +311,40 @@ fn a_token_in_a_url_query_is_never_printed() {
     assert!(!printed.contains("RSECRET-5678"), "the replay printed the token: {printed}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A history answer of 300,000 series (empty values, 16 MB) for cards the server never said it
+/// has: read through without keeping them, the source live with its one card. (Every series
+/// became 120 points before any cap: 100,000 took 1.24 GB.)
+#[test]
+fn a_history_answer_of_many_series_stays_small_and_the_source_stays_live() {
+    let vector = r#"{"status":"success","data":{"resultType":"vector","result":[
+      {"metric":{"__name__":"DCGM_FI_DEV_GPU_TEMP","gpu":"0","UUID":"GPU-a","instance":"10.0.0.7:9400"},"value":[1700000000.1,"64"]}]}}"#;
+    let mut bomb = String::from(r#"{"status":"success","data":{"resultType":"matrix","result":["#);
+    for i in 0..300_000 {
+        bomb.push_str(&format!(r#"{{"metric":{{"instance":"ghost-{i}:9400","gpu":"0"}},"values":[]}},"#));
+    }
+    bomb.push_str(r#"{"metric":{"instance":"10.0.0.7:9400","gpu":"0"},"values":[]}]}}"#);
+    let server = Server::start(
+        HashMap::from([
+            ("/api/v1/query".into(), Reply::ok(vector)),
+            ("/federate".into(), Reply::status(404, "text/plain", "404 page not found\n")),
+            ("/api/v1/query_range".into(), Reply::ok(bomb)),
+        ]),
+        None,
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["snapshot", "--json", "--prometheus", &format!("http://{}", server.addr)])
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let started = Instant::now();
+    let peak = peak_rss_kib(&mut child);
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    eprintln!("history of 300,000 series: peak RSS {} MiB in {:?}", peak / 1024, started.elapsed());
+    assert_eq!(v["sources"][0]["state"], "live", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(v["nodes"][0]["cards"][0]["temperature_c"], 64.0);
+    assert!(peak < 300 * 1024, "peak RSS {} MiB", peak / 1024);
+}

@@ -366,7 +366,9 @@ pub async fn collect(
         queue_into(client, base, p, at).await;
     }
     if with_history && let Ok(p) = &mut result {
-        match history::fetch(client, base, node, at.unwrap_or_else(Utc::now)).await {
+        let known: history::Known =
+            p.nodes.iter().flat_map(|n| n.cards.iter().map(move |c| (n.name.clone(), c.index))).collect();
+        match history::fetch(client, base, node, at.unwrap_or_else(Utc::now), known).await {
             Ok(h) => p.history = h,
             Err(e) => p.note = Some(p.note.take().map_or(e.clone(), |n| format!("{n}; {e}"))),
         }

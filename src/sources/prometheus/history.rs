@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::query_url;
 use crate::config::ScrapeNode;
@@ -32,69 +33,255 @@ pub const HISTORY_FB_USED: &str = "max by (instance, gpu, GPU_I_ID, Hostname, ho
 pub const HISTORY_MEM: &str = "sum by (instance, gpu, Hostname, hostname) (DCGM_FI_DEV_FB_USED) / \
      sum by (instance, gpu, Hostname, hostname) (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100";
 
-#[derive(Debug, Deserialize)]
-struct MatrixEnvelope {
-    status: String,
-    #[serde(default)]
-    data: Option<MatrixData>,
-    #[serde(default)]
-    error: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct MatrixData {
-    #[serde(default)]
-    result: Vec<MatrixSeries>,
-}
-
-#[derive(Debug, Deserialize)]
-struct MatrixSeries {
-    metric: BTreeMap<String, String>,
-    #[serde(default)]
-    values: Vec<(f64, String)>,
-}
-
 /// (node, gpu index, GPU instance id) -> points.
 type Points = BTreeMap<(String, u32, Option<u32>), Vec<Option<f64>>>;
 
+/// The cards the main answer has, (node, gpu index): history is kept for these only.
+pub type Known = std::collections::HashSet<(String, u32)>;
+
 /// A range-query answer read as the history does (a grid of a minute from `start`, both
-/// value kinds): the door the fuzz campaign feeds (`crate::inputs`). The series read.
+/// value kinds), every card known: the door the fuzz campaign feeds (`crate::inputs`). The
+/// series read.
 pub fn history_answer(body: &str, start: f64) -> usize {
-    let pct = matrix_points(body, ScrapeNode::Target, start, 60, true).map_or(0, |p| p.len());
-    let other = matrix_points(body, ScrapeNode::Label, start, 60, false).map_or(0, |p| p.len());
+    let pct = matrix_points(body, &Grid::new(ScrapeNode::Target, start, 60, true), None).map_or(0, |p| p.len());
+    let other = matrix_points(body, &Grid::new(ScrapeNode::Label, start, 60, false), None).map_or(0, |p| p.len());
     pct + other
 }
 
-/// A range-query answer as (node, gpu index, GPU instance) -> points on the grid from `start`,
-/// `step_s` apart; percentages (`pct`) clamp to 0..100, other values to 0 and up.
-fn matrix_points(body: &str, node: ScrapeNode, start: f64, step_s: u64, pct: bool) -> Result<Points, String> {
-    let env: MatrixEnvelope =
-        serde_json::from_str(body).map_err(|e| format!("history: not a Prometheus answer: {e}"))?;
-    if env.status != "success" {
-        return Err(format!("history: {}", env.error.unwrap_or_default()));
+/// How a range answer's series become points: the node label, the grid and the value kind.
+#[derive(Debug, Clone, Copy)]
+struct Grid {
+    node: ScrapeNode,
+    start: f64,
+    step_s: u64,
+    /// Percentages clamp to 0..100, other values to 0 and up.
+    pct: bool,
+}
+
+impl Grid {
+    fn new(node: ScrapeNode, start: f64, step_s: u64, pct: bool) -> Self {
+        Self { node, start, step_s, pct }
     }
-    let mut out = BTreeMap::new();
-    for s in env.data.map(|d| d.result).unwrap_or_default() {
-        let Some(gpu) = s.metric.get("gpu").and_then(|g| g.parse::<u32>().ok()) else { continue };
-        let name = match node {
-            ScrapeNode::Target => s.metric.get("instance").map(|i| host(i)),
-            ScrapeNode::Label => s.metric.get("Hostname").or_else(|| s.metric.get("hostname")).cloned(),
+}
+
+/// The labels a series is read by; the others are skipped unread.
+#[derive(Debug, Default, Deserialize)]
+struct Labels<'a> {
+    #[serde(borrow, default)]
+    gpu: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    instance: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "Hostname")]
+    hostname_dcgm: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    hostname: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "GPU_I_ID")]
+    gpu_i_id: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// A range-query answer as (node, gpu index, GPU instance) -> points on the grid, only for
+/// the `known` cards (all when `None`). Decoded as it is read: a series becomes its key and a
+/// grid of `HISTORY_POINTS` as soon as it is read, a series of an unknown card is dropped
+/// there, so an answer of a million series costs what the known cards' points cost, not a tree
+/// of every series (it cost 6.6 GB).
+fn matrix_points(body: &str, grid: &Grid, known: Option<&Known>) -> Result<Points, String> {
+    let mut out = Points::new();
+    let mut de = serde_json::Deserializer::from_str(body);
+    let status = serde::de::DeserializeSeed::deserialize(Envelope { grid, known, out: &mut out }, &mut de)
+        .map_err(|e| format!("history: not a Prometheus answer: {e}"))?;
+    match status {
+        Ok(()) => Ok(out),
+        Err(e) => Err(format!("history: {e}")),
+    }
+}
+
+/// `{"status": ..., "error": ..., "data": {"result": [...]}}`: Ok, or the error it reports.
+struct Envelope<'g> {
+    grid: &'g Grid,
+    known: Option<&'g Known>,
+    out: &'g mut Points,
+}
+
+impl<'de> DeserializeSeed<'de> for Envelope<'_> {
+    type Value = Result<(), String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Envelope<'_> {
+    type Value = Result<(), String>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a Prometheus answer")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+        let (mut status, mut error) = (None::<String>, None::<String>);
+        let mut found = Points::new();
+        while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+            match k.as_ref() {
+                "status" => status = Some(m.next_value()?),
+                "error" => error = m.next_value()?,
+                "data" => m.next_value_seed(Data { grid: self.grid, known: self.known, out: &mut found })?,
+                _ => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if status.as_deref() != Some("success") {
+            return Ok(Err(error.unwrap_or_default()));
+        }
+        *self.out = found;
+        Ok(Ok(()))
+    }
+}
+
+/// `{"resultType": ..., "result": [...]}`.
+struct Data<'g> {
+    grid: &'g Grid,
+    known: Option<&'g Known>,
+    out: &'g mut Points,
+}
+
+impl<'de> DeserializeSeed<'de> for Data<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Data<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("the answer's data")
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+            if k == "result" {
+                m.next_value_seed(Series { grid: self.grid, known: self.known, out: &mut *self.out })?;
+            } else {
+                m.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The result array: each series read and kept (or dropped) before the next.
+struct Series<'g> {
+    grid: &'g Grid,
+    known: Option<&'g Known>,
+    out: &'g mut Points,
+}
+
+impl<'de> DeserializeSeed<'de> for Series<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Series<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of series")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(one) = seq.next_element_seed(One { grid: self.grid })? {
+            let Some((name, gpu, gi, points)) = one else { continue };
+            if self.known.is_some_and(|k| !k.contains(&(name.clone(), gpu))) {
+                continue;
+            }
+            self.out.insert((name, gpu, gi), points);
+        }
+        Ok(())
+    }
+}
+
+/// One series: its key (None when it names no card) and its points on the grid.
+struct One<'g> {
+    grid: &'g Grid,
+}
+
+type Read = Option<(String, u32, Option<u32>, Vec<Option<f64>>)>;
+
+impl<'de> DeserializeSeed<'de> for One<'_> {
+    type Value = Read;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Read, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for One<'_> {
+    type Value = Read;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a series")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Read, A::Error> {
+        let g = self.grid;
+        let mut labels: Option<Labels<'de>> = None;
+        let mut points: Vec<Option<f64>> = Vec::new();
+        while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+            match k.as_ref() {
+                "metric" => labels = Some(m.next_value()?),
+                "values" => points = m.next_value_seed(Values { grid: g })?,
+                _ => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let Some(l) = labels else { return Ok(None) };
+        let Some(gpu) = l.gpu.as_deref().and_then(|g| g.parse::<u32>().ok()) else { return Ok(None) };
+        let name = match g.node {
+            ScrapeNode::Target => l.instance.as_deref().map(host),
+            ScrapeNode::Label => l.hostname_dcgm.or(l.hostname).map(std::borrow::Cow::into_owned),
         };
-        let Some(name) = name else { continue };
-        let gi = s.metric.get("GPU_I_ID").and_then(|g| g.parse::<u32>().ok());
+        let Some(name) = name else { return Ok(None) };
+        let gi = l.gpu_i_id.as_deref().and_then(|g| g.parse::<u32>().ok());
+        if points.is_empty() {
+            points = vec![None; HISTORY_POINTS as usize];
+        }
+        Ok(Some((name, gpu, gi, points)))
+    }
+}
+
+/// `[[t, "v"], ...]` straight onto the grid: at most `HISTORY_POINTS` slots, however many
+/// pairs the answer holds.
+struct Values<'g> {
+    grid: &'g Grid,
+}
+
+#[derive(Deserialize)]
+struct Sample<'a>(f64, #[serde(borrow)] std::borrow::Cow<'a, str>);
+
+impl<'de> DeserializeSeed<'de> for Values<'_> {
+    type Value = Vec<Option<f64>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Values<'_> {
+    type Value = Vec<Option<f64>>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of [time, \"value\"]")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let g = self.grid;
         let mut points = vec![None; HISTORY_POINTS as usize];
-        for (t, v) in &s.values {
-            let i = ((t - start) / step_s as f64).round();
+        while let Some(Sample(t, v)) = seq.next_element::<Sample<'de>>()? {
+            let i = ((t - g.start) / g.step_s as f64).round();
             if (0.0..HISTORY_POINTS as f64).contains(&i)
                 && let Ok(x) = v.parse::<f64>()
                 && x.is_finite()
             {
-                points[i as usize] = Some(if pct { x.clamp(0.0, 100.0) } else { x.max(0.0) });
+                points[i as usize] = Some(if g.pct { x.clamp(0.0, 100.0) } else { x.max(0.0) });
             }
         }
-        out.insert((name, gpu, gi), points);
+        Ok(points)
     }
-    Ok(out)
 }
 
 /// The last `HISTORY_SPAN_S` of every card's and MIG instance's activity and memory,
@@ -106,7 +293,9 @@ pub(super) async fn fetch(
     base: &str,
     node: ScrapeNode,
     end: DateTime<Utc>,
+    known: Known,
 ) -> Result<Vec<crate::model::CardHistory>, String> {
+    let known = std::sync::Arc::new(known);
     let step = HISTORY_SPAN_S / HISTORY_POINTS;
     let end = end.timestamp() as f64;
     let start = end - (step * (HISTORY_POINTS - 1)) as f64;
@@ -116,9 +305,17 @@ pub(super) async fn fetch(
     };
     let get = |q: &'static str, pct: bool| {
         let url = range(q);
+        let known = known.clone();
         async move {
             let body = client.get(&url).await.map_err(|e| format!("history: {e}"))?;
-            matrix_points(&body, node, start, step, pct)
+            // Decoded off the async threads, the answer held against the sources' memory
+            // budget while it is (the client gave its own hold back with the text).
+            let mut held = crate::sources::budget::Budget::global().hold();
+            held.grow(body.len()).map_err(|e| format!("history: {e}"))?;
+            let grid = Grid::new(node, start, step, pct);
+            let decoded = tokio::task::spawn_blocking(move || matrix_points(&body, &grid, Some(&known))).await;
+            drop(held);
+            decoded.unwrap_or_else(|e| Err(format!("history: decoding failed: {e}")))
         }
     };
     let mut util = get(HISTORY_UTIL, true).await?;
@@ -149,7 +346,8 @@ mod tests {
     fn range_answers_land_on_the_grid() {
         let body = r#"{"status":"success","data":{"resultType":"matrix","result":[
           {"metric":{"instance":"10.0.0.7:9400","gpu":"3"},"values":[[1000,"50"],[1030,"NaN"],[1060,"250"]]}]}}"#;
-        let m = matrix_points(body, ScrapeNode::Target, 1000.0, 30, true).unwrap_or_else(|e| panic!("{e}"));
+        let m = matrix_points(body, &Grid::new(ScrapeNode::Target, 1000.0, 30, true), None)
+            .unwrap_or_else(|e| panic!("{e}"));
         let p = &m[&("10.0.0.7".to_string(), 3, None)];
         assert_eq!(p.len(), HISTORY_POINTS as usize);
         assert_eq!(&p[..4], &[Some(50.0), None, Some(100.0), None], "NaN is a gap; values clamp to 100");
@@ -160,9 +358,33 @@ mod tests {
         let body = r#"{"status":"success","data":{"resultType":"matrix","result":[
           {"metric":{"instance":"10.0.0.7:9400","gpu":"0","GPU_I_ID":"13"},"values":[[1000,"30720"]]},
           {"metric":{"instance":"10.0.0.7:9400","gpu":"0"},"values":[[1000,"512"]]}]}}"#;
-        let m = matrix_points(body, ScrapeNode::Target, 1000.0, 60, false).unwrap_or_else(|e| panic!("{e}"));
+        let m = matrix_points(body, &Grid::new(ScrapeNode::Target, 1000.0, 60, false), None)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(m[&("10.0.0.7".to_string(), 0, Some(13))][0], Some(30720.0), "MiB are not clamped to 100");
         assert_eq!(m[&("10.0.0.7".to_string(), 0, None)][0], Some(512.0), "no GPU_I_ID: the card");
         assert_eq!(HISTORY_SPAN_S, 7200, "the advisor's longest window");
+    }
+
+    /// Only the cards the main answer has are kept, and an answer of many series of other
+    /// cards is read through without keeping them (it became 120 points each before any cap).
+    #[test]
+    fn only_known_cards_are_kept_and_the_rest_is_read_through() {
+        let mut body = String::from(r#"{"status":"success","data":{"resultType":"matrix","result":["#);
+        for i in 0..50_000 {
+            body.push_str(&format!(r#"{{"metric":{{"instance":"ghost-{i}:9400","gpu":"0","x":"y"}},"values":[]}},"#));
+        }
+        body.push_str(r#"{"values":[[1000,"7"]],"metric":{"instance":"gpu-01:9400","gpu":"1","__name__":"u"}}]}}"#);
+        let known: Known = [("gpu-01".to_string(), 1)].into_iter().collect();
+        let m = matrix_points(&body, &Grid::new(ScrapeNode::Target, 1000.0, 60, true), Some(&known))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.len(), 1, "only the known card");
+        assert_eq!(m[&("gpu-01".to_string(), 1, None)][0], Some(7.0), "values before the labels are read too");
+        let err = matrix_points(
+            r#"{"status":"error","error":"bad query"}"#,
+            &Grid::new(ScrapeNode::Target, 0.0, 60, true),
+            None,
+        );
+        assert_eq!(err.err().as_deref(), Some("history: bad query"));
+        assert!(matrix_points("[1,2]", &Grid::new(ScrapeNode::Target, 0.0, 60, true), None).is_err());
     }
 }
