@@ -238,11 +238,23 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
     Ok(cfg)
 }
 
+/// The largest `sources.memory_budget`: past it the budget bounds nothing a host has.
+const MAX_MEMORY_BUDGET: u64 = 64 << 30;
+
 /// Parse config text; `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
     let table: Table = text.parse().map_err(|e: toml::de::Error| {
         let why = e.message().to_string();
-        let at = e.span().map(|s| format!("byte {}", s.start)).unwrap_or_else(|| "(syntax)".into());
+        // Where, as an editor counts: line and column (1-based, in characters).
+        let at = e
+            .span()
+            .map(|s| {
+                let before = &text[..s.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                format!("line {line}, column {column}")
+            })
+            .unwrap_or_else(|| "(syntax)".into());
         ConfigError { file: file.into(), key: at, value: None, why: format!("not valid TOML: {why}") }
     })?;
     let r = Reader { file };
@@ -325,6 +337,13 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
                 let bytes = crate::record::session::parse_size(&text).map_err(|why| r.bad(&key, v, &why))?;
                 if bytes < 1 << 20 {
                     return Err(r.bad(&key, v, "expected at least 1MiB"));
+                }
+                if bytes > MAX_MEMORY_BUDGET {
+                    return Err(r.bad(
+                        &key,
+                        v,
+                        "expected at most 64GiB (the sources' reads together; the default is 512MiB)",
+                    ));
                 }
                 s.memory_budget = Some(usize::try_from(bytes).unwrap_or(usize::MAX));
             }

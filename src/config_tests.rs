@@ -94,6 +94,14 @@ fn errors_name_the_file_the_key_and_the_value() {
         ),
         ("[sources]\nmemory_budget = \"1KiB\"", "t.toml: sources.memory_budget = \"1KiB\": expected at least 1MiB"),
         (
+            "[sources]\nmemory_budget = \"1000TiB\"",
+            "t.toml: sources.memory_budget = \"1000TiB\": expected at most 64GiB (the sources' reads together; the default is 512MiB)",
+        ),
+        (
+            "[[schedule]]\nname = \"s\"\nnodes = [\"*\"]\nlead = \"3650d\"",
+            "t.toml: schedule[0].lead = \"3650d\": expected at most 24h (cards drain this long before a change)",
+        ),
+        (
             "[[sources.auth]]\nbearer_token_env = \"T\"",
             "t.toml: sources.auth[0].url: the origin these credentials are for, e.g. https://gpu-1:9400",
         ),
@@ -113,11 +121,18 @@ fn errors_name_the_file_the_key_and_the_value() {
     for (text, want) in cases {
         assert_eq!(parse(text, "t.toml").map_err(|e| e.to_string()), Err(want.to_string()), "{text}");
     }
-    let syntax = parse("[policy\n", "t.toml").map_err(|e| e.to_string());
+    // Where, as an editor counts (it said "byte 7").
+    let syntax = parse("read_only = true\n[policy\n", "t.toml").map_err(|e| e.to_string());
     assert!(
-        syntax.as_ref().is_err_and(|e| e.starts_with("t.toml: byte ") && e.contains("not valid TOML")),
+        syntax.as_ref().is_err_and(|e| e.starts_with("t.toml: line 2, column ") && e.contains("not valid TOML")),
         "{syntax:?}"
     );
+    // 10,000 schedules: refused by count, not evaluated every second.
+    let many: String = (0..10_000)
+        .map(|i| format!("[[schedule]]\nname = \"s{i}\"\nnodes = [\"*\"]\n[[schedule.window]]\nname = \"w\"\nhours = \"00:00-24:00\"\nlayout = \"whole\"\n"))
+        .collect();
+    let err = parse(&many, "t.toml").map_err(|e| e.to_string());
+    assert_eq!(err, Err("t.toml: schedule = 10000: at most 64 schedules (this file has 10000)".to_string()));
 }
 
 #[test]

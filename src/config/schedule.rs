@@ -8,8 +8,23 @@ use toml::{Table, Value};
 use super::{ConfigError, Reader};
 use crate::model::schedule::{Running, Schedule, Window, parse_days, parse_hours};
 
+/// A day of drains ahead is the most a change can need.
+const MAX_LEAD: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+const MAX_HOLD: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+/// Schedules and windows a config may hold: more is a generated file gone wrong, and each is
+/// evaluated every second by an unattended console (10,000 took 80 % of a core).
+const MAX_SCHEDULES: usize = 64;
+const MAX_WINDOWS: usize = 48;
+
 pub(super) fn read_schedules(r: &Reader, v: &Value, out: &mut Vec<Schedule>) -> Result<(), ConfigError> {
     let list = v.as_array().ok_or_else(|| r.bad("schedule", v, "expected [[schedule]] entries"))?;
+    if list.len() > MAX_SCHEDULES {
+        return Err(r.bad(
+            "schedule",
+            &Value::Integer(i64::try_from(list.len()).unwrap_or(i64::MAX)),
+            &format!("at most {MAX_SCHEDULES} schedules (this file has {})", list.len()),
+        ));
+    }
     for (i, item) in list.iter().enumerate() {
         let key = format!("schedule[{i}]");
         let t = item.as_table().ok_or_else(|| r.bad(&key, item, "expected a [[schedule]] table"))?;
@@ -101,8 +116,18 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
                     .map_err(|_| r.bad(&kk, v, "not an IANA time zone (like \"Europe/Berlin\" or \"UTC\")"))?;
                 s.tz_name = z;
             }
-            "lead" => s.lead = r.duration(&kk, v)?,
-            "min_hold" => s.min_hold = r.duration(&kk, v)?,
+            "lead" => {
+                s.lead = r.duration(&kk, v)?;
+                if s.lead > MAX_LEAD {
+                    return Err(r.bad(&kk, v, "expected at most 24h (cards drain this long before a change)"));
+                }
+            }
+            "min_hold" => {
+                s.min_hold = r.duration(&kk, v)?;
+                if s.min_hold > MAX_HOLD {
+                    return Err(r.bad(&kk, v, "expected at most 7d (a layout is kept at least this long)"));
+                }
+            }
             "running" => {
                 s.running = match r.string(&kk, v)?.as_str() {
                     "wait" => Running::Wait,
@@ -137,6 +162,10 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
     let list = windows
         .as_array()
         .ok_or_else(|| r.bad(&format!("{key}.window"), windows, "expected [[schedule.window]] entries"))?;
+    if list.len() > MAX_WINDOWS {
+        let n = Value::Integer(i64::try_from(list.len()).unwrap_or(i64::MAX));
+        return Err(r.bad(&format!("{key}.window"), &n, &format!("at most {MAX_WINDOWS} windows a schedule")));
+    }
     for (j, w) in list.iter().enumerate() {
         let wk = format!("{key}.window[{j}]");
         let wt = w.as_table().ok_or_else(|| r.bad(&wk, w, "expected a [[schedule.window]] table"))?;
