@@ -107,6 +107,14 @@ impl Theme {
 
     /// A built-in name or a file path; files layer over the default. Then adapt to `depth`.
     pub fn load(name_or_path: Option<&str>, depth: Depth, ascii: bool) -> Result<Self, ThemeError> {
+        // Without colour (NO_COLOR) the theme asked for is not drawn, but a missing or broken
+        // one is still an error: the same config must not pass on one terminal and fail on
+        // the next.
+        if depth == Depth::Mono
+            && let Some(n) = name_or_path
+        {
+            Self::load(Some(n), Depth::TrueColor, ascii)?;
+        }
         let mut theme = Self::default_theme();
         let wanted = match depth {
             Depth::Mono => Some("mono"),
@@ -363,6 +371,9 @@ mod tests {
         let e = layer(&mut c, "[colors]\ndangr = \"red\"\n", "bad.toml").map_err(|e| e.to_string());
         assert!(e.is_err_and(|e| e.starts_with("bad.toml: colors.dangr: unknown slot")));
         assert!(Theme::load(Some("/nonexistent/theme.toml"), Depth::TrueColor, false).is_err());
+        // Without colour too (NO_COLOR ignored a missing theme).
+        assert!(Theme::load(Some("/nonexistent/theme.toml"), Depth::Mono, false).is_err());
+        assert!(Theme::load(Some("light"), Depth::Mono, false).is_ok_and(|t| t.mono));
     }
 
     #[test]
