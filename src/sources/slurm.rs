@@ -150,7 +150,7 @@ async fn rest_get_with(
     if let Some(t) = token {
         headers.push(("X-SLURM-USER-TOKEN", t));
     }
-    let base = rest.url.trim_end_matches('/');
+    let (base, extra) = split_query(&rest.url);
     loop {
         let Some(v) = REST_VERSIONS.get(*version) else {
             return Err(err(format!(
@@ -158,11 +158,21 @@ async fn rest_get_with(
                 http::redact(base)
             )));
         };
-        match client.get_with(&format!("{base}/slurm/{v}/{path}"), &headers).await {
+        match client.get_with(&format!("{base}/slurm/{v}/{path}{extra}"), &headers).await {
             Err(http::FetchError::Status { status: 404, .. }) => *version += 1,
             Err(e) => return Err(err(e.to_string())),
             Ok(body) => return Ok(body),
         }
+    }
+}
+
+/// A base URL's path (without its trailing `/`) and its own query (`?` and all, or empty): the
+/// API path goes before the query, never after it (`http://h/?x=1/slurm/...` was asked).
+fn split_query(url: &str) -> (&str, &str) {
+    let url = url.split('#').next().unwrap_or_default();
+    match url.find('?') {
+        Some(i) => (url[..i].trim_end_matches('/'), &url[i..]),
+        None => (url.trim_end_matches('/'), ""),
     }
 }
 
@@ -279,4 +289,19 @@ pub fn spawn(
             tokio::time::sleep(wait).await;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_query;
+
+    /// The API path goes before a base URL's own query (a proxy's parameter).
+    #[test]
+    fn the_api_path_goes_before_the_base_query() {
+        assert_eq!(split_query("https://h:6820"), ("https://h:6820", ""));
+        assert_eq!(split_query("https://h:6820/"), ("https://h:6820", ""));
+        assert_eq!(split_query("https://h/rest/?tenant=a#x"), ("https://h/rest", "?tenant=a"));
+        let (base, extra) = split_query("https://h/?tenant=a");
+        assert_eq!(format!("{base}/slurm/v0.0.40/jobs{extra}"), "https://h/slurm/v0.0.40/jobs?tenant=a");
+    }
 }
