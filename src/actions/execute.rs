@@ -106,20 +106,30 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
                 results[i].message = Some(message.clone());
                 send(Progress::Failed { step: i, message: message.clone() });
                 let done: Vec<String> = results[..i].iter().map(|r| r.what.clone()).collect();
-                let reached = if done.is_empty() {
-                    format!("step 1 failed; nothing was changed before it ({message})")
-                } else {
-                    format!(
-                        "steps 1-{i} done ({}); step {} failed: {message}; steps after it did not run",
-                        done.join("; "),
-                        i + 1
-                    )
-                };
+                let reached = reached_after_failure(&done, &message);
                 return Outcome { ok: false, steps: results, error: Some(message), reached, previous_mode };
             }
         }
     }
     Outcome { ok: true, steps: results, error: None, reached: "every step done".into(), previous_mode }
+}
+
+/// Where a plan stands after the step after `done` failed with `message`. A command stopped at
+/// its timeout (`process::RunError::Timeout`) may have done its work before it was stopped:
+/// what it changed is unknown, never "nothing".
+fn reached_after_failure(done: &[String], message: &str) -> String {
+    let n = done.len() + 1;
+    let stopped = message.contains("no answer within");
+    let failed = if stopped {
+        format!("step {n} was stopped at its timeout, so whether it took effect is unknown ({message})")
+    } else {
+        format!("step {n} failed: {message}")
+    };
+    match (done.is_empty(), stopped) {
+        (true, false) => format!("step 1 failed; nothing was changed before it ({message})"),
+        (true, true) => format!("{failed}; check the target before acting again"),
+        (false, _) => format!("steps 1-{} done ({}); {failed}; steps after it did not run", n - 1, done.join("; ")),
+    }
 }
 
 /// A wait in real time: the simulator's seconds pass at its speed.
@@ -151,5 +161,25 @@ async fn run_op(op: &Op, backend: Backend, env: &Env) -> Result<(String, Option<
             let settings = env.kubernetes.as_ref().ok_or("Kubernetes is not configured here")?;
             plain(super::kubernetes::run_op(op, settings).await)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reached_after_failure;
+
+    /// A command killed at its timeout may have acted: "unknown", not "nothing was changed".
+    #[test]
+    fn a_step_stopped_at_its_timeout_leaves_the_state_unknown() {
+        assert_eq!(
+            reached_after_failure(&[], "scontrol: no answer within 30s"),
+            "step 1 was stopped at its timeout, so whether it took effect is unknown (scontrol: no answer within 30s); check the target before acting again"
+        );
+        assert_eq!(
+            reached_after_failure(&[], "scontrol: exit 1: invalid node"),
+            "step 1 failed; nothing was changed before it (scontrol: exit 1: invalid node)"
+        );
+        let r = reached_after_failure(&["Drain the node".into()], "scancel: no answer within 30s");
+        assert!(r.starts_with("steps 1-1 done (Drain the node); step 2 was stopped at its timeout"), "{r}");
     }
 }
