@@ -285,3 +285,85 @@ fn recordings_are_private_and_only_regular_files_are_read() {
     assert!(err.contains("a character device"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Write a recording by hand: the header of a real one, then these (kind, JSON) records, each
+/// on a zstd stream of its group as the writer makes them.
+fn crafted(path: &Path, records: &[(super::format::Kind, Vec<u8>)]) {
+    use std::io::Write;
+    let real = d_tmp_header();
+    let mut out = real;
+    let mut enc: Option<zstd::stream::raw::Encoder<'static>> = None;
+    for (i, (kind, json)) in records.iter().enumerate() {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        if *kind == super::format::Kind::Key || enc.is_none() {
+            enc = Some(zstd::stream::raw::Encoder::new(3).unwrap_or_else(|e| panic!("{e}")));
+        }
+        let Some(e) = enc.as_mut() else { panic!("encoder") };
+        let mut payload = vec![0u8; json.len() + (1 << 16)];
+        let mut input = InBuffer::around(json);
+        let mut o = OutBuffer::around(&mut payload[..]);
+        while input.pos() < json.len() {
+            e.run(&mut input, &mut o).unwrap_or_else(|e| panic!("{e}"));
+        }
+        e.flush(&mut o).unwrap_or_else(|e| panic!("{e}"));
+        let n = o.pos();
+        payload.truncate(n);
+        let at = start().timestamp_millis() + i as i64 * 1000;
+        out.extend_from_slice(&super::format::RecordHeader::new(*kind, 0, at, &payload).encode());
+        out.extend_from_slice(&payload);
+    }
+    let mut f = std::fs::File::create(path).unwrap_or_else(|e| panic!("{e}"));
+    f.write_all(&out).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The header bytes of a real recording (everything before its first record).
+fn d_tmp_header() -> Vec<u8> {
+    let d = dir("header");
+    let path = d.join("h.tsrec");
+    write(&path, &frames(1), false);
+    let bytes = std::fs::read(&path).unwrap_or_default();
+    let (_, _, at) = super::format::decode_header(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    let _ = std::fs::remove_dir_all(&d);
+    bytes[..at].to_vec()
+}
+
+/// Recording bombs: a keyframe that decodes to millions of tiny values, and deltas that each
+/// add millions more, are refused by the count of values, before the tree is built (a 12.8 KB
+/// file took 2.18 GB; a keyframe and four 16 MiB deltas 1.35 GB).
+#[test]
+fn recording_bombs_are_refused_by_their_size_in_values() {
+    use super::format::Kind;
+    let d = dir("bomb");
+    let zeros = |n: usize| {
+        let mut v = Vec::with_capacity(n * 2 + 2);
+        v.push(b'[');
+        for i in 0..n {
+            if i > 0 {
+                v.push(b',');
+            }
+            v.push(b'0');
+        }
+        v.push(b']');
+        v
+    };
+    let key = d.join("key.tsrec");
+    crafted(&key, &[(Kind::Key, zeros(8_000_000))]);
+    let mut p = Player::new(open(std::slice::from_ref(&key)));
+    let err = p.frame(0).err().unwrap_or_default();
+    assert!(err.contains("more than 4000000 values"), "{err}");
+    // A small keyframe, then deltas that each add 3M values to it.
+    let frame = json(&frames(1)[0]);
+    let add = |name: &str| {
+        let mut p = format!(r#"{{"o":{{"{name}":"#).into_bytes();
+        p.extend(zeros(3_000_000));
+        p.extend_from_slice(b"}}");
+        p
+    };
+    let deltas = d.join("deltas.tsrec");
+    crafted(&deltas, &[(Kind::Key, frame.into_bytes()), (Kind::Delta, add("a")), (Kind::Delta, add("b"))]);
+    let mut p = Player::new(open(std::slice::from_ref(&deltas)));
+    assert!(p.frame(0).is_ok(), "the keyframe itself is fine");
+    let err = p.frame(2).err().unwrap_or_default();
+    assert!(err.contains("more than 4000000 values"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -20,6 +20,61 @@ pub const RECORD_HEADER: usize = 22;
 /// takes a small multiple of its bytes).
 pub const MAX_PAYLOAD: u32 = 256 << 20;
 pub const MAX_DECODED: usize = 256 << 20;
+/// The most JSON values a record or a frame built from deltas may hold: what bounds its tree
+/// in memory (bytes do not: 64 MiB of `[0,0,...]` is 32 million values, 2 GB as a tree). The
+/// simulated 32,768-card cluster's frame holds 2.7 million.
+pub const MAX_VALUES: usize = 4_000_000;
+
+/// An upper bound on the values a JSON text holds, fed as it is decompressed: one more than
+/// its commas and opening brackets outside strings.
+#[derive(Debug, Clone, Copy)]
+pub struct ValueCount {
+    pub n: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Default for ValueCount {
+    fn default() -> Self {
+        Self { n: 1, in_string: false, escaped: false }
+    }
+}
+
+impl ValueCount {
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+            } else {
+                match b {
+                    b'"' => self.in_string = true,
+                    b',' | b'[' | b'{' => self.n += 1,
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// The values a JSON tree holds (each key's value counted, and the containers themselves).
+pub fn values_in(v: &serde_json::Value) -> usize {
+    let mut n = 0;
+    let mut stack = vec![v];
+    while let Some(x) = stack.pop() {
+        n += 1;
+        match x {
+            serde_json::Value::Array(a) => stack.extend(a),
+            serde_json::Value::Object(m) => stack.extend(m.values()),
+            _ => {}
+        }
+    }
+    n
+}
 /// The largest decoded action (an audit line is a few KiB).
 pub const MAX_ACTION: usize = 1 << 20;
 /// The latest frame time a date can hold (9999-12-31T23:59:59.999Z), in milliseconds.

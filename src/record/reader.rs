@@ -360,6 +360,9 @@ struct Cursor {
     pos: usize,
     stream: zstd::stream::raw::Decoder<'static>,
     value: serde_json::Value,
+    /// At least the values `value` holds: what it was counted at, plus every patch since (a
+    /// patch adds at most its own values). Counted again only when it passes the bound.
+    values: usize,
 }
 
 /// Decodes frames by position: from the group's keyframe, each delta in order; stepping
@@ -384,10 +387,17 @@ impl Player {
         let mut input = InBuffer::around(&payload);
         let mut out = Vec::new();
         let mut buf = vec![0u8; 1 << 16];
+        // The tree a text becomes is bounded by its values, not its bytes: counted as it is
+        // decompressed, so a bomb stops within a block of its bound.
+        let mut values = format::ValueCount::default();
         loop {
             let mut o = OutBuffer::around(&mut buf[..]);
             stream.run(&mut input, &mut o).map_err(|e| bad(&format!("zstd: {e}")))?;
             let n = o.pos();
+            values.feed(&buf[..n]);
+            if values.n > format::MAX_VALUES {
+                return Err(bad(&format!("a record of more than {} values", format::MAX_VALUES)));
+            }
             out.extend_from_slice(&buf[..n]);
             if out.len() > format::MAX_DECODED {
                 return Err(bad(&format!("a frame of more than {} bytes", format::MAX_DECODED)));
@@ -416,7 +426,8 @@ impl Player {
             _ => {
                 let mut stream = zstd::stream::raw::Decoder::new().map_err(|e| e.to_string())?;
                 let value = self.next(&mut stream, key)?;
-                Cursor { key, pos: key, stream, value }
+                let values = format::values_in(&value);
+                Cursor { key, pos: key, stream, value, values }
             }
         };
         // A failure leaves no cursor: the stream is not where it was.
@@ -424,6 +435,16 @@ impl Player {
             let p = self.next(&mut c.stream, j)?;
             let fj = self.rec.frames[j];
             patch::apply(&mut c.value, &p).map_err(|x| self.rec.bad(fj.part, &fj.entry, &x))?;
+            // Deltas can each add to the frame: what they built is bounded too, counted again
+            // only when the running bound passes the limit.
+            c.values += format::values_in(&p);
+            if c.values > format::MAX_VALUES {
+                c.values = format::values_in(&c.value);
+                if c.values > format::MAX_VALUES {
+                    let why = format!("a frame of more than {} values", format::MAX_VALUES);
+                    return Err(self.rec.bad(fj.part, &fj.entry, &why));
+                }
+            }
             c.pos = j;
         }
         let mut frame: Frame =
