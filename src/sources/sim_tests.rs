@@ -15,6 +15,22 @@ fn pending(p: &Partial) -> usize {
     p.workloads.iter().filter(|w| w.state == WorkloadState::Pending).count()
 }
 
+/// Every simulated workload is named after the team that owns it (`search/embed-small-14`
+/// was owned by `vision`), over a day, for a few seeds.
+#[test]
+fn names_and_owners_agree() {
+    for seed in [7, 42, 1234] {
+        let mut sim = Sim::new(SimConfig::new(seed, start()));
+        for _ in 0..24 {
+            sim.advance(Duration::from_secs(3600));
+            for w in &sim.snapshot().workloads {
+                let owner = w.owner.as_deref().unwrap_or("?");
+                assert!(w.name.starts_with(&format!("{owner}/")), "seed {seed}: {} owned by {owner}", w.name);
+            }
+        }
+    }
+}
+
 #[test]
 fn same_seed_same_fleet_after_n_minutes() {
     let mut a = Sim::new(SimConfig::new(42, start()));

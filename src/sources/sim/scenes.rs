@@ -17,6 +17,7 @@ impl Sim {
         let Some(card) = free.pop() else { return false };
         let mut job = self.new_job(WorkloadKind::Inference, None, 1, None);
         job.w.name = format!("search/embed-small-{}", self.next_id - 1);
+        job.w.owner = Some("search".into());
         job.steady = true;
         job.peak = 10.0;
         job.mem_milli = 150;
@@ -59,6 +60,7 @@ impl Sim {
     pub(super) fn big_inference(&mut self) {
         let mut job = self.new_job(WorkloadKind::Inference, None, 4, None);
         job.w.name = format!("llm-core/chat-70b-{}", self.next_id - 1);
+        job.w.owner = Some("llm-core".into());
         job.w.submitted_at = Some(self.now - Span::minutes(40));
         self.jobs.push(job);
         self.reschedule = true;
