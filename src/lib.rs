@@ -21,3 +21,4 @@ pub mod schedule;
 pub mod sources;
 pub mod store;
 pub mod ui;
+pub mod units;

@@ -390,7 +390,7 @@ fn a_schedule_applied_through_nvml() {
     let c = cfg.to_str().unwrap_or_default();
     let (code, out) = tessera(&["schedule", "--config", c, "apply", "a100", "--yes"], &idle, &state);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("window always applied to 1 cards"), "{out}");
+    assert!(out.contains("window always applied to 1 card\n"), "{out}");
     let records = audit_records(&state);
     let kinds: Vec<&str> = records.iter().filter_map(|r| r["record"].as_str()).collect();
     assert_eq!(kinds, ["intent", "outcome"], "{records:?}");

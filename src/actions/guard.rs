@@ -146,7 +146,9 @@ impl std::fmt::Display for Refusal {
             }
             Self::CardBusy { holders } => write!(
                 f,
-                "the card is not idle: {holders} workloads hold it (drain it first, wait for them to finish, then repartition)"
+                "the card is not idle: {} {} it (drain it first, wait for them to finish, then repartition)",
+                crate::units::count(*holders as u64, "workload", "workloads"),
+                if *holders == 1 { "holds" } else { "hold" }
             ),
             Self::ProcessesRunning { count } => write!(f, "the card is not idle: {count} processes run on it"),
             Self::InUseUnknown => {
@@ -156,7 +158,9 @@ impl std::fmt::Display for Refusal {
                 f.write_str("the card's MIG instances cannot be read, so they cannot be replaced safely")
             }
             Self::NodeBusy { node, holders } => {
-                write!(f, "{holders} workloads hold GPUs on {node}: drain (cordon) and wait first")
+                let who = crate::units::count(*holders as u64, "workload", "workloads");
+                let verb = if *holders == 1 { "holds" } else { "hold" };
+                write!(f, "{who} {verb} GPUs on {node}: drain (cordon) and wait first")
             }
             Self::NotAConfigName { layout } => write!(
                 f,

@@ -29,7 +29,7 @@ pub(super) fn unhealthy_held(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>
             title: format!("{r} is unhealthy ({fault}) and holds {}", holders.join(", ")),
             evidence: vec![
                 format!("health: {fault}{}", if c.draining { "; drained" } else { "; not drained" }),
-                format!("{} workloads on it", holders.len()),
+                format!("{} on it", crate::units::count(holders.len() as u64, "workload", "workloads")),
             ],
             gpu_hours_per_day: 24.0,
             cost_per_day: cx.money(Some(&model), 24.0),

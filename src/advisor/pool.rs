@@ -178,7 +178,11 @@ pub(super) fn fragmentation(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>)
             kind: Kind::Fragmentation,
             severity: Severity::Info,
             subject: Subject::Card { card: r.to_string() },
-            title: format!("{r}: {stranded} memory slices no profile can use next to {}", c.layout_text()),
+            title: format!(
+                "{r}: {} no profile can use next to {}",
+                crate::units::count(stranded, "memory slice", "memory slices"),
+                c.layout_text()
+            ),
             evidence: vec![format!(
                 "free slices {}, of which {stranded} unreachable by any profile",
                 free.count_ones()

@@ -42,8 +42,11 @@ impl Banner {
         let more = if self.more > 0 { format!(" (+{} more schedules)", self.more) } else { String::new() };
         let note = self.note.as_ref().map(|n| format!(" · {n}")).unwrap_or_default();
         format!(
-            "schedule {}: window {} {when} on {} cards, {} idle{more}{note}",
-            self.schedule, self.window, self.cards, self.ready
+            "schedule {}: window {} {when} on {}, {} idle{more}{note}",
+            self.schedule,
+            self.window,
+            crate::units::count(self.cards as u64, "card", "cards"),
+            self.ready
         )
     }
 }

@@ -61,11 +61,12 @@ pub fn prompt(modal: &Modal) -> String {
     match modal {
         Modal::Group { plan, .. } if plan.cards.is_empty() => "no card can take the change now: Esc closes".into(),
         Modal::Group { plan, second: true, .. } => format!(
-            "preempt the {} workloads listed (training past the minimum runtime: checkpoint, requeue)?  y/n",
-            plan.preempts.len()
+            "preempt the {} listed (training past the minimum runtime: checkpoint, requeue)?  y/n",
+            crate::units::count(plan.preempts.len() as u64, "workload", "workloads")
         ),
         Modal::Group { plan, typed, .. } => {
-            format!("type {} and Enter to run it on {} cards (Esc cancels): {typed}", plan.schedule, plan.cards.len())
+            let on = crate::units::count(plan.cards.len() as u64, "card", "cards");
+            format!("type {} and Enter to run it on {on} (Esc cancels): {typed}", plan.schedule)
         }
         _ => String::new(),
     }
@@ -79,11 +80,11 @@ pub fn sheet(modal: &Modal) -> Sheet {
     let when = if plan.ahead { format!("at {} UTC", plan.at.format("%H:%M")) } else { "due now".into() };
     let head = vec![(
         format!(
-            "schedule {}: window {} {when} · running = {} · {} cards in this run",
+            "schedule {}: window {} {when} · running = {} · {} in this run",
             plan.schedule,
             plan.window,
             plan.running.as_str(),
-            plan.cards.len()
+            crate::units::count(plan.cards.len() as u64, "card", "cards")
         ),
         Tone::Title,
     )];
@@ -199,7 +200,7 @@ mod tests {
             scroll: Default::default(),
         };
         assert_eq!(press(&mut m, "h100\n"), Answer::Stay);
-        assert!(prompt(&m).starts_with("preempt the 1 workloads listed"), "{}", prompt(&m));
+        assert!(prompt(&m).starts_with("preempt the 1 workload listed"), "{}", prompt(&m));
         assert_eq!(press(&mut m, "n"), Answer::Close("schedule h100 change cancelled: nothing done".into()));
         let mut m = Modal::Group {
             plan: plan(&["sim:7 llm-ft"]),
@@ -220,7 +221,7 @@ mod tests {
         assert_eq!(run.next(&fleet, chrono::DateTime::default()), crate::schedule::group::Next::Finished);
         let closed = on_key(&mut m, &KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
         assert!(
-            matches!(closed, Answer::Close(ref s) if s.contains("0 of 1 cards changed; stopped by the operator")),
+            matches!(closed, Answer::Close(ref s) if s.contains("0 of 1 card changed; stopped by the operator")),
             "{closed:?}"
         );
     }

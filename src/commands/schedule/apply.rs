@@ -166,7 +166,10 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
                 give_back(&mut engine, std::slice::from_ref(&c.card), name).await;
             }
         }
-        say(&format!("schedule {name}: window {window} applied to {changed} cards\n"));
+        say(&format!(
+            "schedule {name}: window {window} applied to {}\n",
+            crate::units::count(changed as u64, "card", "cards")
+        ));
         Ok(())
     })
 }

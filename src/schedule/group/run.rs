@@ -295,8 +295,12 @@ impl GroupRun {
         let n = self.plan.cards.len();
         let changed = self.state.iter().filter(|s| **s == CardState::Changed).count();
         let left = self.state.iter().filter(|s| matches!(s, CardState::Left(_))).count();
-        let mut out =
-            format!("schedule {} window {}: {changed} of {n} cards changed", self.plan.schedule, self.plan.window);
+        let mut out = format!(
+            "schedule {} window {}: {changed} of {} changed",
+            self.plan.schedule,
+            self.plan.window,
+            crate::units::count(n as u64, "card", "cards")
+        );
         if left > 0 {
             out.push_str(&format!(", {left} left for later"));
         }

@@ -72,7 +72,12 @@ impl Sim {
             SimOp::Repartition { node, index, layout } => {
                 let c = self.card_mut(node, *index)?;
                 if c.holders().next().is_some() {
-                    return Err(format!("{node}/{index} is not idle: {} workloads hold it", c.holders().count()));
+                    let n = c.holders().count() as u64;
+                    let verb = if n == 1 { "holds" } else { "hold" };
+                    return Err(format!(
+                        "{node}/{index} is not idle: {} {verb} it",
+                        crate::units::count(n, "workload", "workloads")
+                    ));
                 }
                 let model = c.model.clone();
                 c.mig = if layout == "whole" {

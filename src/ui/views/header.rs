@@ -76,16 +76,16 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     let summary = if w < 120 {
         // Narrow: the queue before memory, so an 80-column header keeps it.
         format!(
-            " {} cards{sick} │ {util} │ queue {} ({oldest}){advice} │ MIG {}/{} │ mem {mem}",
-            t.cards,
+            " {}{sick} │ {util} │ queue {} ({oldest}){advice} │ MIG {}/{} │ mem {mem}",
+            crate::units::count(t.cards as u64, "card", "cards"),
             q.known.count_text(q.pending),
             t.mig_used,
             t.mig_total,
         )
     } else {
         format!(
-            " {} cards{sick} │ util {util} │ mem {mem} │ MIG {}/{} used │ queue {} (oldest {oldest}){advice} │ {}",
-            t.cards,
+            " {}{sick} │ util {util} │ mem {mem} │ MIG {}/{} used │ queue {} (oldest {oldest}){advice} │ {}",
+            crate::units::count(t.cards as u64, "card", "cards"),
             t.mig_used,
             t.mig_total,
             q.known.count_text(q.pending),

@@ -45,7 +45,10 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
                 let holders = c.holders().count();
                 if holders > 0 {
                     lines.push(Line::from(Span::styled(
-                        format!("{holders} workloads hold this card now: drain it and let them finish first"),
+                        format!(
+                            "{} this card now: drain it and let them finish first",
+                            crate::units::count(holders as u64, "workload holds", "workloads hold")
+                        ),
                         theme.fg(theme.c.warning),
                     )));
                 }
