@@ -23,6 +23,8 @@ enum Term {
     /// Shared this way (`excl`, `ts`, `mps`); `Shared`: time-sliced or MPS.
     Mode(SharingMode),
     Shared,
+    /// A comparison whose number does not read (`util<abc`): matches nothing, and says why.
+    Bad(String),
 }
 
 /// Every filter term and what it matches, for the help overlay and the README.
@@ -91,6 +93,12 @@ impl Filter {
                     Term::Temp(o, n)
                 } else if let Some((o, n)) = comparison(&lw, "free") {
                     Term::Free(o, n.max(0.0) as u32)
+                } else if ["util", "temp", "free"]
+                    .iter()
+                    .any(|n| lw.strip_prefix(n).is_some_and(|r| r.starts_with(['<', '>', '='])))
+                {
+                    // A comparison that does not read is not a text search for it.
+                    Term::Bad(w.to_string())
                 } else {
                     match lw.as_str() {
                         "mig" => Term::Mig,
@@ -117,6 +125,17 @@ impl Filter {
 
     pub fn is_empty(&self) -> bool {
         self.terms.is_empty()
+    }
+
+    /// What the filter cannot read, in words (shown beside it; such a word matches nothing).
+    pub fn problems(&self) -> Vec<String> {
+        self.terms
+            .iter()
+            .filter_map(|t| match t {
+                Term::Bad(w) => Some(format!("{w}: not a number after <, > or = (util<5, temp>80, free>0)")),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Whether one card matches. A list matches through [`Filter::over`], which does the work
@@ -179,6 +198,7 @@ impl Filter {
             Term::Shared => {
                 w.request.shares.is_some() || on_card(&|c| c.sharing_mode().is_some_and(SharingMode::unisolated))
             }
+            Term::Bad(_) => false,
         })
     }
 }
@@ -220,6 +240,7 @@ impl Matcher<'_> {
             Term::Xid => card.health.last_xid.is_some(),
             Term::Mode(m) => card.sharing_mode() == Some(*m),
             Term::Shared => card.sharing_mode().is_some_and(SharingMode::unisolated),
+            Term::Bad(_) => false,
         })
     }
 
@@ -362,6 +383,17 @@ mod tests {
         assert_eq!(listed("temp>70"), ["w1"]);
         assert!(listed("idle").is_empty() && listed("free>0").is_empty(), "the card is held");
         assert_eq!(listed("free=0"), ["w1"]);
+    }
+
+    /// A comparison whose number does not read matches nothing and says so (`util<abc` was a
+    /// text search for "util<abc").
+    #[test]
+    fn a_comparison_that_does_not_read_is_said_not_searched() {
+        let f = Filter::parse("util<abc h100");
+        assert_eq!(f.problems(), ["util<abc: not a number after <, > or = (util<5, temp>80, free>0)"]);
+        let node = Node { name: "util<abc".into(), schedulable: true, ..Node::default() };
+        assert!(!f.matches(&Fleet::default(), &node, &Card::default()));
+        assert!(Filter::parse("util<5 utilities").problems().is_empty(), "a number, and a word");
     }
 
     #[test]

@@ -44,12 +44,20 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
         Input::Command(s) => Line::from(vec![
             Span::styled(":", theme.title()),
             Span::styled(format!("{s}_"), theme.text()),
-            Span::styled("  node NAME, fleet, queue, workloads, sources, q", theme.dim()),
+            Span::styled(
+                "  node NAME, fit PROFILE|GPUS|WORKLOAD, fleet, queue, workloads, sources, advice, q",
+                theme.dim(),
+            ),
         ]),
         Input::Normal => {
             let mut status = Vec::new();
             if !st.filter_text.is_empty() {
-                status.push(format!("filter: {}", st.filter_text));
+                let problems = st.filter.problems();
+                if problems.is_empty() {
+                    status.push(format!("filter: {}", st.filter_text));
+                } else {
+                    status.push(format!("filter: {} ({})", st.filter_text, problems.join("; ")));
+                }
             }
             if st.sort != SortKey::Node {
                 status.push(format!("sort: {}", st.sort.name()));
