@@ -127,6 +127,7 @@ pub enum Command {
     Layouts {
         /// A GPU model as NVML, DCGM, Kubernetes or Slurm name it, e.g. "NVIDIA H100 80GB HBM3".
         model: String,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -140,6 +141,7 @@ pub enum Command {
     },
     /// Validate a config file (default: the one tessera would load).
     CheckConfig {
+        /// The config file (default: --config, else the one tessera would load).
         path: Option<PathBuf>,
         /// Print the commented example config instead.
         #[arg(long)]
@@ -147,12 +149,14 @@ pub enum Command {
     },
     /// Stop new work on a card (NODE/INDEX or GPU UUID) or a node.
     Drain {
+        /// A card (NODE/INDEX, e.g. gpu-a100-01/0, or its GPU UUID) or a node (NODE).
         target: String,
         #[command(flatten)]
         how: ActOptions,
     },
     /// Let a drained card or node take new work again.
     Undrain {
+        /// A card (NODE/INDEX, e.g. gpu-a100-01/0, or its GPU UUID) or a node (NODE).
         target: String,
         #[command(flatten)]
         how: ActOptions,
@@ -163,7 +167,10 @@ pub enum Command {
     },
     /// Replace a card's MIG layout, e.g. 3g.40gb@0,2g.20gb@4,1g.10gb@6, or `whole`.
     Repartition {
+        /// A card: NODE/INDEX (e.g. gpu-h100-01/7) or its GPU UUID.
         target: String,
+        /// The layout: profiles with placements (3g.40gb@0,2g.20gb@4), without (placed by
+        /// search), or `whole` (MIG off).
         layout: String,
         #[command(flatten)]
         how: ActOptions,
@@ -176,6 +183,7 @@ pub enum Command {
     },
     /// Checkpoint a training workload and put it back in the queue (slurm:ID, k8s:NS/POD, sim:ID).
     Preempt {
+        /// The workload: slurm:JOBID, k8s:NAMESPACE/POD, or sim:ID on the simulated cluster.
         workload: String,
         #[command(flatten)]
         how: ActOptions,
@@ -190,6 +198,7 @@ pub enum Command {
 pub enum ScheduleCommand {
     /// Write the schedules as a mig-parted config, with the GPU Operator steps of each change.
     Export {
+        /// The format written: a mig-parted config (the GPU Operator's), with each change's steps.
         #[arg(long, value_enum, default_value = "mig-parted")]
         format: ExportFormat,
     },
@@ -210,6 +219,7 @@ pub enum ScheduleCommand {
     /// Apply a schedule's change that is due now to its idle cards (one confirmation for the
     /// group); cards with work are listed and left for later.
     Apply {
+        /// The schedule's name (`[[schedule]] name = ...`).
         name: String,
         #[command(flatten)]
         how: ActOptions,
@@ -280,5 +290,29 @@ impl FailOn {
             Self::High => crate::advisor::Severity::High,
             Self::Warn => crate::advisor::Severity::Warn,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every argument of every subcommand says what it is in `--help` (`<TARGET>` and
+    /// `--json` were bare).
+    #[test]
+    fn every_argument_is_described() {
+        fn walk(c: &clap::Command, path: &str, bare: &mut Vec<String>) {
+            for a in c.get_arguments() {
+                if a.get_help().is_none() && !matches!(a.get_id().as_str(), "help" | "version") {
+                    bare.push(format!("{path} {}", a.get_id()));
+                }
+            }
+            for s in c.get_subcommands() {
+                walk(s, &format!("{path} {}", s.get_name()), bare);
+            }
+        }
+        let mut bare = Vec::new();
+        walk(&super::Cli::command(), "tessera", &mut bare);
+        assert!(bare.is_empty(), "arguments without help: {bare:?}");
     }
 }
