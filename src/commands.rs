@@ -106,7 +106,9 @@ pub fn settings(g: &Global) -> Result<Config, CmdError> {
 pub fn layouts(model_name: &str, json: bool) -> Result<(), CmdError> {
     let Some(model) = catalog::lookup(model_name) else {
         let known: Vec<&str> = catalog::catalog().models.iter().map(|m| m.name.as_str()).collect();
-        return Err(CmdError::Usage(format!("unknown GPU model {model_name:?}; known: {}", known.join(", "))));
+        let near = catalog::suggest(model_name);
+        let hint = if near.is_empty() { String::new() } else { format!(" (did you mean {}?)", near.join(" or ")) };
+        return Err(CmdError::Usage(format!("unknown GPU model {model_name:?}{hint}; known: {}", known.join(", "))));
     };
     let all = enumerate(model);
     if json {

@@ -605,3 +605,26 @@ fn record_then_snapshot_at_a_recorded_moment() {
     assert!(err.contains("needs a recording FILE"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A bare job number is the one workload with that number (`preempt 19` is `sim:19` on the
+/// simulated cluster); the plan and its confirmation name the workload whole.
+#[test]
+fn a_bare_job_number_names_its_workload() {
+    let (_, out, err) = tessera(&["preempt", "19", "--demo", "--dry-run"]);
+    let head = out.lines().next().unwrap_or_default();
+    assert!(head.starts_with("Preempt sim:19 ("), "{out}{err}");
+    let (code, _, err) = tessera(&["preempt", "99999", "--demo", "--dry-run"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no workload 99999"), "{err}");
+}
+
+/// A model name that is none says which it may have meant.
+#[test]
+fn an_unknown_model_gets_a_did_you_mean() {
+    let (code, _, err) = tessera(&["layouts", "H10"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown GPU model \"H10\" (did you mean H100-80GB or H100-94GB or H100-96GB (GH200)?)"),
+        "{err}"
+    );
+}

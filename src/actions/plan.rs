@@ -245,8 +245,30 @@ fn repartition(p: &mut Plan, fleet: &Fleet, node: &Node, card: Option<&Card>, la
     }
 }
 
+/// The workload `id` names: itself, or a bare job number (`19`) that is exactly one
+/// workload's (`sim:19`, `slurm:19`), as an operator types a scheduler's job id.
+fn workload_named<'f>(fleet: &'f Fleet, id: &str) -> Result<&'f crate::model::Workload, String> {
+    if let Some(w) = fleet.workload(id) {
+        return Ok(w);
+    }
+    let bare = id.trim();
+    if !bare.is_empty() && !bare.contains(':') {
+        let mut found = fleet.workloads.iter().filter(|w| w.id.split_once(':').is_some_and(|(_, b)| b == bare));
+        match (found.next(), found.next()) {
+            (Some(w), None) => return Ok(w),
+            (Some(a), Some(b)) => {
+                return Err(format!("{bare} is more than one workload ({}, {}, ...): give its prefix", a.id, b.id));
+            }
+            _ => {}
+        }
+    }
+    Err(format!("no workload {id} (it may have finished)"))
+}
+
 fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> Result<Plan, String> {
-    let w = fleet.workload(id).ok_or_else(|| format!("no workload {id} (it may have finished)"))?;
+    let w = workload_named(fleet, id)?;
+    // From here on the workload's own id: the confirmation asks for it whole.
+    let id = w.id.as_str();
     let (backend, prefix) = match id.split_once(':').map(|(p, _)| p) {
         Some("sim") => (Backend::Simulated, "sim"),
         Some("slurm") => (Backend::Slurm, "slurm"),

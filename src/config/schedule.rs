@@ -102,11 +102,13 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
             "model" => {
                 let m = r.string(&kk, v)?;
                 if crate::model::mig::lookup(&m).is_none() {
-                    return Err(r.bad(
-                        &kk,
-                        v,
-                        "not a MIG-capable model tessera knows (tessera layouts MODEL lists them)",
-                    ));
+                    let near = crate::model::mig::suggest(&m);
+                    let why = if near.is_empty() {
+                        "not a MIG-capable model tessera knows (tessera layouts MODEL lists them)".to_string()
+                    } else {
+                        format!("not a MIG-capable model tessera knows; did you mean {}?", near.join(" or "))
+                    };
+                    return Err(r.bad(&kk, v, &why));
                 }
                 s.model = Some(m);
             }

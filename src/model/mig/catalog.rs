@@ -187,6 +187,25 @@ pub fn lookup(name: &str) -> Option<&'static GpuModel> {
     found
 }
 
+/// Catalog models a name that is none may have meant: those with a word starting with each of
+/// its words (`H10` -> the H100s, `a100 40` -> A100-SXM4-40GB), best first; empty when
+/// nothing is near.
+pub fn suggest(name: &str) -> Vec<&'static str> {
+    let asked = words(name);
+    if asked.is_empty() {
+        return Vec::new();
+    }
+    catalog()
+        .models
+        .iter()
+        .filter(|m| {
+            let mine: Vec<String> = std::iter::once(&m.name).chain(&m.aliases).flat_map(|n| words(n)).collect();
+            asked.iter().all(|a| mine.iter().any(|w| w.starts_with(a.as_str())))
+        })
+        .map(|m| m.name.as_str())
+        .collect()
+}
+
 fn lookup_uncached(name: &str) -> Option<&'static GpuModel> {
     let mut w = words(name);
     // Kubernetes single strategy: "A100-SXM4-40GB-MIG-1g.5gb" names the parent card first.
@@ -282,6 +301,15 @@ mod tests {
         for (name, want) in cases {
             assert_eq!(model_of(name), Some(want), "{name}");
         }
+    }
+
+    /// A near miss gets the models it may have meant; nonsense gets none.
+    #[test]
+    fn near_misses_are_suggested() {
+        assert_eq!(suggest("H10"), ["H100-80GB", "H100-94GB", "H100-96GB (GH200)"]);
+        assert_eq!(suggest("a100 40"), ["A100-SXM4-40GB"]);
+        assert!(suggest("xyz").is_empty());
+        assert!(suggest("").is_empty());
     }
 
     #[test]
