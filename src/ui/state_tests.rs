@@ -55,6 +55,28 @@ fn filter_sort_and_jump() {
     assert_eq!(st.command("q", &f), Effect::Quit);
 }
 
+/// `:node` takes the start of a name when it is one node's; `:fit` on a running workload says
+/// where it runs before where another like it would fit.
+#[test]
+fn node_by_its_start_and_fit_of_a_running_job() {
+    let f = fleet();
+    let mut st = state(&f);
+    st.command("node gpu-h200", &f);
+    assert_eq!(st.selected_card().map(|c| c.node), Some("gpu-h200-01".to_string()));
+    st.command("node gpu-h100", &f);
+    let m = st.message.clone().unwrap_or_default();
+    assert!(m.starts_with("gpu-h100 begins 2 nodes (gpu-h100-01, gpu-h100-02)"), "{m}");
+    let running = f
+        .workloads
+        .iter()
+        .find(|w| w.state == crate::model::WorkloadState::Running && !w.cards.is_empty())
+        .map(|w| w.id.clone())
+        .unwrap_or_default();
+    st.command(&format!("fit {running}"), &f);
+    let title = st.panel.as_ref().map(|(t, _)| t.clone()).unwrap_or_default();
+    assert!(title.starts_with(&format!("{running} runs on ")) && title.contains("where another"), "{title}");
+}
+
 #[test]
 fn open_and_close_a_card() {
     let f = fleet();

@@ -166,6 +166,29 @@ impl UiState {
             (Some("sources" | "src"), _) => self.switch(Tab::Sources),
             (Some("advice" | "advise"), _) => self.switch(Tab::Advice),
             (Some("node"), Some(name)) => {
+                // The whole name, else the one node it begins.
+                let starting: Vec<&str> =
+                    fleet.nodes.iter().map(|n| n.name.as_str()).filter(|n| n.starts_with(name)).collect();
+                let name = match fleet.nodes.iter().find(|n| n.name == name) {
+                    Some(n) => n.name.as_str(),
+                    None => match starting.as_slice() {
+                        [one] => one,
+                        [] => {
+                            self.message = Some(format!("no node named {name}"));
+                            return Effect::Redraw;
+                        }
+                        many => {
+                            let shown: Vec<&str> = many.iter().take(4).copied().collect();
+                            let more = if many.len() > 4 { ", ..." } else { "" };
+                            self.message = Some(format!(
+                                "{name} begins {} nodes ({}{more}): type more of the name",
+                                many.len(),
+                                shown.join(", ")
+                            ));
+                            return Effect::Redraw;
+                        }
+                    },
+                };
                 self.switch(Tab::Fleet);
                 if !self.filter_text.is_empty() {
                     self.set_filter(String::new(), fleet);
@@ -189,7 +212,21 @@ impl UiState {
                 match crate::advisor::fit::parse(fleet, query) {
                     Ok(want) => {
                         let a = crate::advisor::fit::fit(fleet, &want, self.now, self.min_runtime);
-                        self.panel = Some((format!("where it fits: {}", a.wants), crate::advisor::fit::lines(&a)));
+                        // A running workload has its place: say so, then where another like it
+                        // would fit (it was answered as if it waited).
+                        let running = fleet
+                            .workload(query)
+                            .or_else(|| fleet.workloads.iter().find(|w| w.name == query))
+                            .filter(|w| w.state == crate::model::WorkloadState::Running);
+                        let title = match running {
+                            Some(w) => {
+                                let on: Vec<String> = w.cards.iter().map(ToString::to_string).collect();
+                                let on = if on.is_empty() { "its cards".to_string() } else { on.join(", ") };
+                                format!("{} runs on {on} now; where another {} would fit", w.id, a.wants)
+                            }
+                            None => format!("where it fits: {}", a.wants),
+                        };
+                        self.panel = Some((title, crate::advisor::fit::lines(&a)));
                         self.panel_action = None;
                     }
                     Err(e) => self.message = Some(e),
