@@ -77,6 +77,19 @@ fn node_by_its_start_and_fit_of_a_running_job() {
     assert!(title.starts_with(&format!("{running} runs on ")) && title.contains("where another"), "{title}");
 }
 
+/// `a` on advice in a replay says the replay is read-only (it said the finding "suggests
+/// nothing tessera can do").
+#[test]
+fn acting_on_advice_in_a_replay_says_it_is_read_only() {
+    let f = fleet();
+    let mut st = state(&f);
+    st.replay = Some(crate::ui::replay::Replay::new(vec![Utc::now()], 1.0, "night.tsrec".into()));
+    st.command("advice", &f);
+    assert_eq!(st.apply(Intent::ShowAction, &f), Effect::Redraw);
+    let m = st.message.clone().unwrap_or_default();
+    assert!(m.starts_with("a replay is read-only"), "{m}");
+}
+
 #[test]
 fn open_and_close_a_card() {
     let f = fleet();

@@ -40,6 +40,13 @@ impl UiState {
                     let action = shown
                         .unwrap_or_else(|| self.findings.get(self.selected[4]).and_then(|f| f.suggestion.action()));
                     match action {
+                        // A replay shows what was advised then; nothing is acted on from it.
+                        _ if self.replay.is_some() => {
+                            self.message = Some(
+                                "a replay is read-only: it shows what was advised then (act in the live console)"
+                                    .into(),
+                            )
+                        }
                         Some(action) if !self.read_only && !self.action_running() => {
                             return Effect::Request(crate::ui::actions::Request::Plan(action.clone()));
                         }
