@@ -38,8 +38,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             SourceHealth::Stale { .. } => theme.fg(theme.c.warning),
             SourceHealth::Unavailable { .. } => theme.fg(theme.c.danger),
         };
-        let ago =
-            s.last_ok.map_or_else(|| "never".into(), |t| format!("{} ago", short((st.wall - t).num_seconds().max(0))));
+        let ago = s.last_ok.map_or_else(|| "never".into(), |t| format!("{} ago", short(age_s(st, t))));
         let (nodes, cards, work) = if s.last_ok.is_some() {
             (s.reported.nodes.to_string(), s.reported.cards.to_string(), s.reported.workloads.to_string())
         } else {
@@ -68,4 +67,28 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         lines.push(Line::from(Span::styled("no source configured", theme.dim())));
     }
     f.render_widget(Paragraph::new(lines), area);
+}
+
+/// Seconds since `t`: on the wall clock live, on the recording's clock in a replay (a live
+/// source of a recording made at `--speed` read "LAST OK 2h19m ago").
+fn age_s(st: &UiState, t: chrono::DateTime<chrono::Utc>) -> i64 {
+    let reference = if st.replay.is_some() { st.now } else { st.wall };
+    (reference - t).num_seconds().max(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_ages_sources_on_the_recordings_clock() {
+        let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), chrono::Utc::now());
+        let recorded =
+            chrono::DateTime::parse_from_rfc3339("2026-11-30T03:12:00Z").map(|t| t.to_utc()).unwrap_or_default();
+        st.now = recorded + chrono::Duration::seconds(2);
+        st.wall = recorded + chrono::Duration::hours(2);
+        assert_eq!(age_s(&st, recorded), 7200, "live: the wall clock");
+        st.replay = Some(crate::ui::replay::Replay::new(vec![recorded], 1.0, "r.tsrec".into()));
+        assert_eq!(age_s(&st, recorded), 2, "replay: the recording's clock");
+    }
 }
