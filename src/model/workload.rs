@@ -175,12 +175,36 @@ impl Workload {
     pub fn wait(&self, now: DateTime<Utc>) -> Option<chrono::Duration> {
         self.submitted_at.filter(|_| self.state == WorkloadState::Pending).map(|s| now - s)
     }
+
+    /// How long it waited before it ran: from submission to now while pending, to its start
+    /// once started (`None` where a time is unknown).
+    pub fn waited(&self, now: DateTime<Utc>) -> Option<chrono::Duration> {
+        match (self.state, self.submitted_at, self.started_at) {
+            (WorkloadState::Pending, Some(s), _) => Some(now - s),
+            (_, Some(s), Some(t)) if t >= s => Some(t - s),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    /// A running workload waited from its submission to its start (the detail said "-").
+    #[test]
+    fn a_running_workload_waited_until_it_started() {
+        let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().unwrap_or_default();
+        let mut w = Workload::new("sim:1", "train", WorkloadKind::Training, WorkloadState::Pending);
+        w.submitted_at = Some(t0);
+        assert_eq!(w.waited(t0 + chrono::Duration::minutes(9)), Some(chrono::Duration::minutes(9)));
+        w.state = WorkloadState::Running;
+        w.started_at = Some(t0 + chrono::Duration::minutes(12));
+        assert_eq!(w.waited(t0 + chrono::Duration::hours(5)), Some(chrono::Duration::minutes(12)));
+        w.submitted_at = None;
+        assert_eq!(w.waited(t0), None);
+    }
 
     #[test]
     fn runtime_and_wait_depend_on_state() {

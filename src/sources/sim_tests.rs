@@ -31,6 +31,24 @@ fn names_and_owners_agree() {
     }
 }
 
+/// The first frame's running work says when it started: each "started" event is at its
+/// workload's start (they were at the console's start for work that had run for hours).
+#[test]
+fn start_events_are_dated_when_the_work_started() {
+    let mut sim = Sim::new(SimConfig::new(42, start()));
+    let p = sim.snapshot();
+    let mut checked = 0;
+    for e in &p.events {
+        let Some((id, _)) = e.text.split_once(" started (") else { continue };
+        let Some(w) = p.workloads.iter().find(|w| w.id == id) else { continue };
+        if w.state == WorkloadState::Running {
+            assert_eq!(Some(e.at), w.started_at, "{}", e.text);
+            checked += 1;
+        }
+    }
+    assert!(checked > 10, "{checked} start events checked");
+}
+
 #[test]
 fn same_seed_same_fleet_after_n_minutes() {
     let mut a = Sim::new(SimConfig::new(42, start()));

@@ -210,6 +210,7 @@ impl Sim {
             job.w.submitted_at = Some(self.now - Span::minutes(self.rng.range(1, 40) as i64));
             self.jobs.push(job);
         }
+        self.date_start_events();
         // History builds the queue with real reasons.
         for _ in 0..(super::WARMUP.as_secs() / super::TICK.as_secs()) {
             self.now += super::TICK;
@@ -218,9 +219,23 @@ impl Sim {
         self.failing_card();
         self.big_inference();
         self.shared_scene();
+        self.date_start_events();
         // The scenes changed cards: count what they can take afresh.
         self.usable = None;
         self.free = None;
+    }
+
+    /// Work set running as it had been for a while (the first frame's jobs) has its start
+    /// moved back after `start`: its "started" events say when it did (they said it started
+    /// when the console did).
+    fn date_start_events(&mut self) {
+        for e in &mut self.events {
+            let Some((id, _)) = e.text.split_once(" started (") else { continue };
+            if let Some(t) = self.jobs.iter().find(|j| j.w.id == id).and_then(|j| j.w.started_at) {
+                e.at = t;
+            }
+        }
+        self.events.sort_by_key(|e| e.at);
     }
 
     pub(super) fn new_job(

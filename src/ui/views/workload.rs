@@ -53,7 +53,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             "waited / ran",
             format!(
                 "{} / {}",
-                wl.wait(st.now).map_or("-".into(), |d| short(d.num_seconds())),
+                wl.waited(st.now).map_or("-".into(), |d| short(d.num_seconds())),
                 wl.runtime(st.now).map_or("-".into(), |d| short(d.num_seconds()))
             ),
         ),
