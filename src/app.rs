@@ -29,8 +29,24 @@ use schedule::{Auto, Suggestions, advise, due_change, group_event, pump};
 pub(crate) use terminal::{draw, keys, open_terminal, signals, suspend};
 use terminal::{terminal_area, try_suspend};
 
-/// How often the schedule banner is made again (and when an action starts or ends).
+/// How often the schedule banner is made again (and when an action starts or ends), on the
+/// wall clock and on the data's clock, whichever passes first.
 const BANNER_EVERY: Duration = Duration::from_secs(10);
+
+/// Whether the banner made at `made` (wall) for data at `made_data` is due again with data at
+/// `data`: ten seconds on either clock, or no data yet. On the data's clock too: at `--speed
+/// 600` ten wall seconds are 100 simulated minutes, and the banner named the window before
+/// the change for that long.
+fn banner_stale(
+    made: Option<std::time::Instant>,
+    made_data: Option<chrono::DateTime<Utc>>,
+    data: Option<chrono::DateTime<Utc>>,
+) -> bool {
+    let every = chrono::Duration::from_std(BANNER_EVERY).unwrap_or_default();
+    made.is_none_or(|t| t.elapsed() >= BANNER_EVERY)
+        || made_data.is_none()
+        || matches!((made_data, data), (Some(a), Some(b)) if b - a >= every || b < a)
+}
 
 /// The most often source updates are merged and drawn: ten times a second, and at most
 /// twice a refresh (or once a second, for long refreshes) (64 exporters polled each second, each on its own clock, would otherwise
@@ -271,7 +287,7 @@ async fn owner_loop(
                     // The banner's timelines take ~55 ms over 1,400 covered cards: every ten
                     // seconds, and at once after an action (its minutes count down coarsely).
                     // (Also at once while no source has answered yet: the first data shows it.)
-                    let stale = banner_at.is_none_or(|t| t.elapsed() >= BANNER_EVERY) || banner_data.is_none();
+                    let stale = banner_stale(banner_at, banner_data, store.fleet().taken_at);
                     if stale || st.action_running() != banner_busy {
                         st.banner = schedules.as_ref().and_then(|s| due_change(s, cfg, &store));
                         banner_at = Some(std::time::Instant::now());
@@ -399,5 +415,26 @@ async fn owner_loop(
             }
         ))),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::banner_stale;
+
+    /// The banner is made again when the data's clock moved ten seconds, not only the wall's:
+    /// at 600× it named the window before a change for two simulated hours.
+    #[test]
+    fn the_banner_follows_the_datas_clock_too() {
+        let t0 = chrono::DateTime::parse_from_rfc3339("2026-03-02T07:59:00Z").map(|t| t.to_utc()).unwrap_or_default();
+        let just_now = Some(std::time::Instant::now());
+        assert!(!banner_stale(just_now, Some(t0), Some(t0 + chrono::Duration::seconds(5))));
+        assert!(
+            banner_stale(just_now, Some(t0), Some(t0 + chrono::Duration::seconds(600))),
+            "a simulated minute: again"
+        );
+        assert!(banner_stale(just_now, Some(t0), Some(t0 - chrono::Duration::seconds(60))), "a replay jumped back");
+        assert!(banner_stale(None, Some(t0), Some(t0)));
+        assert!(banner_stale(just_now, None, Some(t0)));
     }
 }

@@ -60,8 +60,11 @@ fn live(steps: &[Step], now: DateTime<Utc>) -> Option<&Step> {
 pub fn banner(timelines: &[Timeline], now: DateTime<Utc>) -> Option<Banner> {
     let mut found: Vec<Banner> = Vec::new();
     for t in timelines {
-        let steps: Vec<&Step> = t.cards.iter().filter_map(|c| live(&c.steps, now)).collect();
-        let Some(first) = steps.iter().min_by_key(|s| s.at) else { continue };
+        let all: Vec<&Step> = t.cards.iter().filter_map(|c| live(&c.steps, now)).collect();
+        let Some(first) = all.iter().min_by_key(|s| s.at) else { continue };
+        // One change: the cards of the first window's step, not every card with some step
+        // ("window night due now on 16 cards" counted the 14 waiting for the day's).
+        let steps: Vec<&&Step> = all.iter().filter(|s| s.window == first.window && s.at == first.at).collect();
         found.push(Banner {
             schedule: t.schedule.clone(),
             window: first.window.clone(),

@@ -330,3 +330,47 @@ fn a_plan_holds_one_change_and_leaves_cards_due_for_another() {
         assert!(g.left.iter().all(|(_, why)| !why.contains("window day")), "{:?}", g.left);
     }
 }
+
+/// Two changes live at once (the night's due now on 2 cards, the day's drains started on 14
+/// more): the banner names one change and counts its cards only. ("window night due now on 16
+/// cards" while the night change had 2.)
+#[test]
+fn the_banner_counts_the_cards_of_the_change_it_names() {
+    use crate::model::CardRef;
+    use crate::schedule::{CardPlan, Step, Timeline};
+    let now = at(7, 55);
+    let step = |window: &str, at: chrono::DateTime<chrono::Utc>| Step {
+        at,
+        drain_at: at - chrono::Duration::minutes(15),
+        window: window.into(),
+        layout: "whole".into(),
+        no_op: false,
+        due: at <= now,
+        skipped: None,
+        requires: Vec::new(),
+        readiness: "ready".into(),
+        serves_now: 0,
+        serves_after: 0,
+    };
+    let card = |i: u32, s: Step| CardPlan {
+        card: CardRef::new("gpu-h100-01", i),
+        model: "H100-80GB".into(),
+        layout_now: "whole".into(),
+        window_now: Some("night".into()),
+        steps: vec![s],
+    };
+    let mut cards: Vec<CardPlan> = (0..2).map(|i| card(i, step("night", now))).collect();
+    cards.extend((2..16).map(|i| card(i, step("day", at(8, 0)))));
+    let t = Timeline {
+        schedule: "s".into(),
+        timezone: "UTC".into(),
+        lead_s: 900,
+        min_hold_s: 0,
+        running: crate::model::schedule::Running::Wait,
+        window_now: Some("night".into()),
+        cards,
+        conflicts: Vec::new(),
+    };
+    let b = banner(&[t], now).unwrap_or_else(|| panic!("a banner"));
+    assert_eq!((b.window.as_str(), b.cards), ("night", 2), "{}", b.text(now));
+}
