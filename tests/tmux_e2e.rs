@@ -134,6 +134,7 @@ fn ctrl_z_suspends_and_fg_redraws() {
         t.wait("the process stopped", |_| state() == Some('T'));
         t.wait("the shell's prompt", |s| s.contains("Stopped"));
         assert_eq!(t.display("#{alternate_on}"), "0", "{how}: the main screen is back while stopped");
+        assert_eq!(t.display("#{cursor_flag}"), "1", "{how}: the cursor is shown while stopped (it stayed hidden)");
         t.keys(&["clear; fg", "Enter"]);
         t.wait("the console again", |s| s.contains("SIMULATED") && s.contains("MIG LAYOUT"));
         assert_eq!(t.display("#{alternate_on}"), "1", "{how}: the alternate screen again");

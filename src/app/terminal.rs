@@ -107,6 +107,8 @@ pub(crate) fn try_suspend(terminal: &mut Terminal<CrosstermBackend<Stdout>>, st:
 pub(crate) fn suspend(terminal: &mut Terminal<CrosstermBackend<Stdout>>) {
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     let _ = ratatui::try_restore();
+    // The shell gets its cursor back (ratatui hides it while drawing).
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::cursor::Show);
     crate::process::stop_self();
     let _ = crossterm::terminal::enable_raw_mode();
     let _ = crossterm::execute!(
