@@ -265,6 +265,15 @@ impl Schedule {
             let Ok(date) = today.checked_add(jiff::Span::new().days(day)) else { continue };
             let wd = date.weekday().to_monday_zero_offset() as usize;
             for (i, w) in self.windows.iter().enumerate().filter(|(_, w)| w.days[wd]) {
+                // A window the clock skips whole (02:30-03:30 on a spring-forward day) holds
+                // for no instant: no change, and no drain ahead of one that never comes.
+                let empty = match (self.start_on(date, w), self.end_on(date, w)) {
+                    (Some(s), Some(e)) => s >= e,
+                    _ => true,
+                };
+                if empty {
+                    continue;
+                }
                 if let Some(s) = self.start_on(date, w).filter(|s| *s > f && *s <= to) {
                     starts.push((s, i));
                 }

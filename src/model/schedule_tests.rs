@@ -108,6 +108,17 @@ fn a_window_ending_at_its_start_holds_for_a_day() {
     assert_eq!(whole.active_at(utc(2026, 1, 7, 13, 0)), Some(0));
 }
 
+/// A window inside the spring-forward gap (Berlin 02:30-03:30 on 2026-03-29) holds for no
+/// instant that day: no change is planned (7 cards were drained for one that never came).
+#[test]
+fn a_window_the_clock_skips_makes_no_change() {
+    let s = schedule("Europe/Berlin", vec![window("gap", "02:30-03:30", &["all"], "whole")], 0);
+    let spring = s.changes(utc(2026, 3, 28, 12, 0), 24);
+    assert!(spring.is_empty(), "{spring:?}");
+    let next = s.changes(utc(2026, 3, 29, 12, 0), 24);
+    assert_eq!(next.len(), 1, "the next day it holds again");
+}
+
 #[test]
 fn dst_change_days() {
     // Europe/Berlin springs forward on 2026-03-29 (02:00 -> 03:00) and falls back on
