@@ -130,6 +130,21 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
                 let w = &s.windows[ch.window];
                 let mut st = step(s, fleet, node, card, &layout, w, ch, &pending, min_runtime, &memo);
                 st.due = ch.at <= now;
+                // A window that ends within min_hold is not changed to: the change would hold
+                // the card past the next window's start (`schedule run` at 19:30 made the day's
+                // change, then skipped the night's within min_hold).
+                let ends = active.and_then(|(i, start)| s.end_of(i, start));
+                if !st.no_op && st.due && ends.is_some_and(|e| s.held(Some(now), e)) {
+                    let end = ends.map(|e| e.format("%H:%M UTC").to_string()).unwrap_or_default();
+                    st.skipped = Some(format!(
+                        "the window ends at {end}, within min_hold ({}): the next window's change is made instead",
+                        crate::config::duration::format(s.min_hold)
+                    ));
+                    st.requires.clear();
+                    st.readiness = "skipped".into();
+                    steps.push(st);
+                    continue;
+                }
                 if !st.no_op && s.held(last, ch.at) {
                     st.skipped = Some(format!(
                         "within min_hold ({}) of the card's last change",

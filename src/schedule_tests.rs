@@ -35,14 +35,17 @@ fn tomorrows_changes_on_the_simulated_cluster() {
         seen,
         [("day", false, "ready: idle now"), ("night", false, "ready: idle now"), ("day", false, "ready: idle now")]
     );
-    // With min_hold 8 h the 20:00 change comes 5.5 h after the one due now: skipped, and the
-    // card keeps the day layout, so 08:00 has nothing to do.
+    // With min_hold 8 h the day window, due now, ends in 5.5 h: changing to it would hold the
+    // card past 20:00, so it is skipped and the night's change comes on time (whole: nothing
+    // to do), then the day's at 08:00. (The day's change was made and the night's skipped.)
     let held = cfg(&TWO_WINDOWS.replace("min_hold = \"4h\"", "min_hold = \"8h\""));
     let t8 = timelines(&held.schedules, &fleet, at, std::time::Duration::from_secs(1800), 24);
     let idle = t8[0].cards.iter().find(|c| c.card == CardRef::new("gpu-h100-01", 6)).unwrap_or_else(|| panic!("card"));
     let seen: Vec<(bool, bool)> = idle.steps.iter().map(|s| (s.skipped.is_some(), s.no_op)).collect();
-    assert_eq!(seen, [(false, false), (true, false), (false, true)], "{idle:#?}");
-    assert!(idle.steps[1].requires.is_empty() && idle.steps[1].readiness == "skipped");
+    assert_eq!(seen, [(true, false), (false, true), (false, false)], "{idle:#?}");
+    assert!(idle.steps[0].requires.is_empty() && idle.steps[0].readiness == "skipped");
+    let why = idle.steps[0].skipped.clone().unwrap_or_default();
+    assert!(why.starts_with("the window ends at 20:00 UTC, within min_hold (8h)"), "{why}");
     // A card held by training: preempt after confirmation (past the minimum runtime), never inference.
     for card in &t.cards {
         for step in &card.steps {
