@@ -628,3 +628,25 @@ fn an_unknown_model_gets_a_did_you_mean() {
         "{err}"
     );
 }
+
+/// The timeline's words: a change due now drains from now (it printed a time already past),
+/// and layouts show where each instance lands, as `repartition` takes them.
+#[test]
+fn the_schedule_timeline_says_now_for_due_changes_and_places_layouts() {
+    // A window that always holds: every card not in its layout has a change due now.
+    let dir = std::env::temp_dir().join(format!("tessera-sched-words-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.join("always.toml");
+    let text = "[[schedule]]\nname = \"always\"\nnodes = [\"gpu-h100-*\"]\nmodel = \"H100-80GB\"\n\
+                [[schedule.window]]\nname = \"all-day\"\nhours = \"00:00-24:00\"\nmig_config = \"all-1g.10gb\"\n";
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    let (code, out, err) = tessera(&["schedule", "--demo", "--config", path.to_str().unwrap_or_default()]);
+    assert_eq!(code, 0, "{err}");
+    let changes: Vec<&str> = out.lines().filter(|l| l.contains(" -> ")).collect();
+    assert!(!changes.is_empty(), "{out}");
+    for l in &changes {
+        assert!(l.contains("(no new work from now;"), "a due change drains from now: {l}");
+        assert!(l.contains("1g.10gb@0,1g.10gb@1"), "placed: {l}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

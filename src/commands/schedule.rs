@@ -91,6 +91,16 @@ fn local(t: DateTime<Utc>, tz: &jiff::tz::TimeZone) -> String {
         .unwrap_or_else(|_| t.to_rfc3339())
 }
 
+/// A layout with where each instance lands, as `repartition` and `snapshot` write it (a
+/// window's `mig_config` gives none).
+fn placed(model: &str, layout: &str) -> String {
+    use crate::model::mig::{LayoutSpec, lookup, parse_layout};
+    match lookup(model).map(|m| parse_layout(m, layout)) {
+        Some(Ok(LayoutSpec::Mig(l))) => l.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+        _ => layout.to_string(),
+    }
+}
+
 fn text(schedules: &[crate::model::schedule::Schedule], timelines: &[Timeline], now: DateTime<Utc>) -> String {
     let mut out = format!("MIG schedules, the next {HOURS} h from {}\n", now.format("%Y-%m-%d %H:%M UTC"));
     for (s, t) in schedules.iter().zip(timelines) {
@@ -128,11 +138,12 @@ fn text(schedules: &[crate::model::schedule::Schedule], timelines: &[Timeline], 
                     out.push_str(&format!("    {when}  {}: {} already\n", st.window, st.layout));
                     continue;
                 }
+                // Due now: new work stops now, not at a time already past.
+                let drain = if st.due || st.drain_at <= now { "now".to_string() } else { local(st.drain_at, &s.tz) };
                 out.push_str(&format!(
-                    "    {when}  {} -> {}  (no new work from {}; {}; waiting work it would start: {} -> {})\n",
+                    "    {when}  {} -> {}  (no new work from {drain}; {}; waiting work it would start: {} -> {})\n",
                     st.window,
-                    st.layout,
-                    local(st.drain_at, &s.tz),
+                    placed(&c.model, &st.layout),
                     st.readiness,
                     st.serves_now,
                     st.serves_after
