@@ -8,7 +8,6 @@ use chrono::{DateTime, Utc};
 
 use super::filter::Filter;
 use super::keymap::Intent;
-use crate::model::capacity::free_units;
 use crate::model::{CardRef, Fleet, WorkloadState};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

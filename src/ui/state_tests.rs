@@ -288,3 +288,44 @@ fn a_sparkline_sample_keeps_hundredths_and_unknown() {
     assert_eq!(Sample::new(Some(-3.0), Some(f64::NAN)), Sample::new(Some(0.0), None));
     assert_eq!(Sample::new(Some(1e9), None).util(), Some(655.34), "clamped, never read as unknown");
 }
+
+/// The free sort ranks by free capacity (GiB of card memory): an idle H200 comes before an
+/// A100 whose seven free 1g instances were seven "units" to its one.
+#[test]
+fn the_free_sort_ranks_capacity_not_units() {
+    let f = fleet();
+    let mut st = state(&f);
+    while st.sort != SortKey::Free {
+        st.apply(Intent::Sort, &f);
+    }
+    let free = |r: &Row| match *r {
+        Row::Card(ni, ci) => crate::model::capacity::free_gib(&f.nodes[ni], &f.nodes[ni].cards[ci]),
+        Row::Node(_) => 0.0,
+    };
+    let order: Vec<f64> = st.rows.iter().map(free).collect();
+    assert!(order.windows(2).all(|w| w[0] >= w[1]), "{order:?}");
+    let whole_h200 = f
+        .cards()
+        .find(|(n, c)| c.model.contains("H200") && !c.mig.enabled && crate::model::capacity::free_units(n, c) > 0);
+    if let Some((n, c)) = whole_h200 {
+        assert!(crate::model::capacity::free_gib(n, c) > 100.0, "an idle H200 is its whole memory");
+    }
+    let seven = crate::model::Card {
+        model: "NVIDIA A100-SXM4-80GB".into(),
+        memory_total_mib: Some(81920),
+        mig: crate::model::MigState::from_layout(
+            "NVIDIA A100-SXM4-80GB",
+            "1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb",
+        ),
+        ..crate::model::Card::default()
+    };
+    let idle_h200 = crate::model::Card {
+        model: "NVIDIA H200".into(),
+        memory_total_mib: Some(143_771),
+        ..crate::model::Card::default()
+    };
+    let node = crate::model::Node { name: "n".into(), schedulable: true, ..crate::model::Node::default() };
+    assert_eq!(crate::model::capacity::free_units(&node, &seven), 7);
+    assert_eq!(crate::model::capacity::free_units(&node, &idle_h200), 1);
+    assert!(crate::model::capacity::free_gib(&node, &idle_h200) > crate::model::capacity::free_gib(&node, &seven));
+}

@@ -34,7 +34,8 @@ impl UiState {
                     SortKey::Memory => c.memory_used_mib.map_or(-1.0, |m| m as f64),
                     SortKey::Temp => c.temperature_c.unwrap_or(-1.0),
                     SortKey::Power => c.power_w.unwrap_or(-1.0),
-                    SortKey::Free => f64::from(free_units(&fleet.nodes[ni], c)),
+                    // Free capacity, not a count of units: an idle H200 above seven free 1g.
+                    SortKey::Free => crate::model::capacity::free_gib(&fleet.nodes[ni], c),
                     SortKey::Health => f64::from(u8::from(c.health.fault().is_some()) * 2 + u8::from(c.draining)),
                     SortKey::Node => 0.0,
                 }

@@ -221,7 +221,8 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
         out.push(Line::from(vec![
             cell(&i.gi_id.to_string(), 3, text, a),
             cell(&i.profile, 10, text, a),
-            cell(&format!("{}:{}", i.start, i.size), 5, text, a),
+            // As layouts write it (`3g.40gb@0`): the first memory slice.
+            cell(&format!("@{}", i.start), 5, text, a),
             rcell(&gib_pair(i.memory_used_mib, i.memory_total_mib), 11, text, a),
             rcell(&pct(i.utilization_pct), 5, util_style, a),
             cell(&who, holders_w, if i.workloads.is_empty() { theme.dim() } else { text }, a),
