@@ -329,3 +329,18 @@ fn the_free_sort_ranks_capacity_not_units() {
     assert_eq!(crate::model::capacity::free_units(&node, &idle_h200), 1);
     assert!(crate::model::capacity::free_gib(&node, &idle_h200) > crate::model::capacity::free_gib(&node, &seven));
 }
+
+/// In a card's view j/k open the next and the previous card (they moved the list behind it).
+#[test]
+fn j_and_k_go_from_card_to_card() {
+    let f = fleet();
+    let mut st = state(&f);
+    st.apply(Intent::Open, &f);
+    let first = st.open_card.clone();
+    assert!(first.is_some());
+    st.apply(Intent::Down, &f);
+    let second = st.open_card.clone();
+    assert!(second.is_some() && second != first, "{second:?}");
+    st.apply(Intent::Up, &f);
+    assert_eq!(st.open_card, first);
+}

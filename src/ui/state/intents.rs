@@ -82,6 +82,11 @@ impl UiState {
             }
             Intent::Filter => self.input = Input::Filter(self.filter_text.clone()),
             Intent::Command => self.input = Input::Command(String::new()),
+            // In a card's view j/k go to the previous and next card.
+            Intent::Up | Intent::Down if self.open_card.is_some() && self.tab == Tab::Fleet => {
+                self.step(if intent == Intent::Up { -1 } else { 1 });
+                self.open_card = self.selected_card();
+            }
             Intent::Up => self.step(-1),
             Intent::Down => self.step(1),
             Intent::PageUp => self.step(-page),
