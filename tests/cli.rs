@@ -650,3 +650,15 @@ fn the_schedule_timeline_says_now_for_due_changes_and_places_layouts() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A node's drain on the simulated cluster drains each of its cards (it was refused: "acts on
+/// one card").
+#[test]
+fn a_node_drains_card_by_card_on_the_simulated_cluster() {
+    let (code, out, err) = tessera(&["drain", "gpu-a100-01", "--demo", "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("Drain gpu-a100-01: 8 of its 8 cards"), "{out}");
+    assert!(out.contains("simulator: drain gpu-a100-01/7"), "{out}");
+    let (code, _, err) = tessera(&["repartition", "gpu-a100-01", "whole", "--demo", "--dry-run"]);
+    assert_ne!(code, 0, "a layout is still per card: {err}");
+}

@@ -95,7 +95,9 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                     .filter(|_| matches!(backend, Backend::Simulated | Backend::Nvml))
                     .map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
             };
-            let card_level = matches!(backend, Backend::Simulated | Backend::Nvml);
+            // NVML acts on cards; the simulator on a node's cards too, for a drain.
+            let node_drain = backend == Backend::Simulated && !matches!(action, Action::Repartition { .. });
+            let card_level = matches!(backend, Backend::Simulated | Backend::Nvml) && !node_drain;
             if card_level && card.is_none() {
                 return Err(format!("{target}: {} acts on one card: give NODE/INDEX", backend.as_str()));
             }
@@ -187,6 +189,7 @@ fn resolve<'f>(fleet: &'f Fleet, target: &str) -> Result<(&'f Node, Option<&'f C
 fn drain(p: &mut Plan, node: &Node, card: Option<&Card>, on: bool, o: &Options) {
     match (p.backend, card) {
         (Backend::Simulated, Some(c)) => super::sim::drain(p, node, c, on),
+        (Backend::Simulated, None) => super::sim::drain_node(p, node, on),
         (Backend::Nvml, Some(c)) => super::nvml::drain(p, node, c, on, o),
         (Backend::Slurm, _) => super::slurm::drain(p, node, on, o),
         (Backend::Kubernetes, _) => super::kubernetes::drain(p, node, on),

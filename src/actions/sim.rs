@@ -20,6 +20,25 @@ pub(super) fn drain(p: &mut Plan, node: &Node, c: &Card, on: bool) {
     p.steps.push(step(format!("{verb} the card"), format!("simulator: {op}"), Op::Sim { op }));
 }
 
+/// A whole node: each of its cards, one step each (as cordoning a node stops new work on all
+/// of them). Cards already as asked are left out.
+pub(super) fn drain_node(p: &mut Plan, node: &Node, on: bool) {
+    let verb = if on { "Drain" } else { "Undrain" };
+    let n = node.name.clone();
+    let todo: Vec<&Card> = node.cards.iter().filter(|c| c.draining != on).collect();
+    p.summary = format!(
+        "{verb} {n}: {} of its {} cards ({})",
+        todo.len(),
+        node.cards.len(),
+        if on { "no new work starts on them" } else { "accept new work" }
+    );
+    for c in todo {
+        let index = c.index;
+        let op = if on { SimOp::Drain { node: n.clone(), index } } else { SimOp::Undrain { node: n.clone(), index } };
+        p.steps.push(step(format!("{verb} card {index}"), format!("simulator: {op}"), Op::Sim { op }));
+    }
+}
+
 pub(super) fn repartition(p: &mut Plan, node: &Node, c: &Card, layout: &str, whole: bool) {
     let n = c.mig.instances.len();
     if n > 0 {

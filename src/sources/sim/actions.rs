@@ -63,7 +63,9 @@ impl Sim {
                 let holders = c.holders().count();
                 self.reschedule = true;
                 let text = if drain {
-                    format!("{node}/{index} drained: no new work; {holders} running workloads continue")
+                    let who =
+                        crate::units::count(holders as u64, "running workload continues", "running workloads continue");
+                    format!("{node}/{index} drained: no new work; {who}")
                 } else {
                     format!("{node}/{index} undrained: accepts new work")
                 };
