@@ -96,7 +96,8 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                     .map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
             };
             // NVML acts on cards; the simulator on a node's cards too, for a drain.
-            let node_drain = backend == Backend::Simulated && !matches!(action, Action::Repartition { .. });
+            let node_drain =
+                backend == Backend::Simulated && card.is_none() && !matches!(action, Action::Repartition { .. });
             let card_level = matches!(backend, Backend::Simulated | Backend::Nvml) && !node_drain;
             if card_level && card.is_none() {
                 return Err(format!("{target}: {} acts on one card: give NODE/INDEX", backend.as_str()));

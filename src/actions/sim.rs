@@ -32,6 +32,12 @@ pub(super) fn drain_node(p: &mut Plan, node: &Node, on: bool) {
         node.cards.len(),
         if on { "no new work starts on them" } else { "accept new work" }
     );
+    if todo.is_empty() {
+        let why = format!("every card of {n} is already {}", if on { "drained" } else { "taking work" });
+        p.summary = format!("Nothing to do: {why}");
+        p.nothing_to_do = Some(why);
+        return;
+    }
     for c in todo {
         let index = c.index;
         let op = if on { SimOp::Drain { node: n.clone(), index } } else { SimOp::Undrain { node: n.clone(), index } };
