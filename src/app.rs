@@ -261,6 +261,7 @@ async fn owner_loop(
             _ = tokio::time::sleep_until(merge_at), if merge_pending => {}
             _ = clock.tick() => {
                 st.wall = Utc::now();
+                dirty |= st.expire_message(st.wall);
                 // Recording: a frame a second (what is on screen), with the actions audited since.
                 if let Some(r) = &mut recording
                     && let Err(e) = r.take(&store, st.wall)

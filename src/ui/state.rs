@@ -173,6 +173,8 @@ pub struct UiState {
     /// asks shows whole at it (0×0 before the first draw: nothing is).
     pub screen: ratatui::layout::Rect,
     pub message: Option<String>,
+    /// The message shown and since when (wall clock): it goes after `MESSAGE_FOR`.
+    pub message_since: Option<(String, DateTime<Utc>)>,
     /// Each card's sparkline samples, by node name then card index: sampled every second, so
     /// looked up by the node's name without building a `CardRef` per card (see `samples`).
     history: HashMap<String, HashMap<u32, VecDeque<Sample>>>,
@@ -259,6 +261,7 @@ impl UiState {
             built_from: Vec::new(),
             viewport: 20,
             message: None,
+            message_since: None,
             history: HashMap::new(),
             read_only,
             ascii,
@@ -284,6 +287,30 @@ impl UiState {
             replay: None,
             recording: None,
             advice_counts: (0, 0, 0),
+        }
+    }
+
+    /// A footer message goes once shown this long (it stayed for minutes, long after what it
+    /// said was over). True when one went.
+    pub fn expire_message(&mut self, wall: DateTime<Utc>) -> bool {
+        const MESSAGE_FOR: i64 = 15;
+        match (&self.message, &self.message_since) {
+            (None, _) => {
+                self.message_since = None;
+                false
+            }
+            (Some(m), Some((seen, at))) if m == seen => {
+                if (wall - *at).num_seconds() >= MESSAGE_FOR {
+                    self.message = None;
+                    self.message_since = None;
+                    return true;
+                }
+                false
+            }
+            (Some(m), _) => {
+                self.message_since = Some((m.clone(), wall));
+                false
+            }
         }
     }
 

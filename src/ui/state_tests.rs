@@ -344,3 +344,19 @@ fn j_and_k_go_from_card_to_card() {
     st.apply(Intent::Up, &f);
     assert_eq!(st.open_card, first);
 }
+
+/// A footer message goes fifteen seconds after it was first shown; a new one starts anew.
+#[test]
+fn footer_messages_expire() {
+    let f = fleet();
+    let mut st = state(&f);
+    let t0 = Utc::now();
+    st.message = Some("drain gpu-a100-01/0: done".into());
+    assert!(!st.expire_message(t0));
+    assert!(!st.expire_message(t0 + chrono::Duration::seconds(10)));
+    st.message = Some("another".into());
+    assert!(!st.expire_message(t0 + chrono::Duration::seconds(14)), "a new message starts anew");
+    assert!(!st.expire_message(t0 + chrono::Duration::seconds(20)));
+    assert!(st.expire_message(t0 + chrono::Duration::seconds(29)));
+    assert_eq!(st.message, None);
+}
