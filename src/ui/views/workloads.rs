@@ -83,8 +83,13 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         let idle = wl.activity.is_some_and(|x| x.held_idle());
         let act = wl.activity;
         let mean = act.and_then(|x| x.mean_pct);
-        let mean_text = match (mean, idle) {
-            (Some(_), true) => format!("idle {}", pct_text(mean)),
+        // The column is the 30-minute mean; a mean over less says over how long (a replica
+        // seen for a minute read as a 30-minute mean).
+        let mean_text = match (mean, idle, act) {
+            (Some(_), true, _) => format!("idle {}", pct_text(mean)),
+            (Some(_), false, Some(x)) if !x.window_covered() => {
+                format!("{}/{}", pct_text(mean), short(i64::try_from(x.covered_s).unwrap_or(0)))
+            }
             _ => pct_text(mean),
         };
         let line = Line::from(vec![
