@@ -163,6 +163,17 @@ mod tests {
         p.to_string_lossy().into_owned()
     }
 
+    /// The process whose pid is in `pidfile` is gone (or a zombie about to be reaped by
+    /// init): not sleeping on.
+    fn assert_gone(pidfile: &std::path::Path) {
+        let pid = std::fs::read_to_string(pidfile).unwrap_or_default().trim().to_string();
+        assert!(!pid.is_empty());
+        std::thread::sleep(Duration::from_millis(200));
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = state.rsplit(") ").next().and_then(|s| s.chars().next());
+        assert!(matches!(state, None | Some('Z') | Some('X')), "the child {pid} still runs: {state:?}");
+    }
+
     fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"))
     }
@@ -198,12 +209,7 @@ mod tests {
                 .await
         });
         assert!(outer.is_err(), "the caller gave up first");
-        let pid = std::fs::read_to_string(&pidfile).unwrap_or_default().trim().to_string();
-        assert!(!pid.is_empty());
-        std::thread::sleep(Duration::from_millis(200));
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = state.rsplit(") ").next().and_then(|s| s.chars().next());
-        assert!(matches!(state, None | Some('Z') | Some('X')), "the child {pid} still runs: {state:?}");
+        assert_gone(&pidfile);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -217,13 +223,7 @@ mod tests {
         let hung = script(&dir, "scontrol", &body);
         let r = rt().block_on(run(&hung, &[], Duration::from_millis(500), 1 << 20, None));
         assert_eq!(r.err(), Some(RunError::Timeout(Duration::from_millis(500))));
-        let pid = std::fs::read_to_string(&pidfile).unwrap_or_default().trim().to_string();
-        assert!(!pid.is_empty());
-        // Gone (or a zombie about to be reaped by init): not sleeping on.
-        std::thread::sleep(Duration::from_millis(200));
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = state.rsplit(") ").next().and_then(|s| s.chars().next());
-        assert!(matches!(state, None | Some('Z') | Some('X')), "the child {pid} still runs: {state:?}");
+        assert_gone(&pidfile);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

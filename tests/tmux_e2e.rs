@@ -172,7 +172,7 @@ fn console_over_fake_nvml_shows_the_layout() {
     assert!(row.contains("N/A") || row.contains('%'), "{row}");
     t.keys(&["Enter"]);
     // Wait for the whole card view: a capture can land while the frame is still being written.
-    let rows = |s: &str| (0..7).all(|start| s.contains(&format!("1g.18gb    {start}:1")));
+    let rows = |s: &str| (0..7).all(|start| s.contains(&format!("1g.18gb    @{start} ")));
     let card = t.wait("the card view with all seven instances", rows);
     assert!(card.contains("PROFILE") && card.contains("PLACE"), "{card}");
     t.keys(&["q"]);

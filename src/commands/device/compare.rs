@@ -288,10 +288,14 @@ fn fields(c: &Value, gs: &[&SmiGpu]) -> Vec<Field> {
     // NVML's power reading is an average on newer cards and instantaneous on GA100 and
     // older: either of nvidia-smi's may be the one it matches.
     let power: Vec<Option<f64>> = gs.iter().flat_map(|g| [g.power_w, g.power_instant_w]).collect();
+    // A reading under the same name on both sides, within an absolute margin.
+    let reading = |name: &str, get: &dyn Fn(&SmiGpu) -> Option<f64>, abs: f64, unit: &'static str| {
+        number_field(name, f(name), &all(get), Margin { abs, share: 0.0, unit }, None, "")
+    };
     let mut out = vec![
         text_field("name", s(&c["model"]), &text(&|g| g.name.clone())),
         text_field("uuid", s(&c["uuid"]), &text(&|g| g.uuid.clone())),
-        number_field("memory_total_mib", f("memory_total_mib"), &all(&|g| g.memory_total_mib), MIB_1, None, ""),
+        reading("memory_total_mib", &|g| g.memory_total_mib, 1.0, " MiB"),
         number_field(
             "memory_used_mib",
             f("memory_used_mib"),
@@ -300,22 +304,8 @@ fn fields(c: &Value, gs: &[&SmiGpu]) -> Vec<Field> {
             total,
             "total",
         ),
-        number_field(
-            "utilization_pct",
-            f("utilization_pct"),
-            &all(&|g| g.utilization_pct),
-            Margin { abs: 25.0, share: 0.0, unit: " points" },
-            None,
-            "",
-        ),
-        number_field(
-            "temperature_c",
-            f("temperature_c"),
-            &all(&|g| g.temperature_c),
-            Margin { abs: 5.0, share: 0.0, unit: " C" },
-            None,
-            "",
-        ),
+        reading("utilization_pct", &|g| g.utilization_pct, 25.0, " points"),
+        reading("temperature_c", &|g| g.temperature_c, 5.0, " C"),
         number_field(
             "power_w",
             f("power_w"),
@@ -324,14 +314,7 @@ fn fields(c: &Value, gs: &[&SmiGpu]) -> Vec<Field> {
             None,
             "the reading",
         ),
-        number_field(
-            "power_limit_w",
-            f("power_limit_w"),
-            &all(&|g| g.power_limit_w),
-            Margin { abs: 1.0, share: 0.0, unit: " W" },
-            None,
-            "",
-        ),
+        reading("power_limit_w", &|g| g.power_limit_w, 1.0, " W"),
         number_field(
             "ecc_volatile_uncorrected",
             c["health"]["ecc_volatile_uncorrected"].as_f64(),
@@ -350,8 +333,6 @@ fn fields(c: &Value, gs: &[&SmiGpu]) -> Vec<Field> {
     out.extend(process_fields(c, gs));
     out
 }
-
-const MIB_1: Margin = Margin { abs: 1.0, share: 0.0, unit: " MiB" };
 
 fn mig_fields(c: &Value, gs: &[&SmiGpu]) -> Vec<Field> {
     // nvidia-smi lists MIG devices, one per compute instance: a GPU instance without one is
