@@ -350,20 +350,26 @@ fn recording_bombs_are_refused_by_their_size_in_values() {
     crafted(&key, &[(Kind::Key, zeros(8_000_000))]);
     let mut p = Player::new(open(std::slice::from_ref(&key)));
     let err = p.frame(0).err().unwrap_or_default();
-    assert!(err.contains("more than 4000000 values"), "{err}");
-    // A small keyframe, then deltas that each add 3M values to it.
+    assert!(
+        err.contains("a record of more than 16000000 values (or over 4000000 of values under 6 bytes each)"),
+        "{err}"
+    );
+    // A small keyframe, then deltas that each add 3.9M values to it: each fits, together
+    // they pass the frame's bound.
     let frame = json(&frames(1)[0]);
     let add = |name: &str| {
         let mut p = format!(r#"{{"o":{{"{name}":"#).into_bytes();
-        p.extend(zeros(3_000_000));
+        p.extend(zeros(3_900_000));
         p.extend_from_slice(b"}}");
         p
     };
     let deltas = d.join("deltas.tsrec");
-    crafted(&deltas, &[(Kind::Key, frame.into_bytes()), (Kind::Delta, add("a")), (Kind::Delta, add("b"))]);
+    let mut records = vec![(Kind::Key, frame.into_bytes())];
+    records.extend(["a", "b", "c", "d", "e"].iter().map(|n| (Kind::Delta, add(n))));
+    crafted(&deltas, &records);
     let mut p = Player::new(open(std::slice::from_ref(&deltas)));
     assert!(p.frame(0).is_ok(), "the keyframe itself is fine");
-    let err = p.frame(2).err().unwrap_or_default();
-    assert!(err.contains("more than 4000000 values"), "{err}");
+    let err = p.frame(5).err().unwrap_or_default();
+    assert!(err.contains("a frame of more than 16000000 values"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -130,14 +130,19 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
                 let w = &s.windows[ch.window];
                 let mut st = step(s, fleet, node, card, &layout, w, ch, &pending, min_runtime, &memo);
                 st.due = ch.at <= now;
-                // A window that ends within min_hold is not changed to: the change would hold
-                // the card past the next window's start (`schedule run` at 19:30 made the day's
-                // change, then skipped the night's within min_hold).
-                let ends = active.and_then(|(i, start)| s.end_of(i, start));
-                if !st.no_op && st.due && ends.is_some_and(|e| s.held(Some(now), e)) {
-                    let end = ends.map(|e| e.format("%H:%M UTC").to_string()).unwrap_or_default();
+                // A change due now is not made when the card's next change to another layout
+                // comes within min_hold: it would be held past it (`schedule run` at 19:30 made
+                // the day's change, then skipped the night's within min_hold). A window that
+                // starts again with the same layout, or no next change at all, holds nothing.
+                let next = changes
+                    .iter()
+                    .find(|n| n.at > now && !same_layout(card, &st.layout, &s.windows[n.window].layout, &memo));
+                if !st.no_op && st.due && next.is_some_and(|n| s.held(Some(now), n.at)) {
+                    let (at, name) = next
+                        .map(|n| (n.at.format("%H:%M UTC").to_string(), s.windows[n.window].name.clone()))
+                        .unwrap_or_default();
                     st.skipped = Some(format!(
-                        "the window ends at {end}, within min_hold ({}): the next window's change is made instead",
+                        "window {name} changes the card at {at}, within min_hold ({}): that change is made instead",
                         crate::config::duration::format(s.min_hold)
                     ));
                     st.requires.clear();

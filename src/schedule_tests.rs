@@ -45,7 +45,20 @@ fn tomorrows_changes_on_the_simulated_cluster() {
     assert_eq!(seen, [(true, false), (false, true), (false, false)], "{idle:#?}");
     assert!(idle.steps[0].requires.is_empty() && idle.steps[0].readiness == "skipped");
     let why = idle.steps[0].skipped.clone().unwrap_or_default();
-    assert!(why.starts_with("the window ends at 20:00 UTC, within min_hold (8h)"), "{why}");
+    assert!(why.starts_with("window night changes the card at 20:00 UTC, within min_hold (8h)"), "{why}");
+    // A window that only starts again with its own layout holds nothing: a whole-day window
+    // with min_hold 2d is changed to now (it was skipped for ever), and so is a lone night
+    // window with nothing after it.
+    for text in [
+        "[[schedule]]\nname = \"a\"\nnodes = [\"gpu-h100-*\"]\nmodel = \"H100-80GB\"\nmin_hold = \"2d\"\n[[schedule.window]]\nname = \"always\"\nhours = \"00:00-24:00\"\nmig_config = \"all-1g.10gb\"\n",
+        "[[schedule]]\nname = \"n\"\nnodes = [\"gpu-h100-*\"]\nmodel = \"H100-80GB\"\nmin_hold = \"8h\"\n[[schedule.window]]\nname = \"late\"\nhours = \"14:00-22:00\"\nmig_config = \"all-1g.10gb\"\n",
+    ] {
+        let c = cfg(text);
+        let t = timelines(&c.schedules, &fleet, at, std::time::Duration::from_secs(1800), 24);
+        let idle =
+            t[0].cards.iter().find(|c| c.card == CardRef::new("gpu-h100-01", 6)).unwrap_or_else(|| panic!("card"));
+        assert!(idle.steps[0].due && idle.steps[0].skipped.is_none(), "{text}: {:#?}", idle.steps[0]);
+    }
     // A card held by training: preempt after confirmation (past the minimum runtime), never inference.
     for card in &t.cards {
         for step in &card.steps {

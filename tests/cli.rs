@@ -661,4 +661,22 @@ fn a_node_drains_card_by_card_on_the_simulated_cluster() {
     assert!(out.contains("simulator: drain gpu-a100-01/7"), "{out}");
     let (code, _, err) = tessera(&["repartition", "gpu-a100-01", "whole", "--demo", "--dry-run"]);
     assert_ne!(code, 0, "a layout is still per card: {err}");
+    // A node with a drained card undrains that card (it said "not drained": the node is).
+    let drained = tessera(&["snapshot", "--demo", "--json"]).1;
+    let v = json(&drained);
+    let node = v["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|n| {
+            n["cards"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["draining"] == true && c["health"]["lost"] != true))
+        })
+        .and_then(|n| n["name"].as_str())
+        .map(str::to_string);
+    if let Some(node) = node {
+        let (_, out, err) = tessera(&["undrain", &node, "--demo", "--dry-run", "--force"]);
+        assert!(out.starts_with(&format!("Undrain {node}: ")), "{out}{err}");
+    }
 }

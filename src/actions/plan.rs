@@ -120,7 +120,8 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                 p.blockers.extend(refusals);
                 p.second_confirmation = second;
             }
-            if let Some(why) = nothing_to_do(action, node, card.filter(|_| card_level)) {
+            // A simulated node's drain says itself what it leaves alone (its cards, not the node).
+            if let Some(why) = nothing_to_do(action, node, card.filter(|_| card_level)).filter(|_| !node_drain) {
                 p.steps.clear();
                 p.warnings.clear();
                 p.second_confirmation = None;

@@ -139,7 +139,18 @@ impl Runner {
             return Ok(None);
         }
         let Some(dir) = audit.parent().map(|d| d.join("locks")) else { return Ok(None) };
-        let target = plan.card.as_ref().map_or_else(|| plan.target.clone(), ToString::to_string);
+        // One key for one thing acted on: the card for NVML (a UUID and NODE/INDEX name the
+        // same card), the node for the schedulers, which act on whole nodes (`gpu-01`,
+        // `gpu-01/3` and a preemption of a job there are one node's).
+        let target = match (plan.backend, &plan.card) {
+            (super::Backend::Nvml, Some(c)) => c.to_string(),
+            (_, Some(c)) => c.node.clone(),
+            (_, None) => match Target::parse(&plan.target) {
+                Target::Card(r) => r.node,
+                Target::Node(n) => n,
+                Target::Uuid(u) => u,
+            },
+        };
         let mut holder = audit::who();
         holder["pid"] = serde_json::json!(std::process::id());
         holder["action"] = serde_json::json!(plan.summary.chars().take(200).collect::<String>());
@@ -214,6 +225,28 @@ mod tests {
     fn runner(dir: &std::path::Path) -> (Runner, PathBuf) {
         let path = dir.join("audit.jsonl");
         (Runner::new(&Config::default(), Env::default()).with_audit(Some(path.clone())), path)
+    }
+
+    /// A scheduler acts on whole nodes: a card of a node and the node itself are one lock
+    /// (`gpu-01/3` and `gpu-01` took two); NVML's lock is the card's.
+    #[test]
+    fn the_lock_is_the_nodes_for_a_scheduler_and_the_cards_for_nvml() {
+        let dir = Dir::new("lock-keys");
+        let (r, audit) = runner(dir.path());
+        let mut p =
+            r.check(&Action::Drain { target: "gpu-a100-01/0".into() }, &fleet()).unwrap_or_else(|e| panic!("{e}"));
+        p.backend = crate::actions::Backend::Slurm;
+        p.card = None;
+        p.target = "gpu-a100-01/3".into();
+        let held = r.lock(&p, &audit).unwrap_or_else(|e| panic!("{e}"));
+        assert!(held.is_some());
+        p.target = "gpu-a100-01".into();
+        let err = r.lock(&p, &audit).err().unwrap_or_default();
+        assert!(err.starts_with("gpu-a100-01 is being acted on by "), "{err}");
+        p.backend = crate::actions::Backend::Nvml;
+        p.card = Some(crate::model::CardRef::new("gpu-a100-02", 1));
+        assert!(r.lock(&p, &audit).is_ok_and(|l| l.is_some()), "another node's card");
+        drop(held);
     }
 
     #[test]

@@ -47,7 +47,10 @@ pub fn free_gib(node: &Node, card: &Card) -> f64 {
     if free_units(node, card) == 0 {
         return 0.0;
     }
-    let total = card.memory_total_mib.map_or(0.0, |m| m as f64 / 1024.0);
+    // Without a memory total (Slurm, some Kubernetes) the units rank, as a GiB each.
+    let Some(total) = card.memory_total_mib.map(|m| m as f64 / 1024.0) else {
+        return f64::from(free_units(node, card));
+    };
     let share = if card.mig.enabled {
         let slices = card.gpu_model().map_or(0, |m| m.memory_slices);
         let unheld: u32 = card
@@ -58,7 +61,10 @@ pub fn free_gib(node: &Node, card: &Card) -> f64 {
             .map(|i| u32::from(i.size))
             .sum();
         let free = unheld + card.usable_free_slices().map_or(0, u16::count_ones);
-        if slices == 0 { 0.0 } else { f64::from(free) / f64::from(slices) }
+        if slices == 0 {
+            return f64::from(free_units(node, card));
+        }
+        f64::from(free) / f64::from(slices)
     } else {
         match (card.free_replicas(), card.sharing.replicas) {
             (Some(free), Some(all)) if all > 0 => f64::from(free) / f64::from(all),

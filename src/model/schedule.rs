@@ -241,12 +241,6 @@ impl Schedule {
         best.and_then(|(s, i)| Some((i, to_chrono(s)?)))
     }
 
-    /// When window `i`, started at `start`, ends.
-    pub fn end_of(&self, i: usize, start: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let date = to_jiff(start)?.to_zoned(self.tz.clone()).date();
-        to_chrono(self.end_on(date, self.windows.get(i)?)?)
-    }
-
     /// The window in effect at `t`, or `None` between windows.
     pub fn active_at(&self, t: DateTime<Utc>) -> Option<usize> {
         self.active_since(t).map(|(i, _)| i)

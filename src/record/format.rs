@@ -21,9 +21,19 @@ pub const RECORD_HEADER: usize = 22;
 pub const MAX_PAYLOAD: u32 = 256 << 20;
 pub const MAX_DECODED: usize = 256 << 20;
 /// The most JSON values a record or a frame built from deltas may hold: what bounds its tree
-/// in memory (bytes do not: 64 MiB of `[0,0,...]` is 32 million values, 2 GB as a tree). The
-/// simulated 32,768-card cluster's frame holds 2.7 million.
-pub const MAX_VALUES: usize = 4_000_000;
+/// in memory (bytes do not: 64 MiB of `[0,0,...]` is 32 million values, 2 GB as a tree). A real
+/// frame holds about 85 values a card (the 65,536-card simulated cluster about 5.6 million).
+pub const MAX_VALUES: usize = 16_000_000;
+/// Below this many values any text is read; past it, a text must carry at least
+/// `MIN_BYTES_PER_VALUE` bytes a value, as real frames do (about 15 compact): a bomb of tiny
+/// values (2 bytes each) stops here.
+pub const FREE_VALUES: usize = 4_000_000;
+pub const MIN_BYTES_PER_VALUE: usize = 6;
+
+/// Whether `values` values in `bytes` bytes of text are more than a record may hold.
+pub fn too_many_values(values: usize, bytes: usize) -> bool {
+    values > MAX_VALUES || (values > FREE_VALUES && values.saturating_mul(MIN_BYTES_PER_VALUE) > bytes)
+}
 
 /// An upper bound on the values a JSON text holds, fed as it is decompressed: one more than
 /// its commas and opening brackets outside strings.

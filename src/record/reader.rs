@@ -395,10 +395,15 @@ impl Player {
             stream.run(&mut input, &mut o).map_err(|e| bad(&format!("zstd: {e}")))?;
             let n = o.pos();
             values.feed(&buf[..n]);
-            if values.n > format::MAX_VALUES {
-                return Err(bad(&format!("a record of more than {} values", format::MAX_VALUES)));
-            }
             out.extend_from_slice(&buf[..n]);
+            if format::too_many_values(values.n, out.len()) {
+                return Err(bad(&format!(
+                    "a record of more than {} values (or over {} of values under {} bytes each)",
+                    format::MAX_VALUES,
+                    format::FREE_VALUES,
+                    format::MIN_BYTES_PER_VALUE
+                )));
+            }
             if out.len() > format::MAX_DECODED {
                 return Err(bad(&format!("a frame of more than {} bytes", format::MAX_DECODED)));
             }

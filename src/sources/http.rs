@@ -226,10 +226,17 @@ impl Client {
         !self.creds.is_empty() || !self.url_secrets.is_empty()
     }
 
-    /// Treat the query values and the password of a configured URL as secrets.
+    /// Treat the secrets written into a configured URL as secrets: its password, and the
+    /// values of query keys that name one (`token`, `api_key`, `password`, ...). Other query
+    /// values (`cluster=gpu-a100`) are data: blanking them would blank node names too.
     pub fn with_url_secrets(mut self, url: &str) -> Self {
+        let secret_key = |k: &str| {
+            let k = k.to_ascii_lowercase();
+            ["token", "key", "secret", "pass", "auth", "sig", "credential", "session"].iter().any(|w| k.contains(w))
+        };
         if let Ok(u) = reqwest::Url::parse(url) {
-            let mut found: Vec<String> = u.query_pairs().map(|(_, v)| v.into_owned()).collect();
+            let mut found: Vec<String> =
+                u.query_pairs().filter(|(k, _)| secret_key(k)).map(|(_, v)| v.into_owned()).collect();
             found.extend(u.password().map(str::to_string));
             // As written too: a server may echo the percent-encoded form.
             found.extend(
@@ -237,6 +244,7 @@ impl Client {
                     .into_iter()
                     .flat_map(|q| q.split('&'))
                     .filter_map(|kv| kv.split_once('='))
+                    .filter(|(k, _)| secret_key(k))
                     .map(|(_, v)| v.to_string()),
             );
             for v in found {
@@ -316,6 +324,16 @@ mod tests {
 
     /// Every shape that leaked a credential or named a target wrongly: what is shown (errors,
     /// JSON, the header), the source's name, and where credentials would go.
+    /// A URL's token is a secret; its other query values are data, never blanked (a
+    /// `cluster=gpu-a100` turned node gpu-a100-01 into `<redacted>-01`).
+    #[test]
+    fn only_secret_query_values_are_secrets() {
+        let c = Client::new(&Http::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_url_secrets("https://mimir/prometheus?cluster=gpu-a100&X-Api-Key=k3y-9876&access_token=abcd1234");
+        assert_eq!(c.scrub("node gpu-a100-01, key k3y-9876, abcd1234"), "node gpu-a100-01, key <redacted>, <redacted>");
+    }
+
     #[test]
     fn url_shapes_table() {
         let name = crate::sources::scrape::source_name;
