@@ -123,7 +123,30 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
             super::replay::goto(st, t);
             Effect::Redraw
         }),
+        Input::Command(text) if k.code == KeyCode::Tab => {
+            complete(text, fleet);
+            Effect::Redraw
+        }
         Input::Command(_) => typed(st, k, |st, t| st.command(t, fleet)),
+    }
+}
+
+/// Tab in `:node NAME`: the name completed as far as the nodes that begin with it agree (the
+/// whole name when one does).
+fn complete(text: &mut String, fleet: &Fleet) {
+    let Some(start) = text.strip_prefix("node ").map(str::trim_start) else { return };
+    let names: Vec<&str> = fleet.nodes.iter().map(|n| n.name.as_str()).filter(|n| n.starts_with(start)).collect();
+    let Some(first) = names.first() else { return };
+    let mut common = first.len();
+    for n in &names[1..] {
+        common = first.bytes().zip(n.bytes()).take(common).take_while(|(a, b)| a == b).count();
+    }
+    // On a character boundary: names are ASCII in practice, but need not be.
+    while !first.is_char_boundary(common) {
+        common -= 1;
+    }
+    if common >= start.len() {
+        *text = format!("node {}", &first[..common]);
     }
 }
 
@@ -158,6 +181,23 @@ mod tests {
     use super::*;
     use crate::actions::Action;
     use crate::ui::actions::Request;
+
+    /// Tab completes `:node` to the longest start the matching nodes share.
+    #[test]
+    fn tab_completes_node_names() {
+        let t = chrono::DateTime::parse_from_rfc3339("2026-03-02T14:00:00Z").map(|t| t.to_utc()).unwrap_or_default();
+        let store = crate::engine::simulated_store(42, t);
+        let fleet = store.fleet();
+        let mut text = "node gpu-h2".to_string();
+        complete(&mut text, fleet);
+        assert_eq!(text, "node gpu-h200-01");
+        let mut text = "node gpu-h1".to_string();
+        complete(&mut text, fleet);
+        assert_eq!(text, "node gpu-h100-0", "two nodes share it");
+        let mut text = "node xyz".to_string();
+        complete(&mut text, fleet);
+        assert_eq!(text, "node xyz");
+    }
 
     #[test]
     fn merging_keeps_the_last_request_unless_a_dialog_closed_after_it() {

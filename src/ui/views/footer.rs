@@ -45,7 +45,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
             Span::styled(":", theme.title()),
             Span::styled(format!("{s}_"), theme.text()),
             Span::styled(
-                "  node NAME, fit PROFILE|GPUS|WORKLOAD, fleet, queue, workloads, sources, advice, q",
+                "  node NAME (Tab completes), fit PROFILE|GPUS|WORKLOAD, fleet, queue, workloads, sources, advice, q",
                 theme.dim(),
             ),
         ]),
