@@ -329,3 +329,30 @@ fn long_plans_keep_warnings_and_the_prompt_in_view() {
     insta::assert_snapshot!("confirm_too_small_20x5", tiny);
     insta::assert_snapshot!("confirm_too_small_40x10", render(40, 10, setup, false));
 }
+
+/// The sort column is marked in the header, with its direction (it was not marked).
+#[test]
+fn the_sort_column_is_marked() {
+    use tessera::ui::keymap::Intent;
+    let sorted = render(
+        160,
+        48,
+        |st, store| {
+            st.apply(Intent::Sort, store.fleet());
+        },
+        false,
+    );
+    let header = sorted.lines().find(|l| l.contains("MODEL")).unwrap_or_default().to_string();
+    assert!(header.contains("UTIL▼"), "{header}");
+    let reversed = render(
+        160,
+        48,
+        |st, store| {
+            st.apply(Intent::Sort, store.fleet());
+            st.apply(Intent::ReverseSort, store.fleet());
+        },
+        false,
+    );
+    let header = reversed.lines().find(|l| l.contains("MODEL")).unwrap_or_default().to_string();
+    assert!(header.contains("UTIL▲"), "{header}");
+}

@@ -60,9 +60,27 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         heading.push(cell("SHARE", c.share, head, a));
         heading.push(rcell("CTX", 3, head, a));
     }
-    heading.extend([rcell("UTIL", 5, head, a), rcell("MEM GiB", c.mem, head, a), rcell("TEMP", 4, head, a)]);
+    // The sort column is marked: underlined, with the direction where it fits.
+    let sorted = |name: &str, key: SortKey, width: usize| {
+        if st.sort != key {
+            return rcell(name, width, head, a);
+        }
+        let arrow = match (st.sort_reverse, a) {
+            (false, false) => "▼",
+            (true, false) => "▲",
+            (false, true) => "v",
+            (true, true) => "^",
+        };
+        let text = if name.chars().count() < width { format!("{name}{arrow}") } else { name.to_string() };
+        rcell(&text, width, head.add_modifier(ratatui::style::Modifier::UNDERLINED), a)
+    };
+    heading.extend([
+        sorted("UTIL", SortKey::Util, 5),
+        sorted("MEM GiB", SortKey::Memory, c.mem),
+        sorted("TEMP", SortKey::Temp, 4),
+    ]);
     if c.wide {
-        heading.push(rcell("POWER", 5, head, a));
+        heading.push(sorted("POWER", SortKey::Power, 5));
         heading.push(cell("STATE", 9, head, a));
     }
     heading.push(cell("HOLDERS", c.holders, head, a));
