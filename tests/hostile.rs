@@ -348,3 +348,28 @@ fn a_history_answer_of_many_series_stays_small_and_the_source_stays_live() {
     assert_eq!(v["nodes"][0]["cards"][0]["temperature_c"], 64.0);
     assert!(peak < 300 * 1024, "peak RSS {} MiB", peak / 1024);
 }
+
+/// A history (`query_range`) that hangs delays the first answer by at most a few seconds,
+/// not the whole HTTP timeout: the answer comes without history, and says so.
+#[test]
+fn a_hung_history_does_not_hold_the_first_answer() {
+    let vector = r#"{"status":"success","data":{"resultType":"vector","result":[
+      {"metric":{"__name__":"DCGM_FI_DEV_GPU_TEMP","gpu":"0","UUID":"GPU-a","instance":"10.0.0.7:9400"},"value":[1700000000.1,"64"]}]}}"#;
+    let hung = Reply { delay: Duration::from_secs(12), ..Reply::ok("{}") };
+    let server = Server::start(
+        HashMap::from([
+            ("/api/v1/query".into(), Reply::ok(vector)),
+            ("/federate".into(), Reply::status(404, "text/plain", "404 page not found\n")),
+            ("/api/v1/query_range".into(), hung),
+        ]),
+        None,
+    );
+    let started = Instant::now();
+    let (code, v, err) = snapshot(&["--prometheus", &format!("http://{}", server.addr)], &[]);
+    let took = started.elapsed();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["nodes"][0]["cards"][0]["temperature_c"], 64.0, "{v}");
+    let note = v["sources"][0]["note"].as_str().unwrap_or_default();
+    assert!(note.contains("history: no answer within 3s"), "{v}");
+    assert!(took < Duration::from_secs(10), "the first answer took {took:?}");
+}

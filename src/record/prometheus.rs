@@ -59,7 +59,8 @@ async fn at(
     t: DateTime<Utc>,
     first: bool,
 ) -> Option<String> {
-    let result = collect(s, client, Some(t), first).await;
+    let mut history = first;
+    let result = collect(s, client, Some(t), &mut history).await;
     let err = result.as_ref().err().map(|e| e.message.clone());
     store.apply(SourceUpdate { source: "prometheus".into(), kind: SourceKind::Prometheus, at: t, result }, t);
     err

@@ -281,14 +281,21 @@ fn at_time(url: String, at: Option<DateTime<Utc>>) -> String {
     }
 }
 
-/// One collection: every query answered at `at` (`None`: now), as a partial fleet; with
-/// `history`, the span before it too (for the sparklines and the advisor's windows).
+/// How long a collection waits for the history before it answers without it (the history is
+/// asked again with the next answer): a hung range query delayed the first answer by the
+/// whole HTTP timeout.
+pub const HISTORY_WAIT: Duration = Duration::from_secs(3);
+
+/// One collection: every query answered at `at` (`None`: now), as a partial fleet; while
+/// `history_wanted`, the span before it too (for the sparklines and the advisor's windows),
+/// waited for at most `HISTORY_WAIT`; `history_wanted` is cleared once the history answered.
 pub async fn collect(
     s: &Settings,
     client: &Client,
     at: Option<DateTime<Utc>>,
-    with_history: bool,
+    history_wanted: &mut bool,
 ) -> Result<Partial, SourceError> {
+    let with_history = *history_wanted;
     let (base, node) = (&s.base, s.node);
     let selector = s.query.as_deref().unwrap_or(DEFAULT_QUERY);
     let mut answers: Vec<(&'static str, String)> = Vec::new();
@@ -368,9 +375,26 @@ pub async fn collect(
     if with_history && let Ok(p) = &mut result {
         let known: history::Known =
             p.nodes.iter().flat_map(|n| n.cards.iter().map(move |c| (n.name.clone(), c.index))).collect();
-        match history::fetch(client, base, node, at.unwrap_or_else(Utc::now), known).await {
-            Ok(h) => p.history = h,
-            Err(e) => p.note = Some(p.note.take().map_or(e.clone(), |n| format!("{n}; {e}"))),
+        let fetched =
+            tokio::time::timeout(HISTORY_WAIT, history::fetch(client, base, node, at.unwrap_or_else(Utc::now), known))
+                .await;
+        let failed = match fetched {
+            Ok(Ok(h)) => {
+                p.history = h;
+                *history_wanted = false;
+                None
+            }
+            Ok(Err(e)) => {
+                *history_wanted = false;
+                Some(e)
+            }
+            Err(_) => Some(format!(
+                "history: no answer within {}s: the sparklines fill as the console runs; asked again with the next answer",
+                HISTORY_WAIT.as_secs()
+            )),
+        };
+        if let Some(e) = failed {
+            p.note = Some(p.note.take().map_or(e.clone(), |n| format!("{n}; {e}")));
         }
     }
     // Errors and notes can quote an answer: never a credential it echoed.
@@ -385,12 +409,11 @@ pub async fn collect(
 pub fn spawn(settings: Settings, client: Client, interval: Duration, tx: mpsc::Sender<SourceUpdate>) {
     tokio::spawn(async move {
         let mut failures = 0u32;
-        let mut history_sent = false;
+        let mut history_wanted = true;
         loop {
-            // With the first good answer, the last hour for the sparklines (once: after that
-            // the console keeps its own).
-            let result = collect(&settings, &client, None, !history_sent).await;
-            history_sent |= result.is_ok();
+            // With the first good answer, the last hour for the sparklines (once it answered:
+            // after that the console keeps its own).
+            let result = collect(&settings, &client, None, &mut history_wanted).await;
             let ok = result.is_ok();
             let update =
                 SourceUpdate { source: "prometheus".into(), kind: SourceKind::Prometheus, at: Utc::now(), result };
