@@ -280,7 +280,7 @@ fn measure_4096_gpus_through_the_api() {
             let before = status_kib("VmRSS");
             let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
             let t = Instant::now();
-            let p = rt.block_on(prometheus::collect(&settings, &client, None, false));
+            let p = rt.block_on(prometheus::collect(&settings, &client, None, &mut false));
             walls.push(t.elapsed().as_secs_f64());
             // Without the reset the mark is the whole run's, not this refresh's: printed as NaN.
             extra.push(if reset { status_kib("VmHWM").saturating_sub(before) as f64 / 1024.0 } else { f64::NAN });
