@@ -334,9 +334,10 @@ fn spawn_all(
         let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(scrape::MAX_CONCURRENT));
         let mut seen = std::collections::HashSet::new();
         let clock = (tokio::time::Instant::now(), cfg.refresh);
-        for url in s.scrape.iter().filter(|u| seen.insert(scrape::source_name(u))) {
+        let urls: Vec<String> = s.scrape.iter().filter(|u| seen.insert(scrape::source_name(u))).cloned().collect();
+        for (url, node) in urls.iter().zip(scrape::node_names(&urls, s.scrape_node)) {
             store.register(scrape::source_name(url), SourceKind::Scrape, cfg.refresh);
-            scrape::spawn(url.clone(), s.scrape_node, client.clone(), limit.clone(), clock, tx.clone());
+            scrape::spawn(url.clone(), node, client.clone(), limit.clone(), clock, tx.clone());
         }
     }
     if !run_sim {

@@ -197,3 +197,44 @@ fn terminal_escapes_in_source_names_are_printed_escaped() {
     assert!(name.contains('\u{1b}') && name.contains('\u{9b}'), "JSON keeps the value: {v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two all-smi endpoints on one address (SSH tunnels: `localhost:9001`, `localhost:9002`) are
+/// two hosts: all-smi's `instance` label names each, as dcgm-exporter's `Hostname` does. The
+/// address alone folded them into one node whose cards shared their indexes.
+#[test]
+fn endpoints_on_one_host_stay_hosts() {
+    let all_smi = |host: &str, uuid: &str| {
+        format!(
+            "all_smi_gpu_utilization{{gpu=\"NVIDIA H100 80GB HBM3\", instance=\"{host}\", gpu_uuid=\"{uuid}\", gpu_index=\"0\"}} 87\n\
+             all_smi_gpu_memory_used_bytes{{gpu=\"NVIDIA H100 80GB HBM3\", instance=\"{host}\", gpu_uuid=\"{uuid}\", gpu_index=\"0\"}} 42949672960\n\
+             all_smi_gpu_memory_total_bytes{{gpu=\"NVIDIA H100 80GB HBM3\", instance=\"{host}\", gpu_uuid=\"{uuid}\", gpu_index=\"0\"}} 85520809984\n"
+        )
+    };
+    let a = Server::start(HashMap::from([("/metrics".into(), Reply::ok(all_smi("gpu-node1", "GPU-a")))]), None);
+    let b = Server::start(HashMap::from([("/metrics".into(), Reply::ok(all_smi("gpu-node2", "GPU-b")))]), None);
+    // A dcgm-exporter row with no Hostname behind a third tunnel: named by its address and port.
+    let c = Server::start(
+        HashMap::from([("/metrics".into(), Reply::ok("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-c\"} 5\n"))]),
+        None,
+    );
+    let (code, v, err) = snapshot(
+        &["--scrape", &a.url("/metrics"), "--scrape", &b.url("/metrics"), "--scrape", &c.url("/metrics")],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let nodes: Vec<(String, usize)> = v["nodes"]
+        .as_array()
+        .map(|ns| {
+            ns.iter()
+                .map(|n| {
+                    (n["name"].as_str().unwrap_or_default().to_string(), n["cards"].as_array().map_or(0, Vec::len))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut want = vec![("gpu-node1".to_string(), 1), ("gpu-node2".to_string(), 1), (c.addr.to_string(), 1)];
+    want.sort();
+    let mut got = nodes.clone();
+    got.sort();
+    assert_eq!(got, want, "{v}");
+}

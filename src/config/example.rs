@@ -41,8 +41,9 @@ prometheus_api = "auto"
 # slurm = true
 # Kubernetes: true for the current kubeconfig context, or a context name.
 # kubernetes = "prod-gpu"
-# Node names of scraped cards: "target" (the scrape URL's host) or "label" (dcgm-exporter's
-# Hostname label, often the exporter pod's name unless NODE_NAME is set).
+# Node names of scraped cards: "target" (the scrape URL's host; targets sharing a host are
+# named by their label, else host:port) or "label" (dcgm-exporter's Hostname label, often the
+# exporter pod's name unless NODE_NAME is set; all-smi's instance).
 scrape_node = "target"
 # The bytes of responses and command output being read, for all sources together: past it a
 # read fails (and says so) instead of taking more memory. Each response is also capped at 256MiB.

@@ -10,7 +10,7 @@
 //!   label-less dummies) are counted in [`MapStats::unknown_gpu`] and skipped.
 //! * The node is the `Hostname`/`hostname` label ([`NodeName::Label`], "unknown" without one),
 //!   or a fixed name ([`NodeName::Fixed`]) where the exporter's hostname is its pod name or a
-//!   container id.
+//!   container id; targets that share one host are named by their label ([`NodeName::Shared`]).
 //! * A series with `GPU_I_ID` belongs to that GPU instance (`GPU_I_PROFILE` names its profile)
 //!   and makes the card a MIG card. DCGM says nothing about placement: `start` is left 0 and
 //!   `size` is the catalog's memory slices for the profile where the model and profile are
@@ -68,6 +68,10 @@ pub enum NodeName {
     Label,
     /// The given name (the scrape target's host), for exporters whose hostname is a pod name.
     Fixed(String),
+    /// A target whose host another target shares (SSH tunnels: `localhost:9001` and
+    /// `localhost:9002`): the host its series name (dcgm-exporter's `Hostname`, all-smi's
+    /// `instance`), else the given `host:port`. The host alone would fold both into one node.
+    Shared(String),
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -491,6 +495,8 @@ impl<'a> Acc<'a> {
         let name_of = |c: &CardAcc| match (node, c.host.as_deref()) {
             (NodeName::Fixed(_), Some(h)) if by_host => h.to_string(),
             (NodeName::Fixed(n), _) => n.clone(),
+            (NodeName::Shared(_), Some(h)) => h.to_string(),
+            (NodeName::Shared(n), None) => n.clone(),
             (NodeName::Label, _) => c.node.to_string(),
         };
         let mut holders: Vec<Holder> = self
@@ -638,7 +644,7 @@ fn card(c: CardAcc) -> Card {
 
 /// Map a dcgm-exporter scrape into nodes and holders. Never panics on any input.
 pub fn map(text: &str, node: &NodeName) -> Mapped {
-    let fixed = matches!(node, NodeName::Fixed(_));
+    let fixed = matches!(node, NodeName::Fixed(_) | NodeName::Shared(_));
     let mut acc = Acc::default();
     let mut parse = exposition::parse(text, |s| acc.add(s, fixed));
     let counts = std::mem::take(&mut acc.stats);

@@ -57,6 +57,24 @@ pub fn host_str(url: &str) -> &str {
     hp.rsplit_once(':').map_or(hp, |(h, _)| h)
 }
 
+/// How each target's nodes are named: by the label under `scrape_node = "label"`; else by the
+/// target's host, unless another target shares that host (SSH tunnels: `localhost:9001`,
+/// `localhost:9002`), where the host cannot tell them apart: then by the host the series name
+/// (dcgm-exporter's `Hostname`, all-smi's `instance`), else by `host:port`.
+pub fn node_names(urls: &[String], mode: ScrapeNode) -> Vec<NodeName> {
+    let mut per_host: HashMap<&str, usize> = HashMap::new();
+    for u in urls {
+        *per_host.entry(host_str(u)).or_default() += 1;
+    }
+    urls.iter()
+        .map(|u| match mode {
+            ScrapeNode::Label => NodeName::Label,
+            ScrapeNode::Target if per_host.get(host_str(u)).is_some_and(|n| *n > 1) => NodeName::Shared(host_port(u)),
+            ScrapeNode::Target => NodeName::Fixed(host(u)),
+        })
+        .collect()
+}
+
 /// Answers up to this size are mapped on the task that fetched them (a 13 KB all-smi answer
 /// maps in tens of µs, less than handing it to a blocking thread); larger ones on a blocking
 /// thread, so that a 36 MB scrape never stalls the runtime.
@@ -157,17 +175,13 @@ pub fn next_tick(epoch: tokio::time::Instant, interval: Duration, now: tokio::ti
 /// by the targets of one run: [`next_tick`]).
 pub fn spawn(
     url: String,
-    node: ScrapeNode,
+    node: NodeName,
     client: Client,
     limit: Arc<Semaphore>,
     (epoch, interval): (tokio::time::Instant, Duration),
     tx: mpsc::Sender<SourceUpdate>,
 ) {
     let name = source_name(&url);
-    let node = match node {
-        ScrapeNode::Target => NodeName::Fixed(host(&url)),
-        ScrapeNode::Label => NodeName::Label,
-    };
     tokio::spawn(async move {
         let mut failures = 0u32;
         loop {
@@ -240,6 +254,38 @@ mod tests {
         assert_eq!(host_str("node-7:9090"), "node-7", "a slice, for all-smi rows");
         assert_eq!(host_str("[::1"), "[::1", "no closing bracket: as written");
         assert_eq!(host_port("gpu-2:9400"), "gpu-2:9400");
+    }
+
+    #[test]
+    fn targets_on_one_host_are_named_by_label_or_port() {
+        let urls: Vec<String> =
+            ["http://localhost:9001/metrics", "http://localhost:9002/metrics", "http://gpu-3:9400/metrics"]
+                .map(String::from)
+                .to_vec();
+        assert_eq!(
+            node_names(&urls, ScrapeNode::Target),
+            vec![
+                NodeName::Shared("localhost:9001".into()),
+                NodeName::Shared("localhost:9002".into()),
+                NodeName::Fixed("gpu-3".into())
+            ]
+        );
+        assert_eq!(node_names(&urls, ScrapeNode::Label), vec![NodeName::Label; 3]);
+        // Named by the series' host where they name one, else by the target's host and port.
+        let row = |host: &str| format!("DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\",UUID=\"GPU-{host}\",Hostname=\"{host}\"}} 5\n");
+        let named = |text: &str, node: &NodeName| -> Vec<String> {
+            dcgm::map(text, node).nodes.into_iter().map(|n| n.name).collect()
+        };
+        assert_eq!(named(&row("gpu-7"), &NodeName::Shared("localhost:9001".into())), ["gpu-7"]);
+        assert_eq!(
+            named("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 5\n", &NodeName::Shared("localhost:9001".into())),
+            ["localhost:9001"]
+        );
+        assert_eq!(
+            named(&row("gpu-7"), &NodeName::Fixed("localhost".into())),
+            ["localhost"],
+            "alone: the target's host"
+        );
     }
 
     #[test]
