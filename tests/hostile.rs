@@ -373,3 +373,38 @@ fn a_hung_history_does_not_hold_the_first_answer() {
     assert!(note.contains("history: no answer within 3s"), "{v}");
     assert!(took < Duration::from_secs(10), "the first answer took {took:?}");
 }
+
+/// `replay --prometheus` against a server that accepts and never answers stops at the first
+/// moment, saying so: every moment used to cost the whole HTTP timeout (31 moments for
+/// `--from -30m`), with no early stop.
+#[test]
+fn a_replay_against_a_hung_prometheus_stops_at_once() {
+    // The replay needs a terminal: `script` gives it one (util-linux).
+    if !common::have_with("script", "--version") {
+        return;
+    }
+    let hung = Reply { delay: Duration::from_secs(60), ..Reply::ok("{}") };
+    let server =
+        Server::start(HashMap::from([("/api/v1/query".into(), hung.clone()), ("/federate".into(), hung)]), None);
+    let (dir, cfg) = config("hung-replay", "[sources.http]\ntimeout = \"2s\"\n");
+    let cmd = format!(
+        "{} replay --config {cfg} --prometheus http://{} --from -30m",
+        env!("CARGO_BIN_EXE_tessera"),
+        server.addr
+    );
+    let started = Instant::now();
+    let out = Command::new("timeout")
+        .args(["-k", "5", "50", "script", "-qec", &cmd, "/dev/null"])
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let took = started.elapsed();
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        printed.contains("Prometheus did not answer") && printed.contains("stopped at the first moment"),
+        "{printed}"
+    );
+    assert!(took < Duration::from_secs(20), "took {took:?}: {printed}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -78,13 +78,21 @@ fn rebuild(cfg: &Config, from: DateTime<Utc>, to: DateTime<Utc>, step: Duration)
         super::to_stderr(&format!("tessera: rebuilding {n} moments from Prometheus ({shown})"));
     }
     let mut told = std::time::Instant::now();
-    rt.block_on(crate::record::prometheus::rebuild(&settings, &client, &moments, step, &path, |done, of| {
-        if told.elapsed() >= Duration::from_secs(2) {
-            super::to_stderr(&format!("tessera: {done}/{of}"));
-            told = std::time::Instant::now();
-        }
-    }))
-    .map_err(CmdError::Failed)?;
+    let summary = rt
+        .block_on(crate::record::prometheus::rebuild(&settings, &client, &moments, step, &path, |done, of| {
+            if told.elapsed() >= Duration::from_secs(2) {
+                super::to_stderr(&format!("tessera: {done}/{of}"));
+                told = std::time::Instant::now();
+            }
+        }))
+        .map_err(CmdError::Failed)?;
+    if summary.frames < n as u64 {
+        super::to_stderr(&format!(
+            "tessera: Prometheus stopped answering ({} moments in a row): replaying the {} of {n} moments rebuilt before",
+            crate::record::prometheus::UNANSWERED_IN_A_ROW,
+            summary.frames
+        ));
+    }
     Ok(kept)
 }
 

@@ -18,6 +18,16 @@ use crate::store::Store;
 /// The most moments one rebuild asks for (a week at one a minute is 10,080).
 pub const MAX_MOMENTS: u64 = 20_000;
 
+/// Moments in a row without an answer (timed out, or no connection) that stop a rebuild: a
+/// hung server cost the whole HTTP timeout a moment, for every moment asked.
+pub const UNANSWERED_IN_A_ROW: usize = 3;
+
+/// Whether a collection's error says the server gave no answer at all (as the HTTP client
+/// words it), rather than an answer with nothing in it.
+fn unanswered(message: &str) -> bool {
+    message.ends_with(": timed out") || message.contains(": cannot connect: ")
+}
+
 /// The moments from `from` to `to`, `step` apart (both ends included).
 pub fn moments(from: DateTime<Utc>, to: DateTime<Utc>, step: Duration) -> Result<Vec<DateTime<Utc>>, String> {
     if to < from {
@@ -78,6 +88,9 @@ pub async fn moment(s: &prometheus::Settings, client: &Client, t: DateTime<Utc>)
 
 /// Rebuild every moment into a recording at `out`; `progress(done, of)` after each. Moments
 /// Prometheus had nothing for are recorded as an outage of the source; none at all is an error.
+/// A server that does not answer the first moment, or [`UNANSWERED_IN_A_ROW`] moments in a
+/// row, stops the rebuild: at once with an error when nothing was rebuilt, else with the
+/// moments so far (the summary's frames say how many).
 pub async fn rebuild(
     s: &prometheus::Settings,
     client: &Client,
@@ -95,14 +108,24 @@ pub async fn rebuild(
         keep: None,
         sources: vec!["prometheus".into()],
     })?;
-    let (mut good, mut first_error) = (0usize, None);
+    let (mut good, mut first_error, mut silent) = (0usize, None, 0usize);
     for (i, &t) in moments.iter().enumerate() {
         // The span before the first moment Prometheus has, for the activity windows.
         match at(&mut store, s, client, t, good == 0).await {
+            Some(e) if unanswered(&e) && (good == 0 || silent + 1 >= UNANSWERED_IN_A_ROW) => {
+                if good == 0 {
+                    return Err(format!("Prometheus did not answer ({e}): stopped at the first moment"));
+                }
+                break;
+            }
             Some(e) => {
+                silent = if unanswered(&e) { silent + 1 } else { 0 };
                 first_error.get_or_insert(e);
             }
-            None => good += 1,
+            None => {
+                good += 1;
+                silent = 0;
+            }
         }
         rec.frame(&Frame::from_store(&store, t))?;
         progress(i + 1, moments.len());
