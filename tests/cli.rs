@@ -346,7 +346,10 @@ fn advise_lists_the_waste_and_fails_on_request() {
     assert_eq!(v["schema_version"], 1);
     let findings = v["findings"].as_array().cloned().unwrap_or_default();
     let idle = findings.iter().find(|f| f["kind"] == "held_idle").unwrap_or_else(|| panic!("{out}"));
-    assert_eq!(idle["severity"], "warn");
+    // The demo's notebook has held its card idle for hours: the simulator sends the two hours
+    // of activity the model keeps, so it is high from the first answer (one hour was sent, and
+    // it stayed a warning until the console had run another hour).
+    assert_eq!(idle["severity"], "high", "{idle}");
     assert!(idle["gpu_hours_per_day"].as_f64().is_some_and(|h| h > 0.0));
     assert!(idle["evidence"].as_array().is_some_and(|e| !e.is_empty()));
     assert!(findings.iter().any(|f| f["kind"] == "mig_waste"));

@@ -100,6 +100,17 @@ pub(super) fn read_advisor(r: &Reader, t: &Table, a: &mut Advisor) -> Result<(),
             }
         }
     }
+    // Idle is measured over the activity the model keeps per workload: a longer threshold
+    // could never be reached, and its findings would silently never come.
+    let kept = Duration::from_secs(crate::model::activity::KEEP_MIN as u64 * 60);
+    for (key, d) in [("advisor.idle_warn", a.idle_warn), ("advisor.idle_high", a.idle_high)] {
+        if d > kept {
+            let v = Value::String(duration::format(d));
+            let why =
+                format!("must be at most {}: tessera keeps that much activity per workload", duration::format(kept));
+            return Err(r.bad(key, &v, &why));
+        }
+    }
     if a.idle_high < a.idle_warn {
         let v = Value::String(duration::format(a.idle_high));
         return Err(r.bad("advisor.idle_high", &v, "must not be shorter than advisor.idle_warn"));
@@ -142,4 +153,23 @@ currency = "{currency}"
         drains = d.drain_plans,
         crowded = d.crowded_memory_pct,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    /// An idle threshold longer than the activity kept per workload could never be reached:
+    /// refused, naming the key and the value.
+    #[test]
+    fn idle_thresholds_past_the_kept_activity_are_refused() {
+        let parse = |text: &str| crate::config::parse(text, "t.toml").map(|_| ()).map_err(|e| e.to_string());
+        assert_eq!(
+            parse("[advisor]\nidle_high = \"3h\""),
+            Err(
+                "t.toml: advisor.idle_high = \"3h\": must be at most 2h: tessera keeps that much activity per workload"
+                    .to_string()
+            )
+        );
+        assert!(parse("[advisor]\nidle_warn = \"150m\"\nidle_high = \"150m\"").is_err_and(|e| e.contains("idle_warn")));
+        assert_eq!(parse("[advisor]\nidle_warn = \"1h\"\nidle_high = \"2h\""), Ok(()));
+    }
 }

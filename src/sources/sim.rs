@@ -152,7 +152,7 @@ impl Sim {
     /// The cluster as a source would report it now; events since the last snapshot.
     pub fn snapshot(&mut self) -> Partial {
         self.changed = false;
-        let history = if std::mem::replace(&mut self.history_sent, true) { Vec::new() } else { self.past_hour() };
+        let history = if std::mem::replace(&mut self.history_sent, true) { Vec::new() } else { self.past_history() };
         Partial {
             nodes: self.observed_nodes(),
             workloads: self.jobs.iter().map(|j| j.w.clone()).collect(),

@@ -1,6 +1,6 @@
 //! What the simulated cluster reports: live metrics of every card and MIG instance from the
-//! jobs on them, and the past hour of them (metrics are a pure function of the job and the
-//! time, so the past is computed, not stored).
+//! jobs on them, and the past two hours of them (metrics are a pure function of the job and
+//! the time, so the past is computed, not stored).
 
 use chrono::Duration as Span;
 
@@ -10,13 +10,15 @@ use super::rng::noise;
 use crate::model::{CardRef, Node};
 
 impl Sim {
-    /// Each held whole card's and MIG instance's utilisation over the last hour, one sample a
-    /// minute: metrics are a pure function of the job and the time, so the past is computed,
-    /// not stored.
-    pub(super) fn past_hour(&self) -> Vec<crate::model::CardHistory> {
+    /// Each held whole card's and MIG instance's utilisation over the history the model keeps
+    /// (`KEEP_MIN`, two hours: the advisor's longest window, so held-idle can reach its `idle_high`
+    /// level at once), one sample a minute: metrics are a pure function of the job and the
+    /// time, so the past is computed, not stored.
+    pub(super) fn past_history(&self) -> Vec<crate::model::CardHistory> {
+        const MINUTES: i64 = crate::model::activity::KEEP_MIN;
         let by_id: std::collections::HashMap<&str, &Job> = self.jobs.iter().map(|j| (j.w.id.as_str(), j)).collect();
         let series = |j: &Job| -> Vec<Option<f64>> {
-            (0..60)
+            (0..MINUTES)
                 .rev()
                 .map(|m| {
                     let t = self.now - Span::minutes(m);
@@ -42,7 +44,7 @@ impl Sim {
                     out.push(crate::model::CardHistory {
                         card: card.clone(),
                         gi,
-                        mem_mib: vec![Some(j.mem_mib as f64); 60],
+                        mem_mib: vec![Some(j.mem_mib as f64); MINUTES as usize],
                         step_s: 60,
                         util,
                         mem_pct: Vec::new(),
