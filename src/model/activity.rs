@@ -247,7 +247,7 @@ impl ActivityHistory {
             .filter(|n| n.sources.iter().any(|s| live.contains(s.as_str())))
             .map(|n| (n.name.as_str(), n))
             .collect();
-        let card = |r: &CardRef| nodes.get(r.node.as_str()).and_then(|n| n.cards.iter().find(|c| c.index == r.index));
+        let card = |r: &CardRef| nodes.get(r.node.as_str()).and_then(|n| n.card_at(r.index));
         let now: Vec<(usize, Option<f64>, Option<u64>)> = fleet
             .workloads
             .iter()
