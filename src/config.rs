@@ -342,7 +342,7 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
                     return Err(r.bad(
                         &key,
                         v,
-                        "expected at most 64GiB (the sources' reads together; the default is 512MiB)",
+                        "expected at most 64GiB (the sources' reads together; the default is 192MiB)",
                     ));
                 }
                 s.memory_budget = Some(usize::try_from(bytes).unwrap_or(usize::MAX));

@@ -95,7 +95,7 @@ fn errors_name_the_file_the_key_and_the_value() {
         ("[sources]\nmemory_budget = \"1KiB\"", "t.toml: sources.memory_budget = \"1KiB\": expected at least 1MiB"),
         (
             "[sources]\nmemory_budget = \"1000TiB\"",
-            "t.toml: sources.memory_budget = \"1000TiB\": expected at most 64GiB (the sources' reads together; the default is 512MiB)",
+            "t.toml: sources.memory_budget = \"1000TiB\": expected at most 64GiB (the sources' reads together; the default is 192MiB)",
         ),
         (
             "[[schedule]]\nname = \"s\"\nnodes = [\"*\"]\nlead = \"3650d\"",

@@ -72,8 +72,17 @@ pub async fn run(
         v
     });
     let work = async {
-        let mut stdout = Vec::new();
-        let mut held = budget.map(crate::sources::budget::Budget::hold);
+        // Without a budget of the sources' (the executor's commands, at most 1 MiB), one
+        // that bounds nothing but keeps the reading the same.
+        let unbounded;
+        let budget = match budget {
+            Some(b) => b,
+            None => {
+                unbounded = crate::sources::budget::Budget::new(usize::MAX);
+                &unbounded
+            }
+        };
+        let mut stdout = crate::sources::budget::Chunks::new(budget);
         let mut out = out.take(limit + 1);
         let mut chunk = vec![0u8; 64 << 10];
         loop {
@@ -81,14 +90,13 @@ pub async fn run(
             if n == 0 {
                 break;
             }
-            if let Some(h) = &mut held {
-                h.grow(n).map_err(RunError::Budget)?;
+            // Past the limit it stops before keeping more.
+            if (stdout.len() + n) as u64 > limit {
+                return Err(RunError::TooLong(limit));
             }
-            stdout.extend_from_slice(&chunk[..n]);
+            stdout.extend(&chunk[..n]).map_err(RunError::Budget)?;
         }
-        if stdout.len() as u64 > limit {
-            return Err(RunError::TooLong(limit));
-        }
+        let stdout = stdout.join().map_err(RunError::Budget)?;
         let status = child.wait().await.map_err(|e| RunError::Io(e.to_string()))?;
         group.waited.store(true, std::sync::atomic::Ordering::Relaxed);
         let stderr = stderr.await.unwrap_or_default();
@@ -190,6 +198,36 @@ mod tests {
         let r = rt().block_on(run(&flood, &[], Duration::from_secs(20), 1 << 20, Some(&budget)));
         assert!(matches!(r, Err(RunError::Budget(_))), "{r:?}");
         assert!(budget.peak() <= 256 << 10 && budget.used() == 0, "given back: {}", budget.used());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// What a read holds against the budget is the memory its output takes, not only its
+    /// length: a buffer grown by doubling took up to twice what was held.
+    #[test]
+    fn the_output_held_is_the_memory_it_takes() {
+        let dir = std::env::temp_dir().join(format!("tessera-proc-held-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let three = script(&dir, "squeue", "head -c 3145729 /dev/zero");
+        let budget = crate::sources::budget::Budget::new(64 << 20);
+        // A script just written can be busy for a moment while another test forks.
+        let out = (0..5)
+            .find_map(|_| match rt().block_on(run(&three, &[], Duration::from_secs(20), 256 << 20, Some(&budget))) {
+                Err(RunError::Io(e)) if e.contains("busy") => None,
+                r => Some(r),
+            })
+            .and_then(Result::ok)
+            .unwrap_or_else(|| panic!("{three} did not run"));
+        assert_eq!(out.stdout.len(), 3 << 20 | 1);
+        assert!(
+            budget.peak() >= out.stdout.capacity(),
+            "held at most {} for an output taking {}",
+            budget.peak(),
+            out.stdout.capacity()
+        );
+        // At most the last chunk, partly filled, and the one being joined more.
+        let most = out.stdout.len() + 2 * crate::sources::budget::CHUNK;
+        assert!(budget.peak() <= most, "held {} for {} bytes", budget.peak(), out.stdout.len());
+        assert_eq!(budget.used(), 0);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -151,6 +151,73 @@ fn flooding_targets_together_stay_within_the_memory_budget() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `tessera snapshot --json --config cfg`: its peak RSS (KiB) and its JSON.
+fn snapshot_peak(cfg: &str) -> (u64, Value) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["snapshot", "--json", "--config", cfg])
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let peak = peak_rss_kib(&mut child);
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    (peak, serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
+}
+
+/// 256 MB, the most the process may take under any flood with the default budget (KiB).
+const FLOOD_CEILING_KIB: u64 = 256_000_000 / 1024;
+
+/// Six flooding targets with the default budget: the memory taken is the budget's, not twice
+/// it (buffers grew by doubling and only their length was held: 1.05 GB under 512 MiB).
+#[test]
+fn flooding_targets_under_the_default_budget_stay_under_256_mb() {
+    let floods: Vec<Server> =
+        (0..6).map(|_| Server::start(HashMap::from([("/metrics".into(), Reply::flood())]), None)).collect();
+    let scrape: Vec<String> = floods.iter().map(|s| format!("\"{}\"", s.url("/metrics"))).collect();
+    let (dir, cfg) = config(
+        "flood-default",
+        &format!("[sources]\nscrape = [{}]\n[sources.http]\ntimeout = \"20s\"\n", scrape.join(", ")),
+    );
+    let started = Instant::now();
+    let (peak, v) = snapshot_peak(&cfg);
+    eprintln!("six flooding targets, default budget: peak RSS {} MiB in {:?}", peak / 1024, started.elapsed());
+    let errors: Vec<String> = floods
+        .iter()
+        .map(|s| source(&v, &format!("scrape:{}", s.addr))["error"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(errors.iter().all(|e| e.contains("memory budget")), "every flood stops at the budget: {errors:?}");
+    assert!(peak < FLOOD_CEILING_KIB, "peak RSS {} MiB with the default budget", peak / 1024);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A stand-in `squeue` printing for ever, with the default budget: stopped at the budget, and
+/// the memory taken is that (534 MB before, for the 256 MiB output cap).
+#[test]
+fn a_flooding_squeue_under_the_default_budget_stays_under_256_mb() {
+    // The directory first; the config naming it is written over the empty one below.
+    let (dir, _) = config("squeue-flood", "");
+    for (name, body) in
+        [("squeue", "yes '{\"jobs\": [\"a line of output that never ends\"]}'"), ("sinfo", "echo '{\"nodes\": []}'")]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let (_, cfg) = config(
+        "squeue-flood",
+        &format!("[sources]\nslurm = true\n[slurm]\ncommands_dir = \"{}\"\ntimeout = \"60s\"\n", dir.display()),
+    );
+    let started = Instant::now();
+    let (peak, v) = snapshot_peak(&cfg);
+    eprintln!("a flooding squeue, default budget: peak RSS {} MiB in {:?}", peak / 1024, started.elapsed());
+    let e = source(&v, "slurm")["error"].as_str().unwrap_or_default().to_string();
+    assert!(e.starts_with("squeue --json: ") && e.contains("stopped"), "{v}");
+    assert!(peak < FLOOD_CEILING_KIB, "peak RSS {} MiB with the default budget", peak / 1024);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A target that accepts and never answers (its timeout longer than the wait): after
 /// `snapshot`'s 20 s it is "no answer within 20s", not "connecting" with no error.
 #[test]

@@ -45,9 +45,10 @@ prometheus_api = "auto"
 # named by their label, else host:port) or "label" (dcgm-exporter's Hostname label, often the
 # exporter pod's name unless NODE_NAME is set; all-smi's instance).
 scrape_node = "target"
-# The bytes of responses and command output being read, for all sources together: past it a
-# read fails (and says so) instead of taking more memory. Each response is also capped at 256MiB.
-# memory_budget = "512MiB"
+# The memory that responses and command output take while they are read, for all sources
+# together: past it a read fails (and says so) instead of taking more. Each response is also
+# capped at 256MiB. A Prometheus answer takes about 5KB a GPU: past some 35,000 GPUs, raise it.
+# memory_budget = "192MiB"
 
 [sources.http]
 # Transport for every HTTP source (Prometheus, the exporters, slurmrestd).

@@ -4,7 +4,7 @@
 //! never printed: errors name the URL and the failure, not the headers, and a response that
 //! echoes a credential has it blanked out.
 
-use super::budget::Budget;
+use super::budget::{Budget, Chunks};
 use crate::config::{Credentials, Http};
 
 /// The most tessera reads of one response.
@@ -296,16 +296,17 @@ impl Client {
         if resp.content_length().is_some_and(|n| n > self.max_body as u64) {
             return Err(FetchError::TooLarge { url: url_for_errors.into(), limit: self.max_body });
         }
-        // Every byte read is held against the sources' budget until the text is handed over.
-        let mut held = self.budget.hold();
-        let mut body: Vec<u8> = Vec::new();
+        // The memory the body takes is held against the sources' budget until the text is
+        // handed over.
+        let over = |e: super::budget::Exhausted| FetchError::Other { url: url_for_errors.into(), why: e.to_string() };
+        let mut body = Chunks::new(&self.budget);
         while let Some(chunk) = resp.chunk().await.map_err(map)? {
             if body.len() + chunk.len() > self.max_body {
                 return Err(FetchError::TooLarge { url: url_for_errors.into(), limit: self.max_body });
             }
-            held.grow(chunk.len()).map_err(|e| FetchError::Other { url: url_for_errors.into(), why: e.to_string() })?;
-            body.extend_from_slice(&chunk);
+            body.extend(&chunk).map_err(over)?;
         }
+        let body = body.join().map_err(over)?;
         let text = String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         if !status.is_success() {
             // Enough of the body to read an API's error envelope; the message shows its first
@@ -388,6 +389,39 @@ mod tests {
         assert!(c.clone().with_credentials("https://p:9090", &both).is_err());
         let orphan = Credentials { basic_password_file: Some("/p".into()), ..Credentials::default() };
         assert!(c.clone().with_credentials("https://p:9090", &orphan).is_err());
+    }
+
+    /// A response held against the budget holds the memory it takes, not only its length (a
+    /// body grown by doubling took up to twice what was held).
+    #[test]
+    fn a_response_held_is_the_memory_it_takes() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap_or_else(|e| panic!("{e}"));
+            let mut request = [0u8; 4096];
+            let _ = s.read(&mut request);
+            // No length: read until the connection closes, as a flood is.
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n");
+            let _ = s.write_all(&b"# line\n".repeat((3 << 20) / 7 + 1));
+        });
+        let budget = Budget::new(64 << 20);
+        let c = Client::new(&Http::default()).unwrap_or_else(|e| panic!("{e}")).with_budget(budget.clone());
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+        let text = rt.block_on(c.get(&format!("http://{addr}/metrics"))).unwrap_or_else(|e| panic!("{e}"));
+        let _ = server.join();
+        assert!(text.len() > 3 << 20);
+        assert!(
+            budget.peak() >= text.capacity(),
+            "held at most {} for a body taking {}",
+            budget.peak(),
+            text.capacity()
+        );
+        // At most the last chunk, partly filled, and the one being joined more.
+        let most = text.len() + 2 * crate::sources::budget::CHUNK;
+        assert!(budget.peak() <= most, "held {} for {} bytes", budget.peak(), text.len());
+        assert_eq!(budget.used(), 0);
     }
 
     #[test]

@@ -84,7 +84,8 @@ pub async fn run(settings: &Settings, name: &str, args: &[&str]) -> Result<Strin
         let code = out.status.code().map_or_else(|| "a signal".to_string(), |c| format!("code {c}"));
         return Err(err(format!("{shown} exited with {code}: {line}")));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    // Without a copy when it is UTF-8, as it should be (the budget no longer holds it).
+    Ok(String::from_utf8(out.stdout).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 /// Parse one JSON document and check it is the kind asked for (`jobs` or `nodes`), noting an

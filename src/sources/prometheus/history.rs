@@ -311,7 +311,7 @@ pub(super) async fn fetch(
             // Decoded off the async threads, the answer held against the sources' memory
             // budget while it is (the client gave its own hold back with the text).
             let mut held = crate::sources::budget::Budget::global().hold();
-            held.grow(body.len()).map_err(|e| format!("history: {e}"))?;
+            held.grow(body.capacity()).map_err(|e| format!("history: {e}"))?;
             let grid = Grid::new(node, start, step, pct);
             let decoded = tokio::task::spawn_blocking(move || matrix_points(&body, &grid, Some(&known))).await;
             drop(held);
