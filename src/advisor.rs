@@ -8,6 +8,7 @@ mod drain;
 pub mod fit;
 mod health;
 mod idle;
+mod in_flight;
 mod layout;
 pub mod planner;
 mod pool;
@@ -147,6 +148,9 @@ pub enum Suggestion {
     Action { action: Action, why: String },
     /// What tessera cannot do itself.
     Words { text: String },
+    /// The action is already under way (the fleet shows it: a workload checkpointing, a card
+    /// draining): nothing else is offered for the subject until it lands.
+    InProgress { action: Action, text: String },
 }
 
 impl Suggestion {
@@ -154,13 +158,15 @@ impl Suggestion {
         match self {
             Self::Action { action, why } => format!("{} ({why})", describe(action)),
             Self::Words { text } => text.clone(),
+            Self::InProgress { text, .. } => format!("in progress: {text}"),
         }
     }
 
+    /// The action to plan, where there is one to take now (none while it is under way).
     pub fn action(&self) -> Option<&Action> {
         match self {
             Self::Action { action, .. } => Some(action),
-            Self::Words { .. } => None,
+            Self::Words { .. } | Self::InProgress { .. } => None,
         }
     }
 }
@@ -265,6 +271,7 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
     pool::scale_in(fleet, cx, cx.scale_in_pct, &mut out);
     pool::fragmentation(fleet, cx, &mut out);
     schedule::findings(fleet, cx, &mut out);
+    in_flight::mark(fleet, &mut out);
     out.sort_by(|a, b| {
         b.gpu_hours_per_day
             .total_cmp(&a.gpu_hours_per_day)

@@ -438,3 +438,94 @@ fn drain_plans_only_when_asked_and_only_for_movable_training() {
     f.workloads[0].started_at = Some(now() - chrono::Duration::minutes(10));
     assert!(of(Kind::DrainPlan, &f, &on).is_empty());
 }
+
+/// Actions under way are advice carried out, not advice to give again: during a preemption's
+/// checkpoint the waiting work is not given a second victim, and a drained card is not
+/// suggested for draining again (#36: the finding switched to "preempting sim:21 would start
+/// it" mid-checkpoint, and "crowded … drain" stayed on a DRAINING card).
+#[test]
+fn actions_under_way_are_said_and_not_suggested_again() {
+    use crate::sources::SourceUpdate;
+    use crate::sources::sim::{Sim, SimConfig, SimOp};
+    let mut sim = Sim::new(SimConfig::new(42, now()));
+    let mut store = crate::store::Store::new();
+    store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(1));
+    let snap = |sim: &mut Sim| SourceUpdate {
+        source: "sim".into(),
+        kind: crate::model::SourceKind::Simulated,
+        at: sim.now(),
+        result: Ok(sim.snapshot()),
+    };
+    store.apply(snap(&mut sim), now());
+    let a = Advisor::default();
+    let found = advise(store.fleet(), &cx(&a));
+    let preempt = found
+        .iter()
+        .find(|f| f.kind == Kind::PreemptionCandidate)
+        .unwrap_or_else(|| panic!("a preemption candidate: {found:#?}"));
+    let Some(Action::Preempt { workload: victim, .. }) = preempt.suggestion.action() else { panic!("{preempt:?}") };
+    let drain = found
+        .iter()
+        .filter(|f| f.kind == Kind::Crowded)
+        .find_map(|f| match f.suggestion.action() {
+            Some(Action::Drain { target }) => Some(target.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("a crowded card to drain: {found:#?}"));
+    let (node, index) = drain.rsplit_once('/').unwrap_or_default();
+    sim.apply(&SimOp::Checkpoint { workload: victim.clone() }).unwrap_or_else(|e| panic!("{e}"));
+    sim.apply(&SimOp::Drain { node: node.into(), index: index.parse().unwrap_or(0) }).unwrap_or_else(|e| panic!("{e}"));
+    sim.advance(Duration::from_secs(5));
+    store.apply(snap(&mut sim), now());
+    let after = advise(store.fleet(), &cx(&a));
+    let same: Vec<&Finding> = after.iter().filter(|f| f.subject == preempt.subject).collect();
+    assert_eq!(same.len(), 1, "{same:#?}");
+    match &same[0].suggestion {
+        Suggestion::InProgress { action: Action::Preempt { workload, .. }, text } => {
+            assert_eq!(workload, victim);
+            assert!(same[0].suggestion.text().starts_with("in progress: preempting"), "{text}");
+        }
+        other => panic!("a second victim or none: {other:?}"),
+    }
+    for f in &after {
+        assert!(
+            !matches!(f.suggestion.action(), Some(Action::Drain { target }) if *target == drain),
+            "drain {drain} suggested again: {f:#?}"
+        );
+    }
+    assert!(
+        after.iter().any(|f| matches!(&f.suggestion, Suggestion::InProgress { action: Action::Drain { target }, .. } if *target == drain)),
+        "{after:#?}"
+    );
+}
+
+#[test]
+fn zz_scratch() {
+    use crate::sources::SourceUpdate;
+    use crate::sources::sim::{Sim, SimConfig};
+    let a = Advisor::default();
+    let start = Utc.with_ymd_and_hms(2026, 3, 2, 0, 0, 0).single().unwrap_or_default();
+    let mut sim = Sim::new(SimConfig::new(42, start));
+    let mut store = crate::store::Store::new();
+    store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(60));
+    for minute in 0..24 * 60 {
+        if minute > 0 {
+            sim.advance(Duration::from_secs(60));
+        }
+        let at = sim.now();
+        let update = SourceUpdate { source: "sim".into(), kind: crate::model::SourceKind::Simulated, at, result: Ok(sim.snapshot()) };
+        store.apply(update, at);
+        if minute % 30 != 0 {
+            continue;
+        }
+        let hour = minute / 60;
+        if !((1..=5).contains(&hour) || (14..=18).contains(&hour)) { continue; }
+        let got = advise(store.fleet(), &Context { now: at, ..cx(&a) });
+        eprintln!("== {hour}:{:02}", minute % 60);
+        for x in got.iter().filter(|x| matches!(x.kind, Kind::ScaleIn | Kind::ScaleOut)) {
+            eprintln!("  {:?} {} | {}", x.kind, x.title, x.evidence[1..].join(" / "));
+        }
+        let p: Vec<String> = store.fleet().workloads.iter().filter(|w| w.state == WorkloadState::Pending).map(|w| format!("{}x{}", w.request.asks().0, w.request.asks().1)).collect();
+        eprintln!("  pending: {}", p.join(", "));
+    }
+}

@@ -42,12 +42,30 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[Str
         .filter(|t| t.kind == WorkloadKind::Training && t.state == WorkloadState::Running)
         .filter(|t| t.runtime(cx.now).and_then(|d| d.to_std().ok()).is_some_and(|r| r >= cx.min_runtime))
         .collect();
+    // Training already checkpointing (a preemption under way) frees its GPUs soon: the work
+    // it would start waits for it, and no second victim is chosen for that work.
+    let mut under_way: Vec<&Workload> = fleet
+        .workloads
+        .iter()
+        .filter(|t| t.kind == WorkloadKind::Training && t.state == WorkloadState::Checkpointing)
+        .collect();
     let served: std::collections::HashSet<&str> = served.iter().map(String::as_str).collect();
     for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending && w.kind == WorkloadKind::Inference) {
         let Some(waited) = w.wait(cx.now).and_then(|d| d.to_std().ok()) else { continue };
         let (res, need) = w.request.asks();
         // Several GPUs must be on one node: what one node has free is what counts.
         if waited < cx.queue_wait || free.largest_block(&res) >= need || served.contains(w.id.as_str()) {
+            continue;
+        }
+        let coming = under_way
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (frees(fleet, t, &res), i))
+            .filter(|(units, _)| *units >= need)
+            .min_by_key(|(units, _)| *units);
+        if let Some((units, i)) = coming {
+            let t = under_way.remove(i);
+            out.push(in_progress(fleet, cx, w, t, (&res, need, units), waited));
             continue;
         }
         let best = eligible
@@ -92,5 +110,41 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[Str
             },
             cards: t.cards.clone(),
         });
+    }
+}
+
+/// The finding for waiting work that the preemption of `t`, already under way, will start.
+fn in_progress(
+    fleet: &Fleet,
+    cx: &Context,
+    w: &Workload,
+    t: &Workload,
+    (res, need, units): (&Resource, u64, u64),
+    waited: std::time::Duration,
+) -> Finding {
+    let severity = if waited >= cx.queue_wait * 2 { Severity::High } else { Severity::Warn };
+    Finding {
+        kind: Kind::PreemptionCandidate,
+        severity,
+        subject: Subject::Workload { id: w.id.clone() },
+        title: format!(
+            "{} ({res}) has waited {}: preempting {} (under way) will start it",
+            w.name,
+            super::minutes(waited.as_secs()),
+            t.id
+        ),
+        evidence: vec![format!(
+            "{} is checkpointing and holds {units} of the {need} wanted; waited {} (threshold {})",
+            t.id,
+            super::minutes(waited.as_secs()),
+            super::minutes(cx.queue_wait.as_secs())
+        )],
+        gpu_hours_per_day: gpu_share(fleet, &t.id, &t.cards).min(units as f64) * 24.0,
+        cost_per_day: None,
+        suggestion: Suggestion::InProgress {
+            action: Action::Preempt { workload: t.id.clone(), force: false },
+            text: format!("preempting {}: it is checkpointing, then it requeues and {} starts", t.id, w.id),
+        },
+        cards: t.cards.clone(),
     }
 }
