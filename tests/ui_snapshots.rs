@@ -356,3 +356,110 @@ fn the_sort_column_is_marked() {
     let header = reversed.lines().find(|l| l.contains("MODEL")).unwrap_or_default().to_string();
     assert!(header.contains("UTIL▲"), "{header}");
 }
+
+/// The text inside the help box's frame, row by row (the frame and padding left out).
+fn help_rows(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .map(|l| l.trim_matches('"'))
+        .filter(|l| l.starts_with('│'))
+        .map(|l| l.trim_matches('│').trim().to_string())
+        .collect()
+}
+
+/// At 80 columns the help wrapped its long lines instead of cutting them: every binding's
+/// description and every filter term's meaning is on screen somewhere while scrolling to the
+/// end, which the keys reach.
+#[test]
+fn help_wraps_at_80_columns_and_scrolls_to_its_end() {
+    let mut seen: Vec<String> = Vec::new();
+    let mut last = String::new();
+    let mut first = String::new();
+    for down in 0..200 {
+        let screen = render(
+            80,
+            24,
+            |st, store| {
+                st.screen = ratatui::layout::Rect::new(0, 0, 80, 24);
+                st.apply(Intent::Help, store.fleet());
+                for _ in 0..down {
+                    st.apply(Intent::Down, store.fleet());
+                }
+            },
+            false,
+        );
+        let rows = help_rows(&screen);
+        let foot = rows.last().cloned().unwrap_or_default();
+        assert!(foot.starts_with("j/k scroll ("), "{screen}");
+        let body = &rows[..rows.len() - 1];
+        if down == 0 {
+            seen.extend(body.iter().cloned());
+            first = screen.clone();
+        } else {
+            seen.extend(body.last().cloned());
+        }
+        last = screen;
+        if foot.contains(" 0 below") {
+            break;
+        }
+    }
+    assert!(help_rows(&last).last().is_some_and(|f| f.contains(" 0 below")), "the keys reach the end\n{last}");
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let all = words(&seen.join(" "));
+    assert!(!all.contains('…'), "{all}");
+    for b in tessera::ui::keymap::bindings_for(false, false) {
+        assert!(all.contains(&words(b.description)), "{:?} is cut\n{all}", b.description);
+    }
+    for (term, means) in tessera::ui::filter::TERMS {
+        assert!(all.contains(&words(&format!("{term} {means}"))), "{term}: {means:?} is cut\n{all}");
+    }
+    // A description goes on under its own column: the key column stays clear.
+    let hanging = |l: &str| l.starts_with("\"│         ") && l.chars().nth(11).is_some_and(|c| c != ' ');
+    assert!(first.lines().any(hanging), "{first}");
+}
+
+/// At 80 columns the workloads' PLACEMENT was cut to `gpu-a10` with no ellipsis: each row's
+/// placement names its node and card whole (`gpu-a100-01/3 …`), or says where it was cut.
+#[test]
+fn workload_placements_read_at_80_columns() {
+    let screen = render(80, 24, |st, s| drop(st.apply(Intent::ViewWorkloads, s.fleet())), false);
+    let lines: Vec<&str> = screen.lines().map(|l| l.trim_matches('"')).collect();
+    let head = lines.iter().position(|l| l.starts_with("ID ")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(lines[head].contains("PLACEMENT"), "{screen}");
+    let at = lines[head].find("PLACEMENT").unwrap_or_default();
+    let rows: Vec<&str> = lines[head + 1..lines.len() - 1].iter().copied().filter(|l| l.starts_with("sim:")).collect();
+    assert!(rows.len() > 10, "{screen}");
+    for row in rows {
+        let place: String = row.chars().skip(at).collect::<String>().trim_end().to_string();
+        let node_and_card = place.split_whitespace().next().unwrap_or_default();
+        let whole = node_and_card.split_once('/').is_some_and(|(node, card)| {
+            node.starts_with("gpu-") && node.rsplit('-').next().is_some_and(|n| n.len() == 2) && !card.is_empty()
+        });
+        assert!(whole || place.contains('…'), "{place:?} in {row:?}\n{screen}");
+    }
+}
+
+/// At 80 columns the header's totals lost their labels (`│ 60% │`, `(1h32m)`) and were cut
+/// mid-part: each part keeps its label, and a part that does not fit is left out whole.
+#[test]
+fn the_header_keeps_its_labels_at_80_columns() {
+    for setup in [
+        Box::new(|_: &mut UiState, _: &Store| {}) as Setup,
+        Box::new(|st: &mut UiState, _: &Store| st.read_only = true),
+        Box::new(|st: &mut UiState, _: &Store| replaying(st)),
+    ] {
+        let screen = render(80, 24, setup, false);
+        let top = screen.lines().next().unwrap_or_default().trim_matches('"').to_string();
+        assert!(!top.contains('…'), "{top}");
+        // The unhealthy cards first: in a replay, whose label takes most of the line, alone.
+        assert!(top.contains("2 unhealthy"), "{top}");
+        for part in top.split('│').skip(1) {
+            let part = part.trim();
+            // Each part starts with its label (or is the clock).
+            let labelled = ["util ", "queue ", "advice ", "MIG ", "mem "].iter().any(|l| part.starts_with(l));
+            assert!(labelled, "{part:?} has no label: {top}");
+        }
+    }
+    let top = render(80, 24, |_, _| {}, false);
+    assert!(top.contains("util 60%") && top.contains("queue 6, oldest 1h32m"), "{top}");
+}

@@ -19,9 +19,14 @@ impl UiState {
                 _ => 0,
             };
             if by != 0 {
-                // The box shows the body's rows plus one (see views/help.rs).
-                let last = crate::ui::views::help::line_count(self.read_only, self.replay.is_some())
-                    .saturating_sub(self.viewport + 1);
+                // The box shows the screen's rows less three (see views/help.rs), its lines
+                // wrapped to the screen's width; before a frame is drawn, the body's rows plus one.
+                let room = match self.screen.height {
+                    0 => self.viewport + 1,
+                    h => usize::from(h.saturating_sub(3)).max(1),
+                };
+                let last = crate::ui::views::help::line_count(self.read_only, self.replay.is_some(), self.screen.width)
+                    .saturating_sub(room);
                 self.help_scroll = self.help_scroll.saturating_add_signed(by).min(last);
                 return Effect::Redraw;
             }

@@ -20,12 +20,66 @@ fn tib(mib: u64) -> String {
     }
 }
 
+/// The fleet's totals as labelled parts, most needed first: each part keeps its label with
+/// its numbers, and a part that does not fit in `room` columns is left out whole (narrow
+/// terminals show fewer parts, never a bare number or one cut in half).
+fn summary(st: &UiState, wide: bool, room: usize) -> String {
+    let t = &st.totals;
+    let q = &st.queue;
+    let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), short);
+    let util = t.mean_util.map_or_else(|| "N/A".into(), |u| format!("{u:.0}%"));
+    // No source reports memory (a scheduler alone): unknown, not zero.
+    let mem = if t.mem_total_mib == 0 {
+        "N/A".to_string()
+    } else {
+        format!("{}/{}", tib(t.mem_used_mib), tib(t.mem_total_mib))
+    };
+    // Unhealthy cards are counted where the eye starts: they need someone.
+    let sick = if t.unhealthy > 0 { format!(" ({} unhealthy)", t.unhealthy) } else { String::new() };
+    let cards = format!("{}{sick}", crate::units::count(t.cards as u64, "card", "cards"));
+    let queued = q.known.count_text(q.pending);
+    // Advice that needs someone: high and warn findings.
+    let advice = match st.advice_counts {
+        (0, 0, _) => None,
+        (0, w, _) => Some(format!("advice {w} warn")),
+        (h, 0, _) => Some(format!("advice {h} high")),
+        (h, w, _) => Some(format!("advice {h} high {w} warn")),
+    };
+    // Each part with a shorter form to try where the first does not fit.
+    let mut parts: Vec<Vec<String>> = vec![vec![cards]];
+    if t.unhealthy > 0 {
+        parts[0].push(format!("{} unhealthy", t.unhealthy));
+    }
+    parts.push(vec![format!("util {util}")]);
+    if wide {
+        parts.push(vec![format!("mem {mem}")]);
+        parts.push(vec![format!("MIG {}/{} used", t.mig_used, t.mig_total)]);
+        parts.push(vec![format!("queue {queued} (oldest {oldest})")]);
+        parts.extend(advice.map(|a| vec![a]));
+        parts.push(vec![st.now.format("%H:%M:%S UTC").to_string()]);
+    } else {
+        // Narrow: the queue and advice before MIG and memory, which the fleet view shows.
+        parts.push(vec![format!("queue {queued}, oldest {oldest}")]);
+        parts.extend(advice.map(|a| vec![a]));
+        parts.push(vec![format!("MIG {}/{}", t.mig_used, t.mig_total)]);
+        parts.push(vec![format!("mem {mem}")]);
+    }
+    let mut out = String::new();
+    for forms in &parts {
+        let sep = if out.is_empty() { " " } else { " │ " };
+        let room = room.saturating_sub(out.chars().count() + sep.chars().count());
+        if let Some(part) = forms.iter().find(|p| p.chars().count() <= room) {
+            out.push_str(sep);
+            out.push_str(part);
+        }
+    }
+    out
+}
+
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme, simulated: bool) {
     if area.height == 0 {
         return;
     }
-    let t = &st.totals;
-    let q = &st.queue;
     let w = usize::from(area.width);
     let hs = theme.header();
     let mut spans = vec![Span::styled(" tessera ", hs.add_modifier(Modifier::BOLD))];
@@ -55,45 +109,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         };
         spans.push(Span::styled(rec, style));
     }
-    let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), short);
-    let util = t.mean_util.map_or_else(|| "N/A".into(), |u| format!("{u:.0}%"));
-    // No source reports memory (a scheduler alone): unknown, not zero.
-    let mem = if t.mem_total_mib == 0 {
-        "N/A".to_string()
-    } else {
-        format!("{}/{}", tib(t.mem_used_mib), tib(t.mem_total_mib))
-    };
-    // Unhealthy cards are counted where the eye starts: they need someone.
-    let sick = if t.unhealthy > 0 { format!(" ({} unhealthy)", t.unhealthy) } else { String::new() };
-    // Advice that needs someone: high and warn findings.
-    let (high, warn, _) = st.advice_counts;
-    let advice = match (high, warn) {
-        (0, 0) => String::new(),
-        (0, w) => format!(" │ advice {w} warn"),
-        (h, 0) => format!(" │ advice {h} high"),
-        (h, w) => format!(" │ advice {h} high {w} warn"),
-    };
-    let summary = if w < 120 {
-        // Narrow: the queue before memory, so an 80-column header keeps it.
-        format!(
-            " {}{sick} │ {util} │ queue {} ({oldest}){advice} │ MIG {}/{} │ mem {mem}",
-            crate::units::count(t.cards as u64, "card", "cards"),
-            q.known.count_text(q.pending),
-            t.mig_used,
-            t.mig_total,
-        )
-    } else {
-        format!(
-            " {}{sick} │ util {util} │ mem {mem} │ MIG {}/{} used │ queue {} (oldest {oldest}){advice} │ {}",
-            crate::units::count(t.cards as u64, "card", "cards"),
-            t.mig_used,
-            t.mig_total,
-            q.known.count_text(q.pending),
-            st.now.format("%H:%M:%S UTC"),
-        )
-    };
-    let summary = if theme.ascii { summary.replace('│', "|").replace('…', "~") } else { summary };
     let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    let summary = summary(st, w >= 120, w.saturating_sub(used));
+    let summary = if theme.ascii { summary.replace('│', "|").replace('…', "~") } else { summary };
     spans
         .push(Span::styled(format!("{:<1$}", fit(&summary, w.saturating_sub(used), theme.ascii), w - used.min(w)), hs));
     let line1 = Line::from(spans);

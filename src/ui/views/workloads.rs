@@ -13,6 +13,8 @@ use crate::model::{Fleet, Workload, WorkloadKind};
 use crate::ui::gib_pair;
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
+use crate::ui::widgets::text::fit;
+use unicode_width::UnicodeWidthStr;
 
 /// Whether policy lets an operator preempt `w` now, in words.
 pub fn preempt_text(w: &Workload, st: &UiState) -> (String, bool) {
@@ -26,16 +28,59 @@ pub fn preempt_text(w: &Workload, st: &UiState) -> (String, bool) {
     }
 }
 
-/// Placement as `node/0-3` or `node/2 1g.10gb`.
-fn placement(w: &Workload, fleet: &Fleet) -> String {
-    let Some(first) = w.cards.first() else { return "-".into() };
-    let idx: Vec<String> = w.cards.iter().map(|c| c.index.to_string()).collect();
-    let profile = fleet
-        .card(first)
-        .and_then(|c| c.mig.instances.iter().find(|i| i.workloads.contains(&w.id)))
-        .map(|i| format!(" {}", i.profile))
-        .unwrap_or_default();
-    format!("{}/{}{profile}", first.node, idx.join(","))
+/// Placement, longest form first: `node/0,1` or `node/2 1g.10gb` (cards on several nodes:
+/// `n1/0,1 n2/0`), then shorter forms that still name a node and a card: the instance as its
+/// compute slices and first memory slice (`node/2 1g@3`), the first node's cards and a count
+/// of the rest (`node/0,1 +2`), the first card and that count (`node/0 +3`).
+fn placements(w: &Workload, fleet: &Fleet) -> Vec<String> {
+    let Some(first) = w.cards.first() else { return vec!["-".into()] };
+    let instance = fleet.card(first).and_then(|c| c.mig.instances.iter().find(|i| i.workloads.contains(&w.id)));
+    let mut nodes: Vec<(&str, Vec<String>)> = Vec::new();
+    for c in &w.cards {
+        match nodes.iter_mut().find(|(n, _)| *n == c.node.as_str()) {
+            Some((_, idx)) => idx.push(c.index.to_string()),
+            None => nodes.push((c.node.as_str(), vec![c.index.to_string()])),
+        }
+    }
+    let mut full: String = nodes.iter().map(|(n, idx)| format!("{n}/{}", idx.join(","))).collect::<Vec<_>>().join(" ");
+    if let Some(i) = instance {
+        full.push_str(&format!(" {}", i.profile));
+    }
+    let mut forms = vec![full];
+    if let Some(i) = instance {
+        let slices = i.profile.split('.').next().unwrap_or(&i.profile);
+        forms.push(format!("{}/{} {slices}@{}", first.node, first.index, i.start));
+    }
+    let (node, idx) = &nodes[0];
+    let rest = w.cards.len() - idx.len();
+    if rest > 0 {
+        forms.push(format!("{node}/{} +{rest}", idx.join(",")));
+    }
+    if w.cards.len() > 1 {
+        forms.push(format!("{}/{} +{}", first.node, first.index, w.cards.len() - 1));
+    }
+    forms
+}
+
+/// The first form of `forms` that fits `width` columns; else the last, its node name cut in
+/// the middle (node names differ at their ends) and, if that is still too long, at its end,
+/// always with an ellipsis.
+fn fit_placement(forms: &[String], width: usize, ascii: bool) -> String {
+    if let Some(f) = forms.iter().find(|f| f.width() <= width) {
+        return f.clone();
+    }
+    let last = forms.last().map_or("", String::as_str);
+    let (node, rest) = last.split_at(last.find('/').unwrap_or(0));
+    let over = last.width() - width;
+    let node_w = node.chars().count();
+    // Keep at least three characters of the node's start and four of its end.
+    if node_w >= over + 1 + 7 {
+        let keep = node_w - over - 1;
+        let head: String = node.chars().take(keep / 2).collect();
+        let tail: String = node.chars().skip(node_w - (keep - keep / 2)).collect();
+        return format!("{head}{}{tail}{rest}", if ascii { '~' } else { '…' });
+    }
+    fit(last, width, ascii)
 }
 
 /// The width a column needs for its widest shown value, within `min..=max`.
@@ -56,24 +101,40 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     let vp = usize::from(area.height.saturating_sub(1));
     let rows: Vec<&Workload> =
         st.workload_rows.iter().skip(st.offset[2]).take(vp).map(|&i| &fleet.workloads[i]).collect();
-    // Columns as wide as what they show; the placement takes the rest.
+    let forms: Vec<Vec<String>> = rows.iter().map(|w| placements(w, fleet)).collect();
+    // Columns as wide as what they show; the placement takes the rest. Narrow, kind and then
+    // runtime make way until the placement fits whole (the workload's own view shows both).
     let id_w = content_width(rows.iter().map(|w| w.id.as_str()), 6, if wide { 28 } else { 10 });
     let name_w = content_width(rows.iter().map(|w| w.name.as_str()), 8, if wide { 36 } else { 14 });
-    let (kind_w, pre_w) = if wide { (9, 17) } else { (5, 6) };
-    let fixed = id_w + 1 + name_w + 1 + kind_w + 1 + 8 + 5 + 10 + 14 + pre_w + 1;
-    let place_w = w.saturating_sub(fixed).max(8);
-    let mut lines = vec![Line::from(vec![
-        cell("ID", id_w, head, a),
-        cell("NAME", name_w, head, a),
-        cell("KIND", kind_w, head, a),
-        rcell("RUNTIME", 7, head, a),
+    let (kind_w, pre_w) = if wide { (9, 17) } else { (5, 7) };
+    let mems: Vec<String> = rows.iter().map(|w| gib_pair(w.memory_used_mib, w.request.gpu_memory_mib)).collect();
+    let mem_w = if wide { 13 } else { content_width(mems.iter().map(String::as_str), 7, 13) };
+    let place_need = content_width(forms.iter().filter_map(|f| f.first()).map(String::as_str), 9, 60);
+    let base = id_w + 1 + name_w + 1 + 5 + 10 + mem_w + 1 + pre_w + 1;
+    let (show_kind, show_runtime) = if wide || w >= base + kind_w + 1 + 8 + place_need {
+        (true, true)
+    } else {
+        (false, w >= base + 8 + place_need)
+    };
+    let fixed = base + if show_kind { kind_w + 1 } else { 0 } + if show_runtime { 8 } else { 0 };
+    // The last cell's trailing space may fall off the screen.
+    let place_w = w.saturating_sub(fixed);
+    let mut heading = vec![cell("ID", id_w, head, a), cell("NAME", name_w, head, a)];
+    if show_kind {
+        heading.push(cell("KIND", kind_w, head, a));
+    }
+    if show_runtime {
+        heading.push(rcell("RUNTIME", 7, head, a));
+    }
+    heading.extend([
         rcell("UTIL", 4, head, a),
         rcell("30m MEAN", 9, head, a),
-        rcell("MEM GiB", 13, head, a),
+        rcell("MEM GiB", mem_w, head, a),
         cell("PREEMPT", pre_w, head, a),
         cell("PLACEMENT", place_w, head, a),
-    ])];
-    for (i, wl) in rows.into_iter().enumerate() {
+    ]);
+    let mut lines = vec![Line::from(heading)];
+    for (i, (wl, forms)) in rows.into_iter().zip(&forms).enumerate() {
         let text = theme.text();
         let (mut pre, allowed) = preempt_text(wl, st);
         if !wide && pre.starts_with("never") {
@@ -92,22 +153,22 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             }
             _ => pct_text(mean),
         };
-        let line = Line::from(vec![
-            cell(&wl.id, id_w, text, a),
-            cell(&wl.name, name_w, text, a),
-            cell(
-                if wide { wl.kind.as_str() } else { &wl.kind.as_str()[..5.min(wl.kind.as_str().len())] },
-                kind_w,
-                text,
-                a,
-            ),
-            rcell(&wl.runtime(st.now).map_or("-".into(), |d| short(d.num_seconds())), 7, text, a),
+        let mut cells = vec![cell(&wl.id, id_w, text, a), cell(&wl.name, name_w, text, a)];
+        if show_kind {
+            let kind = wl.kind.as_str();
+            cells.push(cell(if wide { kind } else { &kind[..5.min(kind.len())] }, kind_w, text, a));
+        }
+        if show_runtime {
+            cells.push(rcell(&wl.runtime(st.now).map_or("-".into(), |d| short(d.num_seconds())), 7, text, a));
+        }
+        cells.extend([
             rcell(&pct_text(act.and_then(|x| x.now_pct)), 4, text, a),
             rcell(&mean_text, 9, if idle { theme.fg(theme.c.warning) } else { text }, a),
-            rcell(&gib_pair(wl.memory_used_mib, wl.request.gpu_memory_mib), 13, text, a),
+            rcell(&gib_pair(wl.memory_used_mib, wl.request.gpu_memory_mib), mem_w, text, a),
             cell(&pre, pre_w, if allowed { theme.fg(theme.c.ok) } else { theme.dim() }, a),
-            cell(&placement(wl, fleet), place_w, text, a),
+            cell(&fit_placement(forms, place_w, a), place_w, text, a),
         ]);
+        let line = Line::from(cells);
         lines.push(if st.offset[2] + i == st.selected[2] { line.patch_style(theme.selection()) } else { line });
     }
     if st.workload_rows.is_empty() {
@@ -115,4 +176,22 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         lines.push(Line::from(Span::styled(empty, theme.dim())));
     }
     f.render_widget(Paragraph::new(lines), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first form that fits, else the node cut in its middle, never a token cut bare.
+    #[test]
+    fn placements_shorten_to_forms_that_still_name_node_and_card() {
+        let forms: Vec<String> = ["gpu-a100-01/0 3g.40gb", "gpu-a100-01/0 3g@4"].map(String::from).to_vec();
+        assert_eq!(fit_placement(&forms, 30, false), "gpu-a100-01/0 3g.40gb");
+        assert_eq!(fit_placement(&forms, 20, false), "gpu-a100-01/0 3g@4");
+        assert_eq!(fit_placement(&forms, 16, false), "gpu-…0-01/0 3g@4");
+        assert_eq!(fit_placement(&forms, 16, true), "gpu-~0-01/0 3g@4");
+        assert_eq!(fit_placement(&forms, 10, false), "gpu-a100-…");
+        let many: Vec<String> = ["gpu-h100-01/2,3,4,5", "gpu-h100-01/2 +3"].map(String::from).to_vec();
+        assert_eq!(fit_placement(&many, 17, false), "gpu-h100-01/2 +3");
+    }
 }
