@@ -13,6 +13,7 @@ mod layout;
 pub mod planner;
 mod pool;
 mod preempt;
+pub mod reconcile;
 pub mod schedule;
 mod sharing;
 mod waste;
@@ -242,8 +243,15 @@ impl<'a> Context<'a> {
     }
 }
 
-/// Every finding over `fleet`, the most costly first (then the most severe).
+/// Every finding over `fleet`, the most costly first (then the most severe), each suggestion
+/// reconciled with the others ([`reconcile`]).
 pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
+    advise_with_plan(fleet, cx).0
+}
+
+/// [`advise`], with the one plan its suggestions make: each card, workload and waiting job
+/// the subject of at most one action.
+pub fn advise_with_plan(fleet: &Fleet, cx: &Context) -> (Vec<Finding>, Vec<reconcile::Planned>) {
     let mut out = Vec::new();
     idle::held_idle(fleet, cx, &mut out);
     idle::oversized(fleet, cx, &mut out);
@@ -272,13 +280,14 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
     pool::fragmentation(fleet, cx, &mut out);
     schedule::findings(fleet, cx, &mut out);
     in_flight::mark(fleet, &mut out);
+    let plan = reconcile::reconcile(&mut out);
     out.sort_by(|a, b| {
         b.gpu_hours_per_day
             .total_cmp(&a.gpu_hours_per_day)
             .then(b.severity.cmp(&a.severity))
             .then(a.title.cmp(&b.title))
     });
-    out
+    (out, plan)
 }
 
 /// Findings by severity: (high, warn, info).

@@ -343,7 +343,7 @@ fn advise_lists_the_waste_and_fails_on_request() {
     let (code, out, err) = tessera(&["advise", "--demo", "--json"]);
     assert_eq!(code, 0, "{err}");
     let v = json(&out);
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2, "advise --json is at 2: it carries the plan");
     let findings = v["findings"].as_array().cloned().unwrap_or_default();
     let idle = findings.iter().find(|f| f["kind"] == "held_idle").unwrap_or_else(|| panic!("{out}"));
     // The demo's notebook has held its card idle for hours: the simulator sends the two hours

@@ -153,7 +153,7 @@ fn advise_on_a_real_mig_exporter_makes_up_nothing_it_cannot_know() {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2, "advise --json is at 2: it carries the plan");
     assert_eq!(v["simulated"], false);
     assert!(v["findings"].is_array(), "{text}");
     // No workloads at all: nothing is judged for activity, and the count says so.

@@ -9,11 +9,15 @@ use crate::advisor::{self, Context, Finding, Severity};
 use crate::cli::Global;
 use crate::model::Fleet;
 
+/// `advise --json`'s contract version: 2 added `plan` and findings whose suggestion lost a
+/// conflict (rewritten to words saying what it lost to).
+pub const SCHEMA_VERSION: u32 = 2;
+
 fn context(
     cfg: &crate::config::Config,
     fleet: &Fleet,
     demand: &crate::model::demand::DemandHistory,
-) -> (Vec<Finding>, usize, usize) {
+) -> (Vec<Finding>, Vec<advisor::reconcile::Planned>, usize, usize) {
     let mut cx = Context::new(cfg, fleet.taken_at.unwrap_or_else(chrono::Utc::now));
     cx.demand = Some(demand);
     // Cards a configured schedule covers are not suggested again.
@@ -22,21 +26,23 @@ fn context(
     cx.suggested = Some(&suggested);
     let running: Vec<_> = fleet.workloads.iter().filter(|w| w.state.is_active() && !w.cards.is_empty()).collect();
     let seen = running.iter().filter(|w| w.activity.is_some_and(|a| a.window_covered())).count();
-    (advisor::advise(fleet, &cx), seen, running.len())
+    let (findings, plan) = advisor::advise_with_plan(fleet, &cx);
+    (findings, plan, seen, running.len())
 }
 
 pub fn advise(g: &Global, json_out: bool, fail_on: Option<Severity>) -> Result<(), CmdError> {
     let cfg = settings(g)?;
     let (fleet, simulated, demand) = super::snapshot::collect_with_demand(&cfg)?;
-    let (findings, seen, running) = context(&cfg, &fleet, &demand);
+    let (findings, plan, seen, running) = context(&cfg, &fleet, &demand);
     let text = if json_out {
         let v = json!({
-            "schema_version": super::snapshot::SCHEMA_VERSION,
+            "schema_version": SCHEMA_VERSION,
             "taken_at": fleet.taken_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
             "simulated": simulated,
             "activity_covered": { "workloads": seen, "of": running },
             "currency": cfg.advisor.currency,
             "findings": findings,
+            "plan": plan,
         });
         serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))? + "\n"
     } else {

@@ -1,0 +1,334 @@
+//! One plan out of the rules' findings: each card, workload and waiting job is the subject of
+//! at most one suggested action. The rules look at the fleet each on its own; here their
+//! suggestions meet. Conflicts are settled in a stated order (health and risks to running work,
+//! then waiting inference, then waiting training and capacity, then waste, then cost; within a
+//! rank the more severe, then the more costly), and the loser is merged (the same action: it
+//! points at the winner) or dropped (another action: its reason is said), never left to
+//! contradict the winner.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::{Finding, Kind, Subject, Suggestion};
+use crate::actions::Action;
+
+/// The order conflicts are settled in, first wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rank {
+    /// A failing card, out-of-memory risk or interference on work that runs.
+    Health,
+    /// Inference that waits.
+    WaitingInference,
+    /// Other waiting work, and the capacity it needs.
+    WaitingTraining,
+    /// Capacity held and not used.
+    Waste,
+    /// Cards to release, schedules to change.
+    Cost,
+}
+
+impl Rank {
+    pub fn of(kind: Kind) -> Self {
+        match kind {
+            Kind::UnhealthyHeld | Kind::Crowded | Kind::Interference => Self::Health,
+            Kind::PreemptionCandidate => Self::WaitingInference,
+            Kind::LayoutPlan | Kind::DrainPlan | Kind::ScaleOut => Self::WaitingTraining,
+            Kind::HeldIdle | Kind::Oversized | Kind::MigWaste | Kind::Fragmentation | Kind::UseMig => Self::Waste,
+            Kind::ScaleIn | Kind::ScheduleSuggestion => Self::Cost,
+        }
+    }
+}
+
+/// One suggested action of the plan, with the suggestions it won over.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Planned {
+    /// The finding it answers (its kind and subject, as in `findings`).
+    pub kind: Kind,
+    pub subject: String,
+    pub rank: Rank,
+    pub action: Action,
+    /// What it acts on or serves: `workload:ID`, `card:NODE/INDEX`.
+    pub claims: Vec<String>,
+    /// Suggestions that lost to it.
+    pub won_over: Vec<Lost>,
+}
+
+/// A suggestion that lost a conflict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Lost {
+    pub kind: Kind,
+    pub subject: String,
+    /// `merged` (the same action) or `dropped` (another action for the same subject).
+    pub outcome: &'static str,
+    pub reason: String,
+}
+
+/// What a finding's suggestion acts on or serves, or nothing when it suggests no action.
+fn claims(f: &Finding) -> Vec<String> {
+    let Suggestion::Action { action, .. } = &f.suggestion else { return Vec::new() };
+    let mut out: Vec<String> = f.cards.iter().map(|c| format!("card:{c}")).collect();
+    match action {
+        Action::Preempt { workload, .. } => out.push(format!("workload:{workload}")),
+        Action::Drain { target } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => {
+            if target.contains('/') {
+                out.push(format!("card:{target}"));
+            } else {
+                out.push(format!("node:{target}"));
+            }
+        }
+    }
+    // The waiting job it serves, or the workload it is about.
+    if let Subject::Workload { id } = &f.subject {
+        out.push(format!("workload:{id}"));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Settle the findings' suggestions into one plan: losers' suggestions are rewritten to say
+/// what they lost to (in `findings`), and the plan lists each action once with what it won over.
+pub fn reconcile(findings: &mut [Finding]) -> Vec<Planned> {
+    let mut order: Vec<usize> = (0..findings.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&findings[a], &findings[b]);
+        Rank::of(x.kind)
+            .cmp(&Rank::of(y.kind))
+            .then(y.severity.cmp(&x.severity))
+            .then(y.gpu_hours_per_day.total_cmp(&x.gpu_hours_per_day))
+            .then(x.title.cmp(&y.title))
+    });
+    let mut plan: Vec<Planned> = Vec::new();
+    let mut owner: HashMap<String, usize> = HashMap::new();
+    for i in order {
+        let mine = claims(&findings[i]);
+        let Some(action) = findings[i].suggestion.action().cloned() else { continue };
+        let taken = mine.iter().find_map(|c| owner.get(c).map(|&p| (c.clone(), p)));
+        let f = &findings[i];
+        let Some((claim, p)) = taken else {
+            for c in &mine {
+                owner.insert(c.clone(), plan.len());
+            }
+            plan.push(Planned {
+                kind: f.kind,
+                subject: f.subject.text(),
+                rank: Rank::of(f.kind),
+                action,
+                claims: mine,
+                won_over: Vec::new(),
+            });
+            continue;
+        };
+        let winner = &plan[p];
+        // The same action merges, unless it was to serve waiting work of its own: one
+        // preemption or repartition does not start two jobs that each needed all of it.
+        let serves_its_own = matches!(f.kind, Kind::PreemptionCandidate | Kind::LayoutPlan | Kind::DrainPlan);
+        let (outcome, text) = if winner.action == action && !serves_its_own {
+            (
+                "merged",
+                format!(
+                    "the same as the {} advice for {}: {}",
+                    winner.kind.as_str(),
+                    winner.subject,
+                    describe(&action)
+                ),
+            )
+        } else {
+            let what = claim.split_once(':').map_or(claim.as_str(), |(_, w)| w);
+            (
+                "dropped",
+                format!(
+                    "not now: {} ({} advice for {}) comes first for {what}",
+                    describe(&winner.action),
+                    winner.kind.as_str(),
+                    winner.subject
+                ),
+            )
+        };
+        plan[p].won_over.push(Lost { kind: f.kind, subject: f.subject.text(), outcome, reason: text.clone() });
+        findings[i].suggestion = Suggestion::Words { text };
+    }
+    plan
+}
+
+fn describe(a: &Action) -> String {
+    super::describe(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advisor::Severity;
+    use crate::model::CardRef;
+
+    fn finding(kind: Kind, subject: Subject, action: Option<Action>, cards: &[&str]) -> Finding {
+        Finding {
+            kind,
+            severity: Severity::Warn,
+            subject,
+            title: format!("{kind:?}"),
+            evidence: Vec::new(),
+            gpu_hours_per_day: 1.0,
+            cost_per_day: None,
+            suggestion: match action {
+                Some(action) => Suggestion::Action { action, why: "because".into() },
+                None => Suggestion::Words { text: "words".into() },
+            },
+            cards: cards
+                .iter()
+                .filter_map(|c| c.rsplit_once('/'))
+                .map(|(n, i)| CardRef::new(n.to_string(), i.parse().unwrap_or(0)))
+                .collect(),
+        }
+    }
+
+    fn preempt(id: &str) -> Option<Action> {
+        Some(Action::Preempt { workload: id.into(), force: false })
+    }
+
+    fn workload(id: &str) -> Subject {
+        Subject::Workload { id: id.into() }
+    }
+
+    /// Each workload and card is the subject of at most one action: the same action twice is
+    /// merged into the first by rank, another action for the same subject is dropped with its
+    /// reason, and the findings say so.
+    #[test]
+    fn one_action_per_subject_settled_by_rank() {
+        let mut f = vec![
+            // Waste: the idle training could be preempted ...
+            finding(Kind::HeldIdle, workload("sim:40"), preempt("sim:40"), &["n/1"]),
+            // ... and waiting inference asks for the same: merged into the inference's.
+            finding(Kind::PreemptionCandidate, workload("sim:43"), preempt("sim:40"), &["n/1"]),
+            // A second waiting job asks for the same victim: dropped.
+            finding(Kind::PreemptionCandidate, workload("sim:44"), preempt("sim:40"), &["n/1"]),
+            // A failing card beats a repartition of it.
+            finding(
+                Kind::LayoutPlan,
+                Subject::Card { card: "n/2".into() },
+                Some(Action::Repartition { target: "n/2".into(), layout: "whole".into() }),
+                &["n/2"],
+            ),
+            finding(
+                Kind::UnhealthyHeld,
+                Subject::Card { card: "n/2".into() },
+                Some(Action::Drain { target: "n/2".into() }),
+                &["n/2"],
+            ),
+            // Words claim nothing.
+            finding(Kind::ScaleIn, Subject::Pool { model: "A100-80GB".into() }, None, &[]),
+        ];
+        let plan = reconcile(&mut f);
+        let actions: Vec<(Kind, String)> = plan.iter().map(|p| (p.kind, super::describe(&p.action))).collect();
+        assert_eq!(
+            actions,
+            vec![
+                (Kind::UnhealthyHeld, "drain n/2".to_string()),
+                (Kind::PreemptionCandidate, "preempt sim:40".to_string()),
+            ]
+        );
+        let lost: Vec<(Kind, &str)> =
+            plan.iter().flat_map(|p| p.won_over.iter().map(|l| (l.kind, l.outcome))).collect();
+        assert_eq!(
+            lost,
+            vec![(Kind::LayoutPlan, "dropped"), (Kind::PreemptionCandidate, "dropped"), (Kind::HeldIdle, "merged")]
+        );
+        assert_eq!(f[0].suggestion.text(), "the same as the preempt to serve advice for sim:43: preempt sim:40");
+        assert!(
+            f[2].suggestion.text().starts_with("not now: preempt sim:40 (preempt to serve advice for sim:43)"),
+            "{}",
+            f[2].suggestion.text()
+        );
+        assert!(
+            f[3].suggestion.text().starts_with("not now: drain n/2 (unhealthy, held advice for n/2)"),
+            "{}",
+            f[3].suggestion.text()
+        );
+        // No claim is held twice.
+        let mut claims: Vec<&String> = plan.iter().flat_map(|p| &p.claims).collect();
+        let n = claims.len();
+        claims.sort();
+        claims.dedup();
+        assert_eq!(claims.len(), n);
+    }
+}
+
+/// The plan on the simulated cluster over a day: at every third hour, no claim is held by two
+/// actions, every action a finding still suggests is the plan's, and none is a no-op (a drain
+/// of a draining card, a preemption of work that does not run).
+#[cfg(test)]
+mod on_the_simulator {
+    use std::time::Duration;
+
+    use chrono::TimeZone;
+
+    use crate::actions::Action;
+    use crate::advisor::{Context, advise_with_plan};
+    use crate::model::WorkloadState;
+    use crate::sources::SourceUpdate;
+    use crate::sources::sim::{Sim, SimConfig};
+
+    #[test]
+    fn one_plan_at_every_third_hour_of_a_day() {
+        let start = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 0, 0, 0).single().unwrap_or_default();
+        let cfg = crate::config::Config::default();
+        let (mut plans, mut findings) = (0usize, 0usize);
+        for seed in [42, 7] {
+            let mut sim = Sim::new(SimConfig::new(seed, start));
+            let mut store = crate::store::Store::new();
+            store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(1));
+            for hour in (0..24).step_by(3) {
+                if hour > 0 {
+                    for _ in 0..3 * 6 {
+                        sim.advance(Duration::from_secs(600));
+                    }
+                }
+                let now = sim.now();
+                let update = SourceUpdate {
+                    source: "sim".into(),
+                    kind: crate::model::SourceKind::Simulated,
+                    at: now,
+                    result: Ok(sim.snapshot()),
+                };
+                store.apply(update, now);
+                let fleet = store.fleet();
+                let (found, plan) = advise_with_plan(fleet, &Context::new(&cfg, now));
+                plans += plan.len();
+                findings += found.len();
+                let mut claims: Vec<&String> = plan.iter().flat_map(|p| &p.claims).collect();
+                let n = claims.len();
+                claims.sort();
+                claims.dedup();
+                assert_eq!(claims.len(), n, "seed {seed} hour {hour}: a claim held twice: {plan:#?}");
+                for f in &found {
+                    if let Some(a) = f.suggestion.action() {
+                        assert!(
+                            plan.iter().any(|p| p.action == *a),
+                            "seed {seed} hour {hour}: outside the plan: {f:#?}"
+                        );
+                    }
+                }
+                for p in &plan {
+                    match &p.action {
+                        Action::Preempt { workload, .. } => {
+                            let w = fleet.workload(workload);
+                            assert!(w.is_some_and(|w| w.state == WorkloadState::Running), "{p:#?}");
+                        }
+                        Action::Drain { target } => {
+                            let drained = fleet
+                                .cards()
+                                .filter(|(n, c)| format!("{}/{}", n.name, c.index) == *target || n.name == *target)
+                                .all(|(_, c)| c.draining);
+                            assert!(!drained, "a drain of a draining card: {p:#?}");
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        eprintln!("checked {plans} planned actions among {findings} findings");
+        assert!(plans > 0);
+    }
+}
