@@ -374,6 +374,73 @@ fn advise_lists_the_waste_and_fails_on_request() {
     }
 }
 
+/// Capacity that waiting work could use is never offered for release: no pool has a scale-in
+/// while work it could serve (whole cards of its model or of any, its MIG profiles, shares of
+/// its shared cards) has a scale-out, over the demo at several seeds.
+#[test]
+fn advise_never_scales_a_pool_in_while_work_it_serves_waits() {
+    for seed in [None, Some("3"), Some("5"), Some("7")] {
+        let seeded = |args: &[&str]| {
+            let mut args = args.to_vec();
+            args.extend(seed.map(|s| ["--seed", s]).into_iter().flatten());
+            let (code, out, err) = tessera(&args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            json(&out)
+        };
+        let findings = seeded(&["advise", "--demo", "--json"])["findings"].as_array().cloned().unwrap_or_default();
+        let subjects = |kind: &str, key: &str| -> Vec<String> {
+            findings
+                .iter()
+                .filter(|f| f["kind"] == kind)
+                .filter_map(|f| f["subject"][key].as_str().map(str::to_string))
+                .collect()
+        };
+        let (pools, short) = (subjects("scale_in", "model"), subjects("scale_out", "resource"));
+        if pools.is_empty() || short.is_empty() {
+            continue;
+        }
+        // The share units each pool's cards are shared in, by their catalog or short name.
+        let snapshot = seeded(&["snapshot", "--demo", "--json"]);
+        let cards: Vec<Value> = snapshot["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|n| n["cards"].as_array().cloned().unwrap_or_default())
+            .collect();
+        for pool in &pools {
+            let (code, layouts, _) = tessera(&["layouts", pool, "--json"]);
+            let profiles: Vec<String> = if code == 0 {
+                json(&layouts)["layouts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|l| l.as_array().cloned().unwrap_or_default())
+                    .filter_map(|p| p["profile"].as_str().map(str::to_string))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let units: Vec<String> = cards
+                .iter()
+                .filter(|c| c["gpu_model"] == pool.as_str() || c["model"].as_str().is_some_and(|m| m.ends_with(pool)))
+                .filter_map(|c| c["sharing"]["unit"].as_str())
+                .map(|u| if u == "mps" { "mps share".to_string() } else { u.to_string() })
+                .collect();
+            for resource in &short {
+                let whole = resource == "whole (any)" || *resource == format!("whole {pool}");
+                let mig = resource.strip_prefix("MIG ").is_some_and(|p| profiles.iter().any(|x| x == p));
+                let shared = units.iter().any(|u| {
+                    resource.strip_prefix(u.as_str()).is_some_and(|m| m == " (any)" || *m == format!(" {pool}"))
+                });
+                assert!(
+                    !(whole || mig || shared),
+                    "seed {seed:?}: {pool} is offered for release while work it serves waits for {resource}"
+                );
+            }
+        }
+    }
+}
+
 /// The path of a file under tests/fixtures.
 fn fixture_path(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
