@@ -232,9 +232,15 @@ fn essentials(snapshot: &Value) -> Vec<Value> {
 #[test]
 fn a_captured_scenario_gives_back_the_same_cards_in_the_fake() {
     let tmp = Temp::new("device-check-capture");
-    for name in
-        ["h100x8.json", "a100-mixed.json", "h200-7x1g.json", "l4-shared.json", "h100-mig-gpm.json", "a100-idle.json"]
-    {
+    for name in [
+        "h100x8.json",
+        "a100-mixed.json",
+        "h200-7x1g.json",
+        "l4-shared.json",
+        "h100-mig-gpm.json",
+        "a100-idle.json",
+        "h200-driver580.json",
+    ] {
         let original = scenario(name);
         let (code, snap) = tessera(&["snapshot", "--json"], &original);
         assert_eq!(code, 0, "{name}: {snap}");

@@ -200,6 +200,23 @@ mod tests {
     }
 
     #[test]
+    fn a_real_driver_580_capture_reads() {
+        // Driver 580, DTD v13, an idle H200 without MIG, captured by the device check (the
+        // serial and UUID replaced); NVML agreed with it on every compared field.
+        let log = fixture("nvidia-smi-q-x.h200-nonmig.driver580.xml");
+        assert_eq!(log.driver_version.as_deref(), Some("580.159.04"));
+        let g = &log.gpus[0];
+        assert_eq!(g.name.as_deref(), Some("NVIDIA H200"));
+        assert_eq!((g.memory_total_mib, g.memory_used_mib), (Some(143771.0), Some(0.0)));
+        assert_eq!((g.utilization_pct, g.temperature_c, g.power_limit_w), (Some(0.0), Some(36.0), Some(700.0)));
+        assert!(g.power_w.is_some_and(|w| (70.0..90.0).contains(&w)), "{:?}", g.power_w);
+        assert_eq!(g.ecc_volatile_uncorrected, Some(0.0));
+        assert_eq!(g.compute_mode.as_deref(), Some("default"));
+        assert_eq!((g.mig_enabled, g.mig_pending), (Some(false), Some(false)));
+        assert!(g.processes.is_empty() && g.mig_instances.is_empty());
+    }
+
+    #[test]
     fn older_files_and_unknowns_read_as_they_are() {
         // Driver 510: `power_readings`, volatile ECC all N/A.
         let g = fixture("nvidia-smi-q-x.a100-sxm4-40gb-mig.driver510.xml").gpus.remove(0);
