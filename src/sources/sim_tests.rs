@@ -227,3 +227,30 @@ fn the_same_seed_gives_the_same_cluster_whatever_second_it_starts_across_the_wav
     assert_eq!(ids(1), ids(6));
     assert_eq!(ids(1), ids(13));
 }
+
+/// Every pending workload has a reason from the first snapshot (the 4-GPU inference the demo
+/// adds after its warm-up had none), and a whole-card request that no node has room for now
+/// says what it waits for against what one node has free.
+#[test]
+fn every_pending_workload_has_a_reason_from_the_first_snapshot() {
+    for seed in [1, 7, 42, 1234] {
+        for hour in [3, 9, 14, 21] {
+            let at = Utc.with_ymd_and_hms(2026, 3, 2, hour, 0, 0).single().unwrap_or_default();
+            let p = Sim::new(SimConfig::new(seed, at)).snapshot();
+            for w in p.workloads.iter().filter(|w| w.state == WorkloadState::Pending) {
+                let reason =
+                    w.reason.as_deref().unwrap_or_else(|| panic!("seed {seed} {hour}h: {} has no reason", w.id));
+                assert!(!reason.is_empty(), "{}", w.id);
+            }
+        }
+    }
+    let p = Sim::new(SimConfig::new(42, start())).snapshot();
+    let big = p
+        .workloads
+        .iter()
+        .find(|w| w.name.starts_with("llm-core/chat-70b-"))
+        .unwrap_or_else(|| panic!("the 4-GPU job"));
+    let reason = big.reason.clone().unwrap_or_default();
+    assert!(reason.starts_with("Resources: waits for 4 whole cards on one node; at most "), "{reason}");
+    assert!(reason.ends_with(" free on one"), "{reason}");
+}

@@ -223,6 +223,9 @@ impl Sim {
         // The scenes changed cards: count what they can take afresh.
         self.usable = None;
         self.free = None;
+        // The scenes' waiting work gets its reason now: every pending job has one from the
+        // first snapshot (the 4-GPU server had none until the first tick).
+        self.schedule();
     }
 
     /// Work set running as it had been for a while (the first frame's jobs) has its start

@@ -300,7 +300,11 @@ impl Sim {
         if let Some(profile) = &w.request.mig_profile {
             // Every card's instances count here, usable or not.
             let exists = round.configured.iter().any(|p| p == profile);
-            return if exists { "Resources".into() } else { format!("Resources: no {profile} instance is configured") };
+            return if exists {
+                format!("Resources: every {profile} instance is in use")
+            } else {
+                format!("Resources: no {profile} instance is configured")
+            };
         }
         // Could it ever start here, once running work ends? Count usable whole cards of the
         // model it asks for on each schedulable node.
@@ -311,7 +315,24 @@ impl Sim {
                 by_model.iter().filter(|(m, _)| want_model.is_none() || *m == want_model).map(|(_, k)| k).sum();
             count >= need
         });
+        let what = match (need, want_model) {
+            (1, Some(m)) => format!("a whole {m} card"),
+            (1, None) => "a whole card".to_string(),
+            (n, Some(m)) => format!("{n} whole {m} cards on one node"),
+            (n, None) => format!("{n} whole cards on one node"),
+        };
+        // What one node has free of it now (less what this round gave out).
+        let most = (0..self.nodes.len())
+            .filter(|&ni| want_model.is_none() || self.node_models.get(ni).copied().flatten() == want_model)
+            .map(|ni| {
+                let free = round.free_whole.get(ni).copied().unwrap_or(0);
+                free.saturating_sub(round.taken_whole.get(ni).copied().unwrap_or(0))
+            })
+            .max()
+            .unwrap_or(0);
         match (fits_node, want_model) {
+            (true, _) if most == 0 => format!("Resources: waits for {what}; none free"),
+            (true, _) if most < need => format!("Resources: waits for {what}; at most {most} free on one"),
             (true, _) => "Resources".into(),
             (false, Some(m)) => format!("Resources: no node has {need} usable whole {m} cards"),
             (false, None) => format!("Resources: no node has {need} usable whole cards"),
