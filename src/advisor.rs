@@ -243,8 +243,8 @@ impl<'a> Context<'a> {
     }
 }
 
-/// Every finding over `fleet`, the most costly first (then the most severe), each suggestion
-/// reconciled with the others ([`reconcile`]).
+/// Every finding over `fleet`, the most severe first (then the most GPU-hours), each
+/// suggestion reconciled with the others ([`reconcile`]).
 pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
     advise_with_plan(fleet, cx).0
 }
@@ -281,13 +281,49 @@ pub fn advise_with_plan(fleet: &Fleet, cx: &Context) -> (Vec<Finding>, Vec<recon
     schedule::findings(fleet, cx, &mut out);
     in_flight::mark(fleet, &mut out);
     let plan = reconcile::reconcile(&mut out);
-    out.sort_by(|a, b| {
-        b.gpu_hours_per_day
-            .total_cmp(&a.gpu_hours_per_day)
-            .then(b.severity.cmp(&a.severity))
-            .then(a.title.cmp(&b.title))
-    });
+    order(&mut out, Order::Severity);
     (out, plan)
+}
+
+/// How findings are listed: the most severe first (the default: crowding and interference
+/// cost no GPU-hours and were last), or the most GPU-hours first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Order {
+    /// Severity, then GPU-hours a day.
+    #[default]
+    Severity,
+    /// GPU-hours a day, then severity.
+    Cost,
+}
+
+impl Order {
+    /// The other order.
+    pub fn toggled(self) -> Self {
+        match self {
+            Self::Severity => Self::Cost,
+            Self::Cost => Self::Severity,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Severity => "severity first",
+            Self::Cost => "cost first",
+        }
+    }
+}
+
+/// Sort `findings` by `by`; ties by title, so the order is the same every pass.
+pub fn order(findings: &mut [Finding], by: Order) {
+    findings.sort_by(|a, b| {
+        let severity = b.severity.cmp(&a.severity);
+        let cost = b.gpu_hours_per_day.total_cmp(&a.gpu_hours_per_day);
+        match by {
+            Order::Severity => severity.then(cost),
+            Order::Cost => cost.then(severity),
+        }
+        .then(a.title.cmp(&b.title))
+    });
 }
 
 /// Findings by severity: (high, warn, info).

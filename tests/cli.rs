@@ -750,3 +750,61 @@ fn a_node_drains_card_by_card_on_the_simulated_cluster() {
         assert!(out.starts_with(&format!("Undrain {node}: ")), "{out}{err}");
     }
 }
+
+/// `advise` lists the most severe first, then the most GPU-hours (text and JSON); waiting
+/// work's evidence says what is free against what it wants the right way round ("6 free of 4
+/// wanted" read as "it fits"), with what one node has free where a request needs several.
+#[test]
+fn advise_is_severity_first_and_says_free_against_wanted() {
+    let (code, out, err) = tessera(&["advise", "--demo", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let findings = json(&out)["findings"].as_array().cloned().unwrap_or_default();
+    let rank = |f: &Value| match f["severity"].as_str() {
+        Some("high") => 2,
+        Some("warn") => 1,
+        _ => 0,
+    };
+    for pair in findings.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let hours = |f: &Value| f["gpu_hours_per_day"].as_f64().unwrap_or_default();
+        assert!(
+            rank(a) > rank(b) || (rank(a) == rank(b) && hours(a) >= hours(b)),
+            "{} ({}) before {} ({})",
+            a["title"],
+            a["severity"],
+            b["title"],
+            b["severity"]
+        );
+    }
+    let (code, text, err) = tessera(&["advise", "--demo"]);
+    assert_eq!(code, 0, "{err}");
+    let severities: Vec<&str> =
+        text.lines().filter_map(|l| l.strip_prefix('[')).filter_map(|l| l.split(']').next()).collect();
+    assert_eq!(severities.len(), findings.len(), "{text}");
+    let mut sorted = severities.clone();
+    sorted.sort_by_key(|s| std::cmp::Reverse(["info", "warn", "high"].iter().position(|x| x == s)));
+    assert_eq!(severities, sorted, "{text}");
+    // "6 free, at most 3 on one node; ...": what is free, then what one node has free.
+    let free_then_block = |e: &str| -> (u64, u64) {
+        let (free, rest) = e.split_once(" free, at most ").unwrap_or_else(|| panic!("{e}"));
+        let block = rest.split_once(" on one node; ").map(|(b, _)| b).unwrap_or_else(|| panic!("{e}"));
+        (free.parse().unwrap_or_else(|_| panic!("{e}")), block.parse().unwrap_or_else(|_| panic!("{e}")))
+    };
+    // The demo's 4-GPU inference: more than 4 whole cards free, fewer than 4 on any one node.
+    let preempt = findings.iter().find(|f| f["kind"] == "preemption_candidate").unwrap_or_else(|| panic!("{out}"));
+    let e = preempt["evidence"][0].as_str().unwrap_or_default();
+    let (free, block) = free_then_block(e);
+    assert!(free >= block && block < 4, "{e}");
+    assert!(e.contains(" on one node; it wants 4 together; waited "), "{e}");
+    // Its 8-GPU training job, past the threshold, with nowhere to go.
+    let short = findings.iter().find(|f| f["kind"] == "scale_out").unwrap_or_else(|| panic!("{out}"));
+    let e = short["evidence"][0].as_str().unwrap_or_default();
+    let (free, block) = free_then_block(e);
+    assert!(free >= block && block < 8, "{e}");
+    assert!(e.contains(" on one node; 1 waiting past the threshold (15m) wants 8 together"), "{e}");
+    for f in &findings {
+        for e in f["evidence"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            assert!(!e.contains(" free of ") && !e.contains(" wanted;"), "{e}");
+        }
+    }
+}

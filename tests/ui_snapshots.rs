@@ -463,3 +463,37 @@ fn the_header_keeps_its_labels_at_80_columns() {
     let top = render(80, 24, |_, _| {}, false);
     assert!(top.contains("util 60%") && top.contains("queue 6, oldest 1h32m"), "{top}");
 }
+
+/// The Advice view opens with the header's counts: its first rows are the high findings the
+/// header counts, then the warn ones (high crowding and interference, 0 GPU-hours, were the
+/// last rows, pages down at 80×24), and its own first line says the same numbers.
+#[test]
+fn the_advice_list_begins_with_what_the_header_counts() {
+    let advice = |st: &mut UiState, s: &Store| {
+        let cfg = tessera::config::Config::default();
+        let cx = tessera::advisor::Context::new(&cfg, clock());
+        st.on_findings(tessera::advisor::advise(s.fleet(), &cx));
+        st.apply(Intent::ViewAdvice, s.fleet());
+    };
+    let screen = render(160, 48, advice, false);
+    let lines: Vec<&str> = screen.lines().map(|l| l.trim_matches('"')).collect();
+    let header = lines.iter().find(|l| l.contains(" tessera ")).copied().unwrap_or_default();
+    let number = |before: &str| -> usize {
+        let at = header.find(before).unwrap_or_else(|| panic!("{before} not in {header}"));
+        header[..at].split_whitespace().last().and_then(|n| n.parse().ok()).unwrap_or_default()
+    };
+    let (high, warn) = (number(" high"), number(" warn"));
+    assert!(high > 0 && warn > 0, "{header}");
+    let at = lines.iter().position(|l| l.starts_with("SEV ")).unwrap_or_else(|| panic!("{screen}"));
+    let sev: Vec<&str> =
+        lines[at + 1..].iter().take(high + warn + 1).map(|l| l.split(' ').next().unwrap_or("")).collect();
+    let mut want = vec!["high"; high];
+    want.extend(vec!["warn"; warn]);
+    want.push("info");
+    assert_eq!(sev, want, "{screen}");
+    let said = format!("{high} high, {warn} warn, ");
+    assert!(lines[at - 1].contains(&said) && lines[at - 1].contains("severity first"), "{screen}");
+    // At 80×24 the header has no room for them: the list says them.
+    let narrow = render(80, 24, advice, false);
+    assert!(narrow.contains(&said), "{narrow}");
+}

@@ -259,11 +259,20 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, free: &Free, served: &[Stri
                 d.resource,
                 minutes(oldest)
             ),
+            // What is free against what is wanted, and what one node has free where a request
+            // needs several together: "6 free, at most 3 on one node; 1 waiting ... wants 8 together".
             evidence: vec![format!(
-                "{} waiting past the threshold ({}) want {wanted} units; {} free now, at most {block} on one {place}",
+                "{} free{}; {} waiting past the threshold ({}) {}",
+                free.of(&d.resource),
+                if biggest > 1 { format!(", at most {block} on one {place}") } else { String::new() },
                 late.len(),
                 minutes(cx.queue_wait.as_secs()),
-                free.of(&d.resource)
+                match (late.len(), biggest > 1) {
+                    (1, true) => format!("wants {wanted} together"),
+                    (1, false) => format!("wants {wanted}"),
+                    (_, true) => format!("want {wanted} in all, the largest {biggest} together"),
+                    (_, false) => format!("want {wanted} in all"),
+                }
             )],
             gpu_hours_per_day: gpu_hours,
             cost_per_day: None,

@@ -89,8 +89,8 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[Str
             ),
             evidence: vec![
                 format!(
-                    "{} free of {need} wanted; waited {} (threshold {})",
-                    free.of(&res),
+                    "{}; waited {} (threshold {})",
+                    free_against_wanted(free, &res, need),
                     super::minutes(waited.as_secs()),
                     super::minutes(cx.queue_wait.as_secs())
                 ),
@@ -110,6 +110,16 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[Str
             },
             cards: t.cards.clone(),
         });
+    }
+}
+
+/// What is free of `res` against the `need` units one request wants: "6 free, at most 3 on
+/// one node; it wants 4 together" (several units must be on one node), "0 free; it wants 1".
+pub(super) fn free_against_wanted(free: &Free, res: &Resource, need: u64) -> String {
+    if need > 1 {
+        format!("{} free, at most {} on one node; it wants {need} together", free.of(res), free.largest_block(res))
+    } else {
+        format!("{} free; it wants {need}", free.of(res))
     }
 }
 
@@ -134,8 +144,9 @@ fn in_progress(
             t.id
         ),
         evidence: vec![format!(
-            "{} is checkpointing and holds {units} of the {need} wanted; waited {} (threshold {})",
+            "{} is checkpointing and holds {units}; it wants {need}{}; waited {} (threshold {})",
             t.id,
+            if need > 1 { " together" } else { "" },
             super::minutes(waited.as_secs()),
             super::minutes(cx.queue_wait.as_secs())
         )],

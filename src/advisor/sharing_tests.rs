@@ -247,9 +247,29 @@ fn shares_short_count_as_their_part_of_a_card() {
     let found = advise_all(&f);
     let out = found.iter().find(|x| x.kind == Kind::ScaleOut).unwrap_or_else(|| panic!("{found:#?}"));
     assert!((out.gpu_hours_per_day - 12.0).abs() < 1e-9, "{}", out.gpu_hours_per_day);
-    assert!(out.evidence[0].contains("on one card"), "{:?}", out.evidence);
+    // Each wants one replica: what one card has free is not said, what is free and wanted is.
+    assert!(
+        out.evidence[0].starts_with("0 free; 2 waiting past the threshold (15m) want 2 in all"),
+        "{:?}",
+        out.evidence
+    );
     // And the replica holders' share of the card in the interference finding's workloads.
     assert!(found.iter().any(|x| x.kind == Kind::Interference));
+}
+
+/// A request for several replicas needs them on one card: the scale-out says what one card
+/// has free, after what is free, and that it wants them together.
+#[test]
+fn a_scale_out_for_several_replicas_says_what_one_card_has_free() {
+    use crate::model::{ShareUnit, Shares};
+    let two = |w: &mut Workload| w.request.shares = Some(Shares { unit: ShareUnit::Replica, count: 2 });
+    let mut f = busy_shared_card(&[two]);
+    f.nodes[0].cards[0].sharing.unit = Some(ShareUnit::Replica);
+    let found = advise_all(&f);
+    let out = found.iter().find(|x| x.kind == Kind::ScaleOut).unwrap_or_else(|| panic!("{found:#?}"));
+    let e = &out.evidence[0];
+    assert!(e.starts_with("0 free, at most 0 on one card"), "{e}");
+    assert!(e.ends_with("1 waiting past the threshold (15m) wants 2 together"), "{e}");
 }
 
 #[test]

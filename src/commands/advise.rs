@@ -1,6 +1,6 @@
 //! `tessera advise [--json] [--fail-on high|warn]`: collect once, run the advisor, print the
-//! findings (most costly first) or the JSON contract; exit 4 when a finding of the given
-//! severity exists, for cron and alerting.
+//! findings (the most severe first, then the most GPU-hours) or the JSON contract; exit 4
+//! when a finding of the given severity exists, for cron and alerting.
 
 use serde_json::json;
 
@@ -62,7 +62,10 @@ pub fn advise(g: &Global, json_out: bool, fail_on: Option<Severity>) -> Result<(
 
 fn table(findings: &[Finding], seen: usize, running: usize, currency: &str) -> String {
     let (h, w, i) = advisor::counts(findings);
-    let mut out = format!("{} findings: {h} high, {w} warn, {i} info\n", findings.len());
+    let mut out = format!(
+        "{} findings: {h} high, {w} warn, {i} info (the most severe first, then the most GPU-hours)\n",
+        findings.len()
+    );
     if seen < running {
         out.push_str(&format!(
             "activity: {seen} of {running} running workloads have 30 minutes of history; idle and oversized \

@@ -157,7 +157,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[Char('s')],
         label: "s",
         intent: Intent::Sort,
-        description: "sort: cycle the sort column (node, util, memory, temp, power, free, health)",
+        description: "sort: cycle node, util, memory, temp, power, free, health; advice: severity or cost first",
         footer: true,
         action: false,
     },

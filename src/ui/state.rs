@@ -202,15 +202,17 @@ pub struct UiState {
     pub told_read_only: bool,
     /// Sources in the fleet, for the sources view's selection.
     pub source_count: usize,
-    /// The advisor's findings, most costly first (the loop sets them, on a recent fleet: the
+    /// The advisor's findings in `advice_order` (the loop sets them, on a recent fleet: the
     /// advisor is paced by its own cost, every second at 4,096 cards, up to ten at 32,768).
     pub findings: Vec<crate::advisor::Finding>,
+    /// The Advice view's order: the most severe first, or the most costly (`s` there).
+    pub advice_order: crate::advisor::Order,
     /// A text panel in front of the view until Esc (title, lines): the answer of `:fit`, or a
     /// finding in full (Enter in the Advice view).
     pub panel: Option<(String, Vec<String>)>,
-    /// The action of the finding the panel shows, so `a` acts on what is on screen, whatever
-    /// the advisor re-sorted behind it.
-    pub panel_action: Option<crate::actions::Action>,
+    /// The finding the panel shows, by kind and subject: each advice pass shows it anew, or
+    /// marks it gone, and `a` acts on it only while the latest pass has it.
+    pub panel_finding: Option<(crate::advisor::Kind, crate::advisor::Subject)>,
     /// Findings by severity (high, warn, info), counted once per update for the header.
     pub advice_counts: (usize, usize, usize),
     /// Cards some warn or high finding is about: their fleet rows say `advice`.
@@ -275,12 +277,13 @@ impl UiState {
             modal: None,
             screen: ratatui::layout::Rect::default(),
             panel: None,
-            panel_action: None,
+            panel_finding: None,
             quit_after_action: false,
             action_hidden: false,
             told_read_only: false,
             source_count: 0,
             findings: Vec::new(),
+            advice_order: crate::advisor::Order::default(),
             flagged: std::collections::HashSet::new(),
             banner: None,
             auto_busy: false,
@@ -374,6 +377,8 @@ impl UiState {
         self.last_sample = None;
     }
 
+    /// New findings from the advisor: listed in the order asked for, the selection kept on
+    /// its finding, the finding the panel shows shown anew or marked gone.
     pub fn on_findings(&mut self, findings: Vec<crate::advisor::Finding>) {
         self.flagged = findings
             .iter()
@@ -381,8 +386,48 @@ impl UiState {
             .flat_map(|f| f.cards.iter().cloned())
             .collect();
         self.advice_counts = crate::advisor::counts(&findings);
+        self.list_findings(findings);
+        self.show_panel_finding();
+    }
+
+    /// `findings` in `advice_order`, the selection kept on its finding where it is still listed.
+    fn list_findings(&mut self, mut findings: Vec<crate::advisor::Finding>) {
+        let kept = self.findings.get(self.selected[4]).map(|x| (x.kind, x.subject.clone()));
+        crate::advisor::order(&mut findings, self.advice_order);
         self.findings = findings;
+        if let Some(i) = kept.and_then(|(kind, subject)| self.finding_at(kind, &subject)) {
+            self.selected[4] = i;
+        }
         self.clamp(Tab::Advice);
+    }
+
+    /// Where the finding of `kind` about `subject` is listed now.
+    pub fn finding_at(&self, kind: crate::advisor::Kind, subject: &crate::advisor::Subject) -> Option<usize> {
+        self.findings.iter().position(|x| x.kind == kind && &x.subject == subject)
+    }
+
+    /// The Advice view's other order (`s` there), the selection kept on its finding.
+    pub fn toggle_advice_order(&mut self) {
+        self.advice_order = self.advice_order.toggled();
+        self.list_findings(self.findings.clone());
+    }
+
+    /// The panel's finding as the latest pass has it, or, gone from it, said to be gone.
+    fn show_panel_finding(&mut self) {
+        let Some((kind, subject)) = self.panel_finding.clone() else { return };
+        match self.finding_at(kind, &subject) {
+            Some(i) => self.panel = Some(intents::finding_panel(&self.findings[i])),
+            None => {
+                if let Some((title, lines)) = self.panel.as_mut()
+                    && !lines.first().is_some_and(|l| l.starts_with(GONE))
+                {
+                    title.push_str(": gone");
+                    // What it suggested is no longer advice: nothing to plan.
+                    lines.retain(|l| !l.starts_with("  a plans it"));
+                    lines.insert(0, format!("{GONE}: the latest advice no longer has it (Esc closes)"));
+                }
+            }
+        }
     }
 
     /// Asked to quit while an action runs: leave when it ends (a second request leaves now).
@@ -409,6 +454,8 @@ impl UiState {
     pub fn rows_visible(&self, t: Tab) -> usize {
         match t {
             Tab::Queue => self.viewport.saturating_sub(queue_demand_height(self.viewport + 1, self.queue.demand.len())),
+            // The list gives part of the body to the selected finding and its own first line.
+            Tab::Advice => crate::ui::views::advice::list_rows(self.viewport + 1),
             _ => self.viewport,
         }
         .max(1)
@@ -488,6 +535,9 @@ mod rows;
 #[cfg(test)]
 #[path = "state_tests.rs"]
 mod tests;
+
+/// How a finding's panel begins once an advice pass no longer has the finding.
+pub const GONE: &str = "this finding is gone";
 
 /// Lines the queue view gives its demand table in a body of `body_height` lines.
 pub fn queue_demand_height(body_height: usize, demand_rows: usize) -> usize {

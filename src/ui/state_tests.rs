@@ -360,3 +360,125 @@ fn footer_messages_expire() {
     assert!(st.expire_message(t0 + chrono::Duration::seconds(29)));
     assert_eq!(st.message, None);
 }
+
+/// A finding of `kind` and `severity` about card `card`, `gpu_hours` a day, suggesting a drain.
+fn finding(
+    kind: crate::advisor::Kind,
+    severity: crate::advisor::Severity,
+    card: &str,
+    gpu_hours: f64,
+) -> crate::advisor::Finding {
+    crate::advisor::Finding {
+        kind,
+        severity,
+        subject: crate::advisor::Subject::Card { card: card.into() },
+        title: format!("{} {card}", kind.as_str()),
+        evidence: vec![format!("about {card}")],
+        gpu_hours_per_day: gpu_hours,
+        cost_per_day: None,
+        suggestion: crate::advisor::Suggestion::Action {
+            action: crate::actions::Action::Drain { target: card.into() },
+            why: "w".into(),
+        },
+        cards: Vec::new(),
+    }
+}
+
+/// The Advice view lists the most severe first, then the most GPU-hours (crowding and
+/// interference, 0 GPU-hours, were the last rows, pages down); `s` there toggles cost first,
+/// keeps the selection on its finding and says so, and the order holds for the next pass.
+#[test]
+fn advice_is_severity_first_and_s_toggles_cost_first() {
+    use crate::advisor::{Kind, Severity};
+    let f = fleet();
+    let mut st = state(&f);
+    let found = vec![
+        finding(Kind::MigWaste, Severity::Info, "n/1", 30.0),
+        finding(Kind::Crowded, Severity::High, "n/2", 0.0),
+        finding(Kind::HeldIdle, Severity::Warn, "n/3", 10.0),
+        finding(Kind::UnhealthyHeld, Severity::High, "n/4", 5.0),
+    ];
+    st.on_findings(found.clone());
+    let cards = |st: &UiState| st.findings.iter().map(|x| x.subject.text()).collect::<Vec<_>>();
+    assert_eq!(cards(&st), ["n/4", "n/2", "n/3", "n/1"], "severity first, then GPU-hours");
+    // The header's counts are the list's, and its first rows are the ones counted.
+    assert_eq!(st.advice_counts, (2, 1, 1));
+    st.apply(Intent::ViewAdvice, &f);
+    st.apply(Intent::Down, &f);
+    assert_eq!(st.findings[st.selected[4]].subject.text(), "n/2");
+    st.apply(Intent::Sort, &f);
+    assert_eq!(cards(&st), ["n/1", "n/3", "n/4", "n/2"], "cost first");
+    assert_eq!(st.findings[st.selected[4]].subject.text(), "n/2", "the selection stays on its finding");
+    let m = st.message.clone().unwrap_or_default();
+    assert!(m.contains("cost first"), "{m}");
+    assert_eq!(st.sort, SortKey::Node, "the fleet's sort is not touched from the Advice view");
+    st.on_findings(found.clone());
+    assert_eq!(cards(&st), ["n/1", "n/3", "n/4", "n/2"], "the next pass keeps the order asked for");
+    st.apply(Intent::Sort, &f);
+    assert_eq!(cards(&st), ["n/4", "n/2", "n/3", "n/1"]);
+    let s = crate::ui::keymap::KEYMAP.iter().find(|b| b.intent == Intent::Sort).map(|b| b.description);
+    assert!(s.is_some_and(|d| d.contains("cost first")), "the help says it: {s:?}");
+}
+
+/// A finding's detail marks itself gone when an advice pass no longer has it, `a` then acts
+/// on nothing (it planned the gone finding's action), and leaving the Advice view closes it;
+/// while the finding stays, `a` takes its current suggestion.
+#[test]
+fn a_findings_detail_goes_stale_never() {
+    use crate::advisor::{Kind, Severity, Suggestion};
+    let f = fleet();
+    let mut st = state(&f);
+    let a = finding(Kind::UnhealthyHeld, Severity::High, "gpu-a100-01/0", 24.0);
+    let b = finding(Kind::UnhealthyHeld, Severity::High, "gpu-a100-01/1", 24.0);
+    st.on_findings(vec![a.clone(), b.clone()]);
+    st.apply(Intent::ViewAdvice, &f);
+    st.apply(Intent::Open, &f);
+    assert!(st.panel.as_ref().is_some_and(|(_, l)| l[0] == a.title));
+    // The next pass: the same finding, its drain now under way.
+    let mut under_way = a.clone();
+    under_way.suggestion = Suggestion::InProgress {
+        action: crate::actions::Action::Drain { target: "gpu-a100-01/0".into() },
+        text: "draining gpu-a100-01/0".into(),
+    };
+    st.on_findings(vec![b.clone(), under_way]);
+    assert_eq!(st.apply(Intent::ShowAction, &f), Effect::Redraw, "under way: nothing to plan");
+    let m = st.message.clone().unwrap_or_default();
+    assert!(m.starts_with("in progress: draining gpu-a100-01/0"), "{m}");
+    // Then it goes.
+    st.on_findings(vec![b.clone()]);
+    let (title, lines) = st.panel.clone().unwrap_or_else(|| panic!("closed or marked, not left as it was"));
+    assert!(title.contains("gone") && lines[0].starts_with("this finding is gone"), "{title}: {lines:?}");
+    assert_eq!(st.apply(Intent::ShowAction, &f), Effect::Redraw, "a gone finding is not acted on");
+    let m = st.message.clone().unwrap_or_default();
+    assert!(m.contains("gone"), "{m}");
+    // It does not follow to other views.
+    st.apply(Intent::ViewFleet, &f);
+    assert!(st.panel.is_none(), "a finding's detail closes when its view is left");
+    // `:fit`'s answer is not a finding: a pass leaves it.
+    st.command("fit 3g.40gb", &f);
+    st.on_findings(Vec::new());
+    assert!(st.panel.as_ref().is_some_and(|(t, _)| t.starts_with("where it fits")));
+}
+
+/// `a` on a finding whose action is already under way says what is under way (it said the
+/// finding "suggests nothing tessera can do itself").
+#[test]
+fn a_on_advice_in_progress_says_so() {
+    use crate::advisor::{Kind, Severity, Suggestion};
+    let f = fleet();
+    let mut st = state(&f);
+    let mut x = finding(Kind::PreemptionCandidate, Severity::High, "gpu-a100-01/0", 96.0);
+    x.subject = crate::advisor::Subject::Workload { id: "sim:43".into() };
+    x.suggestion = Suggestion::InProgress {
+        action: crate::actions::Action::Preempt { workload: "sim:40".into(), force: false },
+        text: "preempting sim:40: it is checkpointing, then it requeues and sim:43 starts".into(),
+    };
+    st.on_findings(vec![x]);
+    st.apply(Intent::ViewAdvice, &f);
+    assert_eq!(st.apply(Intent::ShowAction, &f), Effect::Redraw);
+    let m = st.message.clone().unwrap_or_default();
+    assert_eq!(
+        m,
+        "in progress: preempting sim:40: it is checkpointing, then it requeues and sim:43 starts; nothing to do until it lands"
+    );
+}

@@ -2,6 +2,7 @@
 //! command line and mouse clicks. Pure: effects the loop must perform come back as `Effect`.
 
 use super::*;
+use crate::advisor::Suggestion;
 
 impl UiState {
     /// Apply an intent from the keymap.
@@ -39,12 +40,19 @@ impl UiState {
                 if self.action_hidden {
                     self.action_hidden = false;
                 } else if self.tab == Tab::Advice {
-                    // The shown or selected finding's suggestion, through the same plan and
-                    // confirmation.
-                    let shown = self.panel.as_ref().map(|_| self.panel_action.as_ref());
-                    let action = shown
-                        .unwrap_or_else(|| self.findings.get(self.selected[4]).and_then(|f| f.suggestion.action()));
-                    match action {
+                    // The shown or selected finding's suggestion as the latest advice pass has
+                    // it, through the same plan and confirmation; a finding no longer listed is
+                    // not acted on.
+                    let shown = match (&self.panel, &self.panel_finding) {
+                        (Some(_), Some((kind, subject))) => Some(self.finding_at(*kind, subject)),
+                        // Another panel (`:fit`'s answer) suggests nothing.
+                        (Some(_), None) => Some(None),
+                        (None, _) => None,
+                    };
+                    let gone = shown == Some(None) && self.panel_finding.is_some();
+                    let at = shown.unwrap_or(Some(self.selected[4]));
+                    let suggestion = at.and_then(|i| self.findings.get(i)).map(|x| x.suggestion.clone());
+                    match suggestion {
                         // A replay shows what was advised then; nothing is acted on from it.
                         _ if self.replay.is_some() => {
                             self.message = Some(
@@ -52,12 +60,25 @@ impl UiState {
                                     .into(),
                             )
                         }
-                        Some(action) if !self.read_only && !self.action_running() => {
-                            return Effect::Request(crate::ui::actions::Request::Plan(action.clone()));
+                        _ if gone => {
+                            self.message =
+                                Some(format!("{GONE}: the latest advice no longer has it, nothing to act on"))
                         }
-                        Some(_) if self.read_only => self.message = Some("read-only: actions are off".into()),
-                        Some(_) => self.message = Some("an action is running: start the next when it ends".into()),
-                        None => self.message = Some("this finding suggests nothing tessera can do itself".into()),
+                        Some(Suggestion::Action { action, .. }) if !self.read_only && !self.action_running() => {
+                            return Effect::Request(crate::ui::actions::Request::Plan(action));
+                        }
+                        Some(Suggestion::Action { .. }) if self.read_only => {
+                            self.message = Some("read-only: actions are off".into())
+                        }
+                        Some(Suggestion::Action { .. }) => {
+                            self.message = Some("an action is running: start the next when it ends".into())
+                        }
+                        Some(Suggestion::InProgress { text, .. }) => {
+                            self.message = Some(format!("in progress: {text}; nothing to do until it lands"))
+                        }
+                        Some(Suggestion::Words { .. }) | None => {
+                            self.message = Some("this finding suggests nothing tessera can do itself".into())
+                        }
                     }
                 } else {
                     self.message = Some("no action is running (a acts on advice in the Advice view, 5)".into());
@@ -72,7 +93,7 @@ impl UiState {
                     self.help = false;
                 } else if self.panel.is_some() {
                     self.panel = None;
-                    self.panel_action = None;
+                    self.panel_finding = None;
                 } else if self.open_card.is_some() {
                     self.open_card = None;
                 } else if self.open_workload.is_some() {
@@ -107,9 +128,8 @@ impl UiState {
                     Tab::Workloads => self.open_workload = row(&self.workload_rows, self.selected[2]),
                     Tab::Advice => {
                         if let Some(x) = self.findings.get(self.selected[4]) {
-                            self.panel =
-                                Some((format!("{} ({})", x.kind.as_str(), x.severity.as_str()), finding_lines(x)));
-                            self.panel_action = x.suggestion.action().cloned();
+                            self.panel = Some(finding_panel(x));
+                            self.panel_finding = Some((x.kind, x.subject.clone()));
                         }
                     }
                     Tab::Sources => {}
@@ -121,6 +141,12 @@ impl UiState {
             Intent::ViewWorkloads => self.switch(Tab::Workloads),
             Intent::ViewSources => self.switch(Tab::Sources),
             Intent::ViewAdvice => self.switch(Tab::Advice),
+            // In the Advice view: the most severe first, or the most costly.
+            Intent::Sort | Intent::ReverseSort if self.tab == Tab::Advice => {
+                self.toggle_advice_order();
+                let other = self.advice_order.toggled().as_str();
+                self.message = Some(format!("advice: {} (s: {other})", self.advice_order.as_str()));
+            }
             Intent::Sort => {
                 self.sort = self.sort.next();
                 self.message = Some(format!("sorted by {}", self.sort.name()));
@@ -155,6 +181,10 @@ impl UiState {
     }
 
     fn switch(&mut self, t: Tab) {
+        // A finding's detail belongs to the Advice view: it does not stay over another.
+        if t != Tab::Advice && self.panel_finding.take().is_some() {
+            self.panel = None;
+        }
         self.tab = t;
         self.open_card = None;
         self.open_workload = None;
@@ -244,7 +274,7 @@ impl UiState {
                             None => format!("where it fits: {}", a.wants),
                         };
                         self.panel = Some((title, crate::advisor::fit::lines(&a)));
-                        self.panel_action = None;
+                        self.panel_finding = None;
                     }
                     Err(e) => self.message = Some(e),
                 }
@@ -271,6 +301,11 @@ impl UiState {
             self.clamp(self.tab);
         }
     }
+}
+
+/// A finding's panel: its kind and severity as the title, the finding in full.
+pub(super) fn finding_panel(x: &crate::advisor::Finding) -> (String, Vec<String>) {
+    (format!("{} ({})", x.kind.as_str(), x.severity.as_str()), finding_lines(x))
 }
 
 /// A finding in full for the panel: what, the evidence, the cost, the suggestion.

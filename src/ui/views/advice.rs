@@ -1,6 +1,7 @@
-//! The Advice view (`5`, `:advice`): the advisor's findings, the most costly first, and for
-//! the selected one its evidence and suggestion; `a` plans a suggested action through the one
-//! action runner, with its usual confirmation.
+//! The Advice view (`5`, `:advice`): the advisor's findings, the most severe first, then the
+//! most GPU-hours (`s` puts the most costly first), under a line that counts them as the
+//! header does, and for the selected one its evidence and suggestion; `a` plans a suggested
+//! action through the one action runner, with its usual confirmation.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -13,21 +14,43 @@ use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
 
+/// Lines the selected finding takes below the list in a body of `height` lines (none where
+/// there is no room for both).
+fn detail_height(height: usize) -> usize {
+    if height >= 14 { 7 } else { 0 }
+}
+
+/// Findings the list shows in a body of `height` lines: less the selected finding below, the
+/// counts line and the column heads.
+pub fn list_rows(height: usize) -> usize {
+    height.saturating_sub(detail_height(height) + 2).max(1)
+}
+
+/// The counts line: "34 findings: 8 high, 2 warn, 24 info · severity first (s: cost first)".
+fn counts_line(st: &UiState) -> String {
+    let (h, w, i) = st.advice_counts;
+    let n = crate::units::count(st.findings.len() as u64, "finding", "findings");
+    let order = st.advice_order;
+    let dot = if st.ascii { "-" } else { "·" };
+    format!("{n}: {h} high, {w} warn, {i} info {dot} {} (s: {})", order.as_str(), order.toggled().as_str())
+}
+
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
     let a = st.ascii;
     let w = usize::from(area.width);
     let head = theme.title();
     // The list above, the selected finding below (when there is room for both).
-    let detail_h = if area.height >= 14 { 7 } else { 0 };
+    let detail_h = detail_height(usize::from(area.height)) as u16;
     let parts = Layout::vertical([Constraint::Min(2), Constraint::Length(detail_h)]).split(area);
     let title_w = w.saturating_sub(5 + 17 + 10 + 4);
-    let mut lines = vec![Line::from(vec![
+    let mut lines = vec![Line::from(Span::styled(fit(&counts_line(st), w, a), theme.dim()))];
+    lines.push(Line::from(vec![
         cell("SEV", 4, head, a),
         cell("KIND", 16, head, a),
         rcell("GPU-h/d", 9, head, a),
         cell("FINDING", title_w, head, a),
-    ])];
-    let vp = usize::from(parts[0].height.saturating_sub(1));
+    ]));
+    let vp = usize::from(parts[0].height.saturating_sub(2));
     for (i, x) in st.findings.iter().enumerate().skip(st.offset[4]).take(vp) {
         let sev = match x.severity {
             Severity::High => theme.fg(theme.c.danger),

@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::ui::keymap::{bindings_for, label};
-use crate::ui::state::{Input, SortKey, UiState};
+use crate::ui::state::{Input, SortKey, Tab, UiState};
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
 
@@ -59,7 +59,8 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
                     status.push(format!("filter: {} ({})", st.filter_text, problems.join("; ")));
                 }
             }
-            if st.sort != SortKey::Node {
+            // The fleet's sort; the Advice view says its own order on its first line.
+            if st.sort != SortKey::Node && st.tab != Tab::Advice {
                 status.push(format!("sort: {}", st.sort.name()));
             }
             if let Some(line) = st
