@@ -196,8 +196,9 @@ fn the_simulated_cluster_shows_its_waste() {
     let got = advise(&f, &cx(&a));
     assert!(got.iter().any(|x| x.kind == Kind::HeldIdle), "the idle notebook: {got:#?}");
     assert!(got.iter().any(|x| x.kind == Kind::MigWaste), "{got:#?}");
-    // The most costly first.
-    assert!(got.windows(2).all(|w| w[0].gpu_hours_per_day >= w[1].gpu_hours_per_day));
+    // The most severe first, then the most costly (#36: high findings of no GPU-hours, such as
+    // crowding, were listed last).
+    assert!(got.windows(2).all(|w| (w[0].severity, w[0].gpu_hours_per_day) >= (w[1].severity, w[1].gpu_hours_per_day)));
 }
 
 /// Node `n` of four whole H100s; `held` of them held by a training job at `mean` %.
