@@ -41,7 +41,7 @@ prometheus_api = "auto"
 # slurm = true
 # Kubernetes: true for the current kubeconfig context, or a context name.
 # kubernetes = "prod-gpu"
-# Node names of scraped cards: "target" (the scrape URL's host; targets sharing a host are
+# Node names of scraped cards: "target" (the scrape URL's host; tunnels sharing localhost are
 # named by their label, else host:port) or "label" (dcgm-exporter's Hostname label, often the
 # exporter pod's name unless NODE_NAME is set; all-smi's instance).
 scrape_node = "target"

@@ -58,21 +58,32 @@ pub fn host_str(url: &str) -> &str {
 }
 
 /// How each target's nodes are named: by the label under `scrape_node = "label"`; else by the
-/// target's host, unless another target shares that host (SSH tunnels: `localhost:9001`,
-/// `localhost:9002`), where the host cannot tell them apart: then by the host the series name
-/// (dcgm-exporter's `Hostname`, all-smi's `instance`), else by `host:port`.
+/// target's host, unless another target shares that host on this machine's loopback (SSH
+/// tunnels: `localhost:9001`, `localhost:9002`), where the host cannot tell them apart: then by
+/// the host the series name (dcgm-exporter's `Hostname`, all-smi's `instance`), else by
+/// `host:port`. Two exporters on one real host (`gpu-1:9400`, `gpu-1:9401`) are one node.
 pub fn node_names(urls: &[String], mode: ScrapeNode) -> Vec<NodeName> {
     let mut per_host: HashMap<&str, usize> = HashMap::new();
     for u in urls {
         *per_host.entry(host_str(u)).or_default() += 1;
     }
+    let tunnelled = |u: &str| {
+        let h = host_str(u);
+        loopback(h) && per_host.get(h).is_some_and(|n| *n > 1)
+    };
     urls.iter()
         .map(|u| match mode {
             ScrapeNode::Label => NodeName::Label,
-            ScrapeNode::Target if per_host.get(host_str(u)).is_some_and(|n| *n > 1) => NodeName::Shared(host_port(u)),
+            ScrapeNode::Target if tunnelled(u) => NodeName::Shared(host_port(u)),
             ScrapeNode::Target => NodeName::Fixed(host(u)),
         })
         .collect()
+}
+
+/// This machine, by name or address: what a tunnel's local end is.
+fn loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost") || h.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
 }
 
 /// Answers up to this size are mapped on the task that fetched them (a 13 KB all-smi answer
@@ -271,6 +282,20 @@ mod tests {
             ]
         );
         assert_eq!(node_names(&urls, ScrapeNode::Label), vec![NodeName::Label; 3]);
+        // Two exporters on one real host (dcgm-exporter and all-smi side by side) are one node.
+        let side_by_side: Vec<String> =
+            ["http://gpu-1:9400/metrics", "http://gpu-1:9401/metrics"].map(String::from).to_vec();
+        assert_eq!(node_names(&side_by_side, ScrapeNode::Target), vec![NodeName::Fixed("gpu-1".into()); 2]);
+        let tunnels: Vec<String> =
+            ["http://127.0.0.1:9001/", "http://[::1]:9002/", "http://[::1]:9003/"].map(String::from).to_vec();
+        assert_eq!(
+            node_names(&tunnels, ScrapeNode::Target),
+            vec![
+                NodeName::Fixed("127.0.0.1".into()),
+                NodeName::Shared("[::1]:9002".into()),
+                NodeName::Shared("[::1]:9003".into())
+            ]
+        );
         // Named by the series' host where they name one, else by the target's host and port.
         let row = |host: &str| format!("DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\",UUID=\"GPU-{host}\",Hostname=\"{host}\"}} 5\n");
         let named = |text: &str, node: &NodeName| -> Vec<String> {
