@@ -594,3 +594,32 @@ fn actions_under_way_are_said_and_not_suggested_again() {
         "{after:#?}"
     );
 }
+
+/// One preemption starts one waiting job: a second job that needs the same victim is capacity
+/// to add, not silence (both used to pick the same victim; the plan dropped the second's, and
+/// it counted as served, so no scale-out said it either).
+#[test]
+fn one_victim_serves_one_waiting_job_and_the_next_is_capacity_to_add() {
+    let a = Advisor::default();
+    let mut f = fleet(running("t", WorkloadKind::Training, 300, None));
+    // The A100's instances are busy too: nothing free or idle to repartition.
+    let mut busy = running("b", WorkloadKind::Inference, 300, None);
+    busy.cards = vec![crate::model::CardRef::new("n", 1)];
+    for i in &mut f.nodes[0].cards[1].mig.instances {
+        i.workloads = vec!["b".into()];
+    }
+    f.workloads.push(busy);
+    for id in ["p1", "p2"] {
+        let mut p = Workload::new(id, id, WorkloadKind::Inference, WorkloadState::Pending);
+        p.request.gpus = Some(1);
+        p.request.model = Some("H100-80GB".into());
+        p.submitted_at = Some(now() - chrono::Duration::minutes(40));
+        f.workloads.push(p);
+    }
+    f.index_workloads();
+    let got = advise(&f, &cx(&a));
+    let preempt: Vec<&Finding> =
+        got.iter().filter(|x| x.kind == Kind::PreemptionCandidate && x.suggestion.action().is_some()).collect();
+    assert_eq!(preempt.len(), 1, "{got:#?}");
+    assert!(got.iter().any(|x| x.kind == Kind::ScaleOut), "the second job is said: {got:#?}");
+}

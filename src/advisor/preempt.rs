@@ -36,7 +36,7 @@ fn frees(fleet: &Fleet, t: &Workload, res: &Resource) -> u64 {
 }
 
 pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[String], out: &mut Vec<Finding>) {
-    let eligible: Vec<&Workload> = fleet
+    let mut eligible: Vec<&Workload> = fleet
         .workloads
         .iter()
         .filter(|t| t.kind == WorkloadKind::Training && t.state == WorkloadState::Running)
@@ -70,10 +70,14 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[Str
         }
         let best = eligible
             .iter()
-            .map(|t| (frees(fleet, t, &res), t))
-            .filter(|(units, _)| *units >= need)
-            .min_by_key(|(units, t)| (*units, t.runtime(cx.now).map_or(i64::MAX, |d| d.num_seconds())));
-        let Some((units, t)) = best else { continue };
+            .enumerate()
+            .map(|(i, t)| (frees(fleet, t, &res), i, t))
+            .filter(|(units, ..)| *units >= need)
+            .min_by_key(|(units, _, t)| (*units, t.runtime(cx.now).map_or(i64::MAX, |d| d.num_seconds())))
+            .map(|(units, i, _)| (units, i));
+        // A victim frees its GPUs once: the next waiting job needs another (or capacity).
+        let Some((units, i)) = best else { continue };
+        let t = eligible.remove(i);
         let severity = if waited >= cx.queue_wait * 2 { Severity::High } else { Severity::Warn };
         let gpu_hours = gpu_share(fleet, &t.id, &t.cards).min(units as f64) * 24.0;
         let ran = t.runtime(cx.now).map_or(0, |d| d.num_seconds().max(0) as u64);
