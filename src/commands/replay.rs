@@ -88,7 +88,7 @@ fn rebuild(cfg: &Config, from: DateTime<Utc>, to: DateTime<Utc>, step: Duration)
         .map_err(CmdError::Failed)?;
     if summary.frames < n as u64 {
         super::to_stderr(&format!(
-            "tessera: Prometheus stopped answering ({} moments in a row): replaying the {} of {n} moments rebuilt before",
+            "tessera: Prometheus stopped answering ({} moments in a row): replaying the first {} of {n} moments",
             crate::record::prometheus::UNANSWERED_IN_A_ROW,
             summary.frames
         ));

@@ -88,9 +88,9 @@ pub async fn moment(s: &prometheus::Settings, client: &Client, t: DateTime<Utc>)
 
 /// Rebuild every moment into a recording at `out`; `progress(done, of)` after each. Moments
 /// Prometheus had nothing for are recorded as an outage of the source; none at all is an error.
-/// A server that does not answer the first moment, or [`UNANSWERED_IN_A_ROW`] moments in a
-/// row, stops the rebuild: at once with an error when nothing was rebuilt, else with the
-/// moments so far (the summary's frames say how many).
+/// A server that does not answer the first moment stops the rebuild at once, with an error;
+/// [`UNANSWERED_IN_A_ROW`] moments in a row later stop it with the moments recorded so far
+/// (the summary's frames say how many; none answered at all is the error above).
 pub async fn rebuild(
     s: &prometheus::Settings,
     client: &Client,
@@ -112,8 +112,8 @@ pub async fn rebuild(
     for (i, &t) in moments.iter().enumerate() {
         // The span before the first moment Prometheus has, for the activity windows.
         match at(&mut store, s, client, t, good == 0).await {
-            Some(e) if unanswered(&e) && (good == 0 || silent + 1 >= UNANSWERED_IN_A_ROW) => {
-                if good == 0 {
+            Some(e) if unanswered(&e) && (i == 0 || silent + 1 >= UNANSWERED_IN_A_ROW) => {
+                if i == 0 {
                     return Err(format!("Prometheus did not answer ({e}): stopped at the first moment"));
                 }
                 break;
