@@ -359,17 +359,11 @@ fn advise_lists_the_waste_and_fails_on_request() {
     // Slurm fixture test, where a patient queue threshold leaves nothing).
     assert_eq!(tessera(&["advise", "--demo", "--fail-on", "warn"]).0, 4);
     // Every kind of advice has a case in the demo from its first minute (scale-in too, but it
-    // follows the hour of the day the demo starts at: the library's tests cover it by hour).
-    for kind in [
-        "held_idle",
-        "oversized",
-        "mig_waste",
-        "unhealthy_held",
-        "preemption_candidate",
-        "scale_out",
-        "fragmentation",
-        "layout_plan",
-    ] {
+    // follows the hour of the day the demo starts at: the library's tests cover it by hour;
+    // fragmentation not: the demo's MIG cards are all in packed layouts, #36).
+    for kind in
+        ["held_idle", "oversized", "mig_waste", "unhealthy_held", "preemption_candidate", "scale_out", "layout_plan"]
+    {
         assert!(findings.iter().any(|f| f["kind"] == kind), "no {kind} in the demo: {out}");
     }
 }

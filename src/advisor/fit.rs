@@ -8,9 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::planner::{Ask, card_layout};
 use crate::model::capacity::usable;
-use crate::model::mig::layout::maximal_layouts;
-use crate::model::mig::lookup;
 use crate::model::{Card, CardRef, Fleet, Node, Workload, WorkloadKind, WorkloadState};
 
 /// What is asked about.
@@ -114,8 +113,12 @@ pub fn fit(fleet: &Fleet, want: &Want, now: DateTime<Utc>, min_runtime: Duration
                         ));
                     }
                 }
+                // The planner's layout for this card and this request alone, as the picker and
+                // the layout plan give it; none where the card's layout serves it already.
+                let ask = Ask::One { profile: Some(profile.clone()) };
                 if c.is_idle()
-                    && let Some(layout) = example_layout(c, profile)
+                    && let Some(layout) = card_layout(fleet, &r, &ask, now)
+                    && layout != c.layout_text()
                 {
                     a.after_repartition.push(format!("{r} {} to {layout}", c.layout_text()));
                 }
@@ -171,19 +174,6 @@ pub fn fit(fleet: &Fleet, want: &Want, now: DateTime<Utc>, min_runtime: Duration
 
 fn whole_free(n: &Node, c: &Card) -> bool {
     usable(n, c) && !c.mig.enabled && c.is_idle()
-}
-
-/// A maximal layout with the most instances of `profile` on this card's model.
-fn example_layout(c: &Card, profile: &str) -> Option<String> {
-    let model = lookup(&c.model)?;
-    let best = maximal_layouts(model).iter().max_by_key(|l| {
-        let n = l.iter().filter(|p| p.profile == profile).count();
-        // Among those, the fewest other instances (bigger leftovers), then the first listed.
-        (n, std::cmp::Reverse(l.len()))
-    })?;
-    best.iter()
-        .any(|p| p.profile == profile)
-        .then(|| best.iter().map(ToString::to_string).collect::<Vec<_>>().join(","))
 }
 
 fn why_nowhere(fleet: &Fleet, want: &Want) -> String {

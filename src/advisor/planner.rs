@@ -149,8 +149,39 @@ pub(crate) struct Problem {
     families: Vec<Family>,
 }
 
+/// Requests by (profile or `None` for a whole card, model index or `None` for any).
+type Demand = BTreeMap<(Option<String>, Option<usize>), Vec<Member>>;
+
+/// Waiting work of one unit: a MIG instance of a profile or one whole card, of a named model
+/// or any. Multi-unit requests are not the planner's (they need several units on one card or
+/// node): preemption and scale-out speak for them.
+fn waiting(fleet: &Fleet, now: DateTime<Utc>, model_ix: &BTreeMap<String, usize>) -> Demand {
+    let mut groups = Demand::new();
+    for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending) {
+        if w.request.gpus.unwrap_or(1) > 1 {
+            continue;
+        }
+        let model = match w.request.model.as_deref().map(model_key) {
+            Some(k) => match model_ix.get(&k) {
+                Some(&m) => Some(m),
+                None => continue,
+            },
+            None => None,
+        };
+        groups.entry((w.request.mig_profile.clone(), model)).or_default().push((weight(w, now), w.id.clone()));
+    }
+    groups
+}
+
 impl Problem {
     pub(crate) fn new(fleet: &Fleet, now: DateTime<Utc>) -> Self {
+        Self::build(fleet, now, None)
+    }
+
+    /// The problem over `fleet`; with `only`, that card is the one candidate (idle and steady,
+    /// whatever backend: the question is which layout, not who applies it) and every other
+    /// card's free capacity is fixed supply.
+    fn build(fleet: &Fleet, now: DateTime<Utc>, only: Option<&CardRef>) -> Self {
         let mut p = Problem::default();
         let mut model_ix: BTreeMap<String, usize> = BTreeMap::new();
         let mut keys: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
@@ -178,7 +209,11 @@ impl Problem {
                 Some(crate::actions::Backend::Nvml) => card.mig.enabled,
                 _ => false,
             };
-            if idle && steady && can {
+            let candidate = match only {
+                Some(o) => *o == r,
+                None => can,
+            };
+            if idle && steady && candidate {
                 let now_opt = if card.mig.enabled { p.option_of(m, Some(card.layout())) } else { Some(0) };
                 if let Some(o) = now_opt {
                     p.cards.push((r, m, o));
@@ -205,7 +240,8 @@ impl Problem {
                 s.resize(n, 0);
             }
         }
-        p.add_demand(fleet, now, &model_ix);
+        let demand = waiting(fleet, now, &model_ix);
+        p.add_demand(demand);
         p
     }
 
@@ -273,24 +309,8 @@ impl Problem {
         s
     }
 
-    /// Waiting work of one unit: a MIG instance of a profile or one whole card, of a named
-    /// model or any. Multi-unit requests are not the planner's (they need several units on one
-    /// card or node): preemption and scale-out speak for them.
-    fn add_demand(&mut self, fleet: &Fleet, now: DateTime<Utc>, model_ix: &BTreeMap<String, usize>) {
-        let mut groups: BTreeMap<(Option<String>, Option<usize>), Vec<Member>> = BTreeMap::new();
-        for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending) {
-            if w.request.gpus.unwrap_or(1) > 1 {
-                continue;
-            }
-            let model = match w.request.model.as_deref().map(model_key) {
-                Some(k) => match model_ix.get(&k) {
-                    Some(&m) => Some(m),
-                    None => continue,
-                },
-                None => None,
-            };
-            groups.entry((w.request.mig_profile.clone(), model)).or_default().push((weight(w, now), w.id.clone()));
-        }
+    /// Demand in groups by (profile, model): units that serve none of them are left out.
+    fn add_demand(&mut self, groups: Demand) {
         let mut families: BTreeMap<Option<String>, Vec<(u64, String, usize)>> = BTreeMap::new();
         for ((profile, model), mut members) in groups {
             let n = self.units.len();
@@ -474,6 +494,14 @@ impl Problem {
         (self.cards[card].1, self.cards[card].2, self.mode_fixed[card])
     }
 
+    /// Option `o` of model `m` as `repartition` takes it: `whole` or `profile@start,...`.
+    fn text(&self, m: usize, o: usize) -> String {
+        match &self.models[m].1[o].0 {
+            None => "whole".to_string(),
+            Some(l) => l.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+        }
+    }
+
     /// The plan of a choice: which cards change to what, and whom each serves.
     fn plan(&self, choice: &[usize]) -> Plan {
         let supply = self.supply(choice);
@@ -514,15 +542,11 @@ impl Problem {
         for (i, _, mut serves) in on_changed.into_iter().filter(|c| !c.2.is_empty()) {
             serves.sort_by_key(|id| rank.get(id.as_str()).copied().unwrap_or(usize::MAX));
             let (card, m, now) = &self.cards[i];
-            let text = |o: usize| match &self.models[*m].1[o].0 {
-                None => "whole".to_string(),
-                Some(l) => l.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
-            };
             plan.changes.push(CardChange {
                 card: card.clone(),
                 model: self.models[*m].0.clone(),
-                from: text(*now),
-                to: text(choice[i]),
+                from: self.text(*m, *now),
+                to: self.text(*m, choice[i]),
                 serves,
             });
         }
@@ -536,6 +560,38 @@ pub fn plan(fleet: &Fleet, now: DateTime<Utc>) -> Plan {
     let p = Problem::new(fleet, now);
     let choice = p.search();
     p.plan(&choice)
+}
+
+/// What one card is asked to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ask {
+    /// The fleet's waiting work, every other card as it is (the repartition picker).
+    Waiting,
+    /// One single-unit request, for a MIG instance of this profile (`None`: the whole card),
+    /// and nothing else (`:fit`).
+    One { profile: Option<String> },
+}
+
+/// The one answer to "the layout of this idle card that serves this request", which the
+/// repartition picker, `:fit` and the layout plan share: the planner over card `r` alone,
+/// with its objective (the most weight served, then the least memory in instances nobody
+/// waits for, then no change) and its tie-break (the first of the model's options: whole,
+/// then the maximal layouts as `tessera layouts` numbers them). `None` when the card is not
+/// idle, its layout cannot be read, or no layout of it serves anything asked.
+pub fn card_layout(fleet: &Fleet, r: &CardRef, ask: &Ask, now: DateTime<Utc>) -> Option<String> {
+    let mut p = Problem::build(fleet, now, Some(r));
+    let i = p.cards.iter().position(|c| c.0 == *r)?;
+    let m = p.cards[i].1;
+    if let Ask::One { profile } = ask {
+        // This card alone: nothing else supplies, nothing else waits.
+        p.fixed.iter_mut().for_each(|x| *x = 0);
+        (p.groups, p.named, p.families) = (Vec::new(), Vec::new(), Vec::new());
+        p.add_demand(Demand::from([((profile.clone(), Some(m)), vec![(1, String::new())])]));
+    }
+    let choice = p.search();
+    let mut without = choice.clone();
+    without[i] = OPEN;
+    (p.score(&choice).weight > p.score(&without).weight).then(|| p.text(m, choice[i]))
 }
 
 #[cfg(test)]

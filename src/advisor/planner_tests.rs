@@ -149,6 +149,36 @@ fn heavier_work_wins_a_unit_whichever_model_it_names() {
     assert_eq!(plan(&f, now()).served_now, vec!["any".to_string()]);
 }
 
+/// One answer (#36): for every model and profile, the layout plan for one idle card and one
+/// waiting request is `card_layout`'s, whether asked for the waiting work (the picker) or for
+/// that request alone (`:fit`), and the same on a card laid out otherwise (greedy included).
+#[test]
+fn card_layout_is_the_plans_layout_for_every_model_and_profile() {
+    for m in &crate::model::mig::catalog::catalog().models {
+        let Some(model) = lookup(&m.name) else { continue };
+        for p in model.profiles.iter().filter(|p| !p.has_media_extensions()) {
+            let f = fleet(vec![card(0, &m.name, None, None)], vec![pending("w", Some(&p.name), 10, 30)]);
+            let r = CardRef::new("n", 0);
+            let planned = plan(&f, now()).changes.first().map(|c| c.to.clone());
+            assert!(planned.as_deref().is_some_and(|l| l.contains(&p.name)), "{} {}: {planned:?}", m.name, p.name);
+            assert_eq!(card_layout(&f, &r, &Ask::Waiting, now()), planned, "{} {}", m.name, p.name);
+            let one = Ask::One { profile: Some(p.name.clone()) };
+            assert_eq!(card_layout(&f, &r, &one, now()), planned, "{} {}", m.name, p.name);
+            let p = Problem::new(&f, now());
+            assert_eq!(p.score(&p.greedy()), p.score(&p.search()), "{}", m.name);
+            assert_eq!(p.plan(&p.greedy()).changes.first().map(|c| c.to.clone()), planned, "greedy: {}", m.name);
+        }
+    }
+    // A card that serves the request as it is keeps its layout; one that cannot serve it, none.
+    let f = fleet(vec![card(0, A100, Some("3g.40gb@0,3g.40gb@4"), None)], vec![pending("w", Some("3g.40gb"), 10, 30)]);
+    let one = |p: &str| Ask::One { profile: Some(p.into()) };
+    assert_eq!(card_layout(&f, &CardRef::new("n", 0), &one("3g.40gb"), now()).as_deref(), Some("3g.40gb@0,3g.40gb@4"));
+    assert_eq!(card_layout(&f, &CardRef::new("n", 0), &Ask::Waiting, now()).as_deref(), Some("3g.40gb@0,3g.40gb@4"));
+    assert_eq!(card_layout(&f, &CardRef::new("n", 0), &one("2g.35gb"), now()), None);
+    let held = fleet(vec![card(0, A100, None, Some("h"))], Vec::new());
+    assert_eq!(card_layout(&held, &CardRef::new("n", 0), &one("1g.10gb"), now()), None, "a held card");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 

@@ -3,7 +3,8 @@
 //! how many could be released, less the cards waiting work could use; none where work the pool
 //! serves has a scale-out), scale-out (work has waited past the threshold with nothing
 //! free and nothing to preempt: what to add), and fragmentation (free MIG slices no profile
-//! can use next to the instances there).
+//! can use next to the instances there, on a card not in a packed layout, that waiting or
+//! measured demand could use).
 
 use std::collections::BTreeMap;
 
@@ -296,13 +297,19 @@ fn replicas_per_card(fleet: &Fleet, unit: crate::model::ShareUnit, model: Option
     seen.all(|r| r == first).then_some(f64::from(first.max(1)))
 }
 
+/// Free slices no profile can use next to a card's instances, where that is usable capacity
+/// lost: the card's layout is not packed (a maximal layout of the catalog, or mig-parted's
+/// `all-<profile>`: their free slices are the catalog's, slice 7 under 7 x 1g) and waiting or
+/// measured demand wants what a layout of the model would put there.
 pub(super) fn fragmentation(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
     for (n, c) in fleet.cards().filter(|(n, c)| c.mig.enabled && usable(n, c)) {
         let (Some(free), Some(model)) = (c.free_slice_mask(), c.gpu_model()) else { continue };
-        let stranded = (free & !c.reachable_slices()).count_ones();
-        if stranded == 0 {
+        let mask = free & !c.reachable_slices();
+        let stranded = mask.count_ones();
+        if stranded == 0 || crate::model::mig::layout::is_packed(model, &c.layout()) {
             continue;
         }
+        let Some(wanted) = wanted_there(fleet, cx, model, mask) else { continue };
         let r = CardRef::new(n.name.clone(), c.index);
         let share = f64::from(stranded) / f64::from(model.memory_slices);
         out.push(Finding {
@@ -314,16 +321,53 @@ pub(super) fn fragmentation(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>)
                 crate::units::count(stranded, "memory slice", "memory slices"),
                 c.layout_text()
             ),
-            evidence: vec![format!(
-                "free slices {}, of which {stranded} unreachable by any profile",
-                free.count_ones()
-            )],
+            evidence: vec![
+                format!(
+                    "free slices {}, of which {stranded} unreachable by any profile; the layout is not one of the {}'s packed layouts",
+                    free.count_ones(),
+                    model.name
+                ),
+                wanted,
+            ],
             gpu_hours_per_day: share * 24.0,
             cost_per_day: cx.money(Some(&model.name), share * 24.0),
             suggestion: Suggestion::Words {
-                text: "a layout without stranded slices when the card is next free (tessera layouts lists them)".into(),
+                text: "a packed layout that gives those slices to the demand when the card is next free (tessera layouts lists them)"
+                    .into(),
             },
             cards: vec![r],
         });
     }
+}
+
+/// The demand a layout of `model` would give slices `mask` to, in words: the first waiting job
+/// that wants a profile with a placement over them or a whole card, else the first such shape
+/// of the demand measured by hour.
+fn wanted_there(fleet: &Fleet, cx: &Context, model: &GpuModel, mask: u16) -> Option<String> {
+    let covers = |p: &str| model.profile(p).is_some_and(|p| p.placements.iter().any(|pl| pl.mask() & mask != 0));
+    for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending && w.request.wants_gpu()) {
+        if w.request.shares.is_some() || w.request.model.as_deref().is_some_and(|m| model_key(m) != model.name) {
+            continue;
+        }
+        match &w.request.mig_profile {
+            Some(p) if covers(p) => {
+                return Some(format!("{} waits for {p}, which a layout of the {} places there", w.id, model.name));
+            }
+            None => return Some(format!("{} waits for a whole card", w.id)),
+            Some(_) => {}
+        }
+    }
+    let whole = crate::model::demand::whole_key(Some(&model.name));
+    for (h, hour) in cx.demand?.hours.iter().enumerate() {
+        for (key, mean) in hour.mean.iter().filter(|(_, m)| **m > 0.0) {
+            let what = if *key == whole || key == "whole" { "whole cards" } else { key.as_str() };
+            if what == "whole cards" || covers(key) {
+                return Some(format!(
+                    "demand measured at {h:02}:00 UTC wants {what} (mean {mean:.1}), which a layout of the {} places there",
+                    model.name
+                ));
+            }
+        }
+    }
+    None
 }

@@ -1,6 +1,7 @@
-//! MIG granularity waste: an instance's memory minus what its workload uses (a 15 GB job on
-//! a 20 GB instance wastes 5 GB), per workload and summed per profile, with the smallest
-//! profile that would hold the job.
+//! MIG waste: an instance's memory minus what its workload uses (a 15 GB job on a 20 GB
+//! instance wastes 5 GB) where a smaller profile would hold the job, per workload and summed
+//! per profile, with that profile. Where none would, the unused memory is the catalog's
+//! granularity: not waste, said in the profile's summary.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +13,8 @@ pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
     let min_mib = (cx.advisor.waste_min_gib * 1024.0) as u64;
     // Per profile: instances, memory held, memory wasted.
     let mut per: BTreeMap<String, (usize, u64, u64, f64, Option<String>)> = BTreeMap::new();
+    // Per profile: instances whose unused memory no smaller profile would save, and that memory.
+    let mut granular: BTreeMap<String, (usize, u64)> = BTreeMap::new();
     for (n, c) in fleet.cards().filter(|(_, c)| c.mig.enabled) {
         let Some(model) = c.gpu_model() else { continue };
         for i in c.mig.instances.iter().filter(|i| !i.workloads.is_empty()) {
@@ -26,6 +29,15 @@ pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
                 continue;
             }
             let r = CardRef::new(n.name.clone(), c.index);
+            // Waste only where a smaller profile would hold the job: else it is the catalog's
+            // granularity (the smallest instance that holds it is this size).
+            let Some(smaller) = best_fit(model, used, 1).filter(|f| f.profile != i.profile && f.memory_mib < total)
+            else {
+                let g = granular.entry(i.profile.clone()).or_default();
+                g.0 += 1;
+                g.1 += wasted;
+                continue;
+            };
             // The wasted share of the card, a day long.
             let card_mib =
                 c.memory_total_mib.unwrap_or(total.max(1) * u64::from(model.memory_slices) / u64::from(i.size.max(1)));
@@ -36,19 +48,13 @@ pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
             e.2 += wasted;
             e.3 += gpu_hours;
             e.4.get_or_insert_with(|| model.name.clone());
-            let smaller = best_fit(model, used, 1).filter(|f| f.profile != i.profile && f.memory_mib < total);
-            let suggestion = match &smaller {
-                Some(f) => Suggestion::Words {
-                    text: format!(
-                        "a {} instance holds it ({:.1} GiB); next time the card is free, lay it out with {} here",
-                        f.profile,
-                        f.memory_mib as f64 / 1024.0,
-                        f.profile
-                    ),
-                },
-                None => {
-                    Suggestion::Words { text: "no smaller profile holds it; the waste is the profile's size".into() }
-                }
+            let suggestion = Suggestion::Words {
+                text: format!(
+                    "a {} instance holds it ({:.1} GiB); next time the card is free, lay it out with {} here",
+                    smaller.profile,
+                    smaller.memory_mib as f64 / 1024.0,
+                    smaller.profile
+                ),
             };
             let holder = i.workloads.join(", ");
             out.push(Finding {
@@ -80,11 +86,18 @@ pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
             severity: Severity::Info,
             subject: Subject::Profile { profile: profile.clone() },
             title: format!("{count} {profile} instances leave {:.1} GiB idle", wasted as f64 / 1024.0),
-            evidence: vec![format!(
-                "{:.1} GiB held, {:.0} % of it unused at the holders' peak",
+            evidence: std::iter::once(format!(
+                "{:.1} GiB held, {:.0} % of it unused at the holders' peak, by jobs a smaller profile holds",
                 held as f64 / 1024.0,
                 wasted as f64 * 100.0 / held.max(1) as f64
-            )],
+            ))
+            .chain(granular.get(&profile).map(|(n, mib)| {
+                format!(
+                    "{:.1} GiB unused on {n} more is the catalog's granularity: no smaller profile holds their jobs (not counted)",
+                    *mib as f64 / 1024.0
+                )
+            }))
+            .collect(),
             gpu_hours_per_day: gpu_hours,
             cost_per_day: cx.money(model.as_deref(), gpu_hours),
             suggestion: Suggestion::Words {

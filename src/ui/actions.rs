@@ -121,8 +121,9 @@ pub fn progress_line(modal: &Modal, now: chrono::DateTime<chrono::Utc>) -> Optio
 
 /// The picker for a card: every maximal layout of its model and `whole`, each with how many
 /// queued workloads the card would start once laid out so (one instance or the whole card per
-/// workload; a job wanting more than the card has is not counted), most first; the current
-/// layout is marked.
+/// workload; a job wanting more than the card has is not counted). First (and selected) the
+/// planner's layout for this card and the waiting work, the one `:fit` and the layout plan
+/// give; then the most useful first; the current layout is marked.
 pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card) -> Result<Modal, String> {
     let model = lookup(&card.model).ok_or_else(|| format!("{}: GPU model not in the MIG catalog", card.model))?;
     let pending: Vec<&crate::model::Workload> =
@@ -146,8 +147,10 @@ pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card) -> Result<Modal, String> 
         let fits = capacity::card_would_serve(&model.name, Some(&layout), &pending);
         choices.push(Choice { current: card.mig.enabled && text == current, layout: text, fits });
     }
-    // Most useful first; ties keep the catalog order.
-    choices.sort_by_key(|c| std::cmp::Reverse(c.fits));
+    // The planner's answer first, then the most useful; ties keep the catalog order.
+    let now = fleet.taken_at.unwrap_or_default();
+    let planned = crate::advisor::planner::card_layout(fleet, r, &crate::advisor::planner::Ask::Waiting, now);
+    choices.sort_by_key(|c| (Some(&c.layout) != planned.as_ref(), std::cmp::Reverse(c.fits)));
     Ok(Modal::Picker { card: r.clone(), choices, selected: 0, current })
 }
 

@@ -1,6 +1,7 @@
 //! The planner's search over a `Problem`: exhaustive when the combinations of useful options
 //! are few, else a lazy greedy construction polished one and two cards at a time.
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 use super::{OPEN, Problem, Score, Tally};
@@ -118,7 +119,8 @@ impl Problem {
         let mut best = self.eval(&tally);
         // Lazy greedy: a move's gain only shrinks as supply grows (the heaviest waiting work is
         // served first), so a gain computed earlier bounds it; recompute the top one, take it
-        // when it still leads. `version` says which state a gain was computed in.
+        // when it still leads. `version` says which state a gain was computed in. Equal gains go
+        // to the first class and the first option, the tie-break exhaustive search keeps.
         let gain = |s: Score, best: Score| (s.weight - best.weight, s);
         let mut heap = std::collections::BinaryHeap::new();
         for (&class, cards) in &classes {
@@ -126,12 +128,12 @@ impl Problem {
             for o in (0..self.options(card)).filter(|&o| self.allowed(card, o)) {
                 let s = self.eval(&self.moved(&tally, card, o, true));
                 if s.weight > best.weight {
-                    heap.push((gain(s, best), 0u32, class, o));
+                    heap.push((gain(s, best), 0u32, Reverse(class), Reverse(o)));
                 }
             }
         }
         let mut version = 0u32;
-        while let Some((_, at, class, o)) = heap.pop() {
+        while let Some((_, at, Reverse(class), Reverse(o))) = heap.pop() {
             let Some(&card) = classes.get(&class).and_then(|c| c.last()) else { continue };
             let t = self.moved(&tally, card, o, true);
             let s = self.eval(&t);
@@ -140,7 +142,7 @@ impl Problem {
             }
             let g = gain(s, best);
             if at != version && heap.peek().is_some_and(|top| top.0 > g) {
-                heap.push((g, version, class, o));
+                heap.push((g, version, Reverse(class), Reverse(o)));
                 continue;
             }
             if let Some(c) = classes.get_mut(&class) {
@@ -150,7 +152,7 @@ impl Problem {
             tally = t;
             best = s;
             version += 1;
-            heap.push((g, version - 1, class, o)); // the same move again, recomputed when it leads
+            heap.push((g, version - 1, Reverse(class), Reverse(o))); // the same move again, recomputed when it leads
         }
         for (i, card) in self.cards.iter().enumerate() {
             if choice[i] == OPEN {

@@ -312,6 +312,26 @@ fn walk(
     }
 }
 
+/// Whether `layout` is packed: one of the model's maximal layouts (`enumerate`; a `+me`
+/// instance counts as its plain profile), or as many instances of one profile as the model
+/// holds (mig-parted's `all-<profile>`). The schedule, the planner and the waste rules take
+/// these as good layouts: a free slice next to one (slice 7 under 7 x 1g) is the catalog's.
+pub fn is_packed(model: &'static GpuModel, layout: &[Placed]) -> bool {
+    if validate(model, layout).is_err() || layout.is_empty() {
+        return false;
+    }
+    let plain = |name: &str| {
+        let base = name.strip_suffix("+me").unwrap_or(name);
+        if model.profile(base).is_some() { base.to_string() } else { name.to_string() }
+    };
+    let mut l: Vec<Placed> =
+        layout.iter().map(|p| Placed { profile: plain(&p.profile), start: p.start, size: p.size }).collect();
+    l.sort_by_key(|p| p.start);
+    let one_profile = l.iter().all(|p| p.profile == l[0].profile)
+        && model.profile(&l[0].profile).is_some_and(|p| l.len() == usize::from(p.max_count));
+    one_profile || maximal_layouts(model).contains(&l)
+}
+
 /// Free slices that some profile could still occupy next to `layout` (bit i = slice i).
 /// Free slices outside this mask are stranded: under 7×1g, slice 7 is one.
 pub fn reachable_slices(model: &GpuModel, layout: &[Placed]) -> u16 {

@@ -120,6 +120,25 @@ fn stranded_slices_are_found() {
     assert_eq!(reachable_slices(h200, &three), 0xf0);
 }
 
+#[test]
+fn packed_layouts_are_the_maximal_ones_and_all_of_one_profile() {
+    let a100 = model("A100-80GB");
+    let packed = |text: &str| is_packed(a100, &spec("A100-80GB", text));
+    assert!(packed("1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb"), "slice 7 stranded, still packed");
+    assert!(packed("1g.10gb+me@0,1g.10gb@1,1g.10gb@2,1g.10gb@3,1g.10gb@4,1g.10gb@5,1g.10gb@6"));
+    assert!(packed("3g.40gb@0,2g.20gb@4,1g.10gb@6"));
+    assert!(packed("2g.20gb,2g.20gb,2g.20gb"), "mig-parted's all-2g.20gb");
+    assert!(!packed("1g.10gb@6"), "slice 7 stranded and room left");
+    assert!(!packed("3g.40gb@0,1g.10gb@6"));
+    assert!(!is_packed(a100, &[]));
+    for m in &catalog().models {
+        let Some(m) = lookup(&m.name) else { continue };
+        for l in maximal_layouts(m) {
+            assert!(is_packed(m, l), "{}: {l:?}", m.name);
+        }
+    }
+}
+
 /// All candidate (profile, placement) pairs of profiles without media extensions.
 fn candidates(m: &GpuModel) -> Vec<Placed> {
     m.profiles
