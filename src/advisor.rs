@@ -280,7 +280,7 @@ pub fn advise_with_plan(fleet: &Fleet, cx: &Context) -> (Vec<Finding>, Vec<recon
     pool::fragmentation(fleet, cx, &mut out);
     schedule::findings(fleet, cx, &mut out);
     in_flight::mark(fleet, &mut out);
-    let plan = reconcile::reconcile(&mut out);
+    let plan = reconcile::reconcile(fleet, &mut out);
     order(&mut out, Order::Severity);
     (out, plan)
 }

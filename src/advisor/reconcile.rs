@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::{Finding, Kind, Subject, Suggestion};
 use crate::actions::Action;
+use crate::model::{Card, Fleet, Node};
 
 /// The order conflicts are settled in, first wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -65,19 +66,39 @@ pub struct Lost {
     pub reason: String,
 }
 
-/// What a finding's suggestion acts on or serves, or nothing when it suggests no action.
-fn claims(f: &Finding) -> Vec<String> {
+/// What a finding's suggestion acts on or serves, or nothing when it suggests no action. A
+/// target is named one way whatever way it was written (a GPU UUID is its `NODE/INDEX`). A
+/// drain at a scheduler (Slurm, Kubernetes) stops the whole node, so it claims every card of
+/// the node; a simulated or NVML drain, the card alone.
+fn claims(fleet: &Fleet, f: &Finding) -> Vec<String> {
     let Suggestion::Action { action, .. } = &f.suggestion else { return Vec::new() };
-    let mut out: Vec<String> = f.cards.iter().map(|c| format!("card:{c}")).collect();
+    let mut out: Vec<String> = Vec::new();
+    let card = |n: &Node, c: &Card| format!("card:{}/{}", n.name, c.index);
     match action {
-        Action::Preempt { workload, .. } => out.push(format!("workload:{workload}")),
-        Action::Drain { target } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => {
-            if target.contains('/') {
-                out.push(format!("card:{target}"));
-            } else {
-                out.push(format!("node:{target}"));
+        Action::Preempt { workload, .. } => {
+            out.push(format!("workload:{workload}"));
+            // Freeing its cards for waiting work claims them; preempting idle work does not.
+            if f.kind == Kind::PreemptionCandidate {
+                out.extend(f.cards.iter().map(|c| format!("card:{c}")));
             }
         }
+        Action::Drain { target } | Action::Undrain { target, .. } => {
+            for (n, c) in super::in_flight::target(fleet, target) {
+                out.push(format!("node:{}", n.name));
+                if target == &n.name || whole_node(fleet, n) {
+                    out.extend(n.cards.iter().map(|c| card(n, c)));
+                } else {
+                    out.push(card(n, c));
+                }
+            }
+        }
+        Action::Repartition { target, .. } => {
+            out.extend(super::in_flight::target(fleet, target).into_iter().map(|(n, c)| card(n, c)));
+        }
+    }
+    if out.is_empty() {
+        // A target the fleet does not know: claimed as written.
+        out.extend(f.cards.iter().map(|c| format!("card:{c}")));
     }
     // The waiting job it serves, or the workload it is about.
     if let Subject::Workload { id } = &f.subject {
@@ -88,9 +109,17 @@ fn claims(f: &Finding) -> Vec<String> {
     out
 }
 
+/// Whether a drain on `n` stops the whole node: its actions go to a scheduler.
+fn whole_node(fleet: &Fleet, n: &Node) -> bool {
+    use crate::model::SourceKind;
+    let kind = |name: &String| fleet.sources.iter().find(|s| s.name == *name).map(|s| s.kind);
+    n.sources.iter().filter_map(kind).any(|k| matches!(k, SourceKind::Slurm | SourceKind::Kubernetes))
+        && !n.sources.iter().filter_map(kind).any(|k| matches!(k, SourceKind::Simulated | SourceKind::Nvml))
+}
+
 /// Settle the findings' suggestions into one plan: losers' suggestions are rewritten to say
 /// what they lost to (in `findings`), and the plan lists each action once with what it won over.
-pub fn reconcile(findings: &mut [Finding]) -> Vec<Planned> {
+pub fn reconcile(fleet: &Fleet, findings: &mut [Finding]) -> Vec<Planned> {
     let mut order: Vec<usize> = (0..findings.len()).collect();
     order.sort_by(|&a, &b| {
         let (x, y) = (&findings[a], &findings[b]);
@@ -103,7 +132,7 @@ pub fn reconcile(findings: &mut [Finding]) -> Vec<Planned> {
     let mut plan: Vec<Planned> = Vec::new();
     let mut owner: HashMap<String, usize> = HashMap::new();
     for i in order {
-        let mine = claims(&findings[i]);
+        let mine = claims(fleet, &findings[i]);
         let Some(action) = findings[i].suggestion.action().cloned() else { continue };
         let taken = mine.iter().find_map(|c| owner.get(c).map(|&p| (c.clone(), p)));
         let f = &findings[i];
@@ -220,7 +249,7 @@ mod tests {
             // Words claim nothing.
             finding(Kind::ScaleIn, Subject::Pool { model: "A100-80GB".into() }, None, &[]),
         ];
-        let plan = reconcile(&mut f);
+        let plan = reconcile(&Fleet::default(), &mut f);
         let actions: Vec<(Kind, String)> = plan.iter().map(|p| (p.kind, super::describe(&p.action))).collect();
         assert_eq!(
             actions,
@@ -246,6 +275,44 @@ mod tests {
             "{}",
             f[3].suggestion.text()
         );
+        // A target is one target however it is written, and a scheduler's drain is its node's.
+        let fleet = Fleet {
+            sources: vec![crate::model::SourceStatus::live(
+                "slurm",
+                crate::model::SourceKind::Slurm,
+                chrono::Utc::now(),
+            )],
+            nodes: vec![Node {
+                name: "s".into(),
+                cards: (0..4)
+                    .map(|index| Card { index, uuid: Some(format!("GPU-{index}")), ..Card::default() })
+                    .collect(),
+                sources: vec!["slurm".into()],
+                ..Node::default()
+            }],
+            ..Fleet::default()
+        };
+        let mut g = vec![
+            finding(
+                Kind::UnhealthyHeld,
+                Subject::Card { card: "s/2".into() },
+                Some(Action::Drain { target: "s/2".into() }),
+                &["s/2"],
+            ),
+            // Its card 1 freed for waiting work: not on a node the drain stops.
+            finding(Kind::PreemptionCandidate, workload("slurm:9"), preempt("slurm:5"), &["s/1"]),
+            // Card 3 by its UUID: the same claim as s/3.
+            finding(
+                Kind::LayoutPlan,
+                Subject::Card { card: "s/3".into() },
+                Some(Action::Repartition { target: "GPU-3".into(), layout: "whole".into() }),
+                &["s/3"],
+            ),
+        ];
+        let plan = reconcile(&fleet, &mut g);
+        assert_eq!(plan.len(), 1, "{plan:#?}");
+        assert_eq!(plan[0].claims, ["card:s/0", "card:s/1", "card:s/2", "card:s/3", "node:s"]);
+        assert_eq!(plan[0].won_over.len(), 2, "{plan:#?}");
         // No claim is held twice.
         let mut claims: Vec<&String> = plan.iter().flat_map(|p| &p.claims).collect();
         let n = claims.len();
@@ -330,5 +397,216 @@ mod on_the_simulator {
         }
         eprintln!("checked {plans} planned actions among {findings} findings");
         assert!(plans > 0);
+    }
+}
+
+/// The plan as a fixed point: every action of it carried out on the simulated cluster (through
+/// the runner's own plans, as `a` then `y` would), and the advice asked again, gives nothing
+/// the plan caused (fragmentation on a card it laid out), no second action for a subject it
+/// served, and no suggestion that is now a no-op. Over the demo at every third hour of a day,
+/// for two seeds.
+#[cfg(test)]
+mod fixed_point {
+    use std::time::Duration;
+
+    use chrono::TimeZone;
+
+    use crate::actions::run::Runner;
+    use crate::actions::{Action, Op};
+    use crate::advisor::{Kind, advise_with_plan};
+    use crate::sources::SourceUpdate;
+    use crate::sources::sim::{Sim, SimConfig};
+    use crate::store::Store;
+
+    fn observe(sim: &mut Sim, store: &mut Store) {
+        let now = sim.now();
+        let update = SourceUpdate {
+            source: "sim".into(),
+            kind: crate::model::SourceKind::Simulated,
+            at: now,
+            result: Ok(sim.snapshot()),
+        };
+        store.apply(update, now);
+    }
+
+    /// Carry `action` out as the runner plans it on the simulator; an error when the runner has
+    /// nothing to do or refuses (which the plan must never ask for).
+    pub(super) fn carry_out(sim: &mut Sim, store: &Store, runner: &Runner, action: &Action) -> Result<(), String> {
+        let plan = runner.propose(action, store.fleet())?;
+        if let Some(why) = &plan.nothing_to_do {
+            return Err(format!("a no-op: {why}"));
+        }
+        if !plan.allowed() {
+            return Err(format!("refused: {:?}", plan.blockers));
+        }
+        for s in &plan.steps {
+            match &s.op {
+                Op::Sim { op } => drop(sim.apply(op)?),
+                Op::Wait { seconds, .. } => sim.advance(Duration::from_secs(*seconds)),
+                other => return Err(format!("not a simulator step: {other:?}")),
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn carrying_out_the_plan_leaves_nothing_it_caused() {
+        let cfg = crate::config::Config::default();
+        let runner = Runner::new(&cfg, crate::actions::execute::Env::default());
+        let start = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 0, 0, 0).single().unwrap_or_default();
+        let (mut carried, mut asked) = (0usize, 0usize);
+        for seed in [42, 7] {
+            for hour in (0..24).step_by(3) {
+                let mut sim = Sim::new(SimConfig::new(seed, start + chrono::Duration::hours(hour)));
+                let mut store = Store::new();
+                store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(1));
+                observe(&mut sim, &mut store);
+                let cx = |now| crate::advisor::Context::new(&cfg, now);
+                let (_, plan) = advise_with_plan(store.fleet(), &cx(sim.now()));
+                asked += 1;
+                for p in &plan {
+                    let at = format!("seed {seed} hour {hour}: {:?} for {}", p.action, p.subject);
+                    carry_out(&mut sim, &store, &runner, &p.action).unwrap_or_else(|e| panic!("{at}: {e}"));
+                    carried += 1;
+                }
+                // Long enough for a checkpoint and a requeue, and for the queue to move.
+                sim.advance(Duration::from_secs(60));
+                observe(&mut sim, &mut store);
+                let (after, again) = advise_with_plan(store.fleet(), &cx(sim.now()));
+                let laid_out: Vec<String> = plan
+                    .iter()
+                    .filter_map(|p| match &p.action {
+                        Action::Repartition { target, .. } => Some(target.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                for f in &after {
+                    assert!(
+                        !(f.kind == Kind::Fragmentation && f.cards.iter().any(|c| laid_out.contains(&c.to_string()))),
+                        "seed {seed} hour {hour}: the plan's layout is fragmentation: {f:#?}"
+                    );
+                }
+                for p in &again {
+                    // A subject the plan served gets no second action of the same kind.
+                    assert!(
+                        !plan.iter().any(|q| q.kind == p.kind && q.subject == p.subject && q.action != p.action),
+                        "seed {seed} hour {hour}: a second action for {}: {:?} after {:?}",
+                        p.subject,
+                        p.action,
+                        plan.iter().find(|q| q.subject == p.subject).map(|q| &q.action)
+                    );
+                    // Nothing it suggests now is a no-op.
+                    let proposed = runner.propose(&p.action, store.fleet());
+                    let noop = proposed.as_ref().ok().and_then(|x| x.nothing_to_do.clone());
+                    assert!(noop.is_none(), "seed {seed} hour {hour}: {:?} is a no-op: {noop:?}", p.action);
+                }
+            }
+        }
+        eprintln!("carried out {carried} planned actions over {asked} fleets, advised again after each");
+        assert!(carried > 0);
+    }
+
+    /// A day on the simulated cluster with an operator who carries out the whole plan every
+    /// ten simulated minutes (the console at 600× advises about that often): every plan is
+    /// one action per subject, none is refused or a no-op when carried out, and none is
+    /// outside the plan.
+    #[test]
+    fn a_day_following_the_advice_every_ten_minutes() {
+        let cfg = crate::config::Config::default();
+        let runner = Runner::new(&cfg, crate::actions::execute::Env::default());
+        let start = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 0, 0, 0).single().unwrap_or_default();
+        let mut sim = Sim::new(SimConfig::new(42, start));
+        let mut store = Store::new();
+        store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(1));
+        let (mut carried, mut findings) = (0usize, 0usize);
+        for step in 0..24 * 6 {
+            observe(&mut sim, &mut store);
+            let (found, plan) = advise_with_plan(store.fleet(), &crate::advisor::Context::new(&cfg, sim.now()));
+            findings += found.len();
+            let mut claims: Vec<&String> = plan.iter().flat_map(|p| &p.claims).collect();
+            let n = claims.len();
+            claims.sort();
+            claims.dedup();
+            assert_eq!(claims.len(), n, "step {step}: a claim held twice: {plan:#?}");
+            for f in &found {
+                if let Some(a) = f.suggestion.action() {
+                    assert!(plan.iter().any(|p| p.action == *a), "step {step}: outside the plan: {f:#?}");
+                }
+            }
+            for p in &plan {
+                carry_out(&mut sim, &store, &runner, &p.action)
+                    .unwrap_or_else(|e| panic!("step {step}: {:?} for {}: {e}", p.action, p.subject));
+                carried += 1;
+            }
+            sim.advance(Duration::from_secs(600));
+        }
+        eprintln!("a day: {carried} planned actions carried out, {findings} findings over 144 passes");
+        assert!(carried > 0);
+    }
+}
+
+/// Random fleets: the simulator at a random seed, size and hour; the plan holds each claim
+/// once, every suggested action is the plan's, and carrying the plan out then advising again
+/// gives no second action of a kind for a subject it served.
+#[cfg(test)]
+mod random_fleets {
+    use std::time::Duration;
+
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+
+    use crate::actions::run::Runner;
+    use crate::advisor::advise_with_plan;
+    use crate::sources::SourceUpdate;
+    use crate::sources::sim::{Sim, SimConfig};
+    use crate::store::Store;
+
+    fn observe(sim: &mut Sim, store: &mut Store) {
+        let now = sim.now();
+        let result = Ok(sim.snapshot());
+        store.apply(
+            SourceUpdate { source: "sim".into(), kind: crate::model::SourceKind::Simulated, at: now, result },
+            now,
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        #[test]
+        fn one_action_per_subject_and_a_fixed_point(seed in 0u64..100_000, hour in 0i64..24, nodes in 1u32..6, gpus in 1u32..9) {
+            let cfg = crate::config::Config::default();
+            let runner = Runner::new(&cfg, crate::actions::execute::Env::default());
+            let start = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 0, 0, 0).single().unwrap_or_default();
+            let size = if seed % 2 == 0 { None } else { Some((nodes, gpus)) };
+            let mut sim = Sim::new(SimConfig { size, ..SimConfig::new(seed, start + chrono::Duration::hours(hour)) });
+            let mut store = Store::new();
+            store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(1));
+            observe(&mut sim, &mut store);
+            let cx = |now| crate::advisor::Context::new(&cfg, now);
+            let (found, plan) = advise_with_plan(store.fleet(), &cx(sim.now()));
+            let mut claims: Vec<&String> = plan.iter().flat_map(|p| &p.claims).collect();
+            let n = claims.len();
+            claims.sort();
+            claims.dedup();
+            prop_assert_eq!(claims.len(), n, "a claim held twice: {:#?}", plan);
+            for f in &found {
+                if let Some(a) = f.suggestion.action() {
+                    prop_assert!(plan.iter().any(|p| p.action == *a), "outside the plan: {:#?}", f);
+                }
+            }
+            for p in &plan {
+                let r = super::fixed_point::carry_out(&mut sim, &store, &runner, &p.action);
+                prop_assert!(r.is_ok(), "{:?} for {}: {:?}", p.action, p.subject, r);
+            }
+            sim.advance(Duration::from_secs(60));
+            observe(&mut sim, &mut store);
+            let (_, again) = advise_with_plan(store.fleet(), &cx(sim.now()));
+            for p in &again {
+                prop_assert!(
+                    !plan.iter().any(|q| q.kind == p.kind && q.subject == p.subject && q.action != p.action),
+                    "a second action for {}: {:?}", p.subject, p.action
+                );
+            }
+        }
     }
 }
