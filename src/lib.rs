@@ -1,8 +1,47 @@
 //! tessera: a terminal operations console for GPU clusters.
 //!
-//! Layers with mirrored names: `sources` collect, `model` holds state, `store` merges,
-//! `actions` plan, guard and execute, `ui` draws; `engine` wires them and `app` is the
-//! console's loop. See docs/architecture.md for the data flow.
+//! # The map
+//!
+//! Layers with mirrored names, from the ground floor up (docs/architecture.md has the data
+//! flow and the rules each layer keeps: the model and the advisor are pure, sources never
+//! draw, the ui never does IO). Some imports still point up the table where a helper was
+//! filed where it was first needed: `config` takes URL checks from `sources::http` and sizes
+//! from `record::session`, `process` the memory budget from `sources::budget`, and the
+//! advisor and schedules the `Action` vocabulary from `actions`.
+//!
+//! | module | layer | what it holds |
+//! |---|---|---|
+//! | `units` | ground floor | words for numbers (counts with their noun) |
+//! | `files` | ground floor | files tessera is handed, opened without waiting and read bounded |
+//! | `process` | ground floor | running a program: no shell, a timeout, bounded output |
+//! | `allocator` | ground floor | the binary's allocator settings |
+//! | `model` | model (pure) | the fleet, workloads, queue, free capacity, the MIG catalog, schedules' windows |
+//! | `config` | model (pure) | the config file, its defaults and its errors |
+//! | `sources` | sources | one collector per backend; each sends whole updates |
+//! | `inputs` | sources | every parser of outside input behind one door each (fuzzed) |
+//! | `store` | sources | merges the updates into one fleet; each source's health |
+//! | `record` | sources | recordings: writing, reading, rebuilding from Prometheus |
+//! | `advisor` | advisor (pure) | rules over the fleet: findings, and one plan of their actions |
+//! | `schedule` | advisor (pure) | MIG schedules against the fleet: changes, guards, exports |
+//! | `actions` | actions | plan, guard, run, execute and audit; one file per backend |
+//! | `ui` | ui | state, keys to requests, dialogs, views; never does IO |
+//! | `engine` | engine | the composition root: sources, store, runner |
+//! | `app` | engine | the console's loop |
+//! | `commands` | engine | each subcommand |
+//! | `cli` | engine | the command-line contract |
+//!
+//! # Where a new thing goes
+//!
+//! - **A source** (a new backend): `sources/NAME.rs` sends `SourceUpdate`s; register it in
+//!   `engine.rs`; its config in `config.rs`; tests against the real server in `tests/NAME.rs`.
+//! - **An exporter dialect** (metrics named another way): beside `sources/allsmi.rs`, read by
+//!   the mapping in `sources/dcgm.rs`; a fixture with its source in `tests/fixtures/`.
+//! - **An action**: a variant of `actions::Action`; its planning per backend in
+//!   `actions/plan.rs` and the backend files; its guard in `actions/guard.rs`.
+//! - **An advisor rule**: `advisor/NAME.rs`, called from `advisor::advise_with_plan`; its kind
+//!   in `advisor::Kind` and its rank in `advisor/reconcile.rs`; a row in docs/advisor.md.
+//! - **A view**: `ui/views/NAME.rs`, its state in `ui/state.rs`, its keys in `ui/keymap.rs`;
+//!   snapshots at 80×24 and 160×48 in `tests/ui_snapshots.rs`.
 
 pub mod actions;
 pub mod advisor;
@@ -22,3 +61,20 @@ pub mod sources;
 pub mod store;
 pub mod ui;
 pub mod units;
+
+#[cfg(test)]
+mod map_tests {
+    /// Every top-level module is on the map above: a new one that is not fails here.
+    #[test]
+    fn every_module_is_on_the_map() {
+        let text = include_str!("lib.rs");
+        let map: Vec<&str> = text.lines().filter(|l| l.starts_with("//! | `")).collect();
+        let modules: Vec<&str> =
+            text.lines().filter_map(|l| l.strip_prefix("pub mod ")).map(|m| m.trim_end_matches(';')).collect();
+        assert!(modules.len() > 10, "{modules:?}");
+        for m in modules {
+            let row = format!("//! | `{m}` |");
+            assert!(map.iter().any(|l| l.starts_with(&row)), "src/lib.rs: module {m} is not on the map");
+        }
+    }
+}
