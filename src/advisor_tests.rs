@@ -69,6 +69,26 @@ fn running(id: &str, kind: WorkloadKind, ran_min: i64, a: Option<Activity>) -> W
     w
 }
 
+/// The demo at `now()`, and a store that has seen it.
+fn demo() -> (crate::sources::sim::Sim, crate::store::Store) {
+    let mut sim = crate::sources::sim::Sim::new(crate::sources::sim::SimConfig::new(42, now()));
+    let mut store = crate::store::Store::new();
+    store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(1));
+    observe(&mut sim, &mut store);
+    (sim, store)
+}
+
+/// The store sees the simulator as it is now.
+fn observe(sim: &mut crate::sources::sim::Sim, store: &mut crate::store::Store) {
+    let update = crate::sources::SourceUpdate {
+        source: "sim".into(),
+        kind: crate::model::SourceKind::Simulated,
+        at: sim.now(),
+        result: Ok(sim.snapshot()),
+    };
+    store.apply(update, now());
+}
+
 fn of(kind: Kind, f: &Fleet, a: &Advisor) -> Vec<Finding> {
     advise(f, &cx(a)).into_iter().filter(|x| x.kind == kind).collect()
 }
@@ -411,18 +431,8 @@ fn packed_layouts_are_never_fragmentation_and_stranded_slices_count_for_demand()
 /// the next pass; nor is the layout the issue applied to gpu-h200-01/7.
 #[test]
 fn the_planners_layouts_are_not_fragmentation_on_the_next_pass() {
-    use crate::sources::SourceUpdate;
-    use crate::sources::sim::{Sim, SimConfig, SimOp};
-    let mut sim = Sim::new(SimConfig::new(42, now()));
-    let mut store = crate::store::Store::new();
-    store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(1));
-    let snap = |sim: &mut Sim| SourceUpdate {
-        source: "sim".into(),
-        kind: crate::model::SourceKind::Simulated,
-        at: sim.now(),
-        result: Ok(sim.snapshot()),
-    };
-    store.apply(snap(&mut sim), now());
+    use crate::sources::sim::SimOp;
+    let (mut sim, mut store) = demo();
     let a = Advisor::default();
     let mut changed: Vec<(String, String)> = advise(store.fleet(), &cx(&a))
         .iter()
@@ -444,7 +454,7 @@ fn the_planners_layouts_are_not_fragmentation_on_the_next_pass() {
         sim.apply(&op).unwrap_or_else(|e| panic!("{target} {layout}: {e}"));
     }
     sim.advance(Duration::from_secs(10));
-    store.apply(snap(&mut sim), now());
+    observe(&mut sim, &mut store);
     let frag: Vec<Finding> =
         advise(store.fleet(), &cx(&a)).into_iter().filter(|x| x.kind == Kind::Fragmentation).collect();
     for (target, layout) in &changed {
@@ -497,18 +507,8 @@ fn the_picker_fit_and_the_advisor_give_one_layout() {
 /// the work it names.
 #[test]
 fn a_layout_plan_carried_out_on_the_simulator_starts_what_it_promised() {
-    use crate::sources::SourceUpdate;
-    use crate::sources::sim::{Sim, SimConfig, SimOp};
-    let mut sim = Sim::new(SimConfig::new(42, now()));
-    let mut store = crate::store::Store::new();
-    store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(1));
-    let snap = |sim: &mut Sim| SourceUpdate {
-        source: "sim".into(),
-        kind: crate::model::SourceKind::Simulated,
-        at: sim.now(),
-        result: Ok(sim.snapshot()),
-    };
-    store.apply(snap(&mut sim), now());
+    use crate::sources::sim::SimOp;
+    let (mut sim, mut store) = demo();
     let a = Advisor::default();
     let found = advise(store.fleet(), &cx(&a));
     let plan = found.iter().find(|f| f.kind == Kind::LayoutPlan).unwrap_or_else(|| panic!("a layout plan: {found:#?}"));
@@ -531,7 +531,7 @@ fn a_layout_plan_carried_out_on_the_simulator_starts_what_it_promised() {
     let op = SimOp::Repartition { node: node.into(), index: index.parse().unwrap_or(0), layout: layout.clone() };
     sim.apply(&op).unwrap_or_else(|e| panic!("{e}"));
     sim.advance(Duration::from_secs(10));
-    store.apply(snap(&mut sim), now());
+    observe(&mut sim, &mut store);
     for id in &promised {
         let w = store.fleet().workload(id).unwrap_or_else(|| panic!("{id}"));
         assert_eq!(w.state, WorkloadState::Running, "{id} did not start");
@@ -706,18 +706,8 @@ fn drain_plans_only_when_asked_and_only_for_movable_training() {
 /// it" mid-checkpoint, and "crowded … drain" stayed on a DRAINING card).
 #[test]
 fn actions_under_way_are_said_and_not_suggested_again() {
-    use crate::sources::SourceUpdate;
-    use crate::sources::sim::{Sim, SimConfig, SimOp};
-    let mut sim = Sim::new(SimConfig::new(42, now()));
-    let mut store = crate::store::Store::new();
-    store.register("sim", crate::model::SourceKind::Simulated, Duration::from_secs(1));
-    let snap = |sim: &mut Sim| SourceUpdate {
-        source: "sim".into(),
-        kind: crate::model::SourceKind::Simulated,
-        at: sim.now(),
-        result: Ok(sim.snapshot()),
-    };
-    store.apply(snap(&mut sim), now());
+    use crate::sources::sim::SimOp;
+    let (mut sim, mut store) = demo();
     let a = Advisor::default();
     let found = advise(store.fleet(), &cx(&a));
     let preempt = found
@@ -737,7 +727,7 @@ fn actions_under_way_are_said_and_not_suggested_again() {
     sim.apply(&SimOp::Checkpoint { workload: victim.clone() }).unwrap_or_else(|e| panic!("{e}"));
     sim.apply(&SimOp::Drain { node: node.into(), index: index.parse().unwrap_or(0) }).unwrap_or_else(|e| panic!("{e}"));
     sim.advance(Duration::from_secs(5));
-    store.apply(snap(&mut sim), now());
+    observe(&mut sim, &mut store);
     let after = advise(store.fleet(), &cx(&a));
     let same: Vec<&Finding> = after.iter().filter(|f| f.subject == preempt.subject).collect();
     assert_eq!(same.len(), 1, "{same:#?}");
