@@ -130,16 +130,7 @@ fn flooding_targets_together_stay_within_the_memory_budget() {
         ),
     );
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["snapshot", "--json", "--config", &cfg])
-        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let peak = peak_rss_kib(&mut child);
-    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let (peak, v) = snapshot_peak(&cfg);
     eprintln!("six flooding targets, 64 MiB budget: peak RSS {} MiB in {:?}", peak / 1024, started.elapsed());
     assert!(peak < 200 * 1024, "peak RSS {} MiB with a 64 MiB budget", peak / 1024);
     let errors: Vec<String> = floods
