@@ -48,13 +48,7 @@ fn fleet(w: Workload) -> Fleet {
     let mut mig =
         Card { index: 1, model: "NVIDIA A100-SXM4-80GB".into(), memory_total_mib: Some(81920), ..Card::default() };
     mig.mig = MigState::from_layout(&mig.model, "3g.40gb@0,3g.40gb@4");
-    let node = Node {
-        name: "n".into(),
-        schedulable: true,
-        cards: vec![whole, mig],
-        sources: vec!["sim".into()],
-        ..Node::default()
-    };
+    let node = Node { cards: vec![whole, mig], sources: vec!["sim".into()], ..Node::new("n") };
     let sources = vec![crate::model::SourceStatus::live("sim", crate::model::SourceKind::Simulated, now())];
     let mut f = Fleet { nodes: vec![node], workloads: vec![w], sources, taken_at: Some(now()), ..Fleet::default() };
     f.index_workloads();
@@ -266,7 +260,7 @@ fn pool(held: usize, mean: f64) -> Fleet {
             ..Card::default()
         })
         .collect();
-    let node = Node { name: "n".into(), schedulable: true, cards, ..Node::default() };
+    let node = Node { cards, ..Node::new("n") };
     let workloads = (0..held)
         .map(|i| {
             let mut w = running(&format!("t{i}"), WorkloadKind::Training, 300, Some(activity(mean, 0)));

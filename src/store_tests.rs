@@ -17,15 +17,7 @@ fn card(index: u32, uuid: Option<&str>) -> Card {
 }
 
 fn update(source: &str, at: DateTime<Utc>, cards: Vec<Card>) -> SourceUpdate {
-    let node = Node {
-        name: "n1".into(),
-        schedulable: true,
-        reason: None,
-        cards,
-        capacity: Vec::new(),
-        sources: Vec::new(),
-        ..Node::default()
-    };
+    let node = Node { cards, ..Node::new("n1") };
     SourceUpdate {
         source: source.into(),
         kind: SourceKind::Nvml,

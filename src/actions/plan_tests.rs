@@ -21,13 +21,7 @@ fn fleet(kind: SourceKind, holder: Option<&str>) -> Fleet {
     }
     let whole = Card { index: 1, model: "NVIDIA A100-SXM4-80GB".into(), ..Card::default() };
     let name = kind.as_str().to_string();
-    let node = Node {
-        name: "n1".into(),
-        schedulable: true,
-        cards: vec![mig, whole],
-        sources: vec![name.clone()],
-        ..Node::default()
-    };
+    let node = Node { cards: vec![mig, whole], sources: vec![name.clone()], ..Node::new("n1") };
     let status = SourceStatus {
         name,
         kind,

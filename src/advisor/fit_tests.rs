@@ -20,7 +20,7 @@ fn fleet(ran: i64) -> Fleet {
     mig.mig.instances[0].workloads.push("t".into());
     let idle = Card { index: 1, model: model.into(), ..Card::default() };
     let held = Card { index: 2, model: model.into(), workloads: vec!["t".into()], ..Card::default() };
-    let node = Node { name: "n".into(), schedulable: true, cards: vec![mig, idle, held], ..Node::default() };
+    let node = Node { cards: vec![mig, idle, held], ..Node::new("n") };
     let mut t = Workload::new("t", "train", WorkloadKind::Training, WorkloadState::Running);
     t.started_at = Some(now() - chrono::Duration::minutes(ran));
     t.cards = vec![CardRef::new("n", 0), CardRef::new("n", 2)];

@@ -49,7 +49,7 @@ fn fleet(cards: Vec<Card>, workloads: Vec<Workload>) -> Fleet {
 }
 
 fn fleet_of(kind: SourceKind, cards: Vec<Card>, workloads: Vec<Workload>) -> Fleet {
-    let node = Node { name: "n".into(), schedulable: true, cards, sources: vec!["src".into()], ..Node::default() };
+    let node = Node { cards, sources: vec!["src".into()], ..Node::new("n") };
     let sources = vec![SourceStatus::live("src", kind, now())];
     let mut f = Fleet { nodes: vec![node], workloads, sources, taken_at: Some(now()), ..Fleet::default() };
     f.index_workloads();

@@ -48,7 +48,7 @@ fn fleet(c: &Case) -> Fleet {
     let used = u32::try_from(c.kinds.len()).ok().filter(|_| c.replicas.is_some());
     card.sharing =
         Sharing { mode: c.mode, replicas: c.replicas, replicas_used: used, contexts: c.contexts, ..Sharing::default() };
-    let node = Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() };
+    let node = Node { cards: vec![card], ..Node::new("n") };
     let mut f = Fleet { nodes: vec![node], workloads, ..Fleet::default() };
     f.index_workloads();
     f

@@ -328,7 +328,7 @@ mod tests {
 
     fn fleet(util: f64, at: DateTime<Utc>) -> Fleet {
         let card = Card { index: 0, utilization_pct: Some(util), workloads: vec!["nb".into()], ..Card::default() };
-        let node = Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() };
+        let node = Node { cards: vec![card], ..Node::new("n") };
         let mut w = Workload::new("nb", "notebook", WorkloadKind::Other, WorkloadState::Running);
         w.cards = vec![CardRef::new("n", 0)];
         w.started_at = Some(at - chrono::Duration::hours(3));
@@ -478,7 +478,7 @@ mod tests {
         let mut card = Card { model: "NVIDIA A100-SXM4-80GB".into(), ..Card::default() };
         card.mig = crate::model::MigState::from_layout(&card.model, "3g.40gb@0,3g.40gb@4");
         card.mig.instances[1].workloads.push("w".into());
-        let node = Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() };
+        let node = Node { cards: vec![card], ..Node::new("n") };
         let mut w = Workload::new("w", "w", WorkloadKind::Inference, WorkloadState::Running);
         w.cards = vec![CardRef::new("n", 0)];
         w.started_at = Some(t - chrono::Duration::hours(3));

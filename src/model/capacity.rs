@@ -326,7 +326,7 @@ mod tests {
 
     #[test]
     fn free_units_of_a_mig_card() {
-        let node = Node { name: "n".into(), schedulable: true, ..Node::default() };
+        let node = Node::new("n");
         let mut card = Card { model: "NVIDIA H100 80GB HBM3".into(), ..Card::default() };
         assert_eq!(free_units(&node, &card), 1, "an idle whole card");
         card.mig.enabled = true;
@@ -369,8 +369,6 @@ mod tests {
         };
         let idle = Card { index: 1, model: "NVIDIA H100 80GB HBM3".into(), ..Card::default() };
         let node = Node {
-            name: "n".into(),
-            schedulable: true,
             cards: vec![dead, idle],
             // Slurm still counts both GPUs free: it has not seen the XID.
             capacity: vec![Capacity {
@@ -379,7 +377,7 @@ mod tests {
                 used: 0,
                 whole_requests: false,
             }],
-            ..Node::default()
+            ..Node::new("n")
         };
         let fleet = Fleet { nodes: vec![node], ..Fleet::default() };
         let any = Resource::WholeCard { model: None };
@@ -388,7 +386,7 @@ mod tests {
 
     #[test]
     fn unusable_cards_have_nothing_free() {
-        let node = Node { name: "n".into(), schedulable: true, ..Node::default() };
+        let node = Node::new("n");
         let idle = Card { model: "NVIDIA H100 80GB HBM3".into(), ..Card::default() };
         let mut dead = idle.clone();
         dead.health.last_xid = Some(79);
@@ -422,12 +420,10 @@ mod tests {
         };
         let resource = Resource::Shared { unit: ShareUnit::Replica, model: Some("L4".into()) };
         let node = Node {
-            name: "n".into(),
-            schedulable: true,
             cards: vec![shared(0, false), shared(1, true)],
             // Kubernetes: 8 replicas, 1 in use, which card unknown; one card is dead.
             capacity: vec![Capacity { resource: resource.clone(), total: 8, used: 1, whole_requests: false }],
-            ..Node::default()
+            ..Node::new("n")
         };
         assert_eq!(free_units(&node, &node.cards[0]), 0, "use on this card unknown: not counted free here");
         let fleet = Fleet { nodes: vec![node], ..Fleet::default() };

@@ -52,6 +52,11 @@ pub struct Node {
 }
 
 impl Node {
+    /// A schedulable node of this name with nothing else known yet.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self { name: name.into(), schedulable: true, ..Self::default() }
+    }
+
     /// The card of index `index`: where the cards are numbered from 0 without gaps (nearly
     /// always) at its own position, else by halving where they are in order, else by a scan.
     /// A 512-card node looked each card up by scanning: quadratic in cards per node.

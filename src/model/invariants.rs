@@ -134,8 +134,7 @@ mod tests {
             Card { temperature_c: Some(-273.0), power_w: Some(-12.0), power_limit_w: Some(-1.0), ..Card::default() };
         let hot = Card { index: 1, temperature_c: Some(5000.0), power_w: Some(f64::NAN), ..Card::default() };
         let fine = Card { index: 2, temperature_c: Some(-5.0), power_w: Some(0.0), ..Card::default() };
-        let mut nodes =
-            vec![Node { name: "n".into(), schedulable: true, cards: vec![card, hot, fine], ..Node::default() }];
+        let mut nodes = vec![Node { cards: vec![card, hot, fine], ..Node::new("n") }];
         let fleet = Fleet { nodes: nodes.clone(), ..Fleet::default() };
         assert_eq!(violations(&fleet).len(), 5, "{:?}", violations(&fleet));
         assert_eq!(enforce(&mut nodes, &mut []), 5);
@@ -154,7 +153,7 @@ mod tests {
             sharing: crate::model::Sharing { replicas: Some(4), replicas_used: Some(6), ..Default::default() },
             ..Card::default()
         };
-        let mut nodes = vec![Node { name: "n".into(), schedulable: true, cards: vec![card], ..Node::default() }];
+        let mut nodes = vec![Node { cards: vec![card], ..Node::new("n") }];
         let mut w = Workload::new("sim:40", "train", WorkloadKind::Training, WorkloadState::Running);
         w.request.gpu_memory_mib = Some(327_680);
         w.memory_used_mib = Some(94_059_520);

@@ -181,12 +181,10 @@ mod tests {
     fn free_cards_scattered_over_nodes_do_not_serve_a_job_wanting_them_together() {
         let now = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).single().unwrap_or_default();
         let node = |name: &str| Node {
-            name: name.into(),
-            schedulable: true,
             cards: (0..4)
                 .map(|i| Card { index: i, model: "NVIDIA H100 80GB HBM3".into(), ..Card::default() })
                 .collect(),
-            ..Node::default()
+            ..Node::new(name)
         };
         let mut big = Workload::new("sim:1", "big", WorkloadKind::Training, WorkloadState::Pending);
         big.request.gpus = Some(8);
@@ -214,7 +212,7 @@ mod tests {
         ];
         let whole = Card { index: 1, model: "NVIDIA A100-SXM4-80GB".into(), ..Card::default() };
         let fleet = Fleet {
-            nodes: vec![Node { name: "n1".into(), schedulable: true, cards: vec![mig, whole], ..Node::default() }],
+            nodes: vec![Node { cards: vec![mig, whole], ..Node::new("n1") }],
             workloads: vec![
                 {
                     let mut w = Workload::new("sim:2", "a", WorkloadKind::Inference, WorkloadState::Pending);

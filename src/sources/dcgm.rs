@@ -527,15 +527,7 @@ impl<'a> Acc<'a> {
             .map(|(name, mut cards)| {
                 cards.sort_by_key(|c| c.index);
                 naming.shared_index += cards.windows(2).filter(|w| w[0].index == w[1].index).count();
-                Node {
-                    name,
-                    schedulable: true,
-                    reason: None,
-                    cards,
-                    capacity: Vec::new(),
-                    sources: Vec::new(),
-                    ..Node::default()
-                }
+                Node { cards, ..Node::new(name) }
             })
             .collect();
         (nodes, holders, naming)

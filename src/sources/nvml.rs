@@ -262,15 +262,7 @@ impl<'n> Collector<'n> {
         notes.extend(cards.iter().filter_map(|c| c.mig.error.as_ref().map(|e| format!("card {}: {e}", c.index))));
         self.drain_events(&mut cards, &mut events);
         let workloads = self.process_workloads(&mut cards);
-        let node = Node {
-            name: self.node.clone(),
-            schedulable: true,
-            reason: None,
-            cards,
-            capacity: Vec::new(),
-            sources: Vec::new(),
-            ..Node::default()
-        };
+        let node = Node { cards, ..Node::new(self.node.clone()) };
         let note = (!notes.is_empty()).then(|| notes.join("; "));
         Ok(Partial { nodes: vec![node], workloads, events, note, ..Partial::default() })
     }

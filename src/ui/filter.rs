@@ -342,7 +342,7 @@ mod tests {
     #[test]
     fn terms_combine() {
         let fleet = Fleet::default();
-        let node = Node { name: "gpu-h100-01".into(), schedulable: true, ..Node::default() };
+        let node = Node::new("gpu-h100-01");
         let mut card = Card { model: "NVIDIA H100 80GB HBM3".into(), utilization_pct: Some(3.0), ..Card::default() };
         assert!(Filter::parse("h100 util<5 whole idle").matches(&fleet, &node, &card));
         assert!(!Filter::parse("util>5").matches(&fleet, &node, &card));
@@ -369,7 +369,7 @@ mod tests {
             workloads: vec!["w1".into()],
             ..Card::default()
         };
-        let node = Node { name: "gpu-h100-01".into(), schedulable: true, cards: vec![card], ..Node::default() };
+        let node = Node { cards: vec![card], ..Node::new("gpu-h100-01") };
         let mut running = Workload::new("w1", "train", WorkloadKind::Training, WorkloadState::Running);
         running.cards = vec![CardRef::new("gpu-h100-01", 0)];
         let pending = Workload::new("w2", "wait", WorkloadKind::Inference, WorkloadState::Pending);
@@ -391,7 +391,7 @@ mod tests {
     fn a_comparison_that_does_not_read_is_said_not_searched() {
         let f = Filter::parse("util<abc h100");
         assert_eq!(f.problems(), ["util<abc: not a number after <, > or = (util<5, temp>80, free>0)"]);
-        let node = Node { name: "util<abc".into(), schedulable: true, ..Node::default() };
+        let node = Node::new("util<abc");
         assert!(!f.matches(&Fleet::default(), &node, &Card::default()));
         assert!(Filter::parse("util<5 utilities").problems().is_empty(), "a number, and a word");
     }
@@ -400,7 +400,7 @@ mod tests {
     fn a_term_for_each_sharing_mode() {
         use crate::model::Sharing;
         let fleet = Fleet::default();
-        let node = Node { name: "gpu-l4-01".into(), schedulable: true, ..Node::default() };
+        let node = Node::new("gpu-l4-01");
         let card = |mode| Card {
             model: "NVIDIA L4".into(),
             sharing: Sharing { mode: Some(mode), ..Sharing::default() },

@@ -324,7 +324,7 @@ fn the_free_sort_ranks_capacity_not_units() {
         memory_total_mib: Some(143_771),
         ..crate::model::Card::default()
     };
-    let node = crate::model::Node { name: "n".into(), schedulable: true, ..crate::model::Node::default() };
+    let node = crate::model::Node::new("n");
     assert_eq!(crate::model::capacity::free_units(&node, &seven), 7);
     assert_eq!(crate::model::capacity::free_units(&node, &idle_h200), 1);
     assert!(crate::model::capacity::free_gib(&node, &idle_h200) > crate::model::capacity::free_gib(&node, &seven));

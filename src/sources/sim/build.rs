@@ -115,18 +115,7 @@ pub fn build(seed: u64, size: Option<(u32, u32)>) -> Vec<(Node, CardModel)> {
                     card(&name, index, model, layout)
                 })
                 .collect();
-            (
-                Node {
-                    name,
-                    schedulable: true,
-                    reason: None,
-                    cards,
-                    capacity: Vec::new(),
-                    sources: Vec::new(),
-                    ..Node::default()
-                },
-                model,
-            )
+            (Node { cards, ..Node::new(name) }, model)
         })
         .chain(SHARED.iter().filter(|_| size.is_none()).map(|&(name, model, gpus, mode, replicas)| {
             let cards = (0..gpus)
@@ -136,15 +125,7 @@ pub fn build(seed: u64, size: Option<(u32, u32)>) -> Vec<(Node, CardModel)> {
                     c
                 })
                 .collect();
-            let node = Node {
-                name: name.into(),
-                schedulable: true,
-                reason: None,
-                cards,
-                capacity: Vec::new(),
-                sources: Vec::new(),
-                ..Node::default()
-            };
+            let node = Node { cards, ..Node::new(name) };
             (node, model)
         }))
         .collect()
