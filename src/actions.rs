@@ -57,6 +57,26 @@ impl Action {
             Self::Preempt { .. } => "preempt",
         }
     }
+
+    /// What it acts on, as the operator wrote it: the card or node, or the workload's id for a
+    /// preemption.
+    pub fn target(&self) -> &str {
+        match self {
+            Self::Drain { target } | Self::Undrain { target, .. } | Self::Repartition { target, .. } => target,
+            Self::Preempt { workload, .. } => workload,
+        }
+    }
+}
+
+/// The action in words: `drain n/2`, `repartition n/2 to LAYOUT`, `preempt sim:40`.
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.verb(), self.target())?;
+        if let Self::Repartition { layout, .. } = self {
+            write!(f, " to {layout}")?;
+        }
+        Ok(())
+    }
 }
 
 /// Who carries an action out.
@@ -231,5 +251,25 @@ mod tests {
         assert_eq!(Target::parse("GPU-1234-abcd"), Target::Uuid("GPU-1234-abcd".into()));
         assert_eq!(Target::parse("gpu-a1"), Target::Node("gpu-a1".into()));
         assert_eq!(Target::parse("rack/x"), Target::Node("rack/x".into()));
+    }
+
+    #[test]
+    fn an_action_names_its_target_and_says_itself() {
+        let cases = [
+            (Action::Drain { target: "n/2".into() }, "n/2", "drain n/2"),
+            (Action::Undrain { target: "n".into(), force: false }, "n", "undrain n"),
+            (Action::Undrain { target: "GPU-1234".into(), force: true }, "GPU-1234", "undrain GPU-1234"),
+            (
+                Action::Repartition { target: "n/2".into(), layout: "3g.40gb,3g.40gb".into() },
+                "n/2",
+                "repartition n/2 to 3g.40gb,3g.40gb",
+            ),
+            (Action::Preempt { workload: "sim:40".into(), force: false }, "sim:40", "preempt sim:40"),
+            (Action::Preempt { workload: "k8s:ml/train".into(), force: true }, "k8s:ml/train", "preempt k8s:ml/train"),
+        ];
+        for (action, target, words) in cases {
+            assert_eq!(action.target(), target, "{action:?}");
+            assert_eq!(action.to_string(), words, "{action:?}");
+        }
     }
 }
