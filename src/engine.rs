@@ -181,18 +181,7 @@ pub fn save_demand_to(
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let text = serde_json::to_string(d).map_err(|e| e.to_string())?;
-    // Written whole and synced under a name of this process's own, then renamed: a crash
-    // never leaves half a file, and the console and `schedule run` never write into each
-    // other's.
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| format!("{}: {e}", path.display()))?;
+    crate::files::write_atomic(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
     *saved = d.last;
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Files tessera is handed (a config, a token, a CA, a theme, a recording, an input): opened
 //! without waiting (a FIFO with no writer would block the open itself), regular files only
 //! (a FIFO, a device such as /dev/zero, or a directory is refused by kind), read within a
-//! bound. Errors say what is wrong without the path; callers name the file.
+//! bound. Errors say what is wrong without the path; callers name the file. And the one way
+//! tessera writes a file it keeps (`write_atomic`): whole, synced, then renamed over.
 
 use std::fs::File;
 use std::io::Read;
@@ -61,6 +62,20 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// Write `bytes` to `path` whole: into a file beside it under a name of this process's own,
+/// synced, then renamed over `path`. A crash never leaves half a file, and two processes (the
+/// console and `schedule run`) never write into each other's. The directory must exist.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut name = path.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
+    name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(name);
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
 /// The largest config or theme file read (a real one is a few KiB).
 pub const CONFIG_LIMIT: u64 = 4 << 20;
 /// The largest token or password file read.
@@ -91,6 +106,22 @@ mod tests {
         std::fs::write(&big, vec![b'a'; 2048]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(read_text(&big, 1024).err().as_deref(), Some("larger than 1 KiB (not read)"));
         assert_eq!(read_text(&big, 2048).map(|t| t.len()), Ok(2048));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_atomic_write_replaces_the_file_whole_and_leaves_nothing_beside_it() {
+        let dir = std::env::temp_dir().join(format!("tessera-files-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.join("kept.json");
+        std::fs::write(&path, "a longer old text").unwrap_or_else(|e| panic!("{e}"));
+        write_atomic(&path, b"new").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some("new"));
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert_eq!(names, ["kept.json"], "no temporary file left");
+        assert!(write_atomic(&dir.join("missing/kept.json"), b"x").is_err(), "the directory must exist");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
