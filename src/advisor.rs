@@ -157,7 +157,7 @@ pub enum Suggestion {
 impl Suggestion {
     pub fn text(&self) -> String {
         match self {
-            Self::Action { action, why } => format!("{} ({why})", describe(action)),
+            Self::Action { action, why } => format!("{action} ({why})"),
             Self::Words { text } => text.clone(),
             Self::InProgress { text, .. } => format!("in progress: {text}"),
         }
@@ -169,15 +169,6 @@ impl Suggestion {
             Self::Action { action, .. } => Some(action),
             Self::Words { .. } | Self::InProgress { .. } => None,
         }
-    }
-}
-
-fn describe(a: &Action) -> String {
-    match a {
-        Action::Drain { target } => format!("drain {target}"),
-        Action::Undrain { target, .. } => format!("undrain {target}"),
-        Action::Repartition { target, layout } => format!("repartition {target} to {layout}"),
-        Action::Preempt { workload, .. } => format!("preempt {workload}"),
     }
 }
 

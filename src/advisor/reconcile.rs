@@ -155,22 +155,14 @@ pub fn reconcile(fleet: &Fleet, findings: &mut [Finding]) -> Vec<Planned> {
         // preemption or repartition does not start two jobs that each needed all of it.
         let serves_its_own = matches!(f.kind, Kind::PreemptionCandidate | Kind::LayoutPlan | Kind::DrainPlan);
         let (outcome, text) = if winner.action == action && !serves_its_own {
-            (
-                "merged",
-                format!(
-                    "the same as the {} advice for {}: {}",
-                    winner.kind.as_str(),
-                    winner.subject,
-                    describe(&action)
-                ),
-            )
+            ("merged", format!("the same as the {} advice for {}: {action}", winner.kind.as_str(), winner.subject))
         } else {
             let what = claim.split_once(':').map_or(claim.as_str(), |(_, w)| w);
             (
                 "dropped",
                 format!(
                     "not now: {} ({} advice for {}) comes first for {what}",
-                    describe(&winner.action),
+                    winner.action,
                     winner.kind.as_str(),
                     winner.subject
                 ),
@@ -180,10 +172,6 @@ pub fn reconcile(fleet: &Fleet, findings: &mut [Finding]) -> Vec<Planned> {
         findings[i].suggestion = Suggestion::Words { text };
     }
     plan
-}
-
-fn describe(a: &Action) -> String {
-    super::describe(a)
 }
 
 #[cfg(test)]

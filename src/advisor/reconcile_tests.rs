@@ -64,7 +64,7 @@ fn one_action_per_subject_settled_by_rank() {
         finding(Kind::ScaleIn, Subject::Pool { model: "A100-80GB".into() }, None, &[]),
     ];
     let plan = reconcile(&Fleet::default(), &mut f);
-    let actions: Vec<(Kind, String)> = plan.iter().map(|p| (p.kind, super::describe(&p.action))).collect();
+    let actions: Vec<(Kind, String)> = plan.iter().map(|p| (p.kind, p.action.to_string())).collect();
     assert_eq!(
         actions,
         vec![(Kind::UnhealthyHeld, "drain n/2".to_string()), (Kind::PreemptionCandidate, "preempt sim:40".to_string()),]

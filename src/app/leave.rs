@@ -52,7 +52,8 @@ pub(super) fn quit_signal(
     wait_for_action(st, runner, left)
 }
 
-/// What an action does, as "left at once while ..." says it.
+/// What an action does, as "left at once while ..." says it. A gerund ("draining n/2") where
+/// `Display for Action` has the verb ("drain n/2"), so it keeps its own match.
 fn doing(action: &crate::actions::Action) -> String {
     use crate::actions::Action;
     match action {

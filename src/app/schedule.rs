@@ -258,17 +258,9 @@ impl Auto {
         let went = if o.ok { Went::Done } else { Went::NotDone };
         if let Decision::Act { action, why, .. } = &d {
             let how = if o.ok { "done".to_string() } else { format!("FAILED: {}", o.reached) };
-            Self::say(st, &[format!("({why}) {} {}: {how}", action.verb(), target(action))]);
+            Self::say(st, &[format!("({why}) {} {}: {how}", action.verb(), action.target())]);
         }
         let more = self.state.record(&d, went, now);
         self.todo.extend(more);
-    }
-}
-
-fn target(a: &crate::actions::Action) -> &str {
-    use crate::actions::Action;
-    match a {
-        Action::Drain { target } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => target,
-        Action::Preempt { workload, .. } => workload,
     }
 }

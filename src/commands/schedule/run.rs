@@ -152,7 +152,7 @@ pub(super) async fn execute(
     let p = match engine.runner.propose(action, engine.store.fleet()) {
         Ok(p) => p,
         Err(e) => {
-            say(&format!("{at} {} {} ({why}): {e}\n", action.verb(), action_target(action)));
+            say(&format!("{at} {} {} ({why}): {e}\n", action.verb(), action.target()));
             return Went::NotDone;
         }
     };
@@ -186,14 +186,6 @@ pub(super) async fn execute(
     }
     engine.catch_up();
     if o.ok { Went::Done } else { Went::NotDone }
-}
-
-fn action_target(a: &crate::actions::Action) -> &str {
-    use crate::actions::Action;
-    match a {
-        Action::Drain { target } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => target,
-        Action::Preempt { workload, .. } => workload,
-    }
 }
 
 /// Where `schedule run` keeps the cards it drained, so a restart after a crash gives them
