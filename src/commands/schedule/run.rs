@@ -212,7 +212,7 @@ fn load_drained(path: &std::path::Path) -> Result<std::collections::BTreeSet<cra
         .collect()
 }
 
-/// Keep `cards` (written whole, then renamed).
+/// Keep `cards` (written whole, synced, then renamed).
 fn save_drained(
     path: &std::path::Path,
     cards: &std::collections::BTreeSet<crate::model::CardRef>,
@@ -222,9 +222,7 @@ fn save_drained(
         std::fs::create_dir_all(dir).map_err(named)?;
     }
     let list: Vec<String> = cards.iter().map(ToString::to_string).collect();
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, serde_json::json!({ "drained": list }).to_string()).map_err(named)?;
-    std::fs::rename(&tmp, path).map_err(named)
+    crate::files::write_atomic(path, serde_json::json!({ "drained": list }).to_string().as_bytes()).map_err(named)
 }
 
 #[cfg(test)]
