@@ -114,10 +114,10 @@ impl Engine {
     }
 }
 
-/// Where the demand by hour is kept between runs: `demand.json` beside the audit log
-/// (`$XDG_STATE_HOME/tessera/`).
+/// Where the demand by hour is kept between runs: `demand.json` in the state directory, beside
+/// the audit log (`$XDG_STATE_HOME/tessera/`).
 pub fn demand_path() -> Option<std::path::PathBuf> {
-    crate::actions::audit::default_path().map(|p| p.with_file_name("demand.json"))
+    crate::files::state_dir().map(|d| d.join("demand.json"))
 }
 
 /// The demand kept by an earlier run; `Err` names the file when it cannot be read as one.

@@ -2,12 +2,13 @@
 //! without waiting (a FIFO with no writer would block the open itself), regular files only
 //! (a FIFO, a device such as /dev/zero, or a directory is refused by kind), read within a
 //! bound. Errors say what is wrong without the path; callers name the file. And the one way
-//! tessera writes a file it keeps (`write_atomic`): whole, synced, then renamed over.
+//! tessera writes a file it keeps (`write_atomic`): whole, synced, then renamed over; and where
+//! it keeps them (`state_dir`).
 
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What a file is when it is not a regular one.
 fn kind(t: std::fs::FileType) -> &'static str {
@@ -60,6 +61,17 @@ fn size(bytes: u64) -> String {
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
         b => format!("{b} bytes"),
     }
+}
+
+/// Where tessera keeps what outlives a run (the audit log, the demand by hour, the cards
+/// `schedule run` drained): `$XDG_STATE_HOME/tessera`, else `~/.local/state/tessera`; `None`
+/// without either variable. Not created here.
+pub fn state_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
+    Some(base.join("tessera"))
 }
 
 /// Write `bytes` to `path` whole: into a file beside it under a name of this process's own,

@@ -12,7 +12,7 @@
 //! | module | layer | what it holds |
 //! |---|---|---|
 //! | `units` | ground floor | words for numbers (counts with their noun) |
-//! | `files` | ground floor | files tessera is handed, opened without waiting and read bounded |
+//! | `files` | ground floor | files tessera is handed, opened without waiting and read bounded; the state directory and the atomic write for files it keeps |
 //! | `process` | ground floor | running a program: no shell, a timeout, bounded output |
 //! | `allocator` | ground floor | the binary's allocator settings |
 //! | `model` | model (pure) | the fleet, workloads, queue, free capacity, the MIG catalog, schedules' windows |

@@ -14,11 +14,7 @@ use crate::model::ComputeMode;
 
 /// `$XDG_STATE_HOME/tessera/audit.jsonl`, else `~/.local/state/tessera/audit.jsonl`.
 pub fn default_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
-    Some(base.join("tessera").join("audit.jsonl"))
+    crate::files::state_dir().map(|d| d.join("audit.jsonl"))
 }
 
 /// The user acting: `$USER`, `$LOGNAME`, else the name of this process's uid in /etc/passwd.

@@ -189,9 +189,9 @@ pub(super) async fn execute(
 }
 
 /// Where `schedule run` keeps the cards it drained, so a restart after a crash gives them
-/// back: `schedule-run.json` beside the audit log.
+/// back: `schedule-run.json` in the state directory, beside the audit log.
 fn drained_path() -> Option<std::path::PathBuf> {
-    crate::actions::audit::default_path().map(|p| p.with_file_name("schedule-run.json"))
+    crate::files::state_dir().map(|d| d.join("schedule-run.json"))
 }
 
 /// The cards an earlier run kept as drained (none without a file).
