@@ -54,18 +54,7 @@ impl Store {
     }
 
     pub fn register(&mut self, name: impl Into<String>, kind: SourceKind, interval: Duration) {
-        let status = SourceStatus {
-            name: name.into(),
-            kind,
-            health: SourceHealth::Connecting,
-            interval,
-            note: None,
-            last_ok: None,
-            reported: Reported::default(),
-            queue: matches!(kind, SourceKind::Slurm | SourceKind::Kubernetes | SourceKind::Simulated),
-        };
-        self.entries.push(Entry { status, last: None, lent: false, last_ok: None });
-        self.rebuild();
+        self.add(name.into(), kind, SourceHealth::Connecting, interval);
     }
 
     /// Say that a source reports the queue too (Prometheus with kube-state-metrics or Kueue).
@@ -78,11 +67,17 @@ impl Store {
 
     /// Register a source that cannot run, so the header says why.
     pub fn register_unavailable(&mut self, name: impl Into<String>, kind: SourceKind, reason: impl Into<String>) {
+        let health = SourceHealth::Unavailable { reason: reason.into() };
+        self.add(name.into(), kind, health, Duration::from_secs(1));
+    }
+
+    /// A source of this health, nothing heard from it yet; a scheduler reports the queue.
+    fn add(&mut self, name: String, kind: SourceKind, health: SourceHealth, interval: Duration) {
         let status = SourceStatus {
-            name: name.into(),
+            name,
             kind,
-            health: SourceHealth::Unavailable { reason: reason.into() },
-            interval: Duration::from_secs(1),
+            health,
+            interval,
             note: None,
             last_ok: None,
             reported: Reported::default(),
