@@ -1,6 +1,6 @@
 //! Sources collect data and send whole updates to the owner loop; they never draw. This module
-//! holds the message contract (`Partial`, `SourceUpdate`, `SourceError`) and the backoff; the
-//! engine spawns the sources.
+//! holds the message contract (`Partial`, `SourceUpdate`, `SourceError`), the backoff and the
+//! polling sources' side of the channel (`Poll`); the engine spawns the sources.
 
 mod allsmi;
 pub mod budget;
@@ -63,6 +63,38 @@ pub struct SourceUpdate {
     pub kind: SourceKind,
     pub at: DateTime<Utc>,
     pub result: Result<Partial, SourceError>,
+}
+
+/// A polling source's side of the channel: sends each answer and says how long to wait before
+/// the next: the interval after a good answer; after failures in a row, a backoff doubling from
+/// twice the interval, capped at a minute.
+pub struct Poll {
+    source: String,
+    kind: SourceKind,
+    interval: std::time::Duration,
+    tx: tokio::sync::mpsc::Sender<SourceUpdate>,
+    failures: u32,
+}
+
+impl Poll {
+    pub fn new(
+        source: String,
+        kind: SourceKind,
+        interval: std::time::Duration,
+        tx: tokio::sync::mpsc::Sender<SourceUpdate>,
+    ) -> Self {
+        Self { source, kind, interval, tx, failures: 0 }
+    }
+
+    /// Send `result`; the wait before the next collection, or `None` when the receiver has
+    /// gone (the source ends).
+    pub async fn send(&mut self, result: Result<Partial, SourceError>) -> Option<std::time::Duration> {
+        let ok = result.is_ok();
+        let update = SourceUpdate { source: self.source.clone(), kind: self.kind, at: Utc::now(), result };
+        self.tx.send(update).await.ok()?;
+        self.failures = if ok { 0 } else { self.failures + 1 };
+        Some(if ok { self.interval } else { backoff(self.interval, self.failures, std::time::Duration::from_secs(60)) })
+    }
 }
 
 /// Capped exponential backoff for a failing source: base, 2×, 4×, … up to `max`.

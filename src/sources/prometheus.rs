@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use super::dcgm::NodeName;
 use super::http::Client;
 use super::scrape::{host, to_partial};
-use super::{Partial, SourceError, SourceUpdate, backoff};
+use super::{Partial, Poll, SourceError, SourceUpdate};
 use crate::config::{PrometheusApi, ScrapeNode};
 use crate::model::SourceKind;
 use decode::{Options, Texts};
@@ -408,20 +408,14 @@ pub async fn collect(
 /// Poll Prometheus until the receiver goes away; failures back off, capped at a minute.
 pub fn spawn(settings: Settings, client: Client, interval: Duration, tx: mpsc::Sender<SourceUpdate>) {
     tokio::spawn(async move {
-        let mut failures = 0u32;
+        let mut poll = Poll::new("prometheus".into(), SourceKind::Prometheus, interval, tx);
         let mut history_wanted = true;
         loop {
             // With the first good answer, the last hour for the sparklines (once it answered:
             // after that the console keeps its own).
             let result = collect(&settings, &client, None, &mut history_wanted).await;
-            let ok = result.is_ok();
-            let update =
-                SourceUpdate { source: "prometheus".into(), kind: SourceKind::Prometheus, at: Utc::now(), result };
-            if tx.send(update).await.is_err() {
-                return;
-            }
-            failures = if ok { 0 } else { failures + 1 };
-            tokio::time::sleep(if ok { interval } else { backoff(interval, failures, Duration::from_secs(60)) }).await;
+            let Some(wait) = poll.send(result).await else { return };
+            tokio::time::sleep(wait).await;
         }
     });
 }

@@ -7,12 +7,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::dcgm::{self, Holder, NodeName};
 use super::http::Client;
-use super::{Partial, SourceError, SourceUpdate, backoff};
+use super::{Partial, Poll, SourceError, SourceUpdate};
 use crate::config::ScrapeNode;
 use crate::model::{Node, SourceKind, Workload, WorkloadKind, WorkloadState};
 
@@ -194,7 +193,7 @@ pub fn spawn(
 ) {
     let name = source_name(&url);
     tokio::spawn(async move {
-        let mut failures = 0u32;
+        let mut poll = Poll::new(name, SourceKind::Scrape, interval, tx);
         loop {
             let fetched = {
                 let Ok(_permit) = limit.acquire().await else { return };
@@ -237,15 +236,11 @@ pub fn spawn(
                 }
             };
             let ok = result.is_ok();
-            let update = SourceUpdate { source: name.clone(), kind: SourceKind::Scrape, at: Utc::now(), result };
-            if tx.send(update).await.is_err() {
-                return;
-            }
-            failures = if ok { 0 } else { failures + 1 };
+            let Some(wait) = poll.send(result).await else { return };
             if ok {
                 tokio::time::sleep_until(next_tick(epoch, interval, tokio::time::Instant::now())).await;
             } else {
-                tokio::time::sleep(backoff(interval, failures, Duration::from_secs(60))).await;
+                tokio::time::sleep(wait).await;
             }
         }
     });
