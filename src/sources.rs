@@ -67,7 +67,8 @@ pub struct SourceUpdate {
 
 /// A polling source's side of the channel: sends each answer and says how long to wait before
 /// the next: the interval after a good answer; after failures in a row, a backoff doubling from
-/// twice the interval, capped at a minute.
+/// twice the interval, capped at a minute but never shorter than the interval (a failing
+/// source is never asked more often than a working one).
 pub struct Poll {
     source: String,
     kind: SourceKind,
@@ -93,7 +94,8 @@ impl Poll {
         let update = SourceUpdate { source: self.source.clone(), kind: self.kind, at: Utc::now(), result };
         self.tx.send(update).await.ok()?;
         self.failures = if ok { 0 } else { self.failures + 1 };
-        Some(if ok { self.interval } else { backoff(self.interval, self.failures, std::time::Duration::from_secs(60)) })
+        let max = std::time::Duration::from_secs(60).max(self.interval);
+        Some(if ok { self.interval } else { backoff(self.interval, self.failures, max) })
     }
 }
 
@@ -115,5 +117,33 @@ mod tests {
         assert_eq!(backoff(s(1), 3, s(60)), s(8));
         assert_eq!(backoff(s(1), 10, s(60)), s(60));
         assert_eq!(backoff(s(1), u32::MAX, s(60)), s(60));
+    }
+
+    #[test]
+    fn a_poll_waits_the_interval_after_a_good_answer_and_backs_off_after_failures() {
+        let s = Duration::from_secs;
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| panic!("{e}"));
+        let waits = |interval: Duration, answers: Vec<bool>| {
+            rt.block_on(async {
+                let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+                let mut poll = Poll::new("src".into(), SourceKind::Slurm, interval, tx);
+                let mut waits = Vec::new();
+                for ok in answers {
+                    let result = if ok {
+                        Ok(Partial::default())
+                    } else {
+                        Err(SourceError { message: "no".into(), fatal: false })
+                    };
+                    waits.push(poll.send(result).await);
+                    assert!(rx.recv().await.is_some_and(|u| u.source == "src" && u.result.is_ok() == ok));
+                }
+                drop(rx);
+                waits.push(poll.send(Ok(Partial::default())).await);
+                waits
+            })
+        };
+        let some = |v: &[u64]| v.iter().map(|&n| Some(s(n))).chain([None]).collect::<Vec<_>>();
+        assert_eq!(waits(s(5), vec![true, false, false, false, false, true, false]), some(&[5, 10, 20, 40, 60, 5, 10]));
+        assert_eq!(waits(s(90), vec![false, false]), some(&[90, 90]), "never more often than the interval");
     }
 }

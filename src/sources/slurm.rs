@@ -10,7 +10,6 @@ pub mod nodes;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chrono::Utc;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -269,24 +268,11 @@ pub fn spawn(
     tx: mpsc::Sender<SourceUpdate>,
 ) {
     tokio::spawn(async move {
-        let mut failures = 0u32;
+        let mut poll = super::Poll::new(name, SourceKind::Slurm, interval, tx);
         let mut version = 0usize;
         loop {
             let result = collect(&settings, client.as_ref(), &mut version).await;
-            let wait = match &result {
-                Ok(_) => {
-                    failures = 0;
-                    interval
-                }
-                Err(_) => {
-                    failures = failures.saturating_add(1);
-                    super::backoff(interval, failures - 1, Duration::from_secs(60)).max(interval)
-                }
-            };
-            let update = SourceUpdate { source: name.clone(), kind: SourceKind::Slurm, at: Utc::now(), result };
-            if tx.send(update).await.is_err() {
-                return;
-            }
+            let Some(wait) = poll.send(result).await else { return };
             tokio::time::sleep(wait).await;
         }
     });
