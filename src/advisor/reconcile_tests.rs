@@ -200,9 +200,18 @@ mod on_the_simulator {
         Ok(())
     }
 
-    /// Carry `action` out as the runner plans it on the simulator; an error when the runner has
-    /// nothing to do or refuses (which the plan must never ask for).
-    fn carry_out(sim: &mut Sim, store: &Store, runner: &Runner, action: &Action) -> Result<(), String> {
+    /// Carry `action` out as the runner plans it on the simulator, on the fleet as it is now
+    /// (an earlier action's waits move the simulated clock); an error when the runner has
+    /// nothing to do or refuses (which the plan must never ask for). A preemption of work that
+    /// finished meanwhile, or during its checkpoint, is overtaken by time, not an error:
+    /// `Ok(false)`.
+    fn carry_out(sim: &mut Sim, store: &mut Store, runner: &Runner, action: &Action) -> Result<bool, String> {
+        observe(sim, store);
+        if let Action::Preempt { workload, .. } = action
+            && store.fleet().workload(workload).is_none_or(|w| !w.state.is_active())
+        {
+            return Ok(false);
+        }
         let plan = runner.propose(action, store.fleet())?;
         if let Some(why) = &plan.nothing_to_do {
             return Err(format!("a no-op: {why}"));
@@ -212,12 +221,16 @@ mod on_the_simulator {
         }
         for s in &plan.steps {
             match &s.op {
-                Op::Sim { op } => drop(sim.apply(op)?),
+                // A job that ended during its own checkpoint wait is overtaken by time.
+                Op::Sim { op } => match sim.apply(op) {
+                    Err(e) if e.ends_with("no longer exists") => return Ok(false),
+                    r => drop(r?),
+                },
                 Op::Wait { seconds, .. } => sim.advance(Duration::from_secs(*seconds)),
                 other => return Err(format!("not a simulator step: {other:?}")),
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// After `plan` was carried out: nothing it caused (fragmentation on a card it laid out),
@@ -279,9 +292,9 @@ mod on_the_simulator {
                 let (_, plan) = advise(&store, sim.now());
                 asked += 1;
                 for p in &plan {
-                    carry_out(&mut sim, &store, &runner, &p.action)
+                    let done = carry_out(&mut sim, &mut store, &runner, &p.action)
                         .unwrap_or_else(|e| panic!("seed {seed} hour {hour}: {:?} for {}: {e}", p.action, p.subject));
-                    carried += 1;
+                    carried += usize::from(done);
                 }
                 // Long enough for a checkpoint and a requeue, and for the queue to move.
                 sim.advance(Duration::from_secs(60));
@@ -308,9 +321,9 @@ mod on_the_simulator {
             findings += found.len();
             one_plan(&store, &runner, &found, &plan).unwrap_or_else(|e| panic!("step {step}: {e}"));
             for p in &plan {
-                carry_out(&mut sim, &store, &runner, &p.action)
+                let done = carry_out(&mut sim, &mut store, &runner, &p.action)
                     .unwrap_or_else(|e| panic!("step {step}: {:?} for {}: {e}", p.action, p.subject));
-                carried += 1;
+                carried += usize::from(done);
             }
             sim.advance(Duration::from_secs(600));
         }
@@ -330,7 +343,7 @@ mod on_the_simulator {
             let checked = one_plan(&store, &runner, &found, &plan);
             prop_assert!(checked.is_ok(), "{:?}", checked);
             for p in &plan {
-                let r = carry_out(&mut sim, &store, &runner, &p.action);
+                let r = carry_out(&mut sim, &mut store, &runner, &p.action);
                 prop_assert!(r.is_ok(), "{:?} for {}: {:?}", p.action, p.subject, r);
             }
             sim.advance(Duration::from_secs(60));
