@@ -67,14 +67,15 @@ pub struct SourceUpdate {
 
 /// A polling source's side of the channel: sends each answer and says how long to wait before
 /// the next: the interval after a good answer; after failures in a row, a backoff doubling from
-/// twice the interval, capped at a minute but never shorter than the interval (a failing
-/// source is never asked more often than a working one).
+/// twice the interval, capped at a minute (a source that asks for it,
+/// [`Poll::never_faster_than_its_interval`], is never asked more often than a working one).
 pub struct Poll {
     source: String,
     kind: SourceKind,
     interval: std::time::Duration,
     tx: tokio::sync::mpsc::Sender<SourceUpdate>,
     failures: u32,
+    floor: bool,
 }
 
 impl Poll {
@@ -84,7 +85,14 @@ impl Poll {
         interval: std::time::Duration,
         tx: tokio::sync::mpsc::Sender<SourceUpdate>,
     ) -> Self {
-        Self { source, kind, interval, tx, failures: 0 }
+        Self { source, kind, interval, tx, failures: 0, floor: false }
+    }
+
+    /// The backoff's cap is at least the interval (Slurm: a failing `squeue` is never run more
+    /// often than a working one, however long the interval).
+    pub fn never_faster_than_its_interval(mut self) -> Self {
+        self.floor = true;
+        self
     }
 
     /// Send `result`; the wait before the next collection, or `None` when the receiver has
@@ -94,7 +102,8 @@ impl Poll {
         let update = SourceUpdate { source: self.source.clone(), kind: self.kind, at: Utc::now(), result };
         self.tx.send(update).await.ok()?;
         self.failures = if ok { 0 } else { self.failures + 1 };
-        let max = std::time::Duration::from_secs(60).max(self.interval);
+        let minute = std::time::Duration::from_secs(60);
+        let max = if self.floor { minute.max(self.interval) } else { minute };
         Some(if ok { self.interval } else { backoff(self.interval, self.failures, max) })
     }
 }
@@ -123,10 +132,13 @@ mod tests {
     fn a_poll_waits_the_interval_after_a_good_answer_and_backs_off_after_failures() {
         let s = Duration::from_secs;
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| panic!("{e}"));
-        let waits = |interval: Duration, answers: Vec<bool>| {
+        let waits = |interval: Duration, floor: bool, answers: Vec<bool>| {
             rt.block_on(async {
                 let (tx, mut rx) = tokio::sync::mpsc::channel(16);
                 let mut poll = Poll::new("src".into(), SourceKind::Slurm, interval, tx);
+                if floor {
+                    poll = poll.never_faster_than_its_interval();
+                }
                 let mut waits = Vec::new();
                 for ok in answers {
                     let result = if ok {
@@ -143,7 +155,11 @@ mod tests {
             })
         };
         let some = |v: &[u64]| v.iter().map(|&n| Some(s(n))).chain([None]).collect::<Vec<_>>();
-        assert_eq!(waits(s(5), vec![true, false, false, false, false, true, false]), some(&[5, 10, 20, 40, 60, 5, 10]));
-        assert_eq!(waits(s(90), vec![false, false]), some(&[90, 90]), "never more often than the interval");
+        assert_eq!(
+            waits(s(5), false, vec![true, false, false, false, false, true, false]),
+            some(&[5, 10, 20, 40, 60, 5, 10])
+        );
+        assert_eq!(waits(s(90), false, vec![false, false]), some(&[60, 60]), "capped at a minute, as before");
+        assert_eq!(waits(s(90), true, vec![false, false]), some(&[90, 90]), "never more often than the interval");
     }
 }

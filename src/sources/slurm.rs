@@ -268,7 +268,7 @@ pub fn spawn(
     tx: mpsc::Sender<SourceUpdate>,
 ) {
     tokio::spawn(async move {
-        let mut poll = super::Poll::new(name, SourceKind::Slurm, interval, tx);
+        let mut poll = super::Poll::new(name, SourceKind::Slurm, interval, tx).never_faster_than_its_interval();
         let mut version = 0usize;
         loop {
             let result = collect(&settings, client.as_ref(), &mut version).await;
