@@ -79,8 +79,8 @@ pub fn settings(g: &Global) -> Result<Config, CmdError> {
     }
     for (flag, url) in g.scrape.iter().map(|u| ("--scrape", u)).chain(g.prometheus.iter().map(|u| ("--prometheus", u)))
     {
-        if let Err(why) = crate::sources::http::check_url(url) {
-            let shown = crate::sources::http::redact(url);
+        if let Err(why) = crate::url::check_url(url) {
+            let shown = crate::url::redact(url);
             return Err(CmdError::Usage(format!("{flag} {shown}: expected an http:// or https:// URL ({why})")));
         }
     }

@@ -167,7 +167,7 @@ impl Default for Config {
 /// A value as an error quotes it: short, and a URL in it (alone or in a list) without its
 /// credentials or query.
 fn quoted(v: &Value) -> String {
-    let url = |s: &str| s.contains("://").then(|| format!("{:?}", crate::sources::http::redact(s.trim())));
+    let url = |s: &str| s.contains("://").then(|| format!("{:?}", crate::url::redact(s.trim())));
     let text = match v {
         Value::String(s) => url(s).unwrap_or_else(|| v.to_string()),
         Value::Array(items) => {
@@ -503,7 +503,7 @@ impl Reader<'_> {
 
     fn url(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
         let s = self.string(key, v)?;
-        crate::sources::http::check_url(&s).map_err(|why| {
+        crate::url::check_url(&s).map_err(|why| {
             // The value as a URL is shown: never its credentials or query.
             self.bad(key, v, &format!("expected an http:// or https:// URL ({why})"))
         })?;

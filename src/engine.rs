@@ -60,9 +60,11 @@ impl Engine {
                 }
             }
         }
-        let unauthed = cfg.sources.scrape.iter().any(|u| {
-            !cfg.sources.auth.iter().any(|a| crate::sources::http::origin(&a.url) == crate::sources::http::origin(u))
-        });
+        let unauthed = cfg
+            .sources
+            .scrape
+            .iter()
+            .any(|u| !cfg.sources.auth.iter().any(|a| crate::url::origin(&a.url) == crate::url::origin(u)));
         if cfg.sources.http.credentials.any() && cfg.sources.prometheus.is_some() && unauthed {
             notes.push(
                 "[sources.http] credentials go to the Prometheus server only: scrape targets take theirs from [[sources.auth]]".into(),
@@ -190,11 +192,11 @@ pub fn save_demand_to(
 /// (the scheme as parsed: `HTTP://`, `http:host` and a leading space are plain http too).
 pub fn check_slurm_rest(c: &crate::config::Slurm) -> Result<(), String> {
     let Some(url) = &c.rest_url else { return Ok(()) };
-    let plain = http::origin(url.trim()).is_none_or(|o| o.starts_with("http://"));
+    let plain = crate::url::origin(url.trim()).is_none_or(|o| o.starts_with("http://"));
     if c.rest_token_file.is_some() && plain && !c.rest_allow_plain_http {
         return Err(format!(
             "slurm.rest_url {}: the JWT over plain http would cross the network readable: use https, or set rest_allow_plain_http = true",
-            http::redact(url)
+            crate::url::redact(url)
         ));
     }
     Ok(())

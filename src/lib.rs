@@ -12,6 +12,7 @@
 //! | module | layer | what it holds |
 //! |---|---|---|
 //! | `units` | ground floor | words for numbers (counts with their noun) |
+//! | `url` | ground floor | URLs shown redacted, checked for the config, and their origin |
 //! | `files` | ground floor | files tessera is handed, opened without waiting and read bounded; the state directory and the atomic write for files it keeps |
 //! | `process` | ground floor | running a program: no shell, a timeout, bounded output |
 //! | `allocator` | ground floor | the binary's allocator settings |
@@ -61,6 +62,7 @@ pub mod sources;
 pub mod store;
 pub mod ui;
 pub mod units;
+pub mod url;
 
 #[cfg(test)]
 mod map_tests {

@@ -74,7 +74,7 @@ fn rebuild(cfg: &Config, from: DateTime<Utc>, to: DateTime<Utc>, step: Duration)
     let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
     let n = moments.len();
     if n > 1 {
-        let shown = crate::sources::http::redact(&base);
+        let shown = crate::url::redact(&base);
         super::to_stderr(&format!("tessera: rebuilding {n} moments from Prometheus ({shown})"));
     }
     let mut told = std::time::Instant::now();

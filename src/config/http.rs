@@ -159,8 +159,8 @@ pub(super) fn read_auth(r: &Reader, key: &str, v: &Value) -> Result<Vec<Auth>, C
             return Err(r.missing(&table, "no credential: set bearer_token_file, bearer_token_env or basic_user"));
         }
         check(r, &table, &a.credentials)?;
-        let origin = crate::sources::http::origin(&a.url);
-        if out.iter().any(|b| crate::sources::http::origin(&b.url) == origin) {
+        let origin = crate::url::origin(&a.url);
+        if out.iter().any(|b| crate::url::origin(&b.url) == origin) {
             return Err(r.missing(&table, "a second [[sources.auth]] for the same origin"));
         }
         out.push(a);

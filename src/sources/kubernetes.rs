@@ -73,7 +73,7 @@ async fn connect_with(settings: &Settings, retry: bool) -> Result<(kube::Client,
     };
     let mut config = config;
     config.default_retry = retry;
-    let server = super::http::redact(&config.cluster_url.to_string());
+    let server = crate::url::redact(&config.cluster_url.to_string());
     let server = server.trim_end_matches('/').to_string();
     let client = kube::Client::try_from(config).map_err(|e| format!("Kubernetes client for {server}: {e}"))?;
     Ok((client, server))

@@ -323,12 +323,12 @@ pub async fn collect(
                 federation = false;
                 fell_back = Some(format!(
                     "{}: no federation endpoint ({why}): instant queries from now on",
-                    super::http::redact(url)
+                    crate::url::redact(url)
                 ));
             }
             // `federate` keeps its answer; a page of HTML or JSON is said for what it is.
             Some((url, why)) => {
-                let url = super::http::redact(url);
+                let url = crate::url::redact(url);
                 answer =
                     Some(Err(super::http::FetchError::Other { url, why: format!("no federation endpoint ({why})") }));
             }

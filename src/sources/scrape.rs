@@ -20,7 +20,7 @@ pub const MAX_CONCURRENT: usize = 32;
 
 /// The source name of a target: `scrape:HOST:PORT`, with the path when it is not `/metrics`.
 pub fn source_name(url: &str) -> String {
-    let url = super::http::redact(url);
+    let url = crate::url::redact(url);
     let url = url.as_str();
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let path = rest.find('/').map_or("", |i| &rest[i..]);

@@ -155,7 +155,7 @@ async fn rest_get_with(
         let Some(v) = REST_VERSIONS.get(*version) else {
             return Err(err(format!(
                 "{}: no supported slurmrestd API version (tried v0.0.38 to v0.0.43)",
-                http::redact(base)
+                crate::url::redact(base)
             )));
         };
         match client.get_with(&format!("{base}/slurm/{v}/{path}{extra}"), &headers).await {

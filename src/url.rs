@@ -1,0 +1,62 @@
+//! URLs as tessera shows and checks them: redacted for showing (no credentials, query or
+//! fragment), checked for the config (http or https, a host, no credentials), and the origin
+//! credentials belong to.
+
+/// A URL fit to show: without `user:password@`, the query and the fragment, where tokens hide.
+pub fn redact(url: &str) -> String {
+    if let Ok(u) = reqwest::Url::parse(url)
+        && u.has_host()
+    {
+        let host = u.host_str().unwrap_or_default();
+        let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+        // `http://h:9090` stays without the `/` the parser adds.
+        let written = url.split_once("://").map_or(url, |(_, r)| r);
+        let written = written.split(['?', '#']).next().unwrap_or_default();
+        let path = if u.path() == "/" && !written.contains('/') { "" } else { u.path() };
+        return format!("{}://{host}{port}{path}", u.scheme());
+    }
+    // Not a URL: cut it the same way by hand (the authority ends at the first / ? or #).
+    let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    if scheme.is_empty() { format!("{host}{path}") } else { format!("{scheme}://{host}{path}") }
+}
+
+/// An http(s) URL with a host, or why not (for the config's URLs).
+pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
+    let u = reqwest::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(format!("the scheme is {}", u.scheme()));
+    }
+    if u.host_str().is_none_or(str::is_empty) {
+        return Err("the URL has no host".into());
+    }
+    // The client would send them as basic auth, to wherever, over plain http too.
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err("credentials in the URL: give them in [[sources.auth]] (basic_user, basic_password_file)".into());
+    }
+    Ok(u)
+}
+
+/// `scheme://host:port` of a URL (the default port written out): where credentials belong.
+pub fn origin(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    Some(format!("{}://{}:{}", u.scheme(), u.host_str()?, u.port_or_known_default()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_shown_without_credentials_or_queries() {
+        assert_eq!(
+            redact("https://alice:s3cret@prom.example:9090/api/v1/query?query=up&token=x"),
+            "https://prom.example:9090/api/v1/query"
+        );
+        assert_eq!(redact("http://gpu-1:9400/metrics"), "http://gpu-1:9400/metrics");
+        assert_eq!(redact("gpu-1:9400"), "gpu-1:9400");
+    }
+}
