@@ -79,13 +79,20 @@ pub fn state_dir() -> Option<PathBuf> {
 /// console and `schedule run`) never write into each other's. The directory must exist.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let mut name = path.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
+    let Some(file) = path.file_name() else {
+        let why = format!("{}: not a file name to write", path.display());
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+    };
+    let mut name = file.to_os_string();
     name.push(format!(".{}.tmp", std::process::id()));
     let tmp = path.with_file_name(name);
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    let written = File::create(&tmp).and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()));
+    let done = written.and_then(|()| std::fs::rename(&tmp, path));
+    if done.is_err() {
+        // Nothing half-written is left beside the target.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
 }
 
 /// The largest config or theme file read (a real one is a few KiB).
@@ -98,6 +105,19 @@ pub const CA_LIMIT: u64 = 16 << 20;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_atomic_write_needs_a_file_name_and_leaves_no_temp_file_behind() {
+        let e = write_atomic(Path::new("/"), b"x").err().map(|e| e.kind());
+        assert_eq!(e, Some(std::io::ErrorKind::InvalidInput));
+        let dir = std::env::temp_dir().join(format!("tessera-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("taken")).unwrap_or_else(|e| panic!("{e}"));
+        // The target is a directory: the rename fails, and the temp file goes.
+        assert!(write_atomic(&dir.join("taken"), b"x").is_err());
+        let left: Vec<_> = std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("taken")]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_fifo_a_device_and_a_directory_are_refused_at_once() {
