@@ -384,7 +384,7 @@ async fn owner_loop(
             "tessera: recorded {} frames and {} actions, {}, in {}",
             s.frames,
             s.actions,
-            crate::record::session::size(s.bytes),
+            crate::units::size(s.bytes),
             s.kept().iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         )),
         Some(Err(e)) => to_stderr(&format!("tessera: the recording was not closed cleanly: {e}")),

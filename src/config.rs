@@ -334,7 +334,7 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
             "auth" => s.auth = http::read_auth(r, &key, v)?,
             "memory_budget" => {
                 let text = r.string(&key, v)?;
-                let bytes = crate::record::session::parse_size(&text).map_err(|why| r.bad(&key, v, &why))?;
+                let bytes = crate::units::parse_size(&text).map_err(|why| r.bad(&key, v, &why))?;
                 if bytes < 1 << 20 {
                     return Err(r.bad(&key, v, "expected at least 1MiB"));
                 }

@@ -1,5 +1,5 @@
 //! Words for numbers, the same everywhere: a count with its noun in the right number
-//! ("1 card", "3 cards").
+//! ("1 card", "3 cards"), and sizes in bytes read and shown ("512MiB", "12.3 MiB").
 
 /// `n` and the noun for it: `one` for exactly one, `many` otherwise ("0 cards").
 pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
@@ -7,14 +7,59 @@ pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// `12.3 MiB`.
+pub fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.2} GiB", b as f64 / f64::from(1u32 << 30)),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20)),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
+
+/// `512MiB`, `2GiB`, `100MB`, `4096` as bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: f64 = n.parse().map_err(|_| format!("{t:?}: expected a size such as 512MiB or 2GiB"))?;
+    let k = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "kib" => 1024.0,
+        "m" | "mb" => 1e6,
+        "mib" => 1048576.0,
+        "g" | "gb" => 1e9,
+        "gib" => 1073741824.0,
+        "t" | "tb" => 1e12,
+        "tib" => 1099511627776.0,
+        _ => return Err(format!("{t:?}: expected a size such as 512MiB or 2GiB")),
+    };
+    let bytes = n * k;
+    if !(1.0..1e18).contains(&bytes) {
+        return Err(format!("{t:?}: expected a size of at least one byte"));
+    }
+    Ok(bytes as u64)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::count;
+    use super::{count, parse_size, size};
 
     #[test]
     fn one_is_singular_and_every_other_count_plural() {
         assert_eq!(count(1u32, "workload", "workloads"), "1 workload");
         assert_eq!(count(0u32, "card", "cards"), "0 cards");
         assert_eq!(count(7u64, "memory slice", "memory slices"), "7 memory slices");
+    }
+
+    #[test]
+    fn sizes_read_and_print() {
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("2 GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("100MB"), Ok(100_000_000));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("big").is_err() && parse_size("0").is_err() && parse_size("5 parsecs").is_err());
+        assert_eq!(size(3 << 20), "3.0 MiB");
     }
 }

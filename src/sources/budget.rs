@@ -44,7 +44,7 @@ pub struct Hold {
 
 /// Taking more would pass the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the sources' memory budget ({}) is in use by reads in flight ([sources] memory_budget)", crate::record::session::size(*.0 as u64))]
+#[error("the sources' memory budget ({}) is in use by reads in flight ([sources] memory_budget)", crate::units::size(*.0 as u64))]
 pub struct Exhausted(pub usize);
 
 static GLOBAL: Mutex<Option<Budget>> = Mutex::new(None);
