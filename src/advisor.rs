@@ -377,7 +377,7 @@ fn gpu_share(fleet: &Fleet, id: &str, cards: &[CardRef]) -> f64 {
 }
 
 fn minutes(s: u64) -> String {
-    crate::config::duration::short(s as i64)
+    crate::units::duration::short(s as i64)
 }
 
 #[cfg(test)]

@@ -64,7 +64,7 @@ pub fn settings(g: &Global) -> Result<Config, CmdError> {
         cfg.theme = Some(t.clone());
     }
     if let Some(r) = &g.refresh {
-        let d = config::duration::parse(r).map_err(|e| CmdError::Usage(format!("--refresh {r}: {e}")))?;
+        let d = crate::units::duration::parse(r).map_err(|e| CmdError::Usage(format!("--refresh {r}: {e}")))?;
         config::check_refresh(d).map_err(|why| CmdError::Usage(format!("--refresh {r}: {why}")))?;
         cfg.refresh = d;
     }

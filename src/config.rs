@@ -5,7 +5,6 @@
 //! the committed `config.example.toml` identical to it.
 
 pub mod advisor;
-pub mod duration;
 mod example;
 pub mod http;
 pub mod moment;
@@ -22,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use toml::{Table, Value};
+
+use crate::units::duration;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {

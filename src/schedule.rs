@@ -143,7 +143,7 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
                         .unwrap_or_default();
                     st.skipped = Some(format!(
                         "window {name} changes the card at {at}, within min_hold ({}): that change is made instead",
-                        crate::config::duration::format(s.min_hold)
+                        crate::units::duration::format(s.min_hold)
                     ));
                     st.requires.clear();
                     st.readiness = "skipped".into();
@@ -153,7 +153,7 @@ fn timeline(s: &Schedule, fleet: &Fleet, now: DateTime<Utc>, min_runtime: std::t
                 if !st.no_op && s.held(last, ch.at) {
                     st.skipped = Some(format!(
                         "within min_hold ({}) of the card's last change",
-                        crate::config::duration::format(s.min_hold)
+                        crate::units::duration::format(s.min_hold)
                     ));
                     st.requires.clear();
                     st.readiness = "skipped".into();

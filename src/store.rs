@@ -201,7 +201,7 @@ impl Store {
     /// Every source that has not answered within `waited` is said to be unavailable for that:
     /// "connecting" would look like a source about to answer (`snapshot`'s wait ended).
     pub fn no_answer(&mut self, waited: std::time::Duration) {
-        let reason = format!("no answer within {}", crate::config::duration::format(waited));
+        let reason = format!("no answer within {}", crate::units::duration::format(waited));
         for e in &mut self.entries {
             if e.status.health == SourceHealth::Connecting {
                 e.status.health = SourceHealth::Unavailable { reason: reason.clone() };

@@ -1,5 +1,8 @@
 //! Words for numbers, the same everywhere: a count with its noun in the right number
-//! ("1 card", "3 cards"), and sizes in bytes read and shown ("512MiB", "12.3 MiB").
+//! ("1 card", "3 cards"), sizes in bytes read and shown ("512MiB", "12.3 MiB"), and durations
+//! (in `duration`).
+
+pub mod duration;
 
 /// `n` and the noun for it: `one` for exactly one, `many` otherwise ("0 cards").
 pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {

@@ -8,9 +8,9 @@ use chrono::Utc;
 
 use super::CmdError;
 use crate::cli::Global;
-use crate::config::duration;
 use crate::record::session::Session;
 use crate::record::writer::Settings;
+use crate::units::duration;
 use crate::units::{parse_size, size};
 
 /// `tessera record`'s options as typed.

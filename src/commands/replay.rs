@@ -8,8 +8,9 @@ use chrono::{DateTime, Utc};
 
 use super::{CmdError, out, settings};
 use crate::cli::Global;
-use crate::config::{Config, duration, moment};
+use crate::config::{Config, moment};
 use crate::record::reader::{Player, Recording};
+use crate::units::duration;
 
 /// The step between rebuilt moments unless `--step` says otherwise.
 pub const DEFAULT_STEP: Duration = Duration::from_secs(60);

@@ -11,8 +11,8 @@ mod suggest;
 
 use super::{CmdError, collect_once, out, settings};
 use crate::cli::{ExportFormat, Global, ScheduleCommand};
-use crate::config::duration;
 use crate::schedule::{Timeline, export, timelines};
+use crate::units::duration;
 pub use apply::apply;
 pub use run::run;
 

@@ -5,8 +5,9 @@ use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
 
 use super::CmdError;
-use crate::config::{Config, duration};
+use crate::config::Config;
 use crate::model::{Card, Fleet, Node, QueueSummary};
+use crate::units::duration;
 
 /// The merged fleet after every source answered once (or the timeout passed), and whether
 /// any of it is simulated.

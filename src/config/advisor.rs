@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::{ConfigError, Reader, duration};
+use super::{ConfigError, Reader};
+use crate::units::duration;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Advisor {

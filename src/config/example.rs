@@ -1,6 +1,7 @@
 //! The commented example config that `tessera check-config --example` prints.
 
-use super::{Config, duration, scheduler};
+use super::{Config, scheduler};
+use crate::units::duration;
 
 /// The commented example config, built from the defaults so it cannot drift from them.
 pub fn example() -> String {

@@ -14,7 +14,7 @@ pub fn parse(
     let t = text.trim();
     let bad = || format!("{t:?}: expected a time such as 2026-11-30T03:12:00Z, 2026-11-30 03:12, 03:12 or -2h");
     if let Some(rest) = t.strip_prefix('-') {
-        let d = super::duration::parse(rest).map_err(|_| bad())?;
+        let d = crate::units::duration::parse(rest).map_err(|_| bad())?;
         return Duration::from_std(d).ok().and_then(|d| reference.checked_sub_signed(d)).ok_or_else(bad);
     }
     if let Ok(x) = DateTime::parse_from_rfc3339(t) {

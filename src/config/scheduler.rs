@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::{ConfigError, Reader, duration};
+use super::{ConfigError, Reader};
 use crate::model::KindRules;
+use crate::units::duration;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slurm {

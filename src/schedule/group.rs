@@ -228,7 +228,7 @@ pub fn plan(
             continue;
         }
         let mut steps = vec![if ahead {
-            format!("drain now ({} ahead)", crate::config::duration::format(std::time::Duration::from_secs(t.lead_s)))
+            format!("drain now ({} ahead)", crate::units::duration::format(std::time::Duration::from_secs(t.lead_s)))
         } else {
             "drain".to_string()
         }];

@@ -6,11 +6,11 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::config::duration::short;
 use crate::model::{Fleet, SourceHealth};
 use crate::ui::state::{Tab, UiState};
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
+use crate::units::duration::short;
 
 fn tib(mib: u64) -> String {
     if mib >= 1024 * 1024 {

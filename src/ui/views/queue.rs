@@ -7,10 +7,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{cell, rcell};
-use crate::config::duration::short;
 use crate::model::{Fleet, Workload};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
+use crate::units::duration::short;
 
 pub fn request_text(w: &Workload) -> String {
     let mut parts = Vec::new();

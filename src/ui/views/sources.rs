@@ -8,11 +8,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{cell, rcell};
-use crate::config::duration::short;
 use crate::model::{Fleet, SourceHealth};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::wrap;
+use crate::units::duration::short;
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
     let a = st.ascii;

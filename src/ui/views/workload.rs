@@ -9,12 +9,12 @@ use ratatui::widgets::Paragraph;
 
 use super::queue::request_text;
 use super::workloads::{pct_text as pct, preempt_text};
-use crate::config::duration::short;
 use crate::model::Fleet;
 use crate::ui::gib_pair;
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::{fit, wrap};
+use crate::units::duration::short;
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme, id: &str) {
     let a = st.ascii;

@@ -8,12 +8,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{cell, rcell};
-use crate::config::duration::short;
 use crate::model::{Fleet, Workload, WorkloadKind};
 use crate::ui::gib_pair;
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
+use crate::units::duration::short;
 use unicode_width::UnicodeWidthStr;
 
 /// Whether policy lets an operator preempt `w` now, in words.
