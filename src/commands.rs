@@ -13,9 +13,10 @@ mod snapshot;
 use std::path::Path;
 
 use crate::cli::Global;
-use crate::config::{self, Config, ConfigError};
+use crate::config::{self, Config};
 use crate::model::mig::{catalog, enumerate};
 
+pub use crate::error::CmdError;
 pub use act::act;
 pub use advise::advise;
 pub use device::device_check;
@@ -23,37 +24,6 @@ pub use record::{RecordOptions, record};
 pub use replay::{replay, snapshot_cmd};
 pub use schedule::schedule;
 pub use snapshot::{collect_once, snapshot_json, snapshot_table};
-
-/// A failed command, with the exit code the contract gives it.
-#[derive(Debug, thiserror::Error)]
-pub enum CmdError {
-    #[error("{0}")]
-    Usage(String),
-    #[error("{0}")]
-    Config(#[from] ConfigError),
-    #[error("{0}")]
-    Failed(String),
-    #[error("refused: {0}")]
-    Refused(String),
-    /// `advise --fail-on`: a finding of that severity exists.
-    #[error("{0}")]
-    Findings(String),
-    /// Standard output was closed by its reader (`| head`): end quietly.
-    #[error("standard output closed")]
-    Closed,
-}
-
-impl CmdError {
-    pub fn code(&self) -> u8 {
-        match self {
-            Self::Usage(_) | Self::Config(_) => 2,
-            Self::Failed(_) => 1,
-            Self::Refused(_) => 3,
-            Self::Closed => 0,
-            Self::Findings(_) => 4,
-        }
-    }
-}
 
 /// The config file with the command line laid over it.
 pub fn settings(g: &Global) -> Result<Config, CmdError> {

@@ -12,6 +12,7 @@
 //! | module | layer | what it holds |
 //! |---|---|---|
 //! | `units` | ground floor | words for numbers (counts with their noun) |
+//! | `error` | ground floor | the error a command ends with, and its exit codes |
 //! | `url` | ground floor | URLs shown redacted, checked for the config, and their origin |
 //! | `files` | ground floor | files tessera is handed, opened without waiting and read bounded; the state directory and the atomic write for files it keeps |
 //! | `process` | ground floor | running a program: no shell, a timeout, bounded output |
@@ -52,6 +53,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod engine;
+pub mod error;
 pub mod files;
 pub mod inputs;
 pub mod model;

@@ -1,0 +1,34 @@
+//! The error a command ends with, and the exit code the command-line contract gives each kind.
+
+use crate::config::ConfigError;
+
+/// A failed command, with the exit code the contract gives it.
+#[derive(Debug, thiserror::Error)]
+pub enum CmdError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Failed(String),
+    #[error("refused: {0}")]
+    Refused(String),
+    /// `advise --fail-on`: a finding of that severity exists.
+    #[error("{0}")]
+    Findings(String),
+    /// Standard output was closed by its reader (`| head`): end quietly.
+    #[error("standard output closed")]
+    Closed,
+}
+
+impl CmdError {
+    pub fn code(&self) -> u8 {
+        match self {
+            Self::Usage(_) | Self::Config(_) => 2,
+            Self::Failed(_) => 1,
+            Self::Refused(_) => 3,
+            Self::Closed => 0,
+            Self::Findings(_) => 4,
+        }
+    }
+}
