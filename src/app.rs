@@ -11,9 +11,10 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 use crate::actions::execute::{Outcome, Progress};
-use crate::commands::{CmdError, to_stderr};
+use crate::commands::to_stderr;
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::error::CmdError;
 use crate::ui::actions::{self as dialogs, Modal};
 use crate::ui::state::{Effect, UiState};
 use crate::ui::theme::Theme;

@@ -14,9 +14,9 @@ use std::path::Path;
 
 use crate::cli::Global;
 use crate::config::{self, Config};
+use crate::error::CmdError;
 use crate::model::mig::{catalog, enumerate};
 
-pub use crate::error::CmdError;
 pub use act::act;
 pub use advise::advise;
 pub use device::device_check;

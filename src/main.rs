@@ -68,7 +68,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(commands::CmdError::Closed) => ExitCode::SUCCESS,
+        Err(tessera::error::CmdError::Closed) => ExitCode::SUCCESS,
         Err(e) => {
             // Errors can quote a file or a source: nothing of them reaches the terminal raw.
             let text: String =

@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 
 use super::schedule::{Suggestions, advise};
 use super::{draw, keys, open_terminal, signals};
-use crate::commands::CmdError;
 use crate::config::Config;
+use crate::error::CmdError;
 use crate::record::reader::Player;
 use crate::store::Store;
 use crate::ui::replay::Replay;

@@ -10,7 +10,7 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio::sync::mpsc;
 
-use crate::commands::CmdError;
+use crate::error::CmdError;
 use crate::store::Store;
 use crate::ui::input::{merge, on_event};
 use crate::ui::state::{Effect, UiState};

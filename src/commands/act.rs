@@ -5,12 +5,13 @@
 use std::io::{BufRead, IsTerminal};
 
 use super::out::say;
-use super::{CmdError, settings};
+use super::settings;
 use crate::actions::execute::Progress;
 use crate::actions::run::Approval;
 use crate::actions::{Action, guard};
 use crate::cli::{ActOptions, Global};
 use crate::engine::{Engine, runtime};
+use crate::error::CmdError;
 
 pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> {
     let cfg = settings(g)?;

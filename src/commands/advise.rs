@@ -4,9 +4,10 @@
 
 use serde_json::json;
 
-use super::{CmdError, out, settings};
+use super::{out, settings};
 use crate::advisor::{self, Context, Finding, Severity};
 use crate::cli::Global;
+use crate::error::CmdError;
 use crate::model::Fleet;
 
 /// `advise --json`'s contract version: 2 added `plan` and findings whose suggestion lost a

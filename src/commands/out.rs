@@ -7,7 +7,7 @@
 
 use std::io::{ErrorKind, Write};
 
-use super::CmdError;
+use crate::error::CmdError;
 
 /// A line on stderr, which may be a terminal that is gone: a failed write is dropped (the
 /// std print macros panic on one).

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::CmdError;
 use crate::cli::Global;
+use crate::error::CmdError;
 use crate::record::session::Session;
 use crate::record::writer::Settings;
 use crate::units::duration;

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::{CmdError, out, settings};
+use super::{out, settings};
 use crate::cli::Global;
 use crate::config::{Config, moment};
+use crate::error::CmdError;
 use crate::record::reader::{Player, Recording};
 use crate::units::duration;
 

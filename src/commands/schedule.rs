@@ -9,8 +9,9 @@ mod apply;
 mod run;
 mod suggest;
 
-use super::{CmdError, collect_once, out, settings};
+use super::{collect_once, out, settings};
 use crate::cli::{ExportFormat, Global, ScheduleCommand};
+use crate::error::CmdError;
 use crate::schedule::{Timeline, export, timelines};
 use crate::units::duration;
 pub use apply::apply;

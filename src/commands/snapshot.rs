@@ -4,8 +4,8 @@
 use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use super::CmdError;
 use crate::config::Config;
+use crate::error::CmdError;
 use crate::model::{Card, Fleet, Node, QueueSummary};
 use crate::units::duration;
 

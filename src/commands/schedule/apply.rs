@@ -3,10 +3,11 @@
 
 use chrono::Utc;
 
-use super::super::{CmdError, settings};
+use super::super::settings;
 use super::run::execute;
 use super::{HOURS, effective, no_schedules};
 use crate::cli::Global;
+use crate::error::CmdError;
 use crate::schedule::timelines;
 
 /// `tessera schedule apply NAME`: the change due now, on every covered card that is ready (idle):

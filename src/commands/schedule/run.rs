@@ -2,8 +2,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::{CmdError, settings};
+use super::super::settings;
 use crate::cli::Global;
+use crate::error::CmdError;
 
 /// `tessera schedule run`: the unattended loop. Refuses to start read-only or without an
 /// `unattended = true` schedule; each refresh it applies `unattended::decide`'s actions through
