@@ -5,13 +5,15 @@
 //! Layers with mirrored names, from the ground floor up (docs/architecture.md has the data
 //! flow and the rules each layer keeps: the model and the advisor are pure, sources never
 //! draw, the ui never does IO). Some imports still point up the table where a helper was
-//! filed where it was first needed: `config` takes URL checks from `sources::http` and sizes
-//! from `record::session`, `process` the memory budget from `sources::budget`, and the
-//! advisor and schedules the `Action` vocabulary from `actions`.
+//! filed where it was first needed: `error` takes `ConfigError` from `config`, `process` the
+//! memory budget from `sources::budget`, and the advisor and schedules the `Action`
+//! vocabulary from `actions`; `app` takes `to_stderr` from `commands`, which starts `app`.
+//! URL checks (now `url`), sizes and durations (now `units`) and `CmdError` (now `error`)
+//! have moved down to the ground floor.
 //!
 //! | module | layer | what it holds |
 //! |---|---|---|
-//! | `units` | ground floor | words for numbers (counts with their noun) |
+//! | `units` | ground floor | words for numbers (counts with their noun), sizes and durations read and shown |
 //! | `error` | ground floor | the error a command ends with, and its exit codes |
 //! | `url` | ground floor | URLs shown redacted, checked for the config, and their origin |
 //! | `files` | ground floor | files tessera is handed, opened without waiting and read bounded; the state directory and the atomic write for files it keeps |
