@@ -13,7 +13,7 @@ mod snapshot;
 use std::path::Path;
 
 use crate::cli::Global;
-use crate::config::{self, Config};
+use crate::config::{self, Config, ConfigError};
 use crate::error::CmdError;
 use crate::model::mig::{catalog, enumerate};
 
@@ -24,6 +24,14 @@ pub use record::{RecordOptions, record};
 pub use replay::{replay, snapshot_cmd};
 pub use schedule::schedule;
 pub use snapshot::{collect_once, snapshot_json, snapshot_table};
+
+/// A config error ends the command with the config's exit code (here, so that `error` on the
+/// ground floor does not import `config`).
+impl From<ConfigError> for CmdError {
+    fn from(e: ConfigError) -> Self {
+        Self::Config(e.to_string())
+    }
+}
 
 /// The config file with the command line laid over it.
 pub fn settings(g: &Global) -> Result<Config, CmdError> {

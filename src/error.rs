@@ -1,14 +1,13 @@
 //! The error a command ends with, and the exit code the command-line contract gives each kind.
 
-use crate::config::ConfigError;
-
 /// A failed command, with the exit code the contract gives it.
 #[derive(Debug, thiserror::Error)]
 pub enum CmdError {
     #[error("{0}")]
     Usage(String),
+    /// The config file's error, as it reads (`From<config::ConfigError>` is in `commands`).
     #[error("{0}")]
-    Config(#[from] ConfigError),
+    Config(String),
     #[error("{0}")]
     Failed(String),
     #[error("refused: {0}")]
