@@ -6,7 +6,8 @@
 //! flow and the rules each layer keeps: the model and the advisor are pure, sources never
 //! draw, the ui never does IO). Some imports still point up the table where a helper was
 //! filed where it was first needed: `process` takes the memory budget from `sources::budget`,
-//! and the advisor and schedules the `Action` vocabulary from `actions`; `app` takes `to_stderr` from `commands`, which starts `app`.
+//! and the advisor and schedules the `Action` vocabulary from `actions`; `app` takes
+//! `to_stderr` from `commands`, which starts `app`.
 //! URL checks (now `url`), sizes and durations (now `units`) and `CmdError` (now `error`)
 //! have moved down to the ground floor.
 //!
