@@ -1,7 +1,6 @@
 //! "Where can this run?": for a MIG profile, a number of whole GPUs or a workload's request,
 //! where it fits now (node, card, instance or free slices), after repartitioning an idle card,
-//! after preempting eligible training, or why nowhere. Pure; `:fit` in the console and
-//! `tessera fit` print it.
+//! after preempting eligible training, or why nowhere. Pure; `:fit` in the console prints it.
 
 use std::time::Duration;
 
@@ -208,7 +207,7 @@ fn why_nowhere(fleet: &Fleet, want: &Want) -> String {
     }
 }
 
-/// The answer as lines for the console's panel and `tessera fit`.
+/// The answer as lines for the console's `:fit` panel.
 pub fn lines(a: &Answer) -> Vec<String> {
     let mut out = Vec::new();
     let mut section = |title: &str, items: &[String]| {
