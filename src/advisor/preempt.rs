@@ -78,13 +78,8 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[Str
         // A victim frees its GPUs once: the next waiting job needs another (or capacity).
         let Some((units, i)) = best else { continue };
         let t = eligible.remove(i);
-        let severity = if waited >= cx.queue_wait * 2 { Severity::High } else { Severity::Warn };
-        let gpu_hours = gpu_share(fleet, &t.id, &t.cards).min(units as f64) * 24.0;
         let ran = t.runtime(cx.now).map_or(0, |d| d.num_seconds().max(0) as u64);
         out.push(Finding {
-            kind: Kind::PreemptionCandidate,
-            severity,
-            subject: Subject::Workload { id: w.id.clone() },
             title: format!(
                 "{} ({res}) has waited {}: preempting {} would start it",
                 w.name,
@@ -106,14 +101,36 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[Str
                     super::minutes(cx.min_runtime.as_secs())
                 ),
             ],
-            gpu_hours_per_day: gpu_hours,
-            cost_per_day: None,
             suggestion: Suggestion::Action {
                 action: Action::Preempt { workload: t.id.clone(), force: false },
                 why: format!("inference first: {} checkpoints and requeues, {} starts", t.id, w.id),
             },
-            cards: t.cards.clone(),
+            ..serving(fleet, cx, w, t, units, waited)
         });
+    }
+}
+
+/// What every preemption finding for waiting `w` says the same way, whether the preemption of
+/// `t` is proposed or under way: its kind, severity (high past twice the threshold), subject,
+/// cost and cards; the caller sets the title, evidence and suggestion.
+fn serving(
+    fleet: &Fleet,
+    cx: &Context,
+    w: &Workload,
+    t: &Workload,
+    units: u64,
+    waited: std::time::Duration,
+) -> Finding {
+    Finding {
+        kind: Kind::PreemptionCandidate,
+        severity: if waited >= cx.queue_wait * 2 { Severity::High } else { Severity::Warn },
+        subject: Subject::Workload { id: w.id.clone() },
+        title: String::new(),
+        evidence: Vec::new(),
+        gpu_hours_per_day: gpu_share(fleet, &t.id, &t.cards).min(units as f64) * 24.0,
+        cost_per_day: None,
+        suggestion: Suggestion::Words { text: String::new() },
+        cards: t.cards.clone(),
     }
 }
 
@@ -136,11 +153,7 @@ fn in_progress(
     (res, need, units): (&Resource, u64, u64),
     waited: std::time::Duration,
 ) -> Finding {
-    let severity = if waited >= cx.queue_wait * 2 { Severity::High } else { Severity::Warn };
     Finding {
-        kind: Kind::PreemptionCandidate,
-        severity,
-        subject: Subject::Workload { id: w.id.clone() },
         title: format!(
             "{} ({res}) has waited {}: preempting {} (under way) will start it",
             w.name,
@@ -154,12 +167,10 @@ fn in_progress(
             super::minutes(waited.as_secs()),
             super::minutes(cx.queue_wait.as_secs())
         )],
-        gpu_hours_per_day: gpu_share(fleet, &t.id, &t.cards).min(units as f64) * 24.0,
-        cost_per_day: None,
         suggestion: Suggestion::InProgress {
             action: Action::Preempt { workload: t.id.clone(), force: false },
             text: format!("preempting {}: it is checkpointing, then it requeues and {} starts", t.id, w.id),
         },
-        cards: t.cards.clone(),
+        ..serving(fleet, cx, w, t, units, waited)
     }
 }
