@@ -27,6 +27,7 @@
 //! | `record` | sources | recordings: writing, reading, rebuilding from Prometheus |
 //! | `advisor` | advisor (pure) | rules over the fleet: findings, and one plan of their actions |
 //! | `schedule` | advisor (pure) | MIG schedules against the fleet: changes, guards, exports |
+//! | `simulate` | advisor (pure) | the what-if engine: a demand replayed on a fleet under each sharing policy; packing; the capacity search |
 //! | `actions` | actions | plan, guard, run, execute and audit; one file per backend |
 //! | `ui` | ui | state, keys to requests, dialogs, views; never does IO |
 //! | `engine` | engine | the composition root: sources, store, runner |
@@ -62,6 +63,7 @@ pub mod model;
 pub mod process;
 pub mod record;
 pub mod schedule;
+pub mod simulate;
 pub mod sources;
 pub mod store;
 pub mod ui;

@@ -1,0 +1,72 @@
+//! The what-if engine behind `tessera simulate`: a discrete-event replay of a demand (jobs
+//! with arrival, duration and request) on a fleet under a sharing policy, and the packing
+//! experiment, with the metrics a capacity plan reads; pure: no clock, no files (the command
+//! reads the inputs and prints). Deterministic for a seed.
+//!
+//! It stands on the project's MIG catalog (profiles, placements, maximal layouts, best fit),
+//! the schedule windows and the preemption guard (inference never; training only past
+//! `[policy] min_runtime`). docs/simulate.md says what the model includes and ignores.
+
+pub mod adapt;
+pub mod fleet;
+pub mod job;
+pub mod layouts;
+pub mod metrics;
+pub mod packing;
+pub mod place;
+pub mod policy;
+pub mod replay;
+pub mod search;
+pub mod state;
+
+pub use fleet::{Fleet, FleetError, Model, Node};
+pub use job::{Class, Job};
+pub use metrics::{Report, Waits};
+pub use packing::{Packing, pack};
+pub use policy::{Placement, Policy, Settings, Window};
+pub use search::{Answer, fewest_gpus};
+
+/// What the demand looked like before it ran: the notes a run prints above its table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prepared {
+    /// Jobs whose arrival came before the previous line's (sorted into place).
+    pub out_of_order: u64,
+    /// Jobs that ask for no GPU (left out).
+    pub without_gpu: u64,
+}
+
+/// Why a demand cannot run at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DemandError {
+    #[error("the demand has no GPU jobs ({without} ask for no GPU)")]
+    NoGpuJobs { without: u64 },
+}
+
+/// Put `jobs` in arrival order and times from zero; say what was mended. An error where
+/// nothing is left to simulate.
+pub fn prepare(jobs: &mut [Job], without_gpu: u64) -> Result<Prepared, DemandError> {
+    let out_of_order = jobs.windows(2).filter(|w| w[1].submit < w[0].submit).count() as u64;
+    jobs.sort_by_key(|j| j.submit);
+    if jobs.is_empty() {
+        return Err(DemandError::NoGpuJobs { without: without_gpu });
+    }
+    Ok(Prepared { out_of_order, without_gpu })
+}
+
+/// Replay `jobs` (in arrival order) on `fleet` under `policy`; `progress` hears the share
+/// of arrivals done.
+pub fn replay(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, progress: &mut dyn FnMut(f64)) -> Report {
+    let layouts = layouts::initial(fleet, jobs);
+    replay::Run::new(jobs, fleet, policy, &layouts, s).run(progress)
+}
+
+/// Pack `jobs` onto `fleet` under `policy` with `placement` until the GPUs asked reach
+/// `target` of the fleet.
+pub fn packing(jobs: &[Job], fleet: &Fleet, policy: Policy, placement: Placement, target: f64, seed: u64) -> Packing {
+    let layouts = layouts::initial(fleet, jobs);
+    pack(jobs, fleet, policy, &layouts, placement, target, seed)
+}
+
+#[cfg(test)]
+#[path = "simulate_tests.rs"]
+mod tests;

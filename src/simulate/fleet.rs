@@ -1,0 +1,256 @@
+//! The fleet a what-if runs on: nodes of cards of known models, their host CPU and memory,
+//! their MIG layouts and sharing. Built from a spec (`64xA100-80GB,16xL4`), a trace's node
+//! list, the demo or a recording; `--as-model` swaps the model and keeps the counts.
+
+use crate::model::mig::catalog::without_mig;
+use crate::model::mig::{GpuModel, Placed, lookup};
+
+/// GPUs a spec's node holds (the HGX and DGX boards: eight).
+pub const CARDS_PER_NODE: u32 = 8;
+
+/// Memory of cards without MIG, from NVIDIA's data sheets (L4, T4, A10, A10G, A2, A16 per
+/// GPU, A40, L40, L40S, L20, V100 16 and 32 GB, P100 16 GB, P40, P4). Names as
+/// `without_mig` gives them.
+const MEMORY_GB: &[(&str, u64)] = &[
+    ("L4", 24),
+    ("L40S", 48),
+    ("L40", 48),
+    ("L20", 48),
+    ("T4", 16),
+    ("A10G", 24),
+    ("A10", 24),
+    ("A16", 16),
+    ("A2", 16),
+    ("A40", 48),
+    ("V100M32", 32),
+    ("V100M16", 16),
+    ("V100", 32),
+    ("P100", 16),
+    ("P40", 24),
+    ("P4", 8),
+];
+
+/// One card model of the fleet.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// The catalog's name where it has the model, else the name given.
+    pub name: Box<str>,
+    /// Memory of one card, MiB; 0 where unknown (any memory request fits).
+    pub memory_mib: u64,
+    /// Its MIG profiles and placements, for MIG-capable models.
+    pub mig: Option<&'static GpuModel>,
+}
+
+impl Model {
+    /// The model a name means: the MIG catalog's, a known card without MIG, else the name as
+    /// given with unknown memory (the Alibaba trace's undisclosed `G1`..`G3`).
+    pub fn named(name: &str) -> Self {
+        if let Some(m) = lookup(name) {
+            let memory_mib = m.profiles.iter().map(|p| p.planning_mib()).max().unwrap_or(0);
+            return Self { name: m.name.as_str().into(), memory_mib, mig: Some(m) };
+        }
+        let upper = name.trim().to_ascii_uppercase();
+        let exact = MEMORY_GB.iter().find(|(n, _)| *n == upper).map(|(n, gb)| (*n, *gb));
+        let known = exact.or_else(|| {
+            without_mig(name).and_then(|short| MEMORY_GB.iter().find(|(n, _)| *n == short).map(|(n, gb)| (*n, *gb)))
+        });
+        match known {
+            Some((short, gb)) => Self { name: short.into(), memory_mib: gb * 1024, mig: None },
+            None => Self { name: name.trim().into(), memory_mib: 0, mig: None },
+        }
+    }
+}
+
+/// One node: its cards (all of one model), its host resources and each card's MIG layout.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub name: Box<str>,
+    /// Index into `Fleet::models`.
+    pub model: u16,
+    pub gpus: u32,
+    /// Host CPU in thousandths of a core and memory in MiB; 0: not limited.
+    pub cpu_milli: u32,
+    pub mem_mib: u64,
+    /// Each card's MIG layout as it is (`None`: MIG off); empty: all whole.
+    pub layouts: Vec<Option<Vec<Placed>>>,
+    /// Replicas per card where the node's cards are time-sliced or under MPS.
+    pub replicas: Option<u32>,
+}
+
+impl Node {
+    pub fn new(name: &str, model: u16, gpus: u32) -> Self {
+        Self { name: name.into(), model, gpus, cpu_milli: 0, mem_mib: 0, layouts: Vec::new(), replicas: None }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Fleet {
+    pub models: Vec<Model>,
+    pub nodes: Vec<Node>,
+}
+
+/// Why a fleet spec or a layout cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FleetError {
+    #[error("fleet {text:?}: {why} (write it as COUNTxMODEL[,COUNTxMODEL...], e.g. 64xA100-80GB,16xL4)")]
+    Spec { text: String, why: String },
+    #[error("layout {text:?}: {why}")]
+    Layout { text: String, why: String },
+    #[error("the fleet has no GPUs")]
+    Empty,
+}
+
+impl Fleet {
+    pub fn gpus(&self) -> u64 {
+        self.nodes.iter().map(|n| u64::from(n.gpus)).sum()
+    }
+
+    /// The model index for `name`, added where new.
+    pub fn model_index(&mut self, name: &str) -> u16 {
+        let m = Model::named(name);
+        if let Some(i) = self.models.iter().position(|x| x.name == m.name) {
+            return i as u16;
+        }
+        self.models.push(m);
+        (self.models.len() - 1) as u16
+    }
+
+    /// A fleet from `64xA100-80GB,16xL4`: GPUs of each model, eight to a node (the last node
+    /// of a model holds the rest).
+    pub fn from_spec(text: &str) -> Result<Self, FleetError> {
+        let bad = |why: String| FleetError::Spec { text: text.to_string(), why };
+        let mut fleet = Fleet::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (count, model) =
+                part.split_once(['x', 'X']).ok_or_else(|| bad(format!("{part:?} has no COUNTx before the model")))?;
+            let count: u32 = count.trim().parse().map_err(|_| bad(format!("{count:?} is not a count of GPUs")))?;
+            if count == 0 || count > 1_000_000 {
+                return Err(bad(format!("{count} GPUs of {model}: a count from 1 to 1000000")));
+            }
+            let m = fleet.model_index(model.trim());
+            let short = fleet.models[m as usize].name.to_ascii_lowercase();
+            let mut left = count;
+            while left > 0 {
+                let n = left.min(CARDS_PER_NODE);
+                let name = format!("{short}-{:04}", fleet.nodes.len() + 1);
+                fleet.nodes.push(Node::new(&name, m, n));
+                left -= n;
+            }
+        }
+        if fleet.nodes.is_empty() {
+            return Err(FleetError::Empty);
+        }
+        Ok(fleet)
+    }
+
+    /// The same nodes and GPU counts on another model (`--as-model`): layouts are dropped
+    /// (the new model's are chosen by the policy), host resources kept.
+    pub fn as_model(&self, name: &str) -> Self {
+        let model = Model::named(name);
+        let nodes = self.nodes.iter().map(|n| Node { model: 0, layouts: Vec::new(), ..n.clone() }).collect();
+        Self { models: vec![model], nodes }
+    }
+
+    /// The largest number of cards one node has.
+    pub fn largest_node(&self) -> u32 {
+        self.nodes.iter().map(|n| n.gpus).max().unwrap_or(0)
+    }
+
+    /// Node indexes in an order whose every prefix holds the models in their proportions
+    /// (the capacity search grows the fleet along it).
+    pub fn proportional_order(&self) -> Vec<usize> {
+        let mut per_model: Vec<Vec<usize>> = vec![Vec::new(); self.models.len()];
+        for (i, n) in self.nodes.iter().enumerate() {
+            per_model[n.model as usize].push(i);
+        }
+        let mut keyed: Vec<(f64, usize)> = Vec::with_capacity(self.nodes.len());
+        for group in &per_model {
+            let len = group.len() as f64;
+            keyed.extend(group.iter().enumerate().map(|(k, &i)| ((k as f64 + 0.5) / len, i)));
+        }
+        keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        keyed.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// The fleet of these nodes only.
+    pub fn subset(&self, nodes: &[usize]) -> Self {
+        Self { models: self.models.clone(), nodes: nodes.iter().map(|&i| self.nodes[i].clone()).collect() }
+    }
+
+    /// Every card of `model` laid out as `text` (`--layout MODEL=LAYOUT`).
+    pub fn set_layout(&mut self, model: &str, text: &str) -> Result<(), FleetError> {
+        let bad = |why: String| FleetError::Layout { text: format!("{model}={text}"), why };
+        let wanted = Model::named(model);
+        let Some(m) = self.models.iter().position(|x| x.name == wanted.name) else {
+            let have: Vec<&str> = self.models.iter().map(|m| &*m.name).collect();
+            return Err(bad(format!("the fleet has no {model}; it has {}", have.join(", "))));
+        };
+        let layout = if text.trim().eq_ignore_ascii_case("whole") {
+            None
+        } else {
+            let Some(gm) = self.models[m].mig else {
+                return Err(bad(format!("{} has no MIG", self.models[m].name)));
+            };
+            match crate::model::mig::parse_layout(gm, text) {
+                Ok(crate::model::mig::LayoutSpec::Mig(l)) => Some(l),
+                Ok(crate::model::mig::LayoutSpec::Whole) => None,
+                Err(e) => return Err(bad(e.to_string())),
+            }
+        };
+        for n in self.nodes.iter_mut().filter(|n| n.model as usize == m) {
+            n.layouts = vec![layout.clone(); n.gpus as usize];
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_makes_nodes_of_eight() {
+        let f = Fleet::from_spec("20xA100-80GB, 3xL4").unwrap_or_default();
+        assert_eq!(f.gpus(), 23);
+        let sizes: Vec<u32> = f.nodes.iter().map(|n| n.gpus).collect();
+        assert_eq!(sizes, vec![8, 8, 4, 3]);
+        assert_eq!(&*f.models[0].name, "A100-80GB");
+        assert!(f.models[0].mig.is_some());
+        assert_eq!(&*f.models[1].name, "L4");
+        assert_eq!(f.models[1].memory_mib, 24 * 1024);
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        for bad in ["", "A100", "0xA100-80GB", "ax L4", "2000000xL4"] {
+            assert!(Fleet::from_spec(bad).is_err(), "{bad}");
+        }
+        let e = Fleet::from_spec("fourxL4").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("\"four\" is not a count"), "{e}");
+    }
+
+    #[test]
+    fn unknown_models_keep_their_name_and_unknown_memory() {
+        let f = Fleet::from_spec("8xG2").unwrap_or_default();
+        assert_eq!(&*f.models[0].name, "G2");
+        assert_eq!(f.models[0].memory_mib, 0);
+    }
+
+    #[test]
+    fn every_prefix_of_the_order_keeps_the_mix() {
+        let f = Fleet::from_spec("64xA100-80GB,16xL4").unwrap_or_default();
+        let order = f.proportional_order();
+        assert_eq!(order.len(), f.nodes.len());
+        let first: Vec<u16> = order.iter().take(5).map(|&i| f.nodes[i].model).collect();
+        assert_eq!(first.iter().filter(|&&m| m == 1).count(), 1, "{first:?}");
+    }
+
+    #[test]
+    fn layouts_are_checked_against_the_catalog() {
+        let mut f = Fleet::from_spec("8xA100-80GB").unwrap_or_default();
+        assert!(f.set_layout("A100-80GB", "3g.40gb,3g.40gb").is_ok());
+        assert_eq!(f.nodes[0].layouts.len(), 8);
+        assert!(f.set_layout("A100-80GB", "9g.99gb").is_err());
+        assert!(f.set_layout("L4", "whole").is_err());
+    }
+}

@@ -1,0 +1,453 @@
+//! Replay in time: jobs arrive at their times, wait in the queue (inference first, then by
+//! priority and arrival; any waiting job that fits starts: backfilling without
+//! reservations), run their durations and leave; the policy's own moves (scheduled layouts,
+//! the adaptive planner and its preemptions) happen at their ticks. The metrics integrate
+//! the cluster's totals between events.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
+
+use super::fleet::Fleet;
+use super::job::{Class, Job};
+use super::metrics::{JobRun, Point, Report, all_waits};
+use super::place::{Chooser, Mix};
+use super::policy::{Policy, Settings};
+use super::state::{Cluster, Hold};
+use crate::model::mig::Placed;
+
+/// Event kinds in the order they apply at one instant: ends free capacity first.
+pub(super) const END: u8 = 0;
+pub(super) const CARD_UP: u8 = 1;
+pub(super) const TICK: u8 = 2;
+
+#[derive(Debug, Clone, Default)]
+pub(super) struct JobState {
+    pub hold: Option<Hold>,
+    /// Work left, seconds (a resumed job adds its checkpoint reload).
+    pub remaining: i64,
+    pub started: i64,
+    pub epoch: u32,
+    pub queued_since: i64,
+    pub queued: bool,
+    /// The checkpoint reload this run began with (counted as lost when it runs).
+    pub restore: i64,
+    pub run: JobRun,
+}
+
+/// The queue: jobs of one shape wait in arrival order; shapes are served by their head.
+#[derive(Debug, Default)]
+pub(super) struct Queue {
+    pub shape_of: Vec<u32>,
+    pub shapes: Vec<BTreeSet<(i64, u32)>>,
+    /// Per shape: class rank and priority (higher first).
+    pub order: Vec<(u8, Reverse<i32>)>,
+    pub len: u32,
+}
+
+/// How a shape's head is served: class rank, priority, arrival, id.
+type Head = (u8, Reverse<i32>, i64, u32);
+
+type ShapeKey = (u8, Reverse<i32>, u32, u32, u64, u32, u64, Vec<Box<str>>);
+
+impl Queue {
+    fn new(jobs: &[Job], exclusive: bool) -> Self {
+        let mut q = Queue::default();
+        let mut ids: HashMap<ShapeKey, u32> = HashMap::new();
+        for j in jobs {
+            let milli = if exclusive { 1000 } else { j.milli };
+            let key = (
+                j.class.rank(),
+                Reverse(j.priority),
+                j.gpus,
+                milli,
+                j.mem_mib,
+                j.cpu_milli,
+                j.host_mem_mib,
+                j.models.clone(),
+            );
+            let next = ids.len() as u32;
+            let id = *ids.entry(key).or_insert_with(|| {
+                q.shapes.push(BTreeSet::new());
+                q.order.push((j.class.rank(), Reverse(j.priority)));
+                next
+            });
+            q.shape_of.push(id);
+        }
+        q
+    }
+
+    pub fn push(&mut self, id: u32, submit: i64) {
+        self.shapes[self.shape_of[id as usize] as usize].insert((submit, id));
+        self.len += 1;
+    }
+
+    pub fn remove(&mut self, id: u32, submit: i64) {
+        if self.shapes[self.shape_of[id as usize] as usize].remove(&(submit, id)) {
+            self.len -= 1;
+        }
+    }
+
+    /// The key a shape's head is served by (`None`: nobody waits in it).
+    fn head(&self, shape: usize) -> Option<Head> {
+        self.shapes[shape].first().map(|&(t, id)| (self.order[shape].0, self.order[shape].1, t, id))
+    }
+
+    /// Waiting jobs, best first: the head of each shape (and only heads).
+    pub fn heads(&self) -> Vec<u32> {
+        let mut h: Vec<Head> = (0..self.shapes.len()).filter_map(|s| self.head(s)).collect();
+        h.sort_unstable();
+        h.into_iter().map(|x| x.3).collect()
+    }
+}
+
+/// One run of one policy.
+pub(super) struct Run<'a> {
+    pub jobs: &'a [Job],
+    pub fleet: &'a Fleet,
+    pub policy: Policy,
+    pub s: &'a Settings,
+    pub cl: Cluster,
+    pub chooser: Chooser,
+    pub queue: Queue,
+    pub st: Vec<JobState>,
+    pub heap: BinaryHeap<Reverse<(i64, u8, u32, u32)>>,
+    pub now: i64,
+    /// Integrals over time (value × seconds).
+    held_s: f64,
+    used_s: f64,
+    exposed_s: f64,
+    idle_s: Vec<f64>,
+    peak_held: u64,
+    timeline: Vec<Point>,
+    sample_every: i64,
+    next_sample: i64,
+    pub preemptions: u64,
+    pub lost_gpu_s: f64,
+    pub reconfigurations: u64,
+    pub downtime_s: f64,
+    /// Reconfiguration times in the last hour (adaptive's budget).
+    pub recent_changes: std::collections::VecDeque<i64>,
+    pub cards_of_model: Vec<u32>,
+    unplaceable: u64,
+    /// Arrivals not yet seen.
+    pub arrivals_left: usize,
+    /// Something freed or arrived: try the queue.
+    pub dirty: bool,
+}
+
+/// Whether `job` could ever run on an empty node of the fleet.
+fn placeable(fleet: &Fleet, job: &Job) -> bool {
+    fleet.nodes.iter().any(|n| {
+        let m = &fleet.models[n.model as usize];
+        n.gpus >= job.gpus
+            && (n.cpu_milli == 0 || job.cpu_milli <= n.cpu_milli)
+            && (n.mem_mib == 0 || job.host_mem_mib <= n.mem_mib)
+            && (m.memory_mib == 0 || job.mem_mib <= m.memory_mib)
+            && (job.models.is_empty() || job.models.iter().any(|x| x.eq_ignore_ascii_case(&m.name)))
+    })
+}
+
+impl<'a> Run<'a> {
+    pub fn new(
+        jobs: &'a [Job],
+        fleet: &'a Fleet,
+        policy: Policy,
+        layouts: &[Option<Vec<Placed>>],
+        s: &'a Settings,
+    ) -> Self {
+        let cl = Cluster::new(fleet, policy, s.replicas, layouts);
+        let exclusive = policy == Policy::Exclusive;
+        let chooser = Chooser::new(s.placement, policy, Mix::new(jobs, exclusive), fleet.nodes.len());
+        let first = jobs.first().map_or(0, |j| j.submit);
+        let last = jobs.iter().map(|j| j.submit + j.duration).max().unwrap_or(first);
+        let span = s.horizon_s.map_or(last - first, |h| h - first).max(1);
+        let sample_every = (span / s.timeline_points.max(1) as i64).max(1);
+        let mut cards_of_model = vec![0u32; fleet.models.len()];
+        for n in &fleet.nodes {
+            cards_of_model[n.model as usize] += n.gpus;
+        }
+        Self {
+            jobs,
+            fleet,
+            policy,
+            s,
+            cl,
+            chooser,
+            queue: Queue::new(jobs, exclusive),
+            st: vec![JobState::default(); jobs.len()],
+            heap: BinaryHeap::new(),
+            now: first,
+            held_s: 0.0,
+            used_s: 0.0,
+            exposed_s: 0.0,
+            idle_s: vec![0.0; fleet.models.len()],
+            peak_held: 0,
+            timeline: Vec::new(),
+            sample_every,
+            next_sample: first,
+            preemptions: 0,
+            lost_gpu_s: 0.0,
+            reconfigurations: 0,
+            downtime_s: 0.0,
+            recent_changes: std::collections::VecDeque::new(),
+            cards_of_model,
+            unplaceable: 0,
+            arrivals_left: jobs.len(),
+            dirty: false,
+        }
+    }
+
+    /// Move the clock to `t`, integrating the totals that held since the last event.
+    fn advance(&mut self, t: i64) {
+        if t <= self.now {
+            return;
+        }
+        while self.next_sample < t {
+            self.timeline.push(Point {
+                t: self.next_sample,
+                held_gpus: self.cl.held_milli as f64 / 1000.0,
+                waiting: self.queue.len,
+            });
+            self.next_sample += self.sample_every;
+        }
+        let dt = (t - self.now) as f64;
+        self.held_s += self.cl.held_milli as f64 * dt;
+        self.used_s += self.cl.used_milli as f64 * dt;
+        self.exposed_s += f64::from(self.cl.exposed) * dt;
+        for (m, busy) in self.cl.busy_per_model.iter().enumerate() {
+            self.idle_s[m] += f64::from(self.cards_of_model[m] - busy) * dt;
+        }
+        self.now = t;
+    }
+
+    pub fn start(&mut self, id: u32, hold: Hold) {
+        let job = &self.jobs[id as usize];
+        self.cl.take(id, job, &hold, self.now);
+        self.chooser.changed(hold.node);
+        self.peak_held = self.peak_held.max(self.cl.held_milli);
+        let st = &mut self.st[id as usize];
+        st.run.waited_s += self.now - st.queued_since;
+        st.run.first_start.get_or_insert(self.now);
+        st.started = self.now;
+        st.queued = false;
+        st.epoch += 1;
+        st.hold = Some(hold);
+        self.queue.remove(id, job.submit);
+        self.heap.push(Reverse((self.now + st.remaining, END, id, st.epoch)));
+    }
+
+    /// Take `id` off its cards; returns how long it ran this time.
+    pub fn stop(&mut self, id: u32) -> i64 {
+        let job = &self.jobs[id as usize];
+        let st = &mut self.st[id as usize];
+        let ran = self.now - st.started;
+        st.run.ran_s += ran;
+        if let Some(hold) = st.hold.take() {
+            self.cl.give_back(job, &hold, self.now);
+            self.chooser.changed(hold.node);
+        }
+        self.dirty = true;
+        ran
+    }
+
+    pub fn enqueue(&mut self, id: u32) {
+        let st = &mut self.st[id as usize];
+        st.queued = true;
+        st.queued_since = self.now;
+        self.queue.push(id, self.jobs[id as usize].submit);
+        self.dirty = true;
+    }
+
+    /// Start what fits, best first: the best head of any shape, again and again; a shape
+    /// whose head does not fit waits until something changes.
+    fn pass(&mut self) {
+        self.dirty = false;
+        if self.queue.len == 0 {
+            return;
+        }
+        let mut heads: BinaryHeap<Reverse<(Head, usize)>> =
+            (0..self.queue.shapes.len()).filter_map(|s| self.queue.head(s).map(|h| Reverse((h, s)))).collect();
+        while let Some(Reverse(((_, _, _, id), shape))) = heads.pop() {
+            let Some(hold) = self.chooser.place(&self.cl, self.fleet, &self.jobs[id as usize], self.now) else {
+                continue;
+            };
+            self.start(id, hold);
+            if let Some(h) = self.queue.head(shape) {
+                heads.push(Reverse((h, shape)));
+            }
+        }
+    }
+
+    fn on_event(&mut self, kind: u8, id: u32, epoch: u32) {
+        match kind {
+            END => {
+                if self.st[id as usize].epoch == epoch && self.st[id as usize].hold.is_some() {
+                    self.stop(id);
+                    let st = &mut self.st[id as usize];
+                    st.run.end = Some(self.now);
+                    st.run.lost_s += st.restore;
+                }
+            }
+            CARD_UP => {
+                let node = self.cl.cards[id as usize].node;
+                self.cl.recount_whole(node, self.now);
+                self.chooser.changed(node);
+                self.dirty = true;
+            }
+            _ => self.tick(),
+        }
+    }
+
+    /// Run to the end: every arrival, every event, or the horizon.
+    pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> Report {
+        let mut next = 0usize;
+        let n = self.jobs.len();
+        let horizon = self.s.horizon_s.unwrap_or(i64::MAX);
+        self.first_ticks();
+        loop {
+            let t_arrive = self.jobs.get(next).map_or(i64::MAX, |j| j.submit);
+            let t_event = self.heap.peek().map_or(i64::MAX, |e| e.0.0);
+            let t = t_arrive.min(t_event);
+            if t == i64::MAX || t > horizon {
+                break;
+            }
+            // Only ticks left and nothing waits or runs: done.
+            if t_arrive == i64::MAX && self.queue.len == 0 && self.cl.held_milli == 0 && self.only_ticks() {
+                break;
+            }
+            self.advance(t);
+            while let Some(&Reverse((te, kind, id, epoch))) = self.heap.peek() {
+                if te != t || kind > CARD_UP {
+                    break;
+                }
+                self.heap.pop();
+                self.on_event(kind, id, epoch);
+            }
+            while next < n && self.jobs[next].submit == t {
+                let id = next as u32;
+                next += 1;
+                self.arrivals_left -= 1;
+                self.st[id as usize].remaining = self.jobs[id as usize].duration;
+                if placeable(self.fleet, &self.jobs[id as usize]) {
+                    self.enqueue(id);
+                } else {
+                    self.unplaceable += 1;
+                }
+                if next.is_multiple_of(4096) {
+                    progress(next as f64 / n as f64);
+                }
+            }
+            while let Some(&Reverse((te, kind, id, epoch))) = self.heap.peek() {
+                if te != t {
+                    break;
+                }
+                self.heap.pop();
+                self.on_event(kind, id, epoch);
+            }
+            if self.dirty {
+                // Adaptive looks at cards the moment they are idle, before the queue takes
+                // them as they are.
+                if self.policy == Policy::Adaptive && self.queue.len > 0 {
+                    self.relayout_for_waiting();
+                }
+                self.pass();
+            }
+            #[cfg(test)]
+            self.check();
+        }
+        let end = if horizon == i64::MAX { self.now } else { horizon.max(self.now) };
+        self.advance(end);
+        progress(1.0);
+        self.report()
+    }
+
+    fn only_ticks(&self) -> bool {
+        self.heap.iter().all(|e| e.0.1 == TICK)
+    }
+
+    fn report(mut self) -> Report {
+        let gpus = self.fleet.gpus();
+        let first = self.jobs.first().map_or(0, |j| j.submit);
+        let span = (self.now - first).max(0) as f64;
+        let mut per_class: [Vec<i64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+        let (mut started, mut never) = (0u64, 0u64);
+        for (j, st) in self.jobs.iter().zip(&mut self.st) {
+            let class = Class::ALL.iter().position(|c| *c == j.class).unwrap_or(2);
+            if st.run.first_start.is_some() {
+                started += 1;
+            } else if st.queued {
+                never += 1;
+            } else {
+                continue;
+            }
+            let mut waited = st.run.waited_s;
+            if st.queued {
+                waited += self.now - st.queued_since;
+                st.run.waited_s = waited;
+            }
+            per_class[class].push(waited);
+        }
+        let (waits, wait) = all_waits(per_class);
+        let idle_cost = self
+            .fleet
+            .models
+            .iter()
+            .zip(&self.idle_s)
+            .map(|(m, s)| self.s.price(&m.name).map(|p| p * s / 3600.0))
+            .try_fold(0.0, |acc, c| c.map(|c| acc + c));
+        Report {
+            policy: self.policy,
+            placement: self.s.placement,
+            gpus,
+            jobs: self.jobs.len() as u64,
+            started,
+            never_started: never,
+            unplaceable: self.unplaceable,
+            demand_gpu_hours: self.jobs.iter().map(Job::gpu_seconds).sum::<f64>() / 3600.0,
+            span_hours: span / 3600.0,
+            held_mean: if span > 0.0 && gpus > 0 { self.held_s / 1000.0 / span / gpus as f64 } else { 0.0 },
+            held_peak_gpus: self.peak_held as f64 / 1000.0,
+            used_of_held: (self.held_s > 0.0).then(|| self.used_s / self.held_s),
+            waits,
+            wait,
+            preemptions: self.preemptions,
+            lost_gpu_hours: self.lost_gpu_s / 3600.0,
+            reconfigurations: self.reconfigurations,
+            downtime_gpu_hours: self.downtime_s / 3600.0,
+            interference_hours: self.exposed_s / 3600.0,
+            idle_gpu_hours: self.idle_s.iter().sum::<f64>() / 3600.0,
+            idle_cost: if self.s.prices.is_empty() { None } else { idle_cost },
+            timeline: std::mem::take(&mut self.timeline),
+            job_runs: self.st.into_iter().map(|s| s.run).collect(),
+        }
+    }
+
+    /// The invariants, after every instant (tests): nothing holds more than a card has, no
+    /// node gives more host resources than it has.
+    #[cfg(test)]
+    fn check(&self) {
+        use super::state::Mode;
+        let mut held = 0u64;
+        for c in &self.cl.cards {
+            assert!(c.held_milli <= 1000, "card holds {} thousandths", c.held_milli);
+            held += u64::from(c.held_milli);
+            if let Mode::Shared(r) = c.mode {
+                assert!(c.holders <= r);
+            }
+            if c.mode == Mode::Whole {
+                assert!(c.holders <= 1);
+            }
+            let mem = self.cl.card_mem[c.model as usize];
+            assert!(mem == 0 || c.used_mem <= mem, "card memory {} of {mem}", c.used_mem);
+            let inst_holders = c.insts.iter().filter(|i| i.holder.is_some()).count();
+            if c.mode == super::state::Mode::Mig {
+                assert_eq!(inst_holders, usize::from(c.holders));
+            }
+        }
+        assert_eq!(held, self.cl.held_milli);
+        assert!(held <= self.fleet.gpus() * 1000);
+        for n in &self.cl.nodes {
+            assert!(n.cpu_free >= 0 && n.mem_free >= 0);
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! The what-if engine's correctness: invariants at every instant (checked inside the replay
+//! under test), jobs run exactly their durations plus what they lost, the preemption guard,
+//! determinism, and `exclusive` against a plain reference written here.
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn fleet(spec: &str) -> Fleet {
+    Fleet::from_spec(spec).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn frac(name: &str, submit: i64, duration: i64, milli: u32, class: Class) -> Job {
+    let mut j = Job::new(name, submit, duration, 1);
+    j.milli = milli;
+    j.class = class;
+    j
+}
+
+fn run(jobs: &[Job], f: &Fleet, policy: Policy, s: &Settings) -> Report {
+    replay(jobs, f, policy, s, &mut |_| {})
+}
+
+/// The plain reference for `exclusive` with first fit: one second at a time, ends, then
+/// arrivals, then the queue in arrival order, each job that fits starting on the first node
+/// with enough free cards.
+fn reference(jobs: &[Job], node_sizes: &[u32]) -> Vec<Option<i64>> {
+    let mut free: Vec<u32> = node_sizes.to_vec();
+    let mut running: Vec<(i64, usize, u32)> = Vec::new();
+    let mut queue: Vec<usize> = Vec::new();
+    let mut start = vec![None; jobs.len()];
+    let end = jobs.iter().map(|j| j.submit).max().unwrap_or(0) + jobs.iter().map(|j| j.duration).sum::<i64>() + 1;
+    for t in 0..=end {
+        running.retain(|&(e, n, g)| {
+            if e == t {
+                free[n] += g;
+            }
+            e != t
+        });
+        queue.extend((0..jobs.len()).filter(|&i| jobs[i].submit == t));
+        queue.retain(|&i| {
+            let g = jobs[i].gpus;
+            match free.iter().position(|&f| f >= g) {
+                Some(n) => {
+                    free[n] -= g;
+                    running.push((t + jobs[i].duration, n, g));
+                    start[i] = Some(t);
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+    start
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// `exclusive` with first fit starts every job when the plain reference does.
+    #[test]
+    fn exclusive_agrees_with_the_reference(
+        specs in prop::collection::vec((0i64..40, 1i64..30, prop::sample::select(vec![1u32, 1, 2, 4])), 1..40),
+        fractions in prop::collection::vec(1u32..1000, 40),
+    ) {
+        let mut jobs: Vec<Job> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, &(t, d, g))| {
+                let mut j = Job::new(&format!("j{i}"), t, d, g);
+                if g == 1 && i % 3 == 0 {
+                    j.milli = fractions[i];
+                }
+                j
+            })
+            .collect();
+        jobs.sort_by_key(|j| j.submit);
+        let f = fleet("4xL4,2xL4");
+        let s = Settings { placement: Placement::FirstFit, ..Settings::default() };
+        let r = run(&jobs, &f, Policy::Exclusive, &s);
+        let sizes: Vec<u32> = f.nodes.iter().map(|n| n.gpus).collect();
+        let want = reference(&jobs, &sizes);
+        let got: Vec<Option<i64>> = r.job_runs.iter().map(|j| j.first_start).collect();
+        prop_assert_eq!(got, want);
+    }
+
+    /// Under every policy and placement: each job runs its duration plus what it lost, the
+    /// guard holds, and the same input gives the same result.
+    #[test]
+    fn every_policy_keeps_the_books(
+        specs in prop::collection::vec((0i64..3600, 60i64..7200, 0u32..4, 0u8..3), 1..30),
+        placement in prop::sample::select(Placement::ALL.to_vec()),
+    ) {
+        let jobs: Vec<Job> = {
+            let mut v: Vec<Job> = specs
+                .iter()
+                .enumerate()
+                .map(|(i, &(t, d, kind, class))| {
+                    let class = [Class::Inference, Class::Training, Class::Other][class as usize];
+                    let mut j = match kind {
+                        0 => Job::new(&format!("w{i}"), t, d, 1 + (i as u32 % 3)),
+                        1 => frac(&format!("f{i}"), t, d, 142, class),
+                        2 => frac(&format!("h{i}"), t, d, 460, class),
+                        _ => frac(&format!("m{i}"), t, d, 300, class),
+                    };
+                    j.class = class;
+                    j.checkpoint_s = (class == Class::Training).then_some(600);
+                    j.mem_mib = 5 * 1024;
+                    j
+                })
+                .collect();
+            v.sort_by_key(|j| j.submit);
+            v
+        };
+        let f = fleet("4xA100-80GB,2xL4");
+        let s = Settings { placement, min_runtime_s: 600, interval_s: 120, ..Settings::default() };
+        for policy in Policy::ALL {
+            let r = run(&jobs, &f, policy, &s);
+            // Static layouts can leave a job of several cards nowhere to go; the rest start all.
+            if !matches!(policy, Policy::Mig | Policy::Schedule) {
+                prop_assert_eq!(r.never_started + r.unplaceable, 0, "{:?}", policy);
+            }
+            for (j, o) in jobs.iter().zip(&r.job_runs).filter(|(_, o)| o.first_start.is_some()) {
+                prop_assert_eq!(o.ran_s, j.duration + o.lost_s, "{:?} {}", policy, j.name);
+                if j.class != Class::Training {
+                    prop_assert!(o.preempted_after.is_empty(), "{:?} preempted {}", policy, j.name);
+                }
+                for &after in &o.preempted_after {
+                    prop_assert!(after >= s.min_runtime_s, "{:?}: {} preempted after {after}s", policy, j.name);
+                }
+            }
+            prop_assert!(r.held_peak_gpus <= f.gpus() as f64 + 1e-9);
+            prop_assert!(r.timeline.iter().all(|p| p.held_gpus <= f.gpus() as f64 + 1e-9));
+            let again = run(&jobs, &f, policy, &s);
+            prop_assert!(r == again, "{:?} differs on a second run", policy);
+        }
+    }
+}
+
+#[test]
+fn sharing_starts_fractional_work_sooner() {
+    let jobs: Vec<Job> = (0..8).map(|i| frac(&format!("f{i}"), 0, 3600, 250, Class::Inference)).collect();
+    let f = fleet("2xL4");
+    let s = Settings::default();
+    let ex = run(&jobs, &f, Policy::Exclusive, &s);
+    let sh = run(&jobs, &f, Policy::Share, &s);
+    assert_eq!(sh.wait.p90_s, 0, "{:?}", sh.wait);
+    assert_eq!(ex.wait.p90_s, 3 * 3600);
+    assert!((sh.held_peak_gpus - 2.0).abs() < 1e-9);
+    assert_eq!(ex.demand_gpu_hours, sh.demand_gpu_hours);
+    assert!((ex.demand_gpu_hours - 2.0).abs() < 1e-9);
+}
+
+#[test]
+fn mig_gives_the_smallest_instance_that_holds_the_job() {
+    // Two 1g jobs and a 3g job on one A100 laid out 3g+2g+1g+1g: all start at once.
+    let mut f = fleet("1xA100-80GB");
+    assert!(f.set_layout("A100-80GB", "3g.40gb@0,2g.20gb@4,1g.10gb@6").is_ok());
+    let mut jobs = vec![frac("a", 0, 100, 142, Class::Inference), frac("b", 0, 100, 250, Class::Inference)];
+    jobs.push(frac("c", 0, 100, 428, Class::Inference));
+    jobs[0].mem_mib = 8 * 1024;
+    let r = run(&jobs, &f, Policy::Mig, &Settings::default());
+    assert_eq!(r.wait.p90_s, 0, "{:?}", r.job_runs);
+    // Held: 1/7 + 2/7 + 3/7 of the card.
+    assert!((r.held_peak_gpus - 6.0 / 7.0).abs() < 0.01, "{}", r.held_peak_gpus);
+    // Exclusive: one at a time.
+    let ex = run(&jobs, &f, Policy::Exclusive, &Settings::default());
+    assert_eq!(ex.wait.p99_s, 200);
+}
+
+#[test]
+fn adaptive_preempts_training_only_past_its_minimum_runtime() {
+    // Training holds the only card; inference arrives at 10 min and waits until training has
+    // run 30 min (the default minimum), then preempts it; training resumes from its checkpoint.
+    let mut train = Job::new("train", 0, 7200, 1);
+    train.checkpoint_s = Some(900);
+    let infer = frac("infer", 600, 600, 1000, Class::Inference);
+    let jobs = vec![train, infer];
+    let f = fleet("1xL4");
+    let s = Settings { interval_s: 60, ..Settings::default() };
+    let r = run(&jobs, &f, Policy::Adaptive, &s);
+    assert_eq!(r.preemptions, 1);
+    let t = &r.job_runs[0];
+    assert_eq!(t.preempted_after, vec![1800]);
+    // Two 15-minute checkpoints kept: nothing lost but the reload.
+    assert_eq!(t.lost_s, s.restore_s);
+    assert_eq!(r.job_runs[1].first_start, Some(1800));
+    assert_eq!(t.ran_s, 7200 + t.lost_s);
+    // Exclusive never preempts: inference waits the whole training.
+    let ex = run(&jobs, &f, Policy::Exclusive, &s);
+    assert_eq!(ex.preemptions, 0);
+    assert_eq!(ex.job_runs[1].first_start, Some(7200));
+}
+
+#[test]
+fn adaptive_lays_idle_cards_out_for_the_queue() {
+    // Four 1g inference services and a whole-card fleet: adaptive cuts one card into 1g
+    // instances after its first look.
+    let jobs: Vec<Job> = (0..9).map(|i| frac(&format!("s{i}"), 0, 3600, 142, Class::Inference)).collect();
+    let f = fleet("1xA100-80GB");
+    let s = Settings { interval_s: 60, ..Settings::default() };
+    let mut lay = f.clone();
+    assert!(lay.set_layout("A100-80GB", "whole").is_ok());
+    let r = replay::Run::new(&jobs, &lay, Policy::Adaptive, &[None], &s).run(&mut |_| {});
+    assert_eq!(r.reconfigurations, 1, "{:?}", r.job_runs);
+    assert!(r.downtime_gpu_hours > 0.0);
+    // One ran at once on the whole card; the change lets the next seven share it.
+    assert!(r.wait.p50_s < 3600, "{:?}", r.wait);
+}
+
+#[test]
+fn a_schedule_changes_idle_cards_at_its_windows() {
+    // Day (08-18): 7 x 1g; night: whole. Demand second 0 is midnight.
+    let seven = crate::model::mig::lookup("A100-80GB").and_then(|m| {
+        crate::model::mig::parse_layout(m, "1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb").ok()
+    });
+    let Some(crate::model::mig::LayoutSpec::Mig(day)) = seven else { panic!("layout") };
+    let windows = vec![
+        Window { model: None, start_s: 8 * 3600, end_s: 18 * 3600, layout: Some(day) },
+        Window { model: None, start_s: 18 * 3600, end_s: 8 * 3600, layout: None },
+    ];
+    let s = Settings { windows, ..Settings::default() };
+    // A night job on the whole card, then seven day services.
+    let mut jobs = vec![Job::new("night", 0, 3600, 1)];
+    jobs.extend((0..7).map(|i| frac(&format!("d{i}"), 9 * 3600, 3600, 142, Class::Inference)));
+    let f = fleet("1xA100-80GB");
+    let r = run(&jobs, &f, Policy::Schedule, &s);
+    assert_eq!(r.reconfigurations, 1, "{:?}", r.job_runs);
+    assert_eq!(r.wait.p99_s, 0);
+}
+
+#[test]
+fn interference_is_counted_where_inference_shares_with_training() {
+    let mut t = frac("t", 0, 3600, 500, Class::Training);
+    t.checkpoint_s = Some(600);
+    let jobs = vec![t, frac("i", 0, 3600, 500, Class::Inference)];
+    let f = fleet("1xL4");
+    let r = run(&jobs, &f, Policy::Share, &Settings::default());
+    assert!((r.interference_hours - 1.0).abs() < 1e-9, "{}", r.interference_hours);
+    let m = run(&jobs, &f, Policy::Exclusive, &Settings::default());
+    assert_eq!(m.interference_hours, 0.0);
+}
+
+#[test]
+fn a_job_bigger_than_any_node_is_counted_never_queued() {
+    let jobs = vec![Job::new("big", 0, 60, 16), Job::new("ok", 0, 60, 1)];
+    let r = run(&jobs, &fleet("8xL4"), Policy::Exclusive, &Settings::default());
+    assert_eq!((r.unplaceable, r.started, r.never_started), (1, 1, 0));
+}
+
+#[test]
+fn the_horizon_leaves_waiting_work_never_started() {
+    let jobs = vec![Job::new("a", 0, 3600, 1), Job::new("b", 0, 3600, 1)];
+    let s = Settings { horizon_s: Some(1800), ..Settings::default() };
+    let r = run(&jobs, &fleet("1xL4"), Policy::Exclusive, &s);
+    assert_eq!((r.started, r.never_started), (1, 1));
+    assert_eq!(r.wait.p99_s, 1800);
+}
+
+#[test]
+fn idle_cards_cost_their_price() {
+    let jobs = vec![Job::new("a", 0, 3600, 1)];
+    let s = Settings { prices: vec![("L4".into(), 2.0)], ..Settings::default() };
+    let r = run(&jobs, &fleet("2xL4"), Policy::Exclusive, &s);
+    assert!((r.idle_gpu_hours - 1.0).abs() < 1e-9);
+    assert_eq!(r.idle_cost, Some(2.0));
+}
+
+#[test]
+fn frag_aware_packing_leaves_fewer_gpus_unallocated() {
+    // Half-card and quarter-card requests in an adversarial order: best fit strands halves.
+    let mut jobs = Vec::new();
+    for i in 0..64 {
+        let milli = if i % 4 == 0 { 600 } else { 300 };
+        jobs.push(frac(&format!("p{i}"), i, 100, milli, Class::Inference));
+    }
+    let f = fleet("16xL4");
+    let best = packing(&jobs, &f, Policy::Share, Placement::BestFit, 1.0, 7);
+    let frag = packing(&jobs, &f, Policy::Share, Placement::FragAware, 1.0, 7);
+    assert!(frag.unallocated_gpus <= best.unallocated_gpus, "{} vs {}", frag.unallocated_gpus, best.unallocated_gpus);
+    assert!(best.steps.windows(2).all(|w| w[0].arrived <= w[1].arrived));
+    let again = packing(&jobs, &f, Policy::Share, Placement::FragAware, 1.0, 7);
+    assert_eq!(frag, again);
+}
+
+#[test]
+fn the_search_finds_fewer_gpus_for_sharing() {
+    let jobs: Vec<Job> = (0..32).map(|i| frac(&format!("s{i}"), i * 60, 3600, 250, Class::Inference)).collect();
+    let f = fleet("32xL4");
+    let s = Settings::default();
+    let ex = fewest_gpus(&jobs, &f, Policy::Exclusive, &s, 600);
+    let sh = fewest_gpus(&jobs, &f, Policy::Share, &s, 600);
+    let (Some(e), Some(h)) = (ex.gpus, sh.gpus) else { panic!("no answer: {:?} {:?}", ex.gpus, sh.gpus) };
+    assert!(h < e, "share {h} exclusive {e}");
+    assert!(h >= 8, "32 quarter-card jobs need at least 8 cards: {h}");
+}
