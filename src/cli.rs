@@ -114,6 +114,10 @@ pub enum Command {
         #[arg(long, value_name = "DURATION")]
         step: Option<String>,
     },
+    /// What-if capacity planning: replay a demand on a fleet under each sharing policy
+    /// (exclusive, mig, share, schedule, adaptive) and say how many GPUs each needs
+    /// (docs/simulate.md). With no demand given, the simulated cluster's day of arrivals.
+    Simulate(Box<SimulateArgs>),
     /// The capacity advisor: waste, what it costs, what to do.
     Advise {
         /// Print JSON (docs/json.md) instead of a list.
@@ -315,4 +319,64 @@ mod tests {
         walk(&super::Cli::command(), "tessera", &mut bare);
         assert!(bare.is_empty(), "arguments without help: {bare:?}");
     }
+}
+
+/// `tessera simulate`'s flags.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SimulateArgs {
+    /// With --demo (the default demand): how many days or hours of arrivals, e.g. 7d (default 24h).
+    #[arg(long = "for", value_name = "DURATION")]
+    pub span: Option<String>,
+    /// A tessera recording (or its parts): the workloads it saw, and its fleet.
+    #[arg(long, value_name = "FILE")]
+    pub recording: Vec<PathBuf>,
+    /// An Alibaba GPU trace v2023 pod list (openb_pod_list_*.csv).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// The trace's node list (openb_node_list_gpu_node.csv): the fleet unless --fleet.
+    #[arg(long, value_name = "FILE")]
+    pub nodes: Option<PathBuf>,
+    /// A demand CSV in tessera's own format (docs/simulate.md; scripts/sacct-to-demand makes one).
+    #[arg(long, value_name = "FILE")]
+    pub demand: Option<PathBuf>,
+    /// The fleet: GPUs per model, e.g. 64xA100-80GB,16xL4 (eight to a node).
+    #[arg(long, value_name = "COUNTxMODEL,...")]
+    pub fleet: Option<String>,
+    /// The same nodes and GPU counts on another model, e.g. H100-80GB.
+    #[arg(long, value_name = "MODEL")]
+    pub as_model: Option<String>,
+    /// Lay every card of a model out so under mig and adaptive, e.g. A100-80GB=3g.40gb,3g.40gb (repeatable).
+    #[arg(long, value_name = "MODEL=LAYOUT")]
+    pub layout: Vec<String>,
+    /// The policies to compare, comma-separated (default: all five).
+    #[arg(long, value_name = "POLICY,...", value_delimiter = ',')]
+    pub policy: Vec<String>,
+    /// Where jobs go among the places they fit: first-fit, best-fit (default), frag-aware.
+    #[arg(long, value_name = "PLACEMENT")]
+    pub placement: Option<String>,
+    /// Replicas per card under share, where the fleet does not say (default 4).
+    #[arg(long, value_name = "N")]
+    pub replicas: Option<u32>,
+    /// Packing instead of replay: arrivals with no departures until the GPUs asked reach this
+    /// share of the fleet, e.g. 100%; a row per placement.
+    #[arg(long, value_name = "PERCENT")]
+    pub pack: Option<String>,
+    /// Also search the fewest GPUs with which each policy keeps the p90 wait at or under this, e.g. 10m.
+    #[arg(long, value_name = "DURATION")]
+    pub target_p90_wait: Option<String>,
+    /// Stop the replay this long after the first arrival; work still waiting never started.
+    #[arg(long, value_name = "DURATION")]
+    pub horizon: Option<String>,
+    /// Bring arrivals this many times closer together (a long trace on a busier clock).
+    #[arg(long, value_name = "FACTOR")]
+    pub compress: Option<f64>,
+    /// Print JSON (docs/json.md) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Draw allocation and queue over time (or packing's curves) to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Count and skip malformed input lines instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad: bool,
 }

@@ -8,6 +8,7 @@ pub use out::to_stderr;
 mod record;
 mod replay;
 mod schedule;
+mod simulate;
 mod snapshot;
 
 use std::path::Path;
@@ -23,6 +24,7 @@ pub use device::device_check;
 pub use record::{RecordOptions, record};
 pub use replay::{replay, snapshot_cmd};
 pub use schedule::schedule;
+pub use simulate::{Options as SimulateOptions, simulate};
 pub use snapshot::{collect_once, snapshot_json, snapshot_table};
 
 /// A config error ends the command with the config's exit code (here, so that `error` on the

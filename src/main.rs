@@ -51,6 +51,7 @@ fn main() -> ExitCode {
             commands::RecordOptions { out, every, run_for, rotate_size, rotate_every, keep },
         ),
         Some(Command::Replay { files, from, to, step }) => commands::replay(&cli.global, &files, from, to, step),
+        Some(Command::Simulate(a)) => commands::simulate(&cli.global, &commands::SimulateOptions::from(*a)),
         Some(Command::Advise { json, fail_on }) => commands::advise(&cli.global, json, fail_on.map(|f| f.severity())),
         Some(Command::Schedule { json, what }) => commands::schedule(&cli.global, json, what),
         Some(Command::Drain { target, how }) => commands::act(&cli.global, Action::Drain { target }, how),

@@ -239,6 +239,13 @@ fn interference_is_counted_where_inference_shares_with_training() {
     assert!((r.interference_hours - 1.0).abs() < 1e-9, "{}", r.interference_hours);
     let m = run(&jobs, &f, Policy::Exclusive, &Settings::default());
     assert_eq!(m.interference_hours, 0.0);
+    // MIG instances isolate: side by side on one card, no exposure.
+    let mut a100 = fleet("1xA100-80GB");
+    assert!(a100.set_layout("A100-80GB", "4g.40gb@0,3g.40gb@4").is_ok());
+    let small: Vec<Job> = jobs.iter().map(|j| Job { milli: 428, ..j.clone() }).collect();
+    let mig = run(&small, &a100, Policy::Mig, &Settings::default());
+    assert_eq!(mig.wait.p99_s, 0);
+    assert_eq!(mig.interference_hours, 0.0);
 }
 
 #[test]

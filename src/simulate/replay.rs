@@ -19,6 +19,9 @@ use crate::model::mig::Placed;
 pub(super) const END: u8 = 0;
 pub(super) const CARD_UP: u8 = 1;
 pub(super) const TICK: u8 = 2;
+/// With no arrivals left and nothing running, a queue that has not moved for this long
+/// never will.
+const STALE_S: i64 = 2 * 86_400;
 
 #[derive(Debug, Clone, Default)]
 pub(super) struct JobState {
@@ -129,6 +132,8 @@ pub(super) struct Run<'a> {
     pub recent_changes: std::collections::VecDeque<i64>,
     pub cards_of_model: Vec<u32>,
     unplaceable: u64,
+    /// When a job last started.
+    last_start: i64,
     /// Arrivals not yet seen.
     pub arrivals_left: usize,
     /// Something freed or arrived: try the queue.
@@ -193,6 +198,7 @@ impl<'a> Run<'a> {
             cards_of_model,
             unplaceable: 0,
             arrivals_left: jobs.len(),
+            last_start: first,
             dirty: false,
         }
     }
@@ -225,6 +231,7 @@ impl<'a> Run<'a> {
         self.cl.take(id, job, &hold, self.now);
         self.chooser.changed(hold.node);
         self.peak_held = self.peak_held.max(self.cl.held_milli);
+        self.last_start = self.now;
         let st = &mut self.st[id as usize];
         st.run.waited_s += self.now - st.queued_since;
         st.run.first_start.get_or_insert(self.now);
@@ -311,8 +318,13 @@ impl<'a> Run<'a> {
             if t == i64::MAX || t > horizon {
                 break;
             }
-            // Only ticks left and nothing waits or runs: done.
-            if t_arrive == i64::MAX && self.queue.len == 0 && self.cl.held_milli == 0 && self.only_ticks() {
+            // Only ticks left, nothing runs, and nothing has started for two days (every
+            // window of a schedule has come round): what still waits never will.
+            if t_arrive == i64::MAX
+                && self.cl.held_milli == 0
+                && (self.queue.len == 0 || t - self.last_start > STALE_S)
+                && self.only_ticks()
+            {
                 break;
             }
             self.advance(t);

@@ -266,8 +266,10 @@ impl Cluster {
         }
     }
 
+    /// Latency-sensitive holders exposed to preemptible work on the same card: only where
+    /// nothing isolates them (time-slicing, MPS); MIG instances are isolated.
     fn exposure(card: &Card) -> u32 {
-        if card.be > 0 { u32::from(card.ls) } else { 0 }
+        if card.be > 0 && matches!(card.mode, Mode::Shared(_)) { u32::from(card.ls) } else { 0 }
     }
 
     /// Give `job` (index `id`) what `hold` names.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 
-use crate::model::{Event, Node, SourceKind};
+use crate::model::{Event, Node, SourceKind, Workload};
 
 use super::{Partial, SourceUpdate};
 pub use actions::SimOp;
@@ -189,6 +189,46 @@ impl Sim {
             sim.advance(every);
         }
         d
+    }
+}
+
+/// One job the simulated cluster submits, with the work it does once it runs.
+#[derive(Debug, Clone)]
+pub struct Arrival {
+    pub w: Workload,
+    /// When it arrived: its submission, or the start for work already there.
+    pub at: DateTime<Utc>,
+    /// Work once it runs (for work already running at the start: what it has left).
+    pub duration: chrono::Duration,
+    /// Its utilisation at full load, percent.
+    pub peak_pct: f64,
+}
+
+impl Sim {
+    /// Every job the simulated cluster submits over `span` from `cfg.start` (work already
+    /// there at the start arrives at the start with what it has left): the demand `tessera
+    /// simulate --demo` replays. The same seed gives the same arrivals.
+    pub fn demand(cfg: &SimConfig, span: Duration) -> Vec<Arrival> {
+        let mut sim = Sim::new(cfg.clone());
+        let end = sim.now + span;
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        loop {
+            for j in &sim.jobs {
+                if seen.insert(j.w.id.clone()) {
+                    let running = j.w.state.is_active();
+                    let at = if running { sim.now } else { j.w.submitted_at.unwrap_or(sim.now).max(cfg.start) };
+                    let duration = if running { j.ends_at - sim.now } else { j.duration };
+                    out.push(Arrival { w: j.w.clone(), at, duration, peak_pct: j.peak });
+                }
+            }
+            if sim.now >= end {
+                break;
+            }
+            sim.advance(TICK);
+        }
+        out.sort_by_key(|a| a.at);
+        out
     }
 }
 

@@ -1,0 +1,108 @@
+//! `tessera simulate` through the real binary: the demo's table for every policy, the JSON
+//! contract, the picture, the capacity answer, packing, and usage errors.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn tessera(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run tessera: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", &text[..text.len().min(400)]))
+}
+
+#[test]
+fn the_demo_prints_a_row_per_policy_with_no_file_and_no_flag() {
+    for args in [&["simulate"][..], &["simulate", "--demo"][..]] {
+        let (code, out, err) = tessera(args);
+        assert_eq!(code, 0, "{err}");
+        for p in ["exclusive", "mig", "share", "schedule", "adaptive"] {
+            assert!(out.lines().any(|l| l.starts_with(p)), "no {p} row:\n{out}");
+        }
+        assert!(out.contains("a simulation"), "{out}");
+    }
+}
+
+#[test]
+fn the_json_keeps_allocation_within_the_fleet_and_the_demand_whole() {
+    let (code, out, err) = tessera(&["simulate", "--demo", "--json", "--policy", "exclusive,share"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["mode"], "replay");
+    let gpus = v["fleet"]["gpus"].as_f64().unwrap_or(0.0);
+    assert!(gpus > 0.0);
+    let asked = v["demand"]["gpu_hours"].as_f64().unwrap_or(-1.0);
+    let policies = v["policies"].as_array().cloned().unwrap_or_default();
+    assert_eq!(policies.len(), 2);
+    for p in &policies {
+        let timeline = p["timeline"].as_array().cloned().unwrap_or_default();
+        assert!(!timeline.is_empty());
+        assert!(timeline.iter().all(|pt| pt["held_gpus"].as_f64().unwrap_or(f64::MAX) <= gpus + 1e-9));
+        assert!(p["held_peak_gpus"].as_f64().unwrap_or(f64::MAX) <= gpus + 1e-9);
+        assert!((p["demand_gpu_hours"].as_f64().unwrap_or(0.0) - asked).abs() < 1e-6);
+        for key in ["waits", "wait", "used_of_held", "idle_gpu_hours", "interference_hours", "preemptions"] {
+            assert!(p.get(key).is_some(), "no {key}");
+        }
+    }
+}
+
+#[test]
+fn the_picture_is_written_and_the_capacity_question_answered() {
+    let dir = std::env::temp_dir().join(format!("tessera-simulate-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let svg = dir.join("demo.svg");
+    let svg_arg = svg.display().to_string();
+    let (code, out, err) =
+        tessera(&["simulate", "--demo", "--policy", "exclusive,share", "--target-p90-wait", "30m", "--plot", &svg_arg]);
+    assert_eq!(code, 0, "{err}");
+    let picture = std::fs::read_to_string(&svg).unwrap_or_default();
+    assert!(picture.starts_with("<svg") && picture.contains("exclusive") && picture.contains("share"));
+    assert!(out.contains("Fewest GPUs for a p90 wait of 30m"), "{out}");
+    let gpus = |name: &str| -> Option<u64> {
+        let line = out.lines().find(|l| l.trim_start().starts_with(name) && l.contains("GPUs"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let (Some(ex), Some(sh)) = (gpus("exclusive"), gpus("share")) else { panic!("no answers:\n{out}") };
+    assert!(sh < ex, "share {sh} exclusive {ex}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn packing_compares_the_three_placements() {
+    let (code, out, err) = tessera(&["simulate", "--demo", "--pack", "100%", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(v["mode"], "packing");
+    let runs = v["packing"].as_array().cloned().unwrap_or_default();
+    let placements: Vec<&str> = runs.iter().filter_map(|r| r["placement"].as_str()).collect();
+    assert_eq!(placements, ["first-fit", "best-fit", "frag-aware"]);
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    for (args, says) in [
+        (&["simulate", "--policy", "magic"][..], "--policy magic"),
+        (&["simulate", "--placement", "random"][..], "--placement random"),
+        (&["simulate", "--fleet", "fourxL4"][..], "is not a count"),
+        (&["simulate", "--for", "5m"][..], "from 1h to 31d"),
+        (&["simulate", "--pack", "lots"][..], "--pack lots"),
+        (&["simulate", "--as-model", "Z999"][..], "--as-model Z999"),
+        (&["simulate", "--layout", "A100-80GB"][..], "MODEL=LAYOUT"),
+    ] {
+        let (code, _, err) = tessera(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
