@@ -2,7 +2,6 @@
 //! the project's CSV) and a fleet, run the what-if engine under each policy, print the table
 //! (or JSON), draw the picture, answer the capacity question. The IO around the pure engine.
 
-mod from_model;
 mod plot;
 mod table;
 
@@ -81,15 +80,19 @@ fn demo(g: &Global, cfg: &crate::config::Config, span: Option<&str>) -> Result<D
     let fleet = {
         let mut sim = Sim::new(sim_cfg.clone());
         let p = sim.snapshot();
-        from_model::fleet(&crate::model::Fleet { nodes: p.nodes, ..crate::model::Fleet::default() })
+        simulate::from_model::fleet(&crate::model::Fleet { nodes: p.nodes, ..crate::model::Fleet::default() })
     };
     let arrivals = Sim::demand(&sim_cfg, std::time::Duration::from_secs(span_s as u64));
     let mut without_gpu = 0;
     let jobs = arrivals
         .iter()
         .filter_map(|a| {
-            let j =
-                from_model::job(&a.w, (a.at - start).num_seconds(), a.duration.num_seconds().max(1), Some(a.peak_pct));
+            let j = simulate::from_model::job(
+                &a.w,
+                (a.at - start).num_seconds(),
+                a.duration.num_seconds().max(1),
+                Some(a.peak_pct),
+            );
             if j.is_none() {
                 without_gpu += 1;
             }

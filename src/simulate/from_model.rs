@@ -1,9 +1,9 @@
 //! The model's fleet and workloads as a what-if's fleet and jobs: the demo's cluster and
 //! arrivals, a recording's, the live fleet's (the console's projection).
 
+use super::job::milli_of_slices;
+use super::{Class, Fleet, Job};
 use crate::model::{Fleet as ModelFleet, Workload, WorkloadKind};
-use crate::simulate::job::milli_of_slices;
-use crate::simulate::{Class, Fleet, Job};
 
 /// Training checkpoints this often where nothing says (the simulator's rhythm).
 pub const CHECKPOINT_S: u32 = 30 * 60;
@@ -23,7 +23,7 @@ pub fn fleet(f: &ModelFleet) -> Fleet {
         if out.models[m as usize].memory_mib == 0 {
             out.models[m as usize].memory_mib = first.memory_total_mib.unwrap_or(0);
         }
-        let mut node = crate::simulate::Node::new(&n.name, m, n.cards.len() as u32);
+        let mut node = super::Node::new(&n.name, m, n.cards.len() as u32);
         if first.gpu_model().is_some() {
             node.layouts = n
                 .cards
@@ -59,7 +59,7 @@ pub fn job(w: &Workload, submit: i64, duration: i64, use_pct: Option<f64>) -> Op
         j.milli = (SHARE_MILLI * s.count.max(1)).min(1000);
     }
     if let Some(m) = &r.model {
-        j.models = vec![crate::simulate::Model::named(m).name];
+        j.models = vec![super::Model::named(m).name];
     }
     j.class = match w.kind {
         WorkloadKind::Inference => Class::Inference,
