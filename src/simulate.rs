@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod packing;
 pub mod place;
 pub mod policy;
+pub mod projection;
 pub mod replay;
 pub mod search;
 pub mod state;

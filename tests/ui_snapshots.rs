@@ -148,6 +148,22 @@ fn views() -> Vec<(&'static str, Setup)> {
             }),
         ),
         (
+            "advice_projection",
+            Box::new(|st: &mut UiState, s: &Store| {
+                use tessera::simulate::projection::{Outlook, Projection};
+                let cfg = tessera::config::Config::default();
+                let cx = tessera::advisor::Context::new(&cfg, clock());
+                st.on_findings(tessera::advisor::advise(s.fleet(), &cx));
+                st.projection = Some(Projection {
+                    as_is: Outlook { p90_wait_s: 2520, held: 0.62, never_started: 0 },
+                    following: Outlook { p90_wait_s: 0, held: 0.55, never_started: 0 },
+                    changes: 3,
+                    jobs: 240,
+                });
+                st.apply(Intent::ViewAdvice, s.fleet());
+            }),
+        ),
+        (
             "sources",
             Box::new(|st: &mut UiState, s: &Store| {
                 st.apply(Intent::ViewSources, s.fleet());

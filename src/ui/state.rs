@@ -217,6 +217,9 @@ pub struct UiState {
     pub advice_counts: (usize, usize, usize),
     /// Cards some warn or high finding is about: their fleet rows say `advice`.
     pub flagged: std::collections::HashSet<CardRef>,
+    /// What the next 24 hours of measured demand would do as is and with the advice's
+    /// layout changes (a simulation the loop runs off the render path; `None` until then).
+    pub projection: Option<crate::simulate::projection::Projection>,
     /// A schedule change due now or within its lead (the loop sets it with the advice).
     pub banner: Option<crate::schedule::group::Banner>,
     /// An unattended schedule's action runs (the console applies them on the simulated
@@ -290,6 +293,7 @@ impl UiState {
             replay: None,
             recording: None,
             advice_counts: (0, 0, 0),
+            projection: None,
         }
     }
 
@@ -455,7 +459,7 @@ impl UiState {
         match t {
             Tab::Queue => self.viewport.saturating_sub(queue_demand_height(self.viewport + 1, self.queue.demand.len())),
             // The list gives part of the body to the selected finding and its own first line.
-            Tab::Advice => crate::ui::views::advice::list_rows(self.viewport + 1),
+            Tab::Advice => crate::ui::views::advice::list_rows(self.viewport + 1, self.projection.is_some()),
             _ => self.viewport,
         }
         .max(1)

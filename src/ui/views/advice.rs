@@ -22,8 +22,26 @@ fn detail_height(height: usize) -> usize {
 
 /// Findings the list shows in a body of `height` lines: less the selected finding below, the
 /// counts line and the column heads.
-pub fn list_rows(height: usize) -> usize {
-    height.saturating_sub(detail_height(height) + 2).max(1)
+pub fn list_rows(height: usize, projection: bool) -> usize {
+    height.saturating_sub(detail_height(height) + 2 + usize::from(projection)).max(1)
+}
+
+/// The projection's line: the next 24 hours of measured demand, simulated as is and with the
+/// advice's layout changes (`None` until the loop has computed one).
+pub fn projection_line(st: &UiState) -> Option<String> {
+    let p = st.projection.as_ref()?;
+    let arrow = if st.ascii { "->" } else { "→" };
+    let dot = if st.ascii { "-" } else { "·" };
+    let wait = crate::units::duration::short;
+    let pct = |v: f64| format!("{:.0}%", v * 100.0);
+    let changes = crate::units::count(p.changes as u64, "change", "changes");
+    Some(format!(
+        "simulated 24h: p90 wait {} {arrow} {} {dot} held {} {arrow} {} (as is {arrow} {changes} advised)",
+        wait(p.as_is.p90_wait_s),
+        wait(p.following.p90_wait_s),
+        pct(p.as_is.held),
+        pct(p.following.held),
+    ))
 }
 
 /// The counts line: "34 findings: 8 high, 2 warn, 24 info · severity first (s: cost first)".
@@ -44,13 +62,17 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
     let parts = Layout::vertical([Constraint::Min(2), Constraint::Length(detail_h)]).split(area);
     let title_w = w.saturating_sub(5 + 17 + 10 + 4);
     let mut lines = vec![Line::from(Span::styled(fit(&counts_line(st), w, a), theme.dim()))];
+    let projection = projection_line(st);
+    if let Some(p) = &projection {
+        lines.push(Line::from(Span::styled(fit(p, w, a), theme.dim())));
+    }
     lines.push(Line::from(vec![
         cell("SEV", 4, head, a),
         cell("KIND", 16, head, a),
         rcell("GPU-h/d", 9, head, a),
         cell("FINDING", title_w, head, a),
     ]));
-    let vp = usize::from(parts[0].height.saturating_sub(2));
+    let vp = usize::from(parts[0].height.saturating_sub(2 + u16::from(projection.is_some())));
     for (i, x) in st.findings.iter().enumerate().skip(st.offset[4]).take(vp) {
         let sev = match x.severity {
             Severity::High => theme.fg(theme.c.danger),
