@@ -120,8 +120,8 @@ impl<'a> Labels<'a> {
         }
         l.host = host.or(exported).or_else(|| {
             instance.map(|i| match i {
-                Cow::Borrowed(b) => Cow::Borrowed(super::scrape::host_str(b)),
-                Cow::Owned(o) => Cow::Owned(super::scrape::host(&o)),
+                Cow::Borrowed(b) => Cow::Borrowed(crate::url::host_str(b)),
+                Cow::Owned(o) => Cow::Owned(crate::url::host(&o)),
             })
         });
         l

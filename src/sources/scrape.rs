@@ -14,6 +14,7 @@ use super::http::Client;
 use super::{Partial, Poll, SourceError, SourceUpdate};
 use crate::config::ScrapeNode;
 use crate::model::{Node, SourceKind, Workload, WorkloadKind, WorkloadState};
+use crate::url::{host, host_port, host_str};
 
 /// Fetches in flight at once across every target.
 pub const MAX_CONCURRENT: usize = 32;
@@ -29,31 +30,6 @@ pub fn source_name(url: &str) -> String {
     } else {
         format!("scrape:{}{path}", host_port(url))
     }
-}
-
-/// `host:port` of a URL (`http://gpu-1:9400/metrics` -> `gpu-1:9400`).
-pub fn host_port(url: &str) -> String {
-    host_port_str(url).to_string()
-}
-
-fn host_port_str(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let rest = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-    rest.rsplit_once('@').map_or(rest, |(_, h)| h)
-}
-
-/// The host alone, for node names (`gpu-1:9400` -> `gpu-1`; IPv6 in brackets kept).
-pub fn host(url: &str) -> String {
-    host_str(url).to_string()
-}
-
-/// [`host`] as a slice of `url` (all-smi rows name their host per sample: no copy each).
-pub fn host_str(url: &str) -> &str {
-    let hp = host_port_str(url);
-    if hp.starts_with('[') {
-        return hp.find(']').map_or(hp, |i| &hp[..=i]);
-    }
-    hp.rsplit_once(':').map_or(hp, |(h, _)| h)
 }
 
 /// How each target's nodes are named: by the label under `scrape_node = "label"`; else by the
@@ -254,12 +230,6 @@ mod tests {
     fn names_from_urls() {
         assert_eq!(source_name("http://gpu-1:9400/metrics"), "scrape:gpu-1:9400");
         assert_eq!(source_name("http://gpu-1:9400/other"), "scrape:gpu-1:9400/other");
-        assert_eq!(host("http://gpu-1:9400/metrics"), "gpu-1");
-        assert_eq!(host("https://user@10.0.0.5/metrics"), "10.0.0.5");
-        assert_eq!(host("http://[::1]:9400/metrics"), "[::1]");
-        assert_eq!(host_str("node-7:9090"), "node-7", "a slice, for all-smi rows");
-        assert_eq!(host_str("[::1"), "[::1", "no closing bracket: as written");
-        assert_eq!(host_port("gpu-2:9400"), "gpu-2:9400");
     }
 
     #[test]
