@@ -11,6 +11,7 @@ pub mod kubernetes;
 pub mod nvml;
 pub mod prometheus;
 pub mod scrape;
+pub mod series;
 pub mod sim;
 pub mod slurm;
 pub mod tls;

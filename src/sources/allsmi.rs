@@ -31,7 +31,7 @@
 
 use std::borrow::Cow;
 
-use super::dcgm::Field;
+use super::series::Field;
 
 /// Bytes to MiB.
 const MIB: f64 = 1.0 / 1_048_576.0;

@@ -2,6 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::model::Card;
+use crate::sources::exposition;
 
 fn fixture(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dcgm").join(name);
