@@ -1,68 +1,41 @@
-//! dcgm-exporter's names for the neutral accumulator ([`super::series`]); all-smi's are in
-//! [`super::allsmi`].
+//! dcgm-exporter's dialect of the neutral accumulator ([`super::series`], which holds the rules
+//! every exporter shares). From dcgm-exporter's behaviour as documented in the reference notes:
 //!
-//! [`map`] turns one scrape (or several concatenated) into nodes, cards and MIG instances,
-//! plus the pods and HPC jobs the exporter names on each card or instance ([`Holder`]). It is
-//! pure: the scrape itself happens elsewhere. Rules, from dcgm-exporter's behaviour as
-//! documented in the reference notes:
-//!
+//! * Its names are every name no other dialect claims (it is registered last).
 //! * A card is node + `gpu` index (else `device="nvidiaN"`). `UUID`/`uuid`, `modelName` and
 //!   `pci_bus_id` describe it. Series with no usable index (NVSwitch, NVLink and CPU entities,
-//!   label-less dummies) are counted in [`MapStats::unknown_gpu`] and skipped.
-//! * The node is the `Hostname`/`hostname` label ([`NodeName::Label`], "unknown" without one),
-//!   or a fixed name ([`NodeName::Fixed`]) where the exporter's hostname is its pod name or a
-//!   container id; targets that share one host are named by their label ([`NodeName::Shared`]).
-//! * A series with `GPU_I_ID` belongs to that GPU instance (`GPU_I_PROFILE` names its profile)
-//!   and makes the card a MIG card. DCGM says nothing about placement: `start` is left 0 and
-//!   `size` is the catalog's memory slices for the profile where the model and profile are
-//!   known (else 0); NVML or the catalog must supply the placement.
+//!   label-less dummies) are counted as such and skipped. The node is the `Hostname`/`hostname`
+//!   label.
+//! * A series with `GPU_I_ID` belongs to that GPU instance (`GPU_I_PROFILE` names its profile).
 //! * `DCGM_FI_DEV_GPU_UTIL` is a percentage for the whole card. `DCGM_FI_PROF_GR_ENGINE_ACTIVE`
 //!   is a 0–1 ratio: ×100 it is an instance's activity, and a whole card's only where GPU_UTIL
 //!   is missing.
-//! * `DCGM_FI_DEV_FB_USED`/`_FREE`/`_RESERVED` (MiB) are per instance on MIG; the total is the
-//!   sum of used, free and reserved (where sent), else `DCGM_FI_DEV_FB_TOTAL`. A MIG card's
-//!   memory used is the sum over its instances; its total is known only from a parent series
-//!   (older exporters sent one).
-//! * Device-wide fields (temperature, power, power limit, clocks, last XID, ECC) repeat once
-//!   per GPU instance with the parent's value: they are taken once per card (the parent series,
-//!   else the lowest instance id that has them), never summed. `DCGM_FI_DEV_XID_ERRORS` is the
-//!   last XID, 0 meaning none.
+//! * `DCGM_FI_DEV_FB_USED`/`_FREE`/`_RESERVED` (MiB) are per instance on MIG; else
+//!   `DCGM_FI_DEV_FB_TOTAL`. `DCGM_FI_DEV_XID_ERRORS` is the last XID, 0 meaning none.
 //! * The old 1.x names (`dcgm_gpu_temp`, ...) and `--use-old-namespace` labels (`uuid`,
 //!   `pod_name`, `pod_namespace`, `container_name`) are accepted.
-//! * Holders come from `pod`/`namespace`/`container`, or from `exported_pod`/
-//!   `exported_namespace`/`exported_container` when any of those is set (Prometheus renames the
-//!   workload's labels, and `pod` is then the exporter's own pod; the three are taken as a
-//!   set so the exporter's namespace is never paired with the workload's pod), and `hpc_job`.
-//!   Empty values mean none; a holder needs a pod or an HPC job. One [`Holder`] per card,
-//!   instance, pod and HPC job.
-//! * DCGM blank sentinels are counted in [`MapStats::blank_sentinels`] and ignored: any value
-//!   at or above 9.223372036854775e18 (the int64 blanks such as 9223372036854775794), and for
-//!   the fields mapped here any value at or above the FP64 blank 140737488355328.0 (counters
-//!   that are not mapped, such as PCIe bytes, can legitimately pass that). NaN and ±Inf in a
-//!   mapped field are ignored and added to `stats.parse.bad_values`.
-//! * A mapped field seen twice for the same card, instance and holder is a duplicate: the
-//!   first value is kept and [`MapStats::duplicates`] counts the rest. The same field repeated
-//!   for a different pod (a time-shared GPU, where the exporter writes one series per pod) is
-//!   not a duplicate; the first value is kept too. Unknown metric names are ignored.
-//!
+//! * Holders: `pod`/`namespace`/`container`, `exported_pod`/`exported_namespace`/
+//!   `exported_container`, and `hpc_job`.
+//! * DCGM blank sentinels are counted as blanks and ignored: any value at or above
+//!   9.223372036854775e18 (the int64 blanks such as 9223372036854775794), and for the fields
+//!   mapped here any value at or above the FP64 blank 140737488355328.0 (counters that are not
+//!   mapped, such as PCIe bytes, can legitimately pass that).
 //! * `vgpu` (`--kubernetes-virtual-gpus`, time-slicing or MPS under the device plugin): the
-//!   replica a pod's series is about. Distinct `vgpu` values with a pod are the replicas in use
-//!   on that card (past 256 the count is unknown). The exporter cannot export processes (the PID
-//!   fields are binary), so contexts per card come from NVML only.
-//!
-//! Output: nodes sorted by name, cards by index, instances by GPU instance id.
+//!   replica a pod's series is about. The exporter cannot export processes (the PID fields are
+//!   binary), so contexts per card come from NVML only.
 
-use super::series::Field;
-pub use super::series::{Holder, MapStats, Mapped, NodeName, map};
+use std::borrow::Cow;
+
+use super::series::{Dialect, Family, Field, Labels, Reading};
 
 /// Values from here up are DCGM int64 blanks (`DCGM_INT64_BLANK` = 0x7ffffffffffffff0 and the
 /// codes above it) whatever the field.
-pub(super) const INT64_BLANK: f64 = 9.223372036854775e18;
+const INT64_BLANK: f64 = 9.223372036854775e18;
 /// `DCGM_FP64_BLANK`; FP64 fields' blank codes are this and above.
-pub(super) const FP64_BLANK: f64 = 140_737_488_355_328.0;
+const FP64_BLANK: f64 = 140_737_488_355_328.0;
 
 /// The field a metric name feeds: current names and the 1.x compatibility names.
-pub(super) fn field(name: &str) -> Option<Field> {
+fn field(name: &str) -> Option<Field> {
     Some(match name {
         "DCGM_FI_DEV_GPU_UTIL" | "dcgm_gpu_utilization" => Field::GpuUtil,
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE" | "dcgm_fi_prof_gr_engine_active" => Field::GrActive,
@@ -80,6 +53,64 @@ pub(super) fn field(name: &str) -> Option<Field> {
         "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS" => Field::RemappedRows,
         _ => return None,
     })
+}
+
+/// dcgm-exporter's dialect: every name no other dialect claims (it is registered last).
+pub(super) struct Dcgm;
+
+impl Dialect for Dcgm {
+    fn claims(&self, _name: &str) -> bool {
+        true
+    }
+
+    fn family(&self, _name: &str) -> Family {
+        Family::Card
+    }
+
+    fn labels<'a>(&self, labels: Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a> {
+        let mut l = Labels::default();
+        for (k, v) in labels {
+            let slot = match k {
+                "gpu" => &mut l.gpu,
+                "device" => &mut l.device,
+                "UUID" | "uuid" => &mut l.uuid,
+                "modelName" => &mut l.model,
+                "pci_bus_id" => &mut l.pci,
+                "GPU_I_ID" => &mut l.gi,
+                "GPU_I_PROFILE" => &mut l.profile,
+                "Hostname" | "hostname" => &mut l.host,
+                "pod" | "pod_name" => &mut l.pod,
+                "namespace" | "pod_namespace" => &mut l.namespace,
+                "container" | "container_name" => &mut l.container,
+                "exported_pod" => &mut l.exported_pod,
+                "exported_namespace" => &mut l.exported_namespace,
+                "exported_container" => &mut l.exported_container,
+                "hpc_job" => &mut l.hpc_job,
+                "vgpu" => &mut l.vgpu,
+                _ => continue,
+            };
+            if slot.is_none() && !v.is_empty() {
+                *slot = Some(v);
+            }
+        }
+        l
+    }
+
+    /// Blanks are counted whatever the field (int64) or for the fields read (FP64); the
+    /// values are in the model's units already.
+    fn value(&self, name: &str, value: f64, _labels: &Labels) -> Reading {
+        if value >= INT64_BLANK && value.is_finite() {
+            return Reading::Blank;
+        }
+        let Some(f) = field(name) else { return Reading::Skip };
+        if !value.is_finite() {
+            return Reading::NonFinite;
+        }
+        if value >= FP64_BLANK {
+            return Reading::Blank;
+        }
+        Reading::Value(f, value)
+    }
 }
 
 mod generate;

@@ -2,7 +2,14 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::model::Card;
+use crate::sources::allsmi::AllSmi;
 use crate::sources::exposition;
+use crate::sources::series::{self, Holder, MapStats, Mapped, NodeName};
+
+/// The scrape's mapping with the dialects these samples need (dcgm-exporter's, all-smi's beside it).
+fn map(text: &str, node: &NodeName) -> Mapped {
+    series::map(text, node, &[&AllSmi, &Dcgm])
+}
 
 fn fixture(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dcgm").join(name);

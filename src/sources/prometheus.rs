@@ -20,9 +20,9 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use super::dcgm::NodeName;
 use super::http::Client;
 use super::scrape::to_partial;
+use super::series::NodeName;
 use super::{Partial, Poll, SourceError, SourceUpdate};
 use crate::config::{PrometheusApi, ScrapeNode};
 use crate::model::SourceKind;

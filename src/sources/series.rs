@@ -44,8 +44,6 @@ use std::collections::BTreeMap;
 /// Per-sample lookups: a fast hash, seeded per process (SipHash was a tenth of a scrape's CPU).
 type HashMap<K, V> = foldhash::HashMap<K, V>;
 
-use super::allsmi;
-use super::dcgm::{FP64_BLANK, INT64_BLANK, field};
 use super::exposition::{self, Sample};
 use crate::model::{Card, MigInstance, Node};
 
@@ -116,6 +114,61 @@ pub(super) enum Field {
 
 const FIELDS: usize = 15;
 
+/// What a family is to the accumulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Family {
+    /// About a card (or, with a GPU instance label, one of its instances).
+    Card,
+    /// A MIG instance's row: one without a usable GPU instance id cannot be placed.
+    Instance,
+    /// Not about a card (the host's CPU, memory, disks): skipped without a word.
+    Skip,
+}
+
+/// What a sample's value is, in the model's unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Reading {
+    /// A value for a field, in the model's unit (%, MiB, W, °C, MHz, counts).
+    Value(Field, f64),
+    /// The exporter's "no value" code.
+    Blank,
+    /// NaN or ±Inf in a field that is read.
+    NonFinite,
+    /// Not read (no field, or a value the exporter writes when it read nothing).
+    Skip,
+}
+
+/// A MIG mode a sample states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct MigMode {
+    pub on: bool,
+    /// Read live (a gauge), not once when the exporter started (an info label): it wins.
+    pub live: bool,
+}
+
+/// One exporter's names: the small interface between an exporter and the accumulator. Which
+/// dialect reads a sample is decided per sample, by its name ([`Dialect::claims`]), so one
+/// scrape may mix exporters.
+pub(super) trait Dialect: Sync {
+    /// Whether the sample is this exporter's.
+    fn claims(&self, name: &str) -> bool;
+    /// The family filter: a card's, an instance's, or nothing tessera reads.
+    fn family(&self, name: &str) -> Family;
+    /// The labels the accumulator reads, in its slots.
+    fn labels<'a>(&self, labels: Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a>;
+    /// The field the sample feeds and its value in the model's unit (`labels` are the
+    /// sample's: a value may mean something else in another mode).
+    fn value(&self, name: &str, value: f64, labels: &Labels) -> Reading;
+    /// The MIG mode the sample states, if it states one (`labels` are the sample's).
+    fn mig_mode(&self, _name: &str, _value: f64, _labels: &Labels) -> Option<MigMode> {
+        None
+    }
+    /// What a card says when this exporter calls MIG on and sends no instance rows.
+    fn no_instances(&self) -> &'static str {
+        "MIG mode on but no MIG instances exported: instances unknown"
+    }
+}
+
 /// No holder on the series.
 const NO_HOLDER: u32 = u32::MAX;
 
@@ -169,8 +222,10 @@ struct CardAcc<'a> {
     vgpus: Vec<Cow<'a, str>>,
     /// More distinct `vgpu` labels than are kept: the count is unknown.
     vgpu_overflow: bool,
-    /// The MIG mode an all-smi row states (dcgm-exporter says it only through instances).
+    /// The MIG mode a row states (dcgm-exporter says it only through instances).
     mig_mode: Option<bool>,
+    /// What the card says when that mode is on and no instances came.
+    no_instances: &'static str,
 }
 
 /// The most `vgpu` replicas kept per card: a hostile scrape cannot grow memory without bound.
@@ -185,72 +240,34 @@ struct HolderAcc<'a> {
     hpc_job: Option<Cow<'a, str>>,
 }
 
-/// The labels `map` reads from one series.
+/// The labels `map` reads from one series, by what they mean; each dialect fills them from its
+/// own names. Empty values are none.
 #[derive(Default)]
-struct Labels<'a> {
-    gpu: Option<Cow<'a, str>>,
-    device: Option<Cow<'a, str>>,
-    uuid: Option<Cow<'a, str>>,
-    model: Option<Cow<'a, str>>,
-    pci: Option<Cow<'a, str>>,
-    gi: Option<Cow<'a, str>>,
-    profile: Option<Cow<'a, str>>,
-    host: Option<Cow<'a, str>>,
-    pod: Option<Cow<'a, str>>,
-    namespace: Option<Cow<'a, str>>,
-    container: Option<Cow<'a, str>>,
-    exported_pod: Option<Cow<'a, str>>,
-    exported_namespace: Option<Cow<'a, str>>,
-    exported_container: Option<Cow<'a, str>>,
-    hpc_job: Option<Cow<'a, str>>,
-    vgpu: Option<Cow<'a, str>>,
+pub(super) struct Labels<'a> {
+    /// The GPU index on its node.
+    pub gpu: Option<Cow<'a, str>>,
+    /// `nvidiaN`, where no index is given.
+    pub device: Option<Cow<'a, str>>,
+    pub uuid: Option<Cow<'a, str>>,
+    pub model: Option<Cow<'a, str>>,
+    pub pci: Option<Cow<'a, str>>,
+    /// The GPU instance id, and its profile.
+    pub gi: Option<Cow<'a, str>>,
+    pub profile: Option<Cow<'a, str>>,
+    pub host: Option<Cow<'a, str>>,
+    pub pod: Option<Cow<'a, str>>,
+    pub namespace: Option<Cow<'a, str>>,
+    pub container: Option<Cow<'a, str>>,
+    pub exported_pod: Option<Cow<'a, str>>,
+    pub exported_namespace: Option<Cow<'a, str>>,
+    pub exported_container: Option<Cow<'a, str>>,
+    pub hpc_job: Option<Cow<'a, str>>,
+    pub vgpu: Option<Cow<'a, str>>,
+    /// A MIG mode stated as a label (all-smi's `mig_mode_current`).
+    pub mig_mode: Option<Cow<'a, str>>,
 }
 
-impl<'a> Labels<'a> {
-    fn read(labels: Vec<(&'a str, Cow<'a, str>)>) -> Self {
-        let mut l = Labels::default();
-        for (k, v) in labels {
-            let slot = match k {
-                "gpu" => &mut l.gpu,
-                "device" => &mut l.device,
-                "UUID" | "uuid" => &mut l.uuid,
-                "modelName" => &mut l.model,
-                "pci_bus_id" => &mut l.pci,
-                "GPU_I_ID" => &mut l.gi,
-                "GPU_I_PROFILE" => &mut l.profile,
-                "Hostname" | "hostname" => &mut l.host,
-                "pod" | "pod_name" => &mut l.pod,
-                "namespace" | "pod_namespace" => &mut l.namespace,
-                "container" | "container_name" => &mut l.container,
-                "exported_pod" => &mut l.exported_pod,
-                "exported_namespace" => &mut l.exported_namespace,
-                "exported_container" => &mut l.exported_container,
-                "hpc_job" => &mut l.hpc_job,
-                "vgpu" => &mut l.vgpu,
-                _ => continue,
-            };
-            if slot.is_none() && !v.is_empty() {
-                *slot = Some(v);
-            }
-        }
-        l
-    }
-
-    /// An all-smi row's labels in dcgm-exporter's slots, and its `mig_mode_current`.
-    fn from_all_smi(labels: Vec<(&'a str, Cow<'a, str>)>) -> (Self, Option<Cow<'a, str>>) {
-        let a = allsmi::Labels::read(labels);
-        let l = Labels {
-            gpu: a.gpu,
-            uuid: a.uuid,
-            model: a.model,
-            host: a.host,
-            gi: a.gi,
-            profile: a.profile,
-            ..Labels::default()
-        };
-        (l, a.mig_mode)
-    }
-
+impl Labels<'_> {
     fn gpu_index(&self) -> Option<u32> {
         let from_gpu = self.gpu.as_deref().and_then(|g| g.trim().parse().ok());
         from_gpu.or_else(|| self.device.as_deref()?.trim().strip_prefix("nvidia")?.parse().ok())
@@ -280,23 +297,24 @@ struct Counts {
 }
 
 impl<'a> Acc<'a> {
-    fn add(&mut self, s: Sample<'a>, fixed: bool) {
+    fn add(&mut self, s: Sample<'a>, fixed: bool, dialects: &[&dyn Dialect]) {
         let name = s.name;
         let value = s.value;
-        let all_smi = allsmi::is_all_smi(name);
-        if all_smi && !allsmi::is_card_family(name) {
+        // Detected per sample: the first dialect that claims the name reads it.
+        let Some(dialect) = dialects.iter().copied().find(|d| d.claims(name)) else { return };
+        let family = dialect.family(name);
+        if family == Family::Skip {
             // The host's own rows (CPU, memory, disk, processes): nothing about a card.
             return;
         }
-        let (l, mig_label) = if all_smi { Labels::from_all_smi(s.labels) } else { (Labels::read(s.labels), None) };
+        let l = dialect.labels(s.labels);
+        let reading = dialect.value(name, value, &l);
+        let mig = dialect.mig_mode(name, value, &l);
         let Some(gpu) = l.gpu_index() else {
             self.stats.unknown_gpu += 1;
             return;
         };
-        if all_smi
-            && allsmi::is_instance_family(name)
-            && l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok()).is_none()
-        {
+        if family == Family::Instance && l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok()).is_none() {
             // An instance row with no GPU instance id cannot be placed on its card.
             self.stats.unknown_gpu += 1;
             return;
@@ -333,6 +351,7 @@ impl<'a> Acc<'a> {
                 vgpus: Vec::new(),
                 vgpu_overflow: false,
                 mig_mode: None,
+                no_instances: dialect.no_instances(),
             });
             same.push(cards.len() - 1);
             if l.uuid.is_none() {
@@ -350,14 +369,11 @@ impl<'a> Acc<'a> {
         fill(&mut card.uuid, l.uuid);
         fill(&mut card.model, l.model);
         fill(&mut card.pci, l.pci);
-        if all_smi {
-            // The gauge is live; all-smi's info label is read once when it starts: the gauge
-            // wins, the label only fills.
-            match allsmi::mig_mode(name, value, mig_label.as_deref()) {
-                Some(m) if name == "all_smi_gpu_mig_mode" => card.mig_mode = Some(m),
-                Some(m) if card.mig_mode.is_none() => card.mig_mode = Some(m),
-                _ => {}
-            }
+        // A live gauge wins; a label read once when the exporter started only fills.
+        match mig {
+            Some(m) if m.live => card.mig_mode = Some(m.on),
+            Some(m) if card.mig_mode.is_none() => card.mig_mode = Some(m.on),
+            _ => {}
         }
         let has_holder = l.pod.is_some() || l.exported_pod.is_some();
         if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
@@ -413,29 +429,17 @@ impl<'a> Acc<'a> {
             }
         };
 
-        let (f, value) = if all_smi {
-            let Some((f, factor)) = allsmi::field(name) else { return };
-            if !value.is_finite() {
-                self.stats.non_finite += 1;
-                return;
-            }
-            let Some(v) = allsmi::value(f, value, factor) else { return };
-            (f, v)
-        } else {
-            if value >= INT64_BLANK && value.is_finite() {
+        let (f, value) = match reading {
+            Reading::Value(f, v) => (f, v),
+            Reading::Blank => {
                 self.stats.blank_sentinels += 1;
                 return;
             }
-            let Some(f) = field(name) else { return };
-            if !value.is_finite() {
+            Reading::NonFinite => {
                 self.stats.non_finite += 1;
                 return;
             }
-            if value >= FP64_BLANK {
-                self.stats.blank_sentinels += 1;
-                return;
-            }
-            (f, value)
+            Reading::Skip => return,
         };
         match &mut slots.vals[f as usize] {
             Some((_, first)) => {
@@ -584,7 +588,7 @@ fn card(c: CardAcc) -> Card {
         // all-smi says MIG is on and lists no instances: they are unknown, not absent.
         card.mig.enabled = true;
         card.mig.placements = crate::model::Placements::Unknown;
-        card.mig.error = Some(allsmi::NO_INSTANCES.into());
+        card.mig.error = Some(c.no_instances.into());
     }
     if !c.vgpus.is_empty() {
         // Past the bound the count is not known: unknown, not 256.
@@ -595,11 +599,12 @@ fn card(c: CardAcc) -> Card {
     card
 }
 
-/// Map a dcgm-exporter scrape into nodes and holders. Never panics on any input.
-pub fn map(text: &str, node: &NodeName) -> Mapped {
+/// Map a scrape into nodes and holders, each sample read by the first of `dialects` that
+/// claims it. Never panics on any input.
+pub(super) fn map(text: &str, node: &NodeName, dialects: &[&dyn Dialect]) -> Mapped {
     let fixed = matches!(node, NodeName::Fixed(_) | NodeName::Shared(_));
     let mut acc = Acc::default();
-    let mut parse = exposition::parse(text, |s| acc.add(s, fixed));
+    let mut parse = exposition::parse(text, |s| acc.add(s, fixed, dialects));
     let counts = std::mem::take(&mut acc.stats);
     parse.bad_values += counts.non_finite;
     let (nodes, holders, naming) = acc.finish(node);
