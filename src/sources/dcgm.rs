@@ -27,6 +27,7 @@
 use std::borrow::Cow;
 
 use super::series::{Dialect, Family, Field, Labels, Reading};
+use crate::model::Vendor;
 
 /// Values from here up are DCGM int64 blanks (`DCGM_INT64_BLANK` = 0x7ffffffffffffff0 and the
 /// codes above it) whatever the field.
@@ -110,6 +111,10 @@ impl Dialect for Dcgm {
             return Reading::Blank;
         }
         Reading::Value(f, value)
+    }
+
+    fn vendor(&self) -> Option<Vendor> {
+        Some(Vendor::Nvidia)
     }
 }
 

@@ -517,3 +517,11 @@ fn a_total_below_what_is_used_is_unknown() {
     let m = map(text, &NodeName::Fixed("n".into()));
     assert_eq!((card(&m, "n", 1).memory_used_mib, card(&m, "n", 1).memory_total_mib), (Some(100), None));
 }
+
+#[test]
+fn dcgm_exporter_cards_are_nvidia_cards_with_no_partition_mode() {
+    let m = map("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\",Hostname=\"h\"} 5\n", &NodeName::Label);
+    let c = card(&m, "h", 0);
+    assert_eq!((c.vendor, c.serial.as_deref()), (Some(crate::model::Vendor::Nvidia), None));
+    assert_eq!(c.sharing.mode, None);
+}

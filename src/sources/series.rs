@@ -45,7 +45,7 @@ use std::collections::BTreeMap;
 type HashMap<K, V> = foldhash::HashMap<K, V>;
 
 use super::exposition::{self, Sample};
-use crate::model::{Card, MigInstance, Node};
+use crate::model::{Card, MigInstance, Node, SharingMode, Vendor};
 
 /// Where a card's node name comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,6 +163,10 @@ pub(super) trait Dialect: Sync {
     fn mig_mode(&self, _name: &str, _value: f64, _labels: &Labels) -> Option<MigMode> {
         None
     }
+    /// Who makes the cards this exporter reports, where it reads one vendor's only.
+    fn vendor(&self) -> Option<Vendor> {
+        None
+    }
     /// What a card says when this exporter calls MIG on and sends no instance rows.
     fn no_instances(&self) -> &'static str {
         "MIG mode on but no MIG instances exported: instances unknown"
@@ -226,6 +230,10 @@ struct CardAcc<'a> {
     mig_mode: Option<bool>,
     /// What the card says when that mode is on and no instances came.
     no_instances: &'static str,
+    vendor: Option<Vendor>,
+    serial: Option<Cow<'a, str>>,
+    compute_partition: Option<Cow<'a, str>>,
+    memory_partition: Option<Cow<'a, str>>,
 }
 
 /// The most `vgpu` replicas kept per card: a hostile scrape cannot grow memory without bound.
@@ -265,6 +273,11 @@ pub(super) struct Labels<'a> {
     pub vgpu: Option<Cow<'a, str>>,
     /// A MIG mode stated as a label (all-smi's `mig_mode_current`).
     pub mig_mode: Option<Cow<'a, str>>,
+    /// The board's serial number.
+    pub serial: Option<Cow<'a, str>>,
+    /// A vendor's partition modes (AMD's compute `spx`…`cpx` and memory `nps1`…`nps8`).
+    pub compute_partition: Option<Cow<'a, str>>,
+    pub memory_partition: Option<Cow<'a, str>>,
 }
 
 impl Labels<'_> {
@@ -352,6 +365,10 @@ impl<'a> Acc<'a> {
                 vgpu_overflow: false,
                 mig_mode: None,
                 no_instances: dialect.no_instances(),
+                vendor: dialect.vendor(),
+                serial: None,
+                compute_partition: None,
+                memory_partition: None,
             });
             same.push(cards.len() - 1);
             if l.uuid.is_none() {
@@ -369,6 +386,9 @@ impl<'a> Acc<'a> {
         fill(&mut card.uuid, l.uuid);
         fill(&mut card.model, l.model);
         fill(&mut card.pci, l.pci);
+        fill(&mut card.serial, l.serial);
+        fill(&mut card.compute_partition, l.compute_partition);
+        fill(&mut card.memory_partition, l.memory_partition);
         // A live gauge wins; a label read once when the exporter started only fills.
         match mig {
             Some(m) if m.live => card.mig_mode = Some(m.on),
@@ -595,6 +615,17 @@ fn card(c: CardAcc) -> Card {
         card.sharing.replicas_used = u32::try_from(c.vgpus.len()).ok().filter(|_| !c.vgpu_overflow);
         card.sharing.origin = Some("dcgm-exporter vgpu labels".into());
     }
+    // A partition mode (`none`: the exporter does not know it) is how the card is shared.
+    let mode = |m: Option<Cow<str>>| m.map(|m| m.trim().to_ascii_uppercase()).filter(|m| !m.is_empty() && m != "NONE");
+    let (compute, memory) = (mode(c.compute_partition), mode(c.memory_partition));
+    if (compute.is_some() || memory.is_some()) && !card.mig.enabled {
+        card.sharing.mode = Some(SharingMode::Partitioned);
+        card.sharing.compute_partition = compute;
+        card.sharing.memory_partition = memory;
+        card.sharing.origin = Some("the exporter's partition labels".into());
+    }
+    card.vendor = c.vendor;
+    card.serial = c.serial.map(Cow::into_owned);
     card.model = model;
     card
 }
