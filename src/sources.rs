@@ -3,6 +3,7 @@
 //! polling sources' side of the channel (`Poll`); the engine spawns the sources.
 
 mod allsmi;
+mod amd;
 pub mod budget;
 pub mod dcgm;
 pub mod exposition;

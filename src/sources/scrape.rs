@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::allsmi::AllSmi;
+use super::amd::Amd;
 use super::dcgm::Dcgm;
 use super::http::Client;
 use super::series::{self, Dialect, Holder, MapStats, Mapped, NodeName};
@@ -20,7 +21,7 @@ use crate::url::{host, host_port, host_str};
 
 /// The exporters' dialects, tried in this order for each sample: the first that claims its
 /// name reads it (dcgm-exporter's claims every name, so it comes last).
-const DIALECTS: &[&dyn Dialect] = &[&AllSmi, &Dcgm];
+const DIALECTS: &[&dyn Dialect] = &[&AllSmi, &Amd, &Dcgm];
 
 /// Map one scrape (or several concatenated) into nodes and holders, each sample read by its
 /// exporter's dialect. Never panics on any input.
