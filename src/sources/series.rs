@@ -1,9 +1,9 @@
 //! The neutral accumulator: an exporter's series mapped into nodes, cards and MIG instances,
 //! plus the pods and HPC jobs the exporter names on each card or instance ([`Holder`]).
 //!
-//! [`map`] turns one scrape (or several concatenated) into them. It is pure: the scrape itself
-//! happens elsewhere. The names are each exporter's ([`super::dcgm`], [`super::allsmi`]); the
-//! rules that follow are the same for all of them:
+//! `map` turns one scrape (or several concatenated) into them. It is pure: the scrape itself
+//! happens elsewhere. The names are each exporter's, in its dialect (`dcgm.rs`, `allsmi.rs`,
+//! `amd.rs`, behind `Dialect`); the rules that follow are the same for all of them:
 //!
 //! * A card is node + GPU index. A UUID, model name and PCI bus id describe it. Series with no
 //!   usable index are counted in [`MapStats::unknown_gpu`] and skipped.
