@@ -7,9 +7,11 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tessera::config::ScrapeNode;
-use tessera::sources::dcgm::{NodeName, generate, map};
+use tessera::sources::dcgm::generate;
 use tessera::sources::exposition::parse;
 use tessera::sources::prometheus::{to_partial_from_api, to_partial_from_federation};
+use tessera::sources::scrape::map;
+use tessera::sources::series::NodeName;
 
 /// The families `prometheus::DEFAULT_QUERY` selects.
 fn selected(name: &str) -> bool {

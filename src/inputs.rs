@@ -49,7 +49,8 @@ fn text(data: &[u8]) -> std::borrow::Cow<'_, str> {
 /// scrape source's fragment (holders as workloads), and the same text as a federation answer
 /// (lines sorted by `instance`).
 pub fn exposition(data: &[u8]) -> Seen {
-    use crate::sources::dcgm::{NodeName, map};
+    use crate::sources::scrape::map;
+    use crate::sources::series::NodeName;
     let t = text(data);
     let _ = crate::sources::exposition::parse(&t, |_| {});
     let _ = map(&t, &NodeName::Label);

@@ -39,8 +39,9 @@
 //!
 //! - **A source** (a new backend): `sources/NAME.rs` sends `SourceUpdate`s; register it in
 //!   `engine.rs`; its config in `config.rs`; tests against the real server in `tests/NAME.rs`.
-//! - **An exporter dialect** (metrics named another way): beside `sources/allsmi.rs`, read by
-//!   the mapping in `sources/dcgm.rs`; a fixture with its source in `tests/fixtures/`.
+//! - **An exporter dialect** (metrics named another way): `sources/NAME.rs` implementing
+//!   `series::Dialect`, one line in `DIALECTS` in `sources/scrape.rs`; a fixture with its source
+//!   in `tests/fixtures/NAME/`.
 //! - **An action**: a variant of `actions::Action`; its planning per backend in
 //!   `actions/plan.rs` and the backend files; its guard in `actions/guard.rs`.
 //! - **An advisor rule**: `advisor/NAME.rs`, called from `advisor::advise_with_plan`; its kind

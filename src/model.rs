@@ -21,7 +21,7 @@ pub mod workload;
 pub use event::{Event, Severity};
 pub use fleet::{
     Capacity, Card, CardHistory, CardRef, ComputeInstance, ComputeMode, Fleet, Health, MigInstance, MigState, Node,
-    Placements, Process,
+    Placements, Process, Vendor,
 };
 pub use kinds::KindRules;
 pub use queue::{Demand, QueueKnown, QueueSummary, Resource};

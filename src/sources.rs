@@ -3,6 +3,7 @@
 //! polling sources' side of the channel (`Poll`); the engine spawns the sources.
 
 mod allsmi;
+mod amd;
 pub mod budget;
 pub mod dcgm;
 pub mod exposition;
@@ -11,6 +12,7 @@ pub mod kubernetes;
 pub mod nvml;
 pub mod prometheus;
 pub mod scrape;
+pub mod series;
 pub mod sim;
 pub mod slurm;
 pub mod tls;

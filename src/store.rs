@@ -428,6 +428,10 @@ fn merge_card(into: &mut Card, from: &Card) {
     fill!(sharing.mps_memory_limit_mib);
     fill!(sharing.mps_thread_pct);
     fill!(sharing.origin);
+    fill!(sharing.compute_partition);
+    fill!(sharing.memory_partition);
+    fill!(vendor);
+    fill!(serial);
     if into.model.is_empty() {
         into.model.clone_from(&from.model);
     }

@@ -1,6 +1,6 @@
 //! URLs as tessera shows and checks them: redacted for showing (no credentials, query or
-//! fragment), checked for the config (http or https, a host, no credentials), and the origin
-//! credentials belong to.
+//! fragment), checked for the config (http or https, a host, no credentials), the origin
+//! credentials belong to, and the host (and port) a URL names.
 
 /// A URL fit to show: without `user:password@`, the query and the fragment, where tokens hide.
 pub fn redact(url: &str) -> String {
@@ -46,6 +46,31 @@ pub fn origin(url: &str) -> Option<String> {
     Some(format!("{}://{}:{}", u.scheme(), u.host_str()?, u.port_or_known_default()?))
 }
 
+/// `host:port` of a URL (`http://gpu-1:9400/metrics` -> `gpu-1:9400`).
+pub fn host_port(url: &str) -> String {
+    host_port_str(url).to_string()
+}
+
+fn host_port_str(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    rest.rsplit_once('@').map_or(rest, |(_, h)| h)
+}
+
+/// The host alone, for node names (`gpu-1:9400` -> `gpu-1`; IPv6 in brackets kept).
+pub fn host(url: &str) -> String {
+    host_str(url).to_string()
+}
+
+/// [`host`] as a slice of `url` (all-smi rows name their host per sample: no copy each).
+pub fn host_str(url: &str) -> &str {
+    let hp = host_port_str(url);
+    if hp.starts_with('[') {
+        return hp.find(']').map_or(hp, |i| &hp[..=i]);
+    }
+    hp.rsplit_once(':').map_or(hp, |(h, _)| h)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,5 +83,15 @@ mod tests {
         );
         assert_eq!(redact("http://gpu-1:9400/metrics"), "http://gpu-1:9400/metrics");
         assert_eq!(redact("gpu-1:9400"), "gpu-1:9400");
+    }
+
+    #[test]
+    fn hosts_of_urls() {
+        assert_eq!(host("http://gpu-1:9400/metrics"), "gpu-1");
+        assert_eq!(host("https://user@10.0.0.5/metrics"), "10.0.0.5");
+        assert_eq!(host("http://[::1]:9400/metrics"), "[::1]");
+        assert_eq!(host_str("node-7:9090"), "node-7", "a slice, for all-smi rows");
+        assert_eq!(host_str("[::1"), "[::1", "no closing bracket: as written");
+        assert_eq!(host_port("gpu-2:9400"), "gpu-2:9400");
     }
 }

@@ -51,6 +51,8 @@ fn snapshot_demo_json_has_the_contract_keys() {
         "index",
         "uuid",
         "model",
+        "vendor",
+        "serial",
         "memory_total_mib",
         "memory_used_mib",
         "utilization_pct",

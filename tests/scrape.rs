@@ -39,6 +39,61 @@ fn a_mig_exporter_becomes_cards_and_instances() {
     assert_eq!(card["temperature_c"], 61.0);
 }
 
+fn amd_fixture(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/amd").join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn amd_exporters_become_amd_cards_with_their_partition_mode() {
+    // Two AMD Device Metrics Exporters (constructed from its source) on one loopback host: the
+    // nodes are named by their hostname labels.
+    let server = Server::start(
+        HashMap::from([
+            ("/a/metrics".into(), Reply::ok(amd_fixture("mi300x-spx-constructed.prom"))),
+            ("/b/metrics".into(), Reply::ok(amd_fixture("mi300x-cpx-constructed.prom"))),
+        ]),
+        None,
+    );
+    let (code, v, err) = snapshot(&["--scrape", &server.url("/a/metrics"), "--scrape", &server.url("/b/metrics")], &[]);
+    assert_eq!(code, 0, "{err}");
+    for path in ["/a/metrics", "/b/metrics"] {
+        let s = source(&v, &format!("scrape:{}{path}", server.addr));
+        assert_eq!((&s["state"], &s["note"]), (&Value::from("live"), &Value::Null), "{s}");
+    }
+    let node = |name: &str| -> Value {
+        v["nodes"].as_array().and_then(|n| n.iter().find(|n| n["name"] == name)).cloned().unwrap_or(Value::Null)
+    };
+    let a = node("mi300x-a");
+    let c = &a["cards"][0];
+    assert_eq!(
+        (&c["vendor"], &c["model"], &c["serial"]),
+        (&Value::from("amd"), &Value::from("MI300X"), &Value::from("692251001124"))
+    );
+    assert_eq!(c["utilization_pct"], 87.0);
+    assert_eq!((&c["memory_used_mib"], &c["memory_total_mib"]), (&Value::from(151_234), &Value::from(196_592)));
+    assert_eq!((&c["power_w"], &c["temperature_c"]), (&Value::from(612.0), &Value::from(71.0)));
+    assert_eq!(c["sharing_mode"], "partitioned", "{c}");
+    assert_eq!(
+        (&c["sharing"]["compute_partition"], &c["sharing"]["memory_partition"]),
+        (&Value::from("SPX"), &Value::from("NPS1"))
+    );
+    assert_eq!(c["mig"]["enabled"], false, "a partition mode is never MIG");
+    assert_eq!(c["workloads"], serde_json::json!(["k8s:research/llama-train-0"]));
+    let b = node("mi300x-b");
+    let cards = b["cards"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cards.len(), 8, "{b}");
+    assert!(cards.iter().all(|c| c["vendor"] == "amd" && c["sharing"]["compute_partition"] == "CPX"), "{b}");
+    assert_eq!(cards[3]["workloads"], serde_json::json!(["slurm:81234"]));
+    assert_eq!(cards[4]["workloads"], serde_json::json!([]));
+    let w = v["workloads"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["id"] == "slurm:81234"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(w["cards"].as_array().map(Vec::len), Some(4), "{w}");
+}
+
 #[test]
 fn one_target_down_marks_only_that_target() {
     let good = Server::start(

@@ -158,12 +158,26 @@ impl Health {
     }
 }
 
+/// Who made a card, where a source says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Vendor {
+    Nvidia,
+    Amd,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Card {
     pub index: u32,
     pub uuid: Option<String>,
     /// The model name as the source reported it ("NVIDIA H100 80GB HBM3").
     pub model: String,
+    /// Who made the card, where a source says (an exporter's dialect: dcgm-exporter's cards
+    /// are NVIDIA's, the AMD Device Metrics Exporter's AMD's).
+    pub vendor: Option<Vendor>,
+    /// The board's serial number, where a source reports it (the partitions of one AMD card
+    /// share it).
+    pub serial: Option<String>,
     pub pci_bus_id: Option<String>,
     pub memory_total_mib: Option<u64>,
     pub memory_used_mib: Option<u64>,

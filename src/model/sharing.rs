@@ -1,12 +1,13 @@
-//! How a card is shared: exclusive, MIG, time-sliced or MPS; the replicas a scheduler hands out
-//! and how many are in use; the CUDA contexts on the card. NVML and DCGM have no context-switch
-//! rate, so crowding is told by contexts and replicas, never by an invented number.
+//! How a card is shared: exclusive, MIG, time-sliced, MPS or a vendor's partition mode; the
+//! replicas a scheduler hands out and how many are in use; the CUDA contexts on the card. NVML
+//! and DCGM have no context-switch rate, so crowding is told by contexts and replicas, never by
+//! an invented number.
 
 use serde::{Deserialize, Serialize};
 
 use super::fleet::Card;
 
-/// The four ways a card is shared.
+/// The ways a card is shared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SharingMode {
@@ -19,6 +20,10 @@ pub enum SharingMode {
     /// MPS: one server runs every client's kernels side by side; limits on memory and threads
     /// per client where set, but one client's fault takes down all of them.
     Mps,
+    /// A vendor's partition mode (AMD's compute partitions SPX…CPX with memory partitions
+    /// NPS1…NPS8): the physical GPU split into partitions, each a GPU of its own to the driver
+    /// and the scheduler (SPX: one, the whole card). Not MIG.
+    Partitioned,
 }
 
 impl SharingMode {
@@ -28,6 +33,7 @@ impl SharingMode {
             Self::Mig => "mig",
             Self::TimeSliced => "time-sliced",
             Self::Mps => "mps",
+            Self::Partitioned => "partitioned",
         }
     }
 
@@ -43,6 +49,7 @@ impl SharingMode {
             Self::Mig => "mig",
             Self::TimeSliced => "ts",
             Self::Mps => "mps",
+            Self::Partitioned => "part",
         }
     }
 }
@@ -99,6 +106,10 @@ pub struct Sharing {
     pub mps_thread_pct: Option<u32>,
     /// Where the mode was read ("label nvidia.com/gpu.sharing-strategy=time-slicing").
     pub origin: Option<String>,
+    /// Under [`SharingMode::Partitioned`]: the compute partition mode (`SPX`, `DPX`, `QPX`,
+    /// `CPX`) and the memory partition mode (`NPS1`, `NPS4`), as the source names them.
+    pub compute_partition: Option<String>,
+    pub memory_partition: Option<String>,
 }
 
 impl Card {
@@ -141,7 +152,8 @@ impl Card {
         Some(self.sharing.replicas?.saturating_sub(self.sharing.replicas_used?))
     }
 
-    /// The sharing column: `MIG`, `TS×4 3/4`, `MPS×2 1/2`, `MPS`, `excl`, or `?` when unknown.
+    /// The sharing column: `MIG`, `TS×4 3/4`, `MPS×2 1/2`, `MPS`, `excl`, a partition mode
+    /// (`CPX NPS4`), or `?` when unknown.
     /// `ascii` writes `x` for `×`.
     pub fn sharing_text(&self, ascii: bool) -> String {
         let times = if ascii { "x" } else { "×" };
@@ -149,6 +161,12 @@ impl Card {
         let name = match mode {
             SharingMode::Exclusive => return "excl".into(),
             SharingMode::Mig => return "MIG".into(),
+            SharingMode::Partitioned => {
+                let s = &self.sharing;
+                let parts: Vec<&str> =
+                    [&s.compute_partition, &s.memory_partition].into_iter().flatten().map(String::as_str).collect();
+                return if parts.is_empty() { "part".into() } else { parts.join(" ") };
+            }
             SharingMode::TimeSliced => "TS",
             SharingMode::Mps => "MPS",
         };
@@ -206,5 +224,15 @@ mod tests {
         assert_eq!(excl.sharing_mode(), Some(Exclusive));
         excl.compute_mode = Some(crate::model::ComputeMode::Prohibited);
         assert_eq!(excl.sharing_mode(), None, "a drained card's contexts say nothing of sharing");
+    }
+
+    #[test]
+    fn a_partition_mode_is_shown_as_the_sharing_mode_never_as_mig() {
+        let mut c = card(Some(SharingMode::Partitioned), None, None, None);
+        assert_eq!(c.sharing_text(true), "part", "a mode without its names");
+        c.sharing.compute_partition = Some("CPX".into());
+        c.sharing.memory_partition = Some("NPS4".into());
+        assert_eq!((c.sharing_text(false).as_str(), c.free_replicas()), ("CPX NPS4", None));
+        assert!(!SharingMode::Partitioned.unisolated() && !c.mig.enabled);
     }
 }

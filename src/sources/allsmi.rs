@@ -1,4 +1,4 @@
-//! all-smi's exposition read as a dialect of the dcgm-exporter mapping.
+//! all-smi's exposition: a dialect of the neutral accumulator ([`super::series`]).
 //!
 //! Sites that run `all-smi api` on their nodes can point `--scrape` at those endpoints: the
 //! same mapper reads both exporters, sample by sample (a name starting `all_smi_` is read by
@@ -31,28 +31,13 @@
 
 use std::borrow::Cow;
 
-use super::dcgm::Field;
+use super::series::{Dialect, Family, Field, Labels, MigMode, Reading};
 
 /// Bytes to MiB.
 const MIB: f64 = 1.0 / 1_048_576.0;
 
-/// Whether the sample is one of all-smi's (read by these rules).
-pub(super) fn is_all_smi(name: &str) -> bool {
-    name.starts_with("all_smi_")
-}
-
-/// Whether the family describes a card or a MIG instance (the rest are the host's).
-pub(super) fn is_card_family(name: &str) -> bool {
-    name.starts_with("all_smi_gpu_") || is_instance_family(name)
-}
-
-/// Whether the family is a MIG instance's.
-pub(super) fn is_instance_family(name: &str) -> bool {
-    name.starts_with("all_smi_mig_instance_")
-}
-
 /// The field a family feeds and the factor to the model's unit.
-pub(super) fn field(name: &str) -> Option<(Field, f64)> {
+fn field(name: &str) -> Option<(Field, f64)> {
     Some(match name {
         "all_smi_gpu_utilization" => (Field::GpuUtil, 1.0),
         "all_smi_gpu_memory_used_bytes" | "all_smi_mig_instance_memory_used_bytes" => (Field::FbUsed, MIB),
@@ -64,41 +49,26 @@ pub(super) fn field(name: &str) -> Option<(Field, f64)> {
     })
 }
 
-/// A value in the model's unit, or `None` where all-smi's value means "not read".
-pub(super) fn value(f: Field, v: f64, factor: f64) -> Option<f64> {
-    if f == Field::Temp && v == 0.0 {
-        return None;
+/// all-smi's dialect: names starting `all_smi_`.
+pub(super) struct AllSmi;
+
+impl Dialect for AllSmi {
+    fn claims(&self, name: &str) -> bool {
+        name.starts_with("all_smi_")
     }
-    Some(v * factor)
-}
 
-/// The MIG mode a sample states, if it states one.
-pub(super) fn mig_mode(name: &str, value: f64, mig_mode_label: Option<&str>) -> Option<bool> {
-    match name {
-        "all_smi_gpu_mig_mode" => Some(value >= 0.5),
-        "all_smi_gpu_info" => match mig_mode_label?.trim() {
-            "1" | "Enabled" | "enabled" => Some(true),
-            "0" | "Disabled" | "disabled" => Some(false),
-            _ => None,
-        },
-        _ => None,
+    /// Only the card families are read: `all_smi_gpu_*` and `all_smi_mig_instance_*`.
+    fn family(&self, name: &str) -> Family {
+        if name.starts_with("all_smi_mig_instance_") {
+            Family::Instance
+        } else if name.starts_with("all_smi_gpu_") {
+            Family::Card
+        } else {
+            Family::Skip
+        }
     }
-}
 
-/// The labels of an all-smi row, by the slot of dcgm-exporter's they stand for.
-#[derive(Default)]
-pub(super) struct Labels<'a> {
-    pub gpu: Option<Cow<'a, str>>,
-    pub uuid: Option<Cow<'a, str>>,
-    pub model: Option<Cow<'a, str>>,
-    pub host: Option<Cow<'a, str>>,
-    pub gi: Option<Cow<'a, str>>,
-    pub profile: Option<Cow<'a, str>>,
-    pub mig_mode: Option<Cow<'a, str>>,
-}
-
-impl<'a> Labels<'a> {
-    pub(super) fn read(labels: Vec<(&'a str, Cow<'a, str>)>) -> Self {
+    fn labels<'a>(&self, labels: Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a> {
         let mut l = Labels::default();
         let (mut host, mut exported, mut instance) = (None, None, None);
         for (k, v) in labels {
@@ -120,16 +90,46 @@ impl<'a> Labels<'a> {
         }
         l.host = host.or(exported).or_else(|| {
             instance.map(|i| match i {
-                Cow::Borrowed(b) => Cow::Borrowed(super::scrape::host_str(b)),
-                Cow::Owned(o) => Cow::Owned(super::scrape::host(&o)),
+                Cow::Borrowed(b) => Cow::Borrowed(crate::url::host_str(b)),
+                Cow::Owned(o) => Cow::Owned(crate::url::host(&o)),
             })
         });
         l
     }
+
+    /// Bytes become MiB; a temperature of 0 is all-smi's "not read".
+    fn value(&self, name: &str, value: f64, _labels: &Labels) -> Reading {
+        let Some((f, factor)) = field(name) else { return Reading::Skip };
+        if !value.is_finite() {
+            return Reading::NonFinite;
+        }
+        if f == Field::Temp && value == 0.0 {
+            return Reading::Skip;
+        }
+        Reading::Value(f, value * factor)
+    }
+
+    /// `all_smi_gpu_mig_mode` is a live gauge; `all_smi_gpu_info`'s `mig_mode_current` is
+    /// read once when all-smi starts.
+    fn mig_mode(&self, name: &str, value: f64, labels: &Labels) -> Option<MigMode> {
+        match name {
+            "all_smi_gpu_mig_mode" => Some(MigMode { on: value >= 0.5, live: true }),
+            "all_smi_gpu_info" => match labels.mig_mode.as_deref()?.trim() {
+                "1" | "Enabled" | "enabled" => Some(MigMode { on: true, live: false }),
+                "0" | "Disabled" | "disabled" => Some(MigMode { on: false, live: false }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn no_instances(&self) -> &'static str {
+        NO_INSTANCES
+    }
 }
 
 /// What the card says when all-smi calls it MIG-enabled and sends no instance rows.
-pub(super) const NO_INSTANCES: &str =
+const NO_INSTANCES: &str =
     "all-smi reports MIG mode on but exports no MIG instances (all-smi api 0.25 leaves them out): instances unknown";
 
 #[cfg(test)]

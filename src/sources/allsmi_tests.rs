@@ -1,5 +1,12 @@
+use super::AllSmi;
 use crate::model::Placements;
-use crate::sources::dcgm::{MapStats, NodeName, map};
+use crate::sources::dcgm::Dcgm;
+use crate::sources::series::{self, MapStats, Mapped, NodeName};
+
+/// The scrape's mapping with the dialects these samples need (all-smi's, dcgm-exporter's beside it).
+fn map(text: &str, node: &NodeName) -> Mapped {
+    series::map(text, node, &[&AllSmi, &Dcgm])
+}
 
 fn fixture(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/allsmi").join(name);

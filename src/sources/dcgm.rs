@@ -1,138 +1,39 @@
-//! dcgm-exporter metrics (and all-smi's, see [`super::allsmi`]) mapped into the model.
+//! dcgm-exporter's dialect of the neutral accumulator ([`super::series`], which holds the rules
+//! every exporter shares). From dcgm-exporter's behaviour as documented in the reference notes:
 //!
-//! [`map`] turns one scrape (or several concatenated) into nodes, cards and MIG instances,
-//! plus the pods and HPC jobs the exporter names on each card or instance ([`Holder`]). It is
-//! pure: the scrape itself happens elsewhere. Rules, from dcgm-exporter's behaviour as
-//! documented in the reference notes:
-//!
+//! * Its names are every name no other dialect claims (it is registered last).
 //! * A card is node + `gpu` index (else `device="nvidiaN"`). `UUID`/`uuid`, `modelName` and
 //!   `pci_bus_id` describe it. Series with no usable index (NVSwitch, NVLink and CPU entities,
-//!   label-less dummies) are counted in [`MapStats::unknown_gpu`] and skipped.
-//! * The node is the `Hostname`/`hostname` label ([`NodeName::Label`], "unknown" without one),
-//!   or a fixed name ([`NodeName::Fixed`]) where the exporter's hostname is its pod name or a
-//!   container id; targets that share one host are named by their label ([`NodeName::Shared`]).
-//! * A series with `GPU_I_ID` belongs to that GPU instance (`GPU_I_PROFILE` names its profile)
-//!   and makes the card a MIG card. DCGM says nothing about placement: `start` is left 0 and
-//!   `size` is the catalog's memory slices for the profile where the model and profile are
-//!   known (else 0); NVML or the catalog must supply the placement.
+//!   label-less dummies) are counted as such and skipped. The node is the `Hostname`/`hostname`
+//!   label.
+//! * A series with `GPU_I_ID` belongs to that GPU instance (`GPU_I_PROFILE` names its profile).
 //! * `DCGM_FI_DEV_GPU_UTIL` is a percentage for the whole card. `DCGM_FI_PROF_GR_ENGINE_ACTIVE`
 //!   is a 0–1 ratio: ×100 it is an instance's activity, and a whole card's only where GPU_UTIL
 //!   is missing.
-//! * `DCGM_FI_DEV_FB_USED`/`_FREE`/`_RESERVED` (MiB) are per instance on MIG; the total is the
-//!   sum of used, free and reserved (where sent), else `DCGM_FI_DEV_FB_TOTAL`. A MIG card's
-//!   memory used is the sum over its instances; its total is known only from a parent series
-//!   (older exporters sent one).
-//! * Device-wide fields (temperature, power, power limit, clocks, last XID, ECC) repeat once
-//!   per GPU instance with the parent's value: they are taken once per card (the parent series,
-//!   else the lowest instance id that has them), never summed. `DCGM_FI_DEV_XID_ERRORS` is the
-//!   last XID, 0 meaning none.
+//! * `DCGM_FI_DEV_FB_USED`/`_FREE`/`_RESERVED` (MiB) are per instance on MIG; else
+//!   `DCGM_FI_DEV_FB_TOTAL`. `DCGM_FI_DEV_XID_ERRORS` is the last XID, 0 meaning none.
 //! * The old 1.x names (`dcgm_gpu_temp`, ...) and `--use-old-namespace` labels (`uuid`,
 //!   `pod_name`, `pod_namespace`, `container_name`) are accepted.
-//! * Holders come from `pod`/`namespace`/`container`, or from `exported_pod`/
-//!   `exported_namespace`/`exported_container` when any of those is set (Prometheus renames the
-//!   workload's labels, and `pod` is then the exporter's own pod; the three are taken as a
-//!   set so the exporter's namespace is never paired with the workload's pod), and `hpc_job`.
-//!   Empty values mean none; a holder needs a pod or an HPC job. One [`Holder`] per card,
-//!   instance, pod and HPC job.
-//! * DCGM blank sentinels are counted in [`MapStats::blank_sentinels`] and ignored: any value
-//!   at or above 9.223372036854775e18 (the int64 blanks such as 9223372036854775794), and for
-//!   the fields mapped here any value at or above the FP64 blank 140737488355328.0 (counters
-//!   that are not mapped, such as PCIe bytes, can legitimately pass that). NaN and ±Inf in a
-//!   mapped field are ignored and added to `stats.parse.bad_values`.
-//! * A mapped field seen twice for the same card, instance and holder is a duplicate: the
-//!   first value is kept and [`MapStats::duplicates`] counts the rest. The same field repeated
-//!   for a different pod (a time-shared GPU, where the exporter writes one series per pod) is
-//!   not a duplicate; the first value is kept too. Unknown metric names are ignored.
-//!
+//! * Holders: `pod`/`namespace`/`container`, `exported_pod`/`exported_namespace`/
+//!   `exported_container`, and `hpc_job`.
+//! * DCGM blank sentinels are counted as blanks and ignored: any value at or above
+//!   9.223372036854775e18 (the int64 blanks such as 9223372036854775794), and for the fields
+//!   mapped here any value at or above the FP64 blank 140737488355328.0 (counters that are not
+//!   mapped, such as PCIe bytes, can legitimately pass that).
 //! * `vgpu` (`--kubernetes-virtual-gpus`, time-slicing or MPS under the device plugin): the
-//!   replica a pod's series is about. Distinct `vgpu` values with a pod are the replicas in use
-//!   on that card (past 256 the count is unknown). The exporter cannot export processes (the PID
-//!   fields are binary), so contexts per card come from NVML only.
-//!
-//! Output: nodes sorted by name, cards by index, instances by GPU instance id.
+//!   replica a pod's series is about. The exporter cannot export processes (the PID fields are
+//!   binary), so contexts per card come from NVML only.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
-/// Per-sample lookups: a fast hash, seeded per process (SipHash was a tenth of a scrape's CPU).
-type HashMap<K, V> = foldhash::HashMap<K, V>;
-
-use super::allsmi;
-use super::exposition::{self, Sample};
-use crate::model::{Card, MigInstance, Node};
-
-/// Where a card's node name comes from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NodeName {
-    /// The `Hostname`/`hostname` label.
-    Label,
-    /// The given name (the scrape target's host), for exporters whose hostname is a pod name.
-    Fixed(String),
-    /// A target whose host another target shares (SSH tunnels: `localhost:9001` and
-    /// `localhost:9002`): the host its series name (dcgm-exporter's `Hostname`, all-smi's
-    /// `instance`), else the given `host:port`. The host alone would fold both into one node.
-    Shared(String),
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MapStats {
-    pub parse: super::exposition::ParseStats,
-    pub blank_sentinels: usize,
-    pub duplicates: usize,
-    pub unknown_gpu: usize,
-    /// Distinct `Hostname`s behind one target (nodes were named by them), or 0.
-    pub hosts_behind_target: usize,
-    /// Cards that share a node and an index but not a UUID (no label tells their hosts apart).
-    pub shared_index: usize,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Mapped {
-    pub nodes: Vec<Node>,
-    pub holders: Vec<Holder>,
-    pub stats: MapStats,
-}
-
-/// A pod or HPC job the exporter attributes a card (or one GPU instance) to.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Holder {
-    pub node: String,
-    pub index: u32,
-    pub gi_id: Option<u32>,
-    pub namespace: Option<String>,
-    pub pod: Option<String>,
-    pub container: Option<String>,
-    pub hpc_job: Option<String>,
-}
+use super::series::{Dialect, Family, Field, Labels, Reading};
+use crate::model::Vendor;
 
 /// Values from here up are DCGM int64 blanks (`DCGM_INT64_BLANK` = 0x7ffffffffffffff0 and the
 /// codes above it) whatever the field.
 const INT64_BLANK: f64 = 9.223372036854775e18;
 /// `DCGM_FP64_BLANK`; FP64 fields' blank codes are this and above.
 const FP64_BLANK: f64 = 140_737_488_355_328.0;
-
-/// The fields tessera reads, each a slot per card or GPU instance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Field {
-    GpuUtil,
-    GrActive,
-    FbUsed,
-    FbFree,
-    FbReserved,
-    FbTotal,
-    Temp,
-    Power,
-    PowerLimit,
-    SmClock,
-    MemClock,
-    Xid,
-    EccDbe,
-    RemappedRows,
-    /// A MIG instance's activity as a percentage (all-smi's instance rows).
-    InstUtil,
-}
-
-const FIELDS: usize = 15;
 
 /// The field a metric name feeds: current names and the 1.x compatibility names.
 fn field(name: &str) -> Option<Field> {
@@ -155,98 +56,19 @@ fn field(name: &str) -> Option<Field> {
     })
 }
 
-/// No holder on the series.
-const NO_HOLDER: u32 = u32::MAX;
+/// dcgm-exporter's dialect: every name no other dialect claims (it is registered last).
+pub(super) struct Dcgm;
 
-/// Per card (series without `GPU_I_ID`) or per GPU instance: the first value of each field,
-/// with the holder of the series it came from, and the holders seen there.
-#[derive(Default)]
-struct Slots {
-    vals: [Option<(f64, u32)>; FIELDS],
-    holders: Vec<u32>,
-}
-
-impl Slots {
-    fn get(&self, f: Field) -> Option<f64> {
-        self.vals[f as usize].map(|(v, _)| v)
+impl Dialect for Dcgm {
+    fn claims(&self, _name: &str) -> bool {
+        true
     }
 
-    /// Used and total MiB; a total below what is used (series that disagree: a total from
-    /// another exporter, in other units) is unknown, never a wrong bound.
-    fn memory(&self) -> (Option<u64>, Option<u64>) {
-        let used = self.get(Field::FbUsed).and_then(to_u64);
-        let free = self.get(Field::FbFree).and_then(to_u64);
-        let total = match (used, free) {
-            (Some(u), Some(f)) => {
-                Some(u.saturating_add(f).saturating_add(self.get(Field::FbReserved).and_then(to_u64).unwrap_or(0)))
-            }
-            _ => self.get(Field::FbTotal).and_then(to_u64),
-        };
-        let total = total.filter(|&t| used.is_none_or(|u| u <= t));
-        (used, total)
+    fn family(&self, _name: &str) -> Family {
+        Family::Card
     }
-}
 
-struct InstAcc<'a> {
-    gi: u32,
-    profile: Option<Cow<'a, str>>,
-    slots: Slots,
-}
-
-struct CardAcc<'a> {
-    /// The node key: the hostname label, or "" under a fixed name.
-    node: Cow<'a, str>,
-    /// The hostname label where a series of the card carries one.
-    host: Option<Cow<'a, str>>,
-    index: u32,
-    uuid: Option<Cow<'a, str>>,
-    model: Option<Cow<'a, str>>,
-    pci: Option<Cow<'a, str>>,
-    whole: Slots,
-    instances: Vec<InstAcc<'a>>,
-    /// Distinct `vgpu` labels of series with a holder: replicas in use.
-    vgpus: Vec<Cow<'a, str>>,
-    /// More distinct `vgpu` labels than are kept: the count is unknown.
-    vgpu_overflow: bool,
-    /// The MIG mode an all-smi row states (dcgm-exporter says it only through instances).
-    mig_mode: Option<bool>,
-}
-
-/// The most `vgpu` replicas kept per card: a hostile scrape cannot grow memory without bound.
-const MAX_VGPUS: usize = 256;
-
-struct HolderAcc<'a> {
-    card: usize,
-    gi: Option<u32>,
-    namespace: Option<Cow<'a, str>>,
-    pod: Option<Cow<'a, str>>,
-    container: Option<Cow<'a, str>>,
-    hpc_job: Option<Cow<'a, str>>,
-}
-
-/// The labels `map` reads from one series.
-#[derive(Default)]
-struct Labels<'a> {
-    gpu: Option<Cow<'a, str>>,
-    device: Option<Cow<'a, str>>,
-    uuid: Option<Cow<'a, str>>,
-    model: Option<Cow<'a, str>>,
-    pci: Option<Cow<'a, str>>,
-    gi: Option<Cow<'a, str>>,
-    profile: Option<Cow<'a, str>>,
-    host: Option<Cow<'a, str>>,
-    pod: Option<Cow<'a, str>>,
-    namespace: Option<Cow<'a, str>>,
-    container: Option<Cow<'a, str>>,
-    exported_pod: Option<Cow<'a, str>>,
-    exported_namespace: Option<Cow<'a, str>>,
-    exported_container: Option<Cow<'a, str>>,
-    hpc_job: Option<Cow<'a, str>>,
-    vgpu: Option<Cow<'a, str>>,
-}
-
-impl<'a> Labels<'a> {
-    fn read(labels: Vec<(&'a str, Cow<'a, str>)>) -> Self {
+    fn labels<'a>(&self, labels: Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a> {
         let mut l = Labels::default();
         for (k, v) in labels {
             let slot = match k {
@@ -275,391 +97,25 @@ impl<'a> Labels<'a> {
         l
     }
 
-    /// An all-smi row's labels in dcgm-exporter's slots, and its `mig_mode_current`.
-    fn from_all_smi(labels: Vec<(&'a str, Cow<'a, str>)>) -> (Self, Option<Cow<'a, str>>) {
-        let a = allsmi::Labels::read(labels);
-        let l = Labels {
-            gpu: a.gpu,
-            uuid: a.uuid,
-            model: a.model,
-            host: a.host,
-            gi: a.gi,
-            profile: a.profile,
-            ..Labels::default()
-        };
-        (l, a.mig_mode)
-    }
-
-    fn gpu_index(&self) -> Option<u32> {
-        let from_gpu = self.gpu.as_deref().and_then(|g| g.trim().parse().ok());
-        from_gpu.or_else(|| self.device.as_deref()?.trim().strip_prefix("nvidia")?.parse().ok())
-    }
-}
-
-#[derive(Default)]
-struct Acc<'a> {
-    cards: Vec<CardAcc<'a>>,
-    /// Cards by host label and index; several when their UUIDs differ.
-    index: HashMap<(Cow<'a, str>, u32), Vec<usize>>,
-    /// Cards by UUID: one lookup however many hosts share an index under one target.
-    by_uuid: HashMap<Cow<'a, str>, usize>,
-    /// Cards first seen in a series without a UUID, by host label and index: the only ones a
-    /// new UUID may join.
-    no_uuid: HashMap<(Cow<'a, str>, u32), Vec<usize>>,
-    holders: Vec<HolderAcc<'a>>,
-    stats: Counts,
-}
-
-#[derive(Default)]
-struct Counts {
-    blank_sentinels: usize,
-    duplicates: usize,
-    unknown_gpu: usize,
-    non_finite: usize,
-}
-
-impl<'a> Acc<'a> {
-    fn add(&mut self, s: Sample<'a>, fixed: bool) {
-        let name = s.name;
-        let value = s.value;
-        let all_smi = allsmi::is_all_smi(name);
-        if all_smi && !allsmi::is_card_family(name) {
-            // The host's own rows (CPU, memory, disk, processes): nothing about a card.
-            return;
+    /// Blanks are counted whatever the field (int64) or for the fields read (FP64); the
+    /// values are in the model's units already.
+    fn value(&self, name: &str, value: f64, _labels: &Labels) -> Reading {
+        if value >= INT64_BLANK && value.is_finite() {
+            return Reading::Blank;
         }
-        let (l, mig_label) = if all_smi { Labels::from_all_smi(s.labels) } else { (Labels::read(s.labels), None) };
-        let Some(gpu) = l.gpu_index() else {
-            self.stats.unknown_gpu += 1;
-            return;
-        };
-        if all_smi
-            && allsmi::is_instance_family(name)
-            && l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok()).is_none()
-        {
-            // An instance row with no GPU instance id cannot be placed on its card.
-            self.stats.unknown_gpu += 1;
-            return;
+        let Some(f) = field(name) else { return Reading::Skip };
+        if !value.is_finite() {
+            return Reading::NonFinite;
         }
-        let node: Cow<'a, str> =
-            if fixed { Cow::Borrowed("") } else { l.host.clone().unwrap_or(Cow::Borrowed("unknown")) };
-        let cards = &mut self.cards;
-        let same = self.index.entry((node.clone(), gpu)).or_default();
-        // Cards with different UUIDs are different cards, whatever their index says; without
-        // a UUID, a different host label (one target fronting many hosts) tells them apart.
-        let agree = |a: Option<&str>, b: Option<&str>| a.zip(b).is_none_or(|(a, b)| a == b);
-        let anonymous = self.no_uuid.entry((node.clone(), gpu)).or_default();
-        let found = match &l.uuid {
-            // A known UUID is one lookup; a new one joins only a card that has no UUID yet.
-            Some(u) => self.by_uuid.get(u).copied().filter(|&i| cards[i].index == gpu).or_else(|| {
-                anonymous
-                    .iter()
-                    .copied()
-                    .filter(|&i| cards[i].uuid.is_none())
-                    .find(|&i| agree(cards[i].host.as_deref(), l.host.as_deref()))
-            }),
-            None => same.iter().copied().find(|&i| agree(cards[i].host.as_deref(), l.host.as_deref())),
-        };
-        let ci = found.unwrap_or_else(|| {
-            cards.push(CardAcc {
-                node,
-                host: None,
-                index: gpu,
-                uuid: None,
-                model: None,
-                pci: None,
-                whole: Slots::default(),
-                instances: Vec::new(),
-                vgpus: Vec::new(),
-                vgpu_overflow: false,
-                mig_mode: None,
-            });
-            same.push(cards.len() - 1);
-            if l.uuid.is_none() {
-                anonymous.push(cards.len() - 1);
-            }
-            cards.len() - 1
-        });
-        let Some(card) = self.cards.get_mut(ci) else { return };
-        fill(&mut card.host, l.host);
-        if card.uuid.is_none()
-            && let Some(u) = &l.uuid
-        {
-            self.by_uuid.insert(u.clone(), ci);
+        if value >= FP64_BLANK {
+            return Reading::Blank;
         }
-        fill(&mut card.uuid, l.uuid);
-        fill(&mut card.model, l.model);
-        fill(&mut card.pci, l.pci);
-        if all_smi {
-            // The gauge is live; all-smi's info label is read once when it starts: the gauge
-            // wins, the label only fills.
-            match allsmi::mig_mode(name, value, mig_label.as_deref()) {
-                Some(m) if name == "all_smi_gpu_mig_mode" => card.mig_mode = Some(m),
-                Some(m) if card.mig_mode.is_none() => card.mig_mode = Some(m),
-                _ => {}
-            }
-        }
-        let has_holder = l.pod.is_some() || l.exported_pod.is_some();
-        if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
-            && !card.vgpus.contains(&v)
-        {
-            if card.vgpus.len() < MAX_VGPUS {
-                card.vgpus.push(v);
-            } else {
-                card.vgpu_overflow = true;
-            }
-        }
-
-        let gi = l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok());
-        let slots = match gi {
-            None => &mut card.whole,
-            Some(gi) => {
-                let at = match card.instances.iter().position(|i| i.gi == gi) {
-                    Some(at) => at,
-                    None => {
-                        card.instances.push(InstAcc { gi, profile: None, slots: Slots::default() });
-                        card.instances.len() - 1
-                    }
-                };
-                let Some(inst) = card.instances.get_mut(at) else { return };
-                fill(&mut inst.profile, l.profile);
-                &mut inst.slots
-            }
-        };
-
-        let exported = l.exported_pod.is_some() || l.exported_namespace.is_some() || l.exported_container.is_some();
-        let (pod, namespace, container) = if exported {
-            (l.exported_pod, l.exported_namespace, l.exported_container)
-        } else {
-            (l.pod, l.namespace, l.container)
-        };
-        let holder = if pod.is_none() && l.hpc_job.is_none() {
-            NO_HOLDER
-        } else {
-            let holders = &mut self.holders;
-            let known = slots
-                .holders
-                .iter()
-                .copied()
-                .find(|&h| holders.get(h as usize).is_some_and(|x| x.pod == pod && x.hpc_job == l.hpc_job));
-            match known {
-                Some(h) => h,
-                None => {
-                    let h = u32::try_from(holders.len()).unwrap_or(NO_HOLDER);
-                    holders.push(HolderAcc { card: ci, gi, namespace, pod, container, hpc_job: l.hpc_job });
-                    slots.holders.push(h);
-                    h
-                }
-            }
-        };
-
-        let (f, value) = if all_smi {
-            let Some((f, factor)) = allsmi::field(name) else { return };
-            if !value.is_finite() {
-                self.stats.non_finite += 1;
-                return;
-            }
-            let Some(v) = allsmi::value(f, value, factor) else { return };
-            (f, v)
-        } else {
-            if value >= INT64_BLANK && value.is_finite() {
-                self.stats.blank_sentinels += 1;
-                return;
-            }
-            let Some(f) = field(name) else { return };
-            if !value.is_finite() {
-                self.stats.non_finite += 1;
-                return;
-            }
-            if value >= FP64_BLANK {
-                self.stats.blank_sentinels += 1;
-                return;
-            }
-            (f, value)
-        };
-        match &mut slots.vals[f as usize] {
-            Some((_, first)) => {
-                if *first == holder {
-                    self.stats.duplicates += 1;
-                }
-            }
-            empty => *empty = Some((value, holder)),
-        }
+        Reading::Value(f, value)
     }
 
-    fn finish(self, node: &NodeName) -> (Vec<Node>, Vec<Holder>, Naming) {
-        // One target whose series name several hosts (a Service, a federating endpoint):
-        // those hosts are the nodes, or thousands of cards would fold into one node's eight.
-        let hosts: std::collections::BTreeSet<&str> = self.cards.iter().filter_map(|c| c.host.as_deref()).collect();
-        let by_host = matches!(node, NodeName::Fixed(_)) && hosts.len() > 1;
-        let naming = Naming { hosts_behind_target: if by_host { hosts.len() } else { 0 }, shared_index: 0 };
-        let name_of = |c: &CardAcc| match (node, c.host.as_deref()) {
-            (NodeName::Fixed(_), Some(h)) if by_host => h.to_string(),
-            (NodeName::Fixed(n), _) => n.clone(),
-            (NodeName::Shared(_), Some(h)) => h.to_string(),
-            (NodeName::Shared(n), None) => n.clone(),
-            (NodeName::Label, _) => c.node.to_string(),
-        };
-        let mut holders: Vec<Holder> = self
-            .holders
-            .into_iter()
-            .filter_map(|h| {
-                let c = self.cards.get(h.card)?;
-                Some(Holder {
-                    node: name_of(c),
-                    index: c.index,
-                    gi_id: h.gi,
-                    namespace: h.namespace.map(Cow::into_owned),
-                    pod: h.pod.map(Cow::into_owned),
-                    container: h.container.map(Cow::into_owned),
-                    hpc_job: h.hpc_job.map(Cow::into_owned),
-                })
-            })
-            .collect();
-        holders.sort_by(|a, b| (&a.node, a.index, a.gi_id).cmp(&(&b.node, b.index, b.gi_id)));
-
-        let mut nodes: BTreeMap<String, Vec<Card>> = BTreeMap::new();
-        for c in self.cards {
-            nodes.entry(name_of(&c)).or_default().push(card(c));
-        }
-        let mut naming = naming;
-        let nodes = nodes
-            .into_iter()
-            .map(|(name, mut cards)| {
-                cards.sort_by_key(|c| c.index);
-                naming.shared_index += cards.windows(2).filter(|w| w[0].index == w[1].index).count();
-                Node { cards, ..Node::new(name) }
-            })
-            .collect();
-        (nodes, holders, naming)
+    fn vendor(&self) -> Option<Vendor> {
+        Some(Vendor::Nvidia)
     }
-}
-
-fn fill<'a>(slot: &mut Option<Cow<'a, str>>, v: Option<Cow<'a, str>>) {
-    if slot.is_none() {
-        *slot = v;
-    }
-}
-
-fn to_u64(v: f64) -> Option<u64> {
-    (0.0..1.8e19).contains(&v).then(|| v.round() as u64)
-}
-
-/// A percentage, or unknown: an exporter's -1 or 250 % is not shown as a number.
-fn pct(v: f64) -> Option<f64> {
-    (0.0..=100.0).contains(&v).then_some(v)
-}
-
-fn to_u32(v: f64) -> Option<u32> {
-    (0.0..=f64::from(u32::MAX)).contains(&v).then(|| v.round() as u32)
-}
-
-fn card(c: CardAcc) -> Card {
-    let model = c.model.map(Cow::into_owned).unwrap_or_default();
-    let mut instances = c.instances;
-    instances.sort_by_key(|i| i.gi);
-    let device = |f: Field| c.whole.get(f).or_else(|| instances.iter().find_map(|i| i.slots.get(f)));
-    let mut card = Card {
-        index: c.index,
-        uuid: c.uuid.map(Cow::into_owned),
-        pci_bus_id: c.pci.map(Cow::into_owned),
-        temperature_c: device(Field::Temp),
-        power_w: device(Field::Power),
-        power_limit_w: device(Field::PowerLimit),
-        sm_clock_mhz: device(Field::SmClock).and_then(to_u32),
-        memory_clock_mhz: device(Field::MemClock).and_then(to_u32),
-        ..Card::default()
-    };
-    card.health.last_xid = device(Field::Xid).and_then(to_u32).filter(|&x| x != 0);
-    card.health.ecc_volatile_uncorrected = device(Field::EccDbe).and_then(to_u64);
-    card.health.remapped_rows_uncorrectable = device(Field::RemappedRows).and_then(to_u64);
-    // A parent series (whole card, or a MIG card's parent on older exporters) measures the card.
-    card.utilization_pct =
-        c.whole.get(Field::GpuUtil).and_then(pct).or_else(|| c.whole.get(Field::GrActive).and_then(|r| pct(r * 100.0)));
-    let (used, total) = c.whole.memory();
-    card.memory_used_mib = used;
-    card.memory_total_mib = total;
-    if !instances.is_empty() {
-        let catalog = crate::model::mig::lookup(&model);
-        card.mig.enabled = true;
-        // DCGM says nothing about placement: the store infers it unless a source knows it.
-        card.mig.placements = crate::model::Placements::Inferred;
-        card.mig.instances = instances
-            .into_iter()
-            .map(|i| {
-                let profile = i.profile.map(Cow::into_owned).unwrap_or_default();
-                let size = catalog.and_then(|m| m.profile(&profile)).map_or(0, |p| p.memory_slices);
-                let (used, total) = i.slots.memory();
-                MigInstance {
-                    gi_id: i.gi,
-                    profile,
-                    start: 0,
-                    size,
-                    memory_used_mib: used,
-                    memory_total_mib: total,
-                    utilization_pct: i
-                        .slots
-                        .get(Field::InstUtil)
-                        .and_then(pct)
-                        .or_else(|| i.slots.get(Field::GrActive).and_then(|r| pct(r * 100.0))),
-                    ..MigInstance::default()
-                }
-            })
-            .collect();
-        let mut sum = None;
-        for u in card.mig.instances.iter().filter_map(|i| i.memory_used_mib) {
-            sum = Some(sum.unwrap_or(0u64).saturating_add(u));
-        }
-        if sum.is_some() {
-            card.memory_used_mib = sum;
-            // The instances' sum above a parent series' total: that total is not this card's.
-            card.memory_total_mib = card.memory_total_mib.filter(|&t| sum.is_none_or(|u| u <= t));
-        }
-    }
-    if c.mig_mode == Some(true) {
-        // all-smi writes 0 where NVML gives no whole-card use (it gives none with MIG on).
-        card.utilization_pct = None;
-    }
-    if card.mig.instances.is_empty() && c.mig_mode == Some(true) {
-        // all-smi says MIG is on and lists no instances: they are unknown, not absent.
-        card.mig.enabled = true;
-        card.mig.placements = crate::model::Placements::Unknown;
-        card.mig.error = Some(allsmi::NO_INSTANCES.into());
-    }
-    if !c.vgpus.is_empty() {
-        // Past the bound the count is not known: unknown, not 256.
-        card.sharing.replicas_used = u32::try_from(c.vgpus.len()).ok().filter(|_| !c.vgpu_overflow);
-        card.sharing.origin = Some("dcgm-exporter vgpu labels".into());
-    }
-    card.model = model;
-    card
-}
-
-/// Map a dcgm-exporter scrape into nodes and holders. Never panics on any input.
-pub fn map(text: &str, node: &NodeName) -> Mapped {
-    let fixed = matches!(node, NodeName::Fixed(_) | NodeName::Shared(_));
-    let mut acc = Acc::default();
-    let mut parse = exposition::parse(text, |s| acc.add(s, fixed));
-    let counts = std::mem::take(&mut acc.stats);
-    parse.bad_values += counts.non_finite;
-    let (nodes, holders, naming) = acc.finish(node);
-    Mapped {
-        nodes,
-        holders,
-        stats: MapStats {
-            parse,
-            blank_sentinels: counts.blank_sentinels,
-            duplicates: counts.duplicates,
-            unknown_gpu: counts.unknown_gpu,
-            hosts_behind_target: naming.hosts_behind_target,
-            shared_index: naming.shared_index,
-        },
-    }
-}
-
-/// How nodes were named, for the source's note.
-struct Naming {
-    hosts_behind_target: usize,
-    shared_index: usize,
 }
 
 mod generate;

@@ -2,6 +2,14 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::model::Card;
+use crate::sources::allsmi::AllSmi;
+use crate::sources::exposition;
+use crate::sources::series::{self, Holder, MapStats, Mapped, NodeName};
+
+/// The scrape's mapping with the dialects these samples need (dcgm-exporter's, all-smi's beside it).
+fn map(text: &str, node: &NodeName) -> Mapped {
+    series::map(text, node, &[&AllSmi, &Dcgm])
+}
 
 fn fixture(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dcgm").join(name);
@@ -508,4 +516,12 @@ fn a_total_below_what_is_used_is_unknown() {
         "DCGM_FI_DEV_FB_USED{gpu=\"1\",GPU_I_ID=\"0\"} 100\nall_smi_gpu_memory_total_bytes{gpu_index=\"1\"} 100\n";
     let m = map(text, &NodeName::Fixed("n".into()));
     assert_eq!((card(&m, "n", 1).memory_used_mib, card(&m, "n", 1).memory_total_mib), (Some(100), None));
+}
+
+#[test]
+fn dcgm_exporter_cards_are_nvidia_cards_with_no_partition_mode() {
+    let m = map("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\",Hostname=\"h\"} 5\n", &NodeName::Label);
+    let c = card(&m, "h", 0);
+    assert_eq!((c.vendor, c.serial.as_deref()), (Some(crate::model::Vendor::Nvidia), None));
+    assert_eq!(c.sharing.mode, None);
 }

@@ -20,12 +20,13 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use super::dcgm::NodeName;
 use super::http::Client;
-use super::scrape::{host, to_partial};
+use super::scrape::to_partial;
+use super::series::NodeName;
 use super::{Partial, Poll, SourceError, SourceUpdate};
 use crate::config::{PrometheusApi, ScrapeNode};
 use crate::model::SourceKind;
+use crate::url::host;
 use decode::{Options, Texts};
 
 /// The families of [`DEFAULT_QUERY`] in two halves of about the same number of series:

@@ -1,6 +1,6 @@
-//! The scrape source: dcgm-exporter endpoints fetched directly (`--scrape URL`, repeatable).
-//! Each target is a source of its own, so one target down marks that target stale and no
-//! other. Fetches run concurrently under one bound; parsing and mapping run off the async
+//! The scrape source: exporter endpoints fetched directly (`--scrape URL`, repeatable), read
+//! by the dialects registered here. Each target is a source of its own, so one target down
+//! marks that target stale and no other. Fetches run concurrently under one bound; parsing and mapping run off the async
 //! workers; a failing target backs off.
 
 use std::collections::HashMap;
@@ -9,11 +9,25 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
 
-use super::dcgm::{self, Holder, NodeName};
+use super::allsmi::AllSmi;
+use super::amd::Amd;
+use super::dcgm::Dcgm;
 use super::http::Client;
+use super::series::{self, Dialect, Holder, MapStats, Mapped, NodeName};
 use super::{Partial, Poll, SourceError, SourceUpdate};
 use crate::config::ScrapeNode;
 use crate::model::{Node, SourceKind, Workload, WorkloadKind, WorkloadState};
+use crate::url::{host, host_port, host_str};
+
+/// The exporters' dialects, tried in this order for each sample: the first that claims its
+/// name reads it (dcgm-exporter's claims every name, so it comes last).
+const DIALECTS: &[&dyn Dialect] = &[&AllSmi, &Amd, &Dcgm];
+
+/// Map one scrape (or several concatenated) into nodes and holders, each sample read by its
+/// exporter's dialect. Never panics on any input.
+pub fn map(text: &str, node: &NodeName) -> Mapped {
+    series::map(text, node, DIALECTS)
+}
 
 /// Fetches in flight at once across every target.
 pub const MAX_CONCURRENT: usize = 32;
@@ -29,31 +43,6 @@ pub fn source_name(url: &str) -> String {
     } else {
         format!("scrape:{}{path}", host_port(url))
     }
-}
-
-/// `host:port` of a URL (`http://gpu-1:9400/metrics` -> `gpu-1:9400`).
-pub fn host_port(url: &str) -> String {
-    host_port_str(url).to_string()
-}
-
-fn host_port_str(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let rest = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-    rest.rsplit_once('@').map_or(rest, |(_, h)| h)
-}
-
-/// The host alone, for node names (`gpu-1:9400` -> `gpu-1`; IPv6 in brackets kept).
-pub fn host(url: &str) -> String {
-    host_str(url).to_string()
-}
-
-/// [`host`] as a slice of `url` (all-smi rows name their host per sample: no copy each).
-pub fn host_str(url: &str) -> &str {
-    let hp = host_port_str(url);
-    if hp.starts_with('[') {
-        return hp.find(']').map_or(hp, |i| &hp[..=i]);
-    }
-    hp.rsplit_once(':').map_or(hp, |(h, _)| h)
 }
 
 /// How each target's nodes are named: by the label under `scrape_node = "label"`; else by the
@@ -91,8 +80,8 @@ fn loopback(host: &str) -> bool {
 const MAP_INLINE_MAX: usize = 256 << 10;
 
 /// Map one exposition into a partial fleet: cards, and the pods or jobs on them as workloads.
-pub fn to_partial(text: &str, node: &NodeName) -> (Partial, dcgm::MapStats) {
-    let mapped = dcgm::map(text, node);
+pub fn to_partial(text: &str, node: &NodeName) -> (Partial, MapStats) {
+    let mapped = map(text, node);
     let mut nodes = mapped.nodes;
     let workloads = holders_to_workloads(&mut nodes, &mapped.holders);
     let note = problems(&mapped.stats);
@@ -136,7 +125,7 @@ fn holders_to_workloads(nodes: &mut [Node], holders: &[Holder]) -> Vec<Workload>
 }
 
 /// Problems worth showing in the source's status, or `None` for a clean scrape.
-fn problems(stats: &dcgm::MapStats) -> Option<String> {
+fn problems(stats: &MapStats) -> Option<String> {
     let p = &stats.parse;
     let mut parts = Vec::new();
     if p.bad_lines > 0 {
@@ -254,12 +243,6 @@ mod tests {
     fn names_from_urls() {
         assert_eq!(source_name("http://gpu-1:9400/metrics"), "scrape:gpu-1:9400");
         assert_eq!(source_name("http://gpu-1:9400/other"), "scrape:gpu-1:9400/other");
-        assert_eq!(host("http://gpu-1:9400/metrics"), "gpu-1");
-        assert_eq!(host("https://user@10.0.0.5/metrics"), "10.0.0.5");
-        assert_eq!(host("http://[::1]:9400/metrics"), "[::1]");
-        assert_eq!(host_str("node-7:9090"), "node-7", "a slice, for all-smi rows");
-        assert_eq!(host_str("[::1"), "[::1", "no closing bracket: as written");
-        assert_eq!(host_port("gpu-2:9400"), "gpu-2:9400");
     }
 
     #[test]
@@ -294,7 +277,7 @@ mod tests {
         // Named by the series' host where they name one, else by the target's host and port.
         let row = |host: &str| format!("DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\",UUID=\"GPU-{host}\",Hostname=\"{host}\"}} 5\n");
         let named = |text: &str, node: &NodeName| -> Vec<String> {
-            dcgm::map(text, node).nodes.into_iter().map(|n| n.name).collect()
+            map(text, node).nodes.into_iter().map(|n| n.name).collect()
         };
         assert_eq!(named(&row("gpu-7"), &NodeName::Shared("localhost:9001".into())), ["gpu-7"]);
         assert_eq!(

@@ -111,6 +111,7 @@ impl Filter {
                         "excl" | "exclusive" => Term::Mode(SharingMode::Exclusive),
                         "ts" | "time-sliced" | "timesliced" => Term::Mode(SharingMode::TimeSliced),
                         "mps" => Term::Mode(SharingMode::Mps),
+                        "part" | "partitioned" => Term::Mode(SharingMode::Partitioned),
                         "shared" => Term::Shared,
                         _ => Term::Text(lw),
                     }
@@ -413,6 +414,8 @@ mod tests {
             (SharingMode::Mps, "mps shared", true),
             (SharingMode::Exclusive, "excl", true),
             (SharingMode::Exclusive, "shared", false),
+            (SharingMode::Partitioned, "part", true),
+            (SharingMode::Partitioned, "shared", false),
         ];
         for (mode, words, expect) in cases {
             assert_eq!(Filter::parse(words).matches(&fleet, &node, &card(mode)), expect, "{mode:?} {words}");

@@ -51,7 +51,7 @@ fn measure_against_prometheus_scrape() {
     let mut ours = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        let m = tessera::sources::dcgm::map(&text, &tessera::sources::dcgm::NodeName::Label);
+        let m = tessera::sources::scrape::map(&text, &tessera::sources::series::NodeName::Label);
         ours.push(t.elapsed().as_secs_f64());
         assert_eq!(m.nodes.len(), 512);
     }

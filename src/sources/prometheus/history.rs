@@ -11,7 +11,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use super::query_url;
 use crate::config::ScrapeNode;
 use crate::sources::http::Client;
-use crate::sources::scrape::host;
+use crate::url::host;
 
 /// History points fetched per card: the card view keeps this many samples.
 pub const HISTORY_POINTS: u64 = 120;

@@ -79,6 +79,7 @@ fn sharing(mode: SharingMode, replicas: u32, memory_mib: u64) -> Sharing {
         mps_memory_limit_mib: mps.then(|| memory_mib / u64::from(replicas)),
         mps_thread_pct: mps.then(|| 100 / replicas),
         origin: Some(format!("simulated device plugin: {} x{replicas}", mode.as_str())),
+        ..Sharing::default()
     }
 }
 
