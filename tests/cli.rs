@@ -66,6 +66,8 @@ fn snapshot_demo_json_has_the_contract_keys() {
     ] {
         assert!(cards.iter().all(|c| c.get(key).is_some()), "card key {key}");
     }
+    // The simulated models are NVIDIA's, and the snapshot says so.
+    assert!(cards.iter().all(|c| c["vendor"] == "nvidia"), "vendor");
     let modes: std::collections::BTreeSet<&str> = cards.iter().filter_map(|c| c["sharing_mode"].as_str()).collect();
     assert_eq!(modes.into_iter().collect::<Vec<_>>(), ["exclusive", "mig", "mps", "time_sliced"]);
     let mig: Vec<&Value> = cards.iter().copied().filter(|c| c["mig"]["enabled"] == true).collect();

@@ -226,6 +226,7 @@ impl<'n> Collector<'n> {
                     let mut card = self.last.get(&index).cloned().unwrap_or_else(|| Card {
                         index,
                         model: "unknown (lost before first read)".into(),
+                        vendor: Some(crate::model::Vendor::Nvidia),
                         ..Card::default()
                     });
                     let lost = matches!(e, NvmlError::GpuLost);
@@ -342,6 +343,8 @@ impl<'n> Collector<'n> {
             index,
             uuid: self.calls.known("nvmlDeviceGetUUID", index, dev.uuid())?,
             model: name,
+            // NVML is NVIDIA's library: every card it reads is NVIDIA's.
+            vendor: Some(crate::model::Vendor::Nvidia),
             memory_total_mib: memory.as_ref().map(|m| m.total / MIB),
             memory_used_mib: memory.as_ref().map(|m| m.used / MIB),
             // NVML has no utilisation for MIG; never show 0 for unknown.

@@ -146,6 +146,8 @@ fn card(node: &str, index: u32, model: CardModel, layout: Option<&str>) -> Card 
         index,
         uuid: Some(uuid),
         model: model.nvml_name.to_string(),
+        // The simulated models are NVIDIA's.
+        vendor: Some(crate::model::Vendor::Nvidia),
         memory_total_mib: Some(model.memory_mib),
         power_limit_w: Some(model.tdp_w),
         compute_mode: Some(ComputeMode::Default),
