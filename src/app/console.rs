@@ -1,0 +1,517 @@
+//! The console object: the state the console's one task owns (the engine's store, updates and
+//! runner, the UI state, the terminal, what is recorded, what is due) and the loop over
+//! terminal input, source updates, action progress, a clock and signals.
+
+use std::io::Stdout;
+use std::time::Duration;
+
+use chrono::Utc;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::sync::mpsc;
+
+use super::leave::{headless, interrupted, quit_signal};
+use super::requests::on_request;
+use super::schedule::{Auto, Suggestions, advise, due_change, group_event, pump};
+use super::terminal::{Restore, Signals, terminal_area, try_suspend};
+use super::{ActEvent, draw, keys, open_terminal, signals};
+use crate::actions::run::Runner;
+use crate::commands::to_stderr;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::error::CmdError;
+use crate::model::schedule::Schedule;
+use crate::record::session::Session;
+use crate::sources::SourceUpdate;
+use crate::store::Store;
+use crate::ui::actions::{self as dialogs, Modal};
+use crate::ui::state::{Effect, UiState};
+use crate::ui::theme::Theme;
+
+/// How often the schedule banner is made again (and when an action starts or ends), on the
+/// wall clock and on the data's clock, whichever passes first.
+const BANNER_EVERY: Duration = Duration::from_secs(10);
+
+/// Whether the banner made at `made` (wall) for data at `made_data` is due again with data at
+/// `data`: ten seconds on either clock, or no data yet. On the data's clock too: at `--speed
+/// 600` ten wall seconds are 100 simulated minutes, and the banner named the window before
+/// the change for that long.
+fn banner_stale(
+    made: Option<std::time::Instant>,
+    made_data: Option<chrono::DateTime<Utc>>,
+    data: Option<chrono::DateTime<Utc>>,
+) -> bool {
+    let every = chrono::Duration::from_std(BANNER_EVERY).unwrap_or_default();
+    made.is_none_or(|t| t.elapsed() >= BANNER_EVERY)
+        || made_data.is_none()
+        || matches!((made_data, data), (Some(a), Some(b)) if b - a >= every || b < a)
+}
+
+/// The most often source updates are merged and drawn: ten times a second, and at most
+/// twice a refresh (or once a second, for long refreshes) (64 exporters polled each second, each on its own clock, would otherwise
+/// merge and draw the whole fleet ten times a second for data that change once).
+const MERGE_EVERY: Duration = Duration::from_millis(100);
+/// The advisor waits this many times its last pass before the next, at most ADVICE_GAP_MAX.
+const ADVICE_SHARE: u32 = 20;
+const ADVICE_GAP_MAX: Duration = Duration::from_secs(10);
+
+/// The console: everything its one task owns, from the start to the end.
+pub(super) struct Console<'a> {
+    cfg: &'a Config,
+    theme: Theme,
+    store: Store,
+    updates: mpsc::Receiver<SourceUpdate>,
+    runner: Runner,
+    recording: Option<Session>,
+    demand_saved: Option<chrono::DateTime<Utc>>,
+    suggestions: Suggestions,
+    banner_at: Option<std::time::Instant>,
+    banner_data: Option<chrono::DateTime<Utc>>,
+    banner_busy: bool,
+    act_tx: mpsc::UnboundedSender<ActEvent>,
+    act_rx: mpsc::UnboundedReceiver<ActEvent>,
+    auto_tx: mpsc::UnboundedSender<ActEvent>,
+    auto_rx: mpsc::UnboundedReceiver<ActEvent>,
+    auto: Auto,
+    terminal: Terminal<CrosstermBackend<Stdout>>,
+    restore: Restore,
+    input: mpsc::Receiver<crossterm::event::Event>,
+    sig: Signals,
+    schedules: Option<Vec<Schedule>>,
+    schedules_for_sim: bool,
+    st: UiState,
+    clock: tokio::time::Interval,
+    dirty: bool,
+    lost: Option<String>,
+    input_open: bool,
+    finished_headless: bool,
+    asked_headless: bool,
+    hung_up: bool,
+    advice_due: bool,
+    findings_due: bool,
+    advised_at: Option<std::time::Instant>,
+    advice_gap: Duration,
+    advise_now: bool,
+    merge_every: Duration,
+    merge_pending: bool,
+    merge_at: tokio::time::Instant,
+    last_merge: tokio::time::Instant,
+    left_undone: Option<String>,
+}
+
+impl<'a> Console<'a> {
+    /// The engine started, the recording opened, the terminal taken.
+    pub(super) fn open(
+        cfg: &'a Config,
+        theme: Theme,
+        ascii: bool,
+        record: Option<crate::record::writer::Settings>,
+    ) -> Result<Self, CmdError> {
+        let Engine { store, updates, runner, notes } = Engine::start(cfg).map_err(CmdError::Usage)?;
+        // Recording while you watch: opened before the terminal is taken, so a refusal (the file
+        // exists) is said plainly.
+        let recording = match record {
+            Some(s) => Some(
+                crate::record::session::Session::start(s, runner.audit_path().map(std::path::Path::to_path_buf))
+                    .map_err(CmdError::Failed)?,
+            ),
+            None => None,
+        };
+        // The demand by hour is kept for the next run (real sources), at each new sample.
+        let demand_saved = store.demand().last;
+        let suggestions = Suggestions::default();
+        // When the banner was last made, and whether an action ran then.
+        let banner_at: Option<std::time::Instant> = None;
+        let banner_data: Option<chrono::DateTime<Utc>> = None;
+        let banner_busy = false;
+        // Progress and outcomes of running actions come back here; those of unattended schedules
+        // on the simulated cluster on their own channel.
+        let (act_tx, act_rx) = mpsc::unbounded_channel::<ActEvent>();
+        let (auto_tx, auto_rx) = mpsc::unbounded_channel::<ActEvent>();
+        let auto = Auto::default();
+
+        let (terminal, restore, input) = open_terminal();
+        let sig = signals()?;
+
+        // The schedules the banner follows: the configured ones, or the simulator's example once
+        // the simulator has answered.
+        let schedules = crate::schedule::demo::effective(cfg, store.simulated()).map(|(s, _)| s);
+        let schedules_for_sim = store.simulated();
+        let mut st = UiState::new(cfg.read_only, ascii, cfg.policy.min_runtime, Utc::now());
+        st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
+        if !notes.is_empty() {
+            st.message = Some(notes.join("; "));
+        }
+        st.recording = recording.as_ref().and_then(|r| r.recorder().path()).map(|p| p.display().to_string());
+        st.on_fleet(store.fleet());
+        let mut clock = tokio::time::interval(Duration::from_secs(1));
+        clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let dirty = true;
+        // The terminal is gone (a dropped SSH session: a draw failed or its input ended): nothing
+        // is drawn any more; an action under way finishes headless and is audited, then tessera
+        // leaves. A failed draw never ends a running action.
+        let lost: Option<String> = None;
+        let input_open = true;
+        let finished_headless = false;
+        // A quit signal came while headless (the next one leaves at once).
+        let asked_headless = false;
+        // SIGHUP came while an action ran: leave when it ends.
+        let hung_up = false;
+        // The fleet changed since the advisor last ran.
+        let advice_due = true;
+        // The advisor keeps to a twentieth of a core: after a pass that took d, the next waits
+        // at least 20 d (a second at 4,096 cards, several at 32,768).
+        let findings_due = true;
+        let advised_at: Option<std::time::Instant> = None;
+        let advice_gap = std::time::Duration::ZERO;
+        // Run the advice step below the select (a merge or the clock asked for it).
+        let advise_now = false;
+        let merge_every = MERGE_EVERY.max((cfg.refresh / 2).min(Duration::from_secs(1)));
+        let (merge_pending, merge_at, last_merge) =
+            (false, tokio::time::Instant::now(), tokio::time::Instant::now() - merge_every);
+        // What a quit at once left half-done, said on stderr at the end (exit 1).
+        let left_undone: Option<String> = None;
+        Ok(Self {
+            cfg,
+            theme,
+            store,
+            updates,
+            runner,
+            recording,
+            demand_saved,
+            suggestions,
+            banner_at,
+            banner_data,
+            banner_busy,
+            act_tx,
+            act_rx,
+            auto_tx,
+            auto_rx,
+            auto,
+            terminal,
+            restore,
+            input,
+            sig,
+            schedules,
+            schedules_for_sim,
+            st,
+            clock,
+            dirty,
+            lost,
+            input_open,
+            finished_headless,
+            asked_headless,
+            hung_up,
+            advice_due,
+            findings_due,
+            advised_at,
+            advice_gap,
+            advise_now,
+            merge_every,
+            merge_pending,
+            merge_at,
+            last_merge,
+            left_undone,
+        })
+    }
+
+    /// Serve the console until it ends.
+    pub(super) async fn run(mut self) -> Result<(), CmdError> {
+        loop {
+            if self.dirty && self.lost.is_none() {
+                if let Err(e) = draw(&mut self.terminal, &mut self.st, &self.store, &self.theme) {
+                    self.lost = Some(e.to_string());
+                    if !headless(&mut self.st) {
+                        break;
+                    }
+                    self.finished_headless = true;
+                }
+                self.dirty = false;
+            }
+            tokio::select! {
+                ev = self.input.recv(), if self.input_open => {
+                    let Some(ev) = ev else {
+                        // The input thread ends when the terminal can no longer be read.
+                        self.input_open = false;
+                        self.lost.get_or_insert_with(|| "the terminal's input ended".into());
+                        if headless(&mut self.st) {
+                            self.finished_headless = true;
+                            continue;
+                        }
+                        break;
+                    };
+                    match keys(ev, &mut self.input, &mut self.st, self.store.fleet()) {
+                        Effect::Quit => {
+                            self.left_undone = interrupted(&self.st, &self.runner);
+                            self.auto.interrupted(&self.runner);
+                            break;
+                        }
+                        Effect::Request(req) => {
+                            on_request(&mut self.st, &self.store, &self.runner, &self.act_tx, req, self.schedules.as_deref(), self.cfg);
+                            pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
+                            self.dirty = true;
+                        }
+                        Effect::Redraw | Effect::Dismissed => {
+                            // `x` in a group run: its give-back starts now, not at the next update.
+                            pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
+                            self.dirty = true;
+                        }
+                        // Never stopped mid-action: a preemption between its checkpoint and its
+                        // requeue would wait for a `fg` that may not come.
+                        Effect::Suspend => {
+                            try_suspend(&mut self.terminal, &mut self.st);
+                            self.dirty = true;
+                        }
+                        Effect::None => {}
+                    }
+                }
+                Some(ev) = self.auto_rx.recv() => {
+                    if matches!(ev, ActEvent::Finished(_)) {
+                        self.auto.finished(&mut self.st, ev, self.store.fleet().taken_at.unwrap_or_else(Utc::now));
+                        // Asked to quit while it ran: now.
+                        if (self.st.quit_after_action || self.hung_up) && !self.st.action_running() {
+                            break;
+                        }
+                        // The group run waiting for it goes on; else the next unattended action.
+                        pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
+                        if let Some(s) = self.schedules.as_deref().filter(|s| Auto::applies(self.cfg, &self.store, s)) {
+                            self.auto.step(&mut self.st, &self.store, s, self.cfg, &self.runner, &self.auto_tx);
+                        }
+                        self.dirty = true;
+                    }
+                }
+                Some(ev) = self.act_rx.recv() => {
+                    let finished = matches!(ev, ActEvent::Finished(_));
+                    if matches!(self.st.modal, Some(Modal::GroupRunning { .. })) {
+                        group_event(&mut self.st, ev, self.store.fleet().taken_at.unwrap_or_else(Utc::now));
+                        pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
+                        if (self.st.quit_after_action || self.hung_up) && !self.st.action_running() {
+                            break;
+                        }
+                        self.dirty = true;
+                        continue;
+                    }
+                    if let Some(m) = &mut self.st.modal {
+                        match ev {
+                            ActEvent::Progress(p) => dialogs::on_progress(m, p, Utc::now()),
+                            ActEvent::Finished(o) => {
+                                // A hidden dialog closes with the verdict in the footer.
+                                if self.st.action_hidden {
+                                    if let Modal::Running { plan, .. } = m {
+                                        self.st.message = Some(dialogs::verdict(plan, &o));
+                                    }
+                                    self.st.modal = None;
+                                    self.st.action_hidden = false;
+                                } else {
+                                    dialogs::on_outcome(m, o);
+                                }
+                            }
+                        }
+                    }
+                    if finished && (self.st.quit_after_action || self.hung_up) {
+                        break;
+                    }
+                    // What was acted on is advised on again with the next merge, unpaced.
+                    self.advised_at = None;
+                    self.dirty = true;
+                }
+                Some(update) = self.updates.recv() => {
+                    let mut changed = self.store.apply_deferred(update, Utc::now());
+                    while let Ok(more) = self.updates.try_recv() {
+                        changed |= self.store.apply_deferred(more, Utc::now());
+                    }
+                    // A source live again without new data shows at once; new data with the merge.
+                    self.dirty |= self.store.take_health_changed();
+                    // Merge at most ten times a second, however many exporters report.
+                    if changed && !self.merge_pending {
+                        self.merge_pending = true;
+                        self.merge_at = tokio::time::Instant::now().max(self.last_merge + self.merge_every);
+                    }
+                }
+                // The merge itself runs below the select, so an update that finds the last merge
+                // long enough ago is merged in the same turn, with no timer (and no wake of the
+                // timer's thread) for it.
+                _ = tokio::time::sleep_until(self.merge_at), if self.merge_pending => {}
+                _ = self.clock.tick() => {
+                    self.st.wall = Utc::now();
+                    self.dirty |= self.st.expire_message(self.st.wall);
+                    // Recording: a frame a second (what is on screen), with the actions audited since.
+                    if let Some(r) = &mut self.recording
+                        && let Err(e) = r.take(&self.store, self.st.wall)
+                    {
+                        self.st.recording = None;
+                        let closed = self.recording.take().map(crate::record::session::Session::finish);
+                        self.st.message = Some(match closed {
+                            Some(Err(c)) => format!("recording stopped: {e} (and it could not be closed: {c})"),
+                            _ => format!("recording stopped: {e}"),
+                        });
+                    }
+                    if let Err(e) = crate::engine::save_demand(&self.store, &mut self.demand_saved) {
+                        self.st.message = Some(format!("demand by hour not kept: {e}"));
+                        // Tried again at the next sample.
+                        self.demand_saved = self.store.demand().last.or(Some(Utc::now()));
+                    }
+                    self.advise_now = true;
+                    if std::mem::take(&mut self.advice_due) {
+                        if self.store.simulated() != self.schedules_for_sim {
+                            self.schedules_for_sim = self.store.simulated();
+                            self.schedules = crate::schedule::demo::effective(self.cfg, self.schedules_for_sim).map(|(s, _)| s);
+                        }
+                        let was = self.st.banner.clone();
+                        // The banner's timelines take ~55 ms over 1,400 covered cards: every ten
+                        // seconds, and at once after an action (its minutes count down coarsely).
+                        // (Also at once while no source has answered yet: the first data shows it.)
+                        let stale = banner_stale(self.banner_at, self.banner_data, self.store.fleet().taken_at);
+                        if stale || self.st.action_running() != self.banner_busy {
+                            self.st.banner = self.schedules.as_ref().and_then(|s| due_change(s, self.cfg, &self.store));
+                            self.banner_at = Some(std::time::Instant::now());
+                            self.banner_data = self.store.fleet().taken_at;
+                            self.banner_busy = self.st.action_running();
+                        }
+                        let unattended = self.schedules.as_deref().filter(|s| Auto::applies(self.cfg, &self.store, s));
+                        if let Some(s) = unattended {
+                            self.auto.step(&mut self.st, &self.store, s, self.cfg, &self.runner, &self.auto_tx);
+                        }
+                        if self.st.banner.is_some() != was.is_some() {
+                            self.st.set_viewport(crate::ui::viewport_for(terminal_area(&self.terminal), &self.st));
+                        }
+                        // The merge drew the new data already: a frame here only for what this
+                        // step changed (one frame a merge, not two a second apart).
+                        self.dirty |= unattended.is_some() || self.st.banner != was;
+                    }
+                    if (self.st.quit_after_action || self.hung_up) && matches!(self.st.modal, Some(Modal::GroupRunning { .. })) {
+                        if let Some(Modal::GroupRunning { run, .. }) = &mut self.st.modal {
+                            run.stop("tessera is quitting");
+                        }
+                        pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
+                        if !self.st.action_running() {
+                            break;
+                        }
+                    }
+                    // Stale sources show their age, so they redraw each second; live ones do not.
+                    // A running action's countdown, too.
+                    self.dirty |= self.store.check_staleness(self.st.wall)
+                        || self.st.action_running()
+                        || self.store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
+                }
+                // A signal while an action runs lets it finish (and be audited); a second one leaves.
+                // SIGTERM, SIGINT, SIGQUIT: the first lets a running action finish (and be
+                // audited), a second leaves at once. Headless, the first is counted afresh (going
+                // headless is not a request of the operator's).
+                _ = self.sig.term.recv() => if quit_signal(&mut self.st, &self.runner, self.lost.is_some(), &mut self.asked_headless, &mut self.left_undone) { self.dirty = true } else { self.auto.interrupted(&self.runner); break },
+                _ = self.sig.quit.recv() => if quit_signal(&mut self.st, &self.runner, self.lost.is_some(), &mut self.asked_headless, &mut self.left_undone) { self.dirty = true } else { self.auto.interrupted(&self.runner); break },
+                _ = self.sig.int.recv() => if quit_signal(&mut self.st, &self.runner, self.lost.is_some(), &mut self.asked_headless, &mut self.left_undone) { self.dirty = true } else { self.auto.interrupted(&self.runner); break },
+                _ = self.sig.tstp.recv() => if self.lost.is_none() { try_suspend(&mut self.terminal, &mut self.st); self.dirty = true },
+                // SIGHUP is a terminal going away (tmux and the kernel can each send one): it never
+                // abandons a running action; it quits when none runs. The redraw it asks for finds
+                // out whether the terminal is still there.
+                _ = self.sig.hup.recv() => if self.st.action_running() {
+                    // Not a request of the operator's: a later q or Ctrl-C is still the first.
+                    self.hung_up = true;
+                    self.st.message = Some("hangup: tessera quits when the action ends".into());
+                    self.dirty = true;
+                } else {
+                    self.auto.interrupted(&self.runner);
+                    break
+                },
+            }
+            if self.merge_pending && tokio::time::Instant::now() >= self.merge_at {
+                self.store.rebuild();
+                self.st.on_fleet(self.store.fleet());
+                // A group change waiting for a card to empty or for its time looks again.
+                pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
+                // The advisor runs below at once, paced by its own cost (ADVICE_SHARE); the
+                // banner and the unattended schedule at the next clock tick.
+                self.advice_due = true;
+                self.merge_pending = false;
+                self.last_merge = tokio::time::Instant::now();
+                self.dirty = true;
+                self.advise_now = true;
+            }
+            // The advisor after a merge at once (one draw shows the new data and what it says of
+            // them, not two a second apart), and on the clock for a pass the pacing held back. The
+            // banner and the unattended schedule stay on the clock (at most once a second).
+            if std::mem::take(&mut self.advise_now) {
+                self.findings_due |= self.advice_due;
+                if self.findings_due && self.advised_at.is_none_or(|t| t.elapsed() >= self.advice_gap) {
+                    let began = std::time::Instant::now();
+                    self.st.on_findings(advise(self.cfg, &self.store, &mut self.suggestions));
+                    self.advice_gap = (began.elapsed() * ADVICE_SHARE).min(ADVICE_GAP_MAX);
+                    self.advised_at = Some(began);
+                    self.findings_due = false;
+                    self.dirty = true;
+                }
+            }
+        }
+        // Left at once while a group change ran: say which cards it leaves drained.
+        let drained = match &self.st.modal {
+            Some(Modal::GroupRunning { run, .. }) => run.still_drained(),
+            _ => Vec::new(),
+        };
+        let kept = crate::engine::save_demand(&self.store, &mut self.demand_saved);
+        let audit_note = self.recording.as_ref().and_then(|r| r.audit_error.clone());
+        let recorded = self.recording.map(crate::record::session::Session::finish);
+        drop(self.restore);
+        match recorded {
+            Some(Ok(s)) => to_stderr(&format!(
+                "tessera: recorded {} frames and {} actions, {}, in {}",
+                s.frames,
+                s.actions,
+                crate::units::size(s.bytes),
+                s.kept().iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            )),
+            Some(Err(e)) => to_stderr(&format!("tessera: the recording was not closed cleanly: {e}")),
+            None => {}
+        }
+        if let Some(e) = audit_note {
+            to_stderr(&format!(
+                "tessera: the audit log could not always be read ({e}): recorded actions may be missing"
+            ));
+        }
+        if let Err(e) = kept {
+            to_stderr(&format!("tessera: demand by hour not kept: {e}"));
+        }
+        if !drained.is_empty() {
+            let names: Vec<String> = drained.iter().map(ToString::to_string).collect();
+            to_stderr(&format!(
+                "tessera: the schedule change was left at once: {} stay drained (tessera undrain CARD gives each back; the audit log has every drain)",
+                names.join(", ")
+            ));
+        }
+        if let Some(what) = self.left_undone {
+            return Err(CmdError::Failed(what));
+        }
+        match self.lost {
+            Some(e) => Err(CmdError::Failed(format!(
+                "the terminal was lost ({e}){}",
+                if self.finished_headless {
+                    "; the action under way ran to its end headless: the audit log has its outcome"
+                } else {
+                    ""
+                }
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::banner_stale;
+
+    /// The banner is made again when the data's clock moved ten seconds, not only the wall's:
+    /// at 600× it named the window before a change for two simulated hours.
+    #[test]
+    fn the_banner_follows_the_datas_clock_too() {
+        let t0 = chrono::DateTime::parse_from_rfc3339("2026-03-02T07:59:00Z").map(|t| t.to_utc()).unwrap_or_default();
+        let just_now = Some(std::time::Instant::now());
+        assert!(!banner_stale(just_now, Some(t0), Some(t0 + chrono::Duration::seconds(5))));
+        assert!(
+            banner_stale(just_now, Some(t0), Some(t0 + chrono::Duration::seconds(600))),
+            "a simulated minute: again"
+        );
+        assert!(banner_stale(just_now, Some(t0), Some(t0 - chrono::Duration::seconds(60))), "a replay jumped back");
+        assert!(banner_stale(None, Some(t0), Some(t0)));
+        assert!(banner_stale(just_now, None, Some(t0)));
+    }
+}
