@@ -112,8 +112,7 @@ impl<'a> Console<'a> {
         // exists) is said plainly.
         let recording = match record {
             Some(s) => Some(
-                crate::record::session::Session::start(s, runner.audit_path().map(std::path::Path::to_path_buf))
-                    .map_err(CmdError::Failed)?,
+                Session::start(s, runner.audit_path().map(std::path::Path::to_path_buf)).map_err(CmdError::Failed)?,
             ),
             None => None,
         };
@@ -215,234 +214,370 @@ impl<'a> Console<'a> {
         })
     }
 
-    /// Serve the console until it ends.
+    /// Serve the console until it ends: draw if due, wait for the next event and serve it,
+    /// then merge and advise if that made them due.
     pub(super) async fn run(mut self) -> Result<(), CmdError> {
         loop {
-            if self.dirty && self.lost.is_none() {
-                if let Err(e) = draw(&mut self.terminal, &mut self.st, &self.store, &self.theme) {
-                    self.lost = Some(e.to_string());
-                    if !headless(&mut self.st) {
-                        break;
-                    }
-                    self.finished_headless = true;
-                }
-                self.dirty = false;
+            if self.draw_if_due() == Then::Leave {
+                break;
             }
-            tokio::select! {
-                ev = self.input.recv(), if self.input_open => {
-                    let Some(ev) = ev else {
-                        // The input thread ends when the terminal can no longer be read.
-                        self.input_open = false;
-                        self.lost.get_or_insert_with(|| "the terminal's input ended".into());
-                        if headless(&mut self.st) {
-                            self.finished_headless = true;
-                            continue;
-                        }
-                        break;
-                    };
-                    match keys(ev, &mut self.input, &mut self.st, self.store.fleet()) {
-                        Effect::Quit => {
-                            self.left_undone = interrupted(&self.st, &self.runner);
-                            self.auto.interrupted(&self.runner);
-                            break;
-                        }
-                        Effect::Request(req) => {
-                            on_request(&mut self.st, &self.store, &self.runner, &self.act_tx, req, self.schedules.as_deref(), self.cfg);
-                            pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
-                            self.dirty = true;
-                        }
-                        Effect::Redraw | Effect::Dismissed => {
-                            // `x` in a group run: its give-back starts now, not at the next update.
-                            pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
-                            self.dirty = true;
-                        }
-                        // Never stopped mid-action: a preemption between its checkpoint and its
-                        // requeue would wait for a `fg` that may not come.
-                        Effect::Suspend => {
-                            try_suspend(&mut self.terminal, &mut self.st);
-                            self.dirty = true;
-                        }
-                        Effect::None => {}
-                    }
-                }
-                Some(ev) = self.auto_rx.recv() => {
-                    if matches!(ev, ActEvent::Finished(_)) {
-                        self.auto.finished(&mut self.st, ev, self.store.fleet().taken_at.unwrap_or_else(Utc::now));
-                        // Asked to quit while it ran: now.
-                        if (self.st.quit_after_action || self.hung_up) && !self.st.action_running() {
-                            break;
-                        }
-                        // The group run waiting for it goes on; else the next unattended action.
-                        pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
-                        if let Some(s) = self.schedules.as_deref().filter(|s| Auto::applies(self.cfg, &self.store, s)) {
-                            self.auto.step(&mut self.st, &self.store, s, self.cfg, &self.runner, &self.auto_tx);
-                        }
-                        self.dirty = true;
-                    }
-                }
-                Some(ev) = self.act_rx.recv() => {
-                    let finished = matches!(ev, ActEvent::Finished(_));
-                    if matches!(self.st.modal, Some(Modal::GroupRunning { .. })) {
-                        group_event(&mut self.st, ev, self.store.fleet().taken_at.unwrap_or_else(Utc::now));
-                        pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
-                        if (self.st.quit_after_action || self.hung_up) && !self.st.action_running() {
-                            break;
-                        }
-                        self.dirty = true;
-                        continue;
-                    }
-                    if let Some(m) = &mut self.st.modal {
-                        match ev {
-                            ActEvent::Progress(p) => dialogs::on_progress(m, p, Utc::now()),
-                            ActEvent::Finished(o) => {
-                                // A hidden dialog closes with the verdict in the footer.
-                                if self.st.action_hidden {
-                                    if let Modal::Running { plan, .. } = m {
-                                        self.st.message = Some(dialogs::verdict(plan, &o));
-                                    }
-                                    self.st.modal = None;
-                                    self.st.action_hidden = false;
-                                } else {
-                                    dialogs::on_outcome(m, o);
-                                }
-                            }
-                        }
-                    }
-                    if finished && (self.st.quit_after_action || self.hung_up) {
-                        break;
-                    }
-                    // What was acted on is advised on again with the next merge, unpaced.
-                    self.advised_at = None;
-                    self.dirty = true;
-                }
-                Some(update) = self.updates.recv() => {
-                    let mut changed = self.store.apply_deferred(update, Utc::now());
-                    while let Ok(more) = self.updates.try_recv() {
-                        changed |= self.store.apply_deferred(more, Utc::now());
-                    }
-                    // A source live again without new data shows at once; new data with the merge.
-                    self.dirty |= self.store.take_health_changed();
-                    // Merge at most ten times a second, however many exporters report.
-                    if changed && !self.merge_pending {
-                        self.merge_pending = true;
-                        self.merge_at = tokio::time::Instant::now().max(self.last_merge + self.merge_every);
-                    }
-                }
-                // The merge itself runs below the select, so an update that finds the last merge
-                // long enough ago is merged in the same turn, with no timer (and no wake of the
-                // timer's thread) for it.
-                _ = tokio::time::sleep_until(self.merge_at), if self.merge_pending => {}
-                _ = self.clock.tick() => {
-                    self.st.wall = Utc::now();
-                    self.dirty |= self.st.expire_message(self.st.wall);
-                    // Recording: a frame a second (what is on screen), with the actions audited since.
-                    if let Some(r) = &mut self.recording
-                        && let Err(e) = r.take(&self.store, self.st.wall)
-                    {
-                        self.st.recording = None;
-                        let closed = self.recording.take().map(crate::record::session::Session::finish);
-                        self.st.message = Some(match closed {
-                            Some(Err(c)) => format!("recording stopped: {e} (and it could not be closed: {c})"),
-                            _ => format!("recording stopped: {e}"),
-                        });
-                    }
-                    if let Err(e) = crate::engine::save_demand(&self.store, &mut self.demand_saved) {
-                        self.st.message = Some(format!("demand by hour not kept: {e}"));
-                        // Tried again at the next sample.
-                        self.demand_saved = self.store.demand().last.or(Some(Utc::now()));
-                    }
-                    self.advise_now = true;
-                    if std::mem::take(&mut self.advice_due) {
-                        if self.store.simulated() != self.schedules_for_sim {
-                            self.schedules_for_sim = self.store.simulated();
-                            self.schedules = crate::schedule::demo::effective(self.cfg, self.schedules_for_sim).map(|(s, _)| s);
-                        }
-                        let was = self.st.banner.clone();
-                        // The banner's timelines take ~55 ms over 1,400 covered cards: every ten
-                        // seconds, and at once after an action (its minutes count down coarsely).
-                        // (Also at once while no source has answered yet: the first data shows it.)
-                        let stale = banner_stale(self.banner_at, self.banner_data, self.store.fleet().taken_at);
-                        if stale || self.st.action_running() != self.banner_busy {
-                            self.st.banner = self.schedules.as_ref().and_then(|s| due_change(s, self.cfg, &self.store));
-                            self.banner_at = Some(std::time::Instant::now());
-                            self.banner_data = self.store.fleet().taken_at;
-                            self.banner_busy = self.st.action_running();
-                        }
-                        let unattended = self.schedules.as_deref().filter(|s| Auto::applies(self.cfg, &self.store, s));
-                        if let Some(s) = unattended {
-                            self.auto.step(&mut self.st, &self.store, s, self.cfg, &self.runner, &self.auto_tx);
-                        }
-                        if self.st.banner.is_some() != was.is_some() {
-                            self.st.set_viewport(crate::ui::viewport_for(terminal_area(&self.terminal), &self.st));
-                        }
-                        // The merge drew the new data already: a frame here only for what this
-                        // step changed (one frame a merge, not two a second apart).
-                        self.dirty |= unattended.is_some() || self.st.banner != was;
-                    }
-                    if (self.st.quit_after_action || self.hung_up) && matches!(self.st.modal, Some(Modal::GroupRunning { .. })) {
-                        if let Some(Modal::GroupRunning { run, .. }) = &mut self.st.modal {
-                            run.stop("tessera is quitting");
-                        }
-                        pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
-                        if !self.st.action_running() {
-                            break;
-                        }
-                    }
-                    // Stale sources show their age, so they redraw each second; live ones do not.
-                    // A running action's countdown, too.
-                    self.dirty |= self.store.check_staleness(self.st.wall)
-                        || self.st.action_running()
-                        || self.store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
-                }
-                // A signal while an action runs lets it finish (and be audited); a second one leaves.
-                // SIGTERM, SIGINT, SIGQUIT: the first lets a running action finish (and be
-                // audited), a second leaves at once. Headless, the first is counted afresh (going
-                // headless is not a request of the operator's).
-                _ = self.sig.term.recv() => if quit_signal(&mut self.st, &self.runner, self.lost.is_some(), &mut self.asked_headless, &mut self.left_undone) { self.dirty = true } else { self.auto.interrupted(&self.runner); break },
-                _ = self.sig.quit.recv() => if quit_signal(&mut self.st, &self.runner, self.lost.is_some(), &mut self.asked_headless, &mut self.left_undone) { self.dirty = true } else { self.auto.interrupted(&self.runner); break },
-                _ = self.sig.int.recv() => if quit_signal(&mut self.st, &self.runner, self.lost.is_some(), &mut self.asked_headless, &mut self.left_undone) { self.dirty = true } else { self.auto.interrupted(&self.runner); break },
-                _ = self.sig.tstp.recv() => if self.lost.is_none() { try_suspend(&mut self.terminal, &mut self.st); self.dirty = true },
-                // SIGHUP is a terminal going away (tmux and the kernel can each send one): it never
-                // abandons a running action; it quits when none runs. The redraw it asks for finds
-                // out whether the terminal is still there.
-                _ = self.sig.hup.recv() => if self.st.action_running() {
-                    // Not a request of the operator's: a later q or Ctrl-C is still the first.
-                    self.hung_up = true;
-                    self.st.message = Some("hangup: tessera quits when the action ends".into());
-                    self.dirty = true;
-                } else {
-                    self.auto.interrupted(&self.runner);
-                    break
-                },
+            match self.next_event().await {
+                Then::Leave => break,
+                Then::Next => continue,
+                Then::Go => {}
             }
-            if self.merge_pending && tokio::time::Instant::now() >= self.merge_at {
-                self.store.rebuild();
-                self.st.on_fleet(self.store.fleet());
-                // A group change waiting for a card to empty or for its time looks again.
-                pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
-                // The advisor runs below at once, paced by its own cost (ADVICE_SHARE); the
-                // banner and the unattended schedule at the next clock tick.
-                self.advice_due = true;
-                self.merge_pending = false;
-                self.last_merge = tokio::time::Instant::now();
+            self.merge_if_due();
+            self.advise_if_due();
+        }
+        self.leave()
+    }
+
+    /// Wait for the next event and serve it.
+    async fn next_event(&mut self) -> Then {
+        tokio::select! {
+            ev = self.input.recv(), if self.input_open => self.on_input(ev),
+            Some(ev) = self.auto_rx.recv() => self.on_unattended(ev),
+            Some(ev) = self.act_rx.recv() => self.on_action_progress(ev),
+            Some(update) = self.updates.recv() => self.on_update(update),
+            // The merge itself runs below the select, so an update that finds the last merge
+            // long enough ago is merged in the same turn, with no timer (and no wake of the
+            // timer's thread) for it.
+            _ = tokio::time::sleep_until(self.merge_at), if self.merge_pending => Then::Go,
+            _ = self.clock.tick() => self.on_tick(),
+            // SIGTERM, SIGINT, SIGQUIT: the first lets a running action finish (and be
+            // audited), a second leaves at once. Headless, the first is counted afresh (going
+            // headless is not a request of the operator's).
+            _ = self.sig.term.recv() => self.on_quit_signal(),
+            _ = self.sig.quit.recv() => self.on_quit_signal(),
+            _ = self.sig.int.recv() => self.on_quit_signal(),
+            _ = self.sig.tstp.recv() => self.on_stop_signal(),
+            _ = self.sig.hup.recv() => self.on_hangup(),
+        }
+    }
+
+    /// Draw if something changed, unless the terminal is lost; a failed draw loses it (and
+    /// leaves, unless an action runs: it finishes headless).
+    fn draw_if_due(&mut self) -> Then {
+        if self.dirty && self.lost.is_none() {
+            if let Err(e) = draw(&mut self.terminal, &mut self.st, &self.store, &self.theme) {
+                self.lost = Some(e.to_string());
+                if !headless(&mut self.st) {
+                    return Then::Leave;
+                }
+                self.finished_headless = true;
+            }
+            self.dirty = false;
+        }
+        Then::Go
+    }
+
+    /// Terminal input: the keys typed, as one effect, performed.
+    fn on_input(&mut self, ev: Option<crossterm::event::Event>) -> Then {
+        let Some(ev) = ev else { return self.input_ended() };
+        match keys(ev, &mut self.input, &mut self.st, self.store.fleet()) {
+            Effect::Quit => {
+                self.left_undone = interrupted(&self.st, &self.runner);
+                self.auto.interrupted(&self.runner);
+                return Then::Leave;
+            }
+            Effect::Request(req) => {
+                on_request(
+                    &mut self.st,
+                    &self.store,
+                    &self.runner,
+                    &self.act_tx,
+                    req,
+                    self.schedules.as_deref(),
+                    self.cfg,
+                );
+                self.pump();
                 self.dirty = true;
-                self.advise_now = true;
             }
-            // The advisor after a merge at once (one draw shows the new data and what it says of
-            // them, not two a second apart), and on the clock for a pass the pacing held back. The
-            // banner and the unattended schedule stay on the clock (at most once a second).
-            if std::mem::take(&mut self.advise_now) {
-                self.findings_due |= self.advice_due;
-                if self.findings_due && self.advised_at.is_none_or(|t| t.elapsed() >= self.advice_gap) {
-                    let began = std::time::Instant::now();
-                    self.st.on_findings(advise(self.cfg, &self.store, &mut self.suggestions));
-                    self.advice_gap = (began.elapsed() * ADVICE_SHARE).min(ADVICE_GAP_MAX);
-                    self.advised_at = Some(began);
-                    self.findings_due = false;
-                    self.dirty = true;
+            Effect::Redraw | Effect::Dismissed => {
+                // `x` in a group run: its give-back starts now, not at the next update.
+                self.pump();
+                self.dirty = true;
+            }
+            // Never stopped mid-action: a preemption between its checkpoint and its
+            // requeue would wait for a `fg` that may not come.
+            Effect::Suspend => {
+                try_suspend(&mut self.terminal, &mut self.st);
+                self.dirty = true;
+            }
+            Effect::None => {}
+        }
+        Then::Go
+    }
+
+    /// The input thread ends when the terminal can no longer be read: the terminal is lost.
+    fn input_ended(&mut self) -> Then {
+        self.input_open = false;
+        self.lost.get_or_insert_with(|| "the terminal's input ended".into());
+        if headless(&mut self.st) {
+            self.finished_headless = true;
+            return Then::Next;
+        }
+        Then::Leave
+    }
+
+    /// An unattended schedule's action reported; when it ended, what waited for it goes on.
+    fn on_unattended(&mut self, ev: ActEvent) -> Then {
+        if !matches!(ev, ActEvent::Finished(_)) {
+            return Then::Go;
+        }
+        self.auto.finished(&mut self.st, ev, self.store.fleet().taken_at.unwrap_or_else(Utc::now));
+        // Asked to quit while it ran: now.
+        if self.quitting() && !self.st.action_running() {
+            return Then::Leave;
+        }
+        // The group run waiting for it goes on; else the next unattended action.
+        self.pump();
+        self.step_unattended();
+        self.dirty = true;
+        Then::Go
+    }
+
+    /// The operator's action reported its progress, or how it ended.
+    fn on_action_progress(&mut self, ev: ActEvent) -> Then {
+        if matches!(self.st.modal, Some(Modal::GroupRunning { .. })) {
+            return self.on_group_progress(ev);
+        }
+        let finished = matches!(ev, ActEvent::Finished(_));
+        if let Some(m) = &mut self.st.modal {
+            match ev {
+                ActEvent::Progress(p) => dialogs::on_progress(m, p, Utc::now()),
+                ActEvent::Finished(o) => {
+                    // A hidden dialog closes with the verdict in the footer.
+                    if self.st.action_hidden {
+                        if let Modal::Running { plan, .. } = m {
+                            self.st.message = Some(dialogs::verdict(plan, &o));
+                        }
+                        self.st.modal = None;
+                        self.st.action_hidden = false;
+                    } else {
+                        dialogs::on_outcome(m, o);
+                    }
                 }
             }
         }
+        if finished && self.quitting() {
+            return Then::Leave;
+        }
+        // What was acted on is advised on again with the next merge, unpaced.
+        self.advised_at = None;
+        self.dirty = true;
+        Then::Go
+    }
+
+    /// An action of a running group change reported: the run goes on (or ends).
+    fn on_group_progress(&mut self, ev: ActEvent) -> Then {
+        group_event(&mut self.st, ev, self.store.fleet().taken_at.unwrap_or_else(Utc::now));
+        self.pump();
+        if self.quitting() && !self.st.action_running() {
+            return Then::Leave;
+        }
+        self.dirty = true;
+        Then::Next
+    }
+
+    /// A source update, and every one queued behind it, applied; merged when the pacing allows.
+    fn on_update(&mut self, update: SourceUpdate) -> Then {
+        let mut changed = self.store.apply_deferred(update, Utc::now());
+        while let Ok(more) = self.updates.try_recv() {
+            changed |= self.store.apply_deferred(more, Utc::now());
+        }
+        // A source live again without new data shows at once; new data with the merge.
+        self.dirty |= self.store.take_health_changed();
+        // Merge at most ten times a second, however many exporters report.
+        if changed && !self.merge_pending {
+            self.merge_pending = true;
+            self.merge_at = tokio::time::Instant::now().max(self.last_merge + self.merge_every);
+        }
+        Then::Go
+    }
+
+    /// The clock, each second: the footer's message expires, a frame is recorded, the demand
+    /// kept; after a merge the schedules' step; a quit waiting for a group change stops it;
+    /// what ages on screen is drawn again.
+    fn on_tick(&mut self) -> Then {
+        self.st.wall = Utc::now();
+        self.dirty |= self.st.expire_message(self.st.wall);
+        self.record_frame();
+        self.keep_demand();
+        self.advise_now = true;
+        if std::mem::take(&mut self.advice_due) {
+            self.schedule_step();
+        }
+        if self.stop_group_to_quit() == Then::Leave {
+            return Then::Leave;
+        }
+        // Stale sources show their age, so they redraw each second; live ones do not.
+        // A running action's countdown, too.
+        self.dirty |= self.store.check_staleness(self.st.wall)
+            || self.st.action_running()
+            || self.store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
+        Then::Go
+    }
+
+    /// Recording: a frame a second (what is on screen), with the actions audited since.
+    fn record_frame(&mut self) {
+        if let Some(r) = &mut self.recording
+            && let Err(e) = r.take(&self.store, self.st.wall)
+        {
+            self.st.recording = None;
+            let closed = self.recording.take().map(Session::finish);
+            self.st.message = Some(match closed {
+                Some(Err(c)) => format!("recording stopped: {e} (and it could not be closed: {c})"),
+                _ => format!("recording stopped: {e}"),
+            });
+        }
+    }
+
+    /// The demand by hour kept for the next run, at each new sample.
+    fn keep_demand(&mut self) {
+        if let Err(e) = crate::engine::save_demand(&self.store, &mut self.demand_saved) {
+            self.st.message = Some(format!("demand by hour not kept: {e}"));
+            // Tried again at the next sample.
+            self.demand_saved = self.store.demand().last.or(Some(Utc::now()));
+        }
+    }
+
+    /// After a merge, on the clock: the schedules the banner follows, the banner, and the
+    /// unattended schedules' next step.
+    fn schedule_step(&mut self) {
+        if self.store.simulated() != self.schedules_for_sim {
+            self.schedules_for_sim = self.store.simulated();
+            self.schedules = crate::schedule::demo::effective(self.cfg, self.schedules_for_sim).map(|(s, _)| s);
+        }
+        let was = self.st.banner.clone();
+        self.banner_if_stale();
+        let unattended = self.step_unattended();
+        if self.st.banner.is_some() != was.is_some() {
+            self.st.set_viewport(crate::ui::viewport_for(terminal_area(&self.terminal), &self.st));
+        }
+        // The merge drew the new data already: a frame here only for what this
+        // step changed (one frame a merge, not two a second apart).
+        self.dirty |= unattended || self.st.banner != was;
+    }
+
+    /// The banner's timelines take ~55 ms over 1,400 covered cards: made again every ten
+    /// seconds, and at once after an action (its minutes count down coarsely). (Also at once
+    /// while no source has answered yet: the first data shows it.)
+    fn banner_if_stale(&mut self) {
+        let stale = banner_stale(self.banner_at, self.banner_data, self.store.fleet().taken_at);
+        if stale || self.st.action_running() != self.banner_busy {
+            self.st.banner = self.schedules.as_ref().and_then(|s| due_change(s, self.cfg, &self.store));
+            self.banner_at = Some(std::time::Instant::now());
+            self.banner_data = self.store.fleet().taken_at;
+            self.banner_busy = self.st.action_running();
+        }
+    }
+
+    /// The unattended schedules' next step, when the console applies them (true).
+    fn step_unattended(&mut self) -> bool {
+        let Some(s) = self.schedules.as_deref().filter(|s| Auto::applies(self.cfg, &self.store, s)) else {
+            return false;
+        };
+        self.auto.step(&mut self.st, &self.store, s, self.cfg, &self.runner, &self.auto_tx);
+        true
+    }
+
+    /// Quitting while a group change runs: it stops after its current card, and the console
+    /// leaves once no action runs.
+    fn stop_group_to_quit(&mut self) -> Then {
+        if !self.quitting() {
+            return Then::Go;
+        }
+        let Some(Modal::GroupRunning { run, .. }) = &mut self.st.modal else { return Then::Go };
+        run.stop("tessera is quitting");
+        self.pump();
+        if self.st.action_running() { Then::Go } else { Then::Leave }
+    }
+
+    /// A quit signal: a running action finishes first (and is audited); a second leaves.
+    fn on_quit_signal(&mut self) -> Then {
+        if quit_signal(&mut self.st, &self.runner, self.lost.is_some(), &mut self.asked_headless, &mut self.left_undone)
+        {
+            self.dirty = true;
+            return Then::Go;
+        }
+        self.auto.interrupted(&self.runner);
+        Then::Leave
+    }
+
+    /// SIGTSTP: suspended like Ctrl-Z (not while an action runs, nor without a terminal).
+    fn on_stop_signal(&mut self) -> Then {
+        if self.lost.is_none() {
+            try_suspend(&mut self.terminal, &mut self.st);
+            self.dirty = true;
+        }
+        Then::Go
+    }
+
+    /// SIGHUP is a terminal going away (tmux and the kernel can each send one): it never
+    /// abandons a running action; it quits when none runs. The redraw it asks for finds out
+    /// whether the terminal is still there.
+    fn on_hangup(&mut self) -> Then {
+        if !self.st.action_running() {
+            self.auto.interrupted(&self.runner);
+            return Then::Leave;
+        }
+        // Not a request of the operator's: a later q or Ctrl-C is still the first.
+        self.hung_up = true;
+        self.st.message = Some("hangup: tessera quits when the action ends".into());
+        self.dirty = true;
+        Then::Go
+    }
+
+    /// Merge the applied updates into one fleet, when one is pending and the pacing allows.
+    fn merge_if_due(&mut self) {
+        if !self.merge_pending || tokio::time::Instant::now() < self.merge_at {
+            return;
+        }
+        self.store.rebuild();
+        self.st.on_fleet(self.store.fleet());
+        // A group change waiting for a card to empty or for its time looks again.
+        self.pump();
+        // The advisor runs below at once, paced by its own cost (ADVICE_SHARE); the
+        // banner and the unattended schedule at the next clock tick.
+        self.advice_due = true;
+        self.merge_pending = false;
+        self.last_merge = tokio::time::Instant::now();
+        self.dirty = true;
+        self.advise_now = true;
+    }
+
+    /// The advisor after a merge at once (one draw shows the new data and what it says of
+    /// them, not two a second apart), and on the clock for a pass the pacing held back. The
+    /// banner and the unattended schedule stay on the clock (at most once a second).
+    fn advise_if_due(&mut self) {
+        if !std::mem::take(&mut self.advise_now) {
+            return;
+        }
+        self.findings_due |= self.advice_due;
+        if self.findings_due && self.advised_at.is_none_or(|t| t.elapsed() >= self.advice_gap) {
+            let began = std::time::Instant::now();
+            self.st.on_findings(advise(self.cfg, &self.store, &mut self.suggestions));
+            self.advice_gap = (began.elapsed() * ADVICE_SHARE).min(ADVICE_GAP_MAX);
+            self.advised_at = Some(began);
+            self.findings_due = false;
+            self.dirty = true;
+        }
+    }
+
+    /// Drive a running group change (see `schedule::pump`).
+    fn pump(&mut self) {
+        pump(&mut self.st, &self.store, &self.runner, &self.act_tx);
+    }
+
+    /// Asked to quit (once, or by a hangup) while an action runs: leave when it ends.
+    fn quitting(&self) -> bool {
+        self.st.quit_after_action || self.hung_up
+    }
+
+    /// Leave: the terminal restored, then what was recorded, kept or left half-done said on
+    /// stderr; an error when a quit at once left something half-done or the terminal was lost.
+    fn leave(mut self) -> Result<(), CmdError> {
         // Left at once while a group change ran: say which cards it leaves drained.
         let drained = match &self.st.modal {
             Some(Modal::GroupRunning { run, .. }) => run.still_drained(),
@@ -450,34 +585,13 @@ impl<'a> Console<'a> {
         };
         let kept = crate::engine::save_demand(&self.store, &mut self.demand_saved);
         let audit_note = self.recording.as_ref().and_then(|r| r.audit_error.clone());
-        let recorded = self.recording.map(crate::record::session::Session::finish);
+        let recorded = self.recording.take().map(Session::finish);
         drop(self.restore);
-        match recorded {
-            Some(Ok(s)) => to_stderr(&format!(
-                "tessera: recorded {} frames and {} actions, {}, in {}",
-                s.frames,
-                s.actions,
-                crate::units::size(s.bytes),
-                s.kept().iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-            )),
-            Some(Err(e)) => to_stderr(&format!("tessera: the recording was not closed cleanly: {e}")),
-            None => {}
-        }
-        if let Some(e) = audit_note {
-            to_stderr(&format!(
-                "tessera: the audit log could not always be read ({e}): recorded actions may be missing"
-            ));
-        }
+        say_recorded(recorded, audit_note);
         if let Err(e) = kept {
             to_stderr(&format!("tessera: demand by hour not kept: {e}"));
         }
-        if !drained.is_empty() {
-            let names: Vec<String> = drained.iter().map(ToString::to_string).collect();
-            to_stderr(&format!(
-                "tessera: the schedule change was left at once: {} stay drained (tessera undrain CARD gives each back; the audit log has every drain)",
-                names.join(", ")
-            ));
-        }
+        say_drained(&drained);
         if let Some(what) = self.left_undone {
             return Err(CmdError::Failed(what));
         }
@@ -492,6 +606,46 @@ impl<'a> Console<'a> {
             ))),
             None => Ok(()),
         }
+    }
+}
+
+/// What the loop does once an event was served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Merge and advise if due, then draw if due and wait for the next event.
+    Go,
+    /// Draw if due and wait for the next event (a due merge waits a turn).
+    Next,
+    /// Leave the console.
+    Leave,
+}
+
+/// What the recording kept, on stderr (and whether the audit log could always be read).
+fn say_recorded(recorded: Option<Result<crate::record::writer::Summary, String>>, audit_note: Option<String>) {
+    match recorded {
+        Some(Ok(s)) => to_stderr(&format!(
+            "tessera: recorded {} frames and {} actions, {}, in {}",
+            s.frames,
+            s.actions,
+            crate::units::size(s.bytes),
+            s.kept().iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        )),
+        Some(Err(e)) => to_stderr(&format!("tessera: the recording was not closed cleanly: {e}")),
+        None => {}
+    }
+    if let Some(e) = audit_note {
+        to_stderr(&format!("tessera: the audit log could not always be read ({e}): recorded actions may be missing"));
+    }
+}
+
+/// The cards a group change left at once leaves drained, on stderr.
+fn say_drained(drained: &[crate::model::CardRef]) {
+    if !drained.is_empty() {
+        let names: Vec<String> = drained.iter().map(ToString::to_string).collect();
+        to_stderr(&format!(
+            "tessera: the schedule change was left at once: {} stay drained (tessera undrain CARD gives each back; the audit log has every drain)",
+            names.join(", ")
+        ));
     }
 }
 
