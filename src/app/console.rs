@@ -1,11 +1,15 @@
-//! The console object: the state the console's one task owns (the engine's store, updates and
-//! runner, the UI state, the terminal, what is recorded, what is due) and the loop over
-//! terminal input, source updates, action progress, a clock and signals.
+//! The console object: what the console's one task owns (the store, the runner, the UI state,
+//! the terminal, the recording, the schedules it follows), what it waits on (terminal input,
+//! source updates, action progress, a clock, signals), and one set of flags saying what is
+//! due (a draw, a merge, the schedule step, the advisor). `run` waits for the next event,
+//! hands it to the one method that serves it, then merges, advises and draws if that made
+//! them due; `leave` restores the terminal and says what the session left behind.
 
 use std::io::Stdout;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
+use crossterm::event::Event;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio::sync::mpsc;
@@ -36,11 +40,7 @@ const BANNER_EVERY: Duration = Duration::from_secs(10);
 /// `data`: ten seconds on either clock, or no data yet. On the data's clock too: at `--speed
 /// 600` ten wall seconds are 100 simulated minutes, and the banner named the window before
 /// the change for that long.
-fn banner_stale(
-    made: Option<std::time::Instant>,
-    made_data: Option<chrono::DateTime<Utc>>,
-    data: Option<chrono::DateTime<Utc>>,
-) -> bool {
+fn banner_stale(made: Option<Instant>, made_data: Option<DateTime<Utc>>, data: Option<DateTime<Utc>>) -> bool {
     let every = chrono::Duration::from_std(BANNER_EVERY).unwrap_or_default();
     made.is_none_or(|t| t.elapsed() >= BANNER_EVERY)
         || made_data.is_none()
@@ -60,43 +60,135 @@ pub(super) struct Console<'a> {
     cfg: &'a Config,
     theme: Theme,
     store: Store,
-    updates: mpsc::Receiver<SourceUpdate>,
     runner: Runner,
-    recording: Option<Session>,
-    demand_saved: Option<chrono::DateTime<Utc>>,
-    suggestions: Suggestions,
-    banner_at: Option<std::time::Instant>,
-    banner_data: Option<chrono::DateTime<Utc>>,
-    banner_busy: bool,
-    act_tx: mpsc::UnboundedSender<ActEvent>,
-    act_rx: mpsc::UnboundedReceiver<ActEvent>,
-    auto_tx: mpsc::UnboundedSender<ActEvent>,
-    auto_rx: mpsc::UnboundedReceiver<ActEvent>,
-    auto: Auto,
+    st: UiState,
     terminal: Terminal<CrosstermBackend<Stdout>>,
+    /// Restores the terminal when dropped: on leaving, before anything is said on stderr.
     restore: Restore,
-    input: mpsc::Receiver<crossterm::event::Event>,
-    sig: Signals,
+    inbox: Inbox,
+    /// Where the operator's running action reports, and an unattended schedule's.
+    act_tx: mpsc::UnboundedSender<ActEvent>,
+    auto_tx: mpsc::UnboundedSender<ActEvent>,
+    /// Recording while you watch.
+    recording: Option<Session>,
+    /// The demand by hour is kept for the next run (real sources), at each new sample: the
+    /// sample last kept.
+    demand_saved: Option<DateTime<Utc>>,
+    suggestions: Suggestions,
+    /// The schedules the banner follows: the configured ones, or the simulator's example once
+    /// the simulator has answered (`schedules_for_sim` says which store they were chosen for).
     schedules: Option<Vec<Schedule>>,
     schedules_for_sim: bool,
-    st: UiState,
-    clock: tokio::time::Interval,
-    dirty: bool,
-    lost: Option<String>,
+    banner: BannerMade,
+    auto: Auto,
+    due: Due,
+    pacing: Pacing,
+    leaving: Leaving,
+}
+
+/// What the console waits on.
+struct Inbox {
+    /// Terminal events, forwarded by the input thread.
+    input: mpsc::Receiver<Event>,
+    /// False once the input thread ended (the terminal can no longer be read).
     input_open: bool,
-    finished_headless: bool,
-    asked_headless: bool,
-    hung_up: bool,
-    advice_due: bool,
-    findings_due: bool,
-    advised_at: Option<std::time::Instant>,
-    advice_gap: Duration,
-    advise_now: bool,
+    updates: mpsc::Receiver<SourceUpdate>,
+    /// Progress and outcomes of running actions come back here; those of unattended schedules
+    /// on the simulated cluster on their own channel.
+    actions: mpsc::UnboundedReceiver<ActEvent>,
+    unattended: mpsc::UnboundedReceiver<ActEvent>,
+    /// Each second (ticks missed while busy are skipped).
+    clock: tokio::time::Interval,
+    signals: Signals,
+}
+
+/// What is due: the events set these flags, and the loop does each and clears it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Due {
+    /// Something shown changed: draw before waiting again.
+    draw: bool,
+    /// An update changed the data: merge at `Pacing::merge_at`.
+    merge: bool,
+    /// A merge since the clock last ran the schedule step (the schedules, the banner and the
+    /// unattended schedules): at the next tick, at most once a second.
+    schedules: bool,
+    /// A merge the advisor has not seen yet (its pacing held it back).
+    findings: bool,
+    /// The advisor's step after this event (a merge or the clock asked for it).
+    advise: bool,
+}
+
+impl Due {
+    /// At the start: a first frame, the schedule step and the advisor.
+    const START: Self = Self { draw: true, merge: false, schedules: true, findings: true, advise: false };
+}
+
+/// How often merges and the advisor may run.
+struct Pacing {
+    /// The least time between two merges (MERGE_EVERY, or up to half a refresh).
     merge_every: Duration,
-    merge_pending: bool,
+    /// When the pending merge runs, and when the last one ran.
     merge_at: tokio::time::Instant,
     last_merge: tokio::time::Instant,
+    /// The advisor keeps to a twentieth of a core: after a pass that took d, the next waits
+    /// at least 20 d (a second at 4,096 cards, several at 32,768).
+    advised_at: Option<Instant>,
+    advice_gap: Duration,
+}
+
+impl Pacing {
+    fn new(refresh: Duration) -> Self {
+        let merge_every = MERGE_EVERY.max((refresh / 2).min(Duration::from_secs(1)));
+        let now = tokio::time::Instant::now();
+        Self { merge_every, merge_at: now, last_merge: now - merge_every, advised_at: None, advice_gap: Duration::ZERO }
+    }
+}
+
+/// When the banner was last made, on the wall clock and the data's, and whether an action
+/// ran then.
+#[derive(Default)]
+struct BannerMade {
+    at: Option<Instant>,
+    data: Option<DateTime<Utc>>,
+    busy: bool,
+}
+
+/// How the console is leaving, and what it says when it has.
+#[derive(Default)]
+struct Leaving {
+    /// The terminal is gone (a dropped SSH session: a draw failed or its input ended): nothing
+    /// is drawn any more; an action under way finishes headless and is audited, then tessera
+    /// leaves. A failed draw never ends a running action.
+    lost: Option<String>,
+    /// An action was under way when the terminal was lost: it ran on headless.
+    finished_headless: bool,
+    /// A quit signal came while headless (the next one leaves at once).
+    asked_headless: bool,
+    /// SIGHUP came while an action ran: leave when it ends.
+    hung_up: bool,
+    /// What a quit at once left half-done, said on stderr at the end (exit 1).
     left_undone: Option<String>,
+}
+
+impl Leaving {
+    /// How the console ended: an error when a quit at once left something half-done or the
+    /// terminal was lost.
+    fn verdict(self) -> Result<(), CmdError> {
+        if let Some(what) = self.left_undone {
+            return Err(CmdError::Failed(what));
+        }
+        match self.lost {
+            Some(e) => Err(CmdError::Failed(format!(
+                "the terminal was lost ({e}){}",
+                if self.finished_headless {
+                    "; the action under way ran to its end headless: the audit log has its outcome"
+                } else {
+                    ""
+                }
+            ))),
+            None => Ok(()),
+        }
+    }
 }
 
 impl<'a> Console<'a> {
@@ -116,101 +208,34 @@ impl<'a> Console<'a> {
             ),
             None => None,
         };
-        // The demand by hour is kept for the next run (real sources), at each new sample.
-        let demand_saved = store.demand().last;
-        let suggestions = Suggestions::default();
-        // When the banner was last made, and whether an action ran then.
-        let banner_at: Option<std::time::Instant> = None;
-        let banner_data: Option<chrono::DateTime<Utc>> = None;
-        let banner_busy = false;
-        // Progress and outcomes of running actions come back here; those of unattended schedules
-        // on the simulated cluster on their own channel.
-        let (act_tx, act_rx) = mpsc::unbounded_channel::<ActEvent>();
-        let (auto_tx, auto_rx) = mpsc::unbounded_channel::<ActEvent>();
-        let auto = Auto::default();
-
+        let (act_tx, actions) = mpsc::unbounded_channel::<ActEvent>();
+        let (auto_tx, unattended) = mpsc::unbounded_channel::<ActEvent>();
         let (terminal, restore, input) = open_terminal();
-        let sig = signals()?;
-
-        // The schedules the banner follows: the configured ones, or the simulator's example once
-        // the simulator has answered.
-        let schedules = crate::schedule::demo::effective(cfg, store.simulated()).map(|(s, _)| s);
-        let schedules_for_sim = store.simulated();
-        let mut st = UiState::new(cfg.read_only, ascii, cfg.policy.min_runtime, Utc::now());
-        st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
-        if !notes.is_empty() {
-            st.message = Some(notes.join("; "));
-        }
-        st.recording = recording.as_ref().and_then(|r| r.recorder().path()).map(|p| p.display().to_string());
-        st.on_fleet(store.fleet());
+        let signals = signals()?;
+        let st = ui_state(cfg, ascii, &notes, recording.as_ref(), &store);
         let mut clock = tokio::time::interval(Duration::from_secs(1));
         clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let dirty = true;
-        // The terminal is gone (a dropped SSH session: a draw failed or its input ended): nothing
-        // is drawn any more; an action under way finishes headless and is audited, then tessera
-        // leaves. A failed draw never ends a running action.
-        let lost: Option<String> = None;
-        let input_open = true;
-        let finished_headless = false;
-        // A quit signal came while headless (the next one leaves at once).
-        let asked_headless = false;
-        // SIGHUP came while an action ran: leave when it ends.
-        let hung_up = false;
-        // The fleet changed since the advisor last ran.
-        let advice_due = true;
-        // The advisor keeps to a twentieth of a core: after a pass that took d, the next waits
-        // at least 20 d (a second at 4,096 cards, several at 32,768).
-        let findings_due = true;
-        let advised_at: Option<std::time::Instant> = None;
-        let advice_gap = std::time::Duration::ZERO;
-        // Run the advice step below the select (a merge or the clock asked for it).
-        let advise_now = false;
-        let merge_every = MERGE_EVERY.max((cfg.refresh / 2).min(Duration::from_secs(1)));
-        let (merge_pending, merge_at, last_merge) =
-            (false, tokio::time::Instant::now(), tokio::time::Instant::now() - merge_every);
-        // What a quit at once left half-done, said on stderr at the end (exit 1).
-        let left_undone: Option<String> = None;
         Ok(Self {
             cfg,
             theme,
+            demand_saved: store.demand().last,
+            schedules: crate::schedule::demo::effective(cfg, store.simulated()).map(|(s, _)| s),
+            schedules_for_sim: store.simulated(),
             store,
-            updates,
             runner,
-            recording,
-            demand_saved,
-            suggestions,
-            banner_at,
-            banner_data,
-            banner_busy,
-            act_tx,
-            act_rx,
-            auto_tx,
-            auto_rx,
-            auto,
+            st,
             terminal,
             restore,
-            input,
-            sig,
-            schedules,
-            schedules_for_sim,
-            st,
-            clock,
-            dirty,
-            lost,
-            input_open,
-            finished_headless,
-            asked_headless,
-            hung_up,
-            advice_due,
-            findings_due,
-            advised_at,
-            advice_gap,
-            advise_now,
-            merge_every,
-            merge_pending,
-            merge_at,
-            last_merge,
-            left_undone,
+            inbox: Inbox { input, input_open: true, updates, actions, unattended, clock, signals },
+            act_tx,
+            auto_tx,
+            recording,
+            suggestions: Suggestions::default(),
+            banner: BannerMade::default(),
+            auto: Auto::default(),
+            due: Due::START,
+            pacing: Pacing::new(cfg.refresh),
+            leaving: Leaving::default(),
         })
     }
 
@@ -235,48 +260,48 @@ impl<'a> Console<'a> {
     /// Wait for the next event and serve it.
     async fn next_event(&mut self) -> Then {
         tokio::select! {
-            ev = self.input.recv(), if self.input_open => self.on_input(ev),
-            Some(ev) = self.auto_rx.recv() => self.on_unattended(ev),
-            Some(ev) = self.act_rx.recv() => self.on_action_progress(ev),
-            Some(update) = self.updates.recv() => self.on_update(update),
+            ev = self.inbox.input.recv(), if self.inbox.input_open => self.on_input(ev),
+            Some(ev) = self.inbox.unattended.recv() => self.on_unattended(ev),
+            Some(ev) = self.inbox.actions.recv() => self.on_action_progress(ev),
+            Some(update) = self.inbox.updates.recv() => self.on_update(update),
             // The merge itself runs below the select, so an update that finds the last merge
             // long enough ago is merged in the same turn, with no timer (and no wake of the
             // timer's thread) for it.
-            _ = tokio::time::sleep_until(self.merge_at), if self.merge_pending => Then::Go,
-            _ = self.clock.tick() => self.on_tick(),
+            _ = tokio::time::sleep_until(self.pacing.merge_at), if self.due.merge => Then::Go,
+            _ = self.inbox.clock.tick() => self.on_tick(),
             // SIGTERM, SIGINT, SIGQUIT: the first lets a running action finish (and be
             // audited), a second leaves at once. Headless, the first is counted afresh (going
             // headless is not a request of the operator's).
-            _ = self.sig.term.recv() => self.on_quit_signal(),
-            _ = self.sig.quit.recv() => self.on_quit_signal(),
-            _ = self.sig.int.recv() => self.on_quit_signal(),
-            _ = self.sig.tstp.recv() => self.on_stop_signal(),
-            _ = self.sig.hup.recv() => self.on_hangup(),
+            _ = self.inbox.signals.term.recv() => self.on_quit_signal(),
+            _ = self.inbox.signals.quit.recv() => self.on_quit_signal(),
+            _ = self.inbox.signals.int.recv() => self.on_quit_signal(),
+            _ = self.inbox.signals.tstp.recv() => self.on_stop_signal(),
+            _ = self.inbox.signals.hup.recv() => self.on_hangup(),
         }
     }
 
     /// Draw if something changed, unless the terminal is lost; a failed draw loses it (and
     /// leaves, unless an action runs: it finishes headless).
     fn draw_if_due(&mut self) -> Then {
-        if self.dirty && self.lost.is_none() {
+        if self.due.draw && self.leaving.lost.is_none() {
             if let Err(e) = draw(&mut self.terminal, &mut self.st, &self.store, &self.theme) {
-                self.lost = Some(e.to_string());
+                self.leaving.lost = Some(e.to_string());
                 if !headless(&mut self.st) {
                     return Then::Leave;
                 }
-                self.finished_headless = true;
+                self.leaving.finished_headless = true;
             }
-            self.dirty = false;
+            self.due.draw = false;
         }
         Then::Go
     }
 
     /// Terminal input: the keys typed, as one effect, performed.
-    fn on_input(&mut self, ev: Option<crossterm::event::Event>) -> Then {
+    fn on_input(&mut self, ev: Option<Event>) -> Then {
         let Some(ev) = ev else { return self.input_ended() };
-        match keys(ev, &mut self.input, &mut self.st, self.store.fleet()) {
+        match keys(ev, &mut self.inbox.input, &mut self.st, self.store.fleet()) {
             Effect::Quit => {
-                self.left_undone = interrupted(&self.st, &self.runner);
+                self.leaving.left_undone = interrupted(&self.st, &self.runner);
                 self.auto.interrupted(&self.runner);
                 return Then::Leave;
             }
@@ -291,18 +316,18 @@ impl<'a> Console<'a> {
                     self.cfg,
                 );
                 self.pump();
-                self.dirty = true;
+                self.due.draw = true;
             }
             Effect::Redraw | Effect::Dismissed => {
                 // `x` in a group run: its give-back starts now, not at the next update.
                 self.pump();
-                self.dirty = true;
+                self.due.draw = true;
             }
             // Never stopped mid-action: a preemption between its checkpoint and its
             // requeue would wait for a `fg` that may not come.
             Effect::Suspend => {
                 try_suspend(&mut self.terminal, &mut self.st);
-                self.dirty = true;
+                self.due.draw = true;
             }
             Effect::None => {}
         }
@@ -311,10 +336,10 @@ impl<'a> Console<'a> {
 
     /// The input thread ends when the terminal can no longer be read: the terminal is lost.
     fn input_ended(&mut self) -> Then {
-        self.input_open = false;
-        self.lost.get_or_insert_with(|| "the terminal's input ended".into());
+        self.inbox.input_open = false;
+        self.leaving.lost.get_or_insert_with(|| "the terminal's input ended".into());
         if headless(&mut self.st) {
-            self.finished_headless = true;
+            self.leaving.finished_headless = true;
             return Then::Next;
         }
         Then::Leave
@@ -333,7 +358,7 @@ impl<'a> Console<'a> {
         // The group run waiting for it goes on; else the next unattended action.
         self.pump();
         self.step_unattended();
-        self.dirty = true;
+        self.due.draw = true;
         Then::Go
     }
 
@@ -364,8 +389,8 @@ impl<'a> Console<'a> {
             return Then::Leave;
         }
         // What was acted on is advised on again with the next merge, unpaced.
-        self.advised_at = None;
-        self.dirty = true;
+        self.pacing.advised_at = None;
+        self.due.draw = true;
         Then::Go
     }
 
@@ -376,22 +401,22 @@ impl<'a> Console<'a> {
         if self.quitting() && !self.st.action_running() {
             return Then::Leave;
         }
-        self.dirty = true;
+        self.due.draw = true;
         Then::Next
     }
 
     /// A source update, and every one queued behind it, applied; merged when the pacing allows.
     fn on_update(&mut self, update: SourceUpdate) -> Then {
         let mut changed = self.store.apply_deferred(update, Utc::now());
-        while let Ok(more) = self.updates.try_recv() {
+        while let Ok(more) = self.inbox.updates.try_recv() {
             changed |= self.store.apply_deferred(more, Utc::now());
         }
         // A source live again without new data shows at once; new data with the merge.
-        self.dirty |= self.store.take_health_changed();
+        self.due.draw |= self.store.take_health_changed();
         // Merge at most ten times a second, however many exporters report.
-        if changed && !self.merge_pending {
-            self.merge_pending = true;
-            self.merge_at = tokio::time::Instant::now().max(self.last_merge + self.merge_every);
+        if changed && !self.due.merge {
+            self.due.merge = true;
+            self.pacing.merge_at = tokio::time::Instant::now().max(self.pacing.last_merge + self.pacing.merge_every);
         }
         Then::Go
     }
@@ -401,11 +426,11 @@ impl<'a> Console<'a> {
     /// what ages on screen is drawn again.
     fn on_tick(&mut self) -> Then {
         self.st.wall = Utc::now();
-        self.dirty |= self.st.expire_message(self.st.wall);
+        self.due.draw |= self.st.expire_message(self.st.wall);
         self.record_frame();
         self.keep_demand();
-        self.advise_now = true;
-        if std::mem::take(&mut self.advice_due) {
+        self.due.advise = true;
+        if std::mem::take(&mut self.due.schedules) {
             self.schedule_step();
         }
         if self.stop_group_to_quit() == Then::Leave {
@@ -413,7 +438,7 @@ impl<'a> Console<'a> {
         }
         // Stale sources show their age, so they redraw each second; live ones do not.
         // A running action's countdown, too.
-        self.dirty |= self.store.check_staleness(self.st.wall)
+        self.due.draw |= self.store.check_staleness(self.st.wall)
             || self.st.action_running()
             || self.store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
         Then::Go
@@ -457,19 +482,19 @@ impl<'a> Console<'a> {
         }
         // The merge drew the new data already: a frame here only for what this
         // step changed (one frame a merge, not two a second apart).
-        self.dirty |= unattended || self.st.banner != was;
+        self.due.draw |= unattended || self.st.banner != was;
     }
 
     /// The banner's timelines take ~55 ms over 1,400 covered cards: made again every ten
     /// seconds, and at once after an action (its minutes count down coarsely). (Also at once
     /// while no source has answered yet: the first data shows it.)
     fn banner_if_stale(&mut self) {
-        let stale = banner_stale(self.banner_at, self.banner_data, self.store.fleet().taken_at);
-        if stale || self.st.action_running() != self.banner_busy {
+        let stale = banner_stale(self.banner.at, self.banner.data, self.store.fleet().taken_at);
+        if stale || self.st.action_running() != self.banner.busy {
             self.st.banner = self.schedules.as_ref().and_then(|s| due_change(s, self.cfg, &self.store));
-            self.banner_at = Some(std::time::Instant::now());
-            self.banner_data = self.store.fleet().taken_at;
-            self.banner_busy = self.st.action_running();
+            self.banner.at = Some(Instant::now());
+            self.banner.data = self.store.fleet().taken_at;
+            self.banner.busy = self.st.action_running();
         }
     }
 
@@ -496,9 +521,14 @@ impl<'a> Console<'a> {
 
     /// A quit signal: a running action finishes first (and is audited); a second leaves.
     fn on_quit_signal(&mut self) -> Then {
-        if quit_signal(&mut self.st, &self.runner, self.lost.is_some(), &mut self.asked_headless, &mut self.left_undone)
-        {
-            self.dirty = true;
+        if quit_signal(
+            &mut self.st,
+            &self.runner,
+            self.leaving.lost.is_some(),
+            &mut self.leaving.asked_headless,
+            &mut self.leaving.left_undone,
+        ) {
+            self.due.draw = true;
             return Then::Go;
         }
         self.auto.interrupted(&self.runner);
@@ -507,9 +537,9 @@ impl<'a> Console<'a> {
 
     /// SIGTSTP: suspended like Ctrl-Z (not while an action runs, nor without a terminal).
     fn on_stop_signal(&mut self) -> Then {
-        if self.lost.is_none() {
+        if self.leaving.lost.is_none() {
             try_suspend(&mut self.terminal, &mut self.st);
-            self.dirty = true;
+            self.due.draw = true;
         }
         Then::Go
     }
@@ -523,45 +553,41 @@ impl<'a> Console<'a> {
             return Then::Leave;
         }
         // Not a request of the operator's: a later q or Ctrl-C is still the first.
-        self.hung_up = true;
+        self.leaving.hung_up = true;
         self.st.message = Some("hangup: tessera quits when the action ends".into());
-        self.dirty = true;
+        self.due.draw = true;
         Then::Go
     }
 
     /// Merge the applied updates into one fleet, when one is pending and the pacing allows.
     fn merge_if_due(&mut self) {
-        if !self.merge_pending || tokio::time::Instant::now() < self.merge_at {
+        if !self.due.merge || tokio::time::Instant::now() < self.pacing.merge_at {
             return;
         }
         self.store.rebuild();
         self.st.on_fleet(self.store.fleet());
         // A group change waiting for a card to empty or for its time looks again.
         self.pump();
-        // The advisor runs below at once, paced by its own cost (ADVICE_SHARE); the
-        // banner and the unattended schedule at the next clock tick.
-        self.advice_due = true;
-        self.merge_pending = false;
-        self.last_merge = tokio::time::Instant::now();
-        self.dirty = true;
-        self.advise_now = true;
+        self.pacing.last_merge = tokio::time::Instant::now();
+        // Merged, so drawn; the advisor runs below at once, paced by its own cost
+        // (ADVICE_SHARE); the banner and the unattended schedule at the next clock tick.
+        self.due = Due { draw: true, merge: false, schedules: true, findings: true, advise: true };
     }
 
     /// The advisor after a merge at once (one draw shows the new data and what it says of
     /// them, not two a second apart), and on the clock for a pass the pacing held back. The
     /// banner and the unattended schedule stay on the clock (at most once a second).
     fn advise_if_due(&mut self) {
-        if !std::mem::take(&mut self.advise_now) {
+        if !std::mem::take(&mut self.due.advise) {
             return;
         }
-        self.findings_due |= self.advice_due;
-        if self.findings_due && self.advised_at.is_none_or(|t| t.elapsed() >= self.advice_gap) {
-            let began = std::time::Instant::now();
+        if self.due.findings && self.pacing.advised_at.is_none_or(|t| t.elapsed() >= self.pacing.advice_gap) {
+            let began = Instant::now();
             self.st.on_findings(advise(self.cfg, &self.store, &mut self.suggestions));
-            self.advice_gap = (began.elapsed() * ADVICE_SHARE).min(ADVICE_GAP_MAX);
-            self.advised_at = Some(began);
-            self.findings_due = false;
-            self.dirty = true;
+            self.pacing.advice_gap = (began.elapsed() * ADVICE_SHARE).min(ADVICE_GAP_MAX);
+            self.pacing.advised_at = Some(began);
+            self.due.findings = false;
+            self.due.draw = true;
         }
     }
 
@@ -572,7 +598,7 @@ impl<'a> Console<'a> {
 
     /// Asked to quit (once, or by a hangup) while an action runs: leave when it ends.
     fn quitting(&self) -> bool {
-        self.st.quit_after_action || self.hung_up
+        self.st.quit_after_action || self.leaving.hung_up
     }
 
     /// Leave: the terminal restored, then what was recorded, kept or left half-done said on
@@ -592,20 +618,7 @@ impl<'a> Console<'a> {
             to_stderr(&format!("tessera: demand by hour not kept: {e}"));
         }
         say_drained(&drained);
-        if let Some(what) = self.left_undone {
-            return Err(CmdError::Failed(what));
-        }
-        match self.lost {
-            Some(e) => Err(CmdError::Failed(format!(
-                "the terminal was lost ({e}){}",
-                if self.finished_headless {
-                    "; the action under way ran to its end headless: the audit log has its outcome"
-                } else {
-                    ""
-                }
-            ))),
-            None => Ok(()),
-        }
+        self.leaving.verdict()
     }
 }
 
@@ -618,6 +631,19 @@ enum Then {
     Next,
     /// Leave the console.
     Leave,
+}
+
+/// The UI state at the start: the policy's thresholds, what starting noted, the recording's
+/// file, the first fleet.
+fn ui_state(cfg: &Config, ascii: bool, notes: &[String], recording: Option<&Session>, store: &Store) -> UiState {
+    let mut st = UiState::new(cfg.read_only, ascii, cfg.policy.min_runtime, Utc::now());
+    st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
+    if !notes.is_empty() {
+        st.message = Some(notes.join("; "));
+    }
+    st.recording = recording.and_then(|r| r.recorder().path()).map(|p| p.display().to_string());
+    st.on_fleet(store.fleet());
+    st
 }
 
 /// What the recording kept, on stderr (and whether the audit log could always be read).
