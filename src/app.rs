@@ -1,6 +1,7 @@
-//! The console's owner loop: one task owns the engine (store, updates, action runner) and the
-//! UI state, selects over terminal input, source updates, action progress, a clock and
-//! signals, drains queued updates before one draw, and draws only when something changed.
+//! The console: one task owns the engine (store, updates, action runner) and the UI state,
+//! as the console object (`app/console.rs`), which selects over terminal input, source
+//! updates, action progress, a clock and signals, serves each with its own method, drains
+//! queued updates before one draw, and draws only when something changed.
 //! The terminal (`app/terminal.rs`) is restored on quit, signals and panics; how it leaves
 //! while an action runs is `app/leave.rs`; the operator's requests are answered in
 //! `app/requests.rs`.
