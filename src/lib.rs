@@ -31,7 +31,7 @@
 //! | `actions` | actions | plan, guard, run, execute and audit; one file per backend |
 //! | `ui` | ui | state, keys to requests, dialogs, views; never does IO |
 //! | `engine` | engine | the composition root: sources, store, runner |
-//! | `app` | engine | the console's loop |
+//! | `app` | engine | the console: one object, one method per event it serves |
 //! | `commands` | engine | each subcommand |
 //! | `cli` | engine | the command-line contract |
 //!

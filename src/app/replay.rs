@@ -111,14 +111,9 @@ fn recorded_source(name: &str, at: DateTime<Utc>) -> crate::model::SourceStatus 
     crate::model::SourceStatus::live(name, kind, at)
 }
 
-async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> Result<(), CmdError> {
-    let Replaying { mut player, from, speed, what } = r;
-    let mut replay = state(&player, speed, what);
-    if let Some(t) = from {
-        replay.go(t);
-        replay.jumped = false;
-    }
-    let problems = player.rec.problems.clone();
+/// The UI state of a replay: read-only, at the moment shown; the footer says the keys, or
+/// what damage of the recording was skipped.
+fn replay_state(cfg: &Config, ascii: bool, replay: Replay, problems: &[String]) -> UiState {
     let mut st = UiState::new(true, ascii, cfg.policy.min_runtime, replay.pos);
     st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
     st.replay = Some(replay);
@@ -129,6 +124,18 @@ async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> R
         let more = if problems.len() > 1 { format!(" (and {} more)", problems.len() - 1) } else { String::new() };
         st.message = Some(format!("recording damaged, skipped: {first}{more}"));
     }
+    st
+}
+
+async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> Result<(), CmdError> {
+    let Replaying { mut player, from, speed, what } = r;
+    let mut replay = state(&player, speed, what);
+    if let Some(t) = from {
+        replay.go(t);
+        replay.jumped = false;
+    }
+    let problems = player.rec.problems.clone();
+    let mut st = replay_state(cfg, ascii, replay, &problems);
     let mut store = Store::new();
     let mut shown = None;
     let mut suggestions = Suggestions::default();

@@ -1,4 +1,4 @@
-//! The console's schedule work, for the owner loop: the banner's due change, driving a
+//! The console's schedule work, for the console object: the banner's due change, driving a
 //! confirmed group change through the runner, the advisor with its cached schedule suggestion,
 //! and unattended schedules on the simulated cluster (the simulator lives in the console's
 //! process, so the console is the only one that can run them there).
