@@ -39,6 +39,9 @@ fn tmux_console_end_to_end() {
     t.wait("the queue view", |s| s.contains("demand against free capacity"));
     t.keys(&["3"]);
     t.wait("the workloads view", |s| s.contains("PREEMPT"));
+    // The Advice view: the findings, and the simulated next 24 hours beside them.
+    t.keys(&["5"]);
+    t.wait("the advice view's projection", |s| s.contains("SEV ") && s.contains("simulated 24h: p90 wait"));
     t.keys(&["1"]);
     t.wait("the fleet view", |s| s.contains("MIG LAYOUT"));
     t.keys(&["Enter"]);

@@ -54,6 +54,10 @@ const MERGE_EVERY: Duration = Duration::from_millis(100);
 /// The advisor waits this many times its last pass before the next, at most ADVICE_GAP_MAX.
 const ADVICE_SHARE: u32 = 20;
 const ADVICE_GAP_MAX: Duration = Duration::from_secs(10);
+/// The Advice view's projection (a simulation of the next 24 hours) runs at most this often.
+const PROJECT_EVERY: Duration = Duration::from_secs(60);
+
+type Projected = Option<crate::simulate::projection::Projection>;
 
 /// The console: everything its one task owns, from the start to the end.
 pub(super) struct Console<'a> {
@@ -84,6 +88,23 @@ pub(super) struct Console<'a> {
     due: Due,
     pacing: Pacing,
     leaving: Leaving,
+    projecting: Projecting,
+}
+
+/// The Advice view's projection, simulated off the loop on a blocking thread.
+#[derive(Default)]
+struct Projecting {
+    task: Option<tokio::task::JoinHandle<Projected>>,
+    /// When the last one began.
+    at: Option<Instant>,
+}
+
+/// The projection under way, when it ends (never, while none is).
+async fn projected(task: &mut Option<tokio::task::JoinHandle<Projected>>) -> Projected {
+    match task.as_mut() {
+        Some(t) => t.await.ok().flatten(),
+        None => std::future::pending().await,
+    }
 }
 
 /// What the console waits on.
@@ -236,6 +257,7 @@ impl<'a> Console<'a> {
             due: Due::START,
             pacing: Pacing::new(cfg.refresh),
             leaving: Leaving::default(),
+            projecting: Projecting::default(),
         })
     }
 
@@ -269,6 +291,7 @@ impl<'a> Console<'a> {
             // timer's thread) for it.
             _ = tokio::time::sleep_until(self.pacing.merge_at), if self.due.merge => Then::Go,
             _ = self.inbox.clock.tick() => self.on_tick(),
+            p = projected(&mut self.projecting.task), if self.projecting.task.is_some() => self.on_projection(p),
             // SIGTERM, SIGINT, SIGQUIT: the first lets a running action finish (and be
             // audited), a second leaves at once. Headless, the first is counted afresh (going
             // headless is not a request of the operator's).
@@ -588,7 +611,38 @@ impl<'a> Console<'a> {
             self.pacing.advised_at = Some(began);
             self.due.findings = false;
             self.due.draw = true;
+            self.project_if_due();
         }
+    }
+
+    /// After advice, at most once a minute: simulate the next 24 hours of measured demand as
+    /// is and with the advice's layout changes, on a blocking thread (never on the loop).
+    fn project_if_due(&mut self) {
+        if self.projecting.task.is_some() || self.projecting.at.is_some_and(|t| t.elapsed() < PROJECT_EVERY) {
+            return;
+        }
+        let fleet = self.store.fleet().clone();
+        let demand = self.store.demand().clone();
+        let now = fleet.taken_at.unwrap_or_else(Utc::now);
+        let min_runtime_s = self.cfg.policy.min_runtime.as_secs() as i64;
+        self.projecting.at = Some(Instant::now());
+        self.projecting.task = Some(tokio::task::spawn_blocking(move || {
+            crate::simulate::projection::project(&fleet, &demand, now, min_runtime_s)
+        }));
+    }
+
+    /// The projection came back: the Advice view shows it.
+    fn on_projection(&mut self, p: Projected) -> Then {
+        self.projecting.task = None;
+        if p.is_none() {
+            // Nothing to project yet (no demand measured, no fleet): try with the next advice.
+            self.projecting.at = None;
+        }
+        if p.is_some() || self.st.projection.is_some() {
+            self.st.projection = p;
+            self.due.draw = true;
+        }
+        Then::Go
     }
 
     /// Drive a running group change (see `schedule::pump`).
