@@ -9,6 +9,7 @@
 
 pub mod adapt;
 pub mod fleet;
+pub mod input;
 pub mod job;
 pub mod layouts;
 pub mod metrics;
