@@ -2,8 +2,8 @@
 //! sample (and the whole trace where the shared reference folder has it), its GPU-seconds
 //! against the trace's own sum computed here independently, bad and cut lines named by file,
 //! line and field, `skip_bad` counts, a huge line read past, `scripts/sacct-to-demand` on a
-//! constructed sacct output read back by the CSV reader, and the CSV example of
-//! docs/simulate.md.
+//! constructed sacct output read back by the CSV reader, the CSV example of docs/simulate.md,
+//! and a recording of the simulated cluster as jobs and a fleet.
 
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -229,4 +229,34 @@ fn the_csv_example_of_the_docs_reads() {
     );
     assert_eq!(p.jobs[2].checkpoint_s, Some(1800));
     assert_eq!(p.jobs[3].mem_mib, 20 * 1024);
+}
+
+/// A recording of the simulated cluster, made here, read back as a demand and a fleet through
+/// the reader the command uses: its workloads become jobs, the last frame's cards the fleet.
+#[test]
+fn a_recording_becomes_jobs_and_its_fleet() {
+    use tessera::record::reader::{Player, Recording};
+    use tessera::simulate::input::{jobs_from_recording, recording::fleet_from_recording};
+    let dir = std::env::temp_dir().join(format!("tessera-simulate-inputs-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let file = dir.join("demo.tsrec");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["record", "--demo", "--speed", "600", "--every", "1s", "--for", "3s", "--out"])
+        .arg(&file)
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .output();
+    assert!(out.as_ref().is_ok_and(|o| o.status.success()), "{out:?}");
+    let rec = Recording::open(std::slice::from_ref(&file)).unwrap_or_else(|e| panic!("{e}"));
+    let frames = rec.frames().len() as u64;
+    let mut player = Player::new(rec);
+    let (jobs, notes) = jobs_from_recording(&mut player);
+    assert_eq!((notes.frames, notes.unreadable_frames), (frames, 0), "{notes:?}");
+    assert!(!jobs.is_empty(), "{notes:?}");
+    assert!(notes.start.is_some());
+    assert!(jobs.iter().all(|j| j.duration >= 1 && j.gpus >= 1 && (1..=1000).contains(&j.milli) && j.submit >= 0));
+    assert!(notes.cut_at_end > 0, "the demo's jobs still run at the end: {notes:?}");
+    let fleet = fleet_from_recording(&mut player).unwrap_or_else(|e| panic!("{e}"));
+    assert!(fleet.gpus() > 0 && !fleet.models.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
 }
