@@ -166,10 +166,14 @@ pub(crate) struct Header {
 }
 
 impl Header {
-    /// The header line; a column named twice is an error naming it.
+    /// The header line (a byte-order mark before it aside, as spreadsheets write one); a
+    /// column named twice is an error naming it.
     pub fn parse(line: &str) -> Result<Self, (String, String)> {
-        let names: Vec<String> =
-            split(line).map_err(|why| (String::new(), why))?.into_iter().map(|n| n.to_ascii_lowercase()).collect();
+        let names: Vec<String> = split(line.trim_start_matches('\u{feff}'))
+            .map_err(|why| (String::new(), why))?
+            .into_iter()
+            .map(|n| n.to_ascii_lowercase())
+            .collect();
         for (i, n) in names.iter().enumerate() {
             if !n.is_empty() && names[..i].contains(n) {
                 return Err((n.clone(), "named twice in the header".into()));
@@ -291,6 +295,16 @@ mod tests {
         assert_eq!(split("a, b ,c").unwrap_or_default(), vec!["a", "b", "c"]);
         assert_eq!(split("\"x,y\",\"say \"\"hi\"\"\",").unwrap_or_default(), vec!["x,y", "say \"hi\"", ""]);
         assert!(split("\"open").is_err());
+    }
+
+    #[test]
+    fn a_header_after_a_byte_order_mark_reads_and_a_column_named_twice_does_not() {
+        let h = Header::parse("\u{feff}Submit, duration").map_err(|e| e.1);
+        assert_eq!(h.map(|h| (h.col("submit"), h.col("duration"))), Ok((Some(0), Some(1))));
+        assert_eq!(
+            Header::parse("gpus,GPUS").err(),
+            Some(("gpus".to_string(), "named twice in the header".to_string()))
+        );
     }
 
     #[test]
