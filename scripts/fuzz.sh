@@ -12,7 +12,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(exposition prometheus_api slurm kubernetes config layout recording)
+    targets=(exposition prometheus_api slurm kubernetes config layout recording demand)
 fi
 if ! cargo +nightly --version >/dev/null 2>&1 || ! cargo fuzz --version >/dev/null 2>&1; then
     echo "fuzz.sh: needs a nightly toolchain and cargo-fuzz (cargo install cargo-fuzz); skipped"
@@ -30,6 +30,7 @@ seed() {
         config) cp config.example.toml themes/*.toml "$dir"/ ;;
         layout) printf '3g.40gb@0,2g.20gb@4,1g.10gb@6' >"$dir/mixed"; printf 'whole' >"$dir/whole" ;;
         recording) : ;;
+        demand) cp tests/fixtures/traces/*.csv "$dir"/ ;;
     esac
 }
 status=0

@@ -2,7 +2,8 @@
 //! grow without bound, and what comes out keeps the invariants the screen relies on. The fuzz
 //! targets (`fuzz/fuzz_targets/`, by hand with a nightly toolchain) and the property-test
 //! campaign (`tests/inputs.rs`, in CI) feed the same doors, so a crash found by one is a
-//! regression test in the other.
+//! regression test in the other. The demand inputs of `tessera simulate` (the Alibaba trace,
+//! the demand CSV) return their invariants' violation as an error.
 
 use crate::model::Node;
 
@@ -123,7 +124,8 @@ pub fn layout(data: &[u8]) {
     }
 }
 
-/// A recording file: opened (header, index or scan, records), then every frame read.
+/// A recording file: opened (header, index or scan, records), then every frame read, and (of
+/// up to 64 frames) its workloads and fleet as a what-if's demand.
 pub fn recording(data: &[u8], scratch: &std::path::Path) {
     if std::fs::write(scratch, data).is_err() {
         return;
@@ -133,5 +135,78 @@ pub fn recording(data: &[u8], scratch: &std::path::Path) {
     let mut player = crate::record::reader::Player::new(rec);
     for i in 0..n.min(64) {
         let _ = player.frame(i);
+    }
+    if n <= 64 {
+        let _ = crate::simulate::input::jobs_from_recording(&mut player);
+        let _ = crate::simulate::input::recording::fleet_from_recording(&mut player);
+    }
+}
+
+/// The invariants every demand a parser reads keeps, whatever the input: each row counted
+/// once (jobs, rows without a GPU, bad lines skipped), each job at least a second long, of one
+/// or more cards, a share from 1 to 1000 thousandths of a card (a share only of one card),
+/// real use at most its request; at most `KEPT_ERRORS` errors kept.
+pub fn check_demand(p: &crate::simulate::input::Parsed) -> Result<(), String> {
+    use crate::simulate::input::KEPT_ERRORS;
+    let counted = p.jobs.len() as u64 + p.without_gpu + p.skipped;
+    if counted != p.rows {
+        return Err(format!(
+            "{} jobs + {} without GPU + {} skipped is not {} rows",
+            p.jobs.len(),
+            p.without_gpu,
+            p.skipped,
+            p.rows
+        ));
+    }
+    if p.first_errors.len() > KEPT_ERRORS || p.first_errors.len() as u64 > p.skipped {
+        return Err(format!("{} errors kept of {} skipped", p.first_errors.len(), p.skipped));
+    }
+    for j in &p.jobs {
+        let share_of_many = j.milli < 1000 && j.gpus > 1;
+        if j.duration < 1 || j.gpus == 0 || !(1..=1000).contains(&j.milli) || j.use_milli > 1000 || share_of_many {
+            return Err(format!("job {}: {j:?}", j.name));
+        }
+    }
+    Ok(())
+}
+
+/// The Alibaba trace's pod list (strict and with `skip_bad`).
+pub fn openb_pods(data: &[u8]) -> Result<(), String> {
+    use crate::simulate::input::openb_pods;
+    let strict = openb_pods("fuzz.csv", data, false);
+    let lenient = openb_pods("fuzz.csv", data, true);
+    if let (Ok(a), Ok(b)) = (&strict, &lenient)
+        && a != b
+    {
+        return Err("a file with no bad line read differently with skip_bad".into());
+    }
+    match lenient {
+        Ok(p) => check_demand(&p),
+        Err(_) => Ok(()),
+    }
+}
+
+/// The Alibaba trace's node list: every node of the fleet has cards of a model it holds.
+pub fn openb_nodes(data: &[u8]) -> Result<(), String> {
+    let Ok(f) = crate::simulate::input::openb_nodes("fuzz.csv", data) else { return Ok(()) };
+    match f.nodes.iter().find(|n| n.gpus == 0 || n.model as usize >= f.models.len()) {
+        Some(n) => Err(format!("node {}: {} GPUs of model {}", n.name, n.gpus, n.model)),
+        None => Ok(()),
+    }
+}
+
+/// The project's demand CSV (strict and with `skip_bad`).
+pub fn demand_csv(data: &[u8]) -> Result<(), String> {
+    use crate::simulate::input::demand_csv;
+    let strict = demand_csv("fuzz.csv", data, false);
+    let lenient = demand_csv("fuzz.csv", data, true);
+    if let (Ok(a), Ok(b)) = (&strict, &lenient)
+        && a != b
+    {
+        return Err("a file with no bad line read differently with skip_bad".into());
+    }
+    match lenient {
+        Ok(p) => check_demand(&p),
+        Err(_) => Ok(()),
     }
 }

@@ -10,6 +10,7 @@
 pub mod adapt;
 pub mod fleet;
 pub mod from_model;
+pub mod input;
 pub mod job;
 pub mod layouts;
 pub mod metrics;

@@ -1,9 +1,10 @@
 //! The fuzz campaign's inputs, in CI: every door of `tessera::inputs` fed arbitrary bytes,
 //! mutations of the real samples in `tests/fixtures` (cut, spliced, with hostile tokens put
 //! in) and grammar-made documents (exposition lines, Slurm and Kubernetes objects, config
-//! keys, layout strings). Nothing may panic, and what comes out keeps the invariants
-//! (`inputs::check`). `TESSERA_INPUT_CASES` scales the cases per property (default 256; the
-//! figures in docs/reliability.md). `scripts/fuzz.sh` runs the same doors under libFuzzer.
+//! keys, layout strings, demand CSV rows). Nothing may panic, and what comes out keeps the
+//! invariants (`inputs::check`, `inputs::check_demand`). `TESSERA_INPUT_CASES` scales the
+//! cases per property (default 256; the figures in docs/reliability.md). `scripts/fuzz.sh`
+//! runs the same doors under libFuzzer.
 
 use std::path::{Path, PathBuf};
 
@@ -34,8 +35,12 @@ fn fixtures(dir: &str, ext: &[&str]) -> Vec<Vec<u8>> {
 
 /// The fixtures of one kind, read once per test binary.
 fn cached(slot: usize, load: impl FnOnce() -> Vec<Vec<u8>>) -> &'static [Vec<u8>] {
-    static SLOTS: [std::sync::OnceLock<Vec<Vec<u8>>>; 3] =
-        [std::sync::OnceLock::new(), std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+    static SLOTS: [std::sync::OnceLock<Vec<Vec<u8>>>; 4] = [
+        std::sync::OnceLock::new(),
+        std::sync::OnceLock::new(),
+        std::sync::OnceLock::new(),
+        std::sync::OnceLock::new(),
+    ];
     SLOTS[slot].get_or_init(load)
 }
 
@@ -343,6 +348,65 @@ fn layout_text() -> impl Strategy<Value = String> {
     proptest::collection::vec(part, 0..10).prop_map(|p| p.join(","))
 }
 
+/// Demand CSV lines from a grammar: the columns in any order, values from every corner (times
+/// of both kinds, durations with and without units, shares, profiles, classes, not numbers).
+fn demand_doc() -> impl Strategy<Value = String> {
+    let columns = prop::sample::subsequence(
+        vec![
+            "submit",
+            "duration",
+            "gpus",
+            "fraction",
+            "gpu_memory",
+            "mig_profile",
+            "class",
+            "priority",
+            "checkpoint",
+            "use",
+            "model",
+            "name",
+        ],
+        0..12,
+    );
+    let value = prop::sample::select(vec![
+        "0",
+        "1",
+        "-1",
+        "60",
+        "1.5",
+        "90m",
+        "1h30m",
+        "2d",
+        "0.25",
+        "1",
+        "2",
+        "8",
+        "4097",
+        "15GiB",
+        "0B",
+        "1g.10gb",
+        "3g.40gb",
+        "9g.1tb",
+        "inference",
+        "training",
+        "LS",
+        "x",
+        "",
+        "\"",
+        "\"a,b\"",
+        "2026-03-01T09:30:00Z",
+        "2026-03-01 09:30:00",
+        "1e309",
+        "NaN",
+        "99999999999d",
+        "A100-80GB|L4",
+        "#",
+    ]);
+    let row = proptest::collection::vec(value, 0..13).prop_map(|v| v.join(","));
+    (columns, proptest::collection::vec(row, 0..20))
+        .prop_map(|(c, rows)| format!("{}\n{}", c.join(","), rows.join("\n")))
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tessera-inputs-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
@@ -436,6 +500,27 @@ proptest! {
     fn config_and_theme(doc in config_doc(), data in proptest::collection::vec(any::<u8>(), 0..512)) {
         inputs::config(doc.as_bytes());
         inputs::config(&data);
+    }
+
+    #[test]
+    fn demand_bytes(data in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        inputs::openb_pods(&data).map_err(TestCaseError::fail)?;
+        inputs::openb_nodes(&data).map_err(TestCaseError::fail)?;
+        inputs::demand_csv(&data).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn demand_traces_mutated(i in any::<prop::sample::Index>(), ops in ops()) {
+        let all = cached(3, || fixtures("traces", &[".csv"]));
+        let data = mutate(&all[i.index(all.len())], &ops);
+        inputs::openb_pods(&data).map_err(TestCaseError::fail)?;
+        inputs::openb_nodes(&data).map_err(TestCaseError::fail)?;
+        inputs::demand_csv(&data).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn demand_csv_grammar(doc in demand_doc()) {
+        inputs::demand_csv(doc.as_bytes()).map_err(TestCaseError::fail)?;
     }
 
     #[test]
