@@ -14,7 +14,9 @@ use serde_json::json;
 use super::{out, settings};
 use crate::cli::Global;
 use crate::error::CmdError;
-use crate::simulate::{self, Fleet, Job, Packing, Placement, Policy, Report, Settings};
+use chrono::Timelike;
+
+use crate::simulate::{self, Fleet, Job, Packing, Placement, Policy, Report, Settings, input};
 
 /// `simulate --json`'s contract version (docs/json.md).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -260,7 +262,77 @@ fn read_demand(g: &Global, cfg: &crate::config::Config, o: &Options) -> Result<D
     if o.span.is_some() {
         return Err(usage("--for sets the demo's span; a file's demand spans what it holds (see --horizon)"));
     }
-    Err(usage("reading a demand file is not built yet"))
+    if !o.recording.is_empty() {
+        return from_recording(&o.recording);
+    }
+    if o.nodes.is_some() && o.trace.is_none() {
+        return Err(usage("--nodes is the trace's node list: give --trace too"));
+    }
+    let (path, parsed) = match (&o.trace, &o.demand) {
+        (Some(t), _) => (t, read_lines(t, |name, r| input::openb_pods(name, r, o.skip_bad))?),
+        (None, Some(d)) => (d, read_lines(d, |name, r| input::demand_csv(name, r, o.skip_bad))?),
+        (None, None) => unreachable!("one demand is given"),
+    };
+    let fleet = match &o.nodes {
+        Some(n) => Some(read_lines(n, input::openb_nodes)?),
+        None => None,
+    };
+    let mut notes = Vec::new();
+    if parsed.skipped > 0 {
+        notes.push(format!("{} malformed lines skipped (--skip-bad); the first:", parsed.skipped));
+        notes.extend(parsed.first_errors.iter().map(|e| format!("  {e}")));
+    }
+    let kind = if o.trace.is_some() { "Alibaba GPU trace v2023" } else { "demand CSV" };
+    Ok(Demand {
+        source: format!("{kind} {}", path.display()),
+        jobs: parsed.jobs,
+        without_gpu: parsed.without_gpu,
+        skipped: parsed.skipped,
+        notes,
+        day_offset_s: parsed.start.map_or(0, |t| i64::from(t.num_seconds_from_midnight())),
+        fleet,
+    })
+}
+
+/// Open `path` and hand it, streamed line by line, to `parse`; a bad line is a usage error
+/// (exit 2) naming the file, the line and the field.
+fn read_lines<T>(
+    path: &Path,
+    parse: impl FnOnce(&str, std::io::BufReader<std::fs::File>) -> Result<T, input::LineError>,
+) -> Result<T, CmdError> {
+    let name = path.display().to_string();
+    let file = crate::files::open_regular(path).map_err(|e| usage(&format!("{name}: {e}")))?;
+    parse(&name, std::io::BufReader::with_capacity(1 << 16, file)).map_err(|e| usage(&e.to_string()))
+}
+
+/// A recording's workloads and its last fleet.
+fn from_recording(paths: &[PathBuf]) -> Result<Demand, CmdError> {
+    use crate::record::reader::{Player, Recording};
+    let rec = Recording::open(paths).map_err(|e| usage(&format!("--recording: {e}")))?;
+    let mut player = Player::new(rec);
+    let (jobs, n) = input::jobs_from_recording(&mut player);
+    let fleet = input::recording::fleet_from_recording(&mut player).map_err(|e| usage(&format!("--recording: {e}")))?;
+    let mut notes = Vec::new();
+    let counted = [
+        (n.unreadable_frames, "frames could not be read (skipped)"),
+        (n.never_started, "workloads never seen running (their duration is unknown: left out)"),
+        (n.cut_at_end, "workloads still running at the end (cut there)"),
+        (n.shares_guessed, "shares of cards whose replicas are unknown (a quarter card each)"),
+        (n.taken_as_one, "workloads asking several instances or shares (taken as one)"),
+        (n.unknown_profile, "workloads with a MIG profile no catalog model has (left out)"),
+    ];
+    notes.extend(counted.iter().filter(|(c, _)| *c > 0).map(|(c, what)| format!("{c} {what}")));
+    notes.extend(n.first_errors.iter().map(|e| format!("  {e}")));
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    Ok(Demand {
+        source: format!("recording {} ({} frames)", names.join(" "), n.frames),
+        jobs,
+        without_gpu: n.without_gpu,
+        skipped: 0,
+        notes,
+        day_offset_s: n.start.map_or(0, |t| i64::from(t.num_seconds_from_midnight())),
+        fleet: Some(fleet),
+    })
 }
 
 /// Arrivals brought closer together by `factor` (a trace replayed on a faster clock).

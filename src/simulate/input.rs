@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 
 pub use csv::demand_csv;
 pub use openb::{openb_nodes, openb_pods};
-pub use recording::{Notes, Walk, fleet_from_model, jobs_from_recording};
+pub use recording::{Notes, Walk, jobs_from_recording};
 
 use super::job::Job;
 

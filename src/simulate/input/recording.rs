@@ -19,9 +19,10 @@ use chrono::{DateTime, Utc};
 
 use crate::model::{self, Request, ShareUnit, Workload, WorkloadKind};
 use crate::record::reader::Player;
-use crate::simulate::fleet::{Fleet, Model, Node};
+use crate::simulate::fleet::Fleet;
+use crate::simulate::from_model;
 use crate::simulate::input::KEPT_ERRORS;
-use crate::simulate::job::{Class, Job, milli_of_slices};
+use crate::simulate::job::{Job, milli_of_slices};
 
 /// The share of a card one share is taken for where the card's replicas are unknown (a
 /// quarter: the time-slicing default of four replicas).
@@ -111,7 +112,7 @@ impl Walk {
         for (_, c) in fleet.cards() {
             if !self.raw_models.contains(&c.model) {
                 self.raw_models.insert(c.model.clone());
-                self.models.insert(model_name(&c.model));
+                self.models.insert(from_model::model_name(&c.model));
             }
         }
         for w in &fleet.workloads {
@@ -164,9 +165,10 @@ impl Walk {
             if Some(end) == last_at {
                 notes.cut_at_end += 1;
             }
-            let Some((gpus, milli, mem_mib)) = shape(&t, &request, &mut notes) else { continue };
+            let on = OnCard { model: t.card_model.as_deref(), replicas: t.replicas, held: t.held };
+            let Some((gpus, milli, mem_mib)) = shape(&t.id, &request, on, &mut notes) else { continue };
             let submit = t.submitted.unwrap_or(t.first_seen).min(start);
-            let wanted = request.model.as_deref().map(model_name).filter(|m| models.contains(m));
+            let wanted = request.model.as_deref().map(from_model::model_name).filter(|m| models.contains(m));
             let use_milli = if t.act_n > 0 {
                 (t.act_sum / f64::from(t.act_n) * 10.0).round().clamp(0.0, 1000.0) as u32
             } else {
@@ -181,12 +183,8 @@ impl Walk {
                     gpus,
                     milli,
                     mem_mib,
-                    class: match t.kind {
-                        WorkloadKind::Inference => Class::Inference,
-                        WorkloadKind::Training => Class::Training,
-                        WorkloadKind::Other => Class::Other,
-                    },
-                    priority: t.priority.unwrap_or(0).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+                    class: from_model::class(t.kind),
+                    priority: from_model::priority(t.priority),
                     checkpoint_s: None,
                     cpu_milli: 0,
                     host_mem_mib: request.host_memory_mib.unwrap_or(0),
@@ -241,16 +239,25 @@ fn see(t: &mut Track, w: &Workload, at: DateTime<Utc>, fleet: &model::Fleet) {
     }
 }
 
-/// Cards, share of each and memory per card a workload asked for; `None` (noted) where its
-/// MIG profile is in no catalog model.
-fn shape(t: &Track, r: &Request, notes: &mut Notes) -> Option<(u32, u32, u64)> {
+/// What the cards a workload ran on say: their model, their replicas per card (shared
+/// cards), how many it held.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OnCard<'a> {
+    pub model: Option<&'a str>,
+    pub replicas: Option<u32>,
+    pub held: u32,
+}
+
+/// Cards, share of each and memory per card workload `id` asked for with `r`; `None`
+/// (noted) where its MIG profile is in no catalog model. Guesses are counted in `notes`.
+pub fn shape(id: &str, r: &Request, on: OnCard, notes: &mut Notes) -> Option<(u32, u32, u64)> {
     if let Some(p) = &r.mig_profile {
-        let on_card = t.card_model.as_deref().and_then(crate::model::mig::lookup).and_then(|gm| {
+        let on_card = on.model.and_then(crate::model::mig::lookup).and_then(|gm| {
             gm.profile(p).map(|x| (milli_of_slices(x.compute_slices, gm.compute_slices), x.planning_mib()))
         });
         let Some((milli, mem)) = on_card.or_else(|| super::csv::mig_profile(p)) else {
             notes.unknown_profile += 1;
-            notes.problem(format!("workload {}: MIG profile {p:?} is in no model of the catalog (left out)", t.id));
+            notes.problem(format!("workload {id}: MIG profile {p:?} is in no model of the catalog (left out)"));
             return None;
         };
         if r.gpus.is_some_and(|n| n > 1) {
@@ -259,11 +266,11 @@ fn shape(t: &Track, r: &Request, notes: &mut Notes) -> Option<(u32, u32, u64)> {
         return Some((1, milli, mem));
     }
     if let Some(s) = r.shares {
-        if s.count > 1 && t.replicas.is_none() && s.unit == ShareUnit::Replica {
+        if s.count > 1 && on.replicas.is_none() && s.unit == ShareUnit::Replica {
             notes.taken_as_one += 1;
         }
         let of = |n: u32| (u64::from(s.count.max(1)) * 1000 / u64::from(n.max(1))).clamp(1, 1000) as u32;
-        let milli = match (t.replicas, s.unit) {
+        let milli = match (on.replicas, s.unit) {
             (Some(n), _) => of(n),
             (None, ShareUnit::Mps) => of(MPS_UNITS_PER_CARD),
             (None, ShareUnit::Replica) => {
@@ -273,16 +280,8 @@ fn shape(t: &Track, r: &Request, notes: &mut Notes) -> Option<(u32, u32, u64)> {
         };
         return Some((1, milli, 0));
     }
-    let gpus = r.gpus.filter(|&n| n > 0).unwrap_or(t.held).clamp(1, super::openb::MAX_GPUS);
+    let gpus = r.gpus.filter(|&n| n > 0).unwrap_or(on.held).clamp(1, super::openb::MAX_GPUS);
     Some((gpus, 1000, 0))
-}
-
-/// A card model as the simulated fleet names it.
-fn model_name(raw: &str) -> Box<str> {
-    if raw.trim().is_empty() {
-        return "unknown".into();
-    }
-    Model::named(raw).name
 }
 
 /// The jobs of an opened recording, frame by frame; frames that cannot be decoded are
@@ -304,46 +303,13 @@ pub fn jobs_from_recording(player: &mut Player) -> (Vec<Job>, Notes) {
     walk.finish()
 }
 
-/// The fleet of a model fleet (live, recorded or the demo's): each node's cards by model (a
-/// node of several models becomes one node per model, `NODE/MODEL`), their MIG layouts as
-/// they are where any card of the node has MIG on, and the replicas of time-sliced or MPS
-/// cards. The model fleet has no host CPU or memory: not limited.
-pub fn fleet_from_model(fleet: &model::Fleet) -> Fleet {
-    let mut out = Fleet::default();
-    for n in &fleet.nodes {
-        let mut groups: Vec<(Box<str>, Vec<&model::Card>)> = Vec::new();
-        for c in &n.cards {
-            let name = model_name(&c.model);
-            match groups.iter_mut().find(|(m, _)| *m == name) {
-                Some((_, cards)) => cards.push(c),
-                None => groups.push((name, vec![c])),
-            }
-        }
-        let several = groups.len() > 1;
-        for (name, cards) in groups {
-            let m = out.model_index(&name);
-            let node_name = if several { format!("{}/{name}", n.name) } else { n.name.clone() };
-            let mut node = Node::new(&node_name, m, cards.len() as u32);
-            if cards.iter().any(|c| c.mig.enabled) {
-                node.layouts = cards.iter().map(|c| c.mig.enabled.then(|| c.layout())).collect();
-            }
-            node.replicas = cards
-                .iter()
-                .filter(|c| c.sharing_mode().is_some_and(model::SharingMode::unisolated))
-                .find_map(|c| c.sharing.replicas.filter(|&r| r > 0));
-            out.nodes.push(node);
-        }
-    }
-    out
-}
-
 /// The fleet as the recording's last readable frame shows it.
 pub fn fleet_from_recording(player: &mut Player) -> Result<Fleet, String> {
     let n = player.rec.frames().len();
     let mut last = String::from("the recording has no frames");
     for i in (0..n).rev() {
         match player.frame(i) {
-            Ok(f) => return Ok(fleet_from_model(&f.fleet)),
+            Ok(f) => return Ok(crate::simulate::from_model::fleet(&f.fleet)),
             Err(e) => last = format!("frame {i}: {e}"),
         }
     }
@@ -434,7 +400,7 @@ mod tests {
         other.cards = vec![card(0, "NVIDIA L4"), card(1, "NVIDIA L4"), card(2, "Tesla T4")];
         f.nodes.push(other);
         f.nodes.push(model::Node::new("empty"));
-        let s = fleet_from_model(&f);
+        let s = crate::simulate::from_model::fleet(&f);
         let names: Vec<&str> = s.nodes.iter().map(|n| &*n.name).collect();
         assert_eq!(names, vec!["n1", "n2/L4", "n2/T4"]);
         assert_eq!(s.gpus(), 7);
