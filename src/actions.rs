@@ -13,12 +13,14 @@ pub mod run;
 pub mod sim;
 pub mod slurm;
 
+use std::time::Duration;
+
 use serde::Serialize;
 
-pub use execute::{Outcome, Progress};
-
+use crate::config::Config;
 use crate::model::{CardRef, ComputeMode};
-use crate::sources::sim::SimOp;
+use crate::sources::sim::{SimHandle, SimOp};
+use guard::Context;
 
 /// What the operator asked for.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -215,6 +217,77 @@ impl Plan {
         }
         out
     }
+}
+
+/// Settings planning needs beyond the fleet.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub ctx: Context,
+    pub slurm: crate::config::Slurm,
+    /// Who acts, for Slurm's reason and the audit (`$USER`).
+    pub user: String,
+    /// The compute mode a card had before tessera drained it, where the audit log knows it.
+    pub previous_mode: Option<ComputeMode>,
+}
+
+impl Options {
+    pub fn new(cfg: &Config, force: bool, now: chrono::DateTime<chrono::Utc>) -> Self {
+        let ctx = Context { read_only: cfg.read_only, force, min_runtime: cfg.policy.min_runtime, now };
+        Self { ctx, slurm: cfg.slurm.clone(), user: audit::user(), previous_mode: None }
+    }
+}
+
+fn step(what: impl Into<String>, call: impl Into<String>, op: Op) -> Step {
+    Step { what: what.into(), call: call.into(), op }
+}
+
+/// What executors need to reach the backends.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub read_only: bool,
+    pub sim: Option<SimHandle>,
+    /// The NVML library (`None`: the system one).
+    pub nvml_lib: Option<String>,
+    /// Longest one command may take.
+    pub command_timeout: Duration,
+    pub kubernetes: Option<crate::sources::kubernetes::Settings>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepResult {
+    pub what: String,
+    pub call: String,
+    /// `done`, `failed`, `not run`, or (when the console was left mid-way) `running`.
+    pub status: &'static str,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    pub ok: bool,
+    pub steps: Vec<StepResult>,
+    pub error: Option<String>,
+    /// The state reached, in words: what an operator must know after a half-way failure.
+    pub reached: String,
+    /// The compute mode before an NVML drain, so undrain can restore it.
+    pub previous_mode: Option<ComputeMode>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// A step began; `wait_s` is how long it waits, in real seconds, for a wait step.
+    Started {
+        step: usize,
+        wait_s: Option<u64>,
+    },
+    Done {
+        step: usize,
+        message: String,
+    },
+    Failed {
+        step: usize,
+        message: String,
+    },
 }
 
 /// A target string: `NODE/INDEX`, a GPU UUID, or a bare node name.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::Utc;
 use tokio::sync::mpsc;
 
-use crate::actions::execute::{Outcome, Progress};
+use crate::actions::{Outcome, Progress};
 use crate::commands::to_stderr;
 use crate::config::Config;
 use crate::engine::Engine;

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use super::Plan;
-use super::execute::Outcome;
+use super::{Outcome, Plan, StepResult};
 use crate::model::ComputeMode;
 
 /// `$XDG_STATE_HOME/tessera/audit.jsonl`, else `~/.local/state/tessera/audit.jsonl`.
@@ -58,7 +57,7 @@ pub fn intent(plan: &Plan) -> Value {
 /// The console was left while the action ran: the same plain fields as an outcome (action,
 /// backend, target, card), where each step stood (`done`, `failed`, `running`, `not run`) and
 /// the state reached in words.
-pub fn interrupted(plan: &Plan, steps: &[super::execute::StepResult]) -> Value {
+pub fn interrupted(plan: &Plan, steps: &[StepResult]) -> Value {
     let done = steps.iter().filter(|s| s.status == "done").count();
     let reached = match steps.iter().position(|s| s.status == "running") {
         Some(i) => format!(
@@ -360,7 +359,7 @@ mod tests {
 
     #[test]
     fn an_interrupted_record_has_the_outcome_fields_and_says_where_it_stood() {
-        use crate::actions::execute::StepResult;
+        use crate::actions::StepResult;
         let plan = Plan {
             action: crate::actions::Action::Preempt { workload: "sim:21".into(), force: false },
             backend: crate::actions::Backend::Simulated,

@@ -5,61 +5,10 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::{Backend, Op, Plan};
+use super::{Backend, Env, Op, Outcome, Plan, Progress, StepResult};
 use crate::model::ComputeMode;
-use crate::sources::sim::SimHandle;
-
-/// What executors need to reach the backends.
-#[derive(Debug, Clone, Default)]
-pub struct Env {
-    pub read_only: bool,
-    pub sim: Option<SimHandle>,
-    /// The NVML library (`None`: the system one).
-    pub nvml_lib: Option<String>,
-    /// Longest one command may take.
-    pub command_timeout: Duration,
-    pub kubernetes: Option<crate::sources::kubernetes::Settings>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StepResult {
-    pub what: String,
-    pub call: String,
-    /// `done`, `failed`, `not run`, or (when the console was left mid-way) `running`.
-    pub status: &'static str,
-    pub message: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Outcome {
-    pub ok: bool,
-    pub steps: Vec<StepResult>,
-    pub error: Option<String>,
-    /// The state reached, in words: what an operator must know after a half-way failure.
-    pub reached: String,
-    /// The compute mode before an NVML drain, so undrain can restore it.
-    pub previous_mode: Option<ComputeMode>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Progress {
-    /// A step began; `wait_s` is how long it waits, in real seconds, for a wait step.
-    Started {
-        step: usize,
-        wait_s: Option<u64>,
-    },
-    Done {
-        step: usize,
-        message: String,
-    },
-    Failed {
-        step: usize,
-        message: String,
-    },
-}
 
 /// Run `plan`. Progress goes to `progress` as it happens.
 pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSender<Progress>>) -> Outcome {

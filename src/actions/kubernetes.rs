@@ -16,8 +16,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::guard::Refusal;
-use super::plan::step;
-use super::{Op, Plan};
+use super::{Op, Plan, step};
 use crate::model::{Fleet, Node as FleetNode, Workload};
 use crate::sources::kubernetes::{Settings, client};
 

@@ -7,8 +7,7 @@ use nvml_wrapper::enum_wrappers::device::ComputeMode as NvmlMode;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 
-use super::plan::{Options, step};
-use super::{Op, Plan};
+use super::{Op, Options, Plan, step};
 use crate::model::mig::{GpuModel, lookup};
 use crate::model::{Card, ComputeMode, Node};
 use crate::sources::nvml::ffi::{self, Failed};

@@ -3,34 +3,11 @@
 //! backend and does what every backend shares; each backend's file (`sim.rs`, `nvml.rs`,
 //! `slurm.rs`, `kubernetes.rs`) writes its own steps.
 
-use crate::config::Config;
 use crate::model::mig::{LayoutSpec, parse_layout};
-use crate::model::{Card, ComputeMode, Fleet, Node, SourceKind};
+use crate::model::{Card, Fleet, Node, SourceKind};
 
-use super::guard::{self, Context};
-use super::{Action, Backend, Op, Plan, Step, Target};
-
-/// Settings planning needs beyond the fleet.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub ctx: Context,
-    pub slurm: crate::config::Slurm,
-    /// Who acts, for Slurm's reason and the audit (`$USER`).
-    pub user: String,
-    /// The compute mode a card had before tessera drained it, where the audit log knows it.
-    pub previous_mode: Option<ComputeMode>,
-}
-
-impl Options {
-    pub fn new(cfg: &Config, force: bool, now: chrono::DateTime<chrono::Utc>) -> Self {
-        let ctx = Context { read_only: cfg.read_only, force, min_runtime: cfg.policy.min_runtime, now };
-        Self { ctx, slurm: cfg.slurm.clone(), user: super::audit::user(), previous_mode: None }
-    }
-}
-
-pub(super) fn step(what: impl Into<String>, call: impl Into<String>, op: Op) -> Step {
-    Step { what: what.into(), call: call.into(), op }
-}
+use super::guard;
+use super::{Action, Backend, Options, Plan, Target};
 
 fn kind_of(fleet: &Fleet, source: &str) -> Option<SourceKind> {
     fleet.sources.iter().find(|s| s.name == source).map(|s| s.kind)

@@ -1,6 +1,7 @@
 use super::*;
 use crate::actions::guard::Refusal;
-use crate::model::{MigState, SourceHealth, SourceStatus, Workload, WorkloadKind, WorkloadState};
+use crate::config::Config;
+use crate::model::{ComputeMode, MigState, SourceHealth, SourceStatus, Workload, WorkloadKind, WorkloadState};
 use chrono::{DateTime, Utc};
 
 fn now() -> DateTime<Utc> {

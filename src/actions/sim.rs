@@ -1,9 +1,7 @@
 //! The simulated cluster as a backend: its plans (card drains, repartitions with the time the
 //! simulator takes, checkpoint then requeue) and running its operations.
 
-use super::execute::Env;
-use super::plan::step;
-use super::{Op, Plan};
+use super::{Env, Op, Plan, step};
 use crate::model::{Card, Node};
 use crate::sources::sim::SimOp;
 

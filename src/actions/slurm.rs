@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use super::plan::{Options, step};
-use super::{Op, Plan};
+use super::{Op, Options, Plan, step};
 use crate::model::{Node, Workload};
 
 pub(super) fn drain(p: &mut Plan, node: &Node, on: bool, o: &Options) {
