@@ -18,7 +18,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::model::{CardRef, ComputeMode};
+use crate::model::mig::{LayoutSpec, parse_layout};
+use crate::model::{Card, CardRef, ComputeMode, Node};
 use crate::sources::sim::{SimHandle, SimOp};
 use guard::Context;
 
@@ -288,6 +289,51 @@ pub enum Progress {
         step: usize,
         message: String,
     },
+}
+
+/// A layout as the backends take it: placements largest first, as NVIDIA's tools create them
+/// (big placements are the scarce ones); empty for a whole card.
+fn placements(spec: &LayoutSpec) -> Vec<(String, u8)> {
+    match spec {
+        LayoutSpec::Whole => Vec::new(),
+        LayoutSpec::Mig(l) => {
+            let mut v: Vec<(String, u8, u8)> = l.iter().map(|x| (x.profile.clone(), x.start, x.size)).collect();
+            v.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
+            v.into_iter().map(|(p, s, _)| (p, s)).collect()
+        }
+    }
+}
+
+/// What every repartition of one card shares: the guard's refusals, the summary, and the
+/// layout parsed for the card's model with where every instance lands (`None` where the model
+/// or the layout is not known, as the summary then says).
+fn layout_on_card(p: &mut Plan, node: &Node, c: &Card, layout: &str) -> Option<(LayoutSpec, String)> {
+    p.blockers.extend(guard::repartition(c, layout));
+    let now = c.layout_text();
+    let Some(model) = c.gpu_model() else {
+        p.summary = format!("Repartition {}/{} ({}): not possible", node.name, c.index, c.model);
+        return None;
+    };
+    let head = format!("Repartition {}/{} ({}): {now} ->", node.name, c.index, model.name);
+    let Ok(spec) = parse_layout(model, layout) else {
+        p.summary = format!("{head} {layout}: not a valid layout (tessera layouts {} lists them)", model.name);
+        return None;
+    };
+    // Where every instance lands, also when the layout named no placements.
+    let chosen = match &spec {
+        LayoutSpec::Whole => "whole".to_string(),
+        LayoutSpec::Mig(l) => {
+            let mut v: Vec<(u8, &str)> = l.iter().map(|x| (x.start, x.profile.as_str())).collect();
+            v.sort();
+            v.into_iter().map(|(s, p)| format!("{p}@{s}")).collect::<Vec<_>>().join(",")
+        }
+    };
+    p.summary = if layout.contains('@') || chosen == "whole" {
+        format!("{head} {chosen}")
+    } else {
+        format!("{head} {chosen} (placements chosen by tessera for {layout})")
+    };
+    Some((spec, chosen))
 }
 
 /// A target string: `NODE/INDEX`, a GPU UUID, or a bare node name.

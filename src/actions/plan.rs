@@ -132,7 +132,7 @@ fn nothing_to_do(action: &Action, node: &Node, card: Option<&Card>) -> Option<St
             let same = match spec {
                 LayoutSpec::Whole => !c.mig.enabled,
                 LayoutSpec::Mig(_) => {
-                    let mut want = placements(&spec);
+                    let mut want = super::placements(&spec);
                     let mut have: Vec<(String, u8)> =
                         c.mig.instances.iter().map(|i| (i.profile.clone(), i.start)).collect();
                     want.sort();
@@ -176,53 +176,16 @@ fn drain(p: &mut Plan, node: &Node, card: Option<&Card>, on: bool, o: &Options) 
     }
 }
 
-/// A layout as the backends take it: placements largest first, as NVIDIA's tools create them
-/// (big placements are the scarce ones); empty for a whole card.
-fn placements(spec: &LayoutSpec) -> Vec<(String, u8)> {
-    match spec {
-        LayoutSpec::Whole => Vec::new(),
-        LayoutSpec::Mig(l) => {
-            let mut v: Vec<(String, u8, u8)> = l.iter().map(|x| (x.profile.clone(), x.start, x.size)).collect();
-            v.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
-            v.into_iter().map(|(p, s, _)| (p, s)).collect()
-        }
-    }
-}
-
 fn repartition(p: &mut Plan, fleet: &Fleet, node: &Node, card: Option<&Card>, layout: &str) {
     if p.backend == Backend::Kubernetes {
         return super::kubernetes::repartition(p, fleet, node, layout);
     }
     let Some(c) = card else { return };
-    p.blockers.extend(guard::repartition(c, layout));
-    let now = c.layout_text();
-    let Some(model) = c.gpu_model() else {
-        p.summary = format!("Repartition {}/{} ({}): not possible", node.name, c.index, c.model);
-        return;
-    };
-    let head = format!("Repartition {}/{} ({}): {now} ->", node.name, c.index, model.name);
-    let Ok(spec) = parse_layout(model, layout) else {
-        p.summary = format!("{head} {layout}: not a valid layout (tessera layouts {} lists them)", model.name);
-        return;
-    };
-    // Where every instance lands, also when the layout named no placements.
-    let chosen = match &spec {
-        LayoutSpec::Whole => "whole".to_string(),
-        LayoutSpec::Mig(l) => {
-            let mut v: Vec<(u8, &str)> = l.iter().map(|x| (x.start, x.profile.as_str())).collect();
-            v.sort();
-            v.into_iter().map(|(s, p)| format!("{p}@{s}")).collect::<Vec<_>>().join(",")
-        }
-    };
-    p.summary = if layout.contains('@') || chosen == "whole" {
-        format!("{head} {chosen}")
-    } else {
-        format!("{head} {chosen} (placements chosen by tessera for {layout})")
-    };
+    let Some((spec, chosen)) = super::layout_on_card(p, node, c, layout) else { return };
     let whole = matches!(spec, LayoutSpec::Whole);
     match p.backend {
         Backend::Simulated => super::sim::repartition(p, node, c, &chosen, whole),
-        Backend::Nvml => super::nvml::repartition(p, c, whole, placements(&spec)),
+        Backend::Nvml => super::nvml::repartition(p, c, whole, super::placements(&spec)),
         _ => {}
     }
 }
