@@ -15,11 +15,12 @@ pub mod slurm;
 
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use crate::config::Config;
 use crate::model::mig::{LayoutSpec, parse_layout};
-use crate::model::{Card, CardRef, ComputeMode, Node};
+use crate::model::{Card, CardRef, ComputeMode, Fleet, Node, SourceKind, Workload};
 use crate::sources::sim::{SimHandle, SimOp};
 use guard::Context;
 
@@ -93,6 +94,9 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// Every backend, in the order planning prefers them on a node several sources report.
+    pub const ALL: [Self; 4] = [Self::Simulated, Self::Nvml, Self::Slurm, Self::Kubernetes];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Simulated => "simulated",
@@ -101,7 +105,73 @@ impl Backend {
             Self::Kubernetes => "kubernetes",
         }
     }
+
+    /// The kind of source whose nodes it acts on.
+    pub fn source_kind(self) -> SourceKind {
+        match self {
+            Self::Simulated => SourceKind::Simulated,
+            Self::Nvml => SourceKind::Nvml,
+            Self::Slurm => SourceKind::Slurm,
+            Self::Kubernetes => SourceKind::Kubernetes,
+        }
+    }
+
+    /// What it can do, from its own file.
+    pub fn capabilities(self) -> &'static dyn Capabilities {
+        match self {
+            Self::Simulated => &sim::Sim,
+            Self::Nvml => &nvml::Nvml,
+            Self::Slurm => &slurm::Slurm,
+            Self::Kubernetes => &kubernetes::Kubernetes,
+        }
+    }
 }
+
+/// What a backend can do. Each action is `Some` of the function that writes its steps into a
+/// plan, or `None`, the default: it cannot. Planning offers an action only to a backend that
+/// can do it; each backend's file implements what it supports.
+pub trait Capabilities: Sync {
+    /// It acts on cards (NVML, the simulator), not on whole nodes (the schedulers).
+    fn on_cards(&self) -> bool {
+        false
+    }
+
+    /// The prefix of the workload ids it preempts (`slurm` for `slurm:19`).
+    fn workload_prefix(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn drain(&self) -> Option<Drain> {
+        None
+    }
+
+    fn repartition(&self) -> Option<Repartition> {
+        None
+    }
+
+    fn preempt(&self) -> Option<Preempt> {
+        None
+    }
+
+    /// Run one operation of its plans (a wait is the executor's own).
+    fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran>;
+}
+
+/// Writes the steps that drain (`true`) or undrain the card, or the node where the card is `None`.
+pub type Drain = fn(&mut Plan, &Node, Option<&Card>, bool, &Options) -> Result<(), NeedsCard>;
+
+/// Writes the steps that repartition the card (or the node, where it is `None`) to a layout.
+pub type Repartition = fn(&mut Plan, &Fleet, &Node, Option<&Card>, &str) -> Result<(), NeedsCard>;
+
+/// Writes the steps that preempt a workload, given its id without the prefix.
+pub type Preempt = fn(&mut Plan, &Workload, &str, &Options);
+
+/// A backend that acts on one card was given a whole node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedsCard;
+
+/// What an operation reports: its message and, for a compute mode change, the mode before.
+pub type Ran = Result<(String, Option<ComputeMode>), String>;
 
 /// One operation a backend performs; the plan shows each with its exact call.
 #[derive(Debug, Clone, PartialEq, Serialize)]

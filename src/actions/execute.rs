@@ -1,14 +1,13 @@
-//! Execution: run a plan's steps in order, each by its backend's file, with per-step progress;
-//! stop at the first failure and say exactly which steps ran, never retrying silently. Every
-//! executor refuses a plan with blockers and refuses everything in read-only mode, whatever
-//! the caller checked before.
+//! Execution: run a plan's steps in order, each by its backend (`Capabilities::run`), with
+//! per-step progress; stop at the first failure and say exactly which steps ran, never
+//! retrying silently. Every executor refuses a plan with blockers and refuses everything in
+//! read-only mode, whatever the caller checked before.
 
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::{Backend, Env, Op, Outcome, Plan, Progress, StepResult};
-use crate::model::ComputeMode;
+use super::{Backend, Env, Op, Outcome, Plan, Progress, Ran, StepResult};
 
 /// Run `plan`. Progress goes to `progress` as it happens.
 pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSender<Progress>>) -> Outcome {
@@ -87,29 +86,14 @@ fn real_wait(seconds: u64, backend: Backend, env: &Env) -> Duration {
     Duration::from_secs(seconds).div_f64(speed.max(0.001))
 }
 
-async fn run_op(op: &Op, backend: Backend, env: &Env) -> Result<(String, Option<ComputeMode>), String> {
-    let plain = |r: Result<String, String>| r.map(|m| (m, None));
+/// A wait here; every other operation by the plan's backend.
+async fn run_op(op: &Op, backend: Backend, env: &Env) -> Ran {
     match op {
-        Op::Sim { op } => plain(super::sim::run_op(op, env).await),
         Op::Wait { seconds, why } => {
             tokio::time::sleep(real_wait(*seconds, backend, env)).await;
             Ok((format!("waited {seconds} s ({why})"), None))
         }
-        Op::Run { program, args } => plain(super::slurm::run(program, args, env.command_timeout).await),
-        Op::NvmlSetComputeMode { .. }
-        | Op::NvmlDestroyComputeInstance { .. }
-        | Op::NvmlDestroyGpuInstance { .. }
-        | Op::NvmlCreateGpuInstance { .. }
-        | Op::NvmlVerifyLayout { .. } => {
-            let (op, lib) = (op.clone(), env.nvml_lib.clone());
-            tokio::task::spawn_blocking(move || super::nvml::run_op(&op, lib.as_deref()))
-                .await
-                .map_err(|e| format!("NVML step stopped: {e}"))?
-        }
-        Op::KubePatchNode { .. } | Op::KubeEvict { .. } | Op::KubeWaitLabel { .. } => {
-            let settings = env.kubernetes.as_ref().ok_or("Kubernetes is not configured here")?;
-            plain(super::kubernetes::run_op(op, settings).await)
-        }
+        _ => backend.capabilities().run(op, env).await,
     }
 }
 
