@@ -304,12 +304,28 @@ pub struct Options {
 impl Options {
     pub fn new(cfg: &Config, force: bool, now: chrono::DateTime<chrono::Utc>) -> Self {
         let ctx = Context { read_only: cfg.read_only, force, min_runtime: cfg.policy.min_runtime, now };
-        Self { ctx, slurm: cfg.slurm.clone(), user: audit::user(), previous_mode: None }
+        Self { ctx, slurm: cfg.slurm.clone(), user: user(), previous_mode: None }
     }
 }
 
 fn step(what: impl Into<String>, call: impl Into<String>, op: Op) -> Step {
     Step { what: what.into(), call: call.into(), op }
+}
+
+/// The user acting: `$USER`, `$LOGNAME`, else the name of this process's uid in /etc/passwd.
+pub fn user() -> String {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    env("USER").or_else(|| env("LOGNAME")).or_else(passwd_name).unwrap_or_else(|| "unknown".into())
+}
+
+fn passwd_name() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 2 && f[2] == uid).then(|| f[0].to_string())
+    })
 }
 
 /// What executors need to reach the backends.
