@@ -115,21 +115,12 @@ impl Backend {
             Self::Kubernetes => SourceKind::Kubernetes,
         }
     }
-
-    /// What it can do, from its own file.
-    pub fn capabilities(self) -> &'static dyn Capabilities {
-        match self {
-            Self::Simulated => &sim::Sim,
-            Self::Nvml => &nvml::Nvml,
-            Self::Slurm => &slurm::Slurm,
-            Self::Kubernetes => &kubernetes::Kubernetes,
-        }
-    }
 }
 
 /// What a backend can do. Each action is `Some` of the function that writes its steps into a
 /// plan, or `None`, the default: it cannot. Planning offers an action only to a backend that
-/// can do it; each backend's file implements what it supports.
+/// can do it; each backend's file implements what it supports, and `plan::capabilities` names
+/// the implementation of each `Backend` (so this file imports none of them).
 pub trait Capabilities: Sync {
     /// It acts on cards (NVML, the simulator), not on whole nodes (the schedulers).
     fn on_cards(&self) -> bool {

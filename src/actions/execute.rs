@@ -93,7 +93,7 @@ async fn run_op(op: &Op, backend: Backend, env: &Env) -> Ran {
             tokio::time::sleep(real_wait(*seconds, backend, env)).await;
             Ok((format!("waited {seconds} s ({why})"), None))
         }
-        _ => backend.capabilities().run(op, env).await,
+        _ => super::plan::capabilities(backend).run(op, env).await,
     }
 }
 

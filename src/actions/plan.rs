@@ -8,6 +8,16 @@ use crate::model::{Card, Fleet, Node, SourceKind};
 
 use super::{Action, Backend, Capabilities, NeedsCard, Options, Plan, Target, guard};
 
+/// What `backend` can do, from its own file.
+pub fn capabilities(backend: Backend) -> &'static dyn Capabilities {
+    match backend {
+        Backend::Simulated => &super::sim::Sim,
+        Backend::Nvml => &super::nvml::Nvml,
+        Backend::Slurm => &super::slurm::Slurm,
+        Backend::Kubernetes => &super::kubernetes::Kubernetes,
+    }
+}
+
 fn kind_of(fleet: &Fleet, source: &str) -> Option<SourceKind> {
     fleet.sources.iter().find(|s| s.name == source).map(|s| s.kind)
 }
@@ -24,7 +34,7 @@ pub fn repartition_backend(fleet: &Fleet, node: &Node) -> Option<Backend> {
 fn backend_for(fleet: &Fleet, node: &Node, action: &Action) -> Option<(Backend, String)> {
     Backend::ALL
         .into_iter()
-        .filter(|b| can(b.capabilities(), action))
+        .filter(|b| can(capabilities(*b), action))
         .find_map(|b| node.sources.iter().find(|s| kind_of(fleet, s) == Some(b.source_kind())).map(|s| (b, s.clone())))
 }
 
@@ -50,7 +60,7 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                 };
                 return Err(format!("no source of {} can {what}", node.name));
             };
-            let caps = backend.capabilities();
+            let caps = capabilities(backend);
             let mut p = Plan {
                 action: action.clone(),
                 backend,
@@ -190,8 +200,8 @@ fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> Result<Plan
     // From here on the workload's own id: the confirmation asks for it whole.
     let id = w.id.as_str();
     let prefix = id.split_once(':').map_or("", |(p, _)| p);
-    let owner = Backend::ALL.into_iter().find(|b| b.capabilities().workload_prefix() == Some(prefix));
-    let Some((backend, write)) = owner.and_then(|b| Some((b, b.capabilities().preempt()?))) else {
+    let owner = Backend::ALL.into_iter().find(|b| capabilities(*b).workload_prefix() == Some(prefix));
+    let Some((backend, write)) = owner.and_then(|b| Some((b, capabilities(b).preempt()?))) else {
         return Err(format!("{id}: tessera preempts scheduler jobs (slurm:, k8s:, sim:), not bare processes"));
     };
     let want = backend.source_kind();
