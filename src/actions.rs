@@ -13,12 +13,16 @@ pub mod run;
 pub mod sim;
 pub mod slurm;
 
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
 use serde::Serialize;
 
-pub use execute::{Outcome, Progress};
-
-use crate::model::{CardRef, ComputeMode};
-use crate::sources::sim::SimOp;
+use crate::config::Config;
+use crate::model::mig::{LayoutSpec, parse_layout};
+use crate::model::{Card, CardRef, ComputeMode, Fleet, Node, SourceKind, Workload};
+use crate::sources::sim::{SimHandle, SimOp};
+use guard::Context;
 
 /// What the operator asked for.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -90,6 +94,9 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// Every backend, in the order planning prefers them on a node several sources report.
+    pub const ALL: [Self; 4] = [Self::Simulated, Self::Nvml, Self::Slurm, Self::Kubernetes];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Simulated => "simulated",
@@ -98,7 +105,64 @@ impl Backend {
             Self::Kubernetes => "kubernetes",
         }
     }
+
+    /// The kind of source whose nodes it acts on.
+    pub fn source_kind(self) -> SourceKind {
+        match self {
+            Self::Simulated => SourceKind::Simulated,
+            Self::Nvml => SourceKind::Nvml,
+            Self::Slurm => SourceKind::Slurm,
+            Self::Kubernetes => SourceKind::Kubernetes,
+        }
+    }
 }
+
+/// What a backend can do. Each action is `Some` of the function that writes its steps into a
+/// plan, or `None`, the default: it cannot. Planning offers an action only to a backend that
+/// can do it; each backend's file implements what it supports, and `plan::capabilities` names
+/// the implementation of each `Backend` (so this file imports none of them).
+pub trait Capabilities: Sync {
+    /// It acts on cards (NVML, the simulator), not on whole nodes (the schedulers).
+    fn on_cards(&self) -> bool {
+        false
+    }
+
+    /// The prefix of the workload ids it preempts (`slurm` for `slurm:19`).
+    fn workload_prefix(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn drain(&self) -> Option<Drain> {
+        None
+    }
+
+    fn repartition(&self) -> Option<Repartition> {
+        None
+    }
+
+    fn preempt(&self) -> Option<Preempt> {
+        None
+    }
+
+    /// Run one operation of its plans (a wait is the executor's own).
+    fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran>;
+}
+
+/// Writes the steps that drain (`true`) or undrain the card, or the node where the card is `None`.
+pub type Drain = fn(&mut Plan, &Node, Option<&Card>, bool, &Options) -> Result<(), NeedsCard>;
+
+/// Writes the steps that repartition the card (or the node, where it is `None`) to a layout.
+pub type Repartition = fn(&mut Plan, &Fleet, &Node, Option<&Card>, &str) -> Result<(), NeedsCard>;
+
+/// Writes the steps that preempt a workload, given its id without the prefix.
+pub type Preempt = fn(&mut Plan, &Workload, &str, &Options);
+
+/// A backend that acts on one card was given a whole node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedsCard;
+
+/// What an operation reports: its message and, for a compute mode change, the mode before.
+pub type Ran = Result<(String, Option<ComputeMode>), String>;
 
 /// One operation a backend performs; the plan shows each with its exact call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -215,6 +279,138 @@ impl Plan {
         }
         out
     }
+}
+
+/// Settings planning needs beyond the fleet.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub ctx: Context,
+    pub slurm: crate::config::Slurm,
+    /// Who acts, for Slurm's reason and the audit (`$USER`).
+    pub user: String,
+    /// The compute mode a card had before tessera drained it, where the audit log knows it.
+    pub previous_mode: Option<ComputeMode>,
+}
+
+impl Options {
+    pub fn new(cfg: &Config, force: bool, now: chrono::DateTime<chrono::Utc>) -> Self {
+        let ctx = Context { read_only: cfg.read_only, force, min_runtime: cfg.policy.min_runtime, now };
+        Self { ctx, slurm: cfg.slurm.clone(), user: user(), previous_mode: None }
+    }
+}
+
+fn step(what: impl Into<String>, call: impl Into<String>, op: Op) -> Step {
+    Step { what: what.into(), call: call.into(), op }
+}
+
+/// The user acting: `$USER`, `$LOGNAME`, else the name of this process's uid in /etc/passwd.
+pub fn user() -> String {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    env("USER").or_else(|| env("LOGNAME")).or_else(passwd_name).unwrap_or_else(|| "unknown".into())
+}
+
+fn passwd_name() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 2 && f[2] == uid).then(|| f[0].to_string())
+    })
+}
+
+/// What executors need to reach the backends.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub read_only: bool,
+    pub sim: Option<SimHandle>,
+    /// The NVML library (`None`: the system one).
+    pub nvml_lib: Option<String>,
+    /// Longest one command may take.
+    pub command_timeout: Duration,
+    pub kubernetes: Option<crate::sources::kubernetes::Settings>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepResult {
+    pub what: String,
+    pub call: String,
+    /// `done`, `failed`, `not run`, or (when the console was left mid-way) `running`.
+    pub status: &'static str,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    pub ok: bool,
+    pub steps: Vec<StepResult>,
+    pub error: Option<String>,
+    /// The state reached, in words: what an operator must know after a half-way failure.
+    pub reached: String,
+    /// The compute mode before an NVML drain, so undrain can restore it.
+    pub previous_mode: Option<ComputeMode>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// A step began; `wait_s` is how long it waits, in real seconds, for a wait step.
+    Started {
+        step: usize,
+        wait_s: Option<u64>,
+    },
+    Done {
+        step: usize,
+        message: String,
+    },
+    Failed {
+        step: usize,
+        message: String,
+    },
+}
+
+/// A layout as the backends take it: placements largest first, as NVIDIA's tools create them
+/// (big placements are the scarce ones); empty for a whole card.
+fn placements(spec: &LayoutSpec) -> Vec<(String, u8)> {
+    match spec {
+        LayoutSpec::Whole => Vec::new(),
+        LayoutSpec::Mig(l) => {
+            let mut v: Vec<(String, u8, u8)> = l.iter().map(|x| (x.profile.clone(), x.start, x.size)).collect();
+            v.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
+            v.into_iter().map(|(p, s, _)| (p, s)).collect()
+        }
+    }
+}
+
+/// What every repartition of one card shares: the guard's refusals, the summary, and the
+/// layout parsed for the card's model with where every instance lands (`None` where the model
+/// or the layout is not known, as the summary then says).
+fn layout_on_card(p: &mut Plan, node: &Node, c: &Card, layout: &str) -> Option<(LayoutSpec, String)> {
+    p.blockers.extend(guard::repartition(c, layout));
+    let now = c.layout_text();
+    let Some(model) = c.gpu_model() else {
+        p.summary = format!("Repartition {}/{} ({}): not possible", node.name, c.index, c.model);
+        return None;
+    };
+    let head = format!("Repartition {}/{} ({}): {now} ->", node.name, c.index, model.name);
+    let Ok(spec) = parse_layout(model, layout) else {
+        p.summary = format!("{head} {layout}: not a valid layout (tessera layouts {} lists them)", model.name);
+        return None;
+    };
+    // Where every instance lands, also when the layout named no placements.
+    let chosen = match &spec {
+        LayoutSpec::Whole => "whole".to_string(),
+        LayoutSpec::Mig(l) => {
+            let mut v: Vec<(u8, &str)> = l.iter().map(|x| (x.start, x.profile.as_str())).collect();
+            v.sort();
+            v.into_iter().map(|(s, p)| format!("{p}@{s}")).collect::<Vec<_>>().join(",")
+        }
+    };
+    p.summary = if layout.contains('@') || chosen == "whole" {
+        format!("{head} {chosen}")
+    } else {
+        format!("{head} {chosen} (placements chosen by tessera for {layout})")
+    };
+    Some((spec, chosen))
 }
 
 /// A target string: `NODE/INDEX`, a GPU UUID, or a bare node name.

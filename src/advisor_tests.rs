@@ -516,8 +516,7 @@ fn a_layout_plan_carried_out_on_the_simulator_starts_what_it_promised() {
         .collect();
     assert!(!promised.is_empty(), "{plan:?}");
     // The runner would carry it out: a plan without blockers.
-    let runner =
-        crate::actions::run::Runner::new(&crate::config::Config::default(), crate::actions::execute::Env::default());
+    let runner = crate::actions::run::Runner::new(&crate::config::Config::default(), crate::actions::Env::default());
     let proposed = runner.propose(plan.suggestion.action().unwrap_or_else(|| panic!("an action")), store.fleet());
     let proposed = proposed.unwrap_or_else(|e| panic!("{e}"));
     assert!(proposed.allowed(), "{:?}", proposed.blockers);

@@ -6,7 +6,7 @@
 //! while an action runs is `app/leave.rs`; the operator's requests are answered in
 //! `app/requests.rs`.
 
-use crate::actions::execute::{Outcome, Progress};
+use crate::actions::{Outcome, Progress};
 use crate::config::Config;
 use crate::error::CmdError;
 use crate::ui::theme::Theme;

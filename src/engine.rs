@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{Timelike, Utc};
 use tokio::sync::mpsc;
 
-use crate::actions::execute::Env;
+use crate::actions::Env;
 use crate::actions::run::Runner;
 use crate::config::Config;
 use crate::model::SourceKind;

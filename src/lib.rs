@@ -42,8 +42,9 @@
 //! - **An exporter dialect** (metrics named another way): `sources/NAME.rs` implementing
 //!   `series::Dialect`, one line in `DIALECTS` in `sources/scrape.rs`; a fixture with its source
 //!   in `tests/fixtures/NAME/`.
-//! - **An action**: a variant of `actions::Action`; its planning per backend in
-//!   `actions/plan.rs` and the backend files; its guard in `actions/guard.rs`.
+//! - **An action**: a variant of `actions::Action` and its `Op`s; a method on
+//!   `actions::Capabilities` (default: cannot), called from `actions/plan.rs` and implemented
+//!   in each backend file that can do it; its guard in `actions/guard.rs`.
 //! - **An advisor rule**: `advisor/NAME.rs`, called from `advisor::advise_with_plan`; its kind
 //!   in `advisor::Kind` and its rank in `advisor/reconcile.rs`; a row in docs/advisor.md.
 //! - **A view**: `ui/views/NAME.rs`, its state in `ui/state.rs`, its keys in `ui/keymap.rs`;

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use tessera::actions::execute::{Env, Outcome, execute};
-use tessera::actions::plan::{Options, plan};
-use tessera::actions::{Action, Backend, Op, Plan};
+use tessera::actions::execute::execute;
+use tessera::actions::plan::plan;
+use tessera::actions::{Action, Backend, Env, Op, Options, Outcome, Plan};
 use tessera::model::{Fleet, SourceKind};
 use tessera::sources::SourceUpdate;
 use tessera::sources::kubernetes::{self, Settings};

@@ -79,7 +79,7 @@ fn schedule_due(st: &mut UiState, s: &Store) -> tessera::schedule::group::GroupP
     let t = tessera::schedule::timelines(&schedules, s.fleet(), clock(), Duration::from_secs(1800), 24);
     st.banner = tessera::schedule::group::banner(&t, clock());
     assert!(st.banner.is_some());
-    let runner = tessera::actions::run::Runner::new(&cfg, tessera::actions::execute::Env::default()).with_audit(None);
+    let runner = tessera::actions::run::Runner::new(&cfg, tessera::actions::Env::default()).with_audit(None);
     tessera::schedule::group::plan(&t[0], s.fleet(), clock(), &|a| runner.check(a, s.fleet()))
         .unwrap_or_else(|| panic!("a change is due"))
 }
@@ -172,7 +172,7 @@ fn views() -> Vec<(&'static str, Setup)> {
         (
             "confirm_drain",
             Box::new(|st: &mut UiState, s: &Store| {
-                let opts = tessera::actions::plan::Options::new(&tessera::config::Config::default(), false, clock());
+                let opts = tessera::actions::Options::new(&tessera::config::Config::default(), false, clock());
                 let action = tessera::actions::Action::Drain { target: "gpu-a100-01/0".into() };
                 let plan = tessera::actions::plan::plan(&action, s.fleet(), &opts).unwrap_or_else(|e| panic!("{e}"));
                 st.modal = Some(tessera::ui::actions::confirm(plan));

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use super::Plan;
-use super::execute::Outcome;
+use super::{Outcome, Plan, StepResult};
 use crate::model::ComputeMode;
 
 /// `$XDG_STATE_HOME/tessera/audit.jsonl`, else `~/.local/state/tessera/audit.jsonl`.
@@ -17,28 +16,12 @@ pub fn default_path() -> Option<PathBuf> {
     crate::files::state_dir().map(|d| d.join("audit.jsonl"))
 }
 
-/// The user acting: `$USER`, `$LOGNAME`, else the name of this process's uid in /etc/passwd.
-pub fn user() -> String {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    env("USER").or_else(|| env("LOGNAME")).or_else(passwd_name).unwrap_or_else(|| "unknown".into())
-}
-
-fn passwd_name() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.to_string();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.len() > 2 && f[2] == uid).then(|| f[0].to_string())
-    })
-}
-
 /// Who acts and from where.
 pub fn who() -> Value {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_string());
     json!({
-        "user": user(),
+        "user": super::user(),
         "host": host,
         // Only the client address and ports: never anything else of the SSH environment.
         "ssh_client": env("SSH_CLIENT"),
@@ -58,7 +41,7 @@ pub fn intent(plan: &Plan) -> Value {
 /// The console was left while the action ran: the same plain fields as an outcome (action,
 /// backend, target, card), where each step stood (`done`, `failed`, `running`, `not run`) and
 /// the state reached in words.
-pub fn interrupted(plan: &Plan, steps: &[super::execute::StepResult]) -> Value {
+pub fn interrupted(plan: &Plan, steps: &[StepResult]) -> Value {
     let done = steps.iter().filter(|s| s.status == "done").count();
     let reached = match steps.iter().position(|s| s.status == "running") {
         Some(i) => format!(
@@ -360,7 +343,7 @@ mod tests {
 
     #[test]
     fn an_interrupted_record_has_the_outcome_fields_and_says_where_it_stood() {
-        use crate::actions::execute::StepResult;
+        use crate::actions::StepResult;
         let plan = Plan {
             action: crate::actions::Action::Preempt { workload: "sim:21".into(), force: false },
             backend: crate::actions::Backend::Simulated,

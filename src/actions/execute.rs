@@ -1,65 +1,13 @@
-//! Execution: run a plan's steps in order, each by its backend's file, with per-step progress;
-//! stop at the first failure and say exactly which steps ran, never retrying silently. Every
-//! executor refuses a plan with blockers and refuses everything in read-only mode, whatever
-//! the caller checked before.
+//! Execution: run a plan's steps in order, each by its backend (`Capabilities::run`), with
+//! per-step progress; stop at the first failure and say exactly which steps ran, never
+//! retrying silently. Every executor refuses a plan with blockers and refuses everything in
+//! read-only mode, whatever the caller checked before.
 
 use std::time::Duration;
 
-use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::{Backend, Op, Plan};
-use crate::model::ComputeMode;
-use crate::sources::sim::SimHandle;
-
-/// What executors need to reach the backends.
-#[derive(Debug, Clone, Default)]
-pub struct Env {
-    pub read_only: bool,
-    pub sim: Option<SimHandle>,
-    /// The NVML library (`None`: the system one).
-    pub nvml_lib: Option<String>,
-    /// Longest one command may take.
-    pub command_timeout: Duration,
-    pub kubernetes: Option<crate::sources::kubernetes::Settings>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StepResult {
-    pub what: String,
-    pub call: String,
-    /// `done`, `failed`, `not run`, or (when the console was left mid-way) `running`.
-    pub status: &'static str,
-    pub message: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Outcome {
-    pub ok: bool,
-    pub steps: Vec<StepResult>,
-    pub error: Option<String>,
-    /// The state reached, in words: what an operator must know after a half-way failure.
-    pub reached: String,
-    /// The compute mode before an NVML drain, so undrain can restore it.
-    pub previous_mode: Option<ComputeMode>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Progress {
-    /// A step began; `wait_s` is how long it waits, in real seconds, for a wait step.
-    Started {
-        step: usize,
-        wait_s: Option<u64>,
-    },
-    Done {
-        step: usize,
-        message: String,
-    },
-    Failed {
-        step: usize,
-        message: String,
-    },
-}
+use super::{Backend, Env, Op, Outcome, Plan, Progress, Ran, StepResult};
 
 /// Run `plan`. Progress goes to `progress` as it happens.
 pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSender<Progress>>) -> Outcome {
@@ -138,29 +86,14 @@ fn real_wait(seconds: u64, backend: Backend, env: &Env) -> Duration {
     Duration::from_secs(seconds).div_f64(speed.max(0.001))
 }
 
-async fn run_op(op: &Op, backend: Backend, env: &Env) -> Result<(String, Option<ComputeMode>), String> {
-    let plain = |r: Result<String, String>| r.map(|m| (m, None));
+/// A wait here; every other operation by the plan's backend.
+async fn run_op(op: &Op, backend: Backend, env: &Env) -> Ran {
     match op {
-        Op::Sim { op } => plain(super::sim::run_op(op, env).await),
         Op::Wait { seconds, why } => {
             tokio::time::sleep(real_wait(*seconds, backend, env)).await;
             Ok((format!("waited {seconds} s ({why})"), None))
         }
-        Op::Run { program, args } => plain(super::slurm::run(program, args, env.command_timeout).await),
-        Op::NvmlSetComputeMode { .. }
-        | Op::NvmlDestroyComputeInstance { .. }
-        | Op::NvmlDestroyGpuInstance { .. }
-        | Op::NvmlCreateGpuInstance { .. }
-        | Op::NvmlVerifyLayout { .. } => {
-            let (op, lib) = (op.clone(), env.nvml_lib.clone());
-            tokio::task::spawn_blocking(move || super::nvml::run_op(&op, lib.as_deref()))
-                .await
-                .map_err(|e| format!("NVML step stopped: {e}"))?
-        }
-        Op::KubePatchNode { .. } | Op::KubeEvict { .. } | Op::KubeWaitLabel { .. } => {
-            let settings = env.kubernetes.as_ref().ok_or("Kubernetes is not configured here")?;
-            plain(super::kubernetes::run_op(op, settings).await)
-        }
+        _ => super::plan::capabilities(backend).run(op, env).await,
     }
 }
 

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::Eviction;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -16,9 +17,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::guard::Refusal;
-use super::plan::step;
-use super::{Op, Plan};
-use crate::model::{Fleet, Node as FleetNode, Workload};
+use super::{Capabilities, Drain, Env, NeedsCard, Op, Options, Plan, Preempt, Ran, Repartition, step};
+use crate::model::{Card, Fleet, Node as FleetNode, Workload};
 use crate::sources::kubernetes::{Settings, client};
 
 /// Longest one API call may take.
@@ -27,17 +27,47 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// nothing picked the change up.
 const UNCHANGED_PATIENCE: Duration = Duration::from_secs(60);
 
-pub(super) fn drain(p: &mut Plan, node: &FleetNode, on: bool) {
+/// Kubernetes acts on whole nodes: it cordons them, names a MIG config for the GPU Operator
+/// and evicts pods.
+pub struct Kubernetes;
+
+impl Capabilities for Kubernetes {
+    fn workload_prefix(&self) -> Option<&'static str> {
+        Some("k8s")
+    }
+
+    fn drain(&self) -> Option<Drain> {
+        Some(drain)
+    }
+
+    fn repartition(&self) -> Option<Repartition> {
+        Some(repartition)
+    }
+
+    fn preempt(&self) -> Option<Preempt> {
+        Some(preempt)
+    }
+
+    fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran> {
+        Box::pin(async move {
+            let settings = env.kubernetes.as_ref().ok_or("Kubernetes is not configured here")?;
+            run_op(op, settings).await.map(|m| (m, None))
+        })
+    }
+}
+
+fn drain(p: &mut Plan, node: &FleetNode, _: Option<&Card>, on: bool, _: &Options) -> Result<(), NeedsCard> {
     let verb = if on { "Drain" } else { "Undrain" };
     p.summary = format!("{} node {} (Kubernetes)", if on { "Cordon" } else { "Uncordon" }, node.name);
     p.warnings.push(format!("Kubernetes cordons whole nodes: no new pods on any GPU of {}", node.name));
     let patch = serde_json::json!({ "spec": { "unschedulable": on } });
     let call = format!("PATCH /api/v1/nodes/{} (merge-patch) {patch}", node.name);
     p.steps.push(step(format!("{verb} the node"), call, Op::KubePatchNode { node: node.name.clone(), patch }));
+    Ok(())
 }
 
 /// Kubernetes repartitions a node by naming a mig-parted config in a label.
-pub(super) fn repartition(p: &mut Plan, fleet: &Fleet, node: &FleetNode, layout: &str) {
+fn repartition(p: &mut Plan, fleet: &Fleet, node: &FleetNode, _: Option<&Card>, layout: &str) -> Result<(), NeedsCard> {
     let name = if layout == "whole" { "all-disabled".to_string() } else { layout.to_string() };
     p.summary = format!("Set MIG config {name} on node {} (GPU Operator)", node.name);
     p.warnings.push(format!(
@@ -71,9 +101,10 @@ pub(super) fn repartition(p: &mut Plan, fleet: &Fleet, node: &FleetNode, layout:
             timeout_s: 900,
         },
     ));
+    Ok(())
 }
 
-pub(super) fn preempt(p: &mut Plan, w: &Workload, bare: &str) {
+fn preempt(p: &mut Plan, w: &Workload, bare: &str, _: &Options) {
     let (ns, pod) = bare.split_once('/').unwrap_or(("default", bare));
     p.summary = format!("Evict pod {ns}/{pod} ({}): its controller recreates it", w.kind.as_str());
     p.warnings.push("the Eviction API honours PodDisruptionBudgets: it may be refused (429)".into());

@@ -3,20 +3,47 @@
 //! call, on a blocking thread; raw calls live in `sources/nvml/ffi.rs`. Errors name the NVML
 //! call and its error.
 
+use futures_util::future::BoxFuture;
 use nvml_wrapper::enum_wrappers::device::ComputeMode as NvmlMode;
 use nvml_wrapper::error::NvmlError;
-use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper::{Device, Nvml as Library};
 
-use super::plan::{Options, step};
-use super::{Op, Plan};
-use crate::model::mig::{GpuModel, lookup};
-use crate::model::{Card, ComputeMode, Node};
+use super::{Capabilities, Drain, Env, NeedsCard, Op, Options, Plan, Ran, Repartition, step};
+use crate::model::mig::{GpuModel, LayoutSpec, lookup};
+use crate::model::{Card, ComputeMode, Fleet, Node};
 use crate::sources::nvml::ffi::{self, Failed};
 use crate::sources::nvml::{open, profile_name};
 
-type StepResult = Result<(String, Option<ComputeMode>), String>;
+/// NVML acts on one card: it drains and undrains by compute mode and repartitions within MIG
+/// mode.
+pub struct Nvml;
 
-pub(super) fn drain(p: &mut Plan, node: &Node, c: &Card, on: bool, o: &Options) {
+impl Capabilities for Nvml {
+    fn on_cards(&self) -> bool {
+        true
+    }
+
+    fn drain(&self) -> Option<Drain> {
+        Some(drain)
+    }
+
+    fn repartition(&self) -> Option<Repartition> {
+        Some(repartition)
+    }
+
+    /// On a blocking thread: NVML's calls block.
+    fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran> {
+        let (op, lib) = (op.clone(), env.nvml_lib.clone());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || run_op(&op, lib.as_deref()))
+                .await
+                .map_err(|e| format!("NVML step stopped: {e}"))?
+        })
+    }
+}
+
+fn drain(p: &mut Plan, node: &Node, card: Option<&Card>, on: bool, o: &Options) -> Result<(), NeedsCard> {
+    let c = card.ok_or(NeedsCard)?;
     let verb = if on { "Drain" } else { "Undrain" };
     let mode = if on { ComputeMode::Prohibited } else { o.previous_mode.unwrap_or(ComputeMode::Default) };
     p.summary = format!("{verb} {}/{}: compute mode {mode:?}", node.name, c.index);
@@ -32,11 +59,16 @@ pub(super) fn drain(p: &mut Plan, node: &Node, c: &Card, on: bool, o: &Options) 
     }
     let call = format!("nvmlDeviceSetComputeMode(index {}, NVML_COMPUTEMODE_{})", c.index, mode_name(mode));
     p.steps.push(step("Set the compute mode", call, Op::NvmlSetComputeMode { index: c.index, mode }));
+    Ok(())
 }
 
 /// Destroy every compute and GPU instance, create `wanted` (profile@start, largest first),
 /// read the layout back. A change of MIG mode is refused: it needs a GPU reset.
-pub(super) fn repartition(p: &mut Plan, c: &Card, whole: bool, wanted: Vec<(String, u8)>) {
+fn repartition(p: &mut Plan, _: &Fleet, node: &Node, card: Option<&Card>, layout: &str) -> Result<(), NeedsCard> {
+    let c = card.ok_or(NeedsCard)?;
+    let Some((spec, _)) = super::layout_on_card(p, node, c, layout) else { return Ok(()) };
+    let whole = matches!(spec, LayoutSpec::Whole);
+    let wanted = super::placements(&spec);
     if whole == c.mig.enabled {
         let to = if whole { "off" } else { "on" };
         p.blockers.push(if c.mig.pending == Some(!whole) {
@@ -55,7 +87,7 @@ pub(super) fn repartition(p: &mut Plan, c: &Card, whole: bool, wanted: Vec<(Stri
             )
             .into()
         });
-        return;
+        return Ok(());
     }
     if c.mig.enabled && c.mig.pending == Some(false) {
         p.warnings
@@ -91,10 +123,11 @@ pub(super) fn repartition(p: &mut Plan, c: &Card, whole: bool, wanted: Vec<(Stri
         format!("nvmlDeviceGetGpuInstances(GPU {})", c.index),
         Op::NvmlVerifyLayout { index: c.index, layout: wanted },
     ));
+    Ok(())
 }
 
 /// Run one NVML step against the library at `lib` (`None`: the system library).
-pub fn run_op(op: &Op, lib: Option<&str>) -> StepResult {
+pub fn run_op(op: &Op, lib: Option<&str>) -> Ran {
     if !is_nvml(op) {
         return Err(format!("not an NVML step: {op:?}"));
     }
@@ -153,12 +186,16 @@ fn failed(f: &Failed, args: &str) -> String {
     format!("{}({args}): {}", f.call, describe(&f.error))
 }
 
-fn device(nvml: &Nvml, index: u32) -> Result<Device<'_>, String> {
+fn device(nvml: &Library, index: u32) -> Result<Device<'_>, String> {
     nvml.device_by_index(index).map_err(|e| format!("nvmlDeviceGetHandleByIndex(GPU {index}): {}", describe(&e)))
 }
 
 /// Run `f` on card `index` once it is known to be in MIG mode.
-fn with_mig(nvml: &Nvml, index: u32, f: impl FnOnce(&Device<'_>) -> Result<String, String>) -> Result<String, String> {
+fn with_mig(
+    nvml: &Library,
+    index: u32,
+    f: impl FnOnce(&Device<'_>) -> Result<String, String>,
+) -> Result<String, String> {
     let dev = device(nvml, index)?;
     let mode = dev.mig_mode().map_err(|e| format!("nvmlDeviceGetMigMode(GPU {index}): {}", describe(&e)))?;
     if mode.current != 1 {
@@ -194,7 +231,7 @@ fn from_nvml(m: NvmlMode) -> Option<ComputeMode> {
 }
 
 /// Read the mode, set the new one, read it back. Returns the mode before, for undrain.
-fn set_compute_mode(nvml: &Nvml, index: u32, mode: ComputeMode) -> StepResult {
+fn set_compute_mode(nvml: &Library, index: u32, mode: ComputeMode) -> Ran {
     let mut dev = device(nvml, index)?;
     let read = |dev: &Device<'_>| {
         dev.compute_mode().map_err(|e| format!("nvmlDeviceGetComputeMode(GPU {index}): {}", describe(&e)))
@@ -225,7 +262,7 @@ fn model_of(dev: &Device<'_>, index: u32) -> Result<&'static GpuModel, String> {
 /// Create GPU instance `profile` at `start`, then one full-size compute instance in it. If the
 /// compute instance fails, the new GPU instance is destroyed again (and the message says
 /// whether that worked), so a failed step leaves no instance that cannot run work.
-fn create(nvml: &Nvml, dev: &Device<'_>, index: u32, profile: &str, start: u8) -> Result<String, String> {
+fn create(nvml: &Library, dev: &Device<'_>, index: u32, profile: &str, start: u8) -> Result<String, String> {
     let model = model_of(dev, index)?;
     let p = model.profile(profile).ok_or_else(|| format!("{} has no MIG profile {profile}", model.name))?;
     // The catalog's NVML enum names the profile on the device (as the source does when listing);
@@ -281,7 +318,7 @@ fn create(nvml: &Nvml, dev: &Device<'_>, index: u32, profile: &str, start: u8) -
 }
 
 /// Read the card's GPU instances back and compare (profile, start) with the plan's.
-fn verify(nvml: &Nvml, index: u32, want: &[(String, u8)]) -> Result<String, String> {
+fn verify(nvml: &Library, index: u32, want: &[(String, u8)]) -> Result<String, String> {
     let dev = device(nvml, index)?;
     let model = model_of(&dev, index).ok();
     let listed = ffi::gpu_instances(nvml, &dev)

@@ -1,35 +1,21 @@
 //! Planning: from an action and the live fleet to the exact steps a backend will take, with
 //! warnings and the guards' refusals. Planning never changes anything. This file chooses the
-//! backend and does what every backend shares; each backend's file (`sim.rs`, `nvml.rs`,
-//! `slurm.rs`, `kubernetes.rs`) writes its own steps.
+//! backend that can do the action (`Capabilities`) and does what every backend shares; each
+//! backend's file (`sim.rs`, `nvml.rs`, `slurm.rs`, `kubernetes.rs`) writes its own steps.
 
-use crate::config::Config;
 use crate::model::mig::{LayoutSpec, parse_layout};
-use crate::model::{Card, ComputeMode, Fleet, Node, SourceKind};
+use crate::model::{Card, Fleet, Node, SourceKind};
 
-use super::guard::{self, Context};
-use super::{Action, Backend, Op, Plan, Step, Target};
+use super::{Action, Backend, Capabilities, NeedsCard, Options, Plan, Target, guard};
 
-/// Settings planning needs beyond the fleet.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub ctx: Context,
-    pub slurm: crate::config::Slurm,
-    /// Who acts, for Slurm's reason and the audit (`$USER`).
-    pub user: String,
-    /// The compute mode a card had before tessera drained it, where the audit log knows it.
-    pub previous_mode: Option<ComputeMode>,
-}
-
-impl Options {
-    pub fn new(cfg: &Config, force: bool, now: chrono::DateTime<chrono::Utc>) -> Self {
-        let ctx = Context { read_only: cfg.read_only, force, min_runtime: cfg.policy.min_runtime, now };
-        Self { ctx, slurm: cfg.slurm.clone(), user: super::audit::user(), previous_mode: None }
+/// What `backend` can do, from its own file.
+pub fn capabilities(backend: Backend) -> &'static dyn Capabilities {
+    match backend {
+        Backend::Simulated => &super::sim::Sim,
+        Backend::Nvml => &super::nvml::Nvml,
+        Backend::Slurm => &super::slurm::Slurm,
+        Backend::Kubernetes => &super::kubernetes::Kubernetes,
     }
-}
-
-pub(super) fn step(what: impl Into<String>, call: impl Into<String>, op: Op) -> Step {
-    Step { what: what.into(), call: call.into(), op }
 }
 
 fn kind_of(fleet: &Fleet, source: &str) -> Option<SourceKind> {
@@ -43,22 +29,22 @@ pub fn repartition_backend(fleet: &Fleet, node: &Node) -> Option<Backend> {
     backend_for(fleet, node, &any).map(|b| b.0)
 }
 
-/// The source (and backend) that acts on a node for this action, in order of preference.
+/// The source (and backend) that acts on a node for this action: the first backend, in
+/// `Backend::ALL`'s order, that can do it and has a source reporting the node.
 fn backend_for(fleet: &Fleet, node: &Node, action: &Action) -> Option<(Backend, String)> {
-    let prefs: &[Backend] = match action {
-        Action::Repartition { .. } => &[Backend::Simulated, Backend::Nvml, Backend::Kubernetes],
-        _ => &[Backend::Simulated, Backend::Nvml, Backend::Slurm, Backend::Kubernetes],
-    };
-    let of = |k: SourceKind| match k {
-        SourceKind::Simulated => Some(Backend::Simulated),
-        SourceKind::Nvml => Some(Backend::Nvml),
-        SourceKind::Slurm => Some(Backend::Slurm),
-        SourceKind::Kubernetes => Some(Backend::Kubernetes),
-        _ => None,
-    };
-    prefs.iter().find_map(|want| {
-        node.sources.iter().find(|s| kind_of(fleet, s).and_then(of) == Some(*want)).map(|s| (*want, s.clone()))
-    })
+    Backend::ALL
+        .into_iter()
+        .filter(|b| can(capabilities(*b), action))
+        .find_map(|b| node.sources.iter().find(|s| kind_of(fleet, s) == Some(b.source_kind())).map(|s| (b, s.clone())))
+}
+
+/// Whether a backend can do `action` at all.
+fn can(caps: &dyn Capabilities, action: &Action) -> bool {
+    match action {
+        Action::Drain { .. } | Action::Undrain { .. } => caps.drain().is_some(),
+        Action::Repartition { .. } => caps.repartition().is_some(),
+        Action::Preempt { .. } => caps.preempt().is_some(),
+    }
 }
 
 /// Build the plan. `Err` when the target or workload does not exist (a usage error).
@@ -74,6 +60,7 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                 };
                 return Err(format!("no source of {} can {what}", node.name));
             };
+            let caps = capabilities(backend);
             let mut p = Plan {
                 action: action.clone(),
                 backend,
@@ -91,24 +78,25 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                 second_confirmation: None,
                 nothing_to_do: None,
                 // Schedulers act on the whole node, so the action names no card there.
-                card: card
-                    .filter(|_| matches!(backend, Backend::Simulated | Backend::Nvml))
-                    .map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
+                card: card.filter(|_| caps.on_cards()).map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
             };
-            // NVML acts on cards; the simulator on a node's cards too, for a drain.
-            let node_drain =
-                backend == Backend::Simulated && card.is_none() && !matches!(action, Action::Repartition { .. });
-            let card_level = matches!(backend, Backend::Simulated | Backend::Nvml) && !node_drain;
-            if card_level && card.is_none() {
+            // `backend_for` chose a backend that can: neither is `None`.
+            let wrote = match action {
+                Action::Repartition { layout, .. } => {
+                    caps.repartition().map(|write| write(&mut p, fleet, node, card, layout))
+                }
+                _ => caps.drain().map(|write| write(&mut p, node, card, matches!(action, Action::Drain { .. }), o)),
+            };
+            if wrote == Some(Err(NeedsCard)) {
                 return Err(format!("{target}: {} acts on one card: give NODE/INDEX", backend.as_str()));
             }
-            match action {
-                Action::Repartition { layout, .. } => repartition(&mut p, fleet, node, card, layout),
-                _ => drain(&mut p, node, card, matches!(action, Action::Drain { .. }), o),
-            }
+            // The card acted on; a card-level backend given a node (the simulator's drain of a
+            // node's cards) says itself what it leaves alone.
+            let on_card = card.filter(|_| caps.on_cards());
+            let node_drain = caps.on_cards() && card.is_none();
             if let Action::Undrain { .. } = action {
                 // A card that fell off the bus or lost memory must not take work unnoticed.
-                let faults: Vec<String> = match card.filter(|_| card_level) {
+                let faults: Vec<String> = match on_card {
                     Some(c) => c.health.fault().into_iter().collect(),
                     None => node
                         .cards
@@ -120,8 +108,7 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                 p.blockers.extend(refusals);
                 p.second_confirmation = second;
             }
-            // A simulated node's drain says itself what it leaves alone (its cards, not the node).
-            if let Some(why) = nothing_to_do(action, node, card.filter(|_| card_level)).filter(|_| !node_drain) {
+            if let Some(why) = nothing_to_do(action, node, on_card).filter(|_| !node_drain) {
                 p.steps.clear();
                 p.warnings.clear();
                 p.second_confirmation = None;
@@ -130,7 +117,7 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                 return Ok(p);
             }
             // A scheduler's drain or cordon may be someone else's: say whose before replacing it.
-            if matches!(backend, Backend::Slurm | Backend::Kubernetes)
+            if !caps.on_cards()
                 && let Some(reason) = node.reason.as_deref().filter(|_| !node.schedulable)
                 && !reason.contains("tessera:")
             {
@@ -155,7 +142,7 @@ fn nothing_to_do(action: &Action, node: &Node, card: Option<&Card>) -> Option<St
             let same = match spec {
                 LayoutSpec::Whole => !c.mig.enabled,
                 LayoutSpec::Mig(_) => {
-                    let mut want = placements(&spec);
+                    let mut want = super::placements(&spec);
                     let mut have: Vec<(String, u8)> =
                         c.mig.instances.iter().map(|i| (i.profile.clone(), i.start)).collect();
                     want.sort();
@@ -188,68 +175,6 @@ fn resolve<'f>(fleet: &'f Fleet, target: &str) -> Result<(&'f Node, Option<&'f C
     }
 }
 
-fn drain(p: &mut Plan, node: &Node, card: Option<&Card>, on: bool, o: &Options) {
-    match (p.backend, card) {
-        (Backend::Simulated, Some(c)) => super::sim::drain(p, node, c, on),
-        (Backend::Simulated, None) => super::sim::drain_node(p, node, on),
-        (Backend::Nvml, Some(c)) => super::nvml::drain(p, node, c, on, o),
-        (Backend::Slurm, _) => super::slurm::drain(p, node, on, o),
-        (Backend::Kubernetes, _) => super::kubernetes::drain(p, node, on),
-        _ => p.blockers.push("this backend cannot act on a whole node".into()),
-    }
-}
-
-/// A layout as the backends take it: placements largest first, as NVIDIA's tools create them
-/// (big placements are the scarce ones); empty for a whole card.
-fn placements(spec: &LayoutSpec) -> Vec<(String, u8)> {
-    match spec {
-        LayoutSpec::Whole => Vec::new(),
-        LayoutSpec::Mig(l) => {
-            let mut v: Vec<(String, u8, u8)> = l.iter().map(|x| (x.profile.clone(), x.start, x.size)).collect();
-            v.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
-            v.into_iter().map(|(p, s, _)| (p, s)).collect()
-        }
-    }
-}
-
-fn repartition(p: &mut Plan, fleet: &Fleet, node: &Node, card: Option<&Card>, layout: &str) {
-    if p.backend == Backend::Kubernetes {
-        return super::kubernetes::repartition(p, fleet, node, layout);
-    }
-    let Some(c) = card else { return };
-    p.blockers.extend(guard::repartition(c, layout));
-    let now = c.layout_text();
-    let Some(model) = c.gpu_model() else {
-        p.summary = format!("Repartition {}/{} ({}): not possible", node.name, c.index, c.model);
-        return;
-    };
-    let head = format!("Repartition {}/{} ({}): {now} ->", node.name, c.index, model.name);
-    let Ok(spec) = parse_layout(model, layout) else {
-        p.summary = format!("{head} {layout}: not a valid layout (tessera layouts {} lists them)", model.name);
-        return;
-    };
-    // Where every instance lands, also when the layout named no placements.
-    let chosen = match &spec {
-        LayoutSpec::Whole => "whole".to_string(),
-        LayoutSpec::Mig(l) => {
-            let mut v: Vec<(u8, &str)> = l.iter().map(|x| (x.start, x.profile.as_str())).collect();
-            v.sort();
-            v.into_iter().map(|(s, p)| format!("{p}@{s}")).collect::<Vec<_>>().join(",")
-        }
-    };
-    p.summary = if layout.contains('@') || chosen == "whole" {
-        format!("{head} {chosen}")
-    } else {
-        format!("{head} {chosen} (placements chosen by tessera for {layout})")
-    };
-    let whole = matches!(spec, LayoutSpec::Whole);
-    match p.backend {
-        Backend::Simulated => super::sim::repartition(p, node, c, &chosen, whole),
-        Backend::Nvml => super::nvml::repartition(p, c, whole, placements(&spec)),
-        _ => {}
-    }
-}
-
 /// The workload `id` names: itself, or a bare job number (`19`) that is exactly one
 /// workload's (`sim:19`, `slurm:19`), as an operator types a scheduler's job id.
 fn workload_named<'f>(fleet: &'f Fleet, id: &str) -> Result<&'f crate::model::Workload, String> {
@@ -274,17 +199,12 @@ fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> Result<Plan
     let w = workload_named(fleet, id)?;
     // From here on the workload's own id: the confirmation asks for it whole.
     let id = w.id.as_str();
-    let (backend, prefix) = match id.split_once(':').map(|(p, _)| p) {
-        Some("sim") => (Backend::Simulated, "sim"),
-        Some("slurm") => (Backend::Slurm, "slurm"),
-        Some("k8s") => (Backend::Kubernetes, "k8s"),
-        _ => return Err(format!("{id}: tessera preempts scheduler jobs (slurm:, k8s:, sim:), not bare processes")),
+    let prefix = id.split_once(':').map_or("", |(p, _)| p);
+    let owner = Backend::ALL.into_iter().find(|b| capabilities(*b).workload_prefix() == Some(prefix));
+    let Some((backend, write)) = owner.and_then(|b| Some((b, capabilities(b).preempt()?))) else {
+        return Err(format!("{id}: tessera preempts scheduler jobs (slurm:, k8s:, sim:), not bare processes"));
     };
-    let want = match backend {
-        Backend::Simulated => SourceKind::Simulated,
-        Backend::Slurm => SourceKind::Slurm,
-        _ => SourceKind::Kubernetes,
-    };
+    let want = backend.source_kind();
     let source = fleet.sources.iter().find(|s| s.kind == want).map(|s| s.name.clone()).unwrap_or_else(|| prefix.into());
     let health = fleet.sources.iter().find(|s| s.name == source).map(|s| &s.health);
     let mut blockers = guard::common(&o.ctx, &source, health);
@@ -307,11 +227,7 @@ fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> Result<Plan
         card: w.cards.first().cloned(),
     };
     let bare = id.split_once(':').map_or(id, |(_, b)| b);
-    match backend {
-        Backend::Simulated => super::sim::preempt(&mut p, id),
-        Backend::Slurm => super::slurm::preempt(&mut p, w, bare, o),
-        _ => super::kubernetes::preempt(&mut p, w, bare),
-    }
+    write(&mut p, w, bare, o);
     Ok(p)
 }
 

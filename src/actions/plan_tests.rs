@@ -1,6 +1,7 @@
 use super::*;
 use crate::actions::guard::Refusal;
-use crate::model::{MigState, SourceHealth, SourceStatus, Workload, WorkloadKind, WorkloadState};
+use crate::config::Config;
+use crate::model::{ComputeMode, MigState, SourceHealth, SourceStatus, Workload, WorkloadKind, WorkloadState};
 use chrono::{DateTime, Utc};
 
 fn now() -> DateTime<Utc> {
@@ -201,4 +202,16 @@ fn no_ops_have_nothing_to_do() {
     let s = fleet(SourceKind::Slurm, None);
     let p = plan(&Action::Undrain { target: "n1".into(), force: false }, &s, &opts()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(p.nothing_to_do.as_deref(), Some("n1 is not drained"));
+}
+
+#[test]
+fn each_backend_says_what_it_can_do() {
+    let can = |b: Backend| {
+        let c = capabilities(b);
+        (c.on_cards(), c.drain().is_some(), c.repartition().is_some(), c.preempt().is_some(), c.workload_prefix())
+    };
+    assert_eq!(can(Backend::Simulated), (true, true, true, true, Some("sim")));
+    assert_eq!(can(Backend::Nvml), (true, true, true, false, None));
+    assert_eq!(can(Backend::Slurm), (false, true, false, true, Some("slurm")));
+    assert_eq!(can(Backend::Kubernetes), (false, true, true, true, Some("k8s")));
 }

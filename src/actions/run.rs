@@ -10,9 +10,7 @@ use std::path::PathBuf;
 use chrono::Utc;
 use tokio::sync::mpsc;
 
-use super::execute::{self, Env, Outcome, Progress};
-use super::plan::{self, Options};
-use super::{Action, Plan, Target, audit};
+use super::{Action, Env, Options, Outcome, Plan, Progress, StepResult, Target, audit, execute, plan};
 use crate::config::Config;
 use crate::model::Fleet;
 
@@ -159,7 +157,7 @@ impl Runner {
     }
 
     /// Leaving while an action runs: say in the audit log where each step stood.
-    pub fn interrupted(&self, plan: &Plan, steps: &[execute::StepResult]) {
+    pub fn interrupted(&self, plan: &Plan, steps: &[StepResult]) {
         if let Some(path) = &self.audit {
             let _ = audit::append(path, &audit::interrupted(plan, steps));
         }
@@ -301,8 +299,7 @@ mod tests {
         let (r, path) = runner(dir.path());
         let f = fleet();
         let p = r.propose(&Action::Drain { target: "gpu-a100-01/0".into() }, &f).unwrap_or_else(|e| panic!("{e}"));
-        let step =
-            execute::StepResult { what: "Drain the card".into(), call: "x".into(), status: "running", message: None };
+        let step = StepResult { what: "Drain the card".into(), call: "x".into(), status: "running", message: None };
         r.interrupted(&p, &[step]);
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_default();

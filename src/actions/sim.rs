@@ -1,10 +1,11 @@
 //! The simulated cluster as a backend: its plans (card drains, repartitions with the time the
 //! simulator takes, checkpoint then requeue) and running its operations.
 
-use super::execute::Env;
-use super::plan::step;
-use super::{Op, Plan};
-use crate::model::{Card, Node};
+use futures_util::future::BoxFuture;
+
+use super::{Capabilities, Drain, Env, NeedsCard, Op, Options, Plan, Preempt, Ran, Repartition, step};
+use crate::model::mig::LayoutSpec;
+use crate::model::{Card, Fleet, Node, Workload};
 use crate::sources::sim::SimOp;
 
 /// Simulated seconds the simulator takes for MIG changes and a checkpoint.
@@ -12,7 +13,50 @@ const SIM_MIG_DESTROY_S: u64 = 2;
 const SIM_MIG_CREATE_S: u64 = 4;
 const SIM_CHECKPOINT_S: u64 = 45;
 
-pub(super) fn drain(p: &mut Plan, node: &Node, c: &Card, on: bool) {
+/// The simulated cluster: it drains cards (or a node's cards), repartitions cards and preempts
+/// its jobs.
+pub struct Sim;
+
+impl Capabilities for Sim {
+    fn on_cards(&self) -> bool {
+        true
+    }
+
+    fn workload_prefix(&self) -> Option<&'static str> {
+        Some("sim")
+    }
+
+    fn drain(&self) -> Option<Drain> {
+        Some(drain)
+    }
+
+    fn repartition(&self) -> Option<Repartition> {
+        Some(repartition)
+    }
+
+    fn preempt(&self) -> Option<Preempt> {
+        Some(preempt)
+    }
+
+    fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran> {
+        Box::pin(async move {
+            match op {
+                Op::Sim { op } => run_op(op, env).await.map(|m| (m, None)),
+                other => Err(format!("the simulator cannot run {other:?}")),
+            }
+        })
+    }
+}
+
+fn drain(p: &mut Plan, node: &Node, card: Option<&Card>, on: bool, _: &Options) -> Result<(), NeedsCard> {
+    match card {
+        Some(c) => drain_card(p, node, c, on),
+        None => drain_node(p, node, on),
+    }
+    Ok(())
+}
+
+fn drain_card(p: &mut Plan, node: &Node, c: &Card, on: bool) {
     let verb = if on { "Drain" } else { "Undrain" };
     let (n, index) = (node.name.clone(), c.index);
     p.summary = format!("{verb} {}/{index}: {}", n, if on { "no new work starts on it" } else { "accept new work" });
@@ -22,7 +66,7 @@ pub(super) fn drain(p: &mut Plan, node: &Node, c: &Card, on: bool) {
 
 /// A whole node: each of its cards, one step each (as cordoning a node stops new work on all
 /// of them). Cards already as asked are left out.
-pub(super) fn drain_node(p: &mut Plan, node: &Node, on: bool) {
+fn drain_node(p: &mut Plan, node: &Node, on: bool) {
     let verb = if on { "Drain" } else { "Undrain" };
     let n = node.name.clone();
     let todo: Vec<&Card> = node.cards.iter().filter(|c| c.draining != on).collect();
@@ -45,7 +89,11 @@ pub(super) fn drain_node(p: &mut Plan, node: &Node, on: bool) {
     }
 }
 
-pub(super) fn repartition(p: &mut Plan, node: &Node, c: &Card, layout: &str, whole: bool) {
+fn repartition(p: &mut Plan, _: &Fleet, node: &Node, card: Option<&Card>, layout: &str) -> Result<(), NeedsCard> {
+    let c = card.ok_or(NeedsCard)?;
+    // From here on the layout is where every instance lands.
+    let Some((spec, layout)) = super::layout_on_card(p, node, c, layout) else { return Ok(()) };
+    let whole = matches!(spec, LayoutSpec::Whole);
     let n = c.mig.instances.len();
     if n > 0 {
         p.steps.push(step(
@@ -66,9 +114,11 @@ pub(super) fn repartition(p: &mut Plan, node: &Node, c: &Card, layout: &str, who
         "simulator: wait",
         Op::Wait { seconds: SIM_MIG_CREATE_S, why: "instances starting".into() },
     ));
+    Ok(())
 }
 
-pub(super) fn preempt(p: &mut Plan, id: &str) {
+fn preempt(p: &mut Plan, w: &Workload, _: &str, _: &Options) {
+    let id = w.id.as_str();
     let ck = SimOp::Checkpoint { workload: id.into() };
     p.steps.push(step("Ask the job to checkpoint", format!("simulator: {ck}"), Op::Sim { op: ck }));
     p.steps.push(step(
@@ -81,7 +131,7 @@ pub(super) fn preempt(p: &mut Plan, id: &str) {
 }
 
 /// Run one operation on the running simulator.
-pub(super) async fn run_op(op: &SimOp, env: &Env) -> Result<String, String> {
+async fn run_op(op: &SimOp, env: &Env) -> Result<String, String> {
     let sim = env.sim.as_ref().ok_or("the simulated cluster is not running here")?;
     sim.apply(op.clone()).await
 }

@@ -4,11 +4,39 @@
 
 use std::time::Duration;
 
-use super::plan::{Options, step};
-use super::{Op, Plan};
-use crate::model::{Node, Workload};
+use futures_util::future::BoxFuture;
 
-pub(super) fn drain(p: &mut Plan, node: &Node, on: bool, o: &Options) {
+use super::{Capabilities, Drain, Env, NeedsCard, Op, Options, Plan, Preempt, Ran, step};
+use crate::model::{Card, Node, Workload};
+
+/// Slurm acts on whole nodes: it drains and resumes them and preempts its jobs; it cannot
+/// repartition.
+pub struct Slurm;
+
+impl Capabilities for Slurm {
+    fn workload_prefix(&self) -> Option<&'static str> {
+        Some("slurm")
+    }
+
+    fn drain(&self) -> Option<Drain> {
+        Some(drain)
+    }
+
+    fn preempt(&self) -> Option<Preempt> {
+        Some(preempt)
+    }
+
+    fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran> {
+        Box::pin(async move {
+            match op {
+                Op::Run { program, args } => run(program, args, env.command_timeout).await.map(|m| (m, None)),
+                other => Err(format!("the Slurm executor cannot run {other:?}")),
+            }
+        })
+    }
+}
+
+fn drain(p: &mut Plan, node: &Node, _: Option<&Card>, on: bool, o: &Options) -> Result<(), NeedsCard> {
     let verb = if on { "Drain" } else { "Undrain" };
     let state = if on { "DRAIN" } else { "RESUME" };
     p.summary = format!("{verb} node {} in Slurm (State={state})", node.name);
@@ -24,9 +52,10 @@ pub(super) fn drain(p: &mut Plan, node: &Node, on: bool, o: &Options) {
     let program = program(o, "scontrol");
     let call = shell_words(&program, &args);
     p.steps.push(step(format!("{verb} the node"), call, Op::Run { program, args }));
+    Ok(())
 }
 
-pub(super) fn preempt(p: &mut Plan, w: &Workload, bare: &str, o: &Options) {
+fn preempt(p: &mut Plan, w: &Workload, bare: &str, o: &Options) {
     if w.requeueable == Some(false) {
         p.blockers.push(super::guard::Refusal::NotRequeueable { id: w.id.clone() });
     }
@@ -66,7 +95,7 @@ fn shell_words(program: &str, args: &[String]) -> String {
 }
 
 /// Run a command (no shell) with a timeout; stdout's first line, or an error with stderr's.
-pub(super) async fn run(program: &str, args: &[String], timeout: Duration) -> Result<String, String> {
+async fn run(program: &str, args: &[String], timeout: Duration) -> Result<String, String> {
     let timeout = if timeout.is_zero() { Duration::from_secs(30) } else { timeout };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // scontrol answers in a line or two: a megabyte is a flood.

@@ -169,7 +169,7 @@ mod on_the_simulator {
     }
 
     fn runner() -> Runner {
-        Runner::new(&crate::config::Config::default(), crate::actions::execute::Env::default())
+        Runner::new(&crate::config::Config::default(), crate::actions::Env::default())
     }
 
     /// One plan: no claim held by two actions, every action a finding suggests is the plan's,

@@ -2,7 +2,7 @@
 //! (audited when it ends), twice leaves at once with where each step stood in the audit log;
 //! a lost terminal turns the console headless until the action ends.
 
-use crate::actions::execute::StepResult;
+use crate::actions::StepResult;
 use crate::actions::run::Runner;
 use crate::ui::actions::{Modal, StepState};
 use crate::ui::state::UiState;

@@ -176,10 +176,10 @@ impl Auto {
     /// simulator's cards go with the process).
     pub(super) fn interrupted(&self, runner: &Runner) {
         if let Some((_, plan)) = &self.in_flight {
-            let steps: Vec<crate::actions::execute::StepResult> = plan
+            let steps: Vec<crate::actions::StepResult> = plan
                 .steps
                 .iter()
-                .map(|s| crate::actions::execute::StepResult {
+                .map(|s| crate::actions::StepResult {
                     what: s.what.clone(),
                     call: s.call.clone(),
                     status: "unknown",

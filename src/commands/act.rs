@@ -6,9 +6,8 @@ use std::io::{BufRead, IsTerminal};
 
 use super::out::say;
 use super::settings;
-use crate::actions::execute::Progress;
 use crate::actions::run::Approval;
-use crate::actions::{Action, guard};
+use crate::actions::{Action, Progress, guard};
 use crate::cli::{ActOptions, Global};
 use crate::engine::{Engine, runtime};
 use crate::error::CmdError;

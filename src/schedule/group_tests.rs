@@ -3,7 +3,7 @@
 //! preempted, drains given back), drains ahead by `lead`, and a failure that stops the run.
 
 use super::*;
-use crate::actions::execute::Env;
+use crate::actions::Env;
 use crate::actions::run::Runner;
 use crate::schedule::unattended::Went;
 use crate::sources::SourceUpdate;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::actions::execute::Env;
+use crate::actions::Env;
 use crate::actions::run::Runner;
 use crate::store::Store;
 use crate::ui::input::on_key;

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::Value;
-use tessera::actions::execute::{Env, Outcome, execute};
-use tessera::actions::plan::{Options, plan};
-use tessera::actions::{Action, Plan};
+use tessera::actions::execute::execute;
+use tessera::actions::plan::plan;
+use tessera::actions::{Action, Env, Options, Outcome, Plan};
 use tessera::model::{ComputeMode, Fleet, SourceKind};
 use tessera::sources::SourceUpdate;
 use tessera::sources::nvml::{Collector, hostname};

@@ -1,6 +1,6 @@
 //! A tessera recording as a demand and a fleet: the workloads its frames saw, with their
 //! requests, submit, start and end, and the fleet as the last frame shows it. The conversion
-//! from the model's types is pure (`Walk` hears one frame at a time; `fleet_from_model` serves
+//! from the model's types is pure (`Walk` hears one frame at a time; `from_model::fleet` serves
 //! the live and the demo fleet too); `jobs_from_recording` walks an opened recording's frames
 //! (the command opens it).
 //!
@@ -320,6 +320,7 @@ pub fn fleet_from_recording(player: &mut Player) -> Result<Fleet, String> {
 mod tests {
     use super::*;
     use crate::model::{Card, CardRef, Shares, SharingMode, WorkloadState};
+    use crate::simulate::Class;
     use chrono::TimeZone;
 
     fn t(s: i64) -> DateTime<Utc> {
