@@ -3,8 +3,8 @@
 mod act;
 mod advise;
 mod device;
-mod out;
-pub use out::to_stderr;
+use crate::out;
+pub use crate::out::to_stderr;
 mod record;
 mod replay;
 mod schedule;

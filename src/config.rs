@@ -68,7 +68,7 @@ pub struct Sources {
     /// Credentials for one origin each (`[[sources.auth]]`): scrape targets, slurmrestd.
     pub auth: Vec<Auth>,
     /// The bytes of responses and command output in flight, for all sources together
-    /// (`None`: the default, `sources::budget::DEFAULT`).
+    /// (`None`: the default, `budget::DEFAULT`).
     pub memory_budget: Option<usize>,
 }
 

@@ -211,7 +211,7 @@ pub fn uses_http(s: &crate::config::Sources) -> bool {
 /// credentials for its origin only (`prometheus`: its base URL), every `[[sources.auth]]` for
 /// its own origin, and the sources' memory budget.
 pub fn http_client(s: &crate::config::Sources, prometheus: Option<&str>) -> Result<http::Client, String> {
-    crate::sources::budget::Budget::configure(s.memory_budget.unwrap_or(crate::sources::budget::DEFAULT));
+    crate::budget::Budget::configure(s.memory_budget.unwrap_or(crate::budget::DEFAULT));
     let mut c = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
     if let Some(base) = prometheus {
         c = c.with_credentials(base, &s.http.credentials).map_err(|e| format!("sources.http: {e}"))?;
@@ -223,7 +223,7 @@ pub fn http_client(s: &crate::config::Sources, prometheus: Option<&str>) -> Resu
     for url in prometheus.into_iter().chain(s.prometheus.as_deref()).chain(s.scrape.iter().map(String::as_str)) {
         c = c.with_url_secrets(url);
     }
-    Ok(c.with_budget(crate::sources::budget::Budget::global()))
+    Ok(c.with_budget(crate::budget::Budget::global()))
 }
 
 /// The Prometheus source's settings for the server at `base`.
@@ -255,7 +255,7 @@ fn spawn_all(
     tx: mpsc::Sender<SourceUpdate>,
 ) -> Result<Option<sim::SimHandle>, String> {
     let s = &cfg.sources;
-    crate::sources::budget::Budget::configure(s.memory_budget.unwrap_or(crate::sources::budget::DEFAULT));
+    crate::budget::Budget::configure(s.memory_budget.unwrap_or(crate::budget::DEFAULT));
     // NVML first: where it and a metrics source report the same card, its values and MIG
     // placements win (the store ranks sources by registration order).
     let mut run_sim = s.demo;

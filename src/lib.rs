@@ -5,11 +5,14 @@
 //! Layers with mirrored names, from the ground floor up (docs/architecture.md has the data
 //! flow and the rules each layer keeps: the model and the advisor are pure, sources never
 //! draw, the ui never does IO). Some imports still point up the table where a helper was
-//! filed where it was first needed: `process` takes the memory budget from `sources::budget`,
-//! and the advisor and schedules the `Action` vocabulary from `actions`; `app` takes
-//! `to_stderr` from `commands`, which starts `app`.
-//! URL checks (now `url`), sizes and durations (now `units`) and `CmdError` (now `error`)
-//! have moved down to the ground floor.
+//! filed where it was first needed: the advisor and schedules take the `Action` vocabulary
+//! from `actions`. The ground floor, `config` and `model` import nothing above them
+//! (`scripts/imports.sh` lists every use; docs/architecture.md keeps its output). `inputs` (the fuzzing doors) reaches up
+//! to `simulate::input`'s parsers, and `simulate::input::recording` decodes frames through
+//! `record`'s player; the what-if engine's core (`simulate/` but `input/`) imports only the
+//! model, the MIG catalog and the layout planner.
+//! URL checks (`url`), sizes and durations (`units`), `CmdError` (`error`) and the memory
+//! budget (`budget`) have moved down to the ground floor.
 //!
 //! | module | layer | what it holds |
 //! |---|---|---|
@@ -17,8 +20,10 @@
 //! | `error` | ground floor | the error a command ends with, and its exit codes |
 //! | `url` | ground floor | URLs shown redacted, checked for the config, and their origin |
 //! | `files` | ground floor | files tessera is handed, opened without waiting and read bounded; the state directory and the atomic write for files it keeps |
+//! | `out` | ground floor | standard output and error, printable (control characters escaped), a closed pipe ending quietly |
 //! | `process` | ground floor | running a program: no shell, a timeout, bounded output |
 //! | `allocator` | ground floor | the binary's allocator settings |
+//! | `budget` | ground floor | the memory budget every bounded read (HTTP answers, program output) draws from |
 //! | `model` | model (pure) | the fleet, workloads, queue, free capacity, the MIG catalog, schedules' windows |
 //! | `config` | model (pure) | the config file, its defaults and its errors |
 //! | `sources` | sources | one collector per backend; each sends whole updates |
@@ -49,11 +54,17 @@
 //!   in `advisor::Kind` and its rank in `advisor/reconcile.rs`; a row in docs/advisor.md.
 //! - **A view**: `ui/views/NAME.rs`, its state in `ui/state.rs`, its keys in `ui/keymap.rs`;
 //!   snapshots at 80×24 and 160×48 in `tests/ui_snapshots.rs`.
+//! - **A what-if demand input**: `simulate/input/NAME.rs`, a pure parser over `BufRead` to
+//!   `simulate::Job`s (errors name file, line and field), its door in `inputs.rs`, its flag in
+//!   `cli.rs` and `commands/simulate.rs`; a section in docs/simulate.md.
+//! - **A what-if policy**: a variant of `simulate::Policy`; what a card gives under it in
+//!   `simulate/state.rs`, its own moves in `simulate/adapt.rs`; a row in docs/simulate.md.
 
 pub mod actions;
 pub mod advisor;
 pub mod allocator;
 pub mod app;
+pub mod budget;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -62,6 +73,7 @@ pub mod error;
 pub mod files;
 pub mod inputs;
 pub mod model;
+pub mod out;
 pub mod process;
 pub mod record;
 pub mod schedule;

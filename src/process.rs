@@ -29,7 +29,7 @@ pub enum RunError {
     #[error("printed more than {0} bytes: stopped")]
     TooLong(u64),
     #[error("stopped: {0}")]
-    Budget(crate::sources::budget::Exhausted),
+    Budget(crate::budget::Exhausted),
     #[error("{0}")]
     Io(String),
 }
@@ -45,7 +45,7 @@ pub async fn run(
     args: &[&str],
     timeout: Duration,
     limit: u64,
-    budget: Option<&crate::sources::budget::Budget>,
+    budget: Option<&crate::budget::Budget>,
 ) -> Result<Output, RunError> {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
@@ -78,11 +78,11 @@ pub async fn run(
         let budget = match budget {
             Some(b) => b,
             None => {
-                unbounded = crate::sources::budget::Budget::new(usize::MAX);
+                unbounded = crate::budget::Budget::new(usize::MAX);
                 &unbounded
             }
         };
-        let mut stdout = crate::sources::budget::Chunks::new(budget);
+        let mut stdout = crate::budget::Chunks::new(budget);
         let mut out = out.take(limit + 1);
         let mut chunk = vec![0u8; 64 << 10];
         loop {
@@ -194,7 +194,7 @@ mod tests {
         let r = rt().block_on(run(&flood, &[], Duration::from_secs(20), 1 << 20, None));
         assert_eq!(r.err(), Some(RunError::TooLong(1 << 20)));
         // Below its own limit, the output still counts against the sources' budget.
-        let budget = crate::sources::budget::Budget::new(256 << 10);
+        let budget = crate::budget::Budget::new(256 << 10);
         let r = rt().block_on(run(&flood, &[], Duration::from_secs(20), 1 << 20, Some(&budget)));
         assert!(matches!(r, Err(RunError::Budget(_))), "{r:?}");
         assert!(budget.peak() <= 256 << 10 && budget.used() == 0, "given back: {}", budget.used());
@@ -208,7 +208,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tessera-proc-held-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
         let three = script(&dir, "squeue", "head -c 3145729 /dev/zero");
-        let budget = crate::sources::budget::Budget::new(64 << 20);
+        let budget = crate::budget::Budget::new(64 << 20);
         // A script just written can be busy for a moment while another test forks.
         let out = (0..5)
             .find_map(|_| match rt().block_on(run(&three, &[], Duration::from_secs(20), 256 << 20, Some(&budget))) {
@@ -225,7 +225,7 @@ mod tests {
             out.stdout.capacity()
         );
         // At most the last chunk, partly filled, and the one being joined more.
-        let most = out.stdout.len() + 2 * crate::sources::budget::CHUNK;
+        let most = out.stdout.len() + 2 * crate::budget::CHUNK;
         assert!(budget.peak() <= most, "held {} for {} bytes", budget.peak(), out.stdout.len());
         assert_eq!(budget.used(), 0);
         let _ = std::fs::remove_dir_all(&dir);

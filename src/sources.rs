@@ -4,7 +4,6 @@
 
 mod allsmi;
 mod amd;
-pub mod budget;
 pub mod dcgm;
 pub mod exposition;
 pub mod http;

@@ -4,13 +4,13 @@
 
 use std::io::{BufRead, IsTerminal};
 
-use super::out::say;
 use super::settings;
 use crate::actions::run::Approval;
 use crate::actions::{Action, Progress, guard};
 use crate::cli::{ActOptions, Global};
 use crate::engine::{Engine, runtime};
 use crate::error::CmdError;
+use crate::out::say;
 
 pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> {
     let cfg = settings(g)?;

@@ -4,11 +4,12 @@
 
 use serde_json::json;
 
-use super::{out, settings};
+use super::settings;
 use crate::advisor::{self, Context, Finding, Severity};
 use crate::cli::Global;
 use crate::error::CmdError;
 use crate::model::Fleet;
+use crate::out;
 
 /// `advise --json`'s contract version: 2 added `plan` and findings whose suggestion lost a
 /// conflict (rewritten to words saying what it lost to).

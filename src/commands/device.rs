@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::out::print;
 use crate::cli::{DeviceCommand, Global};
 use crate::error::CmdError;
+use crate::out::print;
 
 /// The largest input file read (an `nvidia-smi -q -x` of 8 MIG cards is about 200 KB).
 const MAX_INPUT: u64 = 64 * 1024 * 1024;

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::{out, settings};
+use super::settings;
 use crate::cli::Global;
 use crate::config::{Config, moment};
 use crate::error::CmdError;
+use crate::out;
 use crate::record::reader::{Player, Recording};
 use crate::units::duration;
 

@@ -9,9 +9,10 @@ mod apply;
 mod run;
 mod suggest;
 
-use super::{collect_once, out, settings};
+use super::{collect_once, settings};
 use crate::cli::{ExportFormat, Global, ScheduleCommand};
 use crate::error::CmdError;
+use crate::out;
 use crate::schedule::{Timeline, export, timelines};
 use crate::units::duration;
 pub use apply::apply;

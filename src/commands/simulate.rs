@@ -11,9 +11,10 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{out, settings};
+use super::settings;
 use crate::cli::Global;
 use crate::error::CmdError;
+use crate::out;
 use chrono::Timelike;
 
 use crate::simulate::{self, Fleet, Job, Packing, Placement, Policy, Report, Settings, input};

@@ -4,7 +4,7 @@
 //! never printed: errors name the URL and the failure, not the headers, and a response that
 //! echoes a credential has it blanked out.
 
-use super::budget::{Budget, Chunks};
+use crate::budget::{Budget, Chunks};
 use crate::config::{Credentials, Http};
 use crate::url::{origin, redact};
 
@@ -255,7 +255,7 @@ impl Client {
         }
         // The memory the body takes is held against the sources' budget until the text is
         // handed over.
-        let over = |e: super::budget::Exhausted| FetchError::Other { url: url_for_errors.into(), why: e.to_string() };
+        let over = |e: crate::budget::Exhausted| FetchError::Other { url: url_for_errors.into(), why: e.to_string() };
         let mut body = Chunks::new(&self.budget);
         while let Some(chunk) = resp.chunk().await.map_err(map)? {
             if body.len() + chunk.len() > self.max_body {
@@ -367,7 +367,7 @@ mod tests {
             text.capacity()
         );
         // At most the last chunk, partly filled, and the one being joined more.
-        let most = text.len() + 2 * crate::sources::budget::CHUNK;
+        let most = text.len() + 2 * crate::budget::CHUNK;
         assert!(budget.peak() <= most, "held {} for {} bytes", budget.peak(), text.len());
         assert_eq!(budget.used(), 0);
     }

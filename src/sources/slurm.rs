@@ -67,7 +67,7 @@ pub async fn run(settings: &Settings, name: &str, args: &[&str]) -> Result<Strin
         args,
         settings.timeout,
         OUTPUT_LIMIT,
-        Some(&super::budget::Budget::global()),
+        Some(&crate::budget::Budget::global()),
     )
     .await
     {

@@ -16,9 +16,9 @@ use crate::schedule::timelines;
 /// cards held only by eligible training are drained, the training preempted after its own
 /// question, and the cards changed once empty; the rest are listed with why and left.
 pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), CmdError> {
-    use super::out::say;
     use crate::actions::Action;
     use crate::actions::run::Approval;
+    use crate::out::say;
     let cfg = settings(g)?;
     let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
     rt.block_on(async {
@@ -187,7 +187,7 @@ async fn give_back(engine: &mut crate::engine::Engine, cards: &[crate::model::Ca
         if execute(engine, &undrain, &format!("schedule {schedule}: given back"), &at).await
             == crate::schedule::unattended::Went::NotDone
         {
-            super::out::say(&format!("{at} {c} could not be undrained: run tessera undrain {c}\n"));
+            crate::out::say(&format!("{at} {c} could not be undrained: run tessera undrain {c}\n"));
         }
     }
 }
@@ -202,8 +202,8 @@ async fn preempt_then_change(
     st: &crate::schedule::Step,
     schedule: &str,
 ) -> Result<bool, CmdError> {
-    use super::out::say;
     use crate::actions::Action;
+    use crate::out::say;
     use crate::schedule::unattended::Went;
     let target = c.card.to_string();
     let why = format!("schedule {schedule}: window {}", st.window);

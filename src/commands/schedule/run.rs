@@ -12,7 +12,7 @@ use crate::error::CmdError;
 /// each went. SIGTERM, Ctrl-C or `--for` end it after the action under way; it then undrains
 /// the cards it drained for changes that did not come.
 pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdError> {
-    use super::out::say;
+    use crate::out::say;
     use crate::schedule::unattended::{Decision, State, Went, decide};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -147,8 +147,8 @@ pub(super) async fn execute(
     why: &str,
     at: &str,
 ) -> crate::schedule::unattended::Went {
-    use super::out::say;
     use crate::actions::run::Approval;
+    use crate::out::say;
     use crate::schedule::unattended::Went;
     let p = match engine.runner.propose(action, engine.store.fleet()) {
         Ok(p) => p,

@@ -2,10 +2,10 @@
 //! measured by hour, with the hourly curve it read, what the suggestion does against the
 //! cards as they are now and against either layout all day, and the `[[schedule]]` to paste.
 
-use super::super::out;
 use crate::advisor::schedule::{MIN_GAIN_GPU_H, MIN_HOURS, Suggested, suggest as suggestions};
 use crate::error::CmdError;
 use crate::model::demand::DemandHistory;
+use crate::out;
 
 pub fn suggest(cfg: &crate::config::Config, json_out: bool) -> Result<(), CmdError> {
     let (fleet, simulated, demand) = super::super::snapshot::collect_with_demand(cfg)?;

@@ -310,7 +310,7 @@ pub(super) async fn fetch(
             let body = client.get(&url).await.map_err(|e| format!("history: {e}"))?;
             // Decoded off the async threads, the answer held against the sources' memory
             // budget while it is (the client gave its own hold back with the text).
-            let mut held = crate::sources::budget::Budget::global().hold();
+            let mut held = crate::budget::Budget::global().hold();
             held.grow(body.capacity()).map_err(|e| format!("history: {e}"))?;
             let grid = Grid::new(node, start, step, pct);
             let decoded = tokio::task::spawn_blocking(move || matrix_points(&body, &grid, Some(&known))).await;
