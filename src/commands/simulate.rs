@@ -359,6 +359,14 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
         d.notes.push(format!("arrivals {c}x closer together"));
     }
     let fleet = fleet(o, d.fleet.take())?;
+    if o.as_model.is_some() {
+        // Every card is the other model now: the demand's model constraints cannot hold.
+        let constrained = d.jobs.iter().filter(|j| !j.models.is_empty()).count();
+        d.jobs.iter_mut().for_each(|j| j.models.clear());
+        if constrained > 0 {
+            d.notes.push(format!("{constrained} jobs named the models they may run on: on one model, any card does"));
+        }
+    }
     let s = engine_settings(o, &cfg, &fleet, d.day_offset_s)?;
     let policies = policies(o)?;
     let mut progress = Progress::new();

@@ -2,7 +2,7 @@
 //! order, so the mix of models stays) with which a policy meets a p90 queue-wait target and
 //! starts every job it started on the whole fleet. A binary search over the number of nodes:
 //! it takes more GPUs never to wait longer, which holds for the queue's rules in practice,
-//! not in every corner.
+//! not in every corner. MIG layouts are sized to the demand's mix at every size tried.
 
 use serde::Serialize;
 
@@ -38,8 +38,13 @@ pub fn grown(fleet: &Fleet, times: usize) -> Fleet {
     f
 }
 
-/// Replay `jobs` on `fleet` under `policy`: p90 wait and jobs left unstarted.
+/// Replay `jobs` on `fleet` under `policy`: p90 wait and jobs left unstarted. A fleet of
+/// another size gets MIG layouts sized to the demand's mix, not today's cards' layouts (which
+/// were chosen for today's fleet, and copied would keep a job of a whole node from any node).
 fn probe(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings) -> (i64, u64, u64) {
+    let mut fleet = fleet.clone();
+    fleet.nodes.iter_mut().for_each(|n| n.layouts.clear());
+    let fleet = &fleet;
     let l = layouts::initial(fleet, jobs);
     let r = Run::new(jobs, fleet, policy, &l, s).run(&mut |_| {});
     (r.wait.p90_s, r.never_started, r.unplaceable)
@@ -50,12 +55,12 @@ pub fn fewest_gpus(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, ta
     let mut answer = Answer { policy, target_p90_wait_s: target_s, gpus: None, nodes: None, p90_wait_s: None, runs };
     // The largest fleet tried: the given one, doubled until it meets the target.
     let mut times = 1;
-    let (big, unplaceable) = loop {
+    let (big, unplaceable, big_p90) = loop {
         let f = grown(fleet, times);
         let (p90, never, unplaceable) = probe(jobs, &f, policy, s);
         runs += 1;
         if p90 <= target_s && never == 0 {
-            break (f, unplaceable);
+            break (f, unplaceable, p90);
         }
         if times >= MAX_GROWTH {
             answer.runs = runs;
@@ -78,16 +83,13 @@ pub fn fewest_gpus(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, ta
             lo = mid;
         }
     }
-    let f = big.subset(&order[..best.0]);
-    let p90 = match best.1 {
-        Some(p) => p,
-        None => {
-            runs += 1;
-            probe(jobs, &f, policy, s).0
-        }
+    // No smaller fleet met it: the whole of `big`, as it was measured (its own node order).
+    let (f, p90) = match best.1 {
+        Some(p) => (big.subset(&order[..best.0]), p),
+        None => (big, big_p90),
     };
     answer.gpus = Some(f.gpus());
-    answer.nodes = Some(best.0);
+    answer.nodes = Some(f.nodes.len());
     answer.p90_wait_s = Some(p90);
     answer.runs = runs;
     answer

@@ -134,6 +134,10 @@ impl Cluster {
                         (Mode::Shared(n.replicas.unwrap_or(replicas).clamp(1, 64) as u16), Vec::new())
                     }
                     (_, Some(l)) if !l.is_empty() => (Mode::Mig, instances(fleet, n.model, &l)),
+                    // The MIG policies keep the fleet's own time-slicing where MIG does not cut.
+                    (Policy::Mig | Policy::Schedule | Policy::Adaptive, _) if n.replicas.is_some_and(|r| r > 1) => {
+                        (Mode::Shared(n.replicas.unwrap_or(1).clamp(1, 64) as u16), Vec::new())
+                    }
                     _ => (Mode::Whole, Vec::new()),
                 };
                 cards.push(Card {
