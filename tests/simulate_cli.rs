@@ -106,3 +106,59 @@ fn bad_flags_are_usage_errors() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+const PODS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/openb_pod_list_sample.csv");
+const NODES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/openb_node_list_sample.csv");
+
+#[test]
+fn the_trace_sample_replays_and_packs_on_its_nodes() {
+    let (code, out, err) = tessera(&["simulate", "--trace", PODS, "--nodes", NODES, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(v["demand"]["jobs"], 281);
+    assert_eq!(v["demand"]["without_gpu"], 19);
+    assert_eq!(v["fleet"]["nodes"], 61);
+    let (code, out, err) =
+        tessera(&["simulate", "--trace", PODS, "--nodes", NODES, "--as-model", "A100-80GB", "--pack", "100%"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("frag-aware") && out.contains("A100-80GB"), "{out}");
+}
+
+#[test]
+fn a_bad_trace_line_names_file_line_and_field_or_is_skipped() {
+    let dir = std::env::temp_dir().join(format!("tessera-simulate-bad-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let bad = dir.join("pods.csv");
+    let text = std::fs::read_to_string(PODS).unwrap_or_default();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[3] = lines[3].replacen(",1,", ",one,", 1);
+    let _ = std::fs::write(&bad, lines.join("\n"));
+    let path = bad.display().to_string();
+    let (code, _, err) = tessera(&["simulate", "--trace", &path, "--nodes", NODES]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("{path}:4: field num_gpu")), "{err}");
+    let (code, out, err) = tessera(&["simulate", "--trace", &path, "--nodes", NODES, "--skip-bad"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 malformed lines skipped"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_demand_without_a_fleet_or_a_gpu_job_is_said_as_such() {
+    let dir = std::env::temp_dir().join(format!("tessera-simulate-empty-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let csv = dir.join("demand.csv");
+    let _ = std::fs::write(&csv, "submit,duration,gpus\n0,60,0\n");
+    let path = csv.display().to_string();
+    let (code, _, err) = tessera(&["simulate", "--demand", &path]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no GPU jobs"), "{err}");
+    let _ = std::fs::write(&csv, "submit,duration,gpus\n0,60,1\n");
+    let (code, _, err) = tessera(&["simulate", "--demand", &path]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--fleet"), "{err}");
+    let (code, out, err) = tessera(&["simulate", "--demand", &path, "--fleet", "8xL4"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 GPU jobs"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
