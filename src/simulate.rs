@@ -63,11 +63,19 @@ pub fn replay(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, progres
     replay::Run::new(jobs, fleet, policy, &layouts, s).run(progress)
 }
 
-/// Pack `jobs` onto `fleet` under `policy` with `placement` until the GPUs asked reach
-/// `target` of the fleet.
-pub fn packing(jobs: &[Job], fleet: &Fleet, policy: Policy, placement: Placement, target: f64, seed: u64) -> Packing {
+/// Pack `jobs` onto `fleet` under `policy` with `placement` (and `replicas` a card under
+/// `share`) until the GPUs asked reach `target` of the fleet.
+pub fn packing(
+    jobs: &[Job],
+    fleet: &Fleet,
+    policy: Policy,
+    placement: Placement,
+    target: f64,
+    seed: u64,
+    replicas: u32,
+) -> Packing {
     let layouts = layouts::initial(fleet, jobs);
-    pack(jobs, fleet, policy, &layouts, placement, target, seed)
+    pack(jobs, fleet, policy, &layouts, placement, target, seed, replicas)
 }
 
 #[cfg(test)]

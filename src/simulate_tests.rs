@@ -282,11 +282,11 @@ fn frag_aware_packing_leaves_fewer_gpus_unallocated() {
         jobs.push(frac(&format!("p{i}"), i, 100, milli, Class::Inference));
     }
     let f = fleet("16xL4");
-    let best = packing(&jobs, &f, Policy::Share, Placement::BestFit, 1.0, 7);
-    let frag = packing(&jobs, &f, Policy::Share, Placement::FragAware, 1.0, 7);
+    let best = packing(&jobs, &f, Policy::Share, Placement::BestFit, 1.0, 7, 4);
+    let frag = packing(&jobs, &f, Policy::Share, Placement::FragAware, 1.0, 7, 4);
     assert!(frag.unallocated_gpus <= best.unallocated_gpus, "{} vs {}", frag.unallocated_gpus, best.unallocated_gpus);
     assert!(best.steps.windows(2).all(|w| w[0].arrived <= w[1].arrived));
-    let again = packing(&jobs, &f, Policy::Share, Placement::FragAware, 1.0, 7);
+    let again = packing(&jobs, &f, Policy::Share, Placement::FragAware, 1.0, 7, 4);
     assert_eq!(frag, again);
 }
 
@@ -300,4 +300,35 @@ fn the_search_finds_fewer_gpus_for_sharing() {
     let (Some(e), Some(h)) = (ex.gpus, sh.gpus) else { panic!("no answer: {:?} {:?}", ex.gpus, sh.gpus) };
     assert!(h < e, "share {h} exclusive {e}");
     assert!(h >= 8, "32 quarter-card jobs need at least 8 cards: {h}");
+}
+
+#[test]
+fn a_long_backlog_keeps_the_timeline_bounded_and_evenly_stepped() {
+    // Forty one-hour jobs on one card: the run lasts forty times the demand's own span.
+    let jobs: Vec<Job> = (0..40).map(|i| Job::new(&format!("j{i}"), i, 3600, 1)).collect();
+    let s = Settings { timeline_points: 50, ..Settings::default() };
+    let r = run(&jobs, &fleet("1xL4"), Policy::Exclusive, &s);
+    assert!(r.timeline.len() < 100, "{}", r.timeline.len());
+    let steps: Vec<i64> = r.timeline.windows(2).map(|w| w[1].t - w[0].t).collect();
+    assert!(steps.windows(2).all(|w| w[0] <= w[1]), "steps only grow: {steps:?}");
+    assert!(r.timeline.last().is_some_and(|p| p.t > 30 * 3600));
+}
+
+#[test]
+fn best_fit_puts_a_small_job_in_an_instance_before_a_whole_card() {
+    // One whole card first in the fleet, one cut card after it: the 1g job takes the 1g.
+    let mut f = fleet("2xA100-80GB");
+    f.nodes[0].layouts = vec![
+        None,
+        crate::model::mig::lookup("A100-80GB").and_then(|m| {
+            match crate::model::mig::parse_layout(m, "1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb").ok()? {
+                crate::model::mig::LayoutSpec::Mig(l) => Some(l),
+                crate::model::mig::LayoutSpec::Whole => None,
+            }
+        }),
+    ];
+    let jobs = vec![frac("small", 0, 100, 142, Class::Inference), Job::new("whole", 1, 100, 1)];
+    let r = run(&jobs, &f, Policy::Mig, &Settings::default());
+    assert_eq!(r.wait.p99_s, 0, "the whole job found the whole card free");
+    assert!((r.held_peak_gpus - (1.0 + 1.0 / 7.0)).abs() < 0.01, "{}", r.held_peak_gpus);
 }

@@ -99,10 +99,10 @@ struct Projecting {
     at: Option<Instant>,
 }
 
-/// The projection under way, when it ends (never, while none is).
-async fn projected(task: &mut Option<tokio::task::JoinHandle<Projected>>) -> Projected {
+/// The projection under way, when it ends (never, while none is); `None`: the task failed.
+async fn projected(task: &mut Option<tokio::task::JoinHandle<Projected>>) -> Option<Projected> {
     match task.as_mut() {
-        Some(t) => t.await.ok().flatten(),
+        Some(t) => t.await.ok(),
         None => std::future::pending().await,
     }
 }
@@ -632,8 +632,10 @@ impl<'a> Console<'a> {
     }
 
     /// The projection came back: the Advice view shows it.
-    fn on_projection(&mut self, p: Projected) -> Then {
+    fn on_projection(&mut self, p: Option<Projected>) -> Then {
         self.projecting.task = None;
+        // A failed simulation waits its minute like any other: it is not retried at once.
+        let Some(p) = p else { return Then::Go };
         if p.is_none() {
             // Nothing to project yet (no demand measured, no fleet): try with the next advice.
             self.projecting.at = None;

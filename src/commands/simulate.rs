@@ -60,6 +60,8 @@ struct Demand {
     day_offset_s: i64,
     /// The fleet the input brings (the demo's, a recording's, the trace's node list).
     fleet: Option<Fleet>,
+    /// The simulated cluster's arrivals (its example schedule stands in where none is set).
+    demo: bool,
 }
 
 fn usage(what: &str) -> CmdError {
@@ -113,7 +115,22 @@ fn demo(g: &Global, cfg: &crate::config::Config, span: Option<&str>) -> Result<D
         notes: Vec::new(),
         day_offset_s: 0,
         fleet: Some(fleet),
+        demo: true,
     })
+}
+
+/// The live fleet, collected once, where sources are configured (not the simulated cluster):
+/// a file's demand on the cards there are.
+fn live_fleet(cfg: &crate::config::Config, notes: &mut Vec<String>) -> Result<Option<Fleet>, CmdError> {
+    if cfg.sources.demo || !cfg.sources.any_real() {
+        return Ok(None);
+    }
+    let (fleet, simulated) = super::collect_once(cfg)?;
+    if simulated || fleet.nodes.is_empty() {
+        return Ok(None);
+    }
+    notes.push(format!("fleet: the live one, collected once ({} cards)", fleet.cards().count()));
+    Ok(Some(simulate::from_model::fleet(&fleet)))
 }
 
 /// The fleet to run on: `--fleet`, else what the input brings; then `--as-model`, `--layout`.
@@ -149,12 +166,8 @@ fn fleet(o: &Options, brought: Option<Fleet>) -> Result<Fleet, CmdError> {
 }
 
 /// The engine's settings from the config and the flags.
-fn engine_settings(
-    o: &Options,
-    cfg: &crate::config::Config,
-    fleet: &Fleet,
-    day_offset_s: i64,
-) -> Result<Settings, CmdError> {
+fn engine_settings(o: &Options, cfg: &crate::config::Config, fleet: &Fleet, d: &Demand) -> Result<Settings, CmdError> {
+    let (day_offset_s, first_submit) = (d.day_offset_s, d.jobs.first().map_or(0, |j| j.submit));
     let mut s =
         Settings { min_runtime_s: cfg.policy.min_runtime.as_secs() as i64, day_offset_s, ..Settings::default() };
     if let Some(p) = &o.placement {
@@ -168,10 +181,11 @@ fn engine_settings(
         s.replicas = r;
     }
     if let Some(h) = &o.horizon {
-        s.horizon_s = Some(duration_s("--horizon", h)?);
+        s.horizon_s = Some(first_submit + duration_s("--horizon", h)?);
     }
     s.prices = cfg.advisor.prices.clone();
-    let schedules = crate::schedule::demo::effective(cfg, true).map(|(s, _)| s).unwrap_or_default();
+    // The demo's example schedule stands in on the demo only, as in the console.
+    let schedules = crate::schedule::demo::effective(cfg, d.demo).map(|(s, _)| s).unwrap_or_default();
     s.windows = windows(&schedules, fleet);
     if let Some(first) = schedules.first() {
         s.lead_s = first.lead.as_secs() as i64;
@@ -292,6 +306,7 @@ fn read_demand(g: &Global, cfg: &crate::config::Config, o: &Options) -> Result<D
         notes,
         day_offset_s: parsed.start.map_or(0, |t| i64::from(t.num_seconds_from_midnight())),
         fleet,
+        demo: false,
     })
 }
 
@@ -333,6 +348,7 @@ fn from_recording(paths: &[PathBuf]) -> Result<Demand, CmdError> {
         notes,
         day_offset_s: n.start.map_or(0, |t| i64::from(t.num_seconds_from_midnight())),
         fleet: Some(fleet),
+        demo: false,
     })
 }
 
@@ -358,7 +374,12 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
         compress(&mut d.jobs, c);
         d.notes.push(format!("arrivals {c}x closer together"));
     }
-    let fleet = fleet(o, d.fleet.take())?;
+    let brought = match d.fleet.take() {
+        Some(f) => Some(f),
+        None if o.fleet.is_none() => live_fleet(&cfg, &mut d.notes)?,
+        None => None,
+    };
+    let fleet = fleet(o, brought)?;
     if o.as_model.is_some() {
         // Every card is the other model now: the demand's model constraints cannot hold.
         let constrained = d.jobs.iter().filter(|j| !j.models.is_empty()).count();
@@ -367,7 +388,7 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
             d.notes.push(format!("{constrained} jobs named the models they may run on: on one model, any card does"));
         }
     }
-    let s = engine_settings(o, &cfg, &fleet, d.day_offset_s)?;
+    let s = engine_settings(o, &cfg, &fleet, &d)?;
     let policies = policies(o)?;
     let mut progress = Progress::new();
     let target = o.target_p90_wait.as_deref().map(|t| duration_s("--target-p90-wait", t)).transpose()?;
@@ -383,7 +404,7 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
                     &format!("packing {} {}", policy.as_str(), placement.as_str()),
                     runs.len() as f64 / (pols.len() * placements.len()) as f64,
                 );
-                runs.push(simulate::packing(&d.jobs, &fleet, *policy, *placement, share, seed));
+                runs.push(simulate::packing(&d.jobs, &fleet, *policy, *placement, share, seed, s.replicas));
             }
         }
         progress.clear();

@@ -32,7 +32,9 @@ pub fn fleet(fleet: &ModelFleet) -> Fleet {
             }
             let node_name = if several { format!("{}/{name}", n.name) } else { n.name.clone() };
             let mut node = Node::new(&node_name, m, cards.len() as u32);
-            if cards.iter().any(|c| c.mig.enabled) {
+            // The layouts as they are, whole cards included (a fleet as it is is never
+            // re-planned for a demand).
+            if out.models[m as usize].mig.is_some() {
                 node.layouts = cards.iter().map(|c| c.mig.enabled.then(|| c.layout())).collect();
             }
             node.replicas = cards

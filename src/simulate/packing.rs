@@ -64,9 +64,10 @@ pub fn pack(
     placement: Placement,
     target: f64,
     seed: u64,
+    replicas: u32,
 ) -> Packing {
     let gpus = fleet.gpus();
-    let mut cl = Cluster::new(fleet, policy, 4, layouts);
+    let mut cl = Cluster::new(fleet, policy, replicas, layouts);
     let mut chooser = Chooser::new(placement, policy, Mix::new(jobs, policy == Policy::Exclusive), fleet.nodes.len());
     let mut draw = Draw::new(seed);
     let (mut asked, mut failed, mut placed) = (0.0f64, 0u64, 0u64);

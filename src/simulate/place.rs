@@ -234,9 +234,12 @@ impl Chooser {
                 seen.push(change);
                 let hold = Hold { node: n as u32, parts: vec![part] };
                 let leftover = before.0 - part.milli.min(before.0);
+                // Held beyond the ask (a whole card or a bigger instance for a small job)
+                // weighs first, then what is left free beside it.
+                let waste = part.milli.saturating_sub(job.milli);
                 let score = match self.placement {
                     Placement::FirstFit => return Some(hold),
-                    Placement::BestFit => f64::from(leftover),
+                    Placement::BestFit => f64::from(waste) * 2000.0 + f64::from(leftover),
                     Placement::FragAware => {
                         let b = self.frag(cl, n, now).value;
                         self.frag_after(cl, n, now, &[change], job.cpu_milli) - b

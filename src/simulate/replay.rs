@@ -215,6 +215,15 @@ impl<'a> Run<'a> {
                 waiting: self.queue.len,
             });
             self.next_sample += self.sample_every;
+            // A run far past the demand's span (a backlog on a small fleet) keeps its
+            // timeline bounded: every other point goes and the step doubles.
+            if self.timeline.len() >= 2 * self.s.timeline_points.max(2) {
+                let kept: Vec<Point> = self.timeline.iter().step_by(2).copied().collect();
+                self.timeline = kept;
+                // The last point kept is one old step before the one just taken: the next at
+                // the new step is where the old next was.
+                self.sample_every *= 2;
+            }
         }
         let dt = (t - self.now) as f64;
         self.held_s += self.cl.held_milli as f64 * dt;
@@ -290,9 +299,11 @@ impl<'a> Run<'a> {
             END => {
                 if self.st[id as usize].epoch == epoch && self.st[id as usize].hold.is_some() {
                     self.stop(id);
+                    let gpu_eq = self.jobs[id as usize].gpu_equivalents();
                     let st = &mut self.st[id as usize];
                     st.run.end = Some(self.now);
                     st.run.lost_s += st.restore;
+                    self.lost_gpu_s += st.restore as f64 * gpu_eq;
                 }
             }
             CARD_UP => {

@@ -32,6 +32,8 @@ pub struct Card {
     pub node: u32,
     pub model: u16,
     pub mode: Mode,
+    /// Its mode with MIG off (a layout of `whole` goes back to it).
+    pub base: Mode,
     pub insts: Vec<Inst>,
     pub holders: u16,
     /// Compute held, thousandths of the card: whole 1000, shared the sum of the shares,
@@ -129,21 +131,24 @@ impl Cluster {
             });
             for _ in 0..n.gpus {
                 let layout = if policy.uses_mig() { layouts.get(cards.len()).cloned().flatten() } else { None };
-                let (mode, insts) = match (policy, layout) {
-                    (Policy::Share, _) => {
-                        (Mode::Shared(n.replicas.unwrap_or(replicas).clamp(1, 64) as u16), Vec::new())
+                // What the card is without MIG: time-sliced under share, and under the MIG
+                // policies where the fleet time-slices it; else whole.
+                let base = match policy {
+                    Policy::Share => Mode::Shared(n.replicas.unwrap_or(replicas).clamp(1, 64) as u16),
+                    Policy::Mig | Policy::Schedule | Policy::Adaptive if n.replicas.is_some_and(|r| r > 1) => {
+                        Mode::Shared(n.replicas.unwrap_or(1).clamp(1, 64) as u16)
                     }
-                    (_, Some(l)) if !l.is_empty() => (Mode::Mig, instances(fleet, n.model, &l)),
-                    // The MIG policies keep the fleet's own time-slicing where MIG does not cut.
-                    (Policy::Mig | Policy::Schedule | Policy::Adaptive, _) if n.replicas.is_some_and(|r| r > 1) => {
-                        (Mode::Shared(n.replicas.unwrap_or(1).clamp(1, 64) as u16), Vec::new())
-                    }
-                    _ => (Mode::Whole, Vec::new()),
+                    _ => Mode::Whole,
+                };
+                let (mode, insts) = match layout {
+                    Some(l) if !l.is_empty() => (Mode::Mig, instances(fleet, n.model, &l)),
+                    _ => (base, Vec::new()),
                 };
                 cards.push(Card {
                     node: ni as u32,
                     model: n.model,
                     mode,
+                    base,
                     insts,
                     holders: 0,
                     held_milli: 0,
@@ -375,7 +380,7 @@ impl Cluster {
                 card.insts = instances(fleet, card.model, l);
             }
             _ => {
-                card.mode = Mode::Whole;
+                card.mode = card.base;
                 card.insts.clear();
             }
         }

@@ -43,6 +43,10 @@ fn time(text: &str, name: &str) -> Result<i64, Bad> {
     if t < 0 {
         return Err(bad(name, format!("{t}: a time before the trace's start")));
     }
+    // About 31,000 years: past it, sums of times could overflow.
+    if t > 1_000_000_000_000 {
+        return Err(bad(name, format!("{t}: past 10^12 seconds")));
+    }
     Ok(t)
 }
 
