@@ -25,7 +25,7 @@ pub mod state;
 pub use fleet::{Fleet, FleetError, Model, Node};
 pub use job::{Class, Job};
 pub use metrics::{Report, Waits};
-pub use packing::{Packing, pack};
+pub use packing::{PackWith, Packing, pack};
 pub use policy::{Placement, Policy, Settings, Window};
 pub use search::{Answer, fewest_gpus};
 
@@ -63,19 +63,11 @@ pub fn replay(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, progres
     replay::Run::new(jobs, fleet, policy, &layouts, s).run(progress)
 }
 
-/// Pack `jobs` onto `fleet` under `policy` with `placement` (and `replicas` a card under
-/// `share`) until the GPUs asked reach `target` of the fleet.
-pub fn packing(
-    jobs: &[Job],
-    fleet: &Fleet,
-    policy: Policy,
-    placement: Placement,
-    target: f64,
-    seed: u64,
-    replicas: u32,
-) -> Packing {
+/// Pack `jobs` onto `fleet` under `policy` as `with` says, until the GPUs asked reach its
+/// target share of the fleet.
+pub fn packing(jobs: &[Job], fleet: &Fleet, policy: Policy, with: PackWith) -> Packing {
     let layouts = layouts::initial(fleet, jobs);
-    pack(jobs, fleet, policy, &layouts, placement, target, seed, replicas)
+    pack(jobs, fleet, policy, &layouts, with)
 }
 
 #[cfg(test)]

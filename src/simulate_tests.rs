@@ -282,11 +282,26 @@ fn frag_aware_packing_leaves_fewer_gpus_unallocated() {
         jobs.push(frac(&format!("p{i}"), i, 100, milli, Class::Inference));
     }
     let f = fleet("16xL4");
-    let best = packing(&jobs, &f, Policy::Share, Placement::BestFit, 1.0, 7, 4);
-    let frag = packing(&jobs, &f, Policy::Share, Placement::FragAware, 1.0, 7, 4);
+    let best = packing(
+        &jobs,
+        &f,
+        Policy::Share,
+        PackWith { placement: Placement::BestFit, target: 1.0, seed: 7, replicas: 4 },
+    );
+    let frag = packing(
+        &jobs,
+        &f,
+        Policy::Share,
+        PackWith { placement: Placement::FragAware, target: 1.0, seed: 7, replicas: 4 },
+    );
     assert!(frag.unallocated_gpus <= best.unallocated_gpus, "{} vs {}", frag.unallocated_gpus, best.unallocated_gpus);
     assert!(best.steps.windows(2).all(|w| w[0].arrived <= w[1].arrived));
-    let again = packing(&jobs, &f, Policy::Share, Placement::FragAware, 1.0, 7, 4);
+    let again = packing(
+        &jobs,
+        &f,
+        Policy::Share,
+        PackWith { placement: Placement::FragAware, target: 1.0, seed: 7, replicas: 4 },
+    );
     assert_eq!(frag, again);
 }
 

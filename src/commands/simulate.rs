@@ -404,7 +404,12 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
                     &format!("packing {} {}", policy.as_str(), placement.as_str()),
                     runs.len() as f64 / (pols.len() * placements.len()) as f64,
                 );
-                runs.push(simulate::packing(&d.jobs, &fleet, *policy, *placement, share, seed, s.replicas));
+                runs.push(simulate::packing(
+                    &d.jobs,
+                    &fleet,
+                    *policy,
+                    simulate::PackWith { placement: *placement, target: share, seed, replicas: s.replicas },
+                ));
             }
         }
         progress.clear();

@@ -55,17 +55,19 @@ impl Draw {
     }
 }
 
-/// Pack `jobs` onto `fleet` until the GPUs asked for reach `target` (1.0: the fleet's size).
-pub fn pack(
-    jobs: &[Job],
-    fleet: &Fleet,
-    policy: Policy,
-    layouts: &[Option<Vec<Placed>>],
-    placement: Placement,
-    target: f64,
-    seed: u64,
-    replicas: u32,
-) -> Packing {
+/// How a packing runs: where jobs go, until what share of the fleet is asked for, the seed
+/// of the draws past the trace's own jobs, and replicas a card under `share`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PackWith {
+    pub placement: Placement,
+    pub target: f64,
+    pub seed: u64,
+    pub replicas: u32,
+}
+
+/// Pack `jobs` onto `fleet` until the GPUs asked for reach `with.target` (1.0: the fleet's size).
+pub fn pack(jobs: &[Job], fleet: &Fleet, policy: Policy, layouts: &[Option<Vec<Placed>>], with: PackWith) -> Packing {
+    let PackWith { placement, target, seed, replicas } = with;
     let gpus = fleet.gpus();
     let mut cl = Cluster::new(fleet, policy, replicas, layouts);
     let mut chooser = Chooser::new(placement, policy, Mix::new(jobs, policy == Policy::Exclusive), fleet.nodes.len());
