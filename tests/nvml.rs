@@ -215,3 +215,32 @@ fn compute_and_mps_processes_give_contexts_and_the_sharing_mode() {
     let holders = cards[1]["workloads"].as_array().map_or(0, Vec::len);
     assert_eq!(holders, 2);
 }
+
+/// `simulate` with a demand file and NVML configured runs on the live cards, collected once,
+/// with their MIG layouts as they are.
+#[test]
+fn simulate_runs_a_demand_on_the_live_fleet() {
+    let lib = fake_lib();
+    let dir = std::env::temp_dir().join(format!("tessera-simulate-live-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let csv = dir.join("demand.csv");
+    let _ =
+        std::fs::write(&csv, "submit,duration,mig_profile,class\n0,600,1g.18gb,inference\n0,600,1g.18gb,inference\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["simulate", "--json", "--policy", "mig", "--demand"])
+        .arg(&csv)
+        .arg(format!("--nvml={}", lib.display()))
+        .env("FAKE_NVML_SCENARIO", scenario("h200-7x1g.json"))
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let notes = v["demand"]["notes"].to_string();
+    assert!(notes.contains("the live one"), "{notes}");
+    assert_eq!(v["fleet"]["models"][0]["model"], "H200-141GB", "{}", v["fleet"]);
+    // Two 1g jobs on the card's 1g instances: both start at once.
+    assert_eq!(v["policies"][0]["wait"]["p99_s"], 0, "{}", v["policies"][0]["wait"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
