@@ -347,3 +347,23 @@ fn best_fit_puts_a_small_job_in_an_instance_before_a_whole_card() {
     assert_eq!(r.wait.p99_s, 0, "the whole job found the whole card free");
     assert!((r.held_peak_gpus - (1.0 + 1.0 / 7.0)).abs() < 0.01, "{}", r.held_peak_gpus);
 }
+
+#[test]
+fn a_layout_with_media_extensions_is_the_same_layout_at_the_next_boundary() {
+    // Day and night want the same layout, one instance with media extensions: nothing changes.
+    let Some(gm) = crate::model::mig::lookup("A100-80GB") else { panic!("catalog") };
+    let Ok(crate::model::mig::LayoutSpec::Mig(l)) =
+        crate::model::mig::parse_layout(gm, "3g.40gb@0,2g.20gb@4,1g.10gb+me@6")
+    else {
+        panic!("layout")
+    };
+    let windows = vec![
+        Window { model: None, start_s: 8 * 3600, end_s: 18 * 3600, layout: Some(l.clone()) },
+        Window { model: None, start_s: 18 * 3600, end_s: 8 * 3600, layout: Some(l) },
+    ];
+    let s = Settings { windows, ..Settings::default() };
+    let jobs: Vec<Job> = (0..6).map(|i| frac(&format!("j{i}"), i * 4 * 3600, 600, 142, Class::Inference)).collect();
+    let r = run(&jobs, &fleet("1xA100-80GB"), Policy::Schedule, &s);
+    assert_eq!(r.reconfigurations, 0);
+    assert_eq!(r.wait.p99_s, 0);
+}

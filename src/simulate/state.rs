@@ -10,6 +10,8 @@ use crate::model::mig::Placed;
 /// A MIG instance of a card's layout.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Inst {
+    /// Its profile: an index into the card model's catalog profiles.
+    pub profile: u8,
     pub start: u8,
     pub size: u8,
     pub compute: u8,
@@ -101,7 +103,9 @@ fn instances(fleet: &Fleet, model: u16, layout: &[Placed]) -> Vec<Inst> {
         .iter()
         .filter_map(|p| {
             let prof = gm.profile(&p.profile)?;
+            let index = gm.profiles.iter().position(|x| std::ptr::eq(x, prof))?;
             Some(Inst {
+                profile: index as u8,
                 start: p.start,
                 size: p.size,
                 compute: prof.compute_slices,
@@ -399,9 +403,7 @@ impl Cluster {
             card.insts
                 .iter()
                 .filter_map(|i| {
-                    let p = gm.profiles.iter().find(|p| {
-                        p.compute_slices == i.compute && p.planning_mib() == i.mem_mib && !p.has_media_extensions()
-                    })?;
+                    let p = gm.profiles.get(usize::from(i.profile))?;
                     Some(Placed { profile: p.name.clone(), start: i.start, size: i.size })
                 })
                 .collect()
