@@ -163,11 +163,11 @@ impl Run<'_> {
             if self.jobs[id as usize].class != Class::Inference {
                 continue;
             }
-            let mut victims: Vec<(i64, u32)> = (0..self.jobs.len() as u32)
-                .filter(|&v| {
-                    let (j, st) = (&self.jobs[v as usize], &self.st[v as usize]);
-                    j.class == Class::Training && st.hold.is_some() && self.now - st.started >= self.s.min_runtime_s
-                })
+            let mut victims: Vec<(i64, u32)> = self
+                .training
+                .iter()
+                .copied()
+                .filter(|&v| self.now - self.st[v as usize].started >= self.s.min_runtime_s)
                 .map(|v| (self.would_lose(v), v))
                 .collect();
             victims.sort_unstable();

@@ -134,6 +134,8 @@ pub(super) struct Run<'a> {
     unplaceable: u64,
     /// When a job last started.
     last_start: i64,
+    /// Training jobs running now: the only ones adaptive may preempt.
+    pub training: std::collections::BTreeSet<u32>,
     /// Arrivals not yet seen.
     pub arrivals_left: usize,
     /// Something freed or arrived: try the queue.
@@ -199,6 +201,7 @@ impl<'a> Run<'a> {
             unplaceable: 0,
             arrivals_left: jobs.len(),
             last_start: first,
+            training: std::collections::BTreeSet::new(),
             dirty: false,
         }
     }
@@ -241,6 +244,9 @@ impl<'a> Run<'a> {
         self.chooser.changed(hold.node);
         self.peak_held = self.peak_held.max(self.cl.held_milli);
         self.last_start = self.now;
+        if job.class == Class::Training {
+            self.training.insert(id);
+        }
         let st = &mut self.st[id as usize];
         st.run.waited_s += self.now - st.queued_since;
         st.run.first_start.get_or_insert(self.now);
@@ -255,6 +261,7 @@ impl<'a> Run<'a> {
     /// Take `id` off its cards; returns how long it ran this time.
     pub fn stop(&mut self, id: u32) -> i64 {
         let job = &self.jobs[id as usize];
+        self.training.remove(&id);
         let st = &mut self.st[id as usize];
         let ran = self.now - st.started;
         st.run.ran_s += ran;
