@@ -49,8 +49,11 @@ impl Run<'_> {
                 while self.recent_changes.front().is_some_and(|&t| t <= self.now - 3600) {
                     self.recent_changes.pop_front();
                 }
-                let acted =
-                    if self.queue.len > 0 { self.preempt_for_inference() | self.relayout_for_waiting() } else { false };
+                let acted = if self.queue.len > 0 {
+                    self.preempt_for_inference() | self.relayout_for_waiting(None)
+                } else {
+                    false
+                };
                 if acted || self.arrivals_left > 0 || self.cl.held_milli > 0 {
                     self.heap.push(Reverse((self.now + self.s.interval_s.max(1), TICK, 0, 0)));
                 }
@@ -234,11 +237,21 @@ impl Run<'_> {
     /// Lay idle cards out for the waiting work: per idle card, the layout (whole or a
     /// maximal one) that starts the most waiting jobs, where that is more than its present
     /// layout starts, while the hour's budget lasts. Whether any card changed.
-    pub(super) fn relayout_for_waiting(&mut self) -> bool {
+    /// `only`: the cards to look at (those just freed); `None`: every card (the tick).
+    pub(super) fn relayout_for_waiting(&mut self, only: Option<&[u32]>) -> bool {
         let mut waiting = self.waiting();
         let mut acted = false;
         let budget = self.s.max_changes_per_hour as usize;
-        for c in 0..self.cl.cards.len() {
+        let all: Vec<u32>;
+        let cards = match only {
+            Some(c) => c,
+            None => {
+                all = (0..self.cl.cards.len() as u32).collect();
+                &all
+            }
+        };
+        for &c in cards {
+            let c = c as usize;
             if waiting.is_empty() || self.recent_changes.len() >= budget {
                 break;
             }

@@ -134,6 +134,8 @@ pub(super) struct Run<'a> {
     unplaceable: u64,
     /// When a job last started.
     last_start: i64,
+    /// Cards a job left at this instant (adaptive looks at them before the queue does).
+    freed: Vec<u32>,
     /// Training jobs running now: the only ones adaptive may preempt.
     pub training: std::collections::BTreeSet<u32>,
     /// Arrivals not yet seen.
@@ -202,6 +204,7 @@ impl<'a> Run<'a> {
             arrivals_left: jobs.len(),
             last_start: first,
             training: std::collections::BTreeSet::new(),
+            freed: Vec::new(),
             dirty: false,
         }
     }
@@ -268,6 +271,9 @@ impl<'a> Run<'a> {
         if let Some(hold) = st.hold.take() {
             self.cl.give_back(job, &hold, self.now);
             self.chooser.changed(hold.node);
+            if self.policy == Policy::Adaptive {
+                self.freed.extend(hold.parts.iter().map(|p| p.card));
+            }
         }
         self.dirty = true;
         ran
@@ -353,7 +359,9 @@ impl<'a> Run<'a> {
                 self.heap.pop();
                 self.on_event(kind, id, epoch);
             }
+            let mut arrived = false;
             while next < n && self.jobs[next].submit == t {
+                arrived = true;
                 let id = next as u32;
                 next += 1;
                 self.arrivals_left -= 1;
@@ -377,8 +385,17 @@ impl<'a> Run<'a> {
             if self.dirty {
                 // Adaptive looks at cards the moment they are idle, before the queue takes
                 // them as they are.
+                // Adaptive looks at the cards just freed, and at every idle card when new work
+                // that a cut card could serve (a share of a card) waits; whole-card work needs
+                // no cut, and a scan of every card per arrival would cost the run its speed.
+                let freed = std::mem::take(&mut self.freed);
                 if self.policy == Policy::Adaptive && self.queue.len > 0 {
-                    self.relayout_for_waiting();
+                    if !freed.is_empty() {
+                        self.relayout_for_waiting(Some(&freed));
+                    }
+                    if arrived && self.queue.heads().iter().any(|&id| self.jobs[id as usize].milli < 1000) {
+                        self.relayout_for_waiting(None);
+                    }
                 }
                 self.pass();
             }
