@@ -97,6 +97,11 @@ impl Job {
         }
     }
 
+    /// Whether it may run on cards of model `name` (any, where it names none).
+    pub fn may_run_on(&self, name: &str) -> bool {
+        self.models.is_empty() || self.models.iter().any(|x| x.eq_ignore_ascii_case(name))
+    }
+
     /// Asks for a share of one card rather than whole cards.
     pub fn fractional(&self) -> bool {
         self.milli < 1000

@@ -23,10 +23,7 @@ pub fn initial(fleet: &Fleet, jobs: &[Job]) -> Vec<Option<Vec<Placed>>> {
                 .filter(|n| fleet.models[n.model as usize].name == m.name && n.layouts.is_empty())
                 .map(|n| n.gpus)
                 .sum();
-            let mine: Vec<&Job> = jobs
-                .iter()
-                .filter(|j| j.models.is_empty() || j.models.iter().any(|x| x.eq_ignore_ascii_case(&m.name)))
-                .collect();
+            let mine: Vec<&Job> = jobs.iter().filter(|j| j.may_run_on(&m.name)).collect();
             for_mix(gm, &mine, cards as usize).into_iter()
         })
         .collect();

@@ -264,10 +264,10 @@ fn slot_change(cl: &Cluster, card: &super::state::Card, part: &Part) -> SlotChan
             ((free, card.holders == 0), (after, false))
         }
         Mode::Mig => {
-            let all = u32::from(cl.slices[card.model as usize]);
+            let all = cl.slices[card.model as usize];
             let inst = &card.insts[part.inst.unwrap_or(0) as usize];
-            let free = u32::from(inst.compute) * 1000 / all;
-            ((free, u32::from(inst.compute) == all), (0, false))
+            let free = super::job::milli_of_slices(inst.compute, all);
+            ((free, inst.compute == all), (0, false))
         }
     }
 }

@@ -5,7 +5,6 @@
 
 use chrono::{DateTime, Timelike, Utc};
 
-use super::job::milli_of_slices;
 use super::{Class, Fleet, Job, Policy, Settings, from_model, replay};
 use crate::model::Fleet as ModelFleet;
 use crate::model::demand::DemandHistory;
@@ -34,7 +33,6 @@ pub struct Projection {
 /// arriving at the hour for an hour (a profile: inference; whole cards: training).
 pub fn demand_jobs(demand: &DemandHistory, now: DateTime<Utc>) -> Vec<Job> {
     let mut jobs = Vec::new();
-    let catalog = &crate::model::mig::catalog::catalog().models;
     for k in 0..24usize {
         let Some(hour) = demand.hours.get((now.hour() as usize + k) % 24).filter(|h| h.samples > 0) else { continue };
         for (shape, mean) in &hour.mean {
@@ -46,14 +44,9 @@ pub fn demand_jobs(demand: &DemandHistory, now: DateTime<Utc>) -> Vec<Job> {
                     template.models = vec![super::Model::named(m).name];
                 }
             } else {
-                let Some((slices, of, mem)) = catalog
-                    .iter()
-                    .find_map(|m| m.profile(shape).map(|p| (p.compute_slices, m.compute_slices, p.planning_mib())))
-                else {
-                    continue;
-                };
+                let Some((milli, mem)) = super::input::csv::mig_profile(shape) else { continue };
                 template.class = Class::Inference;
-                template.milli = milli_of_slices(slices, of);
+                template.milli = milli;
                 template.mem_mib = mem;
             }
             jobs.extend((0..n.min(10_000)).map(|_| template.clone()));

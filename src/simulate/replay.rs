@@ -152,7 +152,7 @@ fn placeable(fleet: &Fleet, job: &Job) -> bool {
             && (n.cpu_milli == 0 || job.cpu_milli <= n.cpu_milli)
             && (n.mem_mib == 0 || job.host_mem_mib <= n.mem_mib)
             && (m.memory_mib == 0 || job.mem_mib <= m.memory_mib)
-            && (job.models.is_empty() || job.models.iter().any(|x| x.eq_ignore_ascii_case(&m.name)))
+            && job.may_run_on(&m.name)
     })
 }
 

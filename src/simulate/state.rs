@@ -3,7 +3,7 @@
 //! cards, exposure) are kept as jobs come and go, so the metrics integrate them per event.
 
 use super::fleet::Fleet;
-use super::job::{Class, Job, slices_for};
+use super::job::{Class, Job, milli_of_slices, slices_for};
 use super::policy::Policy;
 use crate::model::mig::Placed;
 
@@ -234,7 +234,7 @@ impl Cluster {
                     .map(|(k, i)| Part {
                         card: c as u32,
                         inst: Some(k as u8),
-                        milli: u32::from(i.compute) * 1000 / u32::from(all),
+                        milli: milli_of_slices(i.compute, all),
                         mem: i.mem_mib,
                     })
             }
@@ -246,10 +246,7 @@ impl Cluster {
         let node = &self.nodes[n];
         i64::from(job.cpu_milli) <= node.cpu_free
             && (job.host_mem_mib as i64) <= node.mem_free
-            && (job.models.is_empty() || {
-                let name = &fleet.models[node.model as usize].name;
-                job.models.iter().any(|m| m.eq_ignore_ascii_case(name))
-            })
+            && job.may_run_on(&fleet.models[node.model as usize].name)
     }
 
     /// The free share of each place a request could go on node `n`, thousandths of a card:
@@ -270,9 +267,9 @@ impl Cluster {
                     out.push((free, card.holders == 0));
                 }
                 Mode::Mig => {
-                    let all = u32::from(self.slices[card.model as usize]);
+                    let all = self.slices[card.model as usize];
                     for i in card.insts.iter().filter(|i| i.holder.is_none()) {
-                        out.push((u32::from(i.compute) * 1000 / all, u32::from(i.compute) == all));
+                        out.push((milli_of_slices(i.compute, all), i.compute == all));
                     }
                 }
             }
