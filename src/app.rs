@@ -28,7 +28,7 @@ pub fn run(
     ascii: bool,
     record: Option<crate::record::writer::Settings>,
 ) -> Result<(), CmdError> {
-    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    let rt = crate::engine::runtime()?;
     rt.block_on(async { Console::open(cfg, theme, ascii, record)?.run().await })
 }
 

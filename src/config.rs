@@ -232,7 +232,7 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
         file: file.clone(),
         key: "(file)".into(),
         value: None,
-        why,
+        why: why.to_string(),
     })?;
     let mut cfg = parse(&text, &file)?;
     cfg.path = Some(path.to_path_buf());
@@ -436,14 +436,23 @@ pub fn check_refresh(d: Duration) -> Result<(), &'static str> {
     }
 }
 
+/// Why a `NODESxGPUS` size did not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DemoSizeError {
+    #[error("expected NODESxGPUS such as 512x8, got {0:?}")]
+    Form(String),
+    #[error("{0:?}: nodes must be 1..=4096 and GPUs per node 1..=16")]
+    OutOfRange(String),
+}
+
 /// `NODESxGPUS`, as `--demo-size 512x8`.
-pub fn parse_size(text: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("expected NODESxGPUS such as 512x8, got {text:?}");
+pub fn parse_size(text: &str) -> Result<(u32, u32), DemoSizeError> {
+    let bad = || DemoSizeError::Form(text.into());
     let (n, g) = text.trim().split_once(['x', 'X']).ok_or_else(bad)?;
     let n: u32 = n.trim().parse().map_err(|_| bad())?;
     let g: u32 = g.trim().parse().map_err(|_| bad())?;
     if !(1..=4096).contains(&n) || !(1..=16).contains(&g) {
-        return Err(format!("{text:?}: nodes must be 1..=4096 and GPUs per node 1..=16"));
+        return Err(DemoSizeError::OutOfRange(text.into()));
     }
     Ok((n, g))
 }
@@ -453,11 +462,12 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn bad(&self, key: &str, v: &Value, why: &str) -> ConfigError {
+    fn bad(&self, key: &str, v: &Value, why: impl std::fmt::Display) -> ConfigError {
         // A reason that quotes the value (a duration's parser does) quotes it short too.
+        let why = why.to_string();
         let why = match v.as_str() {
             Some(raw) if raw.chars().count() > 120 => why.replace(raw, &shown(raw)),
-            _ => why.to_string(),
+            _ => why,
         };
         // Whatever else it quotes (a unit, a trimmed or escaped form of the value): short.
         let why = if why.chars().count() > 400 { shown_at(&why, 400) } else { why };
@@ -506,7 +516,7 @@ impl Reader<'_> {
         let s = self.string(key, v)?;
         crate::url::check_url(&s).map_err(|why| {
             // The value as a URL is shown: never its credentials or query.
-            self.bad(key, v, &format!("expected an http:// or https:// URL ({why})"))
+            self.bad(key, v, format!("expected an http:// or https:// URL ({why})"))
         })?;
         Ok(s)
     }

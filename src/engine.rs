@@ -20,13 +20,34 @@ pub mod fresh;
 /// How long a one-shot collection waits for every source's first answer.
 pub const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Why a running tessera could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The slurmrestd URL (redacted) a JWT would go to in the clear.
+    #[error(
+        "slurm.rest_url {0}: the JWT over plain http would cross the network readable: use https, or set rest_allow_plain_http = true"
+    )]
+    PlainJwt(String),
+    /// A source's HTTP client could not be built; `section` names the config section.
+    #[error("{section}: {why}")]
+    Http { section: String, why: String },
+}
+
+/// A runtime that did not start is a failure; the rest are the config's (usage, exit 2).
+impl From<StartError> for crate::error::CmdError {
+    fn from(e: StartError) -> Self {
+        match e {
+            StartError::Runtime(_) => Self::failed(e),
+            StartError::PlainJwt(_) | StartError::Http { .. } => Self::usage(e),
+        }
+    }
+}
+
 /// The runtime every command runs its sources on: two workers are plenty for IO-bound tasks.
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))
+pub fn runtime() -> Result<tokio::runtime::Runtime, StartError> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(StartError::Runtime)
 }
 
 /// A running tessera: sources spawned, their updates arriving, the store merging them.
@@ -40,7 +61,7 @@ pub struct Engine {
 
 impl Engine {
     /// Start every source the config names. Must run inside a tokio runtime.
-    pub fn start(cfg: &Config) -> Result<Self, String> {
+    pub fn start(cfg: &Config) -> Result<Self, StartError> {
         let (tx, updates) = mpsc::channel(64);
         let mut store = Store::new();
         let sim = spawn_all(cfg, &mut store, tx)?;
@@ -50,12 +71,12 @@ impl Engine {
         if sim.is_none()
             && let Some(path) = demand_path()
         {
-            match load_demand_checked(&path) {
+            match load_demand(&path) {
                 Ok(Some(d)) => store.seed_demand(d),
                 Ok(None) => {}
                 // Unreadable (permissions, IO): left where it is.
-                Err(DemandFileError::Read(e)) => notes.push(format!("demand by hour not loaded: {e}")),
-                Err(DemandFileError::Bad(e)) => {
+                Err(e @ DemandFileError::Read { .. }) => notes.push(format!("demand by hour not loaded: {e}")),
+                Err(e @ DemandFileError::Bad { .. }) => {
                     notes.push(format!("demand by hour not loaded: {e}: {}", set_aside(&path)));
                 }
             }
@@ -122,33 +143,39 @@ pub fn demand_path() -> Option<std::path::PathBuf> {
     crate::files::state_dir().map(|d| d.join("demand.json"))
 }
 
-/// The demand kept by an earlier run; `Err` names the file when it cannot be read as one.
 /// Why a kept file was not loaded: it could not be read (left alone) or is not a day of
-/// demand (moved aside).
+/// demand (moved aside). Each names the file.
+#[derive(Debug, thiserror::Error)]
 pub enum DemandFileError {
-    Read(String),
-    Bad(String),
+    #[error("{}: {source}", path.display())]
+    Read { path: std::path::PathBuf, source: crate::files::ReadError },
+    #[error("{}: {why}", path.display())]
+    Bad { path: std::path::PathBuf, why: BadDemand },
 }
 
-pub fn load_demand(path: &std::path::Path) -> Result<Option<crate::model::demand::DemandHistory>, String> {
-    load_demand_checked(path).map_err(|e| match e {
-        DemandFileError::Read(e) | DemandFileError::Bad(e) => e,
-    })
+/// What is wrong with a kept demand file that was read.
+#[derive(Debug, thiserror::Error)]
+pub enum BadDemand {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    History(#[from] crate::model::demand::HistoryError),
 }
 
-fn load_demand_checked(path: &std::path::Path) -> Result<Option<crate::model::demand::DemandHistory>, DemandFileError> {
+/// The demand kept by an earlier run (`None`: there is no file).
+pub fn load_demand(path: &std::path::Path) -> Result<Option<crate::model::demand::DemandHistory>, DemandFileError> {
     use std::io::Read;
-    let named = |e: String| format!("{}: {e}", path.display());
+    let unread = |e: crate::files::ReadError| DemandFileError::Read { path: path.to_path_buf(), source: e };
+    let bad = |e: BadDemand| DemandFileError::Bad { path: path.to_path_buf(), why: e };
     if !path.exists() {
         return Ok(None);
     }
-    let file = crate::files::open_regular(path).map_err(|e| DemandFileError::Read(named(e)))?;
+    let file = crate::files::open_regular(path).map_err(unread)?;
     // A real file is a few tens of KiB: read no more than 1 MiB of anything else.
     let mut text = String::new();
-    file.take(1 << 20).read_to_string(&mut text).map_err(|e| DemandFileError::Read(named(e.to_string())))?;
-    let d: crate::model::demand::DemandHistory =
-        serde_json::from_str(&text).map_err(|e| DemandFileError::Bad(named(e.to_string())))?;
-    d.checked().map(Some).map_err(|e| DemandFileError::Bad(named(e)))
+    file.take(1 << 20).read_to_string(&mut text).map_err(|e| unread(e.into()))?;
+    let d: crate::model::demand::DemandHistory = serde_json::from_str(&text).map_err(|e| bad(e.into()))?;
+    d.checked().map(Some).map_err(|e| bad(e.into()))
 }
 
 /// A kept file that cannot be read is moved aside (`demand.json.bad`), not overwritten.
@@ -160,9 +187,18 @@ fn set_aside(path: &std::path::Path) -> String {
     }
 }
 
+/// Why the demand by hour was not kept; each names the file or directory.
+#[derive(Debug, thiserror::Error)]
+pub enum KeepError {
+    #[error("{}: {source}", path.display())]
+    Io { path: std::path::PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Encode(#[from] serde_json::Error),
+}
+
 /// Keep the store's demand for the next run when it has a new sample (real sources only: the
 /// simulator replays its own). `saved` is the last sample written.
-pub fn save_demand(store: &Store, saved: &mut Option<chrono::DateTime<Utc>>) -> Result<(), String> {
+pub fn save_demand(store: &Store, saved: &mut Option<chrono::DateTime<Utc>>) -> Result<(), KeepError> {
     match demand_path() {
         Some(path) => save_demand_to(&path, store, saved),
         None => Ok(()),
@@ -174,30 +210,28 @@ pub fn save_demand_to(
     path: &std::path::Path,
     store: &Store,
     saved: &mut Option<chrono::DateTime<Utc>>,
-) -> Result<(), String> {
+) -> Result<(), KeepError> {
     let d = store.demand();
     if store.simulated() || d.last.is_none() || d.last == *saved {
         return Ok(());
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| KeepError::Io { path: dir.to_path_buf(), source: e })?;
     }
-    let text = serde_json::to_string(d).map_err(|e| e.to_string())?;
-    crate::files::write_atomic(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = serde_json::to_string(d)?;
+    crate::files::write_atomic(path, text.as_bytes())
+        .map_err(|e| KeepError::Io { path: path.to_path_buf(), source: e })?;
     *saved = d.last;
     Ok(())
 }
 
 /// slurmrestd's JWT never goes over plain http unless `[slurm] rest_allow_plain_http` says so
 /// (the scheme as parsed: `HTTP://`, `http:host` and a leading space are plain http too).
-pub fn check_slurm_rest(c: &crate::config::Slurm) -> Result<(), String> {
+pub fn check_slurm_rest(c: &crate::config::Slurm) -> Result<(), StartError> {
     let Some(url) = &c.rest_url else { return Ok(()) };
     let plain = crate::url::origin(url.trim()).is_none_or(|o| o.starts_with("http://"));
     if c.rest_token_file.is_some() && plain && !c.rest_allow_plain_http {
-        return Err(format!(
-            "slurm.rest_url {}: the JWT over plain http would cross the network readable: use https, or set rest_allow_plain_http = true",
-            crate::url::redact(url)
-        ));
+        return Err(StartError::PlainJwt(crate::url::redact(url)));
     }
     Ok(())
 }
@@ -210,14 +244,18 @@ pub fn uses_http(s: &crate::config::Sources) -> bool {
 /// The HTTP client of a source: the transport of `[sources.http]`, the Prometheus server's
 /// credentials for its origin only (`prometheus`: its base URL), every `[[sources.auth]]` for
 /// its own origin, and the sources' memory budget.
-pub fn http_client(s: &crate::config::Sources, prometheus: Option<&str>) -> Result<http::Client, String> {
+pub fn http_client(s: &crate::config::Sources, prometheus: Option<&str>) -> Result<http::Client, StartError> {
     crate::budget::Budget::configure(s.memory_budget.unwrap_or(crate::budget::DEFAULT));
-    let mut c = http::Client::new(&s.http).map_err(|e| format!("sources.http: {e}"))?;
+    let in_section = |section: &str| {
+        let section = section.to_string();
+        move |e: String| StartError::Http { section, why: e }
+    };
+    let mut c = http::Client::new(&s.http).map_err(in_section("sources.http"))?;
     if let Some(base) = prometheus {
-        c = c.with_credentials(base, &s.http.credentials).map_err(|e| format!("sources.http: {e}"))?;
+        c = c.with_credentials(base, &s.http.credentials).map_err(in_section("sources.http"))?;
     }
     for (i, a) in s.auth.iter().enumerate() {
-        c = c.with_credentials(&a.url, &a.credentials).map_err(|e| format!("sources.auth[{i}]: {e}"))?;
+        c = c.with_credentials(&a.url, &a.credentials).map_err(in_section(&format!("sources.auth[{i}]")))?;
     }
     // Secrets written into the URLs themselves never come back in an echoed error either.
     for url in prometheus.into_iter().chain(s.prometheus.as_deref()).chain(s.scrape.iter().map(String::as_str)) {
@@ -253,7 +291,7 @@ fn spawn_all(
     cfg: &Config,
     store: &mut Store,
     tx: mpsc::Sender<SourceUpdate>,
-) -> Result<Option<sim::SimHandle>, String> {
+) -> Result<Option<sim::SimHandle>, StartError> {
     let s = &cfg.sources;
     crate::budget::Budget::configure(s.memory_budget.unwrap_or(crate::budget::DEFAULT));
     // NVML first: where it and a metrics source report the same card, its values and MIG
@@ -426,15 +464,15 @@ mod tests {
         // Nothing new: not written again.
         std::fs::write(&path, "{").unwrap_or_else(|e| panic!("{e}"));
         save_demand_to(&path, &s, &mut saved).unwrap_or_else(|e| panic!("{e}"));
-        let err = load_demand(&path).err().unwrap_or_default();
+        let err = load_demand(&path).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.starts_with(&path.display().to_string()), "{err}");
         // A bad file is moved aside, not overwritten.
         assert!(set_aside(&path).starts_with("moved to"));
         assert!(path.with_extension("json.bad").exists() && !path.exists());
         // Well-formed JSON that is not a day of demand is refused too.
         std::fs::write(&path, r#"{"hours":[],"last":null}"#).unwrap_or_else(|e| panic!("{e}"));
-        assert!(load_demand(&path).err().unwrap_or_default().contains("0 hours, not 24"));
-        assert_eq!(load_demand(&dir.join("none.json")), Ok(None));
+        assert!(load_demand(&path).err().map(|e| e.to_string()).unwrap_or_default().contains("0 hours, not 24"));
+        assert!(matches!(load_demand(&dir.join("none.json")), Ok(None)));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -21,6 +21,16 @@ pub enum CmdError {
 }
 
 impl CmdError {
+    /// A failure saying `e` (any error, as it reads).
+    pub fn failed(e: impl std::fmt::Display) -> Self {
+        Self::Failed(e.to_string())
+    }
+
+    /// A usage error saying `e`.
+    pub fn usage(e: impl std::fmt::Display) -> Self {
+        Self::Usage(e.to_string())
+    }
+
     pub fn code(&self) -> u8 {
         match self {
             Self::Usage(_) | Self::Config(_) => 2,

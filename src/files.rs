@@ -27,32 +27,47 @@ fn kind(t: std::fs::FileType) -> &'static str {
     }
 }
 
+/// Why a file tessera was handed could not be read. Says nothing of the path: callers name it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The system refused the open or the read.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Not a regular file; says which kind it is.
+    #[error("{0} is not a file tessera reads")]
+    NotRegular(&'static str),
+    /// Larger than the limit given; not read.
+    #[error("larger than {} (not read)", size(*.0))]
+    TooLarge(u64),
+    #[error("not UTF-8 text")]
+    NotText,
+}
+
 /// Open `path` for reading if it is a regular file (symlinks to one are followed).
-pub fn open_regular(path: &Path) -> Result<File, String> {
+pub fn open_regular(path: &Path) -> Result<File, ReadError> {
     // O_NONBLOCK: opening a FIFO never waits for a writer; on a regular file it changes nothing.
-    let file =
-        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| e.to_string())?;
-    let t = file.metadata().map_err(|e| e.to_string())?.file_type();
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let t = file.metadata()?.file_type();
     if !t.is_file() {
-        return Err(format!("{} is not a file tessera reads", kind(t)));
+        return Err(ReadError::NotRegular(kind(t)));
     }
     Ok(file)
 }
 
 /// The bytes of a regular file of at most `limit` bytes.
-pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let file = open_regular(path)?;
     let mut out = Vec::new();
-    file.take(limit + 1).read_to_end(&mut out).map_err(|e| e.to_string())?;
+    file.take(limit + 1).read_to_end(&mut out)?;
     if out.len() as u64 > limit {
-        return Err(format!("larger than {} (not read)", size(limit)));
+        return Err(ReadError::TooLarge(limit));
     }
     Ok(out)
 }
 
 /// `read_bounded` as UTF-8 text.
-pub fn read_text(path: &Path, limit: u64) -> Result<String, String> {
-    String::from_utf8(read_bounded(path, limit)?).map_err(|_| "not UTF-8 text".to_string())
+pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+    String::from_utf8(read_bounded(path, limit)?).map_err(|_| ReadError::NotText)
 }
 
 fn size(bytes: u64) -> String {
@@ -127,17 +142,23 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
         assert!(made, "mkfifo");
         let started = std::time::Instant::now();
-        assert_eq!(read_text(&fifo, 100).err().as_deref(), Some("a FIFO is not a file tessera reads"));
+        assert_eq!(
+            read_text(&fifo, 100).err().map(|e| e.to_string()).as_deref(),
+            Some("a FIFO is not a file tessera reads")
+        );
         assert!(started.elapsed() < std::time::Duration::from_secs(1), "the open waited for a writer");
         assert_eq!(
-            read_text(Path::new("/dev/zero"), 100).err().as_deref(),
+            read_text(Path::new("/dev/zero"), 100).err().map(|e| e.to_string()).as_deref(),
             Some("a character device is not a file tessera reads")
         );
-        assert_eq!(read_text(&dir, 100).err().as_deref(), Some("a directory is not a file tessera reads"));
+        assert_eq!(
+            read_text(&dir, 100).err().map(|e| e.to_string()).as_deref(),
+            Some("a directory is not a file tessera reads")
+        );
         let big = dir.join("big");
         std::fs::write(&big, vec![b'a'; 2048]).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(read_text(&big, 1024).err().as_deref(), Some("larger than 1 KiB (not read)"));
-        assert_eq!(read_text(&big, 2048).map(|t| t.len()), Ok(2048));
+        assert_eq!(read_text(&big, 1024).err().map(|e| e.to_string()).as_deref(), Some("larger than 1 KiB (not read)"));
+        assert_eq!(read_text(&big, 2048).map(|t| t.len()).map_err(|e| e.to_string()), Ok(2048));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

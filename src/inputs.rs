@@ -14,27 +14,50 @@ pub struct Seen {
     pub workloads: usize,
 }
 
+/// An invariant a parser's output broke: a bug in the mapping, named with what broke it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Violation {
+    #[error("{card}: memory used {used} MiB above its total {total} MiB")]
+    MemoryAboveTotal { card: String, used: u64, total: u64 },
+    #[error("{card}: utilisation {pct} %")]
+    Utilisation { card: String, pct: f64 },
+    #[error("{card}: instance {profile} at {start}+{size} past slice 8")]
+    PastTheCard { card: String, profile: String, start: u8, size: u8 },
+    #[error("{jobs} jobs + {without_gpu} without GPU + {skipped} skipped is not {rows} rows")]
+    Rows { jobs: usize, without_gpu: u64, skipped: u64, rows: u64 },
+    #[error("{kept} errors kept of {skipped} skipped")]
+    Kept { kept: usize, skipped: u64 },
+    /// A job outside the jobs' invariants, as it reads (`{:?}`).
+    #[error("job {name}: {job}")]
+    Job { name: String, job: String },
+    #[error("a file with no bad line read differently with skip_bad")]
+    SkipBadDiffers,
+    #[error("node {name}: {gpus} GPUs of model {model}")]
+    Node { name: String, gpus: u32, model: u16 },
+}
+
 /// The checks every mapped fleet fragment must pass, whatever the input: memory used never
 /// above the total where both are known, utilisation a percentage, MIG slices inside the
 /// card. A violation is a bug in the mapping (the input cannot be trusted; the mapping must
 /// not pass it on).
-pub fn check(seen: &Seen) -> Result<(), String> {
+pub fn check(seen: &Seen) -> Result<(), Violation> {
     for n in &seen.nodes {
         for c in &n.cards {
             let at = || format!("{}/{}", n.name, c.index);
             if let (Some(u), Some(t)) = (c.memory_used_mib, c.memory_total_mib)
                 && u > t
             {
-                return Err(format!("{}: memory used {u} MiB above its total {t} MiB", at()));
+                return Err(Violation::MemoryAboveTotal { card: at(), used: u, total: t });
             }
             if let Some(u) = c.utilization_pct
                 && !(0.0..=100.0).contains(&u)
             {
-                return Err(format!("{}: utilisation {u} %", at()));
+                return Err(Violation::Utilisation { card: at(), pct: u });
             }
             for i in &c.mig.instances {
                 if u32::from(i.start) + u32::from(i.size) > 8 {
-                    return Err(format!("{}: instance {} at {}+{} past slice 8", at(), i.profile, i.start, i.size));
+                    let (profile, start, size) = (i.profile.clone(), i.start, i.size);
+                    return Err(Violation::PastTheCard { card: at(), profile, start, size });
                 }
             }
         }
@@ -146,25 +169,24 @@ pub fn recording(data: &[u8], scratch: &std::path::Path) {
 /// once (jobs, rows without a GPU, bad lines skipped), each job at least a second long, of one
 /// or more cards, a share from 1 to 1000 thousandths of a card (a share only of one card),
 /// real use at most its request; at most `KEPT_ERRORS` errors kept.
-pub fn check_demand(p: &crate::simulate::input::Parsed) -> Result<(), String> {
+pub fn check_demand(p: &crate::simulate::input::Parsed) -> Result<(), Violation> {
     use crate::simulate::input::KEPT_ERRORS;
     let counted = p.jobs.len() as u64 + p.without_gpu + p.skipped;
     if counted != p.rows {
-        return Err(format!(
-            "{} jobs + {} without GPU + {} skipped is not {} rows",
-            p.jobs.len(),
-            p.without_gpu,
-            p.skipped,
-            p.rows
-        ));
+        return Err(Violation::Rows {
+            jobs: p.jobs.len(),
+            without_gpu: p.without_gpu,
+            skipped: p.skipped,
+            rows: p.rows,
+        });
     }
     if p.first_errors.len() > KEPT_ERRORS || p.first_errors.len() as u64 > p.skipped {
-        return Err(format!("{} errors kept of {} skipped", p.first_errors.len(), p.skipped));
+        return Err(Violation::Kept { kept: p.first_errors.len(), skipped: p.skipped });
     }
     for j in &p.jobs {
         let share_of_many = j.milli < 1000 && j.gpus > 1;
         if j.duration < 1 || j.gpus == 0 || !(1..=1000).contains(&j.milli) || j.use_milli > 1000 || share_of_many {
-            return Err(format!("job {}: {j:?}", j.name));
+            return Err(Violation::Job { name: j.name.to_string(), job: format!("{j:?}") });
         }
     }
     Ok(())
@@ -175,13 +197,13 @@ pub fn check_demand(p: &crate::simulate::input::Parsed) -> Result<(), String> {
 fn demand_both_ways(
     data: &[u8],
     parse: impl Fn(&str, &[u8], bool) -> Result<crate::simulate::input::Parsed, crate::simulate::input::LineError>,
-) -> Result<(), String> {
+) -> Result<(), Violation> {
     let strict = parse("fuzz.csv", data, false);
     let lenient = parse("fuzz.csv", data, true);
     if let (Ok(a), Ok(b)) = (&strict, &lenient)
         && a != b
     {
-        return Err("a file with no bad line read differently with skip_bad".into());
+        return Err(Violation::SkipBadDiffers);
     }
     match lenient {
         Ok(p) => check_demand(&p),
@@ -190,20 +212,20 @@ fn demand_both_ways(
 }
 
 /// The Alibaba trace's pod list (strict and with `skip_bad`).
-pub fn openb_pods(data: &[u8]) -> Result<(), String> {
+pub fn openb_pods(data: &[u8]) -> Result<(), Violation> {
     demand_both_ways(data, |f, d, skip| crate::simulate::input::openb_pods(f, d, skip))
 }
 
 /// The Alibaba trace's node list: every node of the fleet has cards of a model it holds.
-pub fn openb_nodes(data: &[u8]) -> Result<(), String> {
+pub fn openb_nodes(data: &[u8]) -> Result<(), Violation> {
     let Ok(f) = crate::simulate::input::openb_nodes("fuzz.csv", data) else { return Ok(()) };
     match f.nodes.iter().find(|n| n.gpus == 0 || n.model as usize >= f.models.len()) {
-        Some(n) => Err(format!("node {}: {} GPUs of model {}", n.name, n.gpus, n.model)),
+        Some(n) => Err(Violation::Node { name: n.name.to_string(), gpus: n.gpus, model: n.model }),
         None => Ok(()),
     }
 }
 
 /// The project's demand CSV (strict and with `skip_bad`).
-pub fn demand_csv(data: &[u8]) -> Result<(), String> {
+pub fn demand_csv(data: &[u8]) -> Result<(), Violation> {
     demand_both_ways(data, |f, d, skip| crate::simulate::input::demand_csv(f, d, skip))
 }

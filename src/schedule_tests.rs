@@ -110,6 +110,6 @@ fn one_config_name_for_two_layouts_is_an_error() {
         TWO_WINDOWS,
         TWO_WINDOWS.replace("name = \"h100\"", "name = \"a100-40\"").replace("H100-80GB", "A100-SXM4-40GB")
     );
-    let e = export::mig_parted(&cfg(&two).schedules, None).err().unwrap_or_default();
+    let e = export::mig_parted(&cfg(&two).schedules, None).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("all-1g.10gb means different layouts"), "{e}");
 }

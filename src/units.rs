@@ -20,12 +20,33 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
+/// Why a size or a duration did not read; each says the text it was given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("{0:?}: expected a size such as 512MiB or 2GiB")]
+    NotASize(String),
+    #[error("{0:?}: expected a size of at least one byte")]
+    SizeOutOfRange(String),
+    #[error("empty duration")]
+    EmptyDuration,
+    #[error("expected a number in {0:?} (like 30m, 1h30m, 500ms)")]
+    NoNumber(String),
+    #[error("number too large in {0:?}")]
+    NumberTooLarge(String),
+    #[error("missing unit in {0:?}: use ms, s, m, h or d")]
+    NoUnit(String),
+    #[error("unknown unit {unit:?} in {text:?}: use ms, s, m, h or d")]
+    UnknownUnit { unit: String, text: String },
+    #[error("{0:?} is too long: at most 3650d")]
+    TooLong(String),
+}
+
 /// `512MiB`, `2GiB`, `100MB`, `4096` as bytes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, ParseError> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
     let (n, unit) = t.split_at(split);
-    let n: f64 = n.parse().map_err(|_| format!("{t:?}: expected a size such as 512MiB or 2GiB"))?;
+    let n: f64 = n.parse().map_err(|_| ParseError::NotASize(t.into()))?;
     let k = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kb" => 1e3,
@@ -36,11 +57,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "gib" => 1073741824.0,
         "t" | "tb" => 1e12,
         "tib" => 1099511627776.0,
-        _ => return Err(format!("{t:?}: expected a size such as 512MiB or 2GiB")),
+        _ => return Err(ParseError::NotASize(t.into())),
     };
     let bytes = n * k;
     if !(1.0..1e18).contains(&bytes) {
-        return Err(format!("{t:?}: expected a size of at least one byte"));
+        return Err(ParseError::SizeOutOfRange(t.into()));
     }
     Ok(bytes as u64)
 }

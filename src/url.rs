@@ -24,18 +24,32 @@ pub fn redact(url: &str) -> String {
     if scheme.is_empty() { format!("{host}{path}") } else { format!("{scheme}://{host}{path}") }
 }
 
+/// Why a config's URL is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    /// The parser's reason.
+    #[error("not a URL: {0}")]
+    NotUrl(String),
+    #[error("the scheme is {0}")]
+    Scheme(String),
+    #[error("the URL has no host")]
+    NoHost,
+    #[error("credentials in the URL: give them in [[sources.auth]] (basic_user, basic_password_file)")]
+    Credentials,
+}
+
 /// An http(s) URL with a host, or why not (for the config's URLs).
-pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
-    let u = reqwest::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+pub fn check_url(url: &str) -> Result<reqwest::Url, UrlError> {
+    let u = reqwest::Url::parse(url).map_err(|e| UrlError::NotUrl(e.to_string()))?;
     if !matches!(u.scheme(), "http" | "https") {
-        return Err(format!("the scheme is {}", u.scheme()));
+        return Err(UrlError::Scheme(u.scheme().into()));
     }
     if u.host_str().is_none_or(str::is_empty) {
-        return Err("the URL has no host".into());
+        return Err(UrlError::NoHost);
     }
     // The client would send them as basic auth, to wherever, over plain http too.
     if !u.username().is_empty() || u.password().is_some() {
-        return Err("credentials in the URL: give them in [[sources.auth]] (basic_user, basic_password_file)".into());
+        return Err(UrlError::Credentials);
     }
     Ok(u)
 }

@@ -135,7 +135,7 @@ fn config() -> ProptestConfig {
 }
 
 fn checked(seen: &inputs::Seen) -> Result<(), TestCaseError> {
-    inputs::check(seen).map_err(TestCaseError::fail)
+    inputs::check(seen).map_err(|e| TestCaseError::fail(e.to_string()))
 }
 
 /// dcgm-exporter and all-smi lines from a grammar: their fields with the labels the mapping
@@ -504,23 +504,23 @@ proptest! {
 
     #[test]
     fn demand_bytes(data in proptest::collection::vec(any::<u8>(), 0..4096)) {
-        inputs::openb_pods(&data).map_err(TestCaseError::fail)?;
-        inputs::openb_nodes(&data).map_err(TestCaseError::fail)?;
-        inputs::demand_csv(&data).map_err(TestCaseError::fail)?;
+        inputs::openb_pods(&data).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        inputs::openb_nodes(&data).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        inputs::demand_csv(&data).map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
 
     #[test]
     fn demand_traces_mutated(i in any::<prop::sample::Index>(), ops in ops()) {
         let all = cached(3, || fixtures("traces", &[".csv"]));
         let data = mutate(&all[i.index(all.len())], &ops);
-        inputs::openb_pods(&data).map_err(TestCaseError::fail)?;
-        inputs::openb_nodes(&data).map_err(TestCaseError::fail)?;
-        inputs::demand_csv(&data).map_err(TestCaseError::fail)?;
+        inputs::openb_pods(&data).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        inputs::openb_nodes(&data).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        inputs::demand_csv(&data).map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
 
     #[test]
     fn demand_csv_grammar(doc in demand_doc()) {
-        inputs::demand_csv(doc.as_bytes()).map_err(TestCaseError::fail)?;
+        inputs::demand_csv(doc.as_bytes()).map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
 
     #[test]

@@ -44,13 +44,13 @@ pub struct Answer {
 }
 
 /// Read `query`: a profile (`3g.40gb`), a GPU count (`4`) or a workload id or name.
-pub fn parse(fleet: &Fleet, query: &str) -> Result<Want, String> {
+pub fn parse(fleet: &Fleet, query: &str) -> Result<Want, QueryError> {
     let q = query.trim();
     if q.is_empty() {
-        return Err("fit what? a profile (3g.40gb), a GPU count (4) or a workload".into());
+        return Err(QueryError::Empty);
     }
     if let Ok(n) = q.parse::<u32>() {
-        return if n == 0 { Err("fit 0 GPUs: nothing to place".into()) } else { Ok(Want::Gpus { count: n }) };
+        return if n == 0 { Err(QueryError::Zero) } else { Ok(Want::Gpus { count: n }) };
     }
     if let Some(w) = fleet.workload(q).or_else(|| fleet.workloads.iter().find(|w| w.name == q)) {
         return Ok(want_of(w));
@@ -59,7 +59,18 @@ pub fn parse(fleet: &Fleet, query: &str) -> Result<Want, String> {
     if known || crate::model::mig::catalog::catalog().models.iter().any(|m| m.profile(q).is_some()) {
         return Ok(Want::Profile { profile: q.to_string() });
     }
-    Err(format!("{q}: not a MIG profile, a GPU count or a workload tessera knows"))
+    Err(QueryError::Unknown(q.into()))
+}
+
+/// Why a fit query did not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    #[error("fit what? a profile (3g.40gb), a GPU count (4) or a workload")]
+    Empty,
+    #[error("fit 0 GPUs: nothing to place")]
+    Zero,
+    #[error("{0}: not a MIG profile, a GPU count or a workload tessera knows")]
+    Unknown(String),
 }
 
 fn want_of(w: &Workload) -> Want {

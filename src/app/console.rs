@@ -220,12 +220,12 @@ impl<'a> Console<'a> {
         ascii: bool,
         record: Option<crate::record::writer::Settings>,
     ) -> Result<Self, CmdError> {
-        let Engine { store, updates, runner, notes } = Engine::start(cfg).map_err(CmdError::Usage)?;
+        let Engine { store, updates, runner, notes } = Engine::start(cfg)?;
         // Recording while you watch: opened before the terminal is taken, so a refusal (the file
         // exists) is said plainly.
         let recording = match record {
             Some(s) => Some(
-                Session::start(s, runner.audit_path().map(std::path::Path::to_path_buf)).map_err(CmdError::Failed)?,
+                Session::start(s, runner.audit_path().map(std::path::Path::to_path_buf)).map_err(CmdError::failed)?,
             ),
             None => None,
         };
@@ -666,7 +666,7 @@ impl<'a> Console<'a> {
             _ => Vec::new(),
         };
         let kept = crate::engine::save_demand(&self.store, &mut self.demand_saved);
-        let audit_note = self.recording.as_ref().and_then(|r| r.audit_error.clone());
+        let audit_note = self.recording.as_mut().and_then(|r| r.audit_error.take());
         let recorded = self.recording.take().map(Session::finish);
         drop(self.restore);
         say_recorded(recorded, audit_note);
@@ -703,7 +703,10 @@ fn ui_state(cfg: &Config, ascii: bool, notes: &[String], recording: Option<&Sess
 }
 
 /// What the recording kept, on stderr (and whether the audit log could always be read).
-fn say_recorded(recorded: Option<Result<crate::record::writer::Summary, String>>, audit_note: Option<String>) {
+fn say_recorded(
+    recorded: Option<Result<crate::record::writer::Summary, crate::record::writer::WriteError>>,
+    audit_note: Option<crate::record::tail::TailError>,
+) {
     match recorded {
         Some(Ok(s)) => to_stderr(&format!(
             "tessera: recorded {} frames and {} actions, {}, in {}",

@@ -32,7 +32,7 @@ pub struct Replaying {
 }
 
 pub fn run(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> Result<(), CmdError> {
-    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    let rt = crate::engine::runtime()?;
     rt.block_on(replay_loop(cfg, theme, ascii, r))
 }
 

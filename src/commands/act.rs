@@ -14,9 +14,9 @@ use crate::out::say;
 
 pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> {
     let cfg = settings(g)?;
-    let rt = runtime().map_err(CmdError::Failed)?;
+    let rt = runtime()?;
     rt.block_on(async {
-        let mut engine = Engine::start(&cfg).map_err(CmdError::Usage)?;
+        let mut engine = Engine::start(&cfg)?;
         engine.first_answers().await;
         let p = engine.runner.propose(&action, engine.store.fleet()).map_err(CmdError::Usage)?;
         if let Some(why) = &p.nothing_to_do {

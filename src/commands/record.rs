@@ -90,17 +90,17 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
     let cfg = super::settings(g)?;
     let settings = writer_settings(&o, &cfg)?;
     let run_for = dur("--for", &o.run_for)?;
-    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    let rt = crate::engine::runtime()?;
     rt.block_on(async move {
         let crate::engine::Engine { mut store, mut updates, runner, notes } =
-            crate::engine::Engine::start(&cfg).map_err(CmdError::Usage)?;
+            crate::engine::Engine::start(&cfg)?;
         for n in &notes {
             super::to_stderr(&format!("tessera: {n}"));
         }
         let path = settings.path.clone();
         let every = settings.every;
         let mut session = Session::start(settings, runner.audit_path().map(std::path::Path::to_path_buf))
-            .map_err(CmdError::Failed)?;
+            .map_err(CmdError::failed)?;
         super::to_stderr(&format!(
             "tessera: recording to {} every {} ({}; Ctrl-C stops)",
             path.display(),
@@ -145,7 +145,7 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
             }
         };
         let skipped = session.skipped_lines;
-        let session_audit = session.audit_error.clone();
+        let session_audit = session.audit_error.take();
         let summary = match session.finish() {
             Ok(s) => s,
             // The first error is the one that matters; the close's is said after it.

@@ -18,7 +18,7 @@ use crate::units::duration;
 pub const DEFAULT_STEP: Duration = Duration::from_secs(60);
 
 fn open(files: &[PathBuf]) -> Result<Player, CmdError> {
-    let rec = Recording::open(files).map_err(CmdError::Failed)?;
+    let rec = Recording::open(files).map_err(CmdError::failed)?;
     if rec.frames().is_empty() {
         let why = rec.problems.first().map(|p| format!(": {p}")).unwrap_or_default();
         return Err(CmdError::Failed(format!("{}: no frame to show{why}", files[0].display())));
@@ -62,7 +62,7 @@ fn rebuild(cfg: &Config, from: DateTime<Utc>, to: DateTime<Utc>, step: Duration)
     let Some(base) = cfg.sources.prometheus.clone() else {
         return Err(CmdError::Usage("looking back needs a recording FILE, or --prometheus URL".into()));
     };
-    let moments = crate::record::prometheus::moments(from, to, step).map_err(CmdError::Usage)?;
+    let moments = crate::record::prometheus::moments(from, to, step).map_err(CmdError::usage)?;
     if let Some(note) = left_out(cfg) {
         super::to_stderr(&format!("tessera: {note}"));
     }
@@ -73,8 +73,8 @@ fn rebuild(cfg: &Config, from: DateTime<Utc>, to: DateTime<Utc>, step: Duration)
     ));
     let kept = Rebuilt(path.clone());
     let settings = crate::engine::prometheus_settings(cfg, &base);
-    let client = crate::engine::http_client(&cfg.sources, Some(&base)).map_err(CmdError::Usage)?;
-    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    let client = crate::engine::http_client(&cfg.sources, Some(&base))?;
+    let rt = crate::engine::runtime()?;
     let n = moments.len();
     if n > 1 {
         let shown = crate::url::redact(&base);
@@ -88,7 +88,7 @@ fn rebuild(cfg: &Config, from: DateTime<Utc>, to: DateTime<Utc>, step: Duration)
                 told = std::time::Instant::now();
             }
         }))
-        .map_err(CmdError::Failed)?;
+        .map_err(CmdError::failed)?;
     if summary.frames < n as u64 {
         super::to_stderr(&format!(
             "tessera: Prometheus stopped answering ({} moments in a row): replaying the first {} of {n} moments",
@@ -193,11 +193,11 @@ pub fn snapshot_cmd(g: &Global, json: bool, files: &[PathBuf]) -> Result<(), Cmd
             super::to_stderr(&format!("tessera: {note}"));
         }
         let settings = crate::engine::prometheus_settings(&cfg, &base);
-        let client = crate::engine::http_client(&cfg.sources, Some(&base)).map_err(CmdError::Usage)?;
+        let client = crate::engine::http_client(&cfg.sources, Some(&base))?;
         // A time Prometheus cannot have is a usage error, as in the console.
-        crate::record::prometheus::moments(at, at, DEFAULT_STEP).map_err(CmdError::Usage)?;
-        let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
-        let frame = rt.block_on(crate::record::prometheus::moment(&settings, &client, at)).map_err(CmdError::Failed)?;
+        crate::record::prometheus::moments(at, at, DEFAULT_STEP).map_err(CmdError::usage)?;
+        let rt = crate::engine::runtime()?;
+        let frame = rt.block_on(crate::record::prometheus::moment(&settings, &client, at)).map_err(CmdError::failed)?;
         (frame, Vec::new(), "prometheus".to_string())
     } else {
         let mut player = open(files)?;
@@ -215,7 +215,7 @@ pub fn snapshot_cmd(g: &Global, json: bool, files: &[PathBuf]) -> Result<(), Cmd
                 end.to_rfc3339()
             )));
         }
-        let frame = player.at(at).map_err(CmdError::Failed)?.clone();
+        let frame = player.at(at).map_err(CmdError::failed)?.clone();
         (frame, player.rec.problems.clone(), shown(files))
     };
     for p in &problems {

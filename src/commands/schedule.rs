@@ -56,7 +56,7 @@ pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Re
         return apply(g, name, *how);
     }
     if let Some(ScheduleCommand::Run { run_for }) = &what {
-        let limit = run_for.as_deref().map(duration::parse).transpose().map_err(CmdError::Usage)?;
+        let limit = run_for.as_deref().map(duration::parse).transpose().map_err(CmdError::usage)?;
         return run(g, limit);
     }
     if let Some(ScheduleCommand::Export { format: ExportFormat::MigParted }) = what {
@@ -64,7 +64,7 @@ pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Re
         let collected = collect_once(&cfg).ok();
         let simulated = collected.as_ref().is_some_and(|(_, s)| *s);
         let schedules = effective(&cfg, simulated).ok_or_else(|| no_schedules(&cfg))?;
-        let text = export::mig_parted(&schedules, collected.as_ref().map(|(f, _)| f)).map_err(CmdError::Usage)?;
+        let text = export::mig_parted(&schedules, collected.as_ref().map(|(f, _)| f)).map_err(CmdError::usage)?;
         return out::print(&text);
     }
     let (fleet, simulated) = collect_once(&cfg)?;

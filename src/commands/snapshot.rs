@@ -18,9 +18,9 @@ pub fn collect_once(cfg: &Config) -> Result<(Fleet, bool), CmdError> {
 /// The same, with the demand by hour measured so far (kept by earlier runs, or the
 /// simulator's previous day).
 pub fn collect_with_demand(cfg: &Config) -> Result<(Fleet, bool, crate::model::demand::DemandHistory), CmdError> {
-    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    let rt = crate::engine::runtime()?;
     rt.block_on(async {
-        let mut engine = crate::engine::Engine::start(cfg).map_err(CmdError::Usage)?;
+        let mut engine = crate::engine::Engine::start(cfg)?;
         for n in &engine.notes {
             super::to_stderr(&format!("tessera: {n}"));
         }

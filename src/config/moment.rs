@@ -4,15 +4,20 @@
 
 use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 
+/// The text given is not a moment (it is quoted).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?}: expected a time such as 2026-11-30T03:12:00Z, 2026-11-30 03:12, 03:12 or -2h")]
+pub struct MomentError(pub String);
+
 /// `text` as a moment. `reference` is "now" (the end of a recording, the wall clock); a bare
 /// time of day is the last one at or before it, unless `span` holds an earlier day's.
 pub fn parse(
     text: &str,
     reference: DateTime<Utc>,
     span: Option<(DateTime<Utc>, DateTime<Utc>)>,
-) -> Result<DateTime<Utc>, String> {
+) -> Result<DateTime<Utc>, MomentError> {
     let t = text.trim();
-    let bad = || format!("{t:?}: expected a time such as 2026-11-30T03:12:00Z, 2026-11-30 03:12, 03:12 or -2h");
+    let bad = || MomentError(t.into());
     if let Some(rest) = t.strip_prefix('-') {
         let d = crate::units::duration::parse(rest).map_err(|_| bad())?;
         return Duration::from_std(d).ok().and_then(|d| reference.checked_sub_signed(d)).ok_or_else(bad);
@@ -65,7 +70,7 @@ mod tests {
         // Later today than now: yesterday's.
         assert_eq!(parse("23:00", now, None), Ok(t(2026, 11, 29, 23, 0)));
         assert_eq!(parse("-2h", now, None), Ok(t(2026, 11, 30, 7, 0)));
-        assert!(parse("soon", now, None).err().unwrap_or_default().contains("expected a time"));
+        assert!(parse("soon", now, None).err().map(|e| e.to_string()).unwrap_or_default().contains("expected a time"));
         // Further back than a date can go: said, not a panic.
         assert!(parse("-100000000d", now, None).is_err());
     }

@@ -22,7 +22,7 @@ pub(super) fn read_schedules(r: &Reader, v: &Value, out: &mut Vec<Schedule>) -> 
         return Err(r.bad(
             "schedule",
             &Value::Integer(i64::try_from(list.len()).unwrap_or(i64::MAX)),
-            &format!("at most {MAX_SCHEDULES} schedules (this file has {})", list.len()),
+            format!("at most {MAX_SCHEDULES} schedules (this file has {})", list.len()),
         ));
     }
     for (i, item) in list.iter().enumerate() {
@@ -95,7 +95,7 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
                         Some((k, val)) if !k.trim().is_empty() => {
                             s.node_labels.push((k.trim().to_string(), val.trim().to_string()));
                         }
-                        _ => return Err(r.bad(&kk, v, &format!("{l:?}: a label is KEY=VALUE"))),
+                        _ => return Err(r.bad(&kk, v, format!("{l:?}: a label is KEY=VALUE"))),
                     }
                 }
             }
@@ -166,7 +166,7 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
         .ok_or_else(|| r.bad(&format!("{key}.window"), windows, "expected [[schedule.window]] entries"))?;
     if list.len() > MAX_WINDOWS {
         let n = Value::Integer(i64::try_from(list.len()).unwrap_or(i64::MAX));
-        return Err(r.bad(&format!("{key}.window"), &n, &format!("at most {MAX_WINDOWS} windows a schedule")));
+        return Err(r.bad(&format!("{key}.window"), &n, format!("at most {MAX_WINDOWS} windows a schedule")));
     }
     for (j, w) in list.iter().enumerate() {
         let wk = format!("{key}.window[{j}]");
@@ -181,7 +181,7 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
         return Err(r.bad(
             &format!("{key}.window"),
             &Value::String(format!("{a}, {b}")),
-            &format!("windows {a:?} and {b:?} overlap ({at}): a card can have one layout at a time"),
+            format!("windows {a:?} and {b:?} overlap ({at}): a card can have one layout at a time"),
         ));
     }
     Ok(s)

@@ -65,7 +65,7 @@ pub(super) fn read_slurm(r: &Reader, t: &Table, s: &mut Slurm) -> Result<(), Con
                 // What scancel --signal takes: a signal name or number.
                 let ok = SIGNALS.contains(&name.as_str()) || name.parse::<u8>().is_ok_and(|n| (1..=64).contains(&n));
                 if !ok {
-                    return Err(r.bad(&key, v, &format!("expected a signal name ({}) or number", SIGNALS.join(", "))));
+                    return Err(r.bad(&key, v, format!("expected a signal name ({}) or number", SIGNALS.join(", "))));
                 }
                 s.preempt_signal = name;
             }

@@ -102,16 +102,16 @@ impl DemandHistory {
 
     /// A history read back from a file, checked: 24 hours, finite means not below 0, and
     /// at most `MAX_SHAPES` shapes an hour.
-    pub fn checked(self) -> Result<Self, String> {
+    pub fn checked(self) -> Result<Self, HistoryError> {
         if self.hours.len() != 24 {
-            return Err(format!("{} hours, not 24", self.hours.len()));
+            return Err(HistoryError::Hours(self.hours.len()));
         }
         for (h, x) in self.hours.iter().enumerate() {
             if x.mean.len() > MAX_SHAPES {
-                return Err(format!("hour {h}: {} shapes (at most {MAX_SHAPES})", x.mean.len()));
+                return Err(HistoryError::Shapes { hour: h, shapes: x.mean.len() });
             }
             if let Some((k, v)) = x.mean.iter().find(|(_, v)| !v.is_finite() || **v < 0.0) {
-                return Err(format!("hour {h}: {k} = {v}"));
+                return Err(HistoryError::Mean { hour: h, shape: k.clone(), mean: *v });
             }
         }
         Ok(self)
@@ -126,6 +126,18 @@ impl DemandHistory {
     pub fn mean(&self, h: usize, key: &str) -> f64 {
         self.hours.get(h).and_then(|x| x.mean.get(key)).copied().unwrap_or(0.0)
     }
+}
+
+/// Why a demand history read back from a file is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HistoryError {
+    #[error("{0} hours, not 24")]
+    Hours(usize),
+    #[error("hour {hour}: {shapes} shapes (at most {MAX_SHAPES})")]
+    Shapes { hour: usize, shapes: usize },
+    /// A mean that is not a finite number at least 0.
+    #[error("hour {hour}: {shape} = {mean}")]
+    Mean { hour: usize, shape: String, mean: f64 },
 }
 
 #[cfg(test)]

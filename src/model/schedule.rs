@@ -124,15 +124,36 @@ pub fn glob(pattern: &str, text: &str) -> bool {
     p[i..].iter().all(|&c| c == '*')
 }
 
+/// Why a window's hours or days did not read; each quotes the text it was given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WindowError {
+    #[error("{0:?}: expected HH:MM-HH:MM")]
+    NotHours(String),
+    #[error("{0:?}: expected HH:MM")]
+    NotTime(String),
+    #[error("{0:?}: bad hour")]
+    BadHour(String),
+    #[error("{0:?}: bad minute")]
+    BadMinute(String),
+    #[error("{0:?}: not a time of day")]
+    NotTimeOfDay(String),
+    #[error("{0:?}: not a day (mon, tue, ... sun)")]
+    NotDay(String),
+    #[error("no day given")]
+    NoDay,
+}
+
 /// `"08:00-20:00"` to minutes after midnight; `24:00` is accepted as an end.
-pub fn parse_hours(text: &str) -> Result<(u16, u16), String> {
-    let (a, b) = text.split_once('-').ok_or_else(|| format!("{text:?}: expected HH:MM-HH:MM"))?;
-    let hm = |s: &str, end: bool| -> Result<u16, String> {
-        let (h, m) = s.trim().split_once(':').ok_or_else(|| format!("{s:?}: expected HH:MM"))?;
-        let (h, m): (u16, u16) =
-            (h.parse().map_err(|_| format!("{s:?}: bad hour"))?, m.parse().map_err(|_| format!("{s:?}: bad minute"))?);
+pub fn parse_hours(text: &str) -> Result<(u16, u16), WindowError> {
+    let (a, b) = text.split_once('-').ok_or_else(|| WindowError::NotHours(text.into()))?;
+    let hm = |s: &str, end: bool| -> Result<u16, WindowError> {
+        let (h, m) = s.trim().split_once(':').ok_or_else(|| WindowError::NotTime(s.into()))?;
+        let (h, m): (u16, u16) = (
+            h.parse().map_err(|_| WindowError::BadHour(s.into()))?,
+            m.parse().map_err(|_| WindowError::BadMinute(s.into()))?,
+        );
         if m > 59 || h > 24 || (h == 24 && (m > 0 || !end)) {
-            return Err(format!("{s:?}: not a time of day"));
+            return Err(WindowError::NotTimeOfDay(s.into()));
         }
         Ok(h * 60 + m)
     };
@@ -143,12 +164,12 @@ pub fn parse_hours(text: &str) -> Result<(u16, u16), String> {
 const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 
 /// Days a window starts on: names (`mon`), ranges (`mon-fri`, `fri-mon` wraps), or `all`.
-pub fn parse_days(items: &[String]) -> Result<[bool; 7], String> {
+pub fn parse_days(items: &[String]) -> Result<[bool; 7], WindowError> {
     let day = |s: &str| {
         let l = s.trim().to_ascii_lowercase();
         DAYS.iter()
             .position(|d| l.starts_with(d) && (l.len() == 3 || DAYS_LONG.contains(&l.as_str())))
-            .ok_or_else(|| format!("{s:?}: not a day (mon, tue, ... sun)"))
+            .ok_or_else(|| WindowError::NotDay(s.into()))
     };
     let mut out = [false; 7];
     for item in items {
@@ -172,7 +193,7 @@ pub fn parse_days(items: &[String]) -> Result<[bool; 7], String> {
         }
     }
     if !out.contains(&true) {
-        return Err("no day given".into());
+        return Err(WindowError::NoDay);
     }
     Ok(out)
 }

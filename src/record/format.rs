@@ -285,16 +285,27 @@ pub const LEVEL: i32 = 3;
 
 /// Decode a whole zstd payload (an action, the index), refusing one that claims more than
 /// `limit` bytes.
-pub fn unzstd(payload: &[u8], limit: usize) -> Result<Vec<u8>, String> {
+pub fn unzstd(payload: &[u8], limit: usize) -> Result<Vec<u8>, PayloadError> {
     let size = zstd::zstd_safe::get_frame_content_size(payload)
-        .map_err(|_| "not a zstd frame".to_string())?
-        .ok_or_else(|| "a zstd frame without its size".to_string())?;
+        .map_err(|_| PayloadError::NotZstd)?
+        .ok_or(PayloadError::NoSize)?;
     if size > limit as u64 {
-        return Err(format!("a record of {size} bytes (at most {limit})"));
+        return Err(PayloadError::TooLarge { size, limit });
     }
-    zstd::bulk::Decompressor::new()
-        .and_then(|mut d| d.decompress(payload, size as usize))
-        .map_err(|e| format!("zstd: {e}"))
+    zstd::bulk::Decompressor::new().and_then(|mut d| d.decompress(payload, size as usize)).map_err(PayloadError::Zstd)
+}
+
+/// Why a whole zstd payload was not decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    #[error("not a zstd frame")]
+    NotZstd,
+    #[error("a zstd frame without its size")]
+    NoSize,
+    #[error("a record of {size} bytes (at most {limit})")]
+    TooLarge { size: u64, limit: usize },
+    #[error("zstd: {0}")]
+    Zstd(std::io::Error),
 }
 
 #[cfg(test)]
@@ -334,7 +345,7 @@ mod tests {
     #[test]
     fn a_frame_claiming_more_than_the_limit_is_refused() {
         let small = zstd::bulk::compress(b"{}", LEVEL).unwrap_or_default();
-        assert_eq!(unzstd(&small, 2).as_deref(), Ok(&b"{}"[..]));
+        assert_eq!(unzstd(&small, 2).map_err(|e| e.to_string()).as_deref(), Ok(&b"{}"[..]));
         assert!(unzstd(&small, 1).is_err());
         assert!(unzstd(b"garbage", 100).is_err());
     }

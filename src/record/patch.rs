@@ -111,8 +111,71 @@ fn list(x: &[Value], y: &[Value]) -> Option<Value> {
     None
 }
 
+/// Why a patch does not fit the frame it is applied to: where (the keys, names and positions
+/// down to it) and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchError {
+    /// From the top: a key, an item's name, or `[i]` for a position.
+    pub at: Vec<String>,
+    pub why: Misfit,
+}
+
+/// What does not fit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Misfit {
+    #[error("an object patch on a non-object")]
+    NotObject,
+    #[error("a patch for a key that is not there")]
+    NoKey,
+    #[error("a list patch on a non-list")]
+    NotList,
+    #[error("a list order naming an item twice")]
+    NamedTwice,
+    #[error("a list order that is not names")]
+    OrderNotNames,
+    #[error("a list order that is not a list")]
+    OrderNotList,
+    #[error("a list item without its key")]
+    ItemWithoutKey,
+    #[error("a patch for an item that is not there")]
+    NoItemToPatch,
+    #[error("an item that is not there")]
+    NoItem,
+    #[error("drops {drops} of {len} items")]
+    DropsTooMany { drops: usize, len: usize },
+    #[error("no item {0}")]
+    NoPosition(String),
+    #[error("a patch of no known kind")]
+    UnknownKind,
+}
+
+impl std::fmt::Display for PatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for step in &self.at {
+            write!(f, "{step}: ")?;
+        }
+        write!(f, "{}", self.why)
+    }
+}
+
+impl std::error::Error for PatchError {}
+
+impl From<Misfit> for PatchError {
+    fn from(why: Misfit) -> Self {
+        Self { at: Vec::new(), why }
+    }
+}
+
+impl PatchError {
+    /// This error, one step further down from `step`.
+    fn under(mut self, step: impl Into<String>) -> Self {
+        self.at.insert(0, step.into());
+        self
+    }
+}
+
 /// `a` with `p` applied.
-pub fn apply(a: &mut Value, p: &Value) -> Result<(), String> {
+pub fn apply(a: &mut Value, p: &Value) -> Result<(), PatchError> {
     let Some(op) = p.as_object() else {
         *a = p.clone();
         return Ok(());
@@ -122,23 +185,23 @@ pub fn apply(a: &mut Value, p: &Value) -> Result<(), String> {
         return Ok(());
     }
     if let Some(Value::Object(m)) = op.get("o") {
-        let Some(obj) = a.as_object_mut() else { return Err("an object patch on a non-object".into()) };
+        let Some(obj) = a.as_object_mut() else { return Err(Misfit::NotObject.into()) };
         for (k, sub) in m {
             if sub.get("-").is_some() {
                 obj.remove(k);
             } else if let Some(v) = obj.get_mut(k) {
-                apply(v, sub).map_err(|e| format!("{k}: {e}"))?;
+                apply(v, sub).map_err(|e| e.under(k.as_str()))?;
             } else if let Some(v) = sub.get("=") {
                 obj.insert(k.clone(), v.clone());
             } else if !sub.is_object() {
                 obj.insert(k.clone(), sub.clone());
             } else {
-                return Err(format!("{k}: a patch for a key that is not there"));
+                return Err(PatchError::from(Misfit::NoKey).under(k.as_str()));
             }
         }
         return Ok(());
     }
-    let Some(arr) = a.as_array_mut() else { return Err("a list patch on a non-list".into()) };
+    let Some(arr) = a.as_array_mut() else { return Err(Misfit::NotList.into()) };
     if let (Some(Value::String(k)), Some(Value::Object(changed))) = (op.get("k"), op.get("p")) {
         let name = |v: &Value| v.get(k.as_str()).and_then(Value::as_str).map(str::to_string);
         let order: Vec<String> = match op.get("n") {
@@ -150,31 +213,29 @@ pub fn apply(a: &mut Value, p: &Value) -> Result<(), String> {
                     !n.iter().all(|x| seen.insert(x))
                 } =>
             {
-                return Err("a list order naming an item twice".into());
+                return Err(Misfit::NamedTwice.into());
             }
-            Some(Value::Array(n)) => n
-                .iter()
-                .map(|s| s.as_str().map(str::to_string))
-                .collect::<Option<_>>()
-                .ok_or("a list order that is not names")?,
-            Some(_) => return Err("a list order that is not a list".into()),
-            None => arr.iter().map(name).collect::<Option<_>>().ok_or("a list item without its key")?,
+            Some(Value::Array(n)) => {
+                n.iter().map(|s| s.as_str().map(str::to_string)).collect::<Option<_>>().ok_or(Misfit::OrderNotNames)?
+            }
+            Some(_) => return Err(Misfit::OrderNotList.into()),
+            None => arr.iter().map(name).collect::<Option<_>>().ok_or(Misfit::ItemWithoutKey)?,
         };
         let mut old: std::collections::HashMap<String, Value> =
             std::mem::take(arr).into_iter().filter_map(|v| Some((name(&v)?, v))).collect();
         for n in order {
             let v = match (old.remove(&n), changed.get(&n)) {
                 (Some(mut v), Some(sub)) => {
-                    apply(&mut v, sub).map_err(|e| format!("{n}: {e}"))?;
+                    apply(&mut v, sub).map_err(|e| e.under(n.as_str()))?;
                     v
                 }
                 (Some(v), None) => v,
                 (None, Some(sub)) => match sub.get("=") {
                     Some(v) => v.clone(),
                     None if !sub.is_object() => sub.clone(),
-                    None => return Err(format!("{n}: a patch for an item that is not there")),
+                    None => return Err(PatchError::from(Misfit::NoItemToPatch).under(n)),
                 },
-                (None, None) => return Err(format!("{n}: an item that is not there")),
+                (None, None) => return Err(PatchError::from(Misfit::NoItem).under(n)),
             };
             arr.push(v);
         }
@@ -183,7 +244,7 @@ pub fn apply(a: &mut Value, p: &Value) -> Result<(), String> {
     if let (Some(k), Some(Value::Array(add))) = (op.get("s").and_then(Value::as_u64), op.get("+")) {
         let k = usize::try_from(k).unwrap_or(usize::MAX);
         if k > arr.len() {
-            return Err(format!("drops {k} of {} items", arr.len()));
+            return Err(Misfit::DropsTooMany { drops: k, len: arr.len() }.into());
         }
         arr.drain(..k);
         arr.extend(add.iter().cloned());
@@ -191,12 +252,13 @@ pub fn apply(a: &mut Value, p: &Value) -> Result<(), String> {
     }
     if let Some(Value::Object(m)) = op.get("a") {
         for (i, sub) in m {
-            let v = i.parse::<usize>().ok().and_then(|i| arr.get_mut(i)).ok_or_else(|| format!("no item {i}"))?;
-            apply(v, sub).map_err(|e| format!("[{i}]: {e}"))?;
+            let v =
+                i.parse::<usize>().ok().and_then(|i| arr.get_mut(i)).ok_or_else(|| Misfit::NoPosition(i.clone()))?;
+            apply(v, sub).map_err(|e| e.under(format!("[{i}]")))?;
         }
         return Ok(());
     }
-    Err("a patch of no known kind".into())
+    Err(Misfit::UnknownKind.into())
 }
 
 #[cfg(test)]

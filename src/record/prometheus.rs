@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::Frame;
-use super::writer::{Recorder, Settings, Summary};
+use super::writer::{Recorder, Settings, Summary, WriteError};
 use crate::model::SourceKind;
 use crate::sources::SourceUpdate;
 use crate::sources::http::Client;
@@ -22,6 +22,28 @@ pub const MAX_MOMENTS: u64 = 20_000;
 /// hung server cost the whole HTTP timeout a moment, for every moment asked.
 pub const UNANSWERED_IN_A_ROW: usize = 3;
 
+/// Why moments could not be rebuilt from Prometheus.
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    #[error("--to {} is before --from {}", to.to_rfc3339(), from.to_rfc3339())]
+    Backwards { from: DateTime<Utc>, to: DateTime<Utc> },
+    #[error("--step: at least 1s")]
+    StepTooShort,
+    #[error("{} is in the future: Prometheus has only the past", .0.to_rfc3339())]
+    Future(DateTime<Utc>),
+    #[error("{n} moments from --from to --to at --step {step_s}s: at most {MAX_MOMENTS} (a longer --step)")]
+    TooMany { n: u64, step_s: i64 },
+    /// What the source said when it had nothing at that moment.
+    #[error("Prometheus had nothing at {}: {why}", at.to_rfc3339())]
+    NothingAt { at: DateTime<Utc>, why: String },
+    #[error("Prometheus did not answer ({0}): stopped at the first moment")]
+    NoAnswer(String),
+    #[error("Prometheus had nothing in that span: {0}")]
+    NothingInSpan(String),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
 /// Whether a collection's error says the server gave no answer at all (as the HTTP client
 /// words it), rather than an answer with nothing in it.
 fn unanswered(message: &str) -> bool {
@@ -29,23 +51,20 @@ fn unanswered(message: &str) -> bool {
 }
 
 /// The moments from `from` to `to`, `step` apart (both ends included).
-pub fn moments(from: DateTime<Utc>, to: DateTime<Utc>, step: Duration) -> Result<Vec<DateTime<Utc>>, String> {
+pub fn moments(from: DateTime<Utc>, to: DateTime<Utc>, step: Duration) -> Result<Vec<DateTime<Utc>>, RebuildError> {
     if to < from {
-        return Err(format!("--to {} is before --from {}", to.to_rfc3339(), from.to_rfc3339()));
+        return Err(RebuildError::Backwards { from, to });
     }
     if step < Duration::from_secs(1) {
-        return Err("--step: at least 1s".into());
+        return Err(RebuildError::StepTooShort);
     }
     if to > Utc::now() + chrono::Duration::seconds(5) {
-        return Err(format!("{} is in the future: Prometheus has only the past", to.to_rfc3339()));
+        return Err(RebuildError::Future(to));
     }
     let step_ms = i64::try_from(step.as_millis()).unwrap_or(i64::MAX);
     let n = ((to - from).num_milliseconds() / step_ms) as u64 + 1;
     if n > MAX_MOMENTS {
-        return Err(format!(
-            "{n} moments from --from to --to at --step {}s: at most {MAX_MOMENTS} (a longer --step)",
-            step_ms / 1000
-        ));
+        return Err(RebuildError::TooMany { n, step_s: step_ms / 1000 });
     }
     Ok((0..n as i64).map(|i| from + chrono::Duration::milliseconds(i * step_ms)).collect())
 }
@@ -77,11 +96,11 @@ async fn at(
 }
 
 /// The fleet at `t`; `Err` with what Prometheus said when it had nothing then.
-pub async fn moment(s: &prometheus::Settings, client: &Client, t: DateTime<Utc>) -> Result<Frame, String> {
+pub async fn moment(s: &prometheus::Settings, client: &Client, t: DateTime<Utc>) -> Result<Frame, RebuildError> {
     moments(t, t, Duration::from_secs(60))?;
     let mut store = store(s, Duration::from_secs(60));
     if let Some(e) = at(&mut store, s, client, t, true).await {
-        return Err(format!("Prometheus had nothing at {}: {e}", t.to_rfc3339()));
+        return Err(RebuildError::NothingAt { at: t, why: e });
     }
     Ok(Frame::from_store(&store, t))
 }
@@ -98,7 +117,7 @@ pub async fn rebuild(
     step: Duration,
     out: &Path,
     mut progress: impl FnMut(usize, usize),
-) -> Result<Summary, String> {
+) -> Result<Summary, RebuildError> {
     let mut store = store(s, step);
     let mut rec = Recorder::create(Settings {
         path: out.to_path_buf(),
@@ -114,7 +133,7 @@ pub async fn rebuild(
         match at(&mut store, s, client, t, good == 0).await {
             Some(e) if unanswered(&e) && (i == 0 || silent + 1 >= UNANSWERED_IN_A_ROW) => {
                 if i == 0 {
-                    return Err(format!("Prometheus did not answer ({e}): stopped at the first moment"));
+                    return Err(RebuildError::NoAnswer(e));
                 }
                 break;
             }
@@ -132,7 +151,7 @@ pub async fn rebuild(
     }
     let summary = rec.finish()?;
     if good == 0 {
-        return Err(format!("Prometheus had nothing in that span: {}", first_error.unwrap_or_default()));
+        return Err(RebuildError::NothingInSpan(first_error.unwrap_or_default()));
     }
     Ok(summary)
 }

@@ -10,6 +10,72 @@ use chrono::{DateTime, Utc};
 use super::format::{self, Entry, Header, Index, Kind, OpenError, RECORD_HEADER, RecordHeader};
 use super::{ActionRecord, Frame, patch};
 
+/// Why a recording could not be opened, or a frame in it decoded. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// A part could not be read at all.
+    #[error("{}: {why}", path.display())]
+    Part { path: PathBuf, why: PartError },
+    /// Two recordings' frames interleave: they are not parts of one.
+    #[error("{} overlaps {} in time: replay them one at a time", later.display(), earlier.display())]
+    Overlap { later: PathBuf, earlier: PathBuf },
+    /// A damaged record.
+    #[error("{}: the record at byte {offset}: {why}", path.display())]
+    Damaged { path: PathBuf, offset: u64, why: Damage },
+    #[error("no frame {0}")]
+    NoFrame(usize),
+    #[error("the frame at {} has no keyframe before it", .0.to_rfc3339())]
+    NoKeyframe(DateTime<Utc>),
+    #[error("the recording has no frames")]
+    NoFrames,
+    /// The decoder could not be started.
+    #[error("{0}")]
+    Decoder(std::io::Error),
+}
+
+/// Why a part could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum PartError {
+    #[error(transparent)]
+    File(#[from] crate::files::ReadError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Format(#[from] OpenError),
+}
+
+/// What is wrong with a damaged record.
+#[derive(Debug, thiserror::Error)]
+pub enum Damage {
+    #[error("{0}")]
+    Io(std::io::Error),
+    #[error("damaged header")]
+    Header,
+    #[error("fails its checksum")]
+    Checksum,
+    #[error("is not what the index says")]
+    NotIndexed,
+    #[error(transparent)]
+    Payload(#[from] format::PayloadError),
+    #[error("zstd: {0}")]
+    Zstd(std::io::Error),
+    #[error(
+        "a record of more than {} values (or over {} of values under {} bytes each)",
+        format::MAX_VALUES,
+        format::FREE_VALUES,
+        format::MIN_BYTES_PER_VALUE
+    )]
+    TooManyValues,
+    #[error("a frame of more than {} bytes", format::MAX_DECODED)]
+    TooLarge,
+    #[error("a frame of more than {} values", format::MAX_VALUES)]
+    FrameTooManyValues,
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Patch(#[from] patch::PatchError),
+}
+
 /// How far past a damaged record header the reader looks for the next good one.
 const RESYNC_LIMIT: u64 = 64 << 20;
 
@@ -205,18 +271,18 @@ impl Recording {
     /// Open the parts of a recording (any order: they are put in time order). A file that is
     /// not a recording, or one of a newer major version, is an error naming it; damage inside
     /// is listed in `problems` and skipped.
-    pub fn open(paths: &[PathBuf]) -> Result<Self, String> {
+    pub fn open(paths: &[PathBuf]) -> Result<Self, ReplayError> {
         let mut parts = Vec::new();
         let mut problems = Vec::new();
         let mut lists = Vec::new();
         for path in paths {
-            let named = |e: String| format!("{}: {e}", path.display());
-            let file = crate::files::open_regular(path).map_err(named)?;
-            let len = file.metadata().map_err(|e| named(e.to_string()))?.len();
+            let named = |e: PartError| ReplayError::Part { path: path.clone(), why: e };
+            let file = crate::files::open_regular(path).map_err(|e| named(e.into()))?;
+            let len = file.metadata().map_err(|e| named(e.into()))?.len();
             let head = read_at(&file, 0, len.min(16 + u64::from(format::MAX_HEADER) + 4) as usize)
-                .map_err(|e| named(e.to_string()))?;
-            let (header, _minor, start) = format::decode_header(&head).map_err(|e: OpenError| named(e.to_string()))?;
-            let list = entries(path, &file, start as u64, &mut problems).map_err(|e| named(e.to_string()))?;
+                .map_err(|e| named(e.into()))?;
+            let (header, _minor, start) = format::decode_header(&head).map_err(|e| named(e.into()))?;
+            let list = entries(path, &file, start as u64, &mut problems).map_err(|e| named(e.into()))?;
             lists.push(list);
             parts.push(PartFile { path: path.clone(), file, header });
         }
@@ -240,11 +306,8 @@ impl Recording {
                         if e.at_ms <= last_ms {
                             let before = rec.frames.last().map(|f| f.part);
                             if before.is_some_and(|b| b != p) && key.is_none() && e.kind == Kind::Key {
-                                let other = before.map(|b| rec.parts[b].path.display().to_string()).unwrap_or_default();
-                                return Err(format!(
-                                    "{} overlaps {other} in time: replay them one at a time",
-                                    rec.parts[p].path.display()
-                                ));
+                                let earlier = before.map(|b| rec.parts[b].path.clone()).unwrap_or_default();
+                                return Err(ReplayError::Overlap { later: rec.parts[p].path.clone(), earlier });
                             }
                             // A frame not after the one before it: damage; what builds on it
                             // cannot be trusted either.
@@ -272,7 +335,7 @@ impl Recording {
                     }
                     Kind::Action => match rec.read_action(p, e) {
                         Ok(a) => rec.actions.push(a),
-                        Err(err) => rec.problems.push(err),
+                        Err(err) => rec.problems.push(err.to_string()),
                     },
                     Kind::Index => {}
                 }
@@ -282,28 +345,28 @@ impl Recording {
         Ok(rec)
     }
 
-    fn read_action(&self, p: usize, e: &Entry) -> Result<ActionRecord, String> {
+    fn read_action(&self, p: usize, e: &Entry) -> Result<ActionRecord, ReplayError> {
         let bytes = self.payload(p, e)?;
-        let json = format::unzstd(&bytes, format::MAX_ACTION).map_err(|x| self.bad(p, e, &x))?;
-        serde_json::from_slice(&json).map_err(|x| self.bad(p, e, &x.to_string()))
+        let json = format::unzstd(&bytes, format::MAX_ACTION).map_err(|x| self.bad(p, e, x.into()))?;
+        serde_json::from_slice(&json).map_err(|x| self.bad(p, e, x.into()))
     }
 
-    fn bad(&self, p: usize, e: &Entry, why: &str) -> String {
-        format!("{}: the record at byte {}: {why}", self.parts[p].path.display(), e.offset)
+    fn bad(&self, p: usize, e: &Entry, why: Damage) -> ReplayError {
+        ReplayError::Damaged { path: self.parts[p].path.clone(), offset: e.offset, why }
     }
 
     /// A record's payload, its checksums checked.
-    fn payload(&self, p: usize, e: &Entry) -> Result<Vec<u8>, String> {
+    fn payload(&self, p: usize, e: &Entry) -> Result<Vec<u8>, ReplayError> {
         let file = &self.parts[p].file;
-        let h = read_at(file, e.offset, RECORD_HEADER).map_err(|x| self.bad(p, e, &x.to_string()))?;
-        let h = RecordHeader::decode(&h).ok_or_else(|| self.bad(p, e, "damaged header"))?;
+        let h = read_at(file, e.offset, RECORD_HEADER).map_err(|x| self.bad(p, e, Damage::Io(x)))?;
+        let h = RecordHeader::decode(&h).ok_or_else(|| self.bad(p, e, Damage::Header))?;
         let payload = read_at(file, e.offset + RECORD_HEADER as u64, h.len as usize)
-            .map_err(|x| self.bad(p, e, &x.to_string()))?;
+            .map_err(|x| self.bad(p, e, Damage::Io(x)))?;
         if crc32fast::hash(&payload) != h.payload_crc || h.len != e.len {
-            return Err(self.bad(p, e, "fails its checksum"));
+            return Err(self.bad(p, e, Damage::Checksum));
         }
         if h.kind() != Some(e.kind) || h.at_ms != e.at_ms {
-            return Err(self.bad(p, e, "is not what the index says"));
+            return Err(self.bad(p, e, Damage::NotIndexed));
         }
         Ok(payload)
     }
@@ -379,10 +442,14 @@ impl Player {
     }
 
     /// The next record of a group's stream, decoded (at most `MAX_DECODED` bytes).
-    fn next(&self, stream: &mut zstd::stream::raw::Decoder<'static>, i: usize) -> Result<serde_json::Value, String> {
+    fn next(
+        &self,
+        stream: &mut zstd::stream::raw::Decoder<'static>,
+        i: usize,
+    ) -> Result<serde_json::Value, ReplayError> {
         use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
         let f = self.rec.frames[i];
-        let bad = |x: &str| self.rec.bad(f.part, &f.entry, x);
+        let bad = |x: Damage| self.rec.bad(f.part, &f.entry, x);
         let payload = self.rec.payload(f.part, &f.entry)?;
         let mut input = InBuffer::around(&payload);
         let mut out = Vec::new();
@@ -392,44 +459,39 @@ impl Player {
         let mut values = format::ValueCount::default();
         loop {
             let mut o = OutBuffer::around(&mut buf[..]);
-            stream.run(&mut input, &mut o).map_err(|e| bad(&format!("zstd: {e}")))?;
+            stream.run(&mut input, &mut o).map_err(|e| bad(Damage::Zstd(e)))?;
             let n = o.pos();
             values.feed(&buf[..n]);
             out.extend_from_slice(&buf[..n]);
             if format::too_many_values(values.n, out.len()) {
-                return Err(bad(&format!(
-                    "a record of more than {} values (or over {} of values under {} bytes each)",
-                    format::MAX_VALUES,
-                    format::FREE_VALUES,
-                    format::MIN_BYTES_PER_VALUE
-                )));
+                return Err(bad(Damage::TooManyValues));
             }
             if out.len() > format::MAX_DECODED {
-                return Err(bad(&format!("a frame of more than {} bytes", format::MAX_DECODED)));
+                return Err(bad(Damage::TooLarge));
             }
             if input.pos() == payload.len() && n < buf.len() {
                 break;
             }
         }
-        serde_json::from_slice(&out).map_err(|e| bad(&e.to_string()))
+        serde_json::from_slice(&out).map_err(|e| bad(e.into()))
     }
 
     /// The frame at position `i`.
-    pub fn frame(&mut self, i: usize) -> Result<&Frame, String> {
+    pub fn frame(&mut self, i: usize) -> Result<&Frame, ReplayError> {
         if self.shown.as_ref().is_none_or(|(j, _)| *j != i) {
             let frame = self.decode(i)?;
             self.shown = Some((i, frame));
         }
-        self.shown.as_ref().map(|(_, f)| f).ok_or_else(|| "no frame decoded".into())
+        self.shown.as_ref().map(|(_, f)| f).ok_or(ReplayError::NoFrame(i))
     }
 
-    fn decode(&mut self, i: usize) -> Result<Frame, String> {
-        let f = *self.rec.frames.get(i).ok_or_else(|| format!("no frame {i}"))?;
-        let key = f.key.ok_or_else(|| format!("the frame at {} has no keyframe before it", f.at().to_rfc3339()))?;
+    fn decode(&mut self, i: usize) -> Result<Frame, ReplayError> {
+        let f = *self.rec.frames.get(i).ok_or(ReplayError::NoFrame(i))?;
+        let key = f.key.ok_or_else(|| ReplayError::NoKeyframe(f.at()))?;
         let mut c = match self.cursor.take() {
             Some(c) if c.key == key && c.pos <= i => c,
             _ => {
-                let mut stream = zstd::stream::raw::Decoder::new().map_err(|e| e.to_string())?;
+                let mut stream = zstd::stream::raw::Decoder::new().map_err(ReplayError::Decoder)?;
                 let value = self.next(&mut stream, key)?;
                 let values = format::values_in(&value);
                 Cursor { key, pos: key, stream, value, values }
@@ -439,29 +501,28 @@ impl Player {
         for j in c.pos + 1..=i {
             let p = self.next(&mut c.stream, j)?;
             let fj = self.rec.frames[j];
-            patch::apply(&mut c.value, &p).map_err(|x| self.rec.bad(fj.part, &fj.entry, &x))?;
+            patch::apply(&mut c.value, &p).map_err(|x| self.rec.bad(fj.part, &fj.entry, x.into()))?;
             // Deltas can each add to the frame: what they built is bounded too, counted again
             // only when the running bound passes the limit.
             c.values += format::values_in(&p);
             if c.values > format::MAX_VALUES {
                 c.values = format::values_in(&c.value);
                 if c.values > format::MAX_VALUES {
-                    let why = format!("a frame of more than {} values", format::MAX_VALUES);
-                    return Err(self.rec.bad(fj.part, &fj.entry, &why));
+                    return Err(self.rec.bad(fj.part, &fj.entry, Damage::FrameTooManyValues));
                 }
             }
             c.pos = j;
         }
         let mut frame: Frame =
-            serde::Deserialize::deserialize(&c.value).map_err(|x| self.rec.bad(f.part, &f.entry, &x.to_string()))?;
+            serde::Deserialize::deserialize(&c.value).map_err(|x| self.rec.bad(f.part, &f.entry, Damage::Json(x)))?;
         frame.fleet.index_workloads();
         self.cursor = Some(c);
         Ok(frame)
     }
 
     /// The frame shown at time `t`: the last one at or before it.
-    pub fn at(&mut self, t: DateTime<Utc>) -> Result<&Frame, String> {
-        let i = self.rec.index_at(t).ok_or("the recording has no frames")?;
+    pub fn at(&mut self, t: DateTime<Utc>) -> Result<&Frame, ReplayError> {
+        let i = self.rec.index_at(t).ok_or(ReplayError::NoFrames)?;
         self.frame(i)
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use super::tail::AuditTail;
-use super::writer::{Recorder, Settings, Summary};
+use super::writer::{Recorder, Settings, Summary, WriteError};
 use super::{ActionRecord, Frame};
 use crate::store::Store;
 
@@ -18,7 +18,7 @@ pub struct Session {
     /// Audit lines that were not records (counted for the closing line).
     pub skipped_lines: usize,
     /// The last time the audit log could not be read (the recording goes on without it).
-    pub audit_error: Option<String>,
+    pub audit_error: Option<super::tail::TailError>,
 }
 
 /// The moment a frame of `store` stands for: the simulator's clock where the simulator is the
@@ -42,7 +42,7 @@ pub fn frame_time(store: &Store, wall: DateTime<Utc>) -> DateTime<Utc> {
 
 impl Session {
     /// Start recording to `settings.path`, following the audit log at `audit` from its end.
-    pub fn start(settings: Settings, audit: Option<std::path::PathBuf>) -> Result<Self, String> {
+    pub fn start(settings: Settings, audit: Option<std::path::PathBuf>) -> Result<Self, WriteError> {
         let every = settings.every;
         Ok(Self {
             recorder: Recorder::create(settings)?,
@@ -56,7 +56,7 @@ impl Session {
 
     /// Take a frame if one is due (and nothing is still connecting), with the actions audited
     /// since the last. Returns true when a frame was written.
-    pub fn take(&mut self, store: &Store, wall: DateTime<Utc>) -> Result<bool, String> {
+    pub fn take(&mut self, store: &Store, wall: DateTime<Utc>) -> Result<bool, WriteError> {
         // (A caller ticking at `every` is a few milliseconds early now and then.)
         let early = |t: Instant| t.elapsed() + Duration::from_millis(50) < self.every;
         if self.last.is_some_and(early) || store.fleet().taken_at.is_none() {
@@ -83,7 +83,7 @@ impl Session {
         &self.recorder
     }
 
-    pub fn finish(self) -> Result<Summary, String> {
+    pub fn finish(self) -> Result<Summary, WriteError> {
         self.recorder.finish()
     }
 }

@@ -8,6 +8,14 @@ use std::path::PathBuf;
 /// a runaway log never floods the recorder.
 const MAX_READ: u64 = 4 << 20;
 
+/// The audit log could not be read (it names the log).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct TailError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
 #[derive(Debug)]
 pub struct AuditTail {
     path: PathBuf,
@@ -25,22 +33,22 @@ impl AuditTail {
 
     /// The records appended since the last poll; lines that are not JSON objects are skipped
     /// and counted in the second value.
-    pub fn poll(&mut self) -> Result<(Vec<serde_json::Value>, usize), String> {
-        let shown = self.path.display();
+    pub fn poll(&mut self) -> Result<(Vec<serde_json::Value>, usize), TailError> {
+        let failed = |source| TailError { path: self.path.clone(), source };
         let mut f = match std::fs::File::open(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-            Err(e) => return Err(format!("{shown}: {e}")),
+            Err(e) => return Err(failed(e)),
         };
-        let len = f.metadata().map_err(|e| format!("{shown}: {e}"))?.len();
+        let len = f.metadata().map_err(failed)?.len();
         if len < self.offset {
             // Truncated or replaced: start again at its beginning.
             self.offset = 0;
             self.partial.clear();
         }
-        f.seek(SeekFrom::Start(self.offset)).map_err(|e| format!("{shown}: {e}"))?;
+        f.seek(SeekFrom::Start(self.offset)).map_err(failed)?;
         let mut buf = Vec::new();
-        f.take(MAX_READ).read_to_end(&mut buf).map_err(|e| format!("{shown}: {e}"))?;
+        f.take(MAX_READ).read_to_end(&mut buf).map_err(failed)?;
         self.offset += buf.len() as u64;
         let mut out = Vec::new();
         let mut bad = 0;

@@ -17,6 +17,29 @@ use super::{ActionRecord, Frame, patch};
 /// simulator at `--speed 600` puts ten minutes of its time between frames).
 pub const KEY_EVERY_FRAMES: u32 = 120;
 
+/// Why a recording could not be started or written on. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{}: exists (a part of an earlier recording; tessera never overwrites one): choose another --out", .0.display())]
+    EarlierPart(PathBuf),
+    #[error("{}: exists (tessera never overwrites a recording)", .0.display())]
+    Exists(PathBuf),
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: {source}", path.display())]
+    Encode { path: PathBuf, source: serde_json::Error },
+    #[error("{}: zstd: {source}", path.display())]
+    Zstd { path: PathBuf, source: std::io::Error },
+    /// What a reader would take for damage is not written.
+    #[error("a frame at {}: before 1970 or after 9999", .0.to_rfc3339())]
+    OutOfRange(DateTime<Utc>),
+    #[error("the recording is closed")]
+    Closed,
+    /// An earlier write failed (its message): nothing more is written.
+    #[error("the recording stopped after an error: {0}")]
+    Stopped(String),
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The first part's file; later parts add `-2`, `-3`, ... before the extension.
@@ -110,12 +133,9 @@ pub fn part_path(first: &Path, n: u32) -> PathBuf {
 impl Recorder {
     /// Create the first part. An existing file is never overwritten, nor started beside the
     /// parts of an earlier recording of the same name (a rotation would run into them).
-    pub fn create(settings: Settings) -> Result<Self, String> {
+    pub fn create(settings: Settings) -> Result<Self, WriteError> {
         if let Some(old) = earlier_part(&settings.path) {
-            return Err(format!(
-                "{}: exists (a part of an earlier recording; tessera never overwrites one): choose another --out",
-                old.display()
-            ));
+            return Err(WriteError::EarlierPart(old));
         }
         let mut r = Self {
             settings,
@@ -130,15 +150,14 @@ impl Recorder {
         Ok(r)
     }
 
-    fn open_part(&mut self, now: DateTime<Utc>) -> Result<(), String> {
+    fn open_part(&mut self, now: DateTime<Utc>) -> Result<(), WriteError> {
         self.number += 1;
         let path = part_path(&self.settings.path, self.number);
-        let shown = path.display().to_string();
         let file =
             // 0600: a recording carries the audit lines (user, host, SSH client).
             std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => format!("{shown}: exists (tessera never overwrites a recording)"),
-                _ => format!("{shown}: {e}"),
+                std::io::ErrorKind::AlreadyExists => WriteError::Exists(path.clone()),
+                _ => WriteError::Io { path: path.clone(), source: e },
             })?;
         let header = Header {
             format: "tessera-recording".into(),
@@ -150,7 +169,9 @@ impl Recorder {
         };
         let bytes = header.encode();
         let mut out = std::io::BufWriter::new(file);
-        out.write_all(&bytes).and_then(|()| out.flush()).map_err(|e| format!("{shown}: {e}"))?;
+        out.write_all(&bytes)
+            .and_then(|()| out.flush())
+            .map_err(|e| WriteError::Io { path: path.clone(), source: e })?;
         self.summary.parts.push(path.clone());
         self.part = Some(Part { path, out, offset: bytes.len() as u64, index: Vec::new(), started: None, group: None });
         if let Some(keep) = self.settings.keep.filter(|&k| k > 0)
@@ -178,52 +199,54 @@ impl Recorder {
 
     /// Write one frame. A frame not after the last one (the data's clock did not move) is
     /// skipped: returns false.
-    pub fn frame(&mut self, frame: &Frame) -> Result<bool, String> {
+    pub fn frame(&mut self, frame: &Frame) -> Result<bool, WriteError> {
         if let Some(e) = &self.failed {
-            return Err(format!("the recording stopped after an error: {e}"));
+            return Err(WriteError::Stopped(e.clone()));
         }
         if self.last_at.is_some_and(|t| frame.at <= t) {
             return Ok(false);
         }
         let r = self.write_frame(frame);
         if let Err(e) = &r {
-            self.failed = Some(e.clone());
+            self.failed = Some(e.to_string());
         }
         r
     }
 
-    fn write_frame(&mut self, frame: &Frame) -> Result<bool, String> {
+    fn write_frame(&mut self, frame: &Frame) -> Result<bool, WriteError> {
         // What a reader would take for damage is not written.
         if !(0..=format::MAX_TIME_MS).contains(&frame.at.timestamp_millis()) {
-            return Err(format!("a frame at {}: before 1970 or after 9999", frame.at.to_rfc3339()));
+            return Err(WriteError::OutOfRange(frame.at));
         }
         self.rotate_if_due(frame.at)?;
-        let Some(part) = self.part.as_mut() else { return Err("the recording is closed".into()) };
+        let Some(part) = self.part.as_mut() else { return Err(WriteError::Closed) };
         let flags = if frame.outage() { format::FLAG_OUTAGE } else { 0 };
         let at_ms = frame.at.timestamp_millis();
         let key_due = self.key_next || part.group.as_ref().is_none_or(|g| g.frames >= KEY_EVERY_FRAMES);
-        let shown = part.path.display().to_string();
-        let value = serde_json::to_value(frame).map_err(|e| format!("{shown}: {e}"))?;
-        let zstd = |e: std::io::Error| format!("{shown}: zstd: {e}");
+        let path = part.path.clone();
+        let encode = |e| WriteError::Encode { path: path.clone(), source: e };
+        let io = |e| WriteError::Io { path: path.clone(), source: e };
+        let zstd = |e| WriteError::Zstd { path: path.clone(), source: e };
+        let value = serde_json::to_value(frame).map_err(encode)?;
         if key_due {
-            let json = serde_json::to_vec(&value).map_err(|e| format!("{shown}: {e}"))?;
+            let json = serde_json::to_vec(&value).map_err(encode)?;
             let stream = zstd::stream::write::Encoder::new(Vec::new(), format::LEVEL).map_err(zstd)?;
             let mut g = Group { stream, key_len: 0, frames: 1, prev: value };
             let payload = g.push(&json).map_err(zstd)?;
             g.key_len = payload.len();
-            write_record(part, Kind::Key, flags, at_ms, &payload).map_err(|e| format!("{shown}: {e}"))?;
+            write_record(part, Kind::Key, flags, at_ms, &payload).map_err(io)?;
             part.group = Some(g);
             self.summary.keyframes += 1;
             self.key_next = false;
         } else if let Some(g) = part.group.as_mut() {
             let p = patch::diff(&g.prev, &value).unwrap_or_else(|| serde_json::json!({ "o": {} }));
-            let json = serde_json::to_vec(&p).map_err(|e| format!("{shown}: {e}"))?;
+            let json = serde_json::to_vec(&p).map_err(encode)?;
             let payload = g.push(&json).map_err(zstd)?;
             // A delta as big as half its keyframe: the next frame starts a new group.
             self.key_next = payload.len() > g.key_len / 2;
             g.frames += 1;
             g.prev = value;
-            write_record(part, Kind::Delta, flags, at_ms, &payload).map_err(|e| format!("{shown}: {e}"))?;
+            write_record(part, Kind::Delta, flags, at_ms, &payload).map_err(io)?;
         }
         part.started.get_or_insert(frame.at);
         self.summary.frames += 1;
@@ -232,28 +255,30 @@ impl Recorder {
     }
 
     /// Write an audited action.
-    pub fn action(&mut self, a: &ActionRecord) -> Result<(), String> {
+    pub fn action(&mut self, a: &ActionRecord) -> Result<(), WriteError> {
         if let Some(e) = &self.failed {
-            return Err(format!("the recording stopped after an error: {e}"));
+            return Err(WriteError::Stopped(e.clone()));
         }
         let r = self.write_action(a);
         if let Err(e) = &r {
-            self.failed = Some(e.clone());
+            self.failed = Some(e.to_string());
         }
         r
     }
 
-    fn write_action(&mut self, a: &ActionRecord) -> Result<(), String> {
-        let Some(part) = self.part.as_mut() else { return Err("the recording is closed".into()) };
-        let shown = part.path.display().to_string();
-        let json = serde_json::to_vec(a).map_err(|e| format!("{shown}: {e}"))?;
-        let payload = zstd::bulk::compress(&json, format::LEVEL).map_err(|e| format!("{shown}: zstd: {e}"))?;
-        write_record(part, Kind::Action, 0, a.at.timestamp_millis(), &payload).map_err(|e| format!("{shown}: {e}"))?;
+    fn write_action(&mut self, a: &ActionRecord) -> Result<(), WriteError> {
+        let Some(part) = self.part.as_mut() else { return Err(WriteError::Closed) };
+        let path = part.path.clone();
+        let json = serde_json::to_vec(a).map_err(|e| WriteError::Encode { path: path.clone(), source: e })?;
+        let payload = zstd::bulk::compress(&json, format::LEVEL)
+            .map_err(|e| WriteError::Zstd { path: path.clone(), source: e })?;
+        write_record(part, Kind::Action, 0, a.at.timestamp_millis(), &payload)
+            .map_err(|e| WriteError::Io { path, source: e })?;
         self.summary.actions += 1;
         Ok(())
     }
 
-    fn rotate_if_due(&mut self, at: DateTime<Utc>) -> Result<(), String> {
+    fn rotate_if_due(&mut self, at: DateTime<Utc>) -> Result<(), WriteError> {
         let Some(part) = &self.part else { return Ok(()) };
         let big = self.settings.rotate_size.is_some_and(|s| part.offset >= s);
         let old = match (self.settings.rotate_every, part.started) {
@@ -267,26 +292,28 @@ impl Recorder {
         Ok(())
     }
 
-    fn close_part(&mut self) -> Result<(), String> {
+    fn close_part(&mut self) -> Result<(), WriteError> {
         let Some(mut part) = self.part.take() else { return Ok(()) };
-        let shown = part.path.display().to_string();
+        let path = part.path.clone();
+        let io = |e| WriteError::Io { path: path.clone(), source: e };
         let index = Index { entries: std::mem::take(&mut part.index) };
-        let json = serde_json::to_vec(&index).map_err(|e| format!("{shown}: {e}"))?;
-        let payload = zstd::bulk::compress(&json, format::LEVEL).map_err(|e| format!("{shown}: zstd: {e}"))?;
+        let json = serde_json::to_vec(&index).map_err(|e| WriteError::Encode { path: path.clone(), source: e })?;
+        let payload = zstd::bulk::compress(&json, format::LEVEL)
+            .map_err(|e| WriteError::Zstd { path: path.clone(), source: e })?;
         let at_ms = self.last_at.map_or(0, |t| t.timestamp_millis());
         let index_at = part.offset;
-        write_record(&mut part, Kind::Index, 0, at_ms, &payload).map_err(|e| format!("{shown}: {e}"))?;
+        write_record(&mut part, Kind::Index, 0, at_ms, &payload).map_err(io)?;
         let mut trailer = index_at.to_le_bytes().to_vec();
         trailer.extend_from_slice(format::TRAILER_MAGIC);
-        part.out.write_all(&trailer).map_err(|e| format!("{shown}: {e}"))?;
+        part.out.write_all(&trailer).map_err(io)?;
         self.summary.bytes += part.offset + trailer.len() as u64;
-        part.out.flush().map_err(|e| format!("{shown}: {e}"))?;
-        part.out.get_ref().sync_all().map_err(|e| format!("{shown}: {e}"))?;
+        part.out.flush().map_err(io)?;
+        part.out.get_ref().sync_all().map_err(io)?;
         Ok(())
     }
 
     /// Write the index and close. Without it (a crash), a reader scans the file instead.
-    pub fn finish(mut self) -> Result<Summary, String> {
+    pub fn finish(mut self) -> Result<Summary, WriteError> {
         self.close_part()?;
         Ok(std::mem::take(&mut self.summary))
     }

@@ -157,7 +157,7 @@ pub fn goto(st: &mut UiState, text: &str) {
                 format!("at {asked}: the frame of {}", shown.format("%H:%M:%S"))
             });
         }
-        Err(e) => st.message = Some(e),
+        Err(e) => st.message = Some(e.to_string()),
     }
 }
 

@@ -2,19 +2,22 @@
 
 use std::time::Duration;
 
-pub fn parse(text: &str) -> Result<Duration, String> {
+use super::ParseError;
+
+/// `30m`, `1h30m`, `500ms` as a duration, at most [`MAX`].
+pub fn parse(text: &str) -> Result<Duration, ParseError> {
     let t = text.trim();
     if t.is_empty() {
-        return Err("empty duration".into());
+        return Err(ParseError::EmptyDuration);
     }
     let mut total = Duration::ZERO;
     let mut rest = t;
     while !rest.is_empty() {
         let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
         if digits == 0 {
-            return Err(format!("expected a number in {t:?} (like 30m, 1h30m, 500ms)"));
+            return Err(ParseError::NoNumber(t.into()));
         }
-        let n: u64 = rest[..digits].parse().map_err(|_| format!("number too large in {t:?}"))?;
+        let n: u64 = rest[..digits].parse().map_err(|_| ParseError::NumberTooLarge(t.into()))?;
         rest = &rest[digits..];
         let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
         let unit = &rest[..unit_len];
@@ -25,12 +28,12 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             "m" => Duration::from_secs(n.saturating_mul(60)),
             "h" => Duration::from_secs(n.saturating_mul(3600)),
             "d" => Duration::from_secs(n.saturating_mul(86400)),
-            "" => return Err(format!("missing unit in {t:?}: use ms, s, m, h or d")),
-            u => return Err(format!("unknown unit {u:?} in {t:?}: use ms, s, m, h or d")),
+            "" => return Err(ParseError::NoUnit(t.into())),
+            u => return Err(ParseError::UnknownUnit { unit: u.into(), text: t.into() }),
         };
         total = total.saturating_add(part);
         if total > MAX {
-            return Err(format!("{t:?} is too long: at most 3650d"));
+            return Err(ParseError::TooLong(t.into()));
         }
     }
     Ok(total)

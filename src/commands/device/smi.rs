@@ -37,14 +37,23 @@ pub struct SmiLog {
     pub gpus: Vec<SmiGpu>,
 }
 
+/// Why a text is not `nvidia-smi -q -x` output.
+#[derive(Debug, thiserror::Error)]
+pub enum SmiError {
+    #[error("not XML: {0}")]
+    NotXml(#[from] roxmltree::Error),
+    #[error("not nvidia-smi -q -x output: the root element is <{0}>")]
+    Root(String),
+}
+
 /// Parse the XML; an error says what is wrong with it.
-pub fn parse(text: &str) -> Result<SmiLog, String> {
+pub fn parse(text: &str) -> Result<SmiLog, SmiError> {
     // nvidia-smi writes a DOCTYPE naming its DTD; nothing is fetched or expanded from it.
     let options = roxmltree::ParsingOptions { allow_dtd: true, nodes_limit: 2_000_000, ..Default::default() };
-    let doc = roxmltree::Document::parse_with_options(text, options).map_err(|e| format!("not XML: {e}"))?;
+    let doc = roxmltree::Document::parse_with_options(text, options)?;
     let root = doc.root_element();
     if root.tag_name().name() != "nvidia_smi_log" {
-        return Err(format!("not nvidia-smi -q -x output: the root element is <{}>", root.tag_name().name()));
+        return Err(SmiError::Root(root.tag_name().name().into()));
     }
     Ok(SmiLog { driver_version: text_of(root, &["driver_version"]), gpus: children(root, "gpu").map(gpu).collect() })
 }
@@ -231,11 +240,11 @@ mod tests {
 
     #[test]
     fn what_is_not_nvidia_smi_output_is_refused() {
-        assert!(parse("<html></html>").is_err_and(|e| e.contains("root element is <html>")));
-        assert!(parse("nvidia-smi: command failed").is_err_and(|e| e.starts_with("not XML")));
+        assert!(parse("<html></html>").is_err_and(|e| e.to_string().contains("root element is <html>")));
+        assert!(parse("nvidia-smi: command failed").is_err_and(|e| e.to_string().starts_with("not XML")));
         let log = parse(
             "<nvidia_smi_log><gpu id=\"x\"><power_readings><power_draw>[Not Supported]</power_draw></power_readings></gpu></nvidia_smi_log>",
         );
-        assert_eq!(log.map(|l| l.gpus[0].power_w), Ok(None));
+        assert_eq!(log.map(|l| l.gpus[0].power_w).ok(), Some(None));
     }
 }

@@ -20,9 +20,9 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
     use crate::actions::run::Approval;
     use crate::out::say;
     let cfg = settings(g)?;
-    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    let rt = crate::engine::runtime()?;
     rt.block_on(async {
-        let mut engine = crate::engine::Engine::start(&cfg).map_err(CmdError::Usage)?;
+        let mut engine = crate::engine::Engine::start(&cfg)?;
         engine.first_answers().await;
         let schedules = effective(&cfg, engine.store.simulated()).ok_or_else(|| no_schedules(&cfg))?;
         let Some(s) = schedules.iter().find(|s| s.name == name) else {

@@ -27,7 +27,7 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
             "no [[schedule]] has unattended = true: schedule run applies only schedules that allow it".into(),
         ));
     }
-    let rt = crate::engine::runtime().map_err(CmdError::Failed)?;
+    let rt = crate::engine::runtime()?;
     rt.block_on(async {
         // Signals are caught from the start, so one never lands in the middle of an action.
         let stop = Arc::new(AtomicBool::new(false));
@@ -47,7 +47,7 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
                 wake.notify_one();
             });
         }
-        let mut engine = crate::engine::Engine::start(&cfg).map_err(CmdError::Usage)?;
+        let mut engine = crate::engine::Engine::start(&cfg)?;
         for n in &engine.notes {
             say(&format!("{n}\n"));
         }

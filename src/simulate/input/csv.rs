@@ -65,7 +65,7 @@ fn seconds(text: &str) -> Result<i64, String> {
         }
         return Ok(s.ceil() as i64);
     }
-    let d = crate::units::duration::parse(t)?;
+    let d = crate::units::duration::parse(t).map_err(|e| e.to_string())?;
     Ok(d.as_secs() as i64 + i64::from(d.subsec_nanos() > 0))
 }
 
@@ -118,7 +118,9 @@ pub fn demand_csv(file: &str, r: impl BufRead, skip_bad: bool) -> Result<Parsed,
             None => None,
         };
         let memory = match get("gpu_memory")? {
-            Some(t) => Some(crate::units::parse_size(t).map_err(|w| bad("gpu_memory", w))?.div_ceil(1 << 20)),
+            Some(t) => {
+                Some(crate::units::parse_size(t).map_err(|w| bad("gpu_memory", w.to_string()))?.div_ceil(1 << 20))
+            }
             None => None,
         };
         let profile = match get("mig_profile")? {
@@ -187,7 +189,7 @@ pub fn demand_csv(file: &str, r: impl BufRead, skip_bad: bool) -> Result<Parsed,
             None => 0,
         };
         let host_mem_mib = match get("host_memory")? {
-            Some(t) => crate::units::parse_size(t).map_err(|w| bad("host_memory", w))?.div_ceil(1 << 20),
+            Some(t) => crate::units::parse_size(t).map_err(|w| bad("host_memory", w.to_string()))?.div_ceil(1 << 20),
             None => 0,
         };
         let models = match get("model")? {

@@ -303,14 +303,24 @@ pub fn jobs_from_recording(player: &mut Player) -> (Vec<Job>, Notes) {
     walk.finish()
 }
 
+/// Why a recording gives no fleet.
+#[derive(Debug, thiserror::Error)]
+pub enum NoFleet {
+    #[error("the recording has no frames")]
+    NoFrames,
+    /// No frame could be read; the error of the first one tried (the last frame).
+    #[error("frame {index}: {source}")]
+    Unreadable { index: usize, source: crate::record::reader::ReplayError },
+}
+
 /// The fleet as the recording's last readable frame shows it.
-pub fn fleet_from_recording(player: &mut Player) -> Result<Fleet, String> {
+pub fn fleet_from_recording(player: &mut Player) -> Result<Fleet, NoFleet> {
     let n = player.rec.frames().len();
-    let mut last = String::from("the recording has no frames");
+    let mut last = NoFleet::NoFrames;
     for i in (0..n).rev() {
         match player.frame(i) {
             Ok(f) => return Ok(crate::simulate::from_model::fleet(&f.fleet)),
-            Err(e) => last = format!("frame {i}: {e}"),
+            Err(source) => last = NoFleet::Unreadable { index: i, source },
         }
     }
     Err(last)

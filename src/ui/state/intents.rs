@@ -276,7 +276,7 @@ impl UiState {
                         self.panel = Some((title, crate::advisor::fit::lines(&a)));
                         self.panel_finding = None;
                     }
-                    Err(e) => self.message = Some(e),
+                    Err(e) => self.message = Some(e.to_string()),
                 }
             }
             (Some(other), _) => {
