@@ -125,6 +125,15 @@ impl<R: BufRead> Lines<R> {
     }
 }
 
+/// What is wrong with a line's fields, before any field is read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    #[error("a quote is not closed")]
+    OpenQuote,
+    #[error("missing: the line has {has} of {of} fields (cut short?)")]
+    CutShort { has: usize, of: usize },
+}
+
 /// Blank lines and `#` comments carry no row.
 pub(crate) fn is_blank_or_comment(line: &str) -> bool {
     let t = line.trim_start();
@@ -133,7 +142,7 @@ pub(crate) fn is_blank_or_comment(line: &str) -> bool {
 
 /// One CSV line's fields, trimmed: commas separate, double quotes keep commas in a field (`""`
 /// is a quote); a quoted field does not span lines.
-pub(crate) fn split(line: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split(line: &str) -> Result<Vec<String>, FieldError> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quoted = false;
@@ -154,7 +163,7 @@ pub(crate) fn split(line: &str) -> Result<Vec<String>, String> {
         }
     }
     if quoted {
-        return Err("a quote is not closed".into());
+        return Err(FieldError::OpenQuote);
     }
     out.push(cur.trim().to_string());
     Ok(out)
@@ -170,7 +179,7 @@ impl Header {
     /// column named twice is an error naming it.
     pub fn parse(line: &str) -> Result<Self, (String, String)> {
         let names: Vec<String> = split(line.trim_start_matches('\u{feff}'))
-            .map_err(|why| (String::new(), why))?
+            .map_err(|why| (String::new(), why.to_string()))?
             .into_iter()
             .map(|n| n.to_ascii_lowercase())
             .collect();
@@ -200,12 +209,12 @@ pub(crate) struct Row<'a> {
 impl Row<'_> {
     /// The field of column `col` (`None` where the header has no such column, or the field
     /// is empty); `Err(why)` where the line ends before it (truncated).
-    pub fn get(&self, col: Option<usize>) -> Result<Option<&str>, String> {
+    pub fn get(&self, col: Option<usize>) -> Result<Option<&str>, FieldError> {
         let Some(i) = col else { return Ok(None) };
         match self.fields.get(i) {
             Some(f) if f.is_empty() => Ok(None),
             Some(f) => Ok(Some(f.as_str())),
-            None => Err(format!("missing: the line has {} of {} fields (cut short?)", self.fields.len(), self.columns)),
+            None => Err(FieldError::CutShort { has: self.fields.len(), of: self.columns }),
         }
     }
 }
@@ -277,7 +286,7 @@ pub(crate) fn rows<R: BufRead>(
         }
         n += 1;
         let result = split(&text)
-            .map_err(|why| (String::new(), why))
+            .map_err(|why| (String::new(), why.to_string()))
             .and_then(|fields| row(&header, &Row { fields: &fields, columns: header.len() }, lines.line));
         if let Err((field, why)) = result {
             tally.bad(lines.error(&field, why))?;

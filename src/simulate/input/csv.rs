@@ -25,8 +25,8 @@ pub const MEMORY_ONLY_MILLI: u32 = 142;
 
 type Bad = (String, String);
 
-fn bad(field: &str, why: impl Into<String>) -> Bad {
-    (field.to_string(), why.into())
+fn bad(field: &str, why: impl std::fmt::Display) -> Bad {
+    (field.to_string(), why.to_string())
 }
 
 /// A time as the file writes it.

@@ -24,8 +24,8 @@ pub const MAX_GPUS: u32 = 4096;
 
 type Bad = (String, String);
 
-fn bad(field: &str, why: impl Into<String>) -> Bad {
-    (field.to_string(), why.into())
+fn bad(field: &str, why: impl std::fmt::Display) -> Bad {
+    (field.to_string(), why.to_string())
 }
 
 /// The field `name` of `row`, required.
