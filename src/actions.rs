@@ -162,7 +162,21 @@ pub type Preempt = fn(&mut Plan, &Workload, &str, &Options);
 pub struct NeedsCard;
 
 /// What an operation reports: its message and, for a compute mode change, the mode before.
-pub type Ran = Result<(String, Option<ComputeMode>), String>;
+pub type Ran = Result<(String, Option<ComputeMode>), StepError>;
+
+/// Why one operation failed, in its backend's words (the text is the step's message). The one
+/// place besides `plan::capabilities` that names every backend.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    #[error(transparent)]
+    Sim(#[from] sim::SimStepError),
+    #[error(transparent)]
+    Nvml(#[from] nvml::NvmlStepError),
+    #[error(transparent)]
+    Slurm(#[from] slurm::SlurmStepError),
+    #[error(transparent)]
+    Kubernetes(#[from] kubernetes::KubeStepError),
+}
 
 /// One operation a backend performs; the plan shows each with its exact call.
 #[derive(Debug, Clone, PartialEq, Serialize)]

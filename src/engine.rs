@@ -305,7 +305,7 @@ fn spawn_all(
         let unavailable = match nvml::open(None).map(|n| n.device_count()) {
             Ok(Ok(n)) if n > 0 => None,
             Ok(_) => Some("no GPU found".to_string()),
-            Err(reason) => Some(reason),
+            Err(reason) => Some(reason.to_string()),
         };
         match unavailable {
             None => {

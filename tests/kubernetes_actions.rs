@@ -114,19 +114,27 @@ async fn a_patch_is_read_back_and_failures_name_the_call() {
     let s = settings(&k, &dir);
     let cordon = |node: &str| Op::KubePatchNode { node: node.into(), patch: json!({"spec": {"unschedulable": true}}) };
 
-    let e = tessera::actions::kubernetes::run_op(&cordon("ghost"), &s).await.err();
+    let e = tessera::actions::kubernetes::run_op(&cordon("ghost"), &s).await.map_err(|e| e.to_string()).err();
     assert_eq!(e.as_deref(), Some("PATCH /api/v1/nodes/ghost: no node ghost (HTTP 404)"));
 
     // The server says yes but the node does not change (a webhook undid it): not a success.
     let unchanged = k.get(NODES, "/gpu-1").unwrap_or_default();
     k.answer("PATCH", "/api/v1/nodes/gpu-1", 200, unchanged);
-    let e = tessera::actions::kubernetes::run_op(&cordon("gpu-1"), &s).await.err().unwrap_or_default();
+    let e = tessera::actions::kubernetes::run_op(&cordon("gpu-1"), &s)
+        .await
+        .map_err(|e| e.to_string())
+        .err()
+        .unwrap_or_default();
     assert_eq!(e, "node gpu-1: spec.unschedulable is false after the patch, not true: something changed it back");
 
     let forbidden = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden",
         "code": 403, "message": "nodes \"gpu-1\" is forbidden: User \"ops\" cannot patch resource \"nodes\""});
     k.answer("PATCH", "/api/v1/nodes/gpu-1", 403, forbidden);
-    let e = tessera::actions::kubernetes::run_op(&cordon("gpu-1"), &s).await.err().unwrap_or_default();
+    let e = tessera::actions::kubernetes::run_op(&cordon("gpu-1"), &s)
+        .await
+        .map_err(|e| e.to_string())
+        .err()
+        .unwrap_or_default();
     assert_eq!(
         e,
         "PATCH /api/v1/nodes/gpu-1: the API server answered HTTP 403 Forbidden: nodes \"gpu-1\" is forbidden: \
@@ -199,7 +207,7 @@ async fn the_wait_trusts_only_a_changed_state_and_times_out_with_the_last_value(
     let wait = |timeout_s| wait_on("mig-1", timeout_s);
     let run_op = |op: Op| {
         let s = s.clone();
-        async move { tessera::actions::kubernetes::run_op(&op, &s).await }
+        async move { tessera::actions::kubernetes::run_op(&op, &s).await.map_err(|e| e.to_string()) }
     };
 
     // `success` left from the previous config is not this change's success.
@@ -275,7 +283,7 @@ async fn preempt_evicts_through_the_eviction_api_and_a_pdb_refusal_is_clear() {
     assert_eq!(k.writes().iter().filter(|c| c.path.ends_with("/eviction")).count(), 2);
 
     let gone = Op::KubeEvict { namespace: "training".into(), pod: "finished".into() };
-    let e = tessera::actions::kubernetes::run_op(&gone, &s).await;
+    let e = tessera::actions::kubernetes::run_op(&gone, &s).await.map_err(|e| e.to_string());
     assert_eq!(e, Err("pod training/finished no longer exists".into()));
 }
 

@@ -164,7 +164,7 @@ fn child_repartition() {
     assert_eq!(layout(&fleet(&nvml), 0), now);
 
     // Single steps that fail name the call and NVML's error, and change nothing.
-    let step = |op: Op| tessera::actions::nvml::run_op(&op, Some(&lib));
+    let step = |op: Op| tessera::actions::nvml::run_op(&op, Some(&lib)).map_err(|e| e.to_string());
     let verify_old = Op::NvmlVerifyLayout { index: 0, layout: vec![("3g.40gb".into(), 0), ("1g.10gb".into(), 6)] };
     assert_eq!(
         step(verify_old),

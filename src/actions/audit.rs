@@ -11,6 +11,29 @@ use serde_json::{Value, json};
 use super::{Outcome, Plan, StepResult};
 use crate::model::ComputeMode;
 
+/// Why a record could not be appended to the audit log.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The log or its directory cannot be made, opened or written.
+    #[error("audit log {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    /// The directory belongs to another user: it could hold a planted file.
+    #[error(
+        "audit log {}: the directory belongs to uid {owner}, not to this user (uid {me}): refused",
+        dir.display()
+    )]
+    ForeignDirectory { dir: PathBuf, owner: u32, me: u32 },
+    /// A symbolic link is where the log goes.
+    #[error("audit log {}: is a symbolic link: refused (tessera does not follow one)", path.display())]
+    Symlink { path: PathBuf },
+    /// Something other than a regular file is where the log goes.
+    #[error("audit log {}: not a regular file: refused", path.display())]
+    NotAFile { path: PathBuf },
+    /// The record cannot be written as JSON.
+    #[error("audit log {}: {source}", path.display())]
+    Json { path: PathBuf, source: serde_json::Error },
+}
+
 /// `$XDG_STATE_HOME/tessera/audit.jsonl`, else `~/.local/state/tessera/audit.jsonl`.
 pub fn default_path() -> Option<PathBuf> {
     crate::files::state_dir().map(|d| d.join("audit.jsonl"))
@@ -78,25 +101,21 @@ pub fn outcome(plan: &Plan, o: &Outcome) -> Value {
 }
 
 /// Append one record, creating the file (0600) and its directory (0700) if needed.
-pub fn append(path: &Path, record: &Value) -> Result<(), String> {
+pub fn append(path: &Path, record: &Value) -> Result<(), AuditError> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-    let shown = path.display();
+    let io = |source| AuditError::Io { path: path.to_path_buf(), source };
     if let Some(dir) = path.parent() {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| format!("audit log {}: {e}", dir.display()))?;
+            .map_err(|source| AuditError::Io { path: dir.to_path_buf(), source })?;
         // A directory someone else owns could hold a planted file: refused, not written into.
         let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
         if let (Some(me), Ok(m)) = (me, std::fs::metadata(dir))
             && m.uid() != me
         {
-            return Err(format!(
-                "audit log {}: the directory belongs to uid {}, not to this user (uid {me}): refused",
-                dir.display(),
-                m.uid()
-            ));
+            return Err(AuditError::ForeignDirectory { dir: dir.to_path_buf(), owner: m.uid(), me });
         }
         // tessera's own state directory, made by something else (or an older tessera) with
         // room for others: tightened. (Not ours to change, it fails quietly.)
@@ -113,19 +132,17 @@ pub fn append(path: &Path, record: &Value) -> Result<(), String> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => {
-                format!("audit log {shown}: is a symbolic link: refused (tessera does not follow one)")
-            }
-            _ => format!("audit log {shown}: {e}"),
+            Some(libc::ELOOP) => AuditError::Symlink { path: path.to_path_buf() },
+            _ => io(e),
         })?;
     if !f.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(format!("audit log {shown}: not a regular file: refused"));
+        return Err(AuditError::NotAFile { path: path.to_path_buf() });
     }
     // A file created by something else keeps its mode: tighten it.
     let _ = f.set_permissions(std::fs::Permissions::from_mode(0o600));
-    let line = serde_json::to_string(record).map_err(|e| format!("audit log {shown}: {e}"))?;
+    let line = serde_json::to_string(record).map_err(|source| AuditError::Json { path: path.to_path_buf(), source })?;
     let line = inert(&line);
-    f.write_all(format!("{line}\n").as_bytes()).map_err(|e| format!("audit log {shown}: {e}"))
+    f.write_all(format!("{line}\n").as_bytes()).map_err(io)
 }
 
 /// JSON with DEL and the C1 controls escaped too (serde escapes only those below 0x20): a
@@ -304,7 +321,7 @@ mod tests {
         assert!(std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).is_ok());
         let log = dir.join("audit.jsonl");
         std::os::unix::fs::symlink(&target, &log).unwrap_or_else(|e| panic!("{e}"));
-        let err = append(&log, &json!({"record": "intent"})).err().unwrap_or_default();
+        let err = append(&log, &json!({"record": "intent"})).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("is a symbolic link: refused"), "{err}");
         assert_eq!(std::fs::read_to_string(&target).ok().as_deref(), Some("theirs\n"));
         let mode = std::fs::metadata(&target).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
@@ -324,7 +341,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tessera-audit-owner-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
         std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap_or_else(|e| panic!("{e}"));
-        let err = append(&dir.join("audit.jsonl"), &json!({"record": "intent"})).err().unwrap_or_default();
+        let err = append(&dir.join("audit.jsonl"), &json!({"record": "intent"}))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(err.contains("belongs to uid 65534, not to this user (uid 0): refused"), "{err}");
         assert!(!dir.join("audit.jsonl").exists());
         let _ = std::fs::remove_dir_all(&dir);

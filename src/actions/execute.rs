@@ -49,7 +49,8 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
                 results[i].message = Some(message.clone());
                 send(Progress::Done { step: i, message });
             }
-            Err(message) => {
+            Err(e) => {
+                let message = e.to_string();
                 results[i].status = "failed";
                 results[i].message = Some(message.clone());
                 send(Progress::Failed { step: i, message: message.clone() });

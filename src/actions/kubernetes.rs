@@ -19,7 +19,83 @@ use tokio::time::Instant;
 use super::guard::Refusal;
 use super::{Capabilities, Drain, Env, NeedsCard, Op, Options, Plan, Preempt, Ran, Repartition, step};
 use crate::model::{Card, Fleet, Node as FleetNode, Workload};
-use crate::sources::kubernetes::{Settings, client};
+use crate::sources::kubernetes::{ClientError, Settings, client};
+
+/// Why a Kubernetes step failed: the call and the API server's answer, or what the node
+/// showed afterwards.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeStepError {
+    #[error("Kubernetes is not configured here")]
+    NotConfigured,
+    /// Not one of the Kubernetes operations.
+    #[error("the Kubernetes executor cannot run {0:?}")]
+    CannotRun(Box<Op>),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// No answer in time; `then` says what that leaves (the change may have been made).
+    #[error("{call}: no answer within {after:?}{then}")]
+    NoAnswer { call: String, after: Duration, then: &'static str },
+    /// The node patched does not exist.
+    #[error("{call}: no node {node} (HTTP 404)")]
+    NoNode { call: String, node: String },
+    /// A call failed: the API server's answer, or why it could not be reached.
+    #[error("{}", describe(call, source))]
+    Call { call: String, source: kube::Error },
+    /// The node read back is not JSON this side can read.
+    #[error("{call}: cannot read the node back: {source}")]
+    ReadBack { call: String, source: serde_json::Error },
+    /// The patched field reads back as another value.
+    #[error("node {node}: {field} is {now} after the patch, not {want}: something changed it back")]
+    Reverted { node: String, field: String, now: String, want: String },
+    #[error("pod {namespace}/{pod} no longer exists")]
+    PodGone { namespace: String, pod: String },
+    /// The Eviction API answered 429: a PodDisruptionBudget (`budget`) or throttling;
+    /// `message` is the server's.
+    #[error(
+        "eviction of {namespace}/{pod} refused: {} (HTTP 429): {message}",
+        if *budget { "a PodDisruptionBudget allows no disruption now" } else { "the API server is throttling" }
+    )]
+    EvictionRefused { namespace: String, pod: String, budget: bool, message: String },
+    #[error("watching node {node}: the watch ended")]
+    WatchEnded { node: String },
+    /// The watch's first list did not have the node.
+    #[error("watching node {node}: no node {node}")]
+    NotListed { node: String },
+    /// The watch failed in a way waiting will not mend (401, 403, 404...).
+    #[error("watching node {node}: {}", watch_error(source))]
+    Watch { node: String, source: watcher::Error },
+    #[error("node {node} was deleted while waiting for {key}")]
+    Deleted { node: String, key: String },
+    /// The label kept the value it had before the change for `secs`: nothing picked it up.
+    #[error("{key} stayed {was}, its value from before the change, for {secs} s: {}", not_picked_up(key, node))]
+    Unchanged { key: String, was: String, secs: u64, node: String },
+    /// The label did not reach `success` in time; `last` is what was seen, in words.
+    #[error("{key} did not become {success} within {secs} s; last value seen: {last}")]
+    TimedOut { key: String, success: String, secs: u64, last: String },
+    /// The label took its failure value.
+    #[error("{key} = {value}: {}", who_failed(key))]
+    LabelFailed { key: String, value: String },
+}
+
+/// Why a label kept its value: for the GPU Operator's, the MIG manager.
+fn not_picked_up(key: &str, node: &str) -> String {
+    if key.starts_with("nvidia.com/mig.") {
+        format!(
+            "the MIG manager did not pick the change up (is it running on {node}? was that config already applied?)"
+        )
+    } else {
+        "nothing picked the change up".into()
+    }
+}
+
+/// Who reported a label's failure value, and where to look.
+fn who_failed(key: &str) -> &'static str {
+    if key.starts_with("nvidia.com/mig.") {
+        "the MIG manager could not apply the config; see its logs"
+    } else {
+        "the controller reported a failure; see its logs"
+    }
+}
 
 /// Longest one API call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -50,8 +126,8 @@ impl Capabilities for Kubernetes {
 
     fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran> {
         Box::pin(async move {
-            let settings = env.kubernetes.as_ref().ok_or("Kubernetes is not configured here")?;
-            run_op(op, settings).await.map(|m| (m, None))
+            let settings = env.kubernetes.as_ref().ok_or(KubeStepError::NotConfigured)?;
+            Ok((run_op(op, settings).await?, None))
         })
     }
 }
@@ -115,7 +191,7 @@ fn preempt(p: &mut Plan, w: &Workload, bare: &str, _: &Options) {
     ));
 }
 
-pub async fn run_op(op: &Op, settings: &Settings) -> Result<String, String> {
+pub async fn run_op(op: &Op, settings: &Settings) -> Result<String, KubeStepError> {
     match op {
         Op::KubePatchNode { node, patch } => patch_node(settings, node, patch).await,
         Op::KubeEvict { namespace, pod } => evict(settings, namespace, pod).await,
@@ -123,28 +199,35 @@ pub async fn run_op(op: &Op, settings: &Settings) -> Result<String, String> {
             let want = Want { key, success, failure };
             wait_label(settings, node, &want, Duration::from_secs(*timeout_s)).await
         }
-        other => Err(format!("the Kubernetes executor cannot run {other:?}")),
+        other => Err(KubeStepError::CannotRun(Box::new(other.clone()))),
     }
 }
 
-async fn patch_node(settings: &Settings, node: &str, patch: &Value) -> Result<String, String> {
+async fn patch_node(settings: &Settings, node: &str, patch: &Value) -> Result<String, KubeStepError> {
     let api: Api<Node> = Api::all(client(settings).await?);
     let call = format!("PATCH /api/v1/nodes/{node}");
-    let not_found = || format!("{call}: no node {node} (HTTP 404)");
     // A merge patch is idempotent, but a timed-out one may still have been applied: say so.
     match tokio::time::timeout(CALL_TIMEOUT, api.patch(node, &PatchParams::default(), &Patch::Merge(patch))).await {
-        Err(_) => return Err(format!("{call}: no answer within {CALL_TIMEOUT:?}; the change may or may not be made")),
-        Ok(Err(e)) if code(&e) == Some(404) => return Err(not_found()),
-        Ok(Err(e)) => return Err(describe(&call, &e)),
+        Err(_) => {
+            let then = "; the change may or may not be made";
+            return Err(KubeStepError::NoAnswer { call, after: CALL_TIMEOUT, then });
+        }
+        Ok(Err(e)) if code(&e) == Some(404) => return Err(KubeStepError::NoNode { call, node: node.to_string() }),
+        Ok(Err(source)) => return Err(KubeStepError::Call { call, source }),
         Ok(Ok(_)) => {}
     }
     // Read back rather than trust the PATCH answer: an admission webhook or a controller may
     // undo the change, and the operator is told what the node says now.
     let call = format!("GET /api/v1/nodes/{node}");
     let got = match tokio::time::timeout(CALL_TIMEOUT, api.get(node)).await {
-        Err(_) => return Err(format!("{call} (read back after the patch): no answer within {CALL_TIMEOUT:?}")),
-        Ok(Err(e)) => return Err(describe(&format!("{call} (read back after the patch)"), &e)),
-        Ok(Ok(n)) => serde_json::to_value(&n).map_err(|e| format!("{call}: cannot read the node back: {e}"))?,
+        Err(_) => {
+            let call = format!("{call} (read back after the patch)");
+            return Err(KubeStepError::NoAnswer { call, after: CALL_TIMEOUT, then: "" });
+        }
+        Ok(Err(source)) => {
+            return Err(KubeStepError::Call { call: format!("{call} (read back after the patch)"), source });
+        }
+        Ok(Ok(n)) => serde_json::to_value(&n).map_err(|source| KubeStepError::ReadBack { call, source })?,
     };
     let mut wanted = Vec::new();
     leaves(patch, &mut Vec::new(), &mut wanted);
@@ -156,10 +239,7 @@ async fn patch_node(settings: &Settings, node: &str, patch: &Value) -> Result<St
         let same = now == want || (now.is_null() && (want.is_null() || *want == Value::Bool(false)));
         if !same {
             let now = if now.is_null() && want.is_boolean() { "false".into() } else { plain(now) };
-            return Err(format!(
-                "node {node}: {name} is {now} after the patch, not {}: something changed it back",
-                plain(want)
-            ));
+            return Err(KubeStepError::Reverted { node: node.to_string(), field: name, now, want: plain(want) });
         }
         shown.push(format!("{name} = {}", plain(want)));
     }
@@ -195,7 +275,7 @@ fn plain(v: &Value) -> String {
     }
 }
 
-async fn evict(settings: &Settings, namespace: &str, pod: &str) -> Result<String, String> {
+async fn evict(settings: &Settings, namespace: &str, pod: &str) -> Result<String, KubeStepError> {
     let api: Api<Pod> = Api::namespaced(client(settings).await?, namespace);
     let call = format!("POST /api/v1/namespaces/{namespace}/pods/{pod}/eviction");
     // Not `Api::evict`: kube 5 sends a body without apiVersion, kind or namespace (and with a
@@ -207,23 +287,31 @@ async fn evict(settings: &Settings, namespace: &str, pod: &str) -> Result<String
     let params = PostParams::default();
     let post = api.create_subresource::<_, Value>("eviction", pod, &params, &body);
     match tokio::time::timeout(CALL_TIMEOUT, post).await {
-        Err(_) => Err(format!("{call}: no answer within {CALL_TIMEOUT:?}; the pod may or may not be terminating")),
+        Err(_) => {
+            let then = "; the pod may or may not be terminating";
+            Err(KubeStepError::NoAnswer { call, after: CALL_TIMEOUT, then })
+        }
         Ok(Ok(_)) => Ok(format!("eviction of {namespace}/{pod} accepted (graceful termination started)")),
-        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Err(format!("pod {namespace}/{pod} no longer exists")),
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => {
+            Err(KubeStepError::PodGone { namespace: namespace.to_string(), pod: pod.to_string() })
+        }
         Ok(Err(kube::Error::Api(s))) if s.code == 429 => {
             let causes: Vec<&str> = s.details.iter().flat_map(|d| &d.causes).map(|c| c.message.as_str()).collect();
-            let pdb = s.details.iter().flat_map(|d| &d.causes).any(|c| c.reason == "DisruptionBudget")
+            let budget = s.details.iter().flat_map(|d| &d.causes).any(|c| c.reason == "DisruptionBudget")
                 || s.message.to_ascii_lowercase().contains("disruption budget");
             let mut message = s.message.trim().to_string();
             if !causes.is_empty() {
                 message = format!("{message} ({})", causes.join("; "));
             }
             // The same code also means plain API throttling: do not blame a PDB for that.
-            let why =
-                if pdb { "a PodDisruptionBudget allows no disruption now" } else { "the API server is throttling" };
-            Err(format!("eviction of {namespace}/{pod} refused: {why} (HTTP 429): {message}"))
+            Err(KubeStepError::EvictionRefused {
+                namespace: namespace.to_string(),
+                pod: pod.to_string(),
+                budget,
+                message,
+            })
         }
-        Ok(Err(e)) => Err(describe(&call, &e)),
+        Ok(Err(source)) => Err(KubeStepError::Call { call, source }),
     }
 }
 
@@ -256,14 +344,18 @@ impl Seen {
 
 /// A watch rather than polling: the GPU Operator's state goes pending -> success, and a poll
 /// that misses `pending` cannot tell a fresh `success` from the one left by the last change.
-async fn wait_label(settings: &Settings, node: &str, want: &Want<'_>, timeout: Duration) -> Result<String, String> {
+async fn wait_label(
+    settings: &Settings,
+    node: &str,
+    want: &Want<'_>,
+    timeout: Duration,
+) -> Result<String, KubeStepError> {
     let key = want.key;
     let api: Api<Node> = Api::all(client(settings).await?);
     let started = Instant::now();
     let deadline = started + timeout;
     let cfg = watcher::Config::default().fields(&format!("metadata.name={node}"));
     let mut stream = std::pin::pin!(watcher::watcher(api, cfg).default_backoff());
-    let call = format!("watching node {node}");
     let (mut seen, mut listed, mut error) = (Seen::default(), false, None::<String>);
     loop {
         let unchanged_until = started + UNCHANGED_PATIENCE.min(timeout);
@@ -272,19 +364,11 @@ async fn wait_label(settings: &Settings, node: &str, want: &Want<'_>, timeout: D
         let until = if stuck { unchanged_until } else { deadline };
         let event = match tokio::time::timeout_at(until, stream.next()).await {
             Ok(Some(e)) => e,
-            Ok(None) => return Err(format!("{call}: the watch ended")),
+            Ok(None) => return Err(KubeStepError::WatchEnded { node: node.to_string() }),
             Err(_) if stuck => {
-                let was = seen.last.as_deref().unwrap_or_default();
-                let why = if key.starts_with("nvidia.com/mig.") {
-                    format!(
-                        "the MIG manager did not pick the change up (is it running on {node}? was that config \
-                         already applied?)"
-                    )
-                } else {
-                    "nothing picked the change up".into()
-                };
+                let was = seen.last.clone().unwrap_or_default();
                 let secs = UNCHANGED_PATIENCE.min(timeout).as_secs();
-                return Err(format!("{key} stayed {was}, its value from before the change, for {secs} s: {why}"));
+                return Err(KubeStepError::Unchanged { key: key.to_string(), was, secs, node: node.to_string() });
             }
             Err(_) => {
                 let last = match (&seen.first, &seen.last, &error) {
@@ -293,11 +377,12 @@ async fn wait_label(settings: &Settings, node: &str, want: &Want<'_>, timeout: D
                     (None, _, Some(e)) => format!("none (no answer: {e})"),
                     (None, _, None) => "none (no answer)".into(),
                 };
-                return Err(format!(
-                    "{key} did not become {} within {} s; last value seen: {last}",
-                    want.success,
-                    timeout.as_secs()
-                ));
+                return Err(KubeStepError::TimedOut {
+                    key: key.to_string(),
+                    success: want.success.to_string(),
+                    secs: timeout.as_secs(),
+                    last,
+                });
             }
         };
         let n = match event {
@@ -305,14 +390,16 @@ async fn wait_label(settings: &Settings, node: &str, want: &Want<'_>, timeout: D
                 listed = false;
                 continue;
             }
-            Ok(Event::InitDone) if !listed => return Err(format!("{call}: no node {node}")),
+            Ok(Event::InitDone) if !listed => return Err(KubeStepError::NotListed { node: node.to_string() }),
             Ok(Event::InitDone) => continue,
-            Ok(Event::Delete(_)) => return Err(format!("node {node} was deleted while waiting for {key}")),
+            Ok(Event::Delete(_)) => {
+                return Err(KubeStepError::Deleted { node: node.to_string(), key: key.to_string() });
+            }
             Ok(Event::InitApply(n) | Event::Apply(n)) => n,
             // 401, 403, 404...: waiting will not help. Others (unreachable, 5xx, 429) may pass.
             Err(e) => match error_code(&e) {
                 Some(c) if (400..500).contains(&c) && c != 410 && c != 429 => {
-                    return Err(format!("{call}: {}", watch_error(&e)));
+                    return Err(KubeStepError::Watch { node: node.to_string(), source: e });
                 }
                 _ => {
                     error = Some(watch_error(&e));
@@ -333,12 +420,7 @@ async fn wait_label(settings: &Settings, node: &str, want: &Want<'_>, timeout: D
         match value.as_deref() {
             Some(v) if v == want.success => return Ok(format!("{key} = {v} after {secs} s")),
             Some(v) if v == want.failure => {
-                let who = if key.starts_with("nvidia.com/mig.") {
-                    "the MIG manager could not apply the config; see its logs"
-                } else {
-                    "the controller reported a failure; see its logs"
-                };
-                return Err(format!("{key} = {v}: {who}"));
+                return Err(KubeStepError::LabelFailed { key: key.to_string(), value: v.to_string() });
             }
             _ => {}
         }

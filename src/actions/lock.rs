@@ -7,7 +7,18 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Why a target's lock was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// The lock's directory or file cannot be made or opened, or the kernel's lock failed.
+    #[error("action lock {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    /// Another process holds it; `holder` is who and what, as its lock file says.
+    #[error("{target} is being acted on by {holder}: wait for it to end, then plan again")]
+    Busy { target: String, holder: String },
+}
 
 /// A held lock: released when dropped (or when the process ends).
 #[derive(Debug)]
@@ -25,13 +36,13 @@ fn key(target: &str) -> String {
 
 /// Take the lock of `target` in `dir`, writing `holder` (one line of JSON) into it; when
 /// another process holds it, why not, with what its holder wrote.
-pub fn take(dir: &Path, target: &str, holder: &serde_json::Value) -> Result<Held, String> {
+pub fn take(dir: &Path, target: &str, holder: &serde_json::Value) -> Result<Held, LockError> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("action lock {}: {e}", dir.display()))?;
+        .map_err(|source| LockError::Io { path: dir.to_path_buf(), source })?;
     let path = dir.join(format!("{}.lock", key(target)));
     let mut file = std::fs::OpenOptions::new()
         .read(true)
@@ -41,15 +52,15 @@ pub fn take(dir: &Path, target: &str, holder: &serde_json::Value) -> Result<Held
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
-        .map_err(|e| format!("action lock {}: {e}", path.display()))?;
+        .map_err(|source| LockError::Io { path: path.clone(), source })?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             let mut text = String::new();
             let _ = (&file).take(4096).read_to_string(&mut text);
-            return Err(busy(target, &text));
+            return Err(LockError::Busy { target: target.to_string(), holder: holder_of(&text) });
         }
-        Err(std::fs::TryLockError::Error(e)) => return Err(format!("action lock {}: {e}", path.display())),
+        Err(std::fs::TryLockError::Error(source)) => return Err(LockError::Io { path, source }),
     }
     // Ours now: say who holds it.
     let _ = file.set_len(0);
@@ -58,8 +69,8 @@ pub fn take(dir: &Path, target: &str, holder: &serde_json::Value) -> Result<Held
     Ok(Held { _file: file })
 }
 
-/// "gpu-a100-01/0 is being acted on by alice@gpu-login (pid 4242, drain since ...)".
-fn busy(target: &str, text: &str) -> String {
+/// Who holds a lock, from its file: "alice@gpu-login (pid 4242, drain, since ...)".
+fn holder_of(text: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_default();
     let s = |k: &str| v[k].as_str().map(str::to_string);
     let who = match (s("user"), s("host")) {
@@ -78,7 +89,7 @@ fn busy(target: &str, text: &str) -> String {
         what.push(format!("since {t}"));
     }
     let what = if what.is_empty() { String::new() } else { format!(" ({})", what.join(", ")) };
-    format!("{target} is being acted on by {who}{what}: wait for it to end, then plan again")
+    format!("{who}{what}")
 }
 
 #[cfg(test)]
@@ -95,7 +106,7 @@ mod tests {
         // A second open file is a second holder, in this process as in another.
         let second = take(&dir, "gpu-a100-01/0", &serde_json::json!({"user": "bob"}));
         assert_eq!(
-            second.err().as_deref(),
+            second.err().map(|e| e.to_string()).as_deref(),
             Some(
                 "gpu-a100-01/0 is being acted on by alice@login-1 (pid 4242, drain, since 10:02:11Z): wait for it to end, then plan again"
             )

@@ -4,9 +4,44 @@
 //! backend's file (`sim.rs`, `nvml.rs`, `slurm.rs`, `kubernetes.rs`) writes its own steps.
 
 use crate::model::mig::{LayoutSpec, parse_layout};
-use crate::model::{Card, Fleet, Node, SourceKind};
+use crate::model::{Card, CardRef, Fleet, Node, SourceKind};
 
 use super::{Action, Backend, Capabilities, NeedsCard, Options, Plan, Target, guard};
+
+/// Why an action has no plan: its target or workload does not exist, or no backend can do it
+/// there (a usage error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("no node {0}")]
+    NoNode(String),
+    #[error("no card {0}")]
+    NoCard(CardRef),
+    #[error("no card with UUID {0}")]
+    NoUuid(String),
+    #[error("no node or card {0}")]
+    NoNodeOrCard(String),
+    /// No backend that reports the node can do the action (`what`, in words).
+    #[error("no source of {node} can {what}")]
+    NoBackend { node: String, what: &'static str },
+    /// A backend that acts on one card was given a node.
+    #[error("{target}: {} acts on one card: give NODE/INDEX", backend.as_str())]
+    NeedsCard { target: String, backend: Backend },
+    /// A bare job number that several workloads share (the first two named).
+    #[error("{bare} is more than one workload ({first}, {second}, ...): give its prefix")]
+    Ambiguous { bare: String, first: String, second: String },
+    #[error("no workload {0} (it may have finished)")]
+    NoWorkload(String),
+    /// No backend preempts workloads of this id's kind.
+    #[error("{0}: tessera preempts scheduler jobs (slurm:, k8s:, sim:), not bare processes")]
+    NotPreemptible(String),
+}
+
+/// A plan that cannot be made is a usage error.
+impl From<PlanError> for crate::error::CmdError {
+    fn from(e: PlanError) -> Self {
+        Self::Usage(e.to_string())
+    }
+}
 
 /// What `backend` can do, from its own file.
 pub fn capabilities(backend: Backend) -> &'static dyn Capabilities {
@@ -48,7 +83,7 @@ fn can(caps: &dyn Capabilities, action: &Action) -> bool {
 }
 
 /// Build the plan. `Err` when the target or workload does not exist (a usage error).
-pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String> {
+pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, PlanError> {
     match action {
         Action::Preempt { workload, .. } => preempt(action, workload, fleet, o),
         Action::Drain { target } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => {
@@ -58,7 +93,7 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                     Action::Repartition { .. } => "repartition MIG (Slurm cannot; run tessera on the GPU node)",
                     _ => action.verb(),
                 };
-                return Err(format!("no source of {} can {what}", node.name));
+                return Err(PlanError::NoBackend { node: node.name.clone(), what });
             };
             let caps = capabilities(backend);
             let mut p = Plan {
@@ -88,7 +123,7 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, String>
                 _ => caps.drain().map(|write| write(&mut p, node, card, matches!(action, Action::Drain { .. }), o)),
             };
             if wrote == Some(Err(NeedsCard)) {
-                return Err(format!("{target}: {} acts on one card: give NODE/INDEX", backend.as_str()));
+                return Err(PlanError::NeedsCard { target: target.clone(), backend });
             }
             // The card acted on; a card-level backend given a node (the simulator's drain of a
             // node's cards) says itself what it leaves alone.
@@ -156,20 +191,21 @@ fn nothing_to_do(action: &Action, node: &Node, card: Option<&Card>) -> Option<St
     }
 }
 
-fn resolve<'f>(fleet: &'f Fleet, target: &str) -> Result<(&'f Node, Option<&'f Card>), String> {
+fn resolve<'f>(fleet: &'f Fleet, target: &str) -> Result<(&'f Node, Option<&'f Card>), PlanError> {
     match Target::parse(target) {
         Target::Card(r) => {
-            let node = fleet.nodes.iter().find(|n| n.name == r.node).ok_or_else(|| format!("no node {}", r.node))?;
-            let card = node.cards.iter().find(|c| c.index == r.index).ok_or_else(|| format!("no card {r}"))?;
+            let node =
+                fleet.nodes.iter().find(|n| n.name == r.node).ok_or_else(|| PlanError::NoNode(r.node.clone()))?;
+            let card = node.cards.iter().find(|c| c.index == r.index).ok_or_else(|| PlanError::NoCard(r.clone()))?;
             Ok((node, Some(card)))
         }
         Target::Uuid(u) => fleet
             .nodes
             .iter()
             .find_map(|n| n.cards.iter().find(|c| c.uuid.as_deref() == Some(u.as_str())).map(|c| (n, Some(c))))
-            .ok_or_else(|| format!("no card with UUID {u}")),
+            .ok_or(PlanError::NoUuid(u)),
         Target::Node(name) => {
-            let node = fleet.nodes.iter().find(|n| n.name == name).ok_or_else(|| format!("no node or card {name}"))?;
+            let node = fleet.nodes.iter().find(|n| n.name == name).ok_or(PlanError::NoNodeOrCard(name))?;
             Ok((node, None))
         }
     }
@@ -177,7 +213,7 @@ fn resolve<'f>(fleet: &'f Fleet, target: &str) -> Result<(&'f Node, Option<&'f C
 
 /// The workload `id` names: itself, or a bare job number (`19`) that is exactly one
 /// workload's (`sim:19`, `slurm:19`), as an operator types a scheduler's job id.
-fn workload_named<'f>(fleet: &'f Fleet, id: &str) -> Result<&'f crate::model::Workload, String> {
+fn workload_named<'f>(fleet: &'f Fleet, id: &str) -> Result<&'f crate::model::Workload, PlanError> {
     if let Some(w) = fleet.workload(id) {
         return Ok(w);
     }
@@ -187,22 +223,22 @@ fn workload_named<'f>(fleet: &'f Fleet, id: &str) -> Result<&'f crate::model::Wo
         match (found.next(), found.next()) {
             (Some(w), None) => return Ok(w),
             (Some(a), Some(b)) => {
-                return Err(format!("{bare} is more than one workload ({}, {}, ...): give its prefix", a.id, b.id));
+                return Err(PlanError::Ambiguous { bare: bare.to_string(), first: a.id.clone(), second: b.id.clone() });
             }
             _ => {}
         }
     }
-    Err(format!("no workload {id} (it may have finished)"))
+    Err(PlanError::NoWorkload(id.to_string()))
 }
 
-fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> Result<Plan, String> {
+fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> Result<Plan, PlanError> {
     let w = workload_named(fleet, id)?;
     // From here on the workload's own id: the confirmation asks for it whole.
     let id = w.id.as_str();
     let prefix = id.split_once(':').map_or("", |(p, _)| p);
     let owner = Backend::ALL.into_iter().find(|b| capabilities(*b).workload_prefix() == Some(prefix));
     let Some((backend, write)) = owner.and_then(|b| Some((b, capabilities(b).preempt()?))) else {
-        return Err(format!("{id}: tessera preempts scheduler jobs (slurm:, k8s:, sim:), not bare processes"));
+        return Err(PlanError::NotPreemptible(id.to_string()));
     };
     let want = backend.source_kind();
     let source = fleet.sources.iter().find(|s| s.kind == want).map(|s| s.name.clone()).unwrap_or_else(|| prefix.into());

@@ -115,7 +115,7 @@ fn slurm_acts_on_nodes_and_preempts_with_signal_grace_requeue() {
     let p = plan(&Action::Preempt { workload: "slurm:8".into(), force: true }, &f, &opts());
     assert!(p.unwrap_or_else(|e| panic!("{e}")).blockers[0].to_string().contains("inference is never preempted"));
     let r = plan(&Action::Repartition { target: "n1/1".into(), layout: "whole".into() }, &f, &opts());
-    assert!(r.err().unwrap_or_default().contains("Slurm cannot"));
+    assert!(r.err().map(|e| e.to_string()).unwrap_or_default().contains("Slurm cannot"));
     assert!(plan(&Action::Preempt { workload: "slurm:99".into(), force: false }, &f, &opts()).is_err());
     assert!(plan(&Action::Preempt { workload: "pid:42".into(), force: false }, &f, &opts()).is_err());
 }

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use chrono::Utc;
 use tokio::sync::mpsc;
 
+use super::lock::LockError;
+use super::plan::PlanError;
 use super::{Action, Env, Options, Outcome, Plan, Progress, StepResult, Target, audit, execute, plan};
 use crate::config::Config;
 use crate::model::Fleet;
@@ -85,7 +87,7 @@ impl Runner {
     /// Plan `action` on `fleet`. A refused plan, and one with nothing to do, is audited as
     /// such (best effort: the answer stands either way). `Err` when the target or workload
     /// does not exist.
-    pub fn propose(&self, action: &Action, fleet: &Fleet) -> Result<Plan, String> {
+    pub fn propose(&self, action: &Action, fleet: &Fleet) -> Result<Plan, PlanError> {
         let p = plan::plan(action, fleet, &self.options(action))?;
         let record = if p.nothing_to_do.is_some() {
             Some(audit::nothing_to_do(&p))
@@ -100,7 +102,7 @@ impl Runner {
 
     /// Plan `action` on `fleet` with the guards, recording nothing: what a group change would
     /// do, shown before anything is asked (each action is proposed again when it runs).
-    pub fn check(&self, action: &Action, fleet: &Fleet) -> Result<Plan, String> {
+    pub fn check(&self, action: &Action, fleet: &Fleet) -> Result<Plan, PlanError> {
         plan::plan(action, fleet, &self.options(action))
     }
 
@@ -109,7 +111,7 @@ impl Runner {
     pub fn approve(&self, shown: &Plan, fleet: &Fleet) -> Approval {
         let now = match plan::plan(&shown.action, fleet, &self.options(&shown.action)) {
             Ok(p) => p,
-            Err(e) => return Approval::Gone(e),
+            Err(e) => return Approval::Gone(e.to_string()),
         };
         if now.steps != shown.steps || now.blockers != shown.blockers {
             return Approval::Changed(Box::new(now));
@@ -122,17 +124,17 @@ impl Runner {
         };
         let lock = match self.lock(shown, &path) {
             Ok(l) => l,
-            Err(why) => return Approval::Refused(why),
+            Err(why) => return Approval::Refused(why.to_string()),
         };
         if let Err(e) = audit::append(&path, &audit::intent(shown)) {
-            return Approval::NotStarted(e);
+            return Approval::NotStarted(e.to_string());
         }
         Approval::Go(Box::new(Approved { plan: shown.clone(), audit: path, env: self.env.clone(), _lock: lock }))
     }
 
     /// The lock of the card the plan acts on (else its target), in `locks/` beside the audit
     /// log; none for the simulated cluster.
-    fn lock(&self, plan: &Plan, audit: &std::path::Path) -> Result<Option<super::lock::Held>, String> {
+    fn lock(&self, plan: &Plan, audit: &std::path::Path) -> Result<Option<super::lock::Held>, LockError> {
         if plan.backend == super::Backend::Simulated {
             return Ok(None);
         }
@@ -172,7 +174,8 @@ impl Approved {
     /// Execute the plan, progress going to `progress` as it happens, then audit the outcome.
     pub async fn run(self, progress: Option<mpsc::UnboundedSender<Progress>>) -> Finished {
         let outcome = execute::execute(&self.plan, &self.env, progress).await;
-        let audit_error = audit::append(&self.audit, &audit::outcome(&self.plan, &outcome)).err();
+        let audit_error =
+            audit::append(&self.audit, &audit::outcome(&self.plan, &outcome)).err().map(|e| e.to_string());
         Finished { outcome, audit_error }
     }
 }
@@ -239,7 +242,7 @@ mod tests {
         let held = r.lock(&p, &audit).unwrap_or_else(|e| panic!("{e}"));
         assert!(held.is_some());
         p.target = "gpu-a100-01".into();
-        let err = r.lock(&p, &audit).err().unwrap_or_default();
+        let err = r.lock(&p, &audit).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.starts_with("gpu-a100-01 is being acted on by "), "{err}");
         p.backend = crate::actions::Backend::Nvml;
         p.card = Some(crate::model::CardRef::new("gpu-a100-02", 1));

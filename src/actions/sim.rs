@@ -6,7 +6,20 @@ use futures_util::future::BoxFuture;
 use super::{Capabilities, Drain, Env, NeedsCard, Op, Options, Plan, Preempt, Ran, Repartition, step};
 use crate::model::mig::LayoutSpec;
 use crate::model::{Card, Fleet, Node, Workload};
-use crate::sources::sim::SimOp;
+use crate::sources::sim::{SimError, SimOp};
+
+/// Why the simulator did not run an operation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimStepError {
+    #[error("the simulated cluster is not running here")]
+    NotRunning,
+    /// Not one of the simulator's operations.
+    #[error("the simulator cannot run {0:?}")]
+    CannotRun(Box<Op>),
+    /// The simulated cluster's answer.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+}
 
 /// Simulated seconds the simulator takes for MIG changes and a checkpoint.
 const SIM_MIG_DESTROY_S: u64 = 2;
@@ -41,8 +54,8 @@ impl Capabilities for Sim {
     fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran> {
         Box::pin(async move {
             match op {
-                Op::Sim { op } => run_op(op, env).await.map(|m| (m, None)),
-                other => Err(format!("the simulator cannot run {other:?}")),
+                Op::Sim { op } => Ok((run_op(op, env).await?, None)),
+                other => Err(SimStepError::CannotRun(Box::new(other.clone())).into()),
             }
         })
     }
@@ -131,7 +144,7 @@ fn preempt(p: &mut Plan, w: &Workload, _: &str, _: &Options) {
 }
 
 /// Run one operation on the running simulator.
-async fn run_op(op: &SimOp, env: &Env) -> Result<String, String> {
-    let sim = env.sim.as_ref().ok_or("the simulated cluster is not running here")?;
-    sim.apply(op.clone()).await
+async fn run_op(op: &SimOp, env: &Env) -> Result<String, SimStepError> {
+    let sim = env.sim.as_ref().ok_or(SimStepError::NotRunning)?;
+    Ok(sim.apply(op.clone()).await?)
 }

@@ -8,6 +8,25 @@ use futures_util::future::BoxFuture;
 
 use super::{Capabilities, Drain, Env, NeedsCard, Op, Options, Plan, Preempt, Ran, step};
 use crate::model::{Card, Node, Workload};
+use crate::process::RunError;
+
+/// Why a Slurm command did not do its work.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum SlurmStepError {
+    /// Not a command to run.
+    #[error("the Slurm executor cannot run {0:?}")]
+    CannotRun(Box<Op>),
+    /// The command could not run to its end (not found, timed out, flooded its output).
+    #[error("{program}: {source}")]
+    Run { program: String, source: RunError },
+    /// It ended with an error: its exit code (`None`: a signal) and stderr's first line.
+    #[error(
+        "{program} exited with {}: {}",
+        code.map_or_else(|| "a signal".into(), |c| format!("code {c}")),
+        stderr.as_deref().unwrap_or("no message")
+    )]
+    Exited { program: String, code: Option<i32>, stderr: Option<String> },
+}
 
 /// Slurm acts on whole nodes: it drains and resumes them and preempts its jobs; it cannot
 /// repartition.
@@ -29,8 +48,8 @@ impl Capabilities for Slurm {
     fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran> {
         Box::pin(async move {
             match op {
-                Op::Run { program, args } => run(program, args, env.command_timeout).await.map(|m| (m, None)),
-                other => Err(format!("the Slurm executor cannot run {other:?}")),
+                Op::Run { program, args } => Ok((run(program, args, env.command_timeout).await?, None)),
+                other => Err(SlurmStepError::CannotRun(Box::new(other.clone())).into()),
             }
         })
     }
@@ -95,18 +114,22 @@ fn shell_words(program: &str, args: &[String]) -> String {
 }
 
 /// Run a command (no shell) with a timeout; stdout's first line, or an error with stderr's.
-async fn run(program: &str, args: &[String], timeout: Duration) -> Result<String, String> {
+async fn run(program: &str, args: &[String], timeout: Duration) -> Result<String, SlurmStepError> {
     let timeout = if timeout.is_zero() { Duration::from_secs(30) } else { timeout };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // scontrol answers in a line or two: a megabyte is a flood.
-    let out =
-        crate::process::run(program, &args, timeout, 1 << 20, None).await.map_err(|e| format!("{program}: {e}"))?;
+    let out = crate::process::run(program, &args, timeout, 1 << 20, None)
+        .await
+        .map_err(|source| SlurmStepError::Run { program: program.to_string(), source })?;
     let first =
         |b: &[u8]| String::from_utf8_lossy(b).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
     if out.status.success() {
         Ok(first(&out.stdout).unwrap_or_else(|| "ok".into()))
     } else {
-        let code = out.status.code().map_or_else(|| "a signal".into(), |c| format!("code {c}"));
-        Err(format!("{program} exited with {code}: {}", first(&out.stderr).unwrap_or_else(|| "no message".into())))
+        Err(SlurmStepError::Exited {
+            program: program.to_string(),
+            code: out.status.code(),
+            stderr: first(&out.stderr),
+        })
     }
 }

@@ -189,7 +189,7 @@ mod on_the_simulator {
             return Err(format!("outside the plan: {f:#?}"));
         }
         for p in plan {
-            let proposed = runner.propose(&p.action, store.fleet())?;
+            let proposed = runner.propose(&p.action, store.fleet()).map_err(|e| e.to_string())?;
             if let Some(why) = proposed.nothing_to_do {
                 return Err(format!("{:?} is a no-op: {why}", p.action));
             }
@@ -212,7 +212,7 @@ mod on_the_simulator {
         {
             return Ok(false);
         }
-        let plan = runner.propose(action, store.fleet())?;
+        let plan = runner.propose(action, store.fleet()).map_err(|e| e.to_string())?;
         if let Some(why) = &plan.nothing_to_do {
             return Err(format!("a no-op: {why}"));
         }
@@ -223,8 +223,8 @@ mod on_the_simulator {
             match &s.op {
                 // A job that ended during its own checkpoint wait is overtaken by time.
                 Op::Sim { op } => match sim.apply(op) {
-                    Err(e) if e.ends_with("no longer exists") => return Ok(false),
-                    r => drop(r?),
+                    Err(e) if e.to_string().ends_with("no longer exists") => return Ok(false),
+                    r => drop(r.map_err(|e| e.to_string())?),
                 },
                 Op::Wait { seconds, .. } => sim.advance(Duration::from_secs(*seconds)),
                 other => return Err(format!("not a simulator step: {other:?}")),

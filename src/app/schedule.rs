@@ -90,7 +90,7 @@ pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::
                 }
                 Ok(p) => p,
                 Err(e) => {
-                    run.record(Went::NotDone, &e, now);
+                    run.record(Went::NotDone, &e.to_string(), now);
                     continue;
                 }
             },

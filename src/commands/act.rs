@@ -18,7 +18,7 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
     rt.block_on(async {
         let mut engine = Engine::start(&cfg)?;
         engine.first_answers().await;
-        let p = engine.runner.propose(&action, engine.store.fleet()).map_err(CmdError::Usage)?;
+        let p = engine.runner.propose(&action, engine.store.fleet())?;
         if let Some(why) = &p.nothing_to_do {
             say(&format!("nothing to do: {why}\n"));
             return Ok(());

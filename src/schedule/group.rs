@@ -145,7 +145,7 @@ pub fn plan(
     t: &Timeline,
     fleet: &Fleet,
     now: DateTime<Utc>,
-    propose: &dyn Fn(&Action) -> Result<Plan, String>,
+    propose: &dyn Fn(&Action) -> Result<Plan, crate::actions::plan::PlanError>,
 ) -> Option<GroupPlan> {
     let mut g = GroupPlan {
         schedule: t.schedule.clone(),
@@ -172,7 +172,7 @@ pub fn plan(
         let refused = |a: &Action| match propose(a) {
             Ok(p) if !p.allowed() => Some(crate::actions::guard::joined(&p.blockers)),
             Ok(_) => None,
-            Err(e) => Some(e),
+            Err(e) => Some(e.to_string()),
         };
         let cannot = !["ready", "waits", "preempts"].iter().any(|r| st.readiness.starts_with(r));
         if cannot {
@@ -207,7 +207,7 @@ pub fn plan(
                 }
                 Ok(p) if !p.allowed() => g.left.push((c.card.clone(), crate::actions::guard::joined(&p.blockers))),
                 Ok(p) => g.left.push((c.card.clone(), p.nothing_to_do.unwrap_or_default())),
-                Err(e) => g.left.push((c.card.clone(), e)),
+                Err(e) => g.left.push((c.card.clone(), e.to_string())),
             }
             continue;
         }

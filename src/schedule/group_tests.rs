@@ -78,7 +78,7 @@ impl World {
         let op = super::super::test_sim::sim_op(action);
         let went = match self.sim.apply(&op) {
             Ok(m) => (Went::Done, m),
-            Err(e) => (Went::NotDone, e),
+            Err(e) => (Went::NotDone, e.to_string()),
         };
         self.refresh();
         went

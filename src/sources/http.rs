@@ -31,6 +31,43 @@ pub enum FetchError {
     Other { url: String, why: String },
 }
 
+/// Why a secret file gave no secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    /// The file cannot be read (`why`: the reader's words).
+    #[error("cannot read {path}: {why}")]
+    Read { path: String, why: String },
+    #[error("{path} is empty")]
+    Empty { path: String },
+}
+
+/// Why a client could not be made or given its credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The CA file of `[sources.http]`.
+    #[error(transparent)]
+    Ca(#[from] super::tls::CaError),
+    /// reqwest could not build the client.
+    #[error("HTTP client: {0}")]
+    Build(#[source] reqwest::Error),
+    /// The credentials set contradict each other (which, in words).
+    #[error("{0}")]
+    Conflict(&'static str),
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    /// The environment variable named for a bearer token is unset or empty.
+    #[error("environment variable {var} is not set")]
+    NoEnv { var: String },
+    /// Credentials for something that is not a URL (`url` as shown: redacted).
+    #[error("{url}: not a URL")]
+    NotAUrl { url: String },
+    /// Credentials for a plain http origin without `allow_plain_http` (`url` redacted).
+    #[error(
+        "{url}: credentials over plain http would cross the network readable: use https, or set allow_plain_http = true"
+    )]
+    PlainHttp { url: String },
+}
+
 /// A configured client: one per source, shared by its requests. Credentials belong to one
 /// origin each and are sent there only.
 #[derive(Clone)]
@@ -62,20 +99,21 @@ impl std::fmt::Debug for Client {
     }
 }
 
-pub fn read_secret(path: &str) -> Result<String, String> {
+/// The secret in the file at `path`, trimmed.
+pub fn read_secret(path: &str) -> Result<String, SecretError> {
     let s = crate::files::read_text(std::path::Path::new(path), crate::files::SECRET_LIMIT)
-        .map_err(|e| format!("cannot read {path}: {e}"))?;
+        .map_err(|why| SecretError::Read { path: path.to_string(), why: why.to_string() })?;
     let s = s.trim().to_string();
     if s.is_empty() {
-        return Err(format!("{path} is empty"));
+        return Err(SecretError::Empty { path: path.to_string() });
     }
     Ok(s)
 }
 
 /// The secret `c` names, read now (a file, the environment).
-fn read_credentials(c: &Credentials) -> Result<Option<Auth>, String> {
+fn read_credentials(c: &Credentials) -> Result<Option<Auth>, ClientError> {
     if let Some(why) = c.conflict() {
-        return Err(why.into());
+        return Err(ClientError::Conflict(why));
     }
     Ok(match (&c.bearer_token_file, &c.bearer_token_env, &c.basic_user) {
         (Some(f), _, _) => Some(Auth::Bearer(read_secret(f)?)),
@@ -83,7 +121,7 @@ fn read_credentials(c: &Credentials) -> Result<Option<Auth>, String> {
             std::env::var(var)
                 .ok()
                 .filter(|v| !v.trim().is_empty())
-                .ok_or_else(|| format!("environment variable {var} is not set"))?,
+                .ok_or_else(|| ClientError::NoEnv { var: var.clone() })?,
         )),
         (None, None, Some(user)) => {
             let pass = c.basic_password_file.as_deref().map(read_secret).transpose()?.unwrap_or_default();
@@ -96,7 +134,7 @@ fn read_credentials(c: &Credentials) -> Result<Option<Auth>, String> {
 impl Client {
     /// A client with the transport settings of `cfg` (timeouts, CA, verification) and no
     /// credentials: `with_credentials` adds them for one origin.
-    pub fn new(cfg: &Http) -> Result<Self, String> {
+    pub fn new(cfg: &Http) -> Result<Self, ClientError> {
         // Redirects: at most 10, on the same host and port only (reqwest drops Authorization
         // on a change of host, but not a custom header such as slurmrestd's JWT), and never
         // from https down to http.
@@ -130,20 +168,17 @@ impl Client {
         if cfg.insecure_skip_verify {
             b = b.danger_accept_invalid_certs(true);
         }
-        let inner = b.build().map_err(|e| format!("HTTP client: {e}"))?;
+        let inner = b.build().map_err(ClientError::Build)?;
         Ok(Self { inner, creds: Vec::new(), url_secrets: Vec::new(), max_body: MAX_BODY, budget: Budget::global() })
     }
 
     /// Send `c` to the origin of `url` (and nowhere else). Over plain http only when `c` says
     /// `allow_plain_http`: a token or password would cross the network readable.
-    pub fn with_credentials(mut self, url: &str, c: &Credentials) -> Result<Self, String> {
+    pub fn with_credentials(mut self, url: &str, c: &Credentials) -> Result<Self, ClientError> {
         let Some(auth) = read_credentials(c)? else { return Ok(self) };
-        let o = origin(url).ok_or_else(|| format!("{}: not a URL", redact(url)))?;
+        let o = origin(url).ok_or_else(|| ClientError::NotAUrl { url: redact(url) })?;
         if o.starts_with("http://") && !c.allow_plain_http {
-            return Err(format!(
-                "{}: credentials over plain http would cross the network readable: use https, or set allow_plain_http = true",
-                redact(url)
-            ));
+            return Err(ClientError::PlainHttp { url: redact(url) });
         }
         self.creds.retain(|(have, _)| *have != o);
         self.creds.push((o, auth));

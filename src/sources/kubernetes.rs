@@ -45,37 +45,59 @@ pub struct Settings {
     pub kinds: KindRules,
 }
 
+/// Why no Kubernetes client could be made: the configuration could not be read or inferred.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The kubeconfig file given cannot be read (said by the cause at the bottom of the chain:
+    /// kube's own message repeats the path).
+    #[error("kubeconfig {}: {}", path.display(), error::root_cause(source))]
+    Read { path: PathBuf, source: kube::config::KubeconfigError },
+    /// The kubeconfig file given has no usable context or cluster.
+    #[error("kubeconfig {}: {source}", path.display())]
+    File { path: PathBuf, source: kube::config::KubeconfigError },
+    /// The default kubeconfig, for a context named.
+    #[error("kubeconfig: {0}")]
+    Context(#[source] kube::config::KubeconfigError),
+    /// Neither a kubeconfig nor a service account.
+    #[error("no Kubernetes configuration: {0}")]
+    Infer(#[source] kube::config::InferConfigError),
+    /// The configuration read, but no client could be made for `server`.
+    #[error("Kubernetes client for {server}: {source}")]
+    Client { server: String, source: kube::Error },
+}
+
 /// A client for the actions (cordon, labels, eviction). It does not retry on its own: kube's
 /// default client repeats a 429/503/504 up to 15 times with backoff, which would ask again, for
 /// minutes, for an eviction a PodDisruptionBudget refused; the operator must hear the refusal.
-pub async fn client(settings: &Settings) -> Result<kube::Client, String> {
+pub async fn client(settings: &Settings) -> Result<kube::Client, ClientError> {
     connect_with(settings, false).await.map(|(c, _)| c)
 }
 
 /// The client and the API server's URL as messages may show it.
-async fn connect(settings: &Settings) -> Result<(kube::Client, String), String> {
+async fn connect(settings: &Settings) -> Result<(kube::Client, String), ClientError> {
     connect_with(settings, true).await
 }
 
-async fn connect_with(settings: &Settings, retry: bool) -> Result<(kube::Client, String), String> {
+async fn connect_with(settings: &Settings, retry: bool) -> Result<(kube::Client, String), ClientError> {
     let options = KubeConfigOptions { context: settings.context.clone(), ..KubeConfigOptions::default() };
     let config = match (&settings.kubeconfig, &settings.context) {
         (Some(path), _) => {
             // kube's read error repeats the path in quotes; the cause at the bottom is enough.
-            let file = Kubeconfig::read_from(path)
-                .map_err(|e| format!("kubeconfig {}: {}", path.display(), error::root_cause(&e)))?;
+            let file =
+                Kubeconfig::read_from(path).map_err(|source| ClientError::Read { path: path.clone(), source })?;
             kube::Config::from_custom_kubeconfig(file, &options)
                 .await
-                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
+                .map_err(|source| ClientError::File { path: path.clone(), source })?
         }
-        (None, Some(_)) => kube::Config::from_kubeconfig(&options).await.map_err(|e| format!("kubeconfig: {e}"))?,
-        (None, None) => kube::Config::infer().await.map_err(|e| format!("no Kubernetes configuration: {e}"))?,
+        (None, Some(_)) => kube::Config::from_kubeconfig(&options).await.map_err(ClientError::Context)?,
+        (None, None) => kube::Config::infer().await.map_err(ClientError::Infer)?,
     };
     let mut config = config;
     config.default_retry = retry;
     let server = crate::url::redact(&config.cluster_url.to_string());
     let server = server.trim_end_matches('/').to_string();
-    let client = kube::Client::try_from(config).map_err(|e| format!("Kubernetes client for {server}: {e}"))?;
+    let client =
+        kube::Client::try_from(config).map_err(|source| ClientError::Client { server: server.clone(), source })?;
     Ok((client, server))
 }
 
@@ -98,7 +120,7 @@ pub fn spawn(name: String, settings: Settings, interval: Duration, tx: mpsc::Sen
         let (client, server) = match connect(&settings).await {
             Ok(c) => c,
             Err(m) => {
-                let _ = tx.send(send(Err(err(m, true)))).await;
+                let _ = tx.send(send(Err(err(m.to_string(), true)))).await;
                 return;
             }
         };
@@ -150,7 +172,7 @@ pub async fn collect_once(settings: &Settings, timeout: Duration) -> Result<Part
     let late = |what: &str| err(format!("{what} within {}s", timeout.as_secs_f64()), false);
     let (client, server) = match tokio::time::timeout_at(deadline, connect(settings)).await {
         Ok(Ok(c)) => c,
-        Ok(Err(m)) => return Err(err(m, true)),
+        Ok(Err(m)) => return Err(err(m.to_string(), true)),
         Err(_) => return Err(late("could not read the Kubernetes configuration")),
     };
     let watches = Watches::start(client, &server);

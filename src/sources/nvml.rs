@@ -41,14 +41,29 @@ pub const PROCESS_EVERY: u64 = 5;
 
 const MIB: u64 = 1024 * 1024;
 
+/// Why NVML could not be loaded and initialised.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The library at `path` cannot be loaded (not there, not a library).
+    #[error("cannot load {path}")]
+    Load { path: String, source: NvmlError },
+    #[error("the NVIDIA driver is not loaded")]
+    DriverNotLoaded,
+    #[error("no permission to talk to the driver")]
+    NoPermission,
+    /// Any other failure of the library at `path`.
+    #[error("{path}: {source}")]
+    Other { path: String, source: NvmlError },
+}
+
 /// Load and initialise NVML from `lib` (default: the driver's library).
-pub fn open(lib: Option<&str>) -> Result<Nvml, String> {
+pub fn open(lib: Option<&str>) -> Result<Nvml, OpenError> {
     let path = lib.unwrap_or(DEFAULT_LIB);
     Nvml::builder().lib_path(OsStr::new(path)).init().map_err(|e| match e {
-        NvmlError::LibloadingError(_) => format!("cannot load {path}"),
-        NvmlError::DriverNotLoaded => "the NVIDIA driver is not loaded".into(),
-        NvmlError::NoPermission => "no permission to talk to the driver".into(),
-        other => format!("{path}: {other}"),
+        NvmlError::LibloadingError(_) => OpenError::Load { path: path.to_string(), source: e },
+        NvmlError::DriverNotLoaded => OpenError::DriverNotLoaded,
+        NvmlError::NoPermission => OpenError::NoPermission,
+        other => OpenError::Other { path: path.to_string(), source: other },
     })
 }
 
@@ -537,7 +552,7 @@ pub fn spawn(name: String, lib: Option<String>, interval: Duration, tx: mpsc::Se
                     }
                 }
                 Err(reason) => {
-                    let err = SourceError { message: reason, fatal: true };
+                    let err = SourceError { message: reason.to_string(), fatal: true };
                     let update =
                         SourceUpdate { source: name.clone(), kind: SourceKind::Nvml, at: Utc::now(), result: Err(err) };
                     if tx.blocking_send(update).is_err() {

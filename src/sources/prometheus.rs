@@ -77,14 +77,39 @@ struct Series {
     value: Option<(f64, String)>,
 }
 
+/// Why a Prometheus API answer gave no instant vector.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// Not JSON of the API's shape.
+    #[error("not a Prometheus API answer ({0})")]
+    NotAnswer(#[source] serde_json::Error),
+    /// Not JSON of the API's shape; `start` is how the body begins.
+    #[error("not a Prometheus API answer ({source}); it starts with {start:?}")]
+    NotAnswerStarting { source: serde_json::Error, start: String },
+    /// JSON without a `status`; `start` is how the body begins.
+    #[error("not a Prometheus API answer (no status); it starts with {start:?}")]
+    NoStatus { start: String },
+    /// Prometheus reported an error: its message.
+    #[error("Prometheus: {0}")]
+    Failed(String),
+    /// Prometheus reported an error: its type (`bad_data`, `timeout`...) and message.
+    #[error("Prometheus: {kind}: {message}")]
+    FailedAs { kind: String, message: String },
+    #[error("Prometheus answered success without data")]
+    NoData,
+    /// Another type of result (`matrix`, `scalar`...).
+    #[error("expected an instant vector, got {0}")]
+    NotVector(String),
+}
+
 /// An instant-vector answer as (labels, value) pairs; NaN and unparsable values dropped.
 /// Labels and value of each series of an instant vector.
 pub(super) type Labeled = Vec<(BTreeMap<String, String>, f64)>;
 
-pub(super) fn vector(body: &str) -> Result<Labeled, String> {
-    let env: Envelope = serde_json::from_str(body).map_err(|e| format!("not a Prometheus API answer ({e})"))?;
+pub(super) fn vector(body: &str) -> Result<Labeled, AnswerError> {
+    let env: Envelope = serde_json::from_str(body).map_err(AnswerError::NotAnswer)?;
     if env.status != "success" {
-        return Err(format!("Prometheus: {}", env.error.unwrap_or_default()));
+        return Err(AnswerError::Failed(env.error.unwrap_or_default()));
     }
     Ok(env
         .data
@@ -154,7 +179,7 @@ fn texts_of(main: &[&str], federation: bool, fields: &[(&str, String)]) -> Resul
         if federation {
             federate::split(body, &skip, &mut t);
         } else {
-            t.add_vector(body, Options { skip: &skip, rename: None }).map_err(source_error)?;
+            t.add_vector(body, Options { skip: &skip, rename: None }).map_err(|e| source_error(e.to_string()))?;
         }
     }
     add_fields(&mut t, fields)?;
@@ -360,7 +385,10 @@ pub async fn collect(
         }
         Err(super::http::FetchError::Status { status, body: Some(b), url }) if b.starts_with('{') => {
             // Prometheus error envelopes come with 4xx/5xx; say what it said.
-            let msg = Texts::default().add_vector(&b, Options::PLAIN).err().unwrap_or_else(|| format!("HTTP {status}"));
+            let msg = Texts::default()
+                .add_vector(&b, Options::PLAIN)
+                .err()
+                .map_or_else(|| format!("HTTP {status}"), |e| e.to_string());
             Err(source_error(format!("{url}: {msg}")))
         }
         Err(e) => Err(source_error(e.to_string())),
@@ -387,7 +415,7 @@ pub async fn collect(
             }
             Ok(Err(e)) => {
                 *history_wanted = false;
-                Some(e)
+                Some(e.to_string())
             }
             Err(_) => Some(format!(
                 "history: no answer within {}s: the sparklines fill as the console runs; asked again with the next answer",

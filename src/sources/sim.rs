@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use crate::model::{Event, Node, SourceKind, Workload};
 
 use super::{Partial, SourceUpdate};
-pub use actions::SimOp;
+pub use actions::{SimError, SimOp};
 use build::CardModel;
 use jobs::Job;
 use rng::Rng;
@@ -236,7 +236,7 @@ impl Sim {
 #[derive(Debug)]
 pub struct SimRequest {
     pub op: SimOp,
-    pub reply: tokio::sync::oneshot::Sender<Result<String, String>>,
+    pub reply: tokio::sync::oneshot::Sender<Result<String, SimError>>,
 }
 
 /// How executors reach the running simulator.
@@ -248,10 +248,10 @@ pub struct SimHandle {
 }
 
 impl SimHandle {
-    pub async fn apply(&self, op: SimOp) -> Result<String, String> {
+    pub async fn apply(&self, op: SimOp) -> Result<String, SimError> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.tx.send(SimRequest { op, reply }).await.map_err(|_| "the simulated cluster has stopped".to_string())?;
-        answer.await.map_err(|_| "the simulated cluster has stopped".to_string())?
+        self.tx.send(SimRequest { op, reply }).await.map_err(|_| SimError::Stopped)?;
+        answer.await.map_err(|_| SimError::Stopped)?
     }
 }
 

@@ -125,7 +125,7 @@ fn sinfo_summary(text: &str) -> bool {
 const REST_VERSIONS: &[&str] = &["v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0.0.39", "v0.0.38"];
 
 async fn rest_get(client: &http::Client, rest: &Rest, path: &str, version: &mut usize) -> Result<String, SourceError> {
-    let token = rest.token_file.as_deref().map(http::read_secret).transpose().map_err(err)?;
+    let token = rest.token_file.as_deref().map(http::read_secret).transpose().map_err(|e| err(e.to_string()))?;
     // An answer quoted in an error never carries the JWT back.
     let scrub = |mut e: SourceError| {
         if let Some(t) = token.as_deref().filter(|t| t.len() >= 4) {

@@ -2,19 +2,36 @@
 //! what a failed handshake means (unknown issuer, name mismatch, expired) with what to do,
 //! instead of the library's internals.
 
+/// Why the CA file given as `ca_file` gave no certificates.
+#[derive(Debug, thiserror::Error)]
+pub enum CaError {
+    /// The file cannot be read (`why`: the reader's words).
+    #[error("cannot read CA file {path}: {why}")]
+    Read { path: String, why: String },
+    /// No PEM certificate block in it.
+    #[error(
+        "CA file {path}: no PEM certificate in it (expected -----BEGIN CERTIFICATE-----; a DER file converts with `openssl x509 -inform der -in FILE -out FILE.pem`)"
+    )]
+    NoPem { path: String },
+    /// A PEM block that does not parse.
+    #[error("CA file {path}: {source}")]
+    Parse { path: String, source: reqwest::Error },
+    #[error("CA file {path}: no certificate could be read")]
+    Empty { path: String },
+}
+
 /// The certificates of a PEM file given as `ca_file`: every `CERTIFICATE` block in it. A file
 /// that holds none is refused by name (a DER file, a key, a path to the wrong file).
-pub fn ca_certificates(path: &str) -> Result<Vec<reqwest::Certificate>, String> {
+pub fn ca_certificates(path: &str) -> Result<Vec<reqwest::Certificate>, CaError> {
     let pem = crate::files::read_bounded(std::path::Path::new(path), crate::files::CA_LIMIT)
-        .map_err(|e| format!("cannot read CA file {path}: {e}"))?;
+        .map_err(|why| CaError::Read { path: path.to_string(), why: why.to_string() })?;
     if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
-        return Err(format!(
-            "CA file {path}: no PEM certificate in it (expected -----BEGIN CERTIFICATE-----; a DER file converts with `openssl x509 -inform der -in FILE -out FILE.pem`)"
-        ));
+        return Err(CaError::NoPem { path: path.to_string() });
     }
-    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("CA file {path}: {e}"))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem)
+        .map_err(|source| CaError::Parse { path: path.to_string(), source })?;
     if certs.is_empty() {
-        return Err(format!("CA file {path}: no certificate could be read"));
+        return Err(CaError::Empty { path: path.to_string() });
     }
     Ok(certs)
 }
@@ -73,9 +90,9 @@ mod tests {
         let _ = std::fs::create_dir_all(&dir);
         let f = dir.join("ca.der");
         let _ = std::fs::write(&f, [0x30u8, 0x82, 0x01, 0x0a]);
-        let e = ca_certificates(&f.to_string_lossy()).err().unwrap_or_default();
+        let e = ca_certificates(&f.to_string_lossy()).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("no PEM certificate") && e.contains("ca.der"), "{e}");
-        let e = ca_certificates("/nonexistent/ca.pem").err().unwrap_or_default();
+        let e = ca_certificates("/nonexistent/ca.pem").err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("cannot read CA file /nonexistent/ca.pem"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }

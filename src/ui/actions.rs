@@ -119,13 +119,21 @@ pub fn progress_line(modal: &Modal, now: chrono::DateTime<chrono::Utc>) -> Optio
     Some(format!("{} {}: step {}/{total} {what}{left} · a shows it", plan.action.verb(), plan.target, i + 1))
 }
 
+/// Why a card has no layout picker.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PickerError {
+    /// The card's model, as reported, is not in the MIG catalog.
+    #[error("{0}: GPU model not in the MIG catalog")]
+    NotInCatalog(String),
+}
+
 /// The picker for a card: every maximal layout of its model and `whole`, each with how many
 /// queued workloads the card would start once laid out so (one instance or the whole card per
 /// workload; a job wanting more than the card has is not counted). First (and selected) the
 /// planner's layout for this card and the waiting work, the one `:fit` and the layout plan
 /// give; then the most useful first; the current layout is marked.
-pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card) -> Result<Modal, String> {
-    let model = lookup(&card.model).ok_or_else(|| format!("{}: GPU model not in the MIG catalog", card.model))?;
+pub fn picker(fleet: &Fleet, r: &CardRef, card: &Card) -> Result<Modal, PickerError> {
+    let model = lookup(&card.model).ok_or_else(|| PickerError::NotInCatalog(card.model.clone()))?;
     let pending: Vec<&crate::model::Workload> =
         fleet.workloads.iter().filter(|w| w.state == crate::model::WorkloadState::Pending).collect();
     let whole_fits = capacity::card_would_serve(&model.name, None, &pending);
@@ -361,7 +369,11 @@ pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) -> Option<Requ
     match intent {
         Intent::Drain => return Some(Request::Plan(Action::Drain { target })),
         Intent::Undrain => return Some(Request::Plan(Action::Undrain { target, force: false })),
-        _ => match fleet.card(&r).ok_or_else(|| format!("{r} is gone")).and_then(|c| picker(fleet, &r, c)) {
+        _ => match fleet
+            .card(&r)
+            .ok_or_else(|| format!("{r} is gone"))
+            .and_then(|c| picker(fleet, &r, c).map_err(|e| e.to_string()))
+        {
             Ok(m) => st.modal = Some(m),
             Err(e) => st.message = Some(e),
         },

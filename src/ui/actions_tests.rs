@@ -29,7 +29,7 @@ fn serve(st: &mut UiState, store: &Store, effect: Effect, executed: &mut Vec<Pla
             let runner = Runner::new(&crate::config::Config::default(), Env::default()).with_audit(None);
             match runner.propose(&action, store.fleet()) {
                 Ok(p) => st.modal = Some(confirm(p)),
-                Err(e) => st.message = Some(e),
+                Err(e) => st.message = Some(e.to_string()),
             }
         }
         Effect::Request(Request::Execute(p)) => {

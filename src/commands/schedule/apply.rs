@@ -60,7 +60,7 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
                     match engine.runner.propose(&a, &fleet) {
                         Ok(p) if !p.allowed() => blocked.push(crate::actions::guard::joined(&p.blockers)),
                         Ok(_) => {}
-                        Err(e) => blocked.push(e),
+                        Err(e) => blocked.push(e.to_string()),
                     }
                 }
                 if !blocked.is_empty() {
@@ -82,7 +82,7 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
                 continue;
             }
             let action = Action::Repartition { target: c.card.to_string(), layout: st.layout.clone() };
-            let p = engine.runner.propose(&action, &fleet).map_err(CmdError::Usage)?;
+            let p = engine.runner.propose(&action, &fleet)?;
             if !p.allowed() {
                 say(&format!("  {}: refused: {}\n", c.card, crate::actions::guard::joined(&p.blockers)));
                 continue;

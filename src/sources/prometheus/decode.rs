@@ -16,6 +16,8 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use super::AnswerError;
+
 /// Exposition text per `instance` label ("" for series without one), built from answers.
 #[derive(Debug, Default)]
 pub struct Texts {
@@ -42,26 +44,25 @@ impl Options<'static> {
 impl Texts {
     /// Adds an instant-vector answer's series. Errors say what the answer was, or what
     /// Prometheus said; series already added stay.
-    pub fn add_vector(&mut self, body: &str, opts: Options<'_>) -> Result<(), String> {
+    pub fn add_vector(&mut self, body: &str, opts: Options<'_>) -> Result<(), AnswerError> {
         let mut de = serde_json::Deserializer::from_str(body);
         let head = EnvelopeSeed { texts: self, opts }.deserialize(&mut de).and_then(|h| de.end().map(|()| h));
         let start = || body.trim_start().chars().take(60).collect::<String>();
-        let head = head.map_err(|e| format!("not a Prometheus API answer ({e}); it starts with {:?}", start()))?;
+        let head = head.map_err(|source| AnswerError::NotAnswerStarting { source, start: start() })?;
         match head.status.as_deref() {
             Some("success") => {}
             Some(_) => {
-                return Err(format!(
-                    "Prometheus: {}: {}",
-                    head.error_type.as_deref().unwrap_or("error"),
-                    head.error.as_deref().unwrap_or("no message")
-                ));
+                return Err(AnswerError::FailedAs {
+                    kind: head.error_type.as_deref().unwrap_or("error").to_string(),
+                    message: head.error.as_deref().unwrap_or("no message").to_string(),
+                });
             }
-            None => return Err(format!("not a Prometheus API answer (no status); it starts with {:?}", start())),
+            None => return Err(AnswerError::NoStatus { start: start() }),
         }
         self.warnings.extend(head.warnings);
         match head.result_type {
-            None => Err("Prometheus answered success without data".into()),
-            Some(t) if t != "vector" => Err(format!("expected an instant vector, got {t}")),
+            None => Err(AnswerError::NoData),
+            Some(t) if t != "vector" => Err(AnswerError::NotVector(t)),
             Some(_) => Ok(()),
         }
     }

@@ -7,7 +7,7 @@ use crate::sources::prometheus::to_partial_from_api;
 
 fn texts(body: &str) -> Result<Texts, String> {
     let mut t = Texts::default();
-    t.add_vector(body, Options::PLAIN)?;
+    t.add_vector(body, Options::PLAIN).map_err(|e| e.to_string())?;
     Ok(t)
 }
 

@@ -84,15 +84,35 @@ struct Labels<'a> {
 /// grid of `HISTORY_POINTS` as soon as it is read, a series of an unknown card is dropped
 /// there, so an answer of a million series costs what the known cards' points cost, not a tree
 /// of every series (it cost 6.6 GB).
-fn matrix_points(body: &str, grid: &Grid, known: Option<&Known>) -> Result<Points, String> {
+fn matrix_points(body: &str, grid: &Grid, known: Option<&Known>) -> Result<Points, HistoryError> {
     let mut out = Points::new();
     let mut de = serde_json::Deserializer::from_str(body);
     let status = serde::de::DeserializeSeed::deserialize(Envelope { grid, known, out: &mut out }, &mut de)
-        .map_err(|e| format!("history: not a Prometheus answer: {e}"))?;
+        .map_err(HistoryError::NotAnswer)?;
     match status {
         Ok(()) => Ok(out),
-        Err(e) => Err(format!("history: {e}")),
+        Err(e) => Err(HistoryError::Failed(e)),
     }
+}
+
+/// Why the history was not read: each says `history:` first.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// A range query failed.
+    #[error("history: {0}")]
+    Fetch(#[from] crate::sources::http::FetchError),
+    /// The answer did not fit the sources' memory budget.
+    #[error("history: {0}")]
+    Budget(#[from] crate::budget::Exhausted),
+    /// The answer is not JSON of the API's shape.
+    #[error("history: not a Prometheus answer: {0}")]
+    NotAnswer(#[source] serde_json::Error),
+    /// Prometheus reported an error: its message.
+    #[error("history: {0}")]
+    Failed(String),
+    /// The decoding thread ended before it did.
+    #[error("history: decoding failed: {0}")]
+    Decoding(#[source] tokio::task::JoinError),
 }
 
 /// `{"status": ..., "error": ..., "data": {"result": [...]}}`: Ok, or the error it reports.
@@ -294,7 +314,7 @@ pub(super) async fn fetch(
     node: ScrapeNode,
     end: DateTime<Utc>,
     known: Known,
-) -> Result<Vec<crate::model::CardHistory>, String> {
+) -> Result<Vec<crate::model::CardHistory>, HistoryError> {
     let known = std::sync::Arc::new(known);
     let step = HISTORY_SPAN_S / HISTORY_POINTS;
     let end = end.timestamp() as f64;
@@ -307,15 +327,15 @@ pub(super) async fn fetch(
         let url = range(q);
         let known = known.clone();
         async move {
-            let body = client.get(&url).await.map_err(|e| format!("history: {e}"))?;
+            let body = client.get(&url).await?;
             // Decoded off the async threads, the answer held against the sources' memory
             // budget while it is (the client gave its own hold back with the text).
             let mut held = crate::budget::Budget::global().hold();
-            held.grow(body.capacity()).map_err(|e| format!("history: {e}"))?;
+            held.grow(body.capacity())?;
             let grid = Grid::new(node, start, step, pct);
             let decoded = tokio::task::spawn_blocking(move || matrix_points(&body, &grid, Some(&known))).await;
             drop(held);
-            decoded.unwrap_or_else(|e| Err(format!("history: decoding failed: {e}")))
+            decoded.unwrap_or_else(|e| Err(HistoryError::Decoding(e)))
         }
     };
     let mut util = get(HISTORY_UTIL, true).await?;
@@ -384,7 +404,7 @@ mod tests {
             &Grid::new(ScrapeNode::Target, 0.0, 60, true),
             None,
         );
-        assert_eq!(err.err().as_deref(), Some("history: bad query"));
+        assert_eq!(err.err().map(|e| e.to_string()).as_deref(), Some("history: bad query"));
         assert!(matrix_points("[1,2]", &Grid::new(ScrapeNode::Target, 0.0, 60, true), None).is_err());
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use super::vector;
+use super::{AnswerError, vector};
 use crate::model::{Workload, WorkloadKind, WorkloadState};
 
 pub const PENDING_PODS: &str = r#"kube_pod_status_phase{phase="Pending"} == 1"#;
@@ -27,7 +27,7 @@ fn mig_profile(resource: &str) -> Option<String> {
 
 /// Pending GPU pods as pending workloads (`k8s:NS/POD`), with what they request and when
 /// they were created. Pods that request no GPU are not in `requests` and are left out.
-pub fn pending_workloads(pending: &str, requests: &str, created: &str) -> Result<Vec<Workload>, String> {
+pub fn pending_workloads(pending: &str, requests: &str, created: &str) -> Result<Vec<Workload>, AnswerError> {
     let pending = vector(pending)?;
     let requests = vector(requests)?;
     let created = vector(created)?;

@@ -35,6 +35,32 @@ pub enum SimOp {
     },
 }
 
+/// Why the simulated cluster did not obey an operation (nothing changed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    #[error("no node {0} in the simulated cluster")]
+    NoNode(String),
+    #[error("no card {node}/{index}")]
+    NoCard { node: String, index: u32 },
+    /// A repartition of a card that workloads hold (`holders` of them).
+    #[error(
+        "{node}/{index} is not idle: {} {} it",
+        crate::units::count(*holders, "workload", "workloads"),
+        if *holders == 1 { "holds" } else { "hold" }
+    )]
+    NotIdle { node: String, index: u32, holders: u64 },
+    #[error("layout {layout} is not valid for {model}")]
+    BadLayout { layout: String, model: String },
+    /// A checkpoint asked of a workload that is not running (`state` says what it is).
+    #[error("{workload} is {state}, not running")]
+    NotRunning { workload: String, state: &'static str },
+    #[error("{0} no longer exists")]
+    Gone(String),
+    /// The simulator no longer takes operations (its task ended).
+    #[error("the simulated cluster has stopped")]
+    Stopped,
+}
+
 impl std::fmt::Display for SimOp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -49,7 +75,7 @@ impl std::fmt::Display for SimOp {
 
 impl Sim {
     /// Apply one operation now; the answer says what changed, or why nothing did.
-    pub fn apply(&mut self, op: &SimOp) -> Result<String, String> {
+    pub fn apply(&mut self, op: &SimOp) -> Result<String, SimError> {
         let now = self.now;
         // Any operation may change what a card can take.
         self.usable = None;
@@ -74,12 +100,8 @@ impl Sim {
             SimOp::Repartition { node, index, layout } => {
                 let c = self.card_mut(node, *index)?;
                 if c.holders().next().is_some() {
-                    let n = c.holders().count() as u64;
-                    let verb = if n == 1 { "holds" } else { "hold" };
-                    return Err(format!(
-                        "{node}/{index} is not idle: {} {verb} it",
-                        crate::units::count(n, "workload", "workloads")
-                    ));
+                    let holders = c.holders().count() as u64;
+                    return Err(SimError::NotIdle { node: node.clone(), index: *index, holders });
                 }
                 let model = c.model.clone();
                 c.mig = if layout == "whole" {
@@ -87,7 +109,7 @@ impl Sim {
                 } else {
                     let m = super::build::mig_state(&model, layout);
                     if m.instances.is_empty() {
-                        return Err(format!("layout {layout} is not valid for {model}"));
+                        return Err(SimError::BadLayout { layout: layout.clone(), model });
                     }
                     m
                 };
@@ -98,14 +120,18 @@ impl Sim {
             SimOp::Checkpoint { workload } => {
                 let j = self.job_mut(workload)?;
                 if !j.w.state.is_active() {
-                    return Err(format!("{workload} is {}, not running", j.w.state.as_str()));
+                    return Err(SimError::NotRunning { workload: workload.clone(), state: j.w.state.as_str() });
                 }
                 j.w.state = WorkloadState::Checkpointing;
                 j.w.reason = Some("checkpointing: asked by tessera".into());
                 (format!("{workload} checkpointing"), j.w.cards.first().cloned())
             }
             SimOp::Requeue { workload } => {
-                let i = self.jobs.iter().position(|j| j.w.id == *workload).ok_or_else(|| gone(workload))?;
+                let i = self
+                    .jobs
+                    .iter()
+                    .position(|j| j.w.id == *workload)
+                    .ok_or_else(|| SimError::Gone(workload.clone()))?;
                 let job = self.jobs[i].clone();
                 self.hold(&job, false);
                 let j = &mut self.jobs[i];
@@ -126,18 +152,18 @@ impl Sim {
         Ok(text)
     }
 
-    fn card_mut(&mut self, node: &str, index: u32) -> Result<&mut crate::model::Card, String> {
-        let ni = *self.node_index.get(node).ok_or_else(|| format!("no node {node} in the simulated cluster"))?;
-        self.nodes[ni].cards.iter_mut().find(|c| c.index == index).ok_or_else(|| format!("no card {node}/{index}"))
+    fn card_mut(&mut self, node: &str, index: u32) -> Result<&mut crate::model::Card, SimError> {
+        let ni = *self.node_index.get(node).ok_or_else(|| SimError::NoNode(node.to_string()))?;
+        self.nodes[ni]
+            .cards
+            .iter_mut()
+            .find(|c| c.index == index)
+            .ok_or_else(|| SimError::NoCard { node: node.to_string(), index })
     }
 
-    fn job_mut(&mut self, id: &str) -> Result<&mut super::jobs::Job, String> {
-        self.jobs.iter_mut().find(|j| j.w.id == id).ok_or_else(|| gone(id))
+    fn job_mut(&mut self, id: &str) -> Result<&mut super::jobs::Job, SimError> {
+        self.jobs.iter_mut().find(|j| j.w.id == id).ok_or_else(|| SimError::Gone(id.to_string()))
     }
-}
-
-fn gone(id: &str) -> String {
-    format!("{id} no longer exists")
 }
 
 #[cfg(test)]
@@ -176,7 +202,7 @@ mod tests {
             .unwrap_or_else(|| panic!("a busy card"));
         let (node, index) = (s.nodes[ni].name.clone(), s.nodes[ni].cards[ci].index);
         let busy = s.apply(&SimOp::Repartition { node: node.clone(), index, layout: "whole".into() });
-        assert!(busy.err().unwrap_or_default().contains("not idle"));
+        assert!(busy.err().map(|e| e.to_string()).unwrap_or_default().contains("not idle"));
         // Requeue everything on it, then it is idle.
         let holders: Vec<String> = s.nodes[ni].cards[ci].holders().map(str::to_string).collect();
         for h in holders {
@@ -206,6 +232,7 @@ mod tests {
         assert!(
             s.apply(&SimOp::Checkpoint { workload: "sim:999999".into() })
                 .err()
+                .map(|e| e.to_string())
                 .unwrap_or_default()
                 .contains("no longer exists")
         );
