@@ -32,7 +32,7 @@ pub enum StartError {
     PlainJwt(String),
     /// A source's HTTP client could not be built; `section` names the config section.
     #[error("{section}: {why}")]
-    Http { section: String, why: String },
+    Http { section: String, why: http::ClientError },
 }
 
 /// A runtime that did not start is a failure; the rest are the config's (usage, exit 2).
@@ -248,7 +248,7 @@ pub fn http_client(s: &crate::config::Sources, prometheus: Option<&str>) -> Resu
     crate::budget::Budget::configure(s.memory_budget.unwrap_or(crate::budget::DEFAULT));
     let in_section = |section: &str| {
         let section = section.to_string();
-        move |e: String| StartError::Http { section, why: e }
+        move |e: http::ClientError| StartError::Http { section, why: e }
     };
     let mut c = http::Client::new(&s.http).map_err(in_section("sources.http"))?;
     if let Some(base) = prometheus {

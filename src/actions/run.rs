@@ -32,11 +32,31 @@ pub enum Approval {
     /// The cluster moved while the operator read the plan: this is the plan now.
     Changed(Box<Plan>),
     /// The target is gone (a usage error).
-    Gone(String),
-    /// The plan is refused by the guards: nothing runs.
-    Refused(String),
+    Gone(PlanError),
+    /// The plan is refused: nothing runs.
+    Refused(Refused),
     /// Not started: the intent could not be audited (no audit, no action).
-    NotStarted(String),
+    NotStarted(NotStarted),
+}
+
+/// Why a confirmed plan is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// By the guards, each said in turn.
+    #[error("{}", super::guard::joined(.0))]
+    Guards(Vec<super::guard::Refusal>),
+    /// Another action holds what it acts on.
+    #[error(transparent)]
+    Locked(#[from] LockError),
+}
+
+/// Why a confirmed plan was not started: its intent could not be audited.
+#[derive(Debug, thiserror::Error)]
+pub enum NotStarted {
+    #[error("no audit log path (set XDG_STATE_HOME or HOME)")]
+    NoAuditLog,
+    #[error(transparent)]
+    Audit(#[from] audit::AuditError),
 }
 
 /// A confirmed, re-planned and audited plan, ready to run.
@@ -54,7 +74,7 @@ pub struct Approved {
 #[derive(Debug)]
 pub struct Finished {
     pub outcome: Outcome,
-    pub audit_error: Option<String>,
+    pub audit_error: Option<audit::AuditError>,
 }
 
 impl Runner {
@@ -111,23 +131,23 @@ impl Runner {
     pub fn approve(&self, shown: &Plan, fleet: &Fleet) -> Approval {
         let now = match plan::plan(&shown.action, fleet, &self.options(&shown.action)) {
             Ok(p) => p,
-            Err(e) => return Approval::Gone(e.to_string()),
+            Err(e) => return Approval::Gone(e),
         };
         if now.steps != shown.steps || now.blockers != shown.blockers {
             return Approval::Changed(Box::new(now));
         }
         if !now.allowed() {
-            return Approval::Refused(super::guard::joined(&now.blockers));
+            return Approval::Refused(Refused::Guards(now.blockers));
         }
         let Some(path) = self.audit.clone() else {
-            return Approval::NotStarted("no audit log path (set XDG_STATE_HOME or HOME)".into());
+            return Approval::NotStarted(NotStarted::NoAuditLog);
         };
         let lock = match self.lock(shown, &path) {
             Ok(l) => l,
-            Err(why) => return Approval::Refused(why.to_string()),
+            Err(why) => return Approval::Refused(why.into()),
         };
         if let Err(e) = audit::append(&path, &audit::intent(shown)) {
-            return Approval::NotStarted(e.to_string());
+            return Approval::NotStarted(e.into());
         }
         Approval::Go(Box::new(Approved { plan: shown.clone(), audit: path, env: self.env.clone(), _lock: lock }))
     }
@@ -174,8 +194,7 @@ impl Approved {
     /// Execute the plan, progress going to `progress` as it happens, then audit the outcome.
     pub async fn run(self, progress: Option<mpsc::UnboundedSender<Progress>>) -> Finished {
         let outcome = execute::execute(&self.plan, &self.env, progress).await;
-        let audit_error =
-            audit::append(&self.audit, &audit::outcome(&self.plan, &outcome)).err().map(|e| e.to_string());
+        let audit_error = audit::append(&self.audit, &audit::outcome(&self.plan, &outcome)).err();
         Finished { outcome, audit_error }
     }
 }

@@ -107,7 +107,8 @@ pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::
                 run.record(Went::NotDone, &format!("the card changed since the plan: {}", now_plan.summary), now);
             }
             Approval::Refused(e) => run.record(Went::NotDone, &format!("refused: {e}"), now),
-            Approval::Gone(e) | Approval::NotStarted(e) => run.record(Went::NotDone, &e, now),
+            Approval::Gone(e) => run.record(Went::NotDone, &e.to_string(), now),
+            Approval::NotStarted(e) => run.record(Went::NotDone, &e.to_string(), now),
         }
     }
 }

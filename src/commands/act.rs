@@ -50,9 +50,9 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
                 say(&format!("the cluster changed while you read the plan; the plan now:\n{}", again.render()));
                 return Err(CmdError::Failed("not run: the plan changed; run the command again".into()));
             }
-            Approval::Gone(e) => return Err(CmdError::Usage(e)),
-            Approval::NotStarted(e) => return Err(CmdError::Failed(e)),
-            Approval::Refused(e) => return Err(CmdError::Refused(e)),
+            Approval::Gone(e) => return Err(CmdError::usage(e)),
+            Approval::NotStarted(e) => return Err(CmdError::failed(e)),
+            Approval::Refused(e) => return Err(CmdError::Refused(e.to_string())),
         };
         let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
         let steps = p.steps.clone();

@@ -32,11 +32,10 @@ pub enum FetchError {
 }
 
 /// Why a secret file gave no secret.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum SecretError {
-    /// The file cannot be read (`why`: the reader's words).
     #[error("cannot read {path}: {why}")]
-    Read { path: String, why: String },
+    Read { path: String, why: crate::files::ReadError },
     #[error("{path} is empty")]
     Empty { path: String },
 }
@@ -102,7 +101,7 @@ impl std::fmt::Debug for Client {
 /// The secret in the file at `path`, trimmed.
 pub fn read_secret(path: &str) -> Result<String, SecretError> {
     let s = crate::files::read_text(std::path::Path::new(path), crate::files::SECRET_LIMIT)
-        .map_err(|why| SecretError::Read { path: path.to_string(), why: why.to_string() })?;
+        .map_err(|why| SecretError::Read { path: path.to_string(), why })?;
     let s = s.trim().to_string();
     if s.is_empty() {
         return Err(SecretError::Empty { path: path.to_string() });

@@ -5,9 +5,8 @@
 /// Why the CA file given as `ca_file` gave no certificates.
 #[derive(Debug, thiserror::Error)]
 pub enum CaError {
-    /// The file cannot be read (`why`: the reader's words).
     #[error("cannot read CA file {path}: {why}")]
-    Read { path: String, why: String },
+    Read { path: String, why: crate::files::ReadError },
     /// No PEM certificate block in it.
     #[error(
         "CA file {path}: no PEM certificate in it (expected -----BEGIN CERTIFICATE-----; a DER file converts with `openssl x509 -inform der -in FILE -out FILE.pem`)"
@@ -24,7 +23,7 @@ pub enum CaError {
 /// that holds none is refused by name (a DER file, a key, a path to the wrong file).
 pub fn ca_certificates(path: &str) -> Result<Vec<reqwest::Certificate>, CaError> {
     let pem = crate::files::read_bounded(std::path::Path::new(path), crate::files::CA_LIMIT)
-        .map_err(|why| CaError::Read { path: path.to_string(), why: why.to_string() })?;
+        .map_err(|why| CaError::Read { path: path.to_string(), why })?;
     if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
         return Err(CaError::NoPem { path: path.to_string() });
     }

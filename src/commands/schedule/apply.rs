@@ -121,13 +121,14 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
                 Approval::Go(a) => a,
                 Approval::Changed(_) => return Err(stopped("the card changed since the plan; run it again".into())),
                 Approval::Refused(e) => return Err(stopped(format!("refused: {e}"))),
-                Approval::Gone(e) | Approval::NotStarted(e) => return Err(stopped(e)),
+                Approval::Gone(e) => return Err(stopped(e.to_string())),
+                Approval::NotStarted(e) => return Err(stopped(e.to_string())),
             };
             say(&format!("[{}/{}] {} ...\n", i + 1, plans.len(), p.summary));
             let finished = approved.run(None).await;
             let o = finished.outcome;
             say(&format!("        {}: {}\n", if o.ok { "done" } else { "failed" }, o.reached));
-            if let Some(e) = finished.audit_error.or(o.error) {
+            if let Some(e) = finished.audit_error.map(|e| e.to_string()).or(o.error) {
                 return Err(CmdError::Failed(format!("stopped at {} ({} of {} done): {e}", p.target, i, plans.len())));
             }
             engine.catch_up();

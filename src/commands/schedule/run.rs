@@ -174,7 +174,11 @@ pub(super) async fn execute(
             say(&format!("{at} {} ({why}): refused: {e}\n", p.summary));
             return Went::NotDone;
         }
-        Approval::Gone(e) | Approval::NotStarted(e) => {
+        Approval::Gone(e) => {
+            say(&format!("{at} {} ({why}): not run: {e}\n", p.summary));
+            return Went::NotDone;
+        }
+        Approval::NotStarted(e) => {
             say(&format!("{at} {} ({why}): not run: {e}\n", p.summary));
             return Went::NotDone;
         }
