@@ -426,14 +426,23 @@ fn read_policy(r: &Reader, t: &Table, p: &mut Policy) -> Result<(), ConfigError>
 }
 
 /// Refresh intervals tessera accepts: from 100 ms to one hour.
-pub fn check_refresh(d: Duration) -> Result<(), &'static str> {
+pub fn check_refresh(d: Duration) -> Result<(), RefreshError> {
     if d < Duration::from_millis(100) {
-        Err("must be at least 100ms")
+        Err(RefreshError::TooOften)
     } else if d > Duration::from_secs(3600) {
-        Err("must be at most 1h")
+        Err(RefreshError::TooRarely)
     } else {
         Ok(())
     }
+}
+
+/// A refresh interval out of its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RefreshError {
+    #[error("must be at least 100ms")]
+    TooOften,
+    #[error("must be at most 1h")]
+    TooRarely,
 }
 
 /// Why a `NODESxGPUS` size did not read.

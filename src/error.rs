@@ -41,3 +41,7 @@ impl CmdError {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;

@@ -99,45 +99,4 @@ mod map_tests {
             assert!(map.iter().any(|l| l.starts_with(&row)), "src/lib.rs: module {m} is not on the map");
         }
     }
-
-    /// The public functions (`pub`, `pub(crate)`) whose signature returns `Result<_, String>`:
-    /// `FILE: NAME` for each. Test code (`*_tests.rs`, a trailing `mod tests`) is left out.
-    fn string_errors(dir: &std::path::Path, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for e in entries.flatten() {
-            let path = e.path();
-            if path.is_dir() {
-                string_errors(&path, out);
-                continue;
-            }
-            let shown = path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(&path);
-            let name = shown.to_string_lossy().into_owned();
-            if !name.ends_with(".rs") || name.ends_with("_tests.rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
-            for (i, _) in code.match_indices("pub") {
-                let rest = &code[i..];
-                let Some(sig) = rest.split(['{', ';']).next() else { continue };
-                let head = sig.trim_start_matches("pub(crate)").trim_start_matches("pub").trim_start();
-                let head = head.trim_start_matches("async ").trim_start_matches("const ");
-                let Some(f) = head.strip_prefix("fn ") else { continue };
-                let ret = sig.rsplit_once("->").map(|(_, r)| r.split_whitespace().collect::<String>());
-                if ret.is_some_and(|r| r.starts_with("Result<") && r.ends_with(",String>")) {
-                    let fname: String = f.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                    out.push(format!("{name}: {fname}"));
-                }
-            }
-        }
-    }
-
-    /// An error that leaves its module is a type that says what failed, never a bare
-    /// `String` (docs/architecture.md, "Errors").
-    #[test]
-    fn no_public_function_fails_with_a_bare_string() {
-        let mut found = Vec::new();
-        string_errors(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut found);
-        assert!(found.is_empty(), "Result<_, String> on public functions:\n{}", found.join("\n"));
-    }
 }

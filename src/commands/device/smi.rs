@@ -245,6 +245,6 @@ mod tests {
         let log = parse(
             "<nvidia_smi_log><gpu id=\"x\"><power_readings><power_draw>[Not Supported]</power_draw></power_readings></gpu></nvidia_smi_log>",
         );
-        assert_eq!(log.map(|l| l.gpus[0].power_w).ok(), Some(None));
+        assert_eq!(log.map(|l| l.gpus[0].power_w).map_err(|e| e.to_string()), Ok(None));
     }
 }
