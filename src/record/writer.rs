@@ -40,6 +40,19 @@ pub enum WriteError {
     Stopped(String),
 }
 
+impl WriteError {
+    /// What a failed write to `path` becomes.
+    fn io(path: &Path) -> impl Fn(std::io::Error) -> Self + Copy + '_ {
+        move |source| Self::Io { path: path.to_path_buf(), source }
+    }
+}
+
+/// `value` as JSON in one zstd frame: the payload of an action or of the index.
+fn whole_payload(path: &Path, value: &impl serde::Serialize) -> Result<Vec<u8>, WriteError> {
+    let json = serde_json::to_vec(value).map_err(|source| WriteError::Encode { path: path.to_path_buf(), source })?;
+    zstd::bulk::compress(&json, format::LEVEL).map_err(|source| WriteError::Zstd { path: path.to_path_buf(), source })
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The first part's file; later parts add `-2`, `-3`, ... before the extension.
@@ -157,7 +170,7 @@ impl Recorder {
             // 0600: a recording carries the audit lines (user, host, SSH client).
             std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).map_err(|e| match e.kind() {
                 std::io::ErrorKind::AlreadyExists => WriteError::Exists(path.clone()),
-                _ => WriteError::Io { path: path.clone(), source: e },
+                _ => WriteError::io(&path)(e),
             })?;
         let header = Header {
             format: "tessera-recording".into(),
@@ -169,9 +182,7 @@ impl Recorder {
         };
         let bytes = header.encode();
         let mut out = std::io::BufWriter::new(file);
-        out.write_all(&bytes)
-            .and_then(|()| out.flush())
-            .map_err(|e| WriteError::Io { path: path.clone(), source: e })?;
+        out.write_all(&bytes).and_then(|()| out.flush()).map_err(WriteError::io(&path))?;
         self.summary.parts.push(path.clone());
         self.part = Some(Part { path, out, offset: bytes.len() as u64, index: Vec::new(), started: None, group: None });
         if let Some(keep) = self.settings.keep.filter(|&k| k > 0)
@@ -225,7 +236,7 @@ impl Recorder {
         let key_due = self.key_next || part.group.as_ref().is_none_or(|g| g.frames >= KEY_EVERY_FRAMES);
         let path = part.path.clone();
         let encode = |e| WriteError::Encode { path: path.clone(), source: e };
-        let io = |e| WriteError::Io { path: path.clone(), source: e };
+        let io = WriteError::io(&path);
         let zstd = |e| WriteError::Zstd { path: path.clone(), source: e };
         let value = serde_json::to_value(frame).map_err(encode)?;
         if key_due {
@@ -269,11 +280,8 @@ impl Recorder {
     fn write_action(&mut self, a: &ActionRecord) -> Result<(), WriteError> {
         let Some(part) = self.part.as_mut() else { return Err(WriteError::Closed) };
         let path = part.path.clone();
-        let json = serde_json::to_vec(a).map_err(|e| WriteError::Encode { path: path.clone(), source: e })?;
-        let payload = zstd::bulk::compress(&json, format::LEVEL)
-            .map_err(|e| WriteError::Zstd { path: path.clone(), source: e })?;
-        write_record(part, Kind::Action, 0, a.at.timestamp_millis(), &payload)
-            .map_err(|e| WriteError::Io { path, source: e })?;
+        let payload = whole_payload(&path, a)?;
+        write_record(part, Kind::Action, 0, a.at.timestamp_millis(), &payload).map_err(WriteError::io(&path))?;
         self.summary.actions += 1;
         Ok(())
     }
@@ -295,11 +303,9 @@ impl Recorder {
     fn close_part(&mut self) -> Result<(), WriteError> {
         let Some(mut part) = self.part.take() else { return Ok(()) };
         let path = part.path.clone();
-        let io = |e| WriteError::Io { path: path.clone(), source: e };
+        let io = WriteError::io(&path);
         let index = Index { entries: std::mem::take(&mut part.index) };
-        let json = serde_json::to_vec(&index).map_err(|e| WriteError::Encode { path: path.clone(), source: e })?;
-        let payload = zstd::bulk::compress(&json, format::LEVEL)
-            .map_err(|e| WriteError::Zstd { path: path.clone(), source: e })?;
+        let payload = whole_payload(&path, &index)?;
         let at_ms = self.last_at.map_or(0, |t| t.timestamp_millis());
         let index_at = part.offset;
         write_record(&mut part, Kind::Index, 0, at_ms, &payload).map_err(io)?;

@@ -161,6 +161,10 @@ pub(super) async fn execute(
         say(&format!("{at} {} ({why}): nothing to do: {n}\n", p.summary));
         return Went::NothingToDo;
     }
+    let not_run = |e: &dyn std::fmt::Display| {
+        say(&format!("{at} {} ({why}): not run: {e}\n", p.summary));
+        Went::NotDone
+    };
     let finished = match engine.runner.approve(&p, engine.store.fleet()) {
         Approval::Go(a) => a.run(None).await,
         Approval::Changed(again) => {
@@ -174,14 +178,8 @@ pub(super) async fn execute(
             say(&format!("{at} {} ({why}): refused: {e}\n", p.summary));
             return Went::NotDone;
         }
-        Approval::Gone(e) => {
-            say(&format!("{at} {} ({why}): not run: {e}\n", p.summary));
-            return Went::NotDone;
-        }
-        Approval::NotStarted(e) => {
-            say(&format!("{at} {} ({why}): not run: {e}\n", p.summary));
-            return Went::NotDone;
-        }
+        Approval::Gone(e) => return not_run(&e),
+        Approval::NotStarted(e) => return not_run(&e),
     };
     let o = finished.outcome;
     let error = o.error.map(|e| format!(" ({e})")).unwrap_or_default();
