@@ -1,0 +1,151 @@
+//! What `simulate` was asked: the command line's options and the engine settings, policies and
+//! shares read from them (each bad value a usage error naming the flag).
+
+use std::path::PathBuf;
+
+use super::demand::Demand;
+use super::usage;
+use crate::error::CmdError;
+use crate::simulate::{self, Fleet, Placement, Policy, Settings};
+
+/// What `simulate` was asked, as the command line gives it.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub recording: Vec<PathBuf>,
+    pub trace: Option<PathBuf>,
+    pub nodes: Option<PathBuf>,
+    pub demand: Option<PathBuf>,
+    pub span: Option<String>,
+    pub fleet: Option<String>,
+    pub as_model: Option<String>,
+    pub layout: Vec<String>,
+    pub policy: Vec<String>,
+    pub placement: Option<String>,
+    pub replicas: Option<u32>,
+    pub pack: Option<String>,
+    pub target_p90_wait: Option<String>,
+    pub horizon: Option<String>,
+    pub compress: Option<f64>,
+    pub json: bool,
+    pub plot: Option<PathBuf>,
+    pub skip_bad: bool,
+}
+
+pub(super) fn duration_s(flag: &str, text: &str) -> Result<i64, CmdError> {
+    crate::units::duration::parse(text).map(|d| d.as_secs() as i64).map_err(|e| usage(&format!("{flag} {text}: {e}")))
+}
+
+/// The engine's settings from the config and the flags.
+pub(super) fn engine_settings(
+    o: &Options,
+    cfg: &crate::config::Config,
+    fleet: &Fleet,
+    d: &Demand,
+) -> Result<Settings, CmdError> {
+    let (day_offset_s, first_submit) = (d.day_offset_s, d.jobs.first().map_or(0, |j| j.submit));
+    let mut s =
+        Settings { min_runtime_s: cfg.policy.min_runtime.as_secs() as i64, day_offset_s, ..Settings::default() };
+    if let Some(p) = &o.placement {
+        s.placement =
+            Placement::parse(p).ok_or_else(|| usage(&format!("--placement {p}: first-fit, best-fit or frag-aware")))?;
+    }
+    if let Some(r) = o.replicas {
+        if !(1..=64).contains(&r) {
+            return Err(usage(&format!("--replicas {r}: from 1 to 64")));
+        }
+        s.replicas = r;
+    }
+    if let Some(h) = &o.horizon {
+        s.horizon_s = Some(first_submit + duration_s("--horizon", h)?);
+    }
+    s.prices = cfg.advisor.prices.clone();
+    // The demo's example schedule stands in on the demo only, as in the console.
+    let schedules = crate::schedule::demo::effective(cfg, d.demo).map(|(s, _)| s).unwrap_or_default();
+    s.windows = windows(&schedules, fleet);
+    if let Some(first) = schedules.first() {
+        s.lead_s = first.lead.as_secs() as i64;
+        s.min_hold_s = first.min_hold.as_secs() as i64;
+    }
+    Ok(s)
+}
+
+/// The schedules' windows for the engine: per MIG model of the fleet the schedule covers,
+/// in UTC at the offset its time zone has now (days of the week and DST are not modelled).
+pub(super) fn windows(schedules: &[crate::model::schedule::Schedule], fleet: &Fleet) -> Vec<simulate::Window> {
+    let mut out = Vec::new();
+    for sch in schedules {
+        let offset = sch.tz.to_offset(jiff::Timestamp::now()).seconds();
+        for m in fleet.models.iter().filter(|m| m.mig.is_some()) {
+            if sch.model.as_deref().is_some_and(|x| simulate::Model::named(x).name != m.name) {
+                continue;
+            }
+            let Some(gm) = m.mig else { continue };
+            for w in &sch.windows {
+                let layout = match crate::model::mig::parse_layout(gm, &w.layout) {
+                    Ok(crate::model::mig::LayoutSpec::Mig(l)) => Some(l),
+                    Ok(crate::model::mig::LayoutSpec::Whole) => None,
+                    Err(_) => continue,
+                };
+                let utc = |min: u16| (i64::from(min) * 60 - i64::from(offset)).rem_euclid(86_400) as u32;
+                out.push(simulate::Window {
+                    model: Some(m.name.clone()),
+                    start_s: utc(w.start_min),
+                    end_s: utc(w.end_min % 1440),
+                    layout,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The policies asked for, in the order given (all five by default).
+pub(super) fn policies(o: &Options) -> Result<Vec<Policy>, CmdError> {
+    if o.policy.is_empty() {
+        return Ok(Policy::ALL.to_vec());
+    }
+    o.policy
+        .iter()
+        .map(|p| {
+            Policy::parse(p).ok_or_else(|| usage(&format!("--policy {p}: exclusive, mig, share, schedule or adaptive")))
+        })
+        .collect()
+}
+
+pub(super) fn parse_share(p: &str) -> Result<f64, CmdError> {
+    let v: f64 = p
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| usage(&format!("--pack {p}: a share of the fleet, e.g. 100%")))?;
+    let v = if p.trim().ends_with('%') || v > 1.0 { v / 100.0 } else { v };
+    if !(0.01..=2.0).contains(&v) {
+        return Err(usage(&format!("--pack {p}: from 1% to 200% of the fleet")));
+    }
+    Ok(v)
+}
+
+impl From<crate::cli::SimulateArgs> for Options {
+    fn from(a: crate::cli::SimulateArgs) -> Self {
+        Self {
+            recording: a.recording,
+            trace: a.trace,
+            nodes: a.nodes,
+            demand: a.demand,
+            span: a.span,
+            fleet: a.fleet,
+            as_model: a.as_model,
+            layout: a.layout,
+            policy: a.policy,
+            placement: a.placement,
+            replicas: a.replicas,
+            pack: a.pack,
+            target_p90_wait: a.target_p90_wait,
+            horizon: a.horizon,
+            compress: a.compress,
+            json: a.json,
+            plot: a.plot,
+            skip_bad: a.skip_bad,
+        }
+    }
+}
