@@ -36,6 +36,22 @@ fn demand_json(d: &Demand) -> serde_json::Value {
     })
 }
 
+/// The JSON every mode shares (schema version, mode, demand, fleet) with the mode's own
+/// fields after them.
+fn envelope(mode: &str, d: &Demand, f: &Fleet, own: serde_json::Value) -> serde_json::Value {
+    let mut v = json!({
+        "schema_version": SCHEMA_VERSION,
+        "mode": mode,
+        "simulated": true,
+        "demand": demand_json(d),
+        "fleet": fleet_json(f),
+    });
+    if let (Some(all), serde_json::Value::Object(mine)) = (v.as_object_mut(), own) {
+        all.extend(mine);
+    }
+    v
+}
+
 /// The lines above the table: the demand, the fleet, the notes.
 fn header(d: &Demand, f: &Fleet, extra: &str) -> String {
     let gpu_hours: f64 = d.jobs.iter().map(Job::gpu_seconds).sum::<f64>() / 3600.0;
@@ -83,25 +99,25 @@ pub(super) fn finish_replay(
         write_plot(path, &plot::replay(&format!("tessera simulate: {}", d.source), reports))?;
     }
     let text = if o.json {
-        let v = json!({
-            "schema_version": SCHEMA_VERSION,
-            "mode": "replay",
-            "simulated": true,
-            "demand": demand_json(d),
-            "fleet": fleet_json(f),
-            "settings": {
-                "placement": s.placement,
-                "replicas": s.replicas,
-                "min_runtime_s": s.min_runtime_s,
-                "reconfigure_s": s.reconfigure_s,
-                "interval_s": s.interval_s,
-                "max_changes_per_hour": s.max_changes_per_hour,
-                "horizon_s": s.horizon_s,
-            },
-            "currency": cfg.advisor.currency,
-            "policies": reports,
-            "capacity": answers,
-        });
+        let v = envelope(
+            "replay",
+            d,
+            f,
+            json!({
+                "settings": {
+                    "placement": s.placement,
+                    "replicas": s.replicas,
+                    "min_runtime_s": s.min_runtime_s,
+                    "reconfigure_s": s.reconfigure_s,
+                    "interval_s": s.interval_s,
+                    "max_changes_per_hour": s.max_changes_per_hour,
+                    "horizon_s": s.horizon_s,
+                },
+                "currency": cfg.advisor.currency,
+                "policies": reports,
+                "capacity": answers,
+            }),
+        );
         serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))? + "\n"
     } else {
         let mut t = header(d, f, &format!("; placement {}", s.placement.as_str()));
@@ -120,15 +136,7 @@ pub(super) fn finish_packing(o: &Options, d: &Demand, f: &Fleet, runs: &[Packing
         write_plot(path, &plot::packing(&format!("tessera simulate --pack: {}", d.source), runs))?;
     }
     let text = if o.json {
-        let v = json!({
-            "schema_version": SCHEMA_VERSION,
-            "mode": "packing",
-            "simulated": true,
-            "demand": demand_json(d),
-            "fleet": fleet_json(f),
-            "target_share": share,
-            "packing": runs,
-        });
+        let v = envelope("packing", d, f, json!({ "target_share": share, "packing": runs }));
         serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))? + "\n"
     } else {
         let mut t = header(d, f, &format!("; packed until the GPUs asked reach {:.0}% of the fleet", share * 100.0));
