@@ -367,3 +367,70 @@ fn a_layout_with_media_extensions_is_the_same_layout_at_the_next_boundary() {
     assert_eq!(r.reconfigurations, 0);
     assert_eq!(r.wait.p99_s, 0);
 }
+
+/// Random jobs for fleets without MIG: whole and fractional, every class, some with card
+/// memory and host CPU; `spread` seconds of arrivals (small: a compressed trace).
+fn random_jobs(specs: &[(i64, i64, u8, u8)], spread: i64) -> Vec<Job> {
+    let mut v: Vec<Job> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, &(t, d, kind, class))| {
+            let class = [Class::Inference, Class::Training, Class::Other][usize::from(class % 3)];
+            let mut j = match kind % 5 {
+                0 => Job::new(&format!("w{i}"), 0, d, 1 + (i as u32 % 3)),
+                1 => frac(&format!("f{i}"), 0, d, 142, class),
+                2 => frac(&format!("h{i}"), 0, d, 460, class),
+                3 => frac(&format!("m{i}"), 0, d, 300, class),
+                _ => Job::new(&format!("o{i}"), 0, d, 1),
+            };
+            j.submit = t % spread.max(1);
+            j.class = class;
+            j.checkpoint_s = (class == Class::Training).then_some(600);
+            j.mem_mib = u64::from(kind % 3) * 4 * 1024;
+            j.cpu_milli = u32::from(kind % 4) * 8000;
+            j
+        })
+        .collect();
+    v.sort_by_key(|j| j.submit);
+    v
+}
+
+/// The report with the policy's name taken out: what two policies must agree on.
+fn books(mut r: Report) -> Report {
+    r.policy = Policy::Exclusive;
+    r
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// On a fleet with no MIG-capable card, `mig` and `schedule` are `exclusive` exactly,
+    /// and `adaptive` too where nothing may be preempted (no training past its minimum).
+    #[test]
+    fn policies_that_cannot_differ_do_not_differ(
+        specs in prop::collection::vec((0i64..7200, 60i64..5400, 0u8..5, 0u8..3), 1..40),
+        spread in prop::sample::select(vec![60i64, 900, 7200]),
+        placement in prop::sample::select(Placement::ALL.to_vec()),
+        spec in prop::sample::select(vec!["6xT4", "4xL4,3xT4", "8xG2,2xV100M32"]),
+    ) {
+        let jobs = random_jobs(&specs, spread);
+        let mut f = fleet(spec);
+        for n in &mut f.nodes {
+            n.cpu_milli = 32_000;
+        }
+        let day = crate::model::mig::lookup("A100-80GB").and_then(|m| {
+            match crate::model::mig::parse_layout(m, "1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb").ok()? {
+                crate::model::mig::LayoutSpec::Mig(l) => Some(l),
+                crate::model::mig::LayoutSpec::Whole => None,
+            }
+        });
+        let windows = vec![Window { model: None, start_s: 0, end_s: 3600, layout: day }];
+        let s = Settings { placement, windows, min_runtime_s: 1_000_000, interval_s: 120, ..Settings::default() };
+        let ex = books(run(&jobs, &f, Policy::Exclusive, &s));
+        for policy in [Policy::Mig, Policy::Schedule, Policy::Adaptive] {
+            let r = books(run(&jobs, &f, policy, &s));
+            prop_assert!(r == ex, "{:?} differs from exclusive: wait {:?} vs {:?}, runs {:?} vs {:?}",
+                policy, r.wait, ex.wait, r.job_runs, ex.job_runs);
+        }
+    }
+}

@@ -70,7 +70,8 @@ pub fn pack(jobs: &[Job], fleet: &Fleet, policy: Policy, layouts: &[Option<Vec<P
     let PackWith { placement, target, seed, replicas } = with;
     let gpus = fleet.gpus();
     let mut cl = Cluster::new(fleet, policy, replicas, layouts);
-    let mut chooser = Chooser::new(placement, policy, Mix::new(jobs, policy == Policy::Exclusive), fleet.nodes.len());
+    let whole_only = policy.whole_only(fleet);
+    let mut chooser = Chooser::new(placement, whole_only, Mix::new(jobs, whole_only), fleet.nodes.len());
     let mut draw = Draw::new(seed);
     let (mut asked, mut failed, mut placed) = (0.0f64, 0u64, 0u64);
     let mut steps = vec![Step { arrived: 0.0, unallocated: 1.0 }];

@@ -9,7 +9,7 @@
 
 use super::fleet::Fleet;
 use super::job::Job;
-use super::policy::{Placement, Policy};
+use super::policy::Placement;
 use super::state::{Cluster, Hold, Mode, Part};
 
 /// The most request types the mix keeps (the commonest).
@@ -76,7 +76,8 @@ struct NodeFrag {
 #[derive(Debug, Clone)]
 pub struct Chooser {
     pub placement: Placement,
-    pub policy: Policy,
+    /// Every request takes whole cards (`Policy::whole_only`).
+    pub whole_only: bool,
     mix: Mix,
     cache: Vec<Option<NodeFrag>>,
     slots: Vec<(u32, bool)>,
@@ -87,8 +88,8 @@ fn hosts(k: &Kind, usable: u32, cpu_free: i64) -> bool {
 }
 
 impl Chooser {
-    pub fn new(placement: Placement, policy: Policy, mix: Mix, nodes: usize) -> Self {
-        Self { placement, policy, mix, cache: vec![None; nodes], slots: Vec::new() }
+    pub fn new(placement: Placement, whole_only: bool, mix: Mix, nodes: usize) -> Self {
+        Self { placement, whole_only, mix, cache: vec![None; nodes], slots: Vec::new() }
     }
 
     /// Node `n` changed: its fragmentation is counted afresh when next asked.
@@ -162,7 +163,7 @@ impl Chooser {
 
     /// Where `job` goes now, if it fits anywhere.
     pub fn place(&mut self, cl: &Cluster, fleet: &Fleet, job: &Job, now: i64) -> Option<Hold> {
-        let whole = job.milli >= 1000 || self.policy == Policy::Exclusive;
+        let whole = job.milli >= 1000 || self.whole_only;
         if whole {
             if !cl.may_fit_whole(job.gpus) {
                 return None;

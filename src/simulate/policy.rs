@@ -38,6 +38,20 @@ impl Policy {
         Self::ALL.into_iter().find(|p| p.as_str().eq_ignore_ascii_case(text.trim()))
     }
 
+    /// Every request holds whole cards under this policy on `fleet`: always under
+    /// `exclusive`; under a MIG policy where no card can be cut (no MIG-capable model) and
+    /// none is time-sliced, which makes it `exclusive` exactly.
+    pub fn whole_only(self, fleet: &super::Fleet) -> bool {
+        match self {
+            Self::Exclusive => true,
+            Self::Share => false,
+            Self::Mig | Self::Schedule | Self::Adaptive => {
+                !fleet.models.iter().any(|m| m.mig.is_some())
+                    && !fleet.nodes.iter().any(|n| n.replicas.is_some_and(|r| r > 1))
+            }
+        }
+    }
+
     /// Cards are cut into MIG instances under this policy.
     pub fn uses_mig(self) -> bool {
         matches!(self, Self::Mig | Self::Schedule | Self::Adaptive)

@@ -165,8 +165,9 @@ impl<'a> Run<'a> {
         s: &'a Settings,
     ) -> Self {
         let cl = Cluster::new(fleet, policy, s.replicas, layouts);
-        let exclusive = policy == Policy::Exclusive;
-        let chooser = Chooser::new(s.placement, policy, Mix::new(jobs, exclusive), fleet.nodes.len());
+        // Exclusive, or a MIG policy with no card to cut or share: every request whole.
+        let exclusive = policy.whole_only(fleet);
+        let chooser = Chooser::new(s.placement, exclusive, Mix::new(jobs, exclusive), fleet.nodes.len());
         let first = jobs.first().map_or(0, |j| j.submit);
         let last = jobs.iter().map(|j| j.submit + j.duration).max().unwrap_or(first);
         let span = s.horizon_s.map_or(last - first, |h| h - first).max(1);
