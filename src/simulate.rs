@@ -14,6 +14,7 @@ pub mod input;
 pub mod job;
 pub mod layouts;
 pub mod metrics;
+pub mod not_run;
 pub mod packing;
 pub mod place;
 pub mod policy;
@@ -61,6 +62,48 @@ pub fn prepare(jobs: &mut [Job], without_gpu: u64) -> Result<Prepared, DemandErr
 pub fn replay(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, progress: &mut dyn FnMut(f64)) -> Report {
     let layouts = layouts::initial(fleet, jobs);
     replay::Run::new(jobs, fleet, policy, &layouts, s).run(progress)
+}
+
+/// The stretch of demand time every policy of one comparison is measured over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Period {
+    /// The first arrival, seconds of demand time.
+    #[serde(rename = "start")]
+    pub start_s: i64,
+    /// `--horizon`, else the latest end, over every policy, of the work that started.
+    #[serde(rename = "end")]
+    pub end_s: i64,
+}
+
+/// Each policy's replay, all measured over one window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replays {
+    pub reports: Vec<Report>,
+    pub window: Period,
+}
+
+/// Replay `jobs` on `fleet` under each of `policies` and measure every one over the same
+/// window: from the first arrival to the horizon, else to the latest end of the work that
+/// started under any of them (work that never starts stretches no row). `progress` hears
+/// the policy and its share of arrivals done.
+pub fn replay_all(
+    jobs: &[Job],
+    fleet: &Fleet,
+    policies: &[Policy],
+    s: &Settings,
+    progress: &mut dyn FnMut(Policy, f64),
+) -> Replays {
+    let layouts = layouts::initial(fleet, jobs);
+    let mut runs = Vec::with_capacity(policies.len());
+    for &p in policies {
+        let mut run = replay::Run::new(jobs, fleet, p, &layouts, s);
+        run.play(&mut |f| progress(p, f));
+        runs.push(run);
+    }
+    let start_s = jobs.first().map_or(0, |j| j.submit);
+    let end_s = runs.iter().map(replay::Run::played_to).max().unwrap_or(start_s).max(start_s);
+    let reports = runs.into_iter().map(|r| r.report_until(end_s)).collect();
+    Replays { reports, window: Period { start_s, end_s } }
 }
 
 /// Pack `jobs` onto `fleet` under `policy` as `with` says, until the GPUs asked reach its

@@ -434,3 +434,45 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn every_policy_of_a_run_is_measured_over_one_window() {
+    // A whole-card job on a fleet of one A100 laid out 3g+3g: under mig it can never start.
+    // It does not keep mig's replay going; every row covers the same window and mig's row
+    // says NOT RUN with its cause.
+    let mut f = fleet("2xA100-80GB");
+    assert!(f.set_layout("A100-80GB", "3g.40gb,3g.40gb").is_ok());
+    let mut jobs = vec![Job::new("whole", 0, 3600, 2)];
+    jobs.extend((0..4).map(|i| frac(&format!("s{i}"), 10 + 60 * i, 7200, 400, Class::Inference)));
+    let s = Settings::default();
+    let all = replay_all(&jobs, &f, &[Policy::Exclusive, Policy::Mig, Policy::Share], &s, &mut |_, _| {});
+    assert_eq!(all.window.start_s, 0);
+    // Exclusive serves the whole job first, then the four shares two at a time: 3600 + 7200
+    // + 7200 (the shares arrive at 10 s to 190 s).
+    let ends: Vec<i64> = all.reports.iter().map(|r| r.window_end_s).collect();
+    assert!(ends.iter().all(|&e| e == all.window.end_s), "{ends:?} vs {:?}", all.window);
+    assert_eq!(all.window.end_s, 3600 + 7200 + 7200);
+    let spans: Vec<f64> = all.reports.iter().map(|r| r.span_hours).collect();
+    assert!(spans.iter().all(|&h| (h - 5.0).abs() < 1e-9), "{spans:?}");
+    let mig = &all.reports[1];
+    assert_eq!(mig.never_started, 1);
+    let causes: Vec<&str> = mig.not_run.iter().map(|n| n.text.as_str()).collect();
+    assert!(
+        causes.iter().any(|t| t.contains("1 job needs 2 whole A100-80GB on one node") && t.contains("under mig")),
+        "{causes:?}"
+    );
+    // Alone, mig's replay ends with the last work that started (the shares, at 190 + 7200 s):
+    // the job that never starts does not keep it going.
+    let alone = run(&jobs, &f, Policy::Mig, &s);
+    assert_eq!(alone.window_end_s, 190 + 7200);
+    // Nor a schedule's: its windows come round for days, but nothing more starts.
+    let Some(Some(cut)) = f.nodes[0].layouts.first().cloned() else { panic!("layout") };
+    let windows = vec![Window { model: None, start_s: 0, end_s: 0, layout: Some(cut) }];
+    let sched = run(&jobs, &f, Policy::Schedule, &Settings { windows, ..Settings::default() });
+    assert_eq!((sched.window_end_s, sched.never_started), (190 + 7200, 1));
+    // Held and idle use the same window: GPU-hours held plus idle card-hours is the fleet's
+    // card-hours over it for a policy that never shares a card.
+    let ex = &all.reports[0];
+    let held_h = ex.held_mean * ex.span_hours * 2.0;
+    assert!((held_h - (2.0 + 4.0 * 2.0)).abs() < 1e-6, "{held_h}");
+}

@@ -162,3 +162,24 @@ fn a_demand_without_a_fleet_or_a_gpu_job_is_said_as_such() {
     assert!(out.contains("1 GPU jobs"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn every_row_of_the_demo_covers_one_window_and_says_what_did_not_run() {
+    let (code, out, err) = tessera(&["simulate", "--demo", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    let (start, end) = (v["window"]["start"].as_i64().unwrap_or(-1), v["window"]["end"].as_i64().unwrap_or(-1));
+    assert!(end > start && start >= 0, "{}", v["window"]);
+    for p in v["policies"].as_array().cloned().unwrap_or_default() {
+        assert_eq!(p["window_end_s"].as_i64(), Some(end), "{}", p["policy"]);
+        let span = p["span_hours"].as_f64().unwrap_or(0.0);
+        assert!((span - (end - start) as f64 / 3600.0).abs() < 1e-9, "{}: {span}", p["policy"]);
+        let never = p["never_started"].as_u64().unwrap_or(0) + p["unplaceable"].as_u64().unwrap_or(0);
+        let explained: u64 =
+            p["not_run"].as_array().cloned().unwrap_or_default().iter().map(|n| n["jobs"].as_u64().unwrap_or(0)).sum();
+        assert_eq!(never, explained, "every job not run has its cause: {}", p["not_run"]);
+    }
+    let (code, text, err) = tessera(&["simulate", "--demo"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("Every row is measured over one window"), "{text}");
+}

@@ -148,11 +148,10 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
         progress.clear();
         return finish_packing(o, &d, &fleet, &runs, share);
     }
-    let mut reports = Vec::new();
-    for p in &policies {
-        let name = format!("replaying {}", p.as_str());
-        reports.push(simulate::replay(&d.jobs, &fleet, *p, &s, &mut |f| progress.show(&name, f)));
-    }
+    policy_notes(&policies, &fleet, &s, &mut d.notes);
+    let replays = simulate::replay_all(&d.jobs, &fleet, &policies, &s, &mut |p, f| {
+        progress.show(&format!("replaying {}", p.as_str()), f);
+    });
     let mut answers = Vec::new();
     if let Some(t) = target {
         for (i, p) in policies.iter().enumerate() {
@@ -161,5 +160,25 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
         }
     }
     progress.clear();
-    finish_replay(o, &cfg, &d, &fleet, &s, &reports, &answers)
+    finish_replay(o, &cfg, &d, &fleet, &s, &replays, &answers)
+}
+
+/// Notes for rows that are not what their name alone says: `schedule` with no windows is
+/// `mig`; time-sliced cards stay time-sliced under the MIG policies.
+fn policy_notes(policies: &[Policy], fleet: &Fleet, s: &simulate::Settings, notes: &mut Vec<String>) {
+    if policies.contains(&Policy::Schedule) && s.windows.is_empty() {
+        notes.push("schedule: no [[schedule]] window covers this fleet's MIG cards, so it runs as mig".into());
+    }
+    let sliced: u64 = fleet.nodes.iter().filter(|n| n.replicas.is_some_and(|r| r > 1)).map(|n| u64::from(n.gpus)).sum();
+    let mig: Vec<&str> = policies.iter().filter(|p| p.uses_mig()).map(|p| p.as_str()).collect();
+    if sliced > 0 && !mig.is_empty() {
+        notes.push(format!(
+            "{sliced} time-sliced {} stay time-sliced under {} (as the fleet shares them today)",
+            if sliced == 1 { "card" } else { "cards" },
+            mig.join(", ")
+        ));
+    }
+    if !mig.is_empty() && !fleet.models.iter().any(|m| m.mig.is_some()) && sliced == 0 {
+        notes.push(format!("no card of this fleet can do MIG: {} run as exclusive", mig.join(", ")));
+    }
 }

@@ -49,10 +49,14 @@ pub struct Report {
     pub never_started: u64,
     /// Bigger than any node (cards, host CPU or memory, card memory, model): never queued.
     pub unplaceable: u64,
+    /// Why what did not run did not (unplaceable and never started), each cause once.
+    pub not_run: Vec<super::not_run::NotRun>,
     /// GPU-hours the demand asks for (cards × share × duration).
     pub demand_gpu_hours: f64,
-    /// From the first arrival to the last event.
+    /// The window measured, from the first arrival: the same for every policy of one run.
     pub span_hours: f64,
+    /// Where the window ends, seconds of demand time.
+    pub window_end_s: i64,
     /// Mean share of the fleet's GPUs held (whole cards, instances' compute, replicas' shares).
     pub held_mean: f64,
     pub held_peak_gpus: f64,

@@ -103,6 +103,22 @@ impl Queue {
     }
 }
 
+/// The books a run keeps, as they stood at one instant: what a run whose queue never moves
+/// again is measured from (its idle tail is not the policy's doing).
+#[derive(Debug, Clone)]
+struct Books {
+    now: i64,
+    held_s: f64,
+    used_s: f64,
+    exposed_s: f64,
+    idle_s: Vec<f64>,
+    timeline: Vec<Point>,
+    sample_every: i64,
+    next_sample: i64,
+    reconfigurations: u64,
+    downtime_s: f64,
+}
+
 /// One run of one policy.
 pub(super) struct Run<'a> {
     pub jobs: &'a [Job],
@@ -142,6 +158,9 @@ pub(super) struct Run<'a> {
     pub arrivals_left: usize,
     /// Something freed or arrived: try the queue.
     pub dirty: bool,
+    /// The books when the fleet last fell idle with nothing left to arrive (dropped when a
+    /// job starts): a queue stuck from there on does not stretch the run.
+    quiet: Option<Books>,
 }
 
 /// Whether `job` could ever run on an empty node of the fleet.
@@ -207,7 +226,36 @@ impl<'a> Run<'a> {
             training: std::collections::BTreeSet::new(),
             freed: Vec::new(),
             dirty: false,
+            quiet: None,
         }
+    }
+
+    fn books(&self) -> Books {
+        Books {
+            now: self.now,
+            held_s: self.held_s,
+            used_s: self.used_s,
+            exposed_s: self.exposed_s,
+            idle_s: self.idle_s.clone(),
+            timeline: self.timeline.clone(),
+            sample_every: self.sample_every,
+            next_sample: self.next_sample,
+            reconfigurations: self.reconfigurations,
+            downtime_s: self.downtime_s,
+        }
+    }
+
+    fn restore(&mut self, b: Books) {
+        self.now = b.now;
+        self.held_s = b.held_s;
+        self.used_s = b.used_s;
+        self.exposed_s = b.exposed_s;
+        self.idle_s = b.idle_s;
+        self.timeline = b.timeline;
+        self.sample_every = b.sample_every;
+        self.next_sample = b.next_sample;
+        self.reconfigurations = b.reconfigurations;
+        self.downtime_s = b.downtime_s;
     }
 
     /// Move the clock to `t`, integrating the totals that held since the last event.
@@ -248,6 +296,7 @@ impl<'a> Run<'a> {
         self.chooser.changed(hold.node);
         self.peak_held = self.peak_held.max(self.cl.held_milli);
         self.last_start = self.now;
+        self.quiet = None;
         if job.class == Class::Training {
             self.training.insert(id);
         }
@@ -330,8 +379,28 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Run to the end: every arrival, every event, or the horizon.
+    /// Run to the end and measure to it (or to the horizon).
     pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> Report {
+        self.play(progress);
+        let end = self.played_to();
+        self.report_until(end)
+    }
+
+    /// Where the run's own measure ends: the horizon, else the last end of the work that
+    /// started (a queue left stuck after it does not stretch the run).
+    pub fn played_to(&self) -> i64 {
+        self.s.horizon_s.map_or(self.now, |h| h.max(self.now))
+    }
+
+    /// Measure to `end` (at or after `played_to`, the same for every policy of one
+    /// comparison): the fleet stays as the run left it, idle, with what waits still waiting.
+    pub fn report_until(mut self, end: i64) -> Report {
+        self.advance(end);
+        self.report()
+    }
+
+    /// Play every arrival and event, to the horizon or until nothing can change.
+    pub fn play(&mut self, progress: &mut dyn FnMut(f64)) {
         let mut next = 0usize;
         let n = self.jobs.len();
         let horizon = self.s.horizon_s.unwrap_or(i64::MAX);
@@ -402,11 +471,15 @@ impl<'a> Run<'a> {
             }
             #[cfg(test)]
             self.check();
+            if self.quiet.is_none() && self.arrivals_left == 0 && self.cl.held_milli == 0 {
+                self.quiet = Some(self.books());
+            }
         }
-        let end = if horizon == i64::MAX { self.now } else { horizon.max(self.now) };
-        self.advance(end);
+        // Nothing started since the fleet fell idle: measure from there.
+        if let Some(b) = self.quiet.take().filter(|b| b.now <= horizon) {
+            self.restore(b);
+        }
         progress(1.0);
-        self.report()
     }
 
     fn only_ticks(&self) -> bool {
@@ -436,6 +509,17 @@ impl<'a> Run<'a> {
             per_class[class].push(waited);
         }
         let (waits, wait) = all_waits(per_class);
+        let (mut unplaced, mut waiting) = (Vec::new(), Vec::new());
+        for (j, st) in
+            self.jobs.iter().zip(&self.st).filter(|(j, st)| st.run.first_start.is_none() && j.submit <= self.now)
+        {
+            if st.queued {
+                waiting.push(j);
+            } else if !placeable(self.fleet, j) {
+                unplaced.push(j);
+            }
+        }
+        let not_run = super::not_run::explain(self.fleet, &self.cl, self.policy, &unplaced, &waiting);
         let idle_cost = self
             .fleet
             .models
@@ -451,8 +535,10 @@ impl<'a> Run<'a> {
             started,
             never_started: never,
             unplaceable: self.unplaceable,
+            not_run,
             demand_gpu_hours: self.jobs.iter().map(Job::gpu_seconds).sum::<f64>() / 3600.0,
             span_hours: span / 3600.0,
+            window_end_s: self.now,
             held_mean: if span > 0.0 && gpus > 0 { self.held_s / 1000.0 / span / gpus as f64 } else { 0.0 },
             held_peak_gpus: self.peak_held as f64 / 1000.0,
             used_of_held: (self.held_s > 0.0).then(|| self.used_s / self.held_s),

@@ -9,7 +9,7 @@ use super::options::Options;
 use super::{SCHEMA_VERSION, plot, table};
 use crate::error::CmdError;
 use crate::out;
-use crate::simulate::{self, Fleet, Job, Packing, Report, Settings};
+use crate::simulate::{self, Fleet, Job, Packing, Settings};
 
 fn fleet_json(f: &Fleet) -> serde_json::Value {
     let models: Vec<serde_json::Value> = f
@@ -92,9 +92,10 @@ pub(super) fn finish_replay(
     d: &Demand,
     f: &Fleet,
     s: &Settings,
-    reports: &[Report],
+    replays: &simulate::Replays,
     answers: &[simulate::Answer],
 ) -> Result<(), CmdError> {
+    let reports = &replays.reports;
     if let Some(path) = &o.plot {
         write_plot(path, &plot::replay(&format!("tessera simulate: {}", d.source), reports))?;
     }
@@ -114,6 +115,7 @@ pub(super) fn finish_replay(
                     "horizon_s": s.horizon_s,
                 },
                 "currency": cfg.advisor.currency,
+                "window": replays.window,
                 "policies": reports,
                 "capacity": answers,
             }),
@@ -122,6 +124,7 @@ pub(super) fn finish_replay(
     } else {
         let mut t = header(d, f, &format!("; placement {}", s.placement.as_str()));
         t.push_str(&table::replay(reports, &cfg.advisor.currency));
+        t.push_str(&table::replay_notes(reports, replays.window));
         t.push_str(&table::capacity(answers));
         if let Some(p) = &o.plot {
             t.push_str(&format!("\nPicture: {}\n", p.display()));

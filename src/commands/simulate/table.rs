@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::simulate::{Answer, Packing, Report};
+use crate::simulate::{Answer, Packing, Period, Report};
 
 /// Seconds as the table shows a wait: `0`, `45s`, `12m`, `3.4h`, `2.1d`.
 pub fn wait(s: i64) -> String {
@@ -72,6 +72,24 @@ pub fn replay(reports: &[Report], currency: &str) -> String {
         rows.push(row);
     }
     columns(&mut out, &rows);
+    out
+}
+
+/// The lines under the rows: the one window they were measured over, and each cause of
+/// work not run, per policy.
+pub fn replay_notes(reports: &[Report], window: Period) -> String {
+    let mut out = String::new();
+    let span = window.end_s - window.start_s;
+    let _ = writeln!(
+        out,
+        "\nEvery row is measured over one window: {} from the first arrival (to the latest end of the work that started, under any policy, or --horizon).",
+        wait(span)
+    );
+    for r in reports {
+        for n in &r.not_run {
+            let _ = writeln!(out, "Not run under {}: {}", r.policy.as_str(), n.text);
+        }
+    }
     out
 }
 
