@@ -85,6 +85,13 @@ pub fn settings(g: &Global) -> Result<Config, CmdError> {
 
 pub fn layouts(model_name: &str, json: bool) -> Result<(), CmdError> {
     let Some(model) = catalog::lookup(model_name) else {
+        if let crate::simulate::names::Resolved::Known { name, mig: None, .. } =
+            crate::simulate::names::resolve(model_name)
+        {
+            return Err(CmdError::Usage(format!(
+                "{name} has no MIG: its cards are used whole or shared by time-slicing or MPS"
+            )));
+        }
         let known: Vec<&str> = catalog::catalog().models.iter().map(|m| m.name.as_str()).collect();
         let near = catalog::suggest(model_name);
         let hint = if near.is_empty() { String::new() } else { format!(" (did you mean {}?)", near.join(" or ")) };

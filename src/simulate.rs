@@ -14,6 +14,7 @@ pub mod input;
 pub mod job;
 pub mod layouts;
 pub mod metrics;
+pub mod names;
 pub mod not_run;
 pub mod packing;
 pub mod place;

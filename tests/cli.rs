@@ -169,7 +169,11 @@ fn bad_input_exits_2_with_one_clear_line() {
     }
     let (_, _, err) = tessera(&["layouts", "Tesla T4"]);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("unknown GPU model \"Tesla T4\""), "{err}");
+    // A card tessera knows without MIG is said as such (not "unknown").
+    assert!(err.contains("T4 has no MIG"), "{err}");
+    let (code, _, err) = tessera(&["layouts", "Z9000"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown GPU model \"Z9000\""), "{err}");
 }
 
 #[test]

@@ -183,3 +183,65 @@ fn every_row_of_the_demo_covers_one_window_and_says_what_did_not_run() {
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("Every row is measured over one window"), "{text}");
 }
+
+#[test]
+fn a_model_spelled_as_slurm_writes_it_runs_or_is_refused_never_dropped_silently() {
+    let dir = std::env::temp_dir().join(format!("tessera-simulate-names-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let demand = dir.join("d.csv");
+    let rows: String = (0..300).map(|i| format!("{i},1h,1,a100\n")).collect();
+    std::fs::write(&demand, format!("submit,duration,gpus,model\n{rows}")).unwrap_or_else(|e| panic!("{e}"));
+    let d = demand.to_str().unwrap_or_default();
+    // `a100` on a fleet of A100-80GB is that model: every job runs.
+    let (code, out, err) = tessera(&["simulate", "--demand", d, "--fleet", "8xA100-80GB", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    for p in json(&out)["policies"].as_array().cloned().unwrap_or_default() {
+        assert_eq!(p["started"], 300, "{}", p["policy"]);
+    }
+    // On a fleet without an A100 it is ambiguous: exit 2 with what it may mean.
+    let (code, _, err) = tessera(&["simulate", "--demand", d, "--fleet", "8xL4"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did you mean") && err.contains("A100-80GB") && err.contains("300 jobs"), "{err}");
+    // A fleet spec says which A100 it means, or is refused.
+    let (code, _, err) = tessera(&["simulate", "--demand", d, "--fleet", "16xA100"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more than one GPU model"), "{err}");
+    // A known model the fleet lacks: NOT RUN with a note, not a zero-wait row.
+    std::fs::write(&demand, "submit,duration,gpus,model\n0,1h,1,h100-80gb\n0,1h,1,l4\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (code, out, err) = tessera(&["simulate", "--demand", d, "--fleet", "8xL4", "--policy", "exclusive"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 job asks for H100-80GB; the fleet has only L4"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mig_equals_exclusive_on_cards_without_mig() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/openb_pod_list_sample.csv");
+    let (code, out, err) = tessera(&[
+        "simulate",
+        "--trace",
+        trace,
+        "--fleet",
+        "24xT4",
+        "--as-model",
+        "T4",
+        "--compress",
+        "10",
+        "--policy",
+        "exclusive,mig,schedule",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    let rows = v["policies"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 3);
+    let strip = |p: &Value| {
+        let mut p = p.clone();
+        p["policy"] = Value::Null;
+        p
+    };
+    assert_eq!(strip(&rows[0]), strip(&rows[1]), "mig differs from exclusive on T4");
+    assert_eq!(strip(&rows[0]), strip(&rows[2]), "schedule differs from exclusive on T4");
+    assert!(v["demand"]["notes"].to_string().contains("no card of this fleet can do MIG"), "{}", v["demand"]["notes"]);
+}

@@ -14,7 +14,7 @@ use std::time::Instant;
 use super::settings;
 use crate::cli::Global;
 use crate::error::CmdError;
-use crate::simulate::{self, Fleet, Placement, Policy};
+use crate::simulate::{self, Fleet, Placement, Policy, names};
 
 use demand::{compress, live_fleet, read_demand};
 pub use options::Options;
@@ -47,21 +47,44 @@ fn fleet(o: &Options, brought: Option<Fleet>) -> Result<Fleet, CmdError> {
         return Err(usage("the fleet has no GPUs"));
     }
     if let Some(m) = &o.as_model {
-        let model = simulate::Model::named(m);
-        if model.mig.is_none() && model.memory_mib == 0 {
-            let known = crate::model::mig::suggest(m).join(", ");
-            return Err(usage(&format!(
-                "--as-model {m}: not a model tessera knows{}",
-                if known.is_empty() { String::new() } else { format!(" (did you mean {known}?)") }
-            )));
-        }
-        f = f.as_model(m);
+        let name = names::require(m, names::resolve(m)).map_err(|e| usage(&format!("--as-model {m}: {e}")))?;
+        f = f.as_model(&name);
     }
     for l in &o.layout {
         let (model, layout) = l.split_once('=').ok_or_else(|| usage(&format!("--layout {l}: write MODEL=LAYOUT")))?;
         f.set_layout(model.trim(), layout.trim()).map_err(|e| usage(&format!("--layout: {e}")))?;
     }
     Ok(f)
+}
+
+/// The demand's model names as the fleet's (`a100` on a fleet of A100-80GB is that model);
+/// an unknown or ambiguous one is a usage error naming it and how many jobs ask for it.
+fn resolve_models(jobs: &mut [simulate::Job], fleet: &Fleet) -> Result<(), CmdError> {
+    let have: Vec<&str> = fleet.models.iter().map(|m| &*m.name).collect();
+    let mut seen: std::collections::BTreeMap<Box<str>, Box<str>> = std::collections::BTreeMap::new();
+    for j in jobs.iter() {
+        for m in &j.models {
+            if seen.contains_key(m) {
+                continue;
+            }
+            let name = names::require(m, names::resolve_among(m, &have)).map_err(|e| {
+                let asking = jobs.iter().filter(|j| j.models.contains(m)).count();
+                usage(&format!(
+                    "the demand's model: {e} ({asking} {} it)",
+                    if asking == 1 { "job asks for" } else { "jobs ask for" }
+                ))
+            })?;
+            seen.insert(m.clone(), name);
+        }
+    }
+    for j in jobs.iter_mut() {
+        for m in &mut j.models {
+            if let Some(name) = seen.get(m) {
+                m.clone_from(name);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A progress bar on standard error for runs past a second, where it is a terminal.
@@ -113,7 +136,9 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
         None => None,
     };
     let fleet = fleet(o, brought)?;
-    if o.as_model.is_some() {
+    if o.as_model.is_none() {
+        resolve_models(&mut d.jobs, &fleet)?;
+    } else {
         // Every card is the other model now: the demand's model constraints cannot hold.
         let constrained = d.jobs.iter().filter(|j| !j.models.is_empty()).count();
         d.jobs.iter_mut().for_each(|j| j.models.clear());

@@ -2,33 +2,11 @@
 //! their MIG layouts and sharing. Built from a spec (`64xA100-80GB,16xL4`), a trace's node
 //! list, the demo or a recording; `--as-model` swaps the model and keeps the counts.
 
-use crate::model::mig::catalog::without_mig;
-use crate::model::mig::{GpuModel, Placed, lookup};
+use super::names::{self, Resolved};
+use crate::model::mig::{GpuModel, Placed};
 
 /// GPUs a spec's node holds (the HGX and DGX boards: eight).
 pub const CARDS_PER_NODE: u32 = 8;
-
-/// Memory of cards without MIG, from NVIDIA's data sheets (L4, T4, A10, A10G, A2, A16 per
-/// GPU, A40, L40, L40S, L20, V100 16 and 32 GB, P100 16 GB, P40, P4). Names as
-/// `without_mig` gives them.
-const MEMORY_GB: &[(&str, u64)] = &[
-    ("L4", 24),
-    ("L40S", 48),
-    ("L40", 48),
-    ("L20", 48),
-    ("T4", 16),
-    ("A10G", 24),
-    ("A10", 24),
-    ("A16", 16),
-    ("A2", 16),
-    ("A40", 48),
-    ("V100M32", 32),
-    ("V100M16", 16),
-    ("V100", 32),
-    ("P100", 16),
-    ("P40", 24),
-    ("P4", 8),
-];
 
 /// One card model of the fleet.
 #[derive(Debug, Clone)]
@@ -42,21 +20,12 @@ pub struct Model {
 }
 
 impl Model {
-    /// The model a name means: the MIG catalog's, a known card without MIG, else the name as
-    /// given with unknown memory (the Alibaba trace's undisclosed `G1`..`G3`).
+    /// The model a name means (`names::resolve`): a model tessera knows, else the name as
+    /// given with unknown memory (a live fleet's card that no table has).
     pub fn named(name: &str) -> Self {
-        if let Some(m) = lookup(name) {
-            let memory_mib = m.profiles.iter().map(|p| p.planning_mib()).max().unwrap_or(0);
-            return Self { name: m.name.as_str().into(), memory_mib, mig: Some(m) };
-        }
-        let upper = name.trim().to_ascii_uppercase();
-        let exact = MEMORY_GB.iter().find(|(n, _)| *n == upper).map(|(n, gb)| (*n, *gb));
-        let known = exact.or_else(|| {
-            without_mig(name).and_then(|short| MEMORY_GB.iter().find(|(n, _)| *n == short).map(|(n, gb)| (*n, *gb)))
-        });
-        match known {
-            Some((short, gb)) => Self { name: short.into(), memory_mib: gb * 1024, mig: None },
-            None => Self { name: name.trim().into(), memory_mib: 0, mig: None },
+        match names::resolve(name) {
+            Resolved::Known { name, mig, memory_mib } => Self { name, memory_mib, mig },
+            _ => Self { name: name.trim().into(), memory_mib: 0, mig: None },
         }
     }
 }
@@ -127,7 +96,8 @@ impl Fleet {
             if count == 0 || count > 1_000_000 {
                 return Err(bad(format!("{count} GPUs of {model}: a count from 1 to 1000000")));
             }
-            let m = fleet.model_index(model.trim());
+            let name = names::require(model, names::resolve(model)).map_err(|e| bad(e.to_string()))?;
+            let m = fleet.model_index(&name);
             let short = fleet.models[m as usize].name.to_ascii_lowercase();
             let mut left = count;
             while left > 0 {
@@ -180,8 +150,9 @@ impl Fleet {
     /// Every card of `model` laid out as `text` (`--layout MODEL=LAYOUT`).
     pub fn set_layout(&mut self, model: &str, text: &str) -> Result<(), FleetError> {
         let bad = |why: String| FleetError::Layout { text: format!("{model}={text}"), why };
-        let wanted = Model::named(model);
-        let Some(m) = self.models.iter().position(|x| x.name == wanted.name) else {
+        let have: Vec<&str> = self.models.iter().map(|m| &*m.name).collect();
+        let wanted = names::require(model, names::resolve_among(model, &have)).map_err(|e| bad(e.to_string()))?;
+        let Some(m) = self.models.iter().position(|x| x.name == wanted) else {
             let have: Vec<&str> = self.models.iter().map(|m| &*m.name).collect();
             return Err(bad(format!("the fleet has no {model}; it has {}", have.join(", "))));
         };
@@ -230,7 +201,20 @@ mod tests {
     }
 
     #[test]
-    fn unknown_models_keep_their_name_and_unknown_memory() {
+    fn a_spec_names_a_model_tessera_knows_or_says_what_was_meant() {
+        let e = Fleet::from_spec("16xA100").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("more than one GPU model") && e.contains("A100-80GB"), "{e}");
+        let e = Fleet::from_spec("8xZ9000").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("not a GPU model tessera knows"), "{e}");
+        let f = Fleet::from_spec("8xnvidia h100 80gb hbm3,2xtesla-t4").unwrap_or_default();
+        let names: Vec<&str> = f.models.iter().map(|m| &*m.name).collect();
+        assert_eq!(names, vec!["H100-80GB", "T4"]);
+        let mut f = Fleet::from_spec("8xA100-80GB").unwrap_or_default();
+        assert!(f.set_layout("a100", "3g.40gb,3g.40gb").is_ok(), "a100 is the fleet's one A100");
+    }
+
+    #[test]
+    fn the_trace_s_models_keep_their_name_and_unknown_memory() {
         let f = Fleet::from_spec("8xG2").unwrap_or_default();
         assert_eq!(&*f.models[0].name, "G2");
         assert_eq!(f.models[0].memory_mib, 0);
