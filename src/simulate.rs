@@ -8,6 +8,7 @@
 //! `[policy] min_runtime`). docs/simulate.md says what the model includes and ignores.
 
 pub mod adapt;
+pub mod binding;
 pub mod fleet;
 pub mod from_model;
 pub mod input;
@@ -15,6 +16,7 @@ pub mod job;
 pub mod layouts;
 pub mod metrics;
 pub mod names;
+pub mod node_types;
 pub mod not_run;
 pub mod packing;
 pub mod place;

@@ -79,6 +79,17 @@ pub struct Report {
     pub job_runs: Vec<JobRun>,
 }
 
+/// Seconds as a wait reads: `0`, `45s`, `12m`, `3.4h`, `2.1d`.
+pub fn format_wait(s: i64) -> String {
+    match s {
+        0 => "0".into(),
+        1..=119 => format!("{s}s"),
+        120..=7199 => format!("{}m", s / 60),
+        7200..=172_799 => format!("{:.1}h", s as f64 / 3600.0),
+        _ => format!("{:.1}d", s as f64 / 86_400.0),
+    }
+}
+
 /// Nearest-rank percentile of sorted values.
 pub fn percentile(sorted: &[i64], p: f64) -> i64 {
     if sorted.is_empty() {

@@ -125,7 +125,7 @@ pub(super) fn finish_replay(
         let mut t = header(d, f, &format!("; placement {}", s.placement.as_str()));
         t.push_str(&table::replay(reports, &cfg.advisor.currency));
         t.push_str(&table::replay_notes(reports, replays.window));
-        t.push_str(&table::capacity(answers));
+        t.push_str(&table::capacity(answers, &cfg.advisor.currency));
         if let Some(p) = &o.plot {
             t.push_str(&format!("\nPicture: {}\n", p.display()));
         }

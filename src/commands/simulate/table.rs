@@ -7,13 +7,7 @@ use crate::simulate::{Answer, Packing, Period, Report};
 
 /// Seconds as the table shows a wait: `0`, `45s`, `12m`, `3.4h`, `2.1d`.
 pub fn wait(s: i64) -> String {
-    match s {
-        0 => "0".into(),
-        1..=119 => format!("{s}s"),
-        120..=7199 => format!("{}m", s / 60),
-        7200..=172_799 => format!("{:.1}h", s as f64 / 3600.0),
-        _ => format!("{:.1}d", s as f64 / 86_400.0),
-    }
+    crate::simulate::metrics::format_wait(s)
 }
 
 fn pct(v: f64) -> String {
@@ -26,6 +20,12 @@ fn hours(v: f64) -> String {
 
 /// A row per policy under a header.
 pub fn replay(reports: &[Report], currency: &str) -> String {
+    let labelled: Vec<(String, &Report)> = reports.iter().map(|r| (r.policy.as_str().to_string(), r)).collect();
+    rows(&labelled, currency)
+}
+
+/// A row per report, each under its label.
+fn rows(reports: &[(String, &Report)], currency: &str) -> String {
     let mut out = String::new();
     let head = [
         "POLICY",
@@ -44,14 +44,14 @@ pub fn replay(reports: &[Report], currency: &str) -> String {
         "IDLE GPU-h",
     ];
     let mut rows: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
-    let priced = reports.iter().any(|r| r.idle_cost.is_some());
+    let priced = reports.iter().any(|(_, r)| r.idle_cost.is_some());
     if priced {
         rows[0].push(format!("IDLE {currency}"));
     }
-    for r in reports {
+    for (label, r) in reports {
         let inf = r.waits.iter().find(|w| w.class == "inference").map_or("-".to_string(), |w| wait(w.p90_s));
         let mut row = vec![
-            r.policy.as_str().to_string(),
+            label.clone(),
             r.gpus.to_string(),
             pct(r.held_mean),
             r.used_of_held.map_or("-".to_string(), pct),
@@ -111,25 +111,40 @@ fn columns(out: &mut String, rows: &[Vec<String>]) {
     }
 }
 
-/// The capacity answers, a line per policy.
-pub fn capacity(answers: &[Answer]) -> String {
+/// The capacity answers: each found size's own replay as a row (labelled with the fleet
+/// it ran on), then per policy the nodes it takes and what decided it.
+pub fn capacity(answers: &[Answer], currency: &str) -> String {
     let mut out = String::new();
-    if let Some(a) = answers.first() {
-        let _ = writeln!(out, "\nFewest GPUs for a p90 wait of {} or less:", wait(a.target_p90_wait_s));
+    let Some(first) = answers.first() else { return out };
+    let _ = writeln!(
+        out,
+        "\nFewest GPUs for a p90 wait of {} or less (every job the fleet can host started), each size replayed:",
+        wait(first.target_p90_wait_s)
+    );
+    let labelled: Vec<(String, &Report)> =
+        answers.iter().filter_map(|a| a.row.as_ref().map(|r| (format!("{} fewest", a.policy.as_str()), r))).collect();
+    if !labelled.is_empty() {
+        out.push_str(&rows(&labelled, currency));
     }
     for a in answers {
-        let _ = match (a.gpus, a.p90_wait_s) {
-            (Some(g), Some(p)) => {
-                writeln!(out, "  {:<10} {g:>6} GPUs  (p90 wait {}; {} replays)", a.policy.as_str(), wait(p), a.runs)
+        let p = a.policy.as_str();
+        match (a.gpus, &a.binding) {
+            (Some(g), Some(b)) => {
+                let nodes: Vec<&str> = a.fleet.iter().map(|x| x.text.as_str()).collect();
+                let how = if a.method == "exhaustive" { "every count tried" } else { "searched" };
+                let grown = if a.grown > 1 { format!(", the list grown {}x", a.grown) } else { String::new() };
+                let _ = writeln!(out, "  {p}: {g} GPUs = {} ({how}{grown}; {} replays)", nodes.join(" + "), a.runs);
+                let _ = writeln!(out, "    decided by {}", b.text);
             }
-            _ => writeln!(
-                out,
-                "  {:<10} not met with up to {}x the fleet ({} replays)",
-                a.policy.as_str(),
-                crate::simulate::search::MAX_GROWTH,
-                a.runs
-            ),
-        };
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "  {p}: not met with up to {}x the fleet ({} replays)",
+                    crate::simulate::search::MAX_GROWTH,
+                    a.runs
+                );
+            }
+        }
     }
     out
 }
