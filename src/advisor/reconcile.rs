@@ -171,6 +171,10 @@ pub fn reconcile(fleet: &Fleet, findings: &mut [Finding]) -> Vec<Planned> {
         plan[p].won_over.push(Lost { kind: f.kind, subject: f.subject.text(), outcome, reason: text.clone() });
         findings[i].suggestion = Suggestion::Words { text };
     }
+    // Carried out in order, the plan's preemptions wait out a checkpoint grace: the cards it
+    // lays out or drains, idle now, are changed first, before new work can take them in
+    // that wait (the order conflicts were settled in stays in each action's `rank`).
+    plan.sort_by_key(|p| matches!(p.action, Action::Preempt { .. }));
     plan
 }
 
