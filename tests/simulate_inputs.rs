@@ -260,3 +260,47 @@ fn a_recording_becomes_jobs_and_its_fleet() {
     assert!(fleet.gpus() > 0 && !fleet.models.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The trace's node list and the first nine nodes of one of its models alone: the capacity
+/// answer on the whole list is never more GPUs than on that subset (the search scans each
+/// node type on its own), on the sample here and on the whole trace's 128-core G3 nodes where
+/// the shared reference folder has it.
+fn no_more_than_on_nine_nodes_of(model: &str, pods: &Path, nodes: &Path, compress: f64) {
+    use tessera::simulate::{Policy, Settings, fewest_gpus};
+    let mut jobs = pods_of(pods, false).unwrap_or_else(|e| panic!("{e}")).jobs;
+    jobs.sort_by_key(|j| j.submit);
+    let t0 = jobs.first().map_or(0, |j| j.submit);
+    for j in &mut jobs {
+        j.submit = t0 + ((j.submit - t0) as f64 / compress) as i64;
+    }
+    let f = std::fs::File::open(nodes).unwrap_or_else(|e| panic!("{e}"));
+    let fleet = openb_nodes(&nodes.display().to_string(), BufReader::new(f)).unwrap_or_else(|e| panic!("{e}"));
+    let nine: Vec<usize> = (0..fleet.nodes.len())
+        .filter(|&i| &*fleet.models[fleet.nodes[i].model as usize].name == model)
+        .take(9)
+        .collect();
+    assert!(!nine.is_empty());
+    let sub = fleet.subset(&nine);
+    let s = Settings::default();
+    for policy in [Policy::Exclusive, Policy::Mig, Policy::Share] {
+        let whole = fewest_gpus(&jobs, &fleet, policy, &s, 600);
+        let part = fewest_gpus(&jobs, &sub, policy, &s, 600);
+        eprintln!("{policy:?}: the list {:?} GPUs, its first {model} nodes {:?}", whole.gpus, part.gpus);
+        assert_eq!(part.grown, 1, "nine {model} nodes serve the demand");
+        if let (Some(w), Some(p)) = (whole.gpus, part.gpus) {
+            assert!(w <= p, "{policy:?}: the list {w} GPUs, its first {model} nodes {p}");
+        }
+        assert!(whole.gpus.is_some(), "{policy:?}: {whole:?}");
+        assert!(whole.binding.is_some());
+    }
+}
+
+#[test]
+fn the_capacity_answer_is_no_larger_than_on_nine_nodes_of_one_model() {
+    no_more_than_on_nine_nodes_of(
+        "G2",
+        &fixture("traces/openb_pod_list_sample.csv"),
+        &fixture("traces/openb_node_list_sample.csv"),
+        1.0,
+    );
+}
