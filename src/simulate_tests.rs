@@ -584,3 +584,32 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_rare_node_shape_is_named_with_the_answer_for_the_other_jobs() {
+    // Six 64-core nodes and one 128-core node; one job needs 100 cores, eight need a card each,
+    // all at once and the target is no wait: the big node and one more, 16 GPUs; without the
+    // big job, one node.
+    let mut f = fleet("56xA100-80GB");
+    for (i, n) in f.nodes.iter_mut().enumerate() {
+        n.cpu_milli = if i == 0 { 128_000 } else { 64_000 };
+    }
+    let mut jobs: Vec<Job> = (0..8).map(|i| Job::new(&format!("s{i}"), 0, 3600, 1)).collect();
+    let mut big = Job::new("big", 0, 3600, 1);
+    big.cpu_milli = 100_000;
+    jobs.push(big);
+    let a = fewest_gpus(&jobs, &f, Policy::Exclusive, &Settings::default(), 0);
+    assert_eq!(a.gpus, Some(16), "{a:?}");
+    let b = a.binding.unwrap_or_else(|| panic!("no binding"));
+    assert_eq!((b.kind, b.jobs), ("node_shape", 1), "{b:?}");
+    assert!(
+        b.text.contains(
+            "1 job needs 1 GPU with 100+ cores on one node (only A100-80GB (8 GPUs, 128 cores) nodes have it)"
+        ),
+        "{}",
+        b.text
+    );
+    assert_eq!(a.queue_alone_gpus, Some(8));
+    // The answer's own row is that size's replay.
+    assert_eq!(a.row.map(|r| r.gpus), Some(16));
+}

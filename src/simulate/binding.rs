@@ -77,54 +77,76 @@ pub(super) fn decide(
         }
     }
     let gpus = types.gpus(counts);
+    // Said as what decided the answer where the other jobs alone need fewer GPUs, else as an
+    // aside to what did.
+    let mut aside = String::new();
     if !only_some.is_empty() && !rest.is_empty() {
         let alone = fewest_without(search, &rest, bounds);
-        if alone.is_none_or(|a| a < gpus) {
-            // By the node types that can host them: how many, and the biggest need.
-            let mut groups: BTreeMap<Vec<String>, (u64, Vec<String>, &Job)> = BTreeMap::new();
-            let mut model_only = true;
-            for j in &only_some {
-                let mut hosts: Vec<String> =
-                    present.iter().filter(|&&t| types.hosts(t, j)).map(|&t| types.model(t).to_string()).collect();
-                hosts.dedup();
-                model_only &=
-                    !j.models.is_empty() && present.iter().all(|&t| types.hosts(t, j) || !j.may_run_on(types.model(t)));
-                let e = groups.entry(hosts).or_insert((0, Vec::new(), j));
-                e.0 += 1;
-                let n = need(j);
-                if !e.1.contains(&n) {
-                    e.1.push(n);
-                }
-                if (j.gpus, j.cpu_milli, j.host_mem_mib) > (e.2.gpus, e.2.cpu_milli, e.2.host_mem_mib) {
-                    e.2 = j;
-                }
+        let (text, model_only) = rare(search, &present, &only_some);
+        match alone {
+            Some(a) if a >= gpus => {
+                aside = format!(" ({text}: without them the answer is the same, {a} GPUs)");
             }
-            let text: Vec<String> = groups
-                .iter()
-                .map(|(hosts, (n, needs, biggest))| {
-                    let who = format!("only {} nodes have it", hosts.join(", "));
-                    let verb = if *n == 1 { "job needs" } else { "jobs need" };
-                    match needs.as_slice() {
-                        [one] => format!("{n} {verb} {one} ({who})"),
-                        _ => format!("{n} {verb} up to {} ({who})", need(biggest)),
-                    }
-                })
-                .collect();
-            let text = match alone {
-                Some(a) => format!("{}; the other jobs alone need {a} GPUs", text.join("; ")),
-                None => format!("{}; the other jobs alone do not meet the target either", text.join("; ")),
-            };
-            return Decided {
-                binding: Binding {
-                    kind: if model_only { "gpu_model" } else { "node_shape" },
-                    jobs: only_some.len() as u64,
-                    text,
-                },
-                queue_alone_gpus: alone,
-            };
+            _ => {
+                let text = match alone {
+                    Some(a) => format!("{text}; the other jobs alone need {a} GPUs"),
+                    None => format!("{text}; the other jobs alone do not meet the target either"),
+                };
+                return Decided {
+                    binding: Binding {
+                        kind: if model_only { "gpu_model" } else { "node_shape" },
+                        jobs: only_some.len() as u64,
+                        text,
+                    },
+                    queue_alone_gpus: alone,
+                };
+            }
         }
     }
-    // One node fewer of each type used: what fails first.
+    let mut d = by_one_node_fewer(search, counts);
+    d.binding.text.push_str(&aside);
+    d
+}
+
+/// Jobs only rare node types can host, grouped by those types, in words; and whether a GPU
+/// model (not a node shape) is what keeps every one of them off the other types.
+fn rare(search: &Search, present: &[usize], only_some: &[&Job]) -> (String, bool) {
+    let types = search.types;
+    // By the node types that can host them: how many, and the biggest need.
+    let mut groups: BTreeMap<Vec<String>, (u64, Vec<String>, &Job)> = BTreeMap::new();
+    let mut model_only = true;
+    for j in only_some {
+        let mut hosts: Vec<String> = present.iter().filter(|&&t| types.hosts(t, j)).map(|&t| types.shape(t)).collect();
+        hosts.dedup();
+        model_only &=
+            !j.models.is_empty() && present.iter().all(|&t| types.hosts(t, j) || !j.may_run_on(types.model(t)));
+        let e = groups.entry(hosts).or_insert((0, Vec::new(), j));
+        e.0 += 1;
+        let n = need(j);
+        if !e.1.contains(&n) {
+            e.1.push(n);
+        }
+        if (j.gpus, j.cpu_milli, j.host_mem_mib) > (e.2.gpus, e.2.cpu_milli, e.2.host_mem_mib) {
+            e.2 = j;
+        }
+    }
+    let text: Vec<String> = groups
+        .iter()
+        .map(|(hosts, (n, needs, biggest))| {
+            let who = format!("only {} nodes have it", hosts.join(", "));
+            let verb = if *n == 1 { "job needs" } else { "jobs need" };
+            match needs.as_slice() {
+                [one] => format!("{n} {verb} {one} ({who})"),
+                _ => format!("{n} {verb} up to {} ({who})", need(biggest)),
+            }
+        })
+        .collect();
+    (text.join("; "), model_only)
+}
+
+/// What fails first with one node fewer of each type the answer uses.
+fn by_one_node_fewer(search: &mut Search, counts: &[usize]) -> Decided {
+    let types = search.types;
     for t in (0..counts.len()).filter(|&t| counts[t] > 0) {
         let mut less = counts.to_vec();
         less[t] -= 1;

@@ -67,6 +67,11 @@ impl Types {
 
     /// Type `i` in words: `7 x G3 (8 GPUs, 128 cores, 768 GiB)`.
     pub fn describe(&self, i: usize, count: usize) -> String {
+        format!("{count} x {}", self.shape(i))
+    }
+
+    /// Type `i`'s node in words: `G3 (8 GPUs, 128 cores, 768 GiB)`.
+    pub fn shape(&self, i: usize) -> String {
         let n = &self.kinds[i].node;
         let mut host = Vec::new();
         if n.cpu_milli > 0 {
@@ -80,7 +85,7 @@ impl Types {
         }
         let host = if host.is_empty() { String::new() } else { format!(", {}", host.join(", ")) };
         let cards = if n.gpus == 1 { "1 GPU".to_string() } else { format!("{} GPUs", n.gpus) };
-        format!("{count} x {} ({cards}{host})", self.model(i))
+        format!("{} ({cards}{host})", self.model(i))
     }
 
     /// Whether an empty node of type `i` can host `job`.
