@@ -245,3 +245,16 @@ fn mig_equals_exclusive_on_cards_without_mig() {
     assert_eq!(strip(&rows[0]), strip(&rows[2]), "schedule differs from exclusive on T4");
     assert!(v["demand"]["notes"].to_string().contains("no card of this fleet can do MIG"), "{}", v["demand"]["notes"]);
 }
+
+#[test]
+fn a_fleet_that_hosts_none_of_the_jobs_is_a_usage_error() {
+    let dir = std::env::temp_dir().join(format!("tessera-simulate-none-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let demand = dir.join("d.csv");
+    std::fs::write(&demand, "submit,duration,gpus\n0,1h,16\n60,1h,16\n").unwrap_or_else(|e| panic!("{e}"));
+    let (code, _, err) = tessera(&["simulate", "--demand", demand.to_str().unwrap_or_default(), "--fleet", "8xL4"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no node of the fleet can host any of the demand's 2 jobs"), "{err}");
+    assert!(err.contains("16 GPUs on one node; the largest node has 8"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

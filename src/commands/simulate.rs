@@ -146,6 +146,7 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
             d.notes.push(format!("{constrained} jobs named the models they may run on: on one model, any card does"));
         }
     }
+    hosts_some(&d.jobs, &fleet)?;
     let s = engine_settings(o, &cfg, &fleet, &d)?;
     let policies = policies(o)?;
     let mut progress = Progress::new();
@@ -186,6 +187,20 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
     }
     progress.clear();
     finish_replay(o, &cfg, &d, &fleet, &s, &replays, &answers)
+}
+
+/// A fleet none of whose nodes can host any job of the demand is a usage error: every row
+/// would read NOT RUN for all of it.
+fn hosts_some(jobs: &[simulate::Job], fleet: &Fleet) -> Result<(), CmdError> {
+    let types = simulate::node_types::Types::of(fleet);
+    if jobs.iter().any(|j| (0..types.kinds.len()).any(|t| types.hosts(t, j))) {
+        return Ok(());
+    }
+    let why = jobs.first().map(|j| simulate::not_run::too_big(fleet, j).1).unwrap_or_default();
+    Err(usage(&format!(
+        "no node of the fleet can host any of the demand's {} jobs (the first needs {why})",
+        jobs.len()
+    )))
 }
 
 /// Notes for rows that are not what their name alone says: `schedule` with no windows is
