@@ -89,25 +89,72 @@ pub fn state_dir() -> Option<PathBuf> {
     Some(base.join("tessera"))
 }
 
-/// Write `bytes` to `path` whole: into a file beside it under a name of this process's own,
-/// synced, then renamed over `path`. A crash never leaves half a file, and two processes (the
-/// console and `schedule run`) never write into each other's. The directory must exist.
+/// Write `bytes` to `path` whole: into a new file beside it under a random name (created
+/// exclusively, so nothing planted there is followed or overwritten), synced, then renamed
+/// over `path`. A crash never leaves half a file, and two processes (the console and
+/// `schedule run`) never write into each other's. A `path` that exists and is not a regular
+/// file (a FIFO, a device, a symlink, a directory) is refused, never replaced; a regular one
+/// keeps its permissions. The directory must exist.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
     let Some(file) = path.file_name() else {
         let why = format!("{}: not a file name to write", path.display());
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
     };
-    let mut name = file.to_os_string();
-    name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = path.with_file_name(name);
-    let written = File::create(&tmp).and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()));
+    let mode = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => Some(m.permissions().mode() & 0o7777),
+        Ok(m) => {
+            let what = if m.file_type().is_symlink() { "a symbolic link" } else { kind(m.file_type()) };
+            let why = format!("it exists and is {what}: only a regular file is replaced");
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    let (tmp, mut f) = create_beside(path, file)?;
+    let written = f
+        .write_all(bytes)
+        .and_then(|()| mode.map_or(Ok(()), |m| f.set_permissions(std::fs::Permissions::from_mode(m))))
+        .and_then(|()| f.sync_all());
+    drop(f);
     let done = written.and_then(|()| std::fs::rename(&tmp, path));
     if done.is_err() {
         // Nothing half-written is left beside the target.
         let _ = std::fs::remove_file(&tmp);
     }
     done
+}
+
+/// A new file beside `path` under a name nobody can guess (`.NAME.RANDOM.tmp`), created
+/// exclusively (`O_EXCL`: an existing file or symlink of that name is never opened).
+fn create_beside(path: &Path, file: &std::ffi::OsStr) -> std::io::Result<(PathBuf, File)> {
+    use std::hash::{BuildHasher, Hasher};
+    let mut last = None;
+    for attempt in 0u32..16 {
+        // A per-process random key (std seeds it from the OS), mixed with the pid, the time
+        // and the attempt.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.write_u32(attempt);
+        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+        let mut name = std::ffi::OsString::from(".");
+        name.push(file);
+        name.push(format!(".{:016x}.tmp", h.finish()));
+        let tmp = path.with_file_name(name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
 }
 
 /// The largest config or theme file read (a real one is a few KiB).
@@ -120,6 +167,42 @@ pub const CA_LIMIT: u64 = 16 << 20;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_atomic_write_replaces_only_a_regular_file_and_follows_nothing_planted() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("tessera-atomic-kinds-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        // A FIFO and a symlink at the target: refused, both left as they were.
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().map(|s| s.success());
+        if made.unwrap_or(false) {
+            let e = write_atomic(&fifo, b"x").err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("a FIFO"), "{e}");
+            assert!(std::fs::symlink_metadata(&fifo).is_ok_and(|m| m.file_type().is_fifo()));
+        }
+        let victim = dir.join("victim");
+        std::fs::write(&victim, b"keep").unwrap_or_else(|e| panic!("{e}"));
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap_or_else(|e| panic!("{e}"));
+        let e = write_atomic(&link, b"x").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("a symbolic link"), "{e}");
+        // The temp name of old (`NAME.<pid>.tmp`) planted as a symlink to the victim: not
+        // followed, the victim untouched.
+        let target = dir.join("plot.svg");
+        std::os::unix::fs::symlink(&victim, dir.join(format!("plot.svg.{}.tmp", std::process::id())))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(write_atomic(&target, b"new").is_ok());
+        assert_eq!(std::fs::read(&victim).unwrap_or_default(), b"keep");
+        assert_eq!(std::fs::read(&target).unwrap_or_default(), b"new");
+        // A regular file keeps its permissions.
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(write_atomic(&target, b"again").is_ok());
+        let mode = std::fs::metadata(&target).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_eq!(mode, 0o640);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn an_atomic_write_needs_a_file_name_and_leaves_no_temp_file_behind() {

@@ -22,7 +22,24 @@ struct Series<'a> {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            // XML allows no control characters (not even as references); bidi overrides and
+            // invisible characters would make a path read as another: shown as escapes.
+            c if c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}') =>
+            {
+                out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// One panel at `y0`: axes with round ticks, a line per series, a legend on the right.
@@ -158,6 +175,10 @@ mod tests {
     fn names_are_escaped_and_the_document_closes() {
         let svg = document("a <b> & \"c\"", "", 1);
         assert!(svg.contains("a &lt;b&gt; &amp; &quot;c&quot;"));
+        // Control characters are not well-formed XML; a bidi override reverses what follows.
+        let svg = document("trace\u{1b}[31m\u{202e}vsc.x", "", 1);
+        assert!(svg.contains("trace\\u{1b}[31m\\u{202e}vsc.x"), "{svg}");
+        assert!(!svg.chars().any(|c| c.is_control() && c != '\n'));
         assert!(svg.trim_end().ends_with("</svg>"));
     }
 }
