@@ -127,6 +127,7 @@ pub fn append(path: &Path, record: &Value) -> Result<(), AuditError> {
     // would be written to and have its mode changed).
     let mut f = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
@@ -142,7 +143,33 @@ pub fn append(path: &Path, record: &Value) -> Result<(), AuditError> {
     let _ = f.set_permissions(std::fs::Permissions::from_mode(0o600));
     let line = serde_json::to_string(record).map_err(|source| AuditError::Json { path: path.to_path_buf(), source })?;
     let line = inert(&line);
-    f.write_all(format!("{line}\n").as_bytes()).map_err(io)
+    // An append that failed part-way (a full disk) and could not be cut back left a torn
+    // line: the next record starts on a line of its own, after one that says so.
+    let before = f.metadata().map(|m| m.len()).map_err(io)?;
+    let mut text = String::new();
+    if torn(&f, before) {
+        let repair = json!({
+            "record": "repaired", "at": now(), "who": who(),
+            "what": "the line before this one was cut short (an append that failed part-way): it is not a record",
+        });
+        text.push('\n');
+        text.push_str(&repair.to_string());
+        text.push('\n');
+    }
+    text.push_str(&line);
+    text.push('\n');
+    f.write_all(text.as_bytes()).map_err(|e| {
+        // Cut back what this append wrote, so the log ends on a whole line again.
+        let _ = f.set_len(before);
+        io(e)
+    })
+}
+
+/// Whether the file of `len` bytes ends inside a line (its last byte is not a newline).
+fn torn(f: &std::fs::File, len: u64) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut last = [0u8; 1];
+    len > 0 && f.read_at(&mut last, len - 1).is_ok_and(|n| n == 1 && last[0] != b'\n')
 }
 
 /// JSON with DEL and the C1 controls escaped too (serde escapes only those below 0x20): a
@@ -264,6 +291,32 @@ mod tests {
         assert_eq!(text.lines().count(), 4);
         assert_eq!(previous_compute_mode(&path, "n1/0"), Some(ComputeMode::ExclusiveProcess));
         assert_eq!(previous_compute_mode(&path, "n1/1"), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A torn line (an append a full disk cut short and nothing could cut back): the next
+    /// intent is not glued to it but starts a line of its own, after a record that says so.
+    #[test]
+    fn a_torn_line_is_not_glued_to_the_next_record() {
+        let dir = std::env::temp_dir().join(format!("tessera-audit-torn-{}", std::process::id()));
+        let path = dir.join("audit.jsonl");
+        assert!(append(&path, &json!({"record": "intent", "n": 1})).is_ok());
+        {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap_or_else(|e| panic!("{e}"));
+            f.write_all(b"{\"record\":\"intent\",\"n\":2,\"pl").unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert!(append(&path, &json!({"record": "intent", "n": 3})).is_ok());
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        let parsed: Vec<Option<Value>> = lines.iter().map(|l| serde_json::from_str(l).ok()).collect();
+        assert!(parsed[1].is_none(), "the torn line stays, alone");
+        assert_eq!(parsed[2].as_ref().and_then(|v| v["record"].as_str()), Some("repaired"));
+        assert_eq!(parsed[3].as_ref().and_then(|v| v["n"].as_i64()), Some(3), "the next intent is whole");
+        // A log that ends on a whole line needs no repair.
+        assert!(append(&path, &json!({"record": "intent", "n": 4})).is_ok());
+        assert_eq!(std::fs::read_to_string(&path).unwrap_or_default().lines().count(), 5);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
