@@ -236,8 +236,8 @@ pub enum DeviceCommand {
     /// Open NVML (`--nvml[=LIB]`), collect once and then N times more; print the timings and
     /// what each NVML call answered (ok, not supported, no permission, other), as JSON.
     Probe {
-        /// Collections after the first, 200 ms apart.
-        #[arg(long, default_value_t = 10)]
+        /// Collections after the first, 200 ms apart (at most 3000: ten minutes).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=3000))]
         refreshes: u32,
     },
     /// Compare `snapshot --json` with `nvidia-smi -q -x`, card by card; exit 1 when a field

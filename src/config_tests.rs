@@ -84,6 +84,7 @@ fn errors_name_the_file_the_key_and_the_value() {
             "[sources.http]\ntimeout = \"0s\"",
             "t.toml: sources.http.timeout = \"0s\": expected a timeout between 1ms and 1h",
         ),
+        ("[slurm]\ntimeout = \"3650d\"", "t.toml: slurm.timeout = \"3650d\": expected a timeout between 1ms and 1h"),
         (
             "[sources]\nscrape = [\"http://\"]",
             "t.toml: sources.scrape = \"http://\": expected an http:// or https:// URL (not a URL: empty host)",

@@ -26,7 +26,9 @@ pub enum ParseError {
     #[error("{0:?}: expected a size such as 512MiB or 2GiB")]
     NotASize(String),
     #[error("{0:?}: expected a size of at least one byte")]
-    SizeOutOfRange(String),
+    SizeTooSmall(String),
+    #[error("{0:?}: expected a size below 1 EB (10^18 bytes)")]
+    SizeTooLarge(String),
     #[error("empty duration")]
     EmptyDuration,
     #[error("expected a number in {0:?} (like 30m, 1h30m, 500ms)")]
@@ -60,8 +62,11 @@ pub fn parse_size(text: &str) -> Result<u64, ParseError> {
         _ => return Err(ParseError::NotASize(t.into())),
     };
     let bytes = n * k;
-    if !(1.0..1e18).contains(&bytes) {
-        return Err(ParseError::SizeOutOfRange(t.into()));
+    if bytes.is_nan() || bytes < 1.0 {
+        return Err(ParseError::SizeTooSmall(t.into()));
+    }
+    if bytes >= 1e18 {
+        return Err(ParseError::SizeTooLarge(t.into()));
     }
     Ok(bytes as u64)
 }
@@ -84,6 +89,10 @@ mod tests {
         assert_eq!(parse_size("100MB"), Ok(100_000_000));
         assert_eq!(parse_size("4096"), Ok(4096));
         assert!(parse_size("big").is_err() && parse_size("0").is_err() && parse_size("5 parsecs").is_err());
+        // Too large says so (it said "at least one byte").
+        let e = parse_size("99999999TiB").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("below 1 EB"), "{e}");
+        assert!(parse_size("0.1").err().is_some_and(|e| e.to_string().contains("at least one byte")));
         assert_eq!(size(3 << 20), "3.0 MiB");
     }
 }

@@ -162,6 +162,8 @@ fn bad_input_exits_2_with_one_clear_line() {
         &["snapshot", "--refresh", "fast"],
         &["snapshot", "--prometheus", "prometheus:9090"],
         &["no-such-command"],
+        // Bounded: ten minutes of 200 ms refreshes at most (it ran for as long as asked).
+        &["device-check", "probe", "--refreshes", "4000000000"],
     ] {
         let (code, _, err) = tessera(args);
         assert_eq!(code, 2, "{args:?}: {err}");

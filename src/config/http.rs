@@ -123,7 +123,7 @@ pub(super) fn read_http(r: &Reader, t: &Table, h: &mut Http) -> Result<(), Confi
 }
 
 /// An HTTP timeout: more than nothing, at most an hour.
-fn timeout(r: &Reader, key: &str, v: &Value) -> Result<Duration, ConfigError> {
+pub(super) fn timeout(r: &Reader, key: &str, v: &Value) -> Result<Duration, ConfigError> {
     let d = r.duration(key, v)?;
     if d.is_zero() || d > Duration::from_secs(3600) {
         return Err(r.bad(key, v, "expected a timeout between 1ms and 1h"));

@@ -54,7 +54,9 @@ pub(super) fn read_slurm(r: &Reader, t: &Table, s: &mut Slurm) -> Result<(), Con
         let key = format!("slurm.{k}");
         match k.as_str() {
             "commands_dir" => s.commands_dir = Some(PathBuf::from(r.string(&key, v)?)),
-            "timeout" => s.timeout = r.duration(&key, v)?,
+            // Bounded as every source's timeout: a Slurm command that has not answered in an
+            // hour never will ("3650d" was taken).
+            "timeout" => s.timeout = super::http::timeout(r, &key, v)?,
             "rest_url" => s.rest_url = Some(r.url(&key, v)?),
             "rest_user" => s.rest_user = Some(r.string(&key, v)?),
             "rest_token_file" => s.rest_token_file = Some(r.string(&key, v)?),
