@@ -15,6 +15,7 @@ pub mod job;
 pub mod layouts;
 pub mod metrics;
 pub mod packing;
+pub mod paper;
 pub mod place;
 pub mod policy;
 pub mod projection;
@@ -25,7 +26,7 @@ pub mod state;
 pub use fleet::{Fleet, FleetError, Model, Node};
 pub use job::{Class, Job};
 pub use metrics::{Report, Waits};
-pub use packing::{PackWith, Packing, pack};
+pub use packing::{PackError, PackWith, Packing, pack};
 pub use policy::{Placement, Policy, Settings, Window};
 pub use search::{Answer, fewest_gpus};
 
@@ -61,13 +62,6 @@ pub fn prepare(jobs: &mut [Job], without_gpu: u64) -> Result<Prepared, DemandErr
 pub fn replay(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, progress: &mut dyn FnMut(f64)) -> Report {
     let layouts = layouts::initial(fleet, jobs);
     replay::Run::new(jobs, fleet, policy, &layouts, s).run(progress)
-}
-
-/// Pack `jobs` onto `fleet` under `policy` as `with` says, until the GPUs asked reach its
-/// target share of the fleet.
-pub fn packing(jobs: &[Job], fleet: &Fleet, policy: Policy, with: PackWith) -> Packing {
-    let layouts = layouts::initial(fleet, jobs);
-    pack(jobs, fleet, policy, &layouts, with)
 }
 
 #[cfg(test)]
