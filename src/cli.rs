@@ -351,16 +351,28 @@ pub struct SimulateArgs {
     /// The policies to compare, comma-separated (default: all five).
     #[arg(long, value_name = "POLICY,...", value_delimiter = ',')]
     pub policy: Vec<String>,
-    /// Where jobs go among the places they fit: first-fit, best-fit (default), frag-aware.
+    /// Where jobs go among the places they fit: first-fit, best-fit (default), frag-aware;
+    /// packing also fgd, paper-bestfit, paper-dotprod (the paper's).
     #[arg(long, value_name = "PLACEMENT")]
     pub placement: Option<String>,
-    /// Replicas per card under share, where the fleet does not say (default 4).
+    /// Replicas per card under share, where the fleet does not say (replay default 4; a
+    /// packing caps holders only when this is given).
     #[arg(long, value_name = "N")]
     pub replicas: Option<u32>,
-    /// Packing instead of replay: arrivals with no departures until the GPUs asked reach this
-    /// share of the fleet, e.g. 100%; a row per placement.
+    /// Packing instead of replay (the paper's experiment): every pod, shuffled per run,
+    /// inflated by draws until the GPUs asked reach this share of the fleet, e.g. 130%.
     #[arg(long, value_name = "PERCENT")]
     pub pack: Option<String>,
+    /// Packing: how many runs (seeds --seed, --seed+1, ...; default 10), reported as the
+    /// median and the min–max.
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u32>,
+    /// Packing: the arrived levels to report, in percent (default every 5 %), e.g. 90,95,100.
+    #[arg(long, value_name = "PERCENT,...", value_delimiter = ',')]
+    pub levels: Vec<String>,
+    /// Packing: the pods' order: shuffled per run (the paper's, default) or trace.
+    #[arg(long, value_name = "ORDER")]
+    pub order: Option<String>,
     /// Also search the fewest GPUs with which each policy keeps the p90 wait at or under this, e.g. 10m.
     #[arg(long, value_name = "DURATION")]
     pub target_p90_wait: Option<String>,

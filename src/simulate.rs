@@ -19,6 +19,7 @@ pub mod names;
 pub mod node_types;
 pub mod not_run;
 pub mod packing;
+pub mod paper;
 pub mod place;
 pub mod policy;
 pub mod projection;
@@ -29,7 +30,7 @@ pub mod state;
 pub use fleet::{Fleet, FleetError, Model, Node};
 pub use job::{Class, Job};
 pub use metrics::{Report, Waits};
-pub use packing::{PackWith, Packing, pack};
+pub use packing::{PackError, PackWith, Packing, pack};
 pub use policy::{Placement, Policy, Settings, Window};
 pub use search::{Answer, fewest_gpus};
 
@@ -107,13 +108,6 @@ pub fn replay_all(
     let end_s = runs.iter().map(replay::Run::played_to).max().unwrap_or(start_s).max(start_s);
     let reports = runs.into_iter().map(|r| r.report_until(end_s)).collect();
     Replays { reports, window: Period { start_s, end_s } }
-}
-
-/// Pack `jobs` onto `fleet` under `policy` as `with` says, until the GPUs asked reach its
-/// target share of the fleet.
-pub fn packing(jobs: &[Job], fleet: &Fleet, policy: Policy, with: PackWith) -> Packing {
-    let layouts = layouts::initial(fleet, jobs);
-    pack(jobs, fleet, policy, &layouts, with)
 }
 
 #[cfg(test)]

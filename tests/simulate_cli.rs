@@ -80,14 +80,22 @@ fn the_picture_is_written_and_the_capacity_question_answered() {
 }
 
 #[test]
-fn packing_compares_the_three_placements() {
-    let (code, out, err) = tessera(&["simulate", "--demo", "--pack", "100%", "--json"]);
+fn packing_compares_the_papers_placements_and_tesseras() {
+    let (code, out, err) = tessera(&["simulate", "--demo", "--pack", "100%", "--runs", "2", "--json"]);
     assert_eq!(code, 0, "{err}");
     let v = json(&out);
     assert_eq!(v["mode"], "packing");
+    assert_eq!(v["protocol"]["runs"], 2);
+    assert_eq!(v["protocol"]["order"], "shuffled");
     let runs = v["packing"].as_array().cloned().unwrap_or_default();
     let placements: Vec<&str> = runs.iter().filter_map(|r| r["placement"].as_str()).collect();
-    assert_eq!(placements, ["first-fit", "best-fit", "frag-aware"]);
+    assert_eq!(placements, ["first-fit", "paper-bestfit", "paper-dotprod", "fgd", "frag-aware"]);
+    assert_eq!(runs[0]["seeds"], serde_json::json!([42, 43]));
+    let levels = runs[0]["levels"].as_array().cloned().unwrap_or_default();
+    assert_eq!(levels.len(), 20, "every 5 % to 100 %");
+    for key in ["unallocated_by_model", "frag_ratio", "failed_by_cause", "unallocated_min", "unallocated_max"] {
+        assert!(!levels[19][key].is_null(), "{key}");
+    }
 }
 
 #[test]
@@ -98,6 +106,14 @@ fn bad_flags_are_usage_errors() {
         (&["simulate", "--fleet", "fourxL4"][..], "is not a count"),
         (&["simulate", "--for", "5m"][..], "from 1h to 31d"),
         (&["simulate", "--pack", "lots"][..], "--pack lots"),
+        (&["simulate", "--pack", "0.5%"][..], "from 1% to 1000%"),
+        (&["simulate", "--pack", "1001%"][..], "from 1% to 1000%"),
+        (&["simulate", "--pack", "100%", "--runs", "0"][..], "--runs 0"),
+        (&["simulate", "--pack", "100%", "--levels", "120"][..], "--levels 120"),
+        (&["simulate", "--pack", "100%", "--order", "sideways"][..], "--order sideways"),
+        (&["simulate", "--pack", "100%", "--policy", "mig"][..], "--policy mig"),
+        (&["simulate", "--placement", "fgd"][..], "packing only"),
+        (&["simulate", "--runs", "3"][..], "for a packing"),
         (&["simulate", "--as-model", "Z999"][..], "--as-model Z999"),
         (&["simulate", "--layout", "A100-80GB"][..], "MODEL=LAYOUT"),
     ] {
@@ -122,6 +138,50 @@ fn the_trace_sample_replays_and_packs_on_its_nodes() {
         tessera(&["simulate", "--trace", PODS, "--nodes", NODES, "--as-model", "A100-80GB", "--pack", "100%"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("frag-aware") && out.contains("A100-80GB"), "{out}");
+    assert!(out.contains("19 CPU-only pods"), "{out}");
+}
+
+#[test]
+fn packing_follows_the_trace_order_when_asked_and_the_seed_sets_the_runs() {
+    let args = ["simulate", "--trace", PODS, "--nodes", NODES, "--pack", "130%", "--levels", "90,95,100", "--json"];
+    let (code, out, err) = tessera(&[&args[..], &["--order", "trace", "--runs", "3", "--seed", "7"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(v["protocol"]["order"], "trace");
+    assert_eq!(v["packing"][0]["seeds"], serde_json::json!([7, 8, 9]));
+    let arrived: Vec<f64> =
+        v["packing"][0]["levels"].as_array().into_iter().flatten().filter_map(|l| l["arrived"].as_f64()).collect();
+    assert_eq!(arrived, [0.9, 0.95, 1.0]);
+    let (_, shuffled, _) = tessera(&[&args[..], &["--runs", "3", "--seed", "7"]].concat());
+    assert_ne!(json(&shuffled)["packing"][0]["steps"], v["packing"][0]["steps"], "the order matters");
+}
+
+#[test]
+fn a_pod_list_without_times_packs_but_does_not_replay() {
+    let dir = std::env::temp_dir().join(format!("tessera-simulate-timeless-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let pods = dir.join("pods.csv");
+    let _ = std::fs::write(
+        &pods,
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,4000,1024,2,1000\np1,2000,512,1,500\np2,1000,256,0,0\n",
+    );
+    let path = pods.display().to_string();
+    let (code, out, err) =
+        tessera(&["simulate", "--trace", &path, "--nodes", NODES, "--pack", "100%", "--runs", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["protocol"]["pods"], 3);
+    let (code, _, err) = tessera(&["simulate", "--trace", &path, "--nodes", NODES]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("can be packed (--pack), not replayed"), "{err}");
+    let _ = std::fs::write(&pods, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,4000,1024,0,0\n");
+    let (code, _, err) = tessera(&["simulate", "--trace", &path, "--nodes", NODES, "--pack", "100%"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no GPU job"), "{err}");
+    let _ = std::fs::write(&pods, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,4000,1024,16,1000\n");
+    let (code, _, err) = tessera(&["simulate", "--trace", &path, "--nodes", NODES, "--pack", "100%"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no node of the fleet can host"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -5,6 +5,8 @@
 mod demand;
 mod options;
 mod output;
+mod pack;
+mod pack_table;
 mod plot;
 mod table;
 
@@ -14,11 +16,11 @@ use std::time::Instant;
 use super::settings;
 use crate::cli::Global;
 use crate::error::CmdError;
-use crate::simulate::{self, Fleet, Placement, Policy, names};
+use crate::simulate::{self, Fleet, Policy, names};
 
 use demand::{compress, live_fleet, read_demand};
 pub use options::Options;
-use options::{duration_s, engine_settings, parse_share, policies};
+use options::{duration_s, engine_settings, policies};
 use output::{finish_packing, finish_replay};
 
 /// `simulate --json`'s contract version (docs/json.md).
@@ -116,9 +118,43 @@ impl Progress {
     }
 }
 
+/// `--pack`: the paper's experiment on the demand's pods (the trace's CPU-only ones among
+/// them), in the trace's order as read.
+fn packing(g: &Global, cfg: &crate::config::Config, o: &Options, mut d: demand::Demand) -> Result<(), CmdError> {
+    let brought = match d.fleet.take() {
+        Some(f) => Some(f),
+        None if o.fleet.is_none() => live_fleet(cfg, &mut d.notes)?,
+        None => None,
+    };
+    let fleet = fleet(o, brought)?;
+    if o.as_model.is_none() {
+        resolve_models(&mut d.jobs, &fleet)?;
+    } else {
+        let constrained = d.jobs.iter().filter(|j| !j.models.is_empty()).count();
+        d.jobs.iter_mut().for_each(|j| j.models.clear());
+        if constrained > 0 {
+            d.notes.push(format!("{constrained} jobs named the models they may run on: on one model, any card does"));
+        }
+    }
+    let packed = pack::run(o, g.seed, &d, &fleet)?;
+    finish_packing(o, &d, &fleet, &packed)
+}
+
 pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
     let cfg = settings(g)?;
     let mut d = read_demand(g, &cfg, o)?;
+    if o.pack.is_some() {
+        return packing(g, &cfg, o, d);
+    }
+    if d.timeless {
+        return Err(usage(&format!(
+            "{}: a pod list without times (no creation_time column) can be packed (--pack), not replayed",
+            d.source
+        )));
+    }
+    if !o.levels.is_empty() || o.runs.is_some() || o.order.is_some() {
+        return Err(usage("--runs, --levels and --order are for a packing (--pack)"));
+    }
     let prepared = simulate::prepare(&mut d.jobs, d.without_gpu).map_err(|e| usage(&e.to_string()))?;
     if prepared.out_of_order > 0 {
         d.notes.push(format!("{} jobs arrived before the line above them: put in time order", prepared.out_of_order));
@@ -151,29 +187,6 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
     let policies = policies(o)?;
     let mut progress = Progress::new();
     let target = o.target_p90_wait.as_deref().map(|t| duration_s("--target-p90-wait", t)).transpose()?;
-    if let Some(p) = &o.pack {
-        let share = parse_share(p)?;
-        let placements = if o.placement.is_some() { vec![s.placement] } else { Placement::ALL.to_vec() };
-        let pols = if o.policy.is_empty() { vec![Policy::Share] } else { policies };
-        let seed = g.seed.unwrap_or(cfg.demo.seed);
-        let mut runs = Vec::new();
-        for policy in &pols {
-            for placement in &placements {
-                progress.show(
-                    &format!("packing {} {}", policy.as_str(), placement.as_str()),
-                    runs.len() as f64 / (pols.len() * placements.len()) as f64,
-                );
-                runs.push(simulate::packing(
-                    &d.jobs,
-                    &fleet,
-                    *policy,
-                    simulate::PackWith { placement: *placement, target: share, seed, replicas: s.replicas },
-                ));
-            }
-        }
-        progress.clear();
-        return finish_packing(o, &d, &fleet, &runs, share);
-    }
     policy_notes(&policies, &fleet, &s, &mut d.notes);
     let replays = simulate::replay_all(&d.jobs, &fleet, &policies, &s, &mut |p, f| {
         progress.show(&format!("replaying {}", p.as_str()), f);

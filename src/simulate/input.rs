@@ -43,8 +43,13 @@ pub struct LineError {
 pub struct Parsed {
     /// The jobs that ask for a GPU, in file order (`simulate::prepare` sorts them).
     pub jobs: Vec<Job>,
-    /// Rows that ask for no GPU (left out).
+    /// Rows that ask for no GPU (left out of a replay).
     pub without_gpu: u64,
+    /// Those rows as jobs where the input keeps them (the trace's CPU-only pods, for a
+    /// packing), each with the index of the GPU job it came before.
+    pub cpu_only: Vec<(usize, Job)>,
+    /// The input has no times (a pod list for packing only).
+    pub timeless: bool,
     /// Bad lines skipped (`skip_bad`).
     pub skipped: u64,
     /// The first `KEPT_ERRORS` of them.

@@ -1,22 +1,56 @@
-//! Packing (the experiment of "Beware of Fragmentation"): jobs arrive in trace order, then
-//! drawn from the trace at random (seeded), and never leave, until the GPUs asked for reach a
-//! share of the fleet; at each step, the share of the fleet's GPUs left unallocated.
+//! Packing (the experiment of "Beware of Fragmentation"): the runs of the paper's protocol
+//! (paper.rs) per placement, summed up as a planner reads them: the unallocated GPUs per
+//! arrived percent (median and min–max over the runs), and at each level asked the
+//! unallocated GPUs per model, the fragmentation and the failed pods by cause and shape.
 
 use serde::Serialize;
 
 use super::fleet::Fleet;
 use super::job::Job;
-use super::place::{Chooser, Mix};
+use super::paper::{self, Cause, Protocol, RunOut, Trace};
 use super::policy::{Placement, Policy};
-use super::state::Cluster;
-use crate::model::mig::Placed;
 
+/// The unallocated GPUs at one arrived percent: shares of the fleet, the median of the runs
+/// and their least and most.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Step {
-    /// GPUs asked for so far, as a share of the fleet.
     pub arrived: f64,
-    /// GPUs not allocated, as a share of the fleet.
     pub unallocated: f64,
+    pub unallocated_min: f64,
+    pub unallocated_max: f64,
+}
+
+/// Unallocated GPUs of one model (median of the runs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelGpus {
+    pub model: String,
+    pub gpus: u64,
+    pub unallocated: f64,
+}
+
+/// What a planner reads at one arrived level (medians of the runs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Level {
+    pub arrived: f64,
+    pub unallocated: f64,
+    pub unallocated_min: f64,
+    pub unallocated_max: f64,
+    pub unallocated_by_model: Vec<ModelGpus>,
+    /// The paper's fragmentation: idle GPUs the typical pods could not use, as GPUs and as
+    /// a share of the idle ones.
+    pub frag_gpus: f64,
+    pub frag_ratio: f64,
+    pub placed: f64,
+    pub failed: f64,
+    pub failed_by_cause: std::collections::BTreeMap<&'static str, f64>,
+}
+
+/// Failed pods of one shape for one cause, per run (mean).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedShape {
+    pub shape: String,
+    pub cause: Cause,
+    pub per_run: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -24,78 +58,180 @@ pub struct Packing {
     pub policy: Policy,
     pub placement: Placement,
     pub gpus: u64,
-    /// One step per percent of arrivals.
+    pub runs: u32,
+    pub seeds: Vec<i64>,
+    /// One step per arrived percent.
     pub steps: Vec<Step>,
-    /// GPUs left unallocated when the arrivals reach the target share.
+    pub levels: Vec<Level>,
+    /// GPUs left unallocated when the arrivals end (median of the runs).
     pub unallocated_gpus: f64,
-    /// Jobs that found no room when they came.
+    /// Pods that found no room when they came, and those placed (median of the runs).
     pub failed: u64,
     pub placed: u64,
+    pub failed_by_shape: Vec<FailedShape>,
 }
 
-/// A small seeded generator (SplitMix64): the draws beyond the trace's own order.
-#[derive(Debug, Clone)]
-pub struct Draw(u64);
-
-impl Draw {
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    pub fn draw(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.draw() % n.max(1) as u64) as usize
-    }
+/// Why a packing cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PackError {
+    #[error("the pod list has no GPU job ({pods} pods, none asks for a GPU)")]
+    NoGpuJob { pods: usize },
+    #[error("no node of the fleet can host any of the GPU jobs, even empty ({why})")]
+    NothingFits { why: String },
+    #[error(
+        "--policy {0}: a packing compares placements on whole or shared cards: --policy share (the default) or exclusive"
+    )]
+    Policy(&'static str),
 }
 
-/// How a packing runs: where jobs go, until what share of the fleet is asked for, the seed
-/// of the draws past the trace's own jobs, and replicas a card under `share`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// How a packing runs: the placements to compare and the protocol.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PackWith {
-    pub placement: Placement,
-    pub target: f64,
-    pub seed: u64,
-    pub replicas: u32,
+    pub placements: Vec<Placement>,
+    pub protocol: Protocol,
 }
 
-/// Pack `jobs` onto `fleet` until the GPUs asked for reach `with.target` (1.0: the fleet's size).
-pub fn pack(jobs: &[Job], fleet: &Fleet, policy: Policy, layouts: &[Option<Vec<Placed>>], with: PackWith) -> Packing {
-    let PackWith { placement, target, seed, replicas } = with;
+/// The median of `v` (the mean of the middle two for an even count), as numpy's.
+pub fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 }
+}
+
+fn band(values: impl Iterator<Item = f64>) -> (f64, f64, f64) {
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    let m = median(&mut v);
+    (m, v[0], v[v.len() - 1])
+}
+
+/// Pack `jobs` (in trace order; CPU-only ones, `gpus` 0, take host CPU and memory) onto
+/// `fleet` under `policy` as `with` says: a summary per placement.
+pub fn pack(jobs: &[&Job], fleet: &Fleet, policy: Policy, with: &PackWith) -> Result<Vec<Packing>, PackError> {
+    let whole_only = match policy {
+        Policy::Exclusive => true,
+        Policy::Share => false,
+        other => return Err(PackError::Policy(other.as_str())),
+    };
+    let trace = Trace::new(jobs, whole_only);
+    check(&trace, fleet)?;
+    let outs = paper::run_all(&trace, fleet, &with.placements, &with.protocol);
+    Ok(with
+        .placements
+        .iter()
+        .zip(outs)
+        .map(|(p, runs)| summary(&trace, fleet, policy, *p, &with.protocol, &runs))
+        .collect())
+}
+
+/// A trace with no GPU job, or a fleet none of whose nodes could take any GPU job empty.
+fn check(trace: &Trace, fleet: &Fleet) -> Result<(), PackError> {
+    let gpu_shapes: Vec<&paper::Shape> = trace.shapes.iter().filter(|s| s.gpus > 0).collect();
+    if gpu_shapes.is_empty() {
+        return Err(PackError::NoGpuJob { pods: trace.pods.len() });
+    }
+    let access = trace.access(fleet);
+    let fits = |s: &paper::Shape, n: &super::fleet::Node| {
+        (n.cpu_milli == 0 || s.cpu <= n.cpu_milli)
+            && (n.mem_mib == 0 || s.mem <= n.mem_mib)
+            && s.gpus <= n.gpus
+            && access[usize::from(s.spec)][n.model as usize]
+    };
+    if gpu_shapes.iter().any(|s| fleet.nodes.iter().any(|n| fits(s, n))) {
+        return Ok(());
+    }
+    let most = fleet.nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
+    let least = gpu_shapes.iter().map(|s| s.gpus).min().unwrap_or(0);
+    let why = if least > most {
+        format!("the smallest asks {least} GPUs, the largest node has {most}")
+    } else {
+        "each asks more host CPU or memory, or other GPU models, than any node has".to_string()
+    };
+    Err(PackError::NothingFits { why })
+}
+
+fn summary(
+    trace: &Trace,
+    fleet: &Fleet,
+    policy: Policy,
+    placement: Placement,
+    p: &Protocol,
+    runs: &[RunOut],
+) -> Packing {
     let gpus = fleet.gpus();
-    let mut cl = Cluster::new(fleet, policy, replicas, layouts);
-    let whole_only = policy.whole_only(fleet);
-    let mut chooser = Chooser::new(placement, whole_only, Mix::new(jobs, whole_only), fleet.nodes.len());
-    let mut draw = Draw::new(seed);
-    let (mut asked, mut failed, mut placed) = (0.0f64, 0u64, 0u64);
-    let mut steps = vec![Step { arrived: 0.0, unallocated: 1.0 }];
-    let goal = target * gpus as f64;
-    let mut k = 0usize;
-    while asked < goal && !jobs.is_empty() {
-        let i = if k < jobs.len() { k } else { draw.below(jobs.len()) };
-        k += 1;
-        let job = &jobs[i];
-        asked += job.gpu_equivalents();
-        match chooser.place(&cl, fleet, job, 0) {
-            Some(hold) => {
-                cl.take(i as u32, job, &hold, 0);
-                chooser.changed(hold.node);
-                placed += 1;
+    let buckets = runs.iter().map(|r| r.buckets.len()).max().unwrap_or(0);
+    let steps = (0..buckets)
+        .filter_map(|b| {
+            let (m, lo, hi) = band(runs.iter().filter_map(|r| r.buckets.get(b).copied().flatten()));
+            m.is_finite().then_some(Step {
+                arrived: b as f64 / 100.0,
+                unallocated: m / 100.0,
+                unallocated_min: lo / 100.0,
+                unallocated_max: hi / 100.0,
+            })
+        })
+        .collect::<Vec<_>>();
+    let levels = p
+        .levels
+        .iter()
+        .enumerate()
+        .map(|(i, &level)| {
+            let snaps: Vec<&paper::Snap> = runs.iter().filter_map(|r| r.snaps.get(i)).collect();
+            let step = steps.iter().find(|s| (s.arrived * 100.0).round() as u32 == level);
+            let med = |f: &dyn Fn(&paper::Snap) -> f64| band(snaps.iter().map(|s| f(s))).0;
+            let by_model = fleet
+                .models
+                .iter()
+                .enumerate()
+                .map(|(m, model)| ModelGpus {
+                    model: model.name.to_string(),
+                    gpus: fleet.nodes.iter().filter(|n| n.model as usize == m).map(|n| u64::from(n.gpus)).sum(),
+                    unallocated: med(&|s| s.unallocated_by_model.get(m).copied().unwrap_or(0.0)),
+                })
+                .collect();
+            Level {
+                arrived: f64::from(level) / 100.0,
+                unallocated: step.map_or(f64::NAN, |s| s.unallocated),
+                unallocated_min: step.map_or(f64::NAN, |s| s.unallocated_min),
+                unallocated_max: step.map_or(f64::NAN, |s| s.unallocated_max),
+                unallocated_by_model: by_model,
+                frag_gpus: med(&|s| s.frag_gpus),
+                frag_ratio: med(&|s| s.frag_ratio) / 100.0,
+                placed: med(&|s| s.placed as f64),
+                failed: med(&|s| s.failed as f64),
+                failed_by_cause: Cause::ALL
+                    .iter()
+                    .map(|c| (c.as_str(), med(&|s| s.failed_by_cause[*c as usize] as f64)))
+                    .collect(),
             }
-            None => failed += 1,
-        }
-        let arrived = (asked / gpus as f64).min(target);
-        let unallocated = 1.0 - cl.held_milli as f64 / 1000.0 / gpus as f64;
-        if arrived >= steps.last().map_or(0.0, |s| s.arrived) + 0.01 || asked >= goal {
-            steps.push(Step { arrived, unallocated });
+        })
+        .collect();
+    let mut shapes: std::collections::BTreeMap<(String, Cause), u64> = std::collections::BTreeMap::new();
+    for r in runs {
+        for &(s, c, n) in &r.failed_shapes {
+            *shapes.entry((trace.shapes[s as usize].label(&trace.specs), c)).or_default() += n;
         }
     }
-    let unallocated_gpus = gpus as f64 - cl.held_milli as f64 / 1000.0;
-    Packing { policy, placement, gpus, steps, unallocated_gpus, failed, placed }
+    let n = runs.len().max(1) as f64;
+    let mut failed_by_shape: Vec<FailedShape> =
+        shapes.into_iter().map(|((shape, cause), k)| FailedShape { shape, cause, per_run: k as f64 / n }).collect();
+    failed_by_shape.sort_by(|a, b| b.per_run.total_cmp(&a.per_run).then(a.shape.cmp(&b.shape)));
+    Packing {
+        policy,
+        placement,
+        gpus,
+        runs: runs.len() as u32,
+        seeds: (0..runs.len() as i64).map(|i| p.seed.saturating_add(i)).collect(),
+        steps,
+        levels,
+        unallocated_gpus: band(runs.iter().map(|r| r.unallocated_gpus)).0,
+        failed: band(runs.iter().map(|r| r.failed as f64)).0.round() as u64,
+        placed: band(runs.iter().map(|r| r.placed as f64)).0.round() as u64,
+        failed_by_shape,
+    }
 }

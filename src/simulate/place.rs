@@ -198,7 +198,8 @@ impl Chooser {
             let score = match self.placement {
                 Placement::FirstFit => return Some(hold),
                 Placement::BestFit => f64::from(node.whole_free - job.gpus),
-                Placement::FragAware => {
+                // The paper's placements are refused for a replay (options); tessera's measure.
+                Placement::FragAware | Placement::Fgd | Placement::PaperBestFit | Placement::PaperDotProd => {
                     let changes = vec![((1000, true), (0, false)); job.gpus as usize];
                     let before = self.frag(cl, n, now).value;
                     self.frag_after(cl, n, now, &changes, job.cpu_milli) - before
@@ -241,7 +242,7 @@ impl Chooser {
                 let score = match self.placement {
                     Placement::FirstFit => return Some(hold),
                     Placement::BestFit => f64::from(waste) * 2000.0 + f64::from(leftover),
-                    Placement::FragAware => {
+                    Placement::FragAware | Placement::Fgd | Placement::PaperBestFit | Placement::PaperDotProd => {
                         let b = self.frag(cl, n, now).value;
                         self.frag_after(cl, n, now, &[change], job.cpu_milli) - b
                     }

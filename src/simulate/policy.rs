@@ -66,21 +66,50 @@ pub enum Placement {
     FirstFit,
     /// The node and card left with the least free GPU capacity.
     BestFit,
-    /// The node and card whose fragmentation grows least: the expected GPU capacity the
-    /// demand's mix of requests could not use (Weng et al., ATC '23, "Beware of
-    /// Fragmentation").
+    /// tessera's: the node and card whose fragmentation grows least: the expected GPU
+    /// capacity the demand's mix of requests could not use (Weng et al., ATC '23, "Beware of
+    /// Fragmentation"), GPU models included; in a packing, the paper's measure compared
+    /// exactly, ties to the fullest node (docs/simulate.md).
     FragAware,
+    /// Packing only: the paper's FGD as its simulator scores it.
+    Fgd,
+    /// Packing only: the paper simulator's BestFit (least CPU and GPU left on the node).
+    #[serde(rename = "paper-bestfit")]
+    PaperBestFit,
+    /// Packing only: the paper simulator's DotProd (least free·asked).
+    #[serde(rename = "paper-dotprod")]
+    PaperDotProd,
 }
 
 impl Placement {
-    pub const ALL: [Placement; 3] = [Placement::FirstFit, Placement::BestFit, Placement::FragAware];
+    pub const ALL: [Placement; 6] = [
+        Placement::FirstFit,
+        Placement::BestFit,
+        Placement::FragAware,
+        Placement::Fgd,
+        Placement::PaperBestFit,
+        Placement::PaperDotProd,
+    ];
+    /// What a replay compares.
+    pub const REPLAY: [Placement; 3] = [Placement::FirstFit, Placement::BestFit, Placement::FragAware];
+    /// What a packing compares by default: the paper's and tessera's.
+    pub const PACKING: [Placement; 5] =
+        [Placement::FirstFit, Placement::PaperBestFit, Placement::PaperDotProd, Placement::Fgd, Placement::FragAware];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Self::FirstFit => "first-fit",
             Self::BestFit => "best-fit",
             Self::FragAware => "frag-aware",
+            Self::Fgd => "fgd",
+            Self::PaperBestFit => "paper-bestfit",
+            Self::PaperDotProd => "paper-dotprod",
         }
+    }
+
+    /// The paper's placements run only in a packing.
+    pub fn packing_only(self) -> bool {
+        matches!(self, Self::Fgd | Self::PaperBestFit | Self::PaperDotProd)
     }
 
     pub fn parse(text: &str) -> Option<Self> {

@@ -25,6 +25,11 @@ pub(super) struct Demand {
     pub fleet: Option<Fleet>,
     /// The simulated cluster's arrivals (its example schedule stands in where none is set).
     pub demo: bool,
+    /// The input's jobs without a GPU where it keeps them (the trace's CPU-only pods, for a
+    /// packing), each with the index of the GPU job it came before.
+    pub cpu_only: Vec<(usize, Job)>,
+    /// The input has no times: it can be packed, not replayed.
+    pub timeless: bool,
 }
 
 /// The demo's arrivals over `span` and its fleet.
@@ -71,6 +76,8 @@ pub(super) fn demo(g: &Global, cfg: &crate::config::Config, span: Option<&str>) 
         day_offset_s: 0,
         fleet: Some(fleet),
         demo: true,
+        cpu_only: Vec::new(),
+        timeless: false,
     })
 }
 
@@ -129,6 +136,8 @@ pub(super) fn read_demand(g: &Global, cfg: &crate::config::Config, o: &Options) 
         day_offset_s: parsed.start.map_or(0, |t| i64::from(t.num_seconds_from_midnight())),
         fleet,
         demo: false,
+        cpu_only: parsed.cpu_only,
+        timeless: parsed.timeless,
     })
 }
 
@@ -171,6 +180,8 @@ pub(super) fn from_recording(paths: &[PathBuf]) -> Result<Demand, CmdError> {
         day_offset_s: n.start.map_or(0, |t| i64::from(t.num_seconds_from_midnight())),
         fleet: Some(fleet),
         demo: false,
+        cpu_only: Vec::new(),
+        timeless: false,
     })
 }
 

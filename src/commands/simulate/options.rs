@@ -23,6 +23,9 @@ pub struct Options {
     pub placement: Option<String>,
     pub replicas: Option<u32>,
     pub pack: Option<String>,
+    pub runs: Option<u32>,
+    pub levels: Vec<String>,
+    pub order: Option<String>,
     pub target_p90_wait: Option<String>,
     pub horizon: Option<String>,
     pub compress: Option<f64>,
@@ -46,8 +49,16 @@ pub(super) fn engine_settings(
     let mut s =
         Settings { min_runtime_s: cfg.policy.min_runtime.as_secs() as i64, day_offset_s, ..Settings::default() };
     if let Some(p) = &o.placement {
-        s.placement =
-            Placement::parse(p).ok_or_else(|| usage(&format!("--placement {p}: first-fit, best-fit or frag-aware")))?;
+        s.placement = Placement::parse(p).ok_or_else(|| {
+            usage(&format!(
+                "--placement {p}: first-fit, best-fit or frag-aware (a packing also fgd, paper-bestfit, paper-dotprod)"
+            ))
+        })?;
+        if s.placement.packing_only() && o.pack.is_none() {
+            return Err(usage(&format!(
+                "--placement {p}: the paper's placements run in a packing only (--pack); a replay takes first-fit, best-fit or frag-aware"
+            )));
+        }
     }
     if let Some(r) = o.replicas {
         if !(1..=64).contains(&r) {
@@ -117,10 +128,10 @@ pub(super) fn parse_share(p: &str) -> Result<f64, CmdError> {
         .trim()
         .trim_end_matches('%')
         .parse()
-        .map_err(|_| usage(&format!("--pack {p}: a share of the fleet, e.g. 100%")))?;
+        .map_err(|_| usage(&format!("--pack {p}: a share of the fleet, e.g. 130%")))?;
     let v = if p.trim().ends_with('%') || v > 1.0 { v / 100.0 } else { v };
-    if !(0.01..=2.0).contains(&v) {
-        return Err(usage(&format!("--pack {p}: from 1% to 200% of the fleet")));
+    if !(0.01..=10.0).contains(&v) {
+        return Err(usage(&format!("--pack {p}: from 1% to 1000% of the fleet")));
     }
     Ok(v)
 }
@@ -140,6 +151,9 @@ impl From<crate::cli::SimulateArgs> for Options {
             placement: a.placement,
             replicas: a.replicas,
             pack: a.pack,
+            runs: a.runs,
+            levels: a.levels,
+            order: a.order,
             target_p90_wait: a.target_p90_wait,
             horizon: a.horizon,
             compress: a.compress,

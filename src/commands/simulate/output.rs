@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::demand::Demand;
 use super::options::Options;
-use super::{SCHEMA_VERSION, plot, table};
+use super::{SCHEMA_VERSION, pack_table, plot, table};
 use crate::error::CmdError;
 use crate::out;
 use crate::simulate::{self, Fleet, Job, Packing, Settings};
@@ -52,6 +52,15 @@ fn envelope(mode: &str, d: &Demand, f: &Fleet, own: serde_json::Value) -> serde_
     v
 }
 
+/// A packing's runs with how they ran.
+pub(super) struct Packed {
+    pub runs: Vec<Packing>,
+    pub protocol: simulate::paper::Protocol,
+    /// Pods packed from the input (CPU-only ones among them).
+    pub pods: usize,
+    pub cpu_only: usize,
+}
+
 /// The lines above the table: the demand, the fleet, the notes.
 fn header(d: &Demand, f: &Fleet, extra: &str) -> String {
     let gpu_hours: f64 = d.jobs.iter().map(Job::gpu_seconds).sum::<f64>() / 3600.0;
@@ -69,7 +78,12 @@ fn header(d: &Demand, f: &Fleet, extra: &str) -> String {
         d.source,
         d.jobs.len(),
         gpu_hours,
-        if d.without_gpu > 0 { format!(" ({} without a GPU left out)", d.without_gpu) } else { String::new() },
+        match (d.without_gpu, d.cpu_only.len()) {
+            (0, _) => String::new(),
+            (n, k) if k as u64 == n && extra.contains("packed") =>
+                format!(" and {n} CPU-only pods (they take host CPU and memory)"),
+            (n, _) => format!(" ({n} without a GPU left out)"),
+        },
         f.gpus(),
         f.nodes.len(),
         models.join(", ")
@@ -134,16 +148,52 @@ pub(super) fn finish_replay(
     out::print(&text)
 }
 
-pub(super) fn finish_packing(o: &Options, d: &Demand, f: &Fleet, runs: &[Packing], share: f64) -> Result<(), CmdError> {
+pub(super) fn finish_packing(o: &Options, d: &Demand, f: &Fleet, p: &Packed) -> Result<(), CmdError> {
+    let share = p.protocol.level;
     if let Some(path) = &o.plot {
-        write_plot(path, &plot::packing(&format!("tessera simulate --pack: {}", d.source), runs))?;
+        write_plot(path, &plot::packing(&format!("tessera simulate --pack: {}", d.source), &p.runs))?;
     }
     let text = if o.json {
-        let v = envelope("packing", d, f, json!({ "target_share": share, "packing": runs }));
+        let pr = &p.protocol;
+        let v = envelope(
+            "packing",
+            d,
+            f,
+            json!({
+                "target_share": share,
+                "protocol": {
+                    "runs": pr.runs,
+                    "seed": pr.seed,
+                    "order": pr.order,
+                    "holder_cap": pr.cap,
+                    "levels": pr.levels,
+                    "typical_percent": simulate::paper::TYPICAL_PERCENT,
+                    "pods": p.pods,
+                    "cpu_only_pods": p.cpu_only,
+                },
+                "packing": p.runs,
+            }),
+        );
         serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))? + "\n"
     } else {
-        let mut t = header(d, f, &format!("; packed until the GPUs asked reach {:.0}% of the fleet", share * 100.0));
-        t.push_str(&table::packing(runs));
+        let pr = &p.protocol;
+        let order = match pr.order {
+            simulate::paper::Order::Shuffled => "shuffled per run",
+            simulate::paper::Order::Trace => "in trace order",
+        };
+        let extra = format!(
+            "; packed until the GPUs asked reach {:.0}% of the fleet\nRuns:   {} (seeds {}-{}), pods {order}{}",
+            share * 100.0,
+            pr.runs,
+            pr.seed,
+            pr.seed.saturating_add(i64::from(pr.runs) - 1),
+            pr.cap.map_or(String::new(), |c| format!(", at most {c} holders a GPU")),
+        );
+        let mut t = header(d, f, &extra);
+        t.push_str(&pack_table::packing(&p.runs, &pr.levels));
+        if let Some(path) = &o.plot {
+            t.push_str(&format!("\nPicture: {}\n", path.display()));
+        }
         t
     };
     out::print(&text)

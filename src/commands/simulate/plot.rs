@@ -42,12 +42,42 @@ fn escape(s: &str) -> String {
     out
 }
 
+/// A round tick step for a span: 1, 2 or 5 times a power of ten, about `n` ticks.
+fn nice_step(span: f64, n: f64) -> f64 {
+    let raw = (span / n).max(1e-9);
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    mag * if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    }
+}
+
+/// Round ticks from `lo` to at least `hi`: (first, step, last).
+fn ticks(lo: f64, hi: f64) -> (f64, f64, f64) {
+    let step = nice_step(hi - lo, 4.0);
+    let first = (lo / step).floor() * step;
+    let last = (hi / step).ceil() * step;
+    (first, step, last.max(first + step))
+}
+
 /// One panel at `y0`: axes with round ticks, a line per series, a legend on the right.
 fn panel(out: &mut String, y0: f64, title: &str, x_label: &str, series: &[Series], y_max: f64, x_max: f64) {
-    let (x_max, y_max) = (x_max.max(1e-9), y_max.max(1e-9));
+    panel_in(out, y0, title, x_label, series, (0.0, x_max), y_max);
+}
+
+/// A panel over x from `xr.0` to `xr.1` and y from 0, both stretched to round ticks.
+fn panel_in(out: &mut String, y0: f64, title: &str, x_label: &str, series: &[Series], xr: (f64, f64), y_max: f64) {
+    let (x_lo, x_step, x_hi) = ticks(xr.0, xr.1.max(xr.0 + 1e-9));
+    let (_, y_step, y_hi) = ticks(0.0, y_max.max(1e-9));
     let plot_w = W - LEFT - RIGHT;
-    let sx = |x: f64| LEFT + x / x_max * plot_w;
-    let sy = |y: f64| y0 + PANEL - y / y_max * PANEL;
+    let sx = |x: f64| LEFT + (x - x_lo) / (x_hi - x_lo) * plot_w;
+    let sy = |y: f64| y0 + PANEL - y / y_hi * PANEL;
     let _ = writeln!(
         out,
         r#"<text x="{LEFT}" y="{}" font-size="14" font-weight="bold">{}</text>"#,
@@ -58,18 +88,27 @@ fn panel(out: &mut String, y0: f64, title: &str, x_label: &str, series: &[Series
         out,
         r##"<rect x="{LEFT}" y="{y0}" width="{plot_w}" height="{PANEL}" fill="none" stroke="#888" stroke-width="1"/>"##
     );
-    for k in 0..=4 {
-        let (xv, yv) = (x_max * f64::from(k) / 4.0, y_max * f64::from(k) / 4.0);
+    let mut yv = 0.0;
+    while yv <= y_hi + y_step * 1e-6 {
         let _ = writeln!(
             out,
-            r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"##,
+            r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
             LEFT - 6.0,
             sy(yv) + 4.0,
-            round(yv),
+            round(yv)
+        );
+        yv += y_step;
+    }
+    let mut xv = x_lo;
+    while xv <= x_hi + x_step * 1e-6 {
+        let _ = writeln!(
+            out,
+            r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"##,
             sx(xv),
             y0 + PANEL + 16.0,
             round(xv)
         );
+        xv += x_step;
     }
     let _ = writeln!(
         out,
@@ -80,8 +119,8 @@ fn panel(out: &mut String, y0: f64, title: &str, x_label: &str, series: &[Series
     );
     for (i, s) in series.iter().enumerate() {
         let mut d = String::new();
-        for (k, (x, y)) in s.points.iter().enumerate() {
-            let _ = write!(d, "{}{:.1},{:.1}", if k == 0 { "M" } else { " L" }, sx(*x), sy(y.min(y_max)));
+        for (k, (x, y)) in s.points.iter().filter(|p| p.0 >= x_lo).enumerate() {
+            let _ = write!(d, "{}{:.1},{:.1}", if k == 0 { "M" } else { " L" }, sx(*x), sy(y.min(y_hi)));
         }
         let _ = writeln!(out, r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.6"/>"#, s.colour);
         let ly = y0 + 14.0 + 18.0 * i as f64;
@@ -99,7 +138,14 @@ fn panel(out: &mut String, y0: f64, title: &str, x_label: &str, series: &[Series
 }
 
 fn round(v: f64) -> String {
-    if v >= 100.0 || v == v.trunc() { format!("{v:.0}") } else { format!("{v:.1}") }
+    let v = (v * 1000.0).round() / 1000.0;
+    if v >= 100.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else if (v * 10.0).fract().abs() < 1e-9 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 fn document(title: &str, body: &str, panels: usize) -> String {
@@ -142,27 +188,51 @@ pub fn replay(title: &str, reports: &[Report]) -> String {
     document(title, &body, 2)
 }
 
-/// Packing: GPUs unallocated (percent of the fleet) as the GPUs asked reach the fleet's size.
+/// Where the placements' curves part: the last arrived percent, ten by ten, before their
+/// medians first differ by half a point (50 % where they never do).
+fn tail_start(series: &[Series]) -> f64 {
+    let xs: Vec<f64> = series.first().map(|s| s.points.iter().map(|p| p.0).collect()).unwrap_or_default();
+    for x in xs {
+        let ys: Vec<f64> =
+            series.iter().filter_map(|s| s.points.iter().find(|p| (p.0 - x).abs() < 1e-9).map(|p| p.1)).collect();
+        let (lo, hi) = ys.iter().fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(*y), b.max(*y)));
+        if hi - lo > 0.5 {
+            return ((x - 5.0) / 10.0).floor().max(0.0) * 10.0;
+        }
+    }
+    50.0
+}
+
+/// Packing: GPUs unallocated (percent of the fleet, the median of the runs) against the GPUs
+/// arrived, over the tail where the placements part.
 pub fn packing(title: &str, runs: &[Packing]) -> String {
+    let many = runs.windows(2).any(|w| w[0].policy != w[1].policy);
     let series: Vec<Series> = runs
         .iter()
         .enumerate()
         .map(|(i, p)| Series {
-            name: format!("{} {}", p.policy.as_str(), p.placement.as_str()),
+            name: if many {
+                format!("{} {}", p.policy.as_str(), p.placement.as_str())
+            } else {
+                p.placement.as_str().to_string()
+            },
             points: p.steps.iter().map(|s| (s.arrived * 100.0, s.unallocated * 100.0)).collect(),
             colour: COLOURS[i % COLOURS.len()],
         })
         .collect();
     let x_max = runs.iter().flat_map(|p| p.steps.last()).map(|s| s.arrived * 100.0).fold(1.0, f64::max);
+    let x_min = tail_start(&series).min(x_max - 1.0).max(0.0);
+    let y_max = series.iter().flat_map(|s| s.points.iter().filter(|p| p.0 >= x_min).map(|p| p.1)).fold(1.0, f64::max);
+    let n = runs.first().map_or(0, |p| p.runs);
     let mut body = String::new();
-    panel(
+    panel_in(
         &mut body,
         TOP + 20.0,
-        "GPUs unallocated, % of the fleet",
-        "GPUs asked, % of the fleet",
+        &format!("GPUs unallocated, % of the fleet (median of {n} runs)"),
+        "GPUs arrived, % of the fleet",
         &series,
-        100.0,
-        x_max,
+        (x_min, x_max),
+        y_max,
     );
     document(title, &body, 1)
 }
@@ -180,5 +250,14 @@ mod tests {
         assert!(svg.contains("trace\\u{1b}[31m\\u{202e}vsc.x"), "{svg}");
         assert!(!svg.chars().any(|c| c.is_control() && c != '\n'));
         assert!(svg.trim_end().ends_with("</svg>"));
+    }
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(ticks(0.0, 13.7), (0.0, 5.0, 15.0));
+        assert_eq!(ticks(60.0, 130.0), (60.0, 20.0, 140.0));
+        assert_eq!(ticks(0.0, 100.0), (0.0, 50.0, 100.0));
+        assert_eq!(round(0.25), "0.25");
+        assert_eq!(round(2.5), "2.5");
     }
 }

@@ -1,9 +1,9 @@
-//! `simulate`'s text: the demand and fleet it ran, a row per policy, the capacity answers,
-//! the packing rows.
+//! `simulate`'s text: the demand and fleet it ran, a row per policy, the capacity answers
+//! (packing's text: pack_table.rs).
 
 use std::fmt::Write;
 
-use crate::simulate::{Answer, Packing, Period, Report};
+use crate::simulate::{Answer, Period, Report};
 
 /// Seconds as the table shows a wait: `0`, `45s`, `12m`, `3.4h`, `2.1d`.
 pub fn wait(s: i64) -> String {
@@ -94,7 +94,7 @@ pub fn replay_notes(reports: &[Report], window: Period) -> String {
 }
 
 /// Left-aligned first column, the rest right-aligned, two spaces apart.
-fn columns(out: &mut String, rows: &[Vec<String>]) {
+pub(super) fn columns(out: &mut String, rows: &[Vec<String>]) {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> =
         (0..n).map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();
@@ -146,29 +146,6 @@ pub fn capacity(answers: &[Answer], currency: &str) -> String {
             }
         }
     }
-    out
-}
-
-/// Packing: a row per policy and placement.
-pub fn packing(runs: &[Packing]) -> String {
-    let mut rows = vec![
-        ["POLICY", "PLACEMENT", "GPUS", "UNALLOCATED GPUs", "UNALLOCATED", "PLACED", "FAILED"]
-            .map(String::from)
-            .to_vec(),
-    ];
-    for p in runs {
-        rows.push(vec![
-            p.policy.as_str().to_string(),
-            p.placement.as_str().to_string(),
-            p.gpus.to_string(),
-            format!("{:.1}", p.unallocated_gpus),
-            format!("{:.1}%", p.unallocated_gpus / p.gpus.max(1) as f64 * 100.0),
-            p.placed.to_string(),
-            p.failed.to_string(),
-        ]);
-    }
-    let mut out = String::new();
-    columns(&mut out, &rows);
     out
 }
 

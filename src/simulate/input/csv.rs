@@ -231,7 +231,15 @@ pub fn demand_csv(file: &str, r: impl BufRead, skip_bad: bool) -> Result<Parsed,
         }
         start = DateTime::<Utc>::from_timestamp(zero, 0);
     }
-    Ok(Parsed { jobs, without_gpu, skipped: tally.skipped, first_errors: tally.first, rows: n, start })
+    Ok(Parsed {
+        jobs,
+        without_gpu,
+        skipped: tally.skipped,
+        first_errors: tally.first,
+        rows: n,
+        start,
+        ..Parsed::default()
+    })
 }
 
 #[cfg(test)]

@@ -3,12 +3,15 @@
 //! `openb_node_list_gpu_node.csv` as a fleet. Columns are found by their header names.
 //!
 //! Pods: `num_gpu` cards; `gpu_milli` the share of the one GPU of a one-GPU pod (1–1000; a
-//! pod of more GPUs takes whole cards); `num_gpu` 0 asks for no GPU (counted, left out);
+//! pod of more GPUs takes whole cards); `num_gpu` 0 asks for no GPU (counted, kept apart for
+//! a packing, where it takes host CPU and memory; a replay leaves it out);
 //! `gpu_spec` the allowed models (`|`-separated, empty: any); `qos` LS → inference (never
 //! preempted), BE → training (preemptible), Burstable and Guaranteed → other; submit =
 //! `creation_time`; duration = `deletion_time − scheduled_time` where it was scheduled (the
 //! time it ran), else `deletion_time − creation_time`; `cpu_milli` and `memory_mib` the host's
-//! CPU and memory; the real use is the request (the trace has no utilisation).
+//! CPU and memory; the real use is the request (the trace has no utilisation). A list without
+//! time columns (the paper's `name,cpu_milli,memory_mib,num_gpu,gpu_milli` variants) is read
+//! for a packing: every pod at second 0, `timeless` set.
 //!
 //! Nodes: `sn`, `cpu_milli`, `memory_mib`, `gpu` (count), `model`; nodes without GPUs are left
 //! out.
@@ -52,11 +55,16 @@ fn time(text: &str, name: &str) -> Result<i64, Bad> {
 
 /// The pods of a trace: its GPU pods as jobs, the others counted.
 pub fn openb_pods(file: &str, r: impl BufRead, skip_bad: bool) -> Result<Parsed, LineError> {
-    const REQUIRED: [&str; 6] = ["name", "num_gpu", "gpu_milli", "creation_time", "deletion_time", "scheduled_time"];
+    const REQUIRED: [&str; 3] = ["name", "num_gpu", "gpu_milli"];
     let mut jobs = Vec::new();
-    let mut without_gpu = 0u64;
+    let mut cpu_only = Vec::new();
+    let mut timeless = false;
     let (tally, n) = rows(file, r, &REQUIRED, skip_bad, |h, row, _| {
         let c = |name: &str| h.col(name);
+        timeless = c("creation_time").is_none();
+        if !timeless && let Some(missing) = ["deletion_time", "scheduled_time"].into_iter().find(|m| c(m).is_none()) {
+            return Err(bad(missing, format!("the header has creation_time but no {missing} column")));
+        }
         let name = need(row, c("name"), "name")?;
         let gpus: u32 = number(need(row, c("num_gpu"), "num_gpu")?, "num_gpu", "a count of GPUs")?;
         if gpus > MAX_GPUS {
@@ -66,23 +74,7 @@ pub fn openb_pods(file: &str, r: impl BufRead, skip_bad: bool) -> Result<Parsed,
         if gpus == 1 && !(1..=1000).contains(&milli) {
             return Err(bad("gpu_milli", format!("{milli}: a one-GPU pod asks for 1 to 1000 thousandths")));
         }
-        let created = time(need(row, c("creation_time"), "creation_time")?, "creation_time")?;
-        let deleted = time(need(row, c("deletion_time"), "deletion_time")?, "deletion_time")?;
-        let scheduled =
-            row.get(c("scheduled_time")).map_err(|w| bad("scheduled_time", w))?.map(|t| time(t, "scheduled_time"));
-        let (start, from) = match scheduled.transpose()? {
-            Some(s) if s < created => {
-                return Err(bad(
-                    "scheduled_time",
-                    format!("{s} before creation_time {created}: times running backwards"),
-                ));
-            }
-            Some(s) => (s, "scheduled_time"),
-            None => (created, "creation_time"),
-        };
-        if deleted < start {
-            return Err(bad("deletion_time", format!("{deleted} before {from} {start}: times running backwards")));
-        }
+        let (created, deleted, start) = if timeless { (0, 1, 0) } else { times(row, &c)? };
         let class = match row.get(c("qos")).map_err(|w| bad("qos", w))? {
             Some(q) if q.eq_ignore_ascii_case("LS") => Class::Inference,
             Some(q) if q.eq_ignore_ascii_case("BE") => Class::Training,
@@ -104,28 +96,62 @@ pub fn openb_pods(file: &str, r: impl BufRead, skip_bad: bool) -> Result<Parsed,
             }
             None => Vec::new(),
         };
-        if gpus == 0 {
-            without_gpu += 1;
-            return Ok(());
-        }
-        jobs.push(Job {
+        let job = Job {
             name: name.into(),
             submit: created,
             duration: (deleted - start).max(1),
             gpus,
-            milli: if gpus == 1 { milli } else { 1000 },
+            milli: match gpus {
+                0 => 0,
+                1 => milli,
+                _ => 1000,
+            },
             mem_mib: 0,
             class,
             priority: 0,
             checkpoint_s: None,
             cpu_milli,
             host_mem_mib,
-            models,
+            models: if gpus == 0 { Vec::new() } else { models },
             use_milli: 1000,
-        });
+        };
+        if gpus == 0 {
+            cpu_only.push((jobs.len(), job));
+        } else {
+            jobs.push(job);
+        }
         Ok(())
     })?;
-    Ok(Parsed { jobs, without_gpu, skipped: tally.skipped, first_errors: tally.first, rows: n, start: None })
+    let without_gpu = cpu_only.len() as u64;
+    Ok(Parsed {
+        jobs,
+        without_gpu,
+        skipped: tally.skipped,
+        first_errors: tally.first,
+        rows: n,
+        start: None,
+        cpu_only,
+        timeless,
+    })
+}
+
+/// A row's (creation, deletion, start): start is `scheduled_time` where it was scheduled.
+fn times(row: &Row, c: &dyn Fn(&str) -> Option<usize>) -> Result<(i64, i64, i64), Bad> {
+    let created = time(need(row, c("creation_time"), "creation_time")?, "creation_time")?;
+    let deleted = time(need(row, c("deletion_time"), "deletion_time")?, "deletion_time")?;
+    let scheduled =
+        row.get(c("scheduled_time")).map_err(|w| bad("scheduled_time", w))?.map(|t| time(t, "scheduled_time"));
+    let (start, from) = match scheduled.transpose()? {
+        Some(s) if s < created => {
+            return Err(bad("scheduled_time", format!("{s} before creation_time {created}: times running backwards")));
+        }
+        Some(s) => (s, "scheduled_time"),
+        None => (created, "creation_time"),
+    };
+    if deleted < start {
+        return Err(bad("deletion_time", format!("{deleted} before {from} {start}: times running backwards")));
+    }
+    Ok((created, deleted, start))
 }
 
 /// The node list as a fleet: each node with GPUs, its model, host CPU and memory.
@@ -190,6 +216,23 @@ mod tests {
             "never scheduled: from creation"
         );
         assert!(k.models.is_empty());
+    }
+
+    #[test]
+    fn cpu_only_pods_are_kept_apart_and_a_list_without_times_is_read() {
+        let body = "p0,12000,16384,1,460,,LS,Running,10,500,40\np1,2000,512,0,0,,BE,Running,20,90,20\n";
+        let p = pods(body, false).unwrap_or_default();
+        assert_eq!((p.jobs.len(), p.without_gpu, p.timeless), (1, 1, false));
+        assert_eq!((p.cpu_only[0].0, p.cpu_only[0].1.cpu_milli, p.cpu_only[0].1.gpus), (1, 2000, 0));
+        let text = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nm0,4000,1024,8,1000\nm1,1000,256,0,0\n";
+        let p = openb_pods("multi.csv", text.as_bytes(), false).unwrap_or_default();
+        assert_eq!((p.jobs.len(), p.cpu_only.len(), p.timeless), (1, 1, true));
+        assert_eq!((p.jobs[0].gpus, p.jobs[0].milli, p.jobs[0].host_mem_mib), (8, 1000, 1024));
+        let e = openb_pods("t.csv", &b"name,num_gpu,gpu_milli,creation_time\nx,1,1000,5\n"[..], false)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("field deletion_time: the header has creation_time but no deletion_time column"), "{e}");
     }
 
     #[test]
