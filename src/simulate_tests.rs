@@ -488,20 +488,30 @@ fn small_fleet(nodes: &[(u8, u8)]) -> Fleet {
     f
 }
 
+/// The fleet with only the models its nodes use (as a list typed by hand would be).
+fn only_models_used(f: &Fleet) -> Fleet {
+    let mut out = Fleet::default();
+    for n in &f.nodes {
+        let m = out.model_index(&f.models[n.model as usize].name);
+        out.nodes.push(fleet::Node { model: m, ..n.clone() });
+    }
+    out
+}
+
 /// Every subset of `f`'s nodes, as index lists.
 fn subsets(f: &Fleet) -> Vec<Vec<usize>> {
     (1u32..1 << f.nodes.len()).map(|m| (0..f.nodes.len()).filter(|i| m & (1 << i) != 0).collect()).collect()
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// On small fleets, whose subsets are enumerated here: the answer is the true optimum
     /// over every subset of the node list, and never more GPUs than the same search gives
     /// on any subset that hosts the same jobs.
     #[test]
     fn the_capacity_answer_is_the_optimum_over_every_subset(
-        nodes in prop::collection::vec((0u8..3, 0u8..1), 2..6),
+        nodes in prop::collection::vec((0u8..3, Just(0u8)), 2..6),
         specs in prop::collection::vec((0i64..3600, 600i64..5400, 0u8..6), 2..14),
         target in prop::sample::select(vec![0i64, 600, 3600]),
         policy in prop::sample::select(vec![Policy::Exclusive, Policy::Share, Policy::Mig]),
@@ -535,7 +545,7 @@ proptest! {
             let t = node_types::Types::of(fl);
             jobs.iter().map(|j| (0..t.kinds.len()).any(|k| t.hosts(k, j))).collect()
         };
-        let hostable: Vec<Job> = jobs.iter().zip(hosts_all(&f)).filter(|(_, h)| *h).map(|(j, _)| j.clone()).collect();
+        let unhostable = hosts_all(&f).iter().filter(|h| !**h).count() as u64;
         // The optimum, by brute force over every subset of the node list.
         let mut optimum: Option<u64> = None;
         for sub in subsets(&f) {
@@ -552,8 +562,8 @@ proptest! {
                 }
                 c
             };
-            let r = search::probe(&hostable, &types.fleet(&counts), policy, &s);
-            if r.wait.p90_s <= target && r.never_started == 0 && r.unplaceable == 0 {
+            let r = search::probe(&jobs, &types.fleet(&counts), policy, &s);
+            if r.wait.p90_s <= target && r.never_started == 0 && r.unplaceable == unhostable {
                 let g = types.gpus(&counts);
                 optimum = Some(optimum.map_or(g, |o: u64| o.min(g)));
             }
@@ -566,7 +576,8 @@ proptest! {
             prop_assert!(row.is_some_and(|p| p <= target), "the answer's own row meets the target: {:?}", row);
         }
         for sub in subsets(&f) {
-            let part = f.subset(&sub);
+            // The subset as its own list: only the models its nodes have.
+            let part = only_models_used(&f.subset(&sub));
             if hosts_all(&part) != hosts_all(&f) {
                 continue;
             }
@@ -609,4 +620,32 @@ fn a_rare_node_shape_is_named_with_the_answer_for_the_other_jobs() {
     assert_eq!(a.queue_alone_gpus, Some(8));
     // The answer's own row is that size's replay.
     assert_eq!(a.row.map(|r| r.gpus), Some(16));
+}
+
+#[test]
+fn a_job_that_never_starts_does_not_stretch_the_window_when_it_arrives_last() {
+    // Every job ends by 3,600 s; the last line, at 30 h, asks for a model the fleet lacks,
+    // and one more at 20 h waits for a node shape no layout leaves.
+    let mut jobs = vec![Job::new("a", 0, 3600, 1), Job::new("b", 60, 1800, 1)];
+    let mut absent = Job::new("absent", 30 * 3600, 600, 1);
+    absent.models = vec!["H100-80GB".into()];
+    jobs.push(absent);
+    let f = fleet("8xL4");
+    let s = Settings::default();
+    let all = replay_all(&jobs, &f, &[Policy::Exclusive, Policy::Share], &s, &mut |_, _| {});
+    assert_eq!(all.window.end_s, 3600, "{:?}", all.window);
+    for r in &all.reports {
+        assert_eq!(r.window_end_s, 3600);
+        assert_eq!(r.unplaceable, 1);
+        let explained: u64 = r.not_run.iter().map(|n| n.jobs).sum();
+        assert_eq!(explained, 1, "the late job has its cause: {:?}", r.not_run);
+        assert!(r.wait.p99_s >= 0);
+    }
+    // A late job that waits for good (a whole A100 node under mig) neither.
+    let mut a100 = fleet("8xA100-80GB");
+    assert!(a100.set_layout("A100-80GB", "3g.40gb,3g.40gb").is_ok());
+    let late = vec![frac("a", 0, 3600, 400, Class::Inference), Job::new("whole", 20 * 3600, 600, 8)];
+    let r = run(&late, &a100, Policy::Mig, &s);
+    assert_eq!((r.window_end_s, r.never_started), (3600, 1));
+    assert!(r.wait.p99_s >= 0, "{:?}", r.wait);
 }

@@ -241,7 +241,7 @@ fn every_row_of_the_demo_covers_one_window_and_says_what_did_not_run() {
     }
     let (code, text, err) = tessera(&["simulate", "--demo"]);
     assert_eq!(code, 0, "{err}");
-    assert!(text.contains("Every row is measured over one window"), "{text}");
+    assert!(text.contains("Every row above is measured over one window"), "{text}");
 }
 
 #[test]

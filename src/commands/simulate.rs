@@ -231,7 +231,10 @@ fn policy_notes(policies: &[Policy], fleet: &Fleet, s: &simulate::Settings, note
             mig.join(", ")
         ));
     }
-    if !mig.is_empty() && !fleet.models.iter().any(|m| m.mig.is_some()) && sliced == 0 {
-        notes.push(format!("no card of this fleet can do MIG: {} run as exclusive", mig.join(", ")));
+    if !mig.is_empty() && policies.iter().any(|p| p.uses_mig() && p.whole_only(fleet)) {
+        notes.push(format!(
+            "no card of this fleet can do MIG: {} every request holds whole cards, as under exclusive (adaptive still preempts)",
+            if mig.len() == 1 { format!("under {}", mig[0]) } else { format!("under {}", mig.join(", ")) }
+        ));
     }
 }

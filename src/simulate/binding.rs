@@ -64,7 +64,7 @@ pub(super) fn decide(
     // Jobs that only a few of the fleet's GPUs can host (node types holding less than
     // `FEW` of them): a node shape or a model the rest of the fleet lacks.
     let (mut only_some, mut rest): (Vec<&Job>, Vec<Job>) = (Vec::new(), Vec::new());
-    for j in search.jobs {
+    for j in search.hostable_jobs() {
         let hosting: u64 = present
             .iter()
             .filter(|&&t| types.hosts(t, j))
@@ -85,7 +85,7 @@ pub(super) fn decide(
         let (text, model_only) = rare(search, &present, &only_some);
         match alone {
             Some(a) if a >= gpus => {
-                aside = format!(" ({text}: without them the answer is the same, {a} GPUs)");
+                aside = format!(" ({text}: without them the answer is no smaller, {a} GPUs)");
             }
             _ => {
                 let text = match alone {
@@ -154,6 +154,26 @@ fn by_one_node_fewer(search: &mut Search, counts: &[usize]) -> Decided {
             continue;
         }
         let r = search.replay(&less);
+        let shape = types.shape(t);
+        // The last node of a shape some jobs need: those jobs decide it.
+        let lost = search.lost_hosts(&r);
+        if lost > 0 {
+            let why: Vec<&str> = r
+                .not_run
+                .iter()
+                .filter(|n| matches!(n.cause, "model_absent" | "no_node_big_enough" | "card_memory"))
+                .map(|n| n.text.as_str())
+                .collect();
+            let model = r.not_run.iter().all(|n| n.cause != "no_node_big_enough" && n.cause != "card_memory");
+            return Decided {
+                binding: Binding {
+                    kind: if model { "gpu_model" } else { "node_shape" },
+                    jobs: lost,
+                    text: format!("jobs only a {shape} node hosts: with one fewer, {}", why.join("; ")),
+                },
+                queue_alone_gpus: None,
+            };
+        }
         if r.never_started > 0 && r.wait.p90_s <= search.target_s {
             let layout = r.not_run.iter().find(|n| n.cause == "layout_keeps_no_whole_cards");
             return Decided {
@@ -180,8 +200,7 @@ fn by_one_node_fewer(search: &mut Search, counts: &[usize]) -> Decided {
                     kind: "wait_target",
                     jobs: 0,
                     text: format!(
-                        "the wait target: with one {} node fewer the p90 wait is {}",
-                        types.model(t),
+                        "the wait target: with one {shape} node fewer the p90 wait is {}",
                         super::metrics::format_wait(r.wait.p90_s)
                     ),
                 },

@@ -74,10 +74,16 @@ fn known(name: &str) -> Option<Resolved> {
         return Some(Resolved::Known { name: m.name.as_str().into(), mig: Some(m), memory_mib });
     }
     let upper = name.trim().to_ascii_uppercase();
+    // A V100 with its memory in the name is the trace's V100M16 or V100M32 (NVML writes
+    // "Tesla V100-SXM2-16GB").
+    let short = without_mig(name).map(|s| match (s, upper_words(name).iter().any(|w| w == "16GB")) {
+        ("V100", true) => "V100M16",
+        _ => s,
+    });
     let plain = MEMORY_GB
         .iter()
         .find(|(n, _)| *n == upper)
-        .or_else(|| without_mig(name).and_then(|short| MEMORY_GB.iter().find(|(n, _)| *n == short)));
+        .or_else(|| short.and_then(|short| MEMORY_GB.iter().find(|(n, _)| *n == short)));
     if let Some((n, gb)) = plain {
         return Some(Resolved::Known { name: (*n).into(), mig: None, memory_mib: gb * 1024 });
     }
@@ -125,18 +131,36 @@ pub fn resolve(name: &str) -> Resolved {
     Resolved::Unknown(near)
 }
 
-/// What `name` means given the models a fleet has: a family that names one of them
-/// (`a100` with a fleet of A100-80GB) is that one.
+/// What `name` means given the models a fleet has: one of them by its own name (a live
+/// fleet's card no table has, in any case), else the model it resolves to where the fleet
+/// has it, else the fleet's one model of the family it names (`a100` or `h100` with a fleet
+/// of A100-80GB or H100-94GB is that one).
 pub fn resolve_among(name: &str, have: &[&str]) -> Resolved {
-    match resolve(name) {
-        Resolved::Ambiguous(meant) => {
-            let mine: Vec<&String> = meant.iter().filter(|m| have.iter().any(|h| h == m)).collect();
-            match mine.as_slice() {
-                [one] => resolve(one),
-                _ => Resolved::Ambiguous(meant),
-            }
-        }
-        r => r,
+    if let Some(h) = have.iter().find(|h| h.eq_ignore_ascii_case(name.trim())) {
+        return match resolve(h) {
+            k @ Resolved::Known { .. } => k,
+            _ => Resolved::Known { name: (*h).into(), mig: None, memory_mib: 0 },
+        };
+    }
+    let r = resolve(name);
+    if let Resolved::Known { name: n, .. } = &r
+        && have.contains(&&**n)
+    {
+        return r;
+    }
+    // The family the name starts: every asked word starts a word of the fleet's model.
+    let asked = upper_words(name);
+    let asked: Vec<&String> = asked.iter().filter(|w| *w != "NVIDIA" && *w != "TESLA").collect();
+    let family: Vec<&&str> = have
+        .iter()
+        .filter(|h| {
+            let words = upper_words(h);
+            !asked.is_empty() && asked.iter().all(|a| words.iter().any(|w| w.starts_with(a.as_str())))
+        })
+        .collect();
+    match (family.as_slice(), r) {
+        ([one], _) => resolve_among(one, have),
+        (_, r) => r,
     }
 }
 
@@ -173,6 +197,8 @@ mod tests {
             ("Tesla-T4", "T4"),
             ("t4", "T4"),
             ("V100M16", "V100M16"),
+            ("Tesla V100-SXM2-16GB", "V100M16"),
+            ("Tesla V100-SXM2-32GB", "V100"),
             ("g2", "G2"),
             ("G3", "G3"),
         ] {
@@ -185,6 +211,10 @@ mod tests {
         let Resolved::Ambiguous(meant) = resolve("a100") else { panic!("{:?}", resolve("a100")) };
         assert!(meant.iter().any(|m| m == "A100-80GB") && meant.iter().any(|m| m == "A100-SXM4-40GB"), "{meant:?}");
         assert_eq!(name_of(resolve_among("a100", &["A100-80GB", "L4"])), "A100-80GB");
+        // A family the catalog resolves alone still names the fleet's own member.
+        assert_eq!(name_of(resolve_among("h100", &["H100-94GB"])), "H100-94GB");
+        // A live fleet's card no table has is taken by its own name.
+        assert_eq!(name_of(resolve_among("nvidia rtx a6000", &["NVIDIA RTX A6000"])), "NVIDIA RTX A6000");
         assert!(matches!(resolve_among("A100", &["L4"]), Resolved::Ambiguous(_)));
         let e = require("a100", resolve("a100")).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("did you mean") && e.contains("A100-80GB"), "{e}");

@@ -90,8 +90,15 @@ pub fn explain(fleet: &Fleet, cl: &Cluster, policy: Policy, unplaced: &[&Job], w
     for j in unplaced {
         *groups.entry(too_big(fleet, j)).or_default() += 1;
     }
+    // Whole cards kept per node, by the models a job may use: counted once per such set.
+    let mut kept: BTreeMap<Vec<Box<str>>, u32> = BTreeMap::new();
     for j in waiting {
-        let key = if j.milli >= 1000 && policy.uses_mig() && whole_cards_kept(cl, fleet, j) < j.gpus {
+        let most = if j.milli >= 1000 && policy.uses_mig() {
+            *kept.entry(j.models.clone()).or_insert_with(|| whole_cards_kept(cl, fleet, j))
+        } else {
+            u32::MAX
+        };
+        let key = if most < j.gpus {
             let model = j.models.first().map_or_else(
                 || fleet.models.iter().find(|m| m.mig.is_some()).map_or("", |m| &*m.name).to_string(),
                 |m| m.to_string(),

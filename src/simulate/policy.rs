@@ -45,10 +45,11 @@ impl Policy {
         match self {
             Self::Exclusive => true,
             Self::Share => false,
-            Self::Mig | Self::Schedule | Self::Adaptive => {
-                !fleet.models.iter().any(|m| m.mig.is_some())
-                    && !fleet.nodes.iter().any(|n| n.replicas.is_some_and(|r| r > 1))
-            }
+            // The models the nodes have (a fleet cut from a bigger list keeps its model list).
+            Self::Mig | Self::Schedule | Self::Adaptive => !fleet
+                .nodes
+                .iter()
+                .any(|n| fleet.models[n.model as usize].mig.is_some() || n.replicas.is_some_and(|r| r > 1)),
         }
     }
 

@@ -32,6 +32,8 @@ pub(super) struct JobState {
     pub epoch: u32,
     pub queued_since: i64,
     pub queued: bool,
+    /// Its arrival came (before the run's end).
+    pub arrived: bool,
     /// The checkpoint reload this run began with (counted as lost when it runs).
     pub restore: i64,
     pub run: JobRun,
@@ -436,6 +438,7 @@ impl<'a> Run<'a> {
                 next += 1;
                 self.arrivals_left -= 1;
                 self.st[id as usize].remaining = self.jobs[id as usize].duration;
+                self.st[id as usize].arrived = true;
                 if placeable(self.fleet, &self.jobs[id as usize]) {
                     self.enqueue(id);
                 } else {
@@ -471,7 +474,9 @@ impl<'a> Run<'a> {
             }
             #[cfg(test)]
             self.check();
-            if self.quiet.is_none() && self.arrivals_left == 0 && self.cl.held_milli == 0 {
+            // Arrivals may still come: one that starts drops these books, one that never does
+            // leaves the run measured from here.
+            if self.quiet.is_none() && self.cl.held_milli == 0 {
                 self.quiet = Some(self.books());
             }
         }
@@ -503,16 +508,15 @@ impl<'a> Run<'a> {
             }
             let mut waited = st.run.waited_s;
             if st.queued {
-                waited += self.now - st.queued_since;
+                // A job that arrived after the run's measure ended waited none of it.
+                waited += (self.now - st.queued_since).max(0);
                 st.run.waited_s = waited;
             }
             per_class[class].push(waited);
         }
         let (waits, wait) = all_waits(per_class);
         let (mut unplaced, mut waiting) = (Vec::new(), Vec::new());
-        for (j, st) in
-            self.jobs.iter().zip(&self.st).filter(|(j, st)| st.run.first_start.is_none() && j.submit <= self.now)
-        {
+        for (j, st) in self.jobs.iter().zip(&self.st).filter(|(_, st)| st.run.first_start.is_none() && st.arrived) {
             if st.queued {
                 waiting.push(j);
             } else if !placeable(self.fleet, j) {

@@ -95,13 +95,34 @@ pub(super) struct Search<'a> {
     pub policy: Policy,
     pub s: &'a Settings,
     pub target_s: i64,
+    /// Per job: some node type of the fleet can host it. The others never run at any size:
+    /// a size is judged on the rest (and its replay, the answer's row, is of every job).
+    pub hostable: Vec<bool>,
+    unhostable: u64,
     seen: HashMap<Vec<usize>, bool>,
     pub runs: u32,
 }
 
 impl<'a> Search<'a> {
     pub fn new(jobs: &'a [Job], types: &'a Types, policy: Policy, s: &'a Settings, target_s: i64) -> Self {
-        Self { jobs, types, policy, s, target_s, seen: HashMap::new(), runs: 0 }
+        let hostable: Vec<bool> = jobs.iter().map(|j| (0..types.kinds.len()).any(|t| types.hosts(t, j))).collect();
+        let unhostable = hostable.iter().filter(|h| !**h).count() as u64;
+        Self { jobs, types, policy, s, target_s, hostable, unhostable, seen: HashMap::new(), runs: 0 }
+    }
+
+    /// The jobs some node type of the fleet can host.
+    pub fn hostable_jobs(&self) -> impl Iterator<Item = &'a Job> + '_ {
+        self.jobs.iter().zip(&self.hostable).filter(|(_, h)| **h).map(|(j, _)| j)
+    }
+
+    /// Whether replay `r` meets the target and starts every job the fleet can host.
+    pub fn meets(&self, r: &Report) -> bool {
+        r.wait.p90_s <= self.target_s && r.never_started == 0 && r.unplaceable == self.unhostable
+    }
+
+    /// Jobs the fleet can host that replay `r` could not place on its smaller fleet.
+    pub fn lost_hosts(&self, r: &Report) -> u64 {
+        r.unplaceable.saturating_sub(self.unhostable)
     }
 
     pub fn replay(&mut self, counts: &[usize]) -> Report {
@@ -109,7 +130,7 @@ impl<'a> Search<'a> {
         probe(self.jobs, &self.types.fleet(counts), self.policy, self.s)
     }
 
-    /// Meets the target and starts every job (the jobs here are those the fleet can host).
+    /// Meets the target and starts every job the fleet can host.
     pub fn feasible(&mut self, counts: &[usize]) -> bool {
         if counts.iter().all(|&c| c == 0) {
             return false;
@@ -118,7 +139,7 @@ impl<'a> Search<'a> {
             return f;
         }
         let r = self.replay(counts);
-        let ok = r.wait.p90_s <= self.target_s && r.never_started == 0 && r.unplaceable == 0;
+        let ok = self.meets(&r);
         self.seen.insert(counts.to_vec(), ok);
         ok
     }
@@ -229,10 +250,14 @@ fn fewest(search: &mut Search, bounds: &[usize]) -> Option<(Vec<usize>, &'static
     if configs <= EXHAUSTIVE {
         return search.exhaustive(bounds).map(|c| (c, "exhaustive"));
     }
-    let mut best: Option<Vec<usize>> = search.feasible(bounds).then(|| bounds.to_vec());
+    // Larger fleets: only where the whole of `bounds` meets the target (else grown).
+    if !search.feasible(bounds) {
+        return None;
+    }
+    let mut best: Option<Vec<usize>> = Some(bounds.to_vec());
     let gpus = |c: &Option<Vec<usize>>, t: &Types| c.as_ref().map_or(u64::MAX, |c| t.gpus(c));
     for (t, &bound) in bounds.iter().enumerate() {
-        if !search.jobs.iter().all(|j| search.types.hosts(t, j)) {
+        if !search.hostable_jobs().all(|j| search.types.hosts(t, j)) {
             continue;
         }
         let cap = gpus(&best, search.types);
@@ -255,9 +280,6 @@ fn fewest(search: &mut Search, bounds: &[usize]) -> Option<(Vec<usize>, &'static
 /// `target_s` and starts every job the fleet can host, and what decided it.
 pub fn fewest_gpus(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, target_s: i64) -> Answer {
     let types = Types::of(fleet);
-    // Jobs no node of the fleet can host never run at any size: left out of the search.
-    let hostable: Vec<Job> =
-        jobs.iter().filter(|j| (0..types.kinds.len()).any(|t| types.hosts(t, j))).cloned().collect();
     let mut answer = Answer {
         policy,
         target_p90_wait_s: target_s,
@@ -272,13 +294,15 @@ pub fn fewest_gpus(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, ta
         method: "search",
         runs: 0,
     };
-    let mut search = Search::new(&hostable, &types, policy, s, target_s);
-    // The bounds: the fleet's counts, doubled until the whole meets the target.
+    let mut search = Search::new(jobs, &types, policy, s, target_s);
+    // The bounds: the fleet's counts, doubled until some fleet within them meets the target
+    // (a smaller one can where the whole cannot: MIG layouts sized to the mix go to other
+    // cards on another fleet).
     let mut times = 1;
-    let bounds = loop {
+    let found = loop {
         let b: Vec<usize> = types.all().iter().map(|c| c * times).collect();
-        if search.feasible(&b) {
-            break Some(b);
+        if let Some((c, method)) = fewest(&mut search, &b) {
+            break Some((b, c, method));
         }
         if times >= MAX_GROWTH {
             break None;
@@ -286,16 +310,23 @@ pub fn fewest_gpus(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, ta
         times *= 2;
     };
     answer.grown = times;
-    let Some(bounds) = bounds else {
+    let Some((bounds, mut counts, method)) = found else {
         answer.runs = search.runs;
         return answer;
     };
-    let Some((counts, method)) = fewest(&mut search, &bounds) else {
-        answer.runs = search.runs;
-        return answer;
-    };
-    let row = probe(jobs, &types.fleet(&counts), policy, s);
+    // One node fewer of any type that still meets it (the search's heuristics can stop
+    // short): taken, until none does.
+    while let Some(less) = (0..counts.len()).filter(|&t| counts[t] > 0).find_map(|t| {
+        let mut less = counts.clone();
+        less[t] -= 1;
+        search.feasible(&less).then_some(less)
+    }) {
+        counts = less;
+    }
+    // The replay the search judged, every job in it: the answer's own row.
+    let row = search.replay(&counts);
     let decided = binding::decide(&mut search, &counts, &bounds, |search, rest, b| {
+        // The other jobs alone: all of them hostable.
         let mut sub = Search::new(rest, search.types, search.policy, search.s, search.target_s);
         let found = fewest(&mut sub, b).map(|(c, _)| sub.types.gpus(&c));
         search.runs += sub.runs;
@@ -319,6 +350,6 @@ pub fn fewest_gpus(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, ta
     answer.binding = Some(decided.binding);
     answer.queue_alone_gpus = decided.queue_alone_gpus;
     answer.method = method;
-    answer.runs = search.runs + 1;
+    answer.runs = search.runs;
     answer
 }

@@ -87,7 +87,12 @@ pub(super) fn windows(schedules: &[crate::model::schedule::Schedule], fleet: &Fl
     for sch in schedules {
         let offset = sch.tz.to_offset(jiff::Timestamp::now()).seconds();
         for m in fleet.models.iter().filter(|m| m.mig.is_some()) {
-            if sch.model.as_deref().is_some_and(|x| simulate::Model::named(x).name != m.name) {
+            let have: Vec<&str> = fleet.models.iter().map(|m| &*m.name).collect();
+            let covers = |x: &str| match simulate::names::resolve_among(x, &have) {
+                simulate::names::Resolved::Known { name, .. } => name == m.name,
+                _ => false,
+            };
+            if sch.model.as_deref().is_some_and(|x| !covers(x)) {
                 continue;
             }
             let Some(gm) = m.mig else { continue };

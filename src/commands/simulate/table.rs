@@ -82,7 +82,7 @@ pub fn replay_notes(reports: &[Report], window: Period) -> String {
     let span = window.end_s - window.start_s;
     let _ = writeln!(
         out,
-        "\nEvery row is measured over one window: {} from the first arrival (to the latest end of the work that started, under any policy, or --horizon).",
+        "\nEvery row above is measured over one window: {} from the first arrival (to the latest end of the work that started, under any policy, or --horizon).",
         wait(span)
     );
     for r in reports {
