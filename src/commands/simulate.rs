@@ -233,8 +233,9 @@ fn policy_notes(policies: &[Policy], fleet: &Fleet, s: &simulate::Settings, note
     }
     if !mig.is_empty() && policies.iter().any(|p| p.uses_mig() && p.whole_only(fleet)) {
         notes.push(format!(
-            "no card of this fleet can do MIG: {} every request holds whole cards, as under exclusive (adaptive still preempts)",
-            if mig.len() == 1 { format!("under {}", mig[0]) } else { format!("under {}", mig.join(", ")) }
+            "no card of this fleet can do MIG: under {} every request holds whole cards, as under exclusive{}",
+            mig.join(", "),
+            if policies.contains(&Policy::Adaptive) { " (adaptive still preempts)" } else { "" }
         ));
     }
 }
