@@ -11,7 +11,7 @@ use super::trace::{Shape, Trace};
 use crate::simulate::Placement;
 
 /// The most (node, shape) scores kept: past it, the rarer shapes are scored afresh.
-const MEMO_ENTRIES: usize = 1 << 22;
+const MEMO_ENTRIES: usize = 1 << 20;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Memo {

@@ -19,9 +19,14 @@ pub struct Typical {
     pub freq: f64,
 }
 
+/// The most typical pods kept. A real trace needs few (the default trace 35 for 95 %); one
+/// whose every pod is a shape of its own would make the measure cost (and each node's summary
+/// hold) as many as its pods: past this the coverage stops short of `percent`.
+pub const MAX_TYPICAL: usize = 256;
+
 /// The typical pods of `trace` (its own pods, before any draw): shapes by (CPU, share, GPUs,
 /// models), memory left out, by count (ties: the larger shape first), the shortest prefix
-/// covering `percent` of the pods, frequencies renormalised over it.
+/// covering `percent` of the pods (at most `MAX_TYPICAL`), frequencies renormalised over it.
 pub fn typical(trace: &Trace, percent: f64) -> Vec<Typical> {
     // (CPU, share, GPUs, models) → (pods, their memory in all).
     type Key = (u32, u32, u32, u16);
@@ -41,7 +46,7 @@ pub fn typical(trace: &Trace, percent: f64) -> Vec<Typical> {
     let expected = percent * total / 100.0;
     let mut cum = 0.0;
     let mut taken = 0;
-    while cum < expected && taken < v.len() {
+    while cum < expected && taken < v.len().min(MAX_TYPICAL) {
         cum += v[taken].1.0 as f64;
         taken += 1;
     }
@@ -198,6 +203,20 @@ mod tests {
         );
         assert_eq!(m90.typical.len(), 1, "a tie on count: the larger shape first, and it covers 50 %");
         assert_eq!((m90.typical[0].milli, m90.typical[0].freq), (1000, 1.0));
+    }
+
+    #[test]
+    fn a_trace_of_distinct_shapes_keeps_a_bounded_measure() {
+        // Every pod a shape of its own (a hostile or very diverse trace): the typical pods stop
+        // at the bound, and each node's summary holds that many, not one per pod.
+        let jobs: Vec<Job> =
+            (0..5000u32).map(|i| Job { cpu_milli: 1000 + i, ..Job::new(&format!("p{i}"), 0, 1, 1) }).collect();
+        let refs: Vec<&Job> = jobs.iter().collect();
+        let m = Measure::new(&Trace::new(&refs, false), &[vec![true]], 95.0);
+        assert_eq!(m.typical.len(), MAX_TYPICAL);
+        let total: f64 = m.typical.iter().map(|t| t.freq).sum();
+        assert!((total - 1.0).abs() < 1e-9, "frequencies renormalised: {total}");
+        assert_eq!(m.summary(&[1000, 500]).fit.len(), MAX_TYPICAL);
     }
 
     #[test]
