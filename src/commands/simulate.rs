@@ -118,9 +118,9 @@ impl Progress {
     }
 }
 
-/// `--pack`: the paper's experiment on the demand's pods (the trace's CPU-only ones among
-/// them), in the trace's order as read.
-fn packing(g: &Global, cfg: &crate::config::Config, o: &Options, mut d: demand::Demand) -> Result<(), CmdError> {
+/// The fleet the demand runs on (`--fleet`, what the input brings, else the live one), and
+/// the demand's models as that fleet's (or none, `--as-model`: every card is that model).
+fn fleet_of(cfg: &crate::config::Config, o: &Options, d: &mut demand::Demand) -> Result<Fleet, CmdError> {
     let brought = match d.fleet.take() {
         Some(f) => Some(f),
         None if o.fleet.is_none() => live_fleet(cfg, &mut d.notes)?,
@@ -130,12 +130,20 @@ fn packing(g: &Global, cfg: &crate::config::Config, o: &Options, mut d: demand::
     if o.as_model.is_none() {
         resolve_models(&mut d.jobs, &fleet)?;
     } else {
+        // Every card is the other model now: the demand's model constraints cannot hold.
         let constrained = d.jobs.iter().filter(|j| !j.models.is_empty()).count();
         d.jobs.iter_mut().for_each(|j| j.models.clear());
         if constrained > 0 {
             d.notes.push(format!("{constrained} jobs named the models they may run on: on one model, any card does"));
         }
     }
+    Ok(fleet)
+}
+
+/// `--pack`: the paper's experiment on the demand's pods (the trace's CPU-only ones among
+/// them), in the trace's order as read.
+fn packing(g: &Global, cfg: &crate::config::Config, o: &Options, mut d: demand::Demand) -> Result<(), CmdError> {
+    let fleet = fleet_of(cfg, o, &mut d)?;
     let packed = pack::run(o, g.seed, &d, &fleet)?;
     finish_packing(o, &d, &fleet, &packed)
 }
@@ -166,22 +174,7 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
         compress(&mut d.jobs, c);
         d.notes.push(format!("arrivals {c}x closer together"));
     }
-    let brought = match d.fleet.take() {
-        Some(f) => Some(f),
-        None if o.fleet.is_none() => live_fleet(&cfg, &mut d.notes)?,
-        None => None,
-    };
-    let fleet = fleet(o, brought)?;
-    if o.as_model.is_none() {
-        resolve_models(&mut d.jobs, &fleet)?;
-    } else {
-        // Every card is the other model now: the demand's model constraints cannot hold.
-        let constrained = d.jobs.iter().filter(|j| !j.models.is_empty()).count();
-        d.jobs.iter_mut().for_each(|j| j.models.clear());
-        if constrained > 0 {
-            d.notes.push(format!("{constrained} jobs named the models they may run on: on one model, any card does"));
-        }
-    }
+    let fleet = fleet_of(&cfg, o, &mut d)?;
     hosts_some(&d.jobs, &fleet)?;
     let s = engine_settings(o, &cfg, &fleet, &d)?;
     let policies = policies(o)?;

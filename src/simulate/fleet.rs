@@ -121,27 +121,6 @@ impl Fleet {
         Self { models: vec![model], nodes }
     }
 
-    /// The largest number of cards one node has.
-    pub fn largest_node(&self) -> u32 {
-        self.nodes.iter().map(|n| n.gpus).max().unwrap_or(0)
-    }
-
-    /// Node indexes in an order whose every prefix holds the models in their proportions
-    /// (the capacity search grows the fleet along it).
-    pub fn proportional_order(&self) -> Vec<usize> {
-        let mut per_model: Vec<Vec<usize>> = vec![Vec::new(); self.models.len()];
-        for (i, n) in self.nodes.iter().enumerate() {
-            per_model[n.model as usize].push(i);
-        }
-        let mut keyed: Vec<(f64, usize)> = Vec::with_capacity(self.nodes.len());
-        for group in &per_model {
-            let len = group.len() as f64;
-            keyed.extend(group.iter().enumerate().map(|(k, &i)| ((k as f64 + 0.5) / len, i)));
-        }
-        keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        keyed.into_iter().map(|(_, i)| i).collect()
-    }
-
     /// The fleet of these nodes only.
     pub fn subset(&self, nodes: &[usize]) -> Self {
         Self { models: self.models.clone(), nodes: nodes.iter().map(|&i| self.nodes[i].clone()).collect() }
@@ -218,15 +197,6 @@ mod tests {
         let f = Fleet::from_spec("8xG2").unwrap_or_default();
         assert_eq!(&*f.models[0].name, "G2");
         assert_eq!(f.models[0].memory_mib, 0);
-    }
-
-    #[test]
-    fn every_prefix_of_the_order_keeps_the_mix() {
-        let f = Fleet::from_spec("64xA100-80GB,16xL4").unwrap_or_default();
-        let order = f.proportional_order();
-        assert_eq!(order.len(), f.nodes.len());
-        let first: Vec<u16> = order.iter().take(5).map(|&i| f.nodes[i].model).collect();
-        assert_eq!(first.iter().filter(|&&m| m == 1).count(), 1, "{first:?}");
     }
 
     #[test]

@@ -67,17 +67,6 @@ pub struct Answer {
     pub runs: u32,
 }
 
-/// The fleet repeated `times` times (nodes renamed `NAME+k`).
-pub fn grown(fleet: &Fleet, times: usize) -> Fleet {
-    let mut f = fleet.clone();
-    for k in 1..times {
-        f.nodes.extend(
-            fleet.nodes.iter().map(|n| super::fleet::Node { name: format!("{}+{k}", n.name).into(), ..n.clone() }),
-        );
-    }
-    f
-}
-
 /// Replay `jobs` on `fleet` under `policy`, MIG layouts sized to the demand's mix (today's
 /// cards' layouts were chosen for today's fleet, and copied would keep a job of a whole node
 /// from any node).
