@@ -27,7 +27,9 @@ impl Types {
     pub fn of(fleet: &Fleet) -> Self {
         let mut kinds: Vec<(Key, NodeType)> = Vec::new();
         for n in &fleet.nodes {
-            let key: Key = (fleet.models[n.model as usize].name.clone(), n.gpus, n.cpu_milli, n.mem_mib, n.replicas);
+            // One replica a card is no sharing: the same type as none said.
+            let replicas = n.replicas.filter(|r| *r > 1);
+            let key: Key = (fleet.models[n.model as usize].name.clone(), n.gpus, n.cpu_milli, n.mem_mib, replicas);
             match kinds.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, t)) => t.available += 1,
                 None => {
