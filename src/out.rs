@@ -15,11 +15,19 @@ pub fn to_stderr(line: &str) {
     let _ = writeln!(std::io::stderr(), "{}", printable(line));
 }
 
-/// `text` with every control character but line ends and tabs escaped. (JSON is already safe:
-/// serde escapes control characters inside strings.)
+/// Characters that change how text around them reads without showing themselves: bidi
+/// embeddings, overrides and isolates (a name can read reversed), zero-width spaces and joiners
+/// and the byte-order mark (two names look alike).
+pub fn invisible(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+/// `text` with every control character but line ends escaped, tabs (a tab from a name breaks a
+/// table's columns) and the invisible characters too. In JSON the escape is JSON's own, so it
+/// reads back the same.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     use std::fmt::Write as _;
-    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let bad = |c: char| (c.is_control() && c != '\n') || invisible(c);
     if !text.chars().any(bad) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -57,7 +65,12 @@ mod tests {
 
     #[test]
     fn control_characters_go_out_escaped_and_lines_stay() {
-        assert_eq!(printable("a\u{1b}]0;x\u{7}b\n\tc\u{9b}"), "a\\u001b]0;x\\u0007b\n\tc\\u009b");
+        assert_eq!(printable("a\u{1b}]0;x\u{7}b\n\tc\u{9b}"), "a\\u001b]0;x\\u0007b\n\\u0009c\\u009b");
+        // A name that reads reversed, or looks like another, shows what it holds.
+        assert_eq!(printable("gpu-\u{202e}10-a\u{200b}"), "gpu-\\u202e10-a\\u200b");
+        let json = serde_json::to_string(&serde_json::json!({"n": "a\u{202e}b\u{2066}"})).unwrap_or_default();
+        let back: serde_json::Value = serde_json::from_str(&printable(&json)).unwrap_or_default();
+        assert_eq!(back["n"], "a\u{202e}b\u{2066}");
         // In JSON a raw C1 control or DEL (serde leaves them) becomes a valid escape.
         let json = serde_json::to_string(&serde_json::json!({"n": "x\u{9b}\u{7f}"})).unwrap_or_default();
         let back: serde_json::Value = serde_json::from_str(&printable(&json)).unwrap_or_default();

@@ -177,7 +177,7 @@ fn torn(f: &std::fs::File, len: u64) -> bool {
 /// reads back the same.
 fn inert(json: &str) -> std::borrow::Cow<'_, str> {
     use std::fmt::Write as _;
-    let bad = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c);
+    let bad = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) || crate::out::invisible(c);
     if !json.chars().any(bad) {
         return std::borrow::Cow::Borrowed(json);
     }
@@ -353,11 +353,13 @@ mod tests {
     fn control_characters_from_sources_are_escaped_in_the_log() {
         let dir = std::env::temp_dir().join(format!("tessera-audit-c1-{}", std::process::id()));
         let path = dir.join("audit.jsonl");
-        let name = "node\u{9b}2J\u{7f}\u{1b}[31m";
+        // C1 controls, DEL, ESC, and a bidi override that would show the name reversed.
+        let name = "node\u{9b}2J\u{7f}\u{1b}[31m\u{202e}10-upg";
         assert!(append(&path, &json!({"record": "intent", "target": name})).is_ok());
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "raw control characters: {text:?}");
-        assert!(text.contains("\\u009b") && text.contains("\\u007f"), "{text}");
+        assert!(!text.chars().any(crate::out::invisible), "raw bidi characters: {text:?}");
+        assert!(text.contains("\\u009b") && text.contains("\\u007f") && text.contains("\\u202e"), "{text}");
         let back: Value = serde_json::from_str(text.trim()).unwrap_or_default();
         assert_eq!(back["target"], name);
         let _ = std::fs::remove_dir_all(&dir);
