@@ -206,7 +206,12 @@ impl Client {
             }
         }
         out.extend(self.url_secrets.iter().cloned());
+        // As a server may echo them: percent-encoded (either case of hex) and decoded.
+        let forms: Vec<String> = out.iter().flat_map(|s| encodings(s)).collect();
+        out.extend(forms);
         out.retain(|s| s.len() >= 4);
+        out.sort();
+        out.dedup();
         // Longest first: a secret inside another is blanked with it.
         out.sort_by_key(|s| std::cmp::Reverse(s.len()));
         out
@@ -223,7 +228,24 @@ impl Client {
     pub fn with_url_secrets(mut self, url: &str) -> Self {
         let secret_key = |k: &str| {
             let k = k.to_ascii_lowercase();
-            ["token", "key", "secret", "pass", "auth", "sig", "credential", "session"].iter().any(|w| k.contains(w))
+            [
+                "token",
+                "key",
+                "secret",
+                "pass",
+                "pwd",
+                "auth",
+                "sig",
+                "credential",
+                "session",
+                "jwt",
+                "code",
+                "bearer",
+                "cookie",
+                "otp",
+            ]
+            .iter()
+            .any(|w| k.contains(w))
         };
         if let Ok(u) = reqwest::Url::parse(url) {
             let mut found: Vec<String> =
@@ -250,7 +272,7 @@ impl Client {
     /// `text` with every secret of this client blanked out (errors and notes that quote an
     /// answer pass through it).
     pub fn scrub(&self, text: &str) -> String {
-        self.secrets().iter().fold(text.to_string(), |t, s| t.replace(s.as_str(), "<redacted>"))
+        self.secrets().iter().fold(text.to_string(), |t, s| replace_any_case(&t, s))
     }
 
     /// GET `url` and return the body as text, at most the size cap.
@@ -310,10 +332,79 @@ impl Client {
     }
 }
 
+/// The other forms of `secret` a server may echo: percent-encoded (upper and lower hex) and
+/// percent-decoded.
+fn encodings(secret: &str) -> Vec<String> {
+    let mut upper = String::new();
+    for b in secret.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            upper.push(char::from(b));
+        } else {
+            upper.push_str(&format!("%{b:02X}"));
+        }
+    }
+    let lower = percent_hex_lower(&upper);
+    let decoded = reqwest::Url::parse(&format!("http://h/?v={secret}"))
+        .ok()
+        .and_then(|u| u.query_pairs().next().map(|(_, v)| v.into_owned()))
+        .unwrap_or_default();
+    vec![upper, lower, decoded]
+}
+
+/// `%2F` written `%2f`.
+fn percent_hex_lower(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut after = 0;
+    for c in s.chars() {
+        if c == '%' {
+            after = 2;
+            out.push(c);
+        } else if after > 0 {
+            after -= 1;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` with every occurrence of `secret` blanked, in any ASCII case.
+fn replace_any_case(text: &str, secret: &str) -> String {
+    let (hay, needle) = (text.to_ascii_lowercase(), secret.to_ascii_lowercase());
+    if needle.is_empty() || !hay.contains(&needle) {
+        return text.to_string();
+    }
+    // ASCII lower-casing keeps every byte where it was: positions carry over.
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    while let Some(i) = hay[from..].find(&needle) {
+        out.push_str(&text[from..from + i]);
+        out.push_str("<redacted>");
+        from += i + needle.len();
+    }
+    out.push_str(&text[from..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::url::check_url;
+
+    /// Keys the list missed (`jwt`, `pwd`, `code`), and echoes of a token in another case or
+    /// percent-encoded, are blanked too (they were printed).
+    #[test]
+    fn every_echo_of_a_url_secret_is_blanked() {
+        let c = Client::new(&Http::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_url_secrets("https://h/api?jwt=AbCdEf123&pwd=s3cr%2Ft&code=Zq9x81&cluster=gpu-a100");
+        let seen = c.scrub("jwt abcdef123, ABCDEF123, pwd s3cr/t and s3cr%2Ft and s3cr%2ft, code zq9x81, gpu-a100-01");
+        assert_eq!(
+            seen,
+            "jwt <redacted>, <redacted>, pwd <redacted> and <redacted> and <redacted>, code <redacted>, gpu-a100-01"
+        );
+    }
 
     /// Every shape that leaked a credential or named a target wrongly: what is shown (errors,
     /// JSON, the header), the source's name, and where credentials would go.
