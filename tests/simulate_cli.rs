@@ -318,3 +318,32 @@ fn a_fleet_that_hosts_none_of_the_jobs_is_a_usage_error() {
     assert!(err.contains("16 GPUs on one node; the largest node has 8"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn one_of_a_thing_is_said_in_the_singular() {
+    let dir = std::env::temp_dir().join(format!("tessera-simulate-one-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let demand = dir.join("d.csv");
+    std::fs::write(&demand, "submit,duration,gpus\n0,1h,1\nbad,1h,1\n").unwrap_or_else(|e| panic!("{e}"));
+    let d = demand.to_str().unwrap_or_default();
+    let (code, out, err) = tessera(&[
+        "simulate",
+        "--demand",
+        d,
+        "--fleet",
+        "1xL4",
+        "--skip-bad",
+        "--policy",
+        "exclusive",
+        "--target-p90-wait",
+        "0s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for want in ["1 GPU job,", "1 GPU on 1 node (", "1 malformed line skipped"] {
+        assert!(out.contains(want), "no {want:?}:\n{out}");
+    }
+    for wrong in ["1 GPU jobs", "1 nodes", "1 malformed lines", " 1 replays"] {
+        assert!(!out.contains(wrong), "{wrong:?}:\n{out}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -123,7 +123,10 @@ pub(super) fn read_demand(g: &Global, cfg: &crate::config::Config, o: &Options) 
     };
     let mut notes = Vec::new();
     if parsed.skipped > 0 {
-        notes.push(format!("{} malformed lines skipped (--skip-bad); the first:", parsed.skipped));
+        notes.push(format!(
+            "{} skipped (--skip-bad); the first:",
+            crate::units::count(parsed.skipped, "malformed line", "malformed lines")
+        ));
         notes.extend(parsed.first_errors.iter().map(|e| format!("  {e}")));
     }
     let kind = if o.trace.is_some() { "Alibaba GPU trace v2023" } else { "demand CSV" };
@@ -172,7 +175,7 @@ pub(super) fn from_recording(paths: &[PathBuf]) -> Result<Demand, CmdError> {
     notes.extend(n.first_errors.iter().map(|e| format!("  {e}")));
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     Ok(Demand {
-        source: format!("recording {} ({} frames)", names.join(" "), n.frames),
+        source: format!("recording {} ({})", names.join(" "), crate::units::count(n.frames, "frame", "frames")),
         jobs,
         without_gpu: n.without_gpu,
         skipped: 0,

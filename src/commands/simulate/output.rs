@@ -74,9 +74,9 @@ fn header(d: &Demand, f: &Fleet, extra: &str) -> String {
         })
         .collect();
     let mut s = format!(
-        "Demand: {}: {} GPU jobs, {:.1} GPU-hours asked{}\nFleet:  {} GPUs on {} nodes ({}){extra}\n",
+        "Demand: {}: {}, {:.1} GPU-hours asked{}\nFleet:  {} on {} ({}){extra}\n",
         d.source,
-        d.jobs.len(),
+        crate::units::count(d.jobs.len() as u64, "GPU job", "GPU jobs"),
         gpu_hours,
         match (d.without_gpu, d.cpu_only.len()) {
             (0, _) => String::new(),
@@ -84,8 +84,8 @@ fn header(d: &Demand, f: &Fleet, extra: &str) -> String {
                 format!(" and {n} CPU-only pods (they take host CPU and memory)"),
             (n, _) => format!(" ({n} without a GPU left out)"),
         },
-        f.gpus(),
-        f.nodes.len(),
+        crate::units::count(f.gpus(), "GPU", "GPUs"),
+        crate::units::count(f.nodes.len() as u64, "node", "nodes"),
         models.join(", ")
     );
     for n in &d.notes {

@@ -133,15 +133,16 @@ pub fn capacity(answers: &[Answer], currency: &str) -> String {
                 let nodes: Vec<&str> = a.fleet.iter().map(|x| x.text.as_str()).collect();
                 let how = if a.method == "exhaustive" { "every count tried" } else { "searched" };
                 let grown = if a.grown > 1 { format!(", the list grown {}x", a.grown) } else { String::new() };
-                let _ = writeln!(out, "  {p}: {g} GPUs = {} ({how}{grown}; {} replays)", nodes.join(" + "), a.runs);
+                let runs = crate::units::count(a.runs, "replay", "replays");
+                let _ = writeln!(out, "  {p}: {g} GPUs = {} ({how}{grown}; {runs})", nodes.join(" + "));
                 let _ = writeln!(out, "    decided by {}", b.text);
             }
             _ => {
                 let _ = writeln!(
                     out,
-                    "  {p}: not met with up to {}x the fleet ({} replays)",
+                    "  {p}: not met with up to {}x the fleet ({})",
                     crate::simulate::search::MAX_GROWTH,
-                    a.runs
+                    crate::units::count(a.runs, "replay", "replays")
                 );
             }
         }

@@ -228,8 +228,8 @@ impl UiState {
                             let shown: Vec<&str> = many.iter().take(4).copied().collect();
                             let more = if many.len() > 4 { ", ..." } else { "" };
                             self.message = Some(format!(
-                                "{name} begins {} nodes ({}{more}): type more of the name",
-                                many.len(),
+                                "{name} begins {} ({}{more}): type more of the name",
+                                crate::units::count(many.len() as u64, "node", "nodes"),
                                 shown.join(", ")
                             ));
                             return Effect::Redraw;
