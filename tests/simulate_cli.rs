@@ -199,7 +199,7 @@ fn a_bad_trace_line_names_file_line_and_field_or_is_skipped() {
     assert!(err.contains(&format!("{path}:4: field num_gpu")), "{err}");
     let (code, out, err) = tessera(&["simulate", "--trace", &path, "--nodes", NODES, "--skip-bad"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("1 malformed lines skipped"), "{out}");
+    assert!(out.contains("1 malformed line skipped"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -219,7 +219,7 @@ fn a_demand_without_a_fleet_or_a_gpu_job_is_said_as_such() {
     assert!(err.contains("--fleet"), "{err}");
     let (code, out, err) = tessera(&["simulate", "--demand", &path, "--fleet", "8xL4"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("1 GPU jobs"), "{out}");
+    assert!(out.contains("1 GPU job,"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
