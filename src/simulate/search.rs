@@ -342,3 +342,7 @@ pub fn fewest_gpus(jobs: &[Job], fleet: &Fleet, policy: Policy, s: &Settings, ta
     answer.runs = search.runs;
     answer
 }
+
+#[cfg(test)]
+#[path = "search_tests.rs"]
+mod tests;
