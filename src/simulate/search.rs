@@ -1,16 +1,18 @@
 //! The capacity answer: the fewest GPUs, picked among the fleet's node types in any counts
-//! up to what the fleet has (grown up to `MAX_GROWTH` times where the whole fleet falls
-//! short), with which a policy meets a p90 queue-wait target and starts every job the fleet
-//! can host; and what decided it (`binding`).
+//! up to what the fleet has (every type grown alike, up to `MAX_GROWTH` times, only where no
+//! fleet within those counts meets it), with which a policy meets a p90 queue-wait target and
+//! starts every job the fleet can host; and what decided it (`binding`).
 //!
 //! Replays are not monotone in capacity (one more node can change where jobs go and so the
 //! waits), so the search never extrapolates: every answer is a fleet it replayed. Small
 //! fleets (at most `EXHAUSTIVE` count vectors) are searched exhaustively in order of GPUs,
 //! so the answer is the true optimum. Larger ones take the best of: each single node type
-//! that can host every job, scanned upwards one node at a time from a lower bound (exact for
-//! that type, and so never more than the same search gives on a list of only that type);
-//! the proportional cut of the whole fleet (binary search); and a descent from the best of
-//! those that lowers one type's count at a time (binary search per type).
+//! that can host every job, scanned upwards one node at a time (from one node, exact for that
+//! type and so never more than the same search gives on a list of only that type; from half
+//! the demand's mean load, a heuristic, for a type of more than `SCAN_FROM_ONE` nodes); the
+//! proportional cut of the whole fleet (binary search); and a descent from the best of those
+//! that lowers one type's count at a time (binary search per type). Last, one node fewer of
+//! any type while that still meets the target.
 
 use std::collections::HashMap;
 
