@@ -296,8 +296,9 @@ fn check_config_refuses_what_the_console_would_refuse() {
 #[test]
 fn repartition_says_what_is_wrong_and_where_instances_land() {
     // Card 3 of the first A100 node is a whole card in the simulated cluster (seed 7).
+    // An invalid layout is a usage error (exit 2; it was 3, a refusal of a valid request).
     let (code, out, _) = tessera(&["repartition", "gpu-a100-01/0", "3g.40gb@1", "--demo", "--seed", "7", "--dry-run"]);
-    assert_eq!(code, 3);
+    assert_eq!(code, 2);
     let head = out.lines().next().unwrap_or_default();
     assert!(head.contains("3g.40gb@1: not a valid layout"), "{out}");
     let (_, out, _) =

@@ -25,6 +25,11 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
         }
         say(&p.render());
         if !p.allowed() {
+            // A layout that is not one is a mistake on the command line (exit 2), not a
+            // refusal of a valid request (exit 3).
+            if p.blockers.iter().any(|b| matches!(b, guard::Refusal::InvalidLayout { .. })) {
+                return Err(CmdError::Usage(guard::joined(&p.blockers)));
+            }
             return Err(CmdError::Refused(guard::joined(&p.blockers)));
         }
         if how.dry_run {
