@@ -10,6 +10,12 @@ pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A percentage rounded to a whole number, never `-0` (a reading of -0.3 % is 0 %).
+pub fn whole(pct: f64) -> String {
+    let s = format!("{pct:.0}");
+    if s == "-0" { "0".into() } else { s }
+}
+
 /// `12.3 MiB`.
 pub fn size(bytes: u64) -> String {
     match bytes {
@@ -74,6 +80,16 @@ pub fn parse_size(text: &str) -> Result<u64, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::{count, parse_size, size};
+
+    #[test]
+    fn a_percentage_is_never_minus_zero() {
+        assert_eq!(super::whole(-0.3), "0");
+        assert_eq!(super::whole(-0.0), "0");
+        assert_eq!(super::whole(42.6), "43");
+        // Rounded as the formatter rounds (half to even), as before.
+        assert_eq!(super::whole(70.5), "70");
+        assert_eq!(super::whole(-7.0), "-7");
+    }
 
     #[test]
     fn one_is_singular_and_every_other_count_plural() {

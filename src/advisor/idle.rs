@@ -8,7 +8,7 @@ use crate::model::mig::best_fit;
 use crate::model::{Fleet, WorkloadKind, WorkloadState};
 
 fn pct(p: Option<f64>) -> String {
-    p.map_or_else(|| "unknown".into(), |u| format!("{u:.0} %"))
+    p.map_or_else(|| "unknown".into(), |u| format!("{} %", crate::units::whole(u)))
 }
 
 pub(super) fn held_idle(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {

@@ -157,7 +157,7 @@ pub fn snapshot_table_at((fleet, simulated): &(Fleet, bool), wall: chrono::DateT
         let mut holders: Vec<&str> = c.holders().collect();
         holders.dedup();
         let util = match (c.utilization_pct, c.mig.enabled) {
-            (Some(u), _) => format!("{u:.0}%"),
+            (Some(u), _) => format!("{}%", crate::units::whole(u)),
             (None, true) => "mig".into(),
             (None, false) => "-".into(),
         };

@@ -31,5 +31,5 @@ pub fn rcell(s: &str, w: usize, style: Style, ascii: bool) -> Span<'static> {
 }
 
 pub fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "N/A".into(), |u| format!("{u:.0}%"))
+    v.map_or_else(|| "N/A".into(), |u| format!("{}%", crate::units::whole(u)))
 }

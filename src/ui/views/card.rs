@@ -47,7 +47,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     let facts = format!(
         "util {}  mem {} GiB  temp {}  power {}/{}  mode {}  ECC {}  XID {}{}  ",
         if card.mig.enabled {
-            card.activity_pct().map_or("N/A".into(), |u| format!("~{u:.0}%"))
+            card.activity_pct().map_or("N/A".into(), |u| format!("~{}%", crate::units::whole(u)))
         } else {
             pct(card.utilization_pct)
         },

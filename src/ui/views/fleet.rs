@@ -180,7 +180,7 @@ fn card_line(
     let model = known.clone().unwrap_or_else(|| format!("?{}", card.model));
     let activity = card.activity_pct();
     let util = match (card.mig.enabled, activity) {
-        (true, Some(u)) => format!("~{u:.0}%"),
+        (true, Some(u)) => format!("~{}%", crate::units::whole(u)),
         (_, v) => pct(v),
     };
     let util_style = activity.map_or(theme.dim(), |u| theme.fg(theme.util_color(u)));

@@ -27,7 +27,7 @@ fn summary(st: &UiState, wide: bool, room: usize) -> String {
     let t = &st.totals;
     let q = &st.queue;
     let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), short);
-    let util = t.mean_util.map_or_else(|| "N/A".into(), |u| format!("{u:.0}%"));
+    let util = t.mean_util.map_or_else(|| "N/A".into(), |u| format!("{}%", crate::units::whole(u)));
     // No source reports memory (a scheduler alone): unknown, not zero.
     let mem = if t.mem_total_mib == 0 {
         "N/A".to_string()

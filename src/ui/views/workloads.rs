@@ -90,7 +90,7 @@ pub fn content_width<'a>(values: impl Iterator<Item = &'a str>, min: usize, max:
 
 /// An activity percentage, `-` where unknown.
 pub fn pct_text(p: Option<f64>) -> String {
-    p.map_or_else(|| "-".into(), |u| format!("{u:.0}%"))
+    p.map_or_else(|| "-".into(), |u| format!("{}%", crate::units::whole(u)))
 }
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
