@@ -217,6 +217,7 @@ pub fn save_demand_to(
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| KeepError::Io { path: dir.to_path_buf(), source: e })?;
+        crate::files::check_own_dir(dir).map_err(|e| KeepError::Io { path: dir.to_path_buf(), source: e })?;
     }
     let text = serde_json::to_string(d)?;
     crate::files::write_atomic(path, text.as_bytes())

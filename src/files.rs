@@ -126,6 +126,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     done
 }
 
+/// Refuse `dir` when another user owns it: a file planted there could be swapped or read
+/// (the check the audit log's directory has, for the state tessera keeps beside it).
+pub fn check_own_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/self")?.uid();
+    let owner = std::fs::metadata(dir)?.uid();
+    if owner != me {
+        let why =
+            format!("the directory belongs to uid {owner}, not to this user (uid {me}): nothing is written there");
+        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, why));
+    }
+    Ok(())
+}
+
 /// A new file beside `path` under a name nobody can guess (`.NAME.RANDOM.tmp`), created
 /// exclusively (`O_EXCL`: an existing file or symlink of that name is never opened).
 fn create_beside(path: &Path, file: &std::ffi::OsStr) -> std::io::Result<(PathBuf, File)> {
@@ -201,6 +215,20 @@ mod tests {
         assert!(write_atomic(&target, b"again").is_ok());
         let mode = std::fs::metadata(&target).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
         assert_eq!(mode, 0o640);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A state directory another user owns is refused (where the test may hand one over: as
+    /// root).
+    #[test]
+    fn a_directory_another_user_owns_is_refused() {
+        let dir = std::env::temp_dir().join(format!("tessera-owned-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert!(check_own_dir(&dir).is_ok());
+        if std::os::unix::fs::chown(&dir, Some(65534), None).is_ok() {
+            let e = check_own_dir(&dir).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("belongs to uid 65534"), "{e}");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -223,6 +223,7 @@ fn save_drained(
     let named = |e: std::io::Error| format!("{}: {e}", path.display());
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(named)?;
+        crate::files::check_own_dir(dir).map_err(named)?;
     }
     let list: Vec<String> = cards.iter().map(ToString::to_string).collect();
     crate::files::write_atomic(path, serde_json::json!({ "drained": list }).to_string().as_bytes()).map_err(named)
