@@ -501,3 +501,18 @@ fn a_job_that_never_starts_does_not_stretch_the_window_when_it_arrives_last() {
     assert_eq!((r.window_end_s, r.never_started), (3600, 1));
     assert!(r.wait.p99_s >= 0, "{:?}", r.wait);
 }
+
+#[test]
+fn adaptive_does_not_tick_through_empty_time() {
+    // Two jobs a near-eternity apart: the planner has nothing to look at in between.
+    let jobs = vec![Job::new("a", 0, 600, 1), Job::new("b", 900_000_000_000, 600, 1)];
+    let f = fleet("8xA100-80GB");
+    let s = Settings::default();
+    let layouts = layouts::initial(&f, &jobs);
+    let mut r = replay::Run::new(&jobs, &f, Policy::Adaptive, &layouts, &s);
+    r.play(&mut |_| {});
+    assert!(r.ticks < 10, "{} ticks", r.ticks);
+    let report = r.report_until(900_000_000_600);
+    assert_eq!(report.started, 2);
+    assert_eq!(report.wait.p99_s, 0);
+}

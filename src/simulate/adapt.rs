@@ -54,7 +54,12 @@ impl Run<'_> {
                 } else {
                     false
                 };
-                if acted || self.arrivals_left > 0 || self.cl.held_milli > 0 {
+                if !acted && self.queue.len == 0 && self.cl.held_milli == 0 && self.arrivals_left > 0 {
+                    // Nothing runs or waits: nothing to look at until the next arrival, which
+                    // takes the ticks up again on the same grid (a demand with a gap of years
+                    // ticked through all of it).
+                    self.tick_parked = true;
+                } else if acted || self.arrivals_left > 0 || self.cl.held_milli > 0 {
                     self.heap.push(Reverse((self.now + self.s.interval_s.max(1), TICK, 0, 0)));
                 }
             }

@@ -5,6 +5,9 @@
 use super::names::{self, Resolved};
 use crate::model::mig::{GpuModel, Placed};
 
+/// The most GPUs a fleet spec may hold, all its parts together.
+pub const MAX_GPUS: u64 = 1_000_000;
+
 /// GPUs a spec's node holds (the HGX and DGX boards: eight).
 pub const CARDS_PER_NODE: u32 = 8;
 
@@ -89,6 +92,7 @@ impl Fleet {
     pub fn from_spec(text: &str) -> Result<Self, FleetError> {
         let bad = |why: String| FleetError::Spec { text: text.to_string(), why };
         let mut fleet = Fleet::default();
+        let mut total = 0u64;
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (count, model) =
                 part.split_once(['x', 'X']).ok_or_else(|| bad(format!("{part:?} has no COUNTx before the model")))?;
@@ -97,6 +101,11 @@ impl Fleet {
                 return Err(bad(format!("{count} GPUs of {model}: a count from 1 to 1000000")));
             }
             let name = names::require(model, names::resolve(model)).map_err(|e| bad(e.to_string()))?;
+            // The whole fleet is bounded, not each part (100 parts of a million took GBs).
+            total += u64::from(count);
+            if total > MAX_GPUS {
+                return Err(bad(format!("more than {MAX_GPUS} GPUs in all")));
+            }
             let m = fleet.model_index(&name);
             let short = fleet.models[m as usize].name.to_ascii_lowercase();
             let mut left = count;
@@ -177,6 +186,10 @@ mod tests {
         }
         let e = Fleet::from_spec("fourxL4").err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("\"four\" is not a count"), "{e}");
+        // Each part within bounds, the sum not: refused before any node is made.
+        let many = vec!["999999xL4"; 100].join(",");
+        let e = Fleet::from_spec(&many).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("more than 1000000 GPUs in all"), "{e}");
     }
 
     #[test]

@@ -160,6 +160,10 @@ pub(super) struct Run<'a> {
     pub arrivals_left: usize,
     /// Something freed or arrived: try the queue.
     pub dirty: bool,
+    /// `adaptive`'s ticks wait for the next arrival (nothing ran or waited at the last).
+    pub tick_parked: bool,
+    /// Ticks handled (a bound the tests read).
+    pub ticks: u64,
     /// The books when the fleet last fell idle with nothing left to arrive (dropped when a
     /// job starts): a queue stuck from there on does not stretch the run.
     quiet: Option<Books>,
@@ -228,6 +232,8 @@ impl<'a> Run<'a> {
             training: std::collections::BTreeSet::new(),
             freed: Vec::new(),
             dirty: false,
+            tick_parked: false,
+            ticks: 0,
             quiet: None,
         }
     }
@@ -377,7 +383,10 @@ impl<'a> Run<'a> {
                 self.chooser.changed(node);
                 self.dirty = true;
             }
-            _ => self.tick(),
+            _ => {
+                self.ticks += 1;
+                self.tick();
+            }
         }
     }
 
@@ -447,6 +456,13 @@ impl<'a> Run<'a> {
                 if next.is_multiple_of(4096) {
                     progress(next as f64 / n as f64);
                 }
+            }
+            if arrived && self.tick_parked {
+                // The next point of the ticks' grid (first arrival + k intervals) at or after now.
+                self.tick_parked = false;
+                let (step, first) = (self.s.interval_s.max(1), self.jobs.first().map_or(0, |j| j.submit));
+                let k = (t - first + step - 1).div_euclid(step).max(1);
+                self.heap.push(Reverse((first + k * step, TICK, 0, 0)));
             }
             while let Some(&Reverse((te, kind, id, epoch))) = self.heap.peek() {
                 if te != t {
