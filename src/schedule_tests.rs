@@ -91,6 +91,11 @@ fn the_export_is_mig_parted_format_with_nvidias_counts() {
         "{text}"
     );
     assert!(text.contains(r"nvidia\.com/mig\.config\.state}'=success"), "{text}");
+    // Day in MIG, night whole: the export says what the switch of MIG mode takes.
+    assert!(text.contains("MIG mode switches between these windows: H100-80GB switches without a GPU reset"), "{text}");
+    let a100 = TWO_WINDOWS.replace("model = \"H100-80GB\"", "model = \"A100-80GB\"");
+    let t = export::mig_parted(&cfg(&a100).schedules, None).unwrap_or_else(|e| panic!("{e}"));
+    assert!(t.contains("on A100-80GB (Ampere) that needs a GPU reset"), "{t}");
     // The count is the one NVIDIA's GPU Operator ships for an H100-80GB's all-1g.10gb.
     let nvidia = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -57,6 +57,22 @@ fn devices(s: &Schedule, w: &Window) -> Result<Option<BTreeMap<String, usize>>, 
 }
 
 /// The mig-parted config for every schedule, with the operator steps as comments; the nodes
+/// What switching MIG mode on and off takes on `model`'s cards (NVIDIA's MIG user guide:
+/// a GPU reset on Ampere; Hopper and later switch without one).
+fn mode_change(model: Option<&str>) -> String {
+    let name = model.and_then(crate::model::mig::lookup).map(|m| m.name.clone());
+    let ampere = name.as_deref().is_some_and(|n| n.starts_with("A100") || n.starts_with("A30"));
+    match name {
+        Some(n) if ampere => format!(
+            "MIG mode switches between these windows: on {n} (Ampere) that needs a GPU reset, which the MIG manager does on an idle GPU (every GPU client on the node stopped)"
+        ),
+        Some(n) => format!(
+            "MIG mode switches between these windows: {n} switches without a GPU reset (Hopper and later; Ampere cards need one)"
+        ),
+        None => "MIG mode switches between these windows: on Ampere (A100, A30) that needs a GPU reset, on Hopper and later it does not".to_string(),
+    }
+}
+
 /// each change applies to are those in `fleet` the schedule covers (`NODE` without one). One
 /// config name meaning two layouts (`all-1g.10gb` on an A100-80GB and an A100-40GB) is an
 /// error: mig-parted would give one of them a layout its cards cannot hold.
@@ -73,6 +89,11 @@ pub fn mig_parted(schedules: &[Schedule], fleet: Option<&Fleet>) -> Result<Strin
         });
         let lead = s.lead.as_secs() / 60;
         head.push_str(&format!("#\n# schedule {} ({}; cordon {lead} min before each change):\n", s.name, s.tz_name));
+        // Windows whole and windows in MIG: the change between them switches MIG mode.
+        let whole = s.windows.iter().filter(|w| w.layout.trim().eq_ignore_ascii_case("whole")).count();
+        if whole > 0 && whole < s.windows.len() {
+            head.push_str(&format!("#   {}\n", mode_change(s.model.as_deref())));
+        }
         for w in &s.windows {
             let name = config_name(s, w);
             let days: Vec<&str> = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
