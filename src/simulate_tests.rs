@@ -6,11 +6,11 @@ use proptest::prelude::*;
 
 use super::*;
 
-fn fleet(spec: &str) -> Fleet {
+pub(super) fn fleet(spec: &str) -> Fleet {
     Fleet::from_spec(spec).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn frac(name: &str, submit: i64, duration: i64, milli: u32, class: Class) -> Job {
+pub(super) fn frac(name: &str, submit: i64, duration: i64, milli: u32, class: Class) -> Job {
     let mut j = Job::new(name, submit, duration, 1);
     j.milli = milli;
     j.class = class;

@@ -5,18 +5,8 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::simulate::tests::{fleet, frac};
 use crate::simulate::{Class, Job, fleet, node_types};
-
-fn fleet(spec: &str) -> Fleet {
-    Fleet::from_spec(spec).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn frac(name: &str, submit: i64, duration: i64, milli: u32, class: Class) -> Job {
-    let mut j = Job::new(name, submit, duration, 1);
-    j.milli = milli;
-    j.class = class;
-    j
-}
 
 /// Small fleets of two or three node types: `(model, cards, cores)` per node.
 fn small_fleet(nodes: &[(u8, u8)]) -> Fleet {

@@ -118,13 +118,7 @@ const PIN: [f64; 5] = [2.89, 3.64, 4.32, 2.64, 2.635];
 #[test]
 fn tessera_beats_fgd_and_first_fit_on_the_sample_and_its_variants() {
     let (jobs, fleet) = sample();
-    let variants = [
-        ("default", jobs.clone()),
-        ("more sharing", more_sharing(&jobs)),
-        ("more GPU models", more_models(&jobs, &fleet)),
-        ("more multi-GPU", more_multi_gpu(&jobs)),
-    ];
-    for (name, v) in variants {
+    for (name, v) in variants(&jobs, &fleet) {
         let runs =
             packed(&v, &fleet, &[Placement::FirstFit, Placement::Fgd, Placement::FragAware], paper(10, 1.3, vec![100]));
         let u = at_level(&runs);
@@ -132,6 +126,16 @@ fn tessera_beats_fgd_and_first_fit_on_the_sample_and_its_variants() {
         println!("{name}: frag-aware {ours}, fgd {fgd}, first-fit {ff}");
         assert!(ours <= fgd && ours <= ff, "{name}: frag-aware {ours}, fgd {fgd}, first-fit {ff}");
     }
+}
+
+/// The trace and the three variants generated from it, named.
+fn variants(jobs: &[Job], fleet: &Fleet) -> [(&'static str, Vec<Job>); 4] {
+    [
+        ("default", jobs.to_vec()),
+        ("more sharing", more_sharing(jobs)),
+        ("more GPU models", more_models(jobs, fleet)),
+        ("more multi-GPU", more_multi_gpu(jobs)),
+    ]
 }
 
 fn shared(name: &str) -> Option<PathBuf> {
@@ -150,13 +154,7 @@ fn whole_trace_reproduces_the_paper() {
         return;
     };
     let (jobs, fleet) = read(&pods, &nodes);
-    let variants = [
-        ("default", jobs.clone()),
-        ("more sharing", more_sharing(&jobs)),
-        ("more GPU models", more_models(&jobs, &fleet)),
-        ("more multi-GPU", more_multi_gpu(&jobs)),
-    ];
-    for (name, v) in variants {
+    for (name, v) in variants(&jobs, &fleet) {
         let runs = packed(&v, &fleet, &Placement::PACKING, paper(10, 1.3, vec![100, 130]));
         let line: Vec<String> = runs
             .iter()
