@@ -343,6 +343,10 @@ pub struct Env {
     /// Longest one command may take.
     pub command_timeout: Duration,
     pub kubernetes: Option<crate::sources::kubernetes::Settings>,
+    /// The target's lock while an approved plan runs: each command a step starts is given it
+    /// (as its standard input), so the lock is held as long as that command runs, even if
+    /// tessera is gone.
+    pub hold: Option<std::sync::Arc<std::fs::File>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

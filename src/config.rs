@@ -4,6 +4,7 @@
 //! file, the key and the bad value. `example()` is the commented example config; a test keeps
 //! the committed `config.example.toml` identical to it.
 
+pub mod actions;
 pub mod advisor;
 mod example;
 pub mod http;
@@ -13,6 +14,7 @@ pub mod scheduler;
 
 pub use example::example;
 
+pub use actions::Actions;
 pub use advisor::Advisor;
 pub use http::{Auth, Credentials, Http};
 pub use scheduler::{Kubernetes, Slurm};
@@ -38,6 +40,8 @@ pub struct Config {
     pub kubernetes: Kubernetes,
     pub kinds: crate::model::KindRules,
     pub advisor: Advisor,
+    /// `[actions]`: where actions take their locks.
+    pub actions: Actions,
     /// `[[schedule]]`: MIG layouts by time of day for groups of cards.
     pub schedules: Vec<crate::model::schedule::Schedule>,
 }
@@ -160,6 +164,7 @@ impl Default for Config {
             kubernetes: Kubernetes::default(),
             kinds: crate::model::KindRules::default(),
             advisor: Advisor::default(),
+            actions: Actions::default(),
             schedules: Vec::new(),
         }
     }
@@ -272,6 +277,7 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
             "kubernetes" => scheduler::read_kubernetes(&r, r.table(key, value)?, &mut cfg.kubernetes)?,
             "kinds" => scheduler::read_kinds(&r, r.table(key, value)?, &mut cfg.kinds)?,
             "advisor" => advisor::read_advisor(&r, r.table(key, value)?, &mut cfg.advisor)?,
+            "actions" => actions::read_actions(&r, r.table(key, value)?, &mut cfg.actions)?,
             "schedule" => schedule::read_schedules(&r, value, &mut cfg.schedules)?,
             _ => {
                 return Err(r.unknown(
@@ -287,6 +293,7 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
                         "kubernetes",
                         "kinds",
                         "advisor",
+                        "actions",
                         "schedule",
                     ],
                 ));

@@ -102,6 +102,7 @@ impl Engine {
             nvml_lib: cfg.sources.nvml.clone().flatten(),
             command_timeout: cfg.slurm.timeout,
             kubernetes: kubernetes_settings(cfg),
+            hold: None,
         };
         Ok(Self { store, updates, runner: Runner::new(cfg, env), notes })
     }

@@ -47,13 +47,37 @@ pub async fn run(
     limit: u64,
     budget: Option<&crate::budget::Budget>,
 ) -> Result<Output, RunError> {
+    started(program, args, timeout, limit, budget, Stdio::null()).await
+}
+
+/// `run` for an action's step: the program's standard input is `hold`, the action's lock file,
+/// so the lock (the kernel's, on the open file) is held while the program runs, even past a
+/// tessera that was killed. None: no lock, nothing on standard input.
+pub async fn run_holding(
+    program: &str,
+    args: &[&str],
+    timeout: Duration,
+    limit: u64,
+    hold: Option<&std::fs::File>,
+) -> Result<Output, RunError> {
+    let stdin = match hold.map(std::fs::File::try_clone) {
+        Some(Ok(f)) => Stdio::from(f),
+        Some(Err(e)) => return Err(RunError::Io(format!("cannot hand the action's lock to {program}: {e}"))),
+        None => Stdio::null(),
+    };
+    started(program, args, timeout, limit, None, stdin).await
+}
+
+async fn started(
+    program: &str,
+    args: &[&str],
+    timeout: Duration,
+    limit: u64,
+    budget: Option<&crate::budget::Budget>,
+    stdin: Stdio,
+) -> Result<Output, RunError> {
     let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
+    cmd.args(args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).process_group(0);
     let mut child = cmd.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => RunError::NotFound,
         _ => RunError::Io(e.to_string()),
@@ -184,6 +208,36 @@ mod tests {
 
     fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// An action's command holds the action's lock while it runs: tessera gone (its own copy
+    /// of the lock closed), a second taker is still refused until the command ends.
+    #[test]
+    fn a_command_given_the_lock_holds_it_until_it_ends() {
+        let dir = std::env::temp_dir().join(format!("tessera-proc-hold-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        // It says what its standard input is (the lock file), then runs a while.
+        let slow = script(&dir, "scontrol", "readlink /proc/$$/fd/0; sleep 1");
+        let path = dir.join("n1.lock");
+        let lock = std::fs::File::create(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(lock.try_lock().is_ok());
+        let second = || std::fs::File::open(&path).map(|f| f.try_lock().is_ok()).unwrap_or(false);
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build();
+        let rt = rt.unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(async {
+            let held = lock.try_clone().unwrap_or_else(|e| panic!("{e}"));
+            let task = tokio::spawn(async move {
+                run_holding(&slow, &[], Duration::from_secs(20), 1 << 20, Some(&held))
+                    .await
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            });
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            drop(lock);
+            assert!(!second(), "the command holds the lock");
+            assert_eq!(task.await.ok(), Some(Ok(path.display().to_string())));
+        });
+        assert!(second(), "free once the command ended");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -92,6 +92,12 @@ pub fn refused(plan: &Plan) -> Value {
     json!({ "record": "refused", "at": now(), "who": who(), "plan": plan })
 }
 
+/// An attempt refused after the yes for `why` (another action holds the target, its lock
+/// place is refused): nothing ran.
+pub fn refused_because(plan: &Plan, why: &str) -> Value {
+    json!({ "record": "refused", "at": now(), "who": who(), "plan": plan, "why": why })
+}
+
 pub fn outcome(plan: &Plan, o: &Outcome) -> Value {
     json!({
         "record": "outcome", "at": now(), "who": who(),

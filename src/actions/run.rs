@@ -67,7 +67,7 @@ pub struct Approved {
     env: Env,
     /// The target's lock across processes, held until the outcome is audited (none for the
     /// simulator: each process has a cluster of its own).
-    _lock: Option<super::lock::Held>,
+    lock: Option<super::lock::Held>,
 }
 
 /// How a run ended: the executor's outcome, and whether its audit record could be written.
@@ -139,43 +139,42 @@ impl Runner {
         if !now.allowed() {
             return Approval::Refused(Refused::Guards(now.blockers));
         }
+        self.begin(shown)
+    }
+
+    /// Take the lock of a checked plan and audit its intent (a lock refusal is audited too).
+    fn begin(&self, shown: &Plan) -> Approval {
         let Some(path) = self.audit.clone() else {
             return Approval::NotStarted(NotStarted::NoAuditLog);
         };
-        let lock = match self.lock(shown, &path) {
+        let lock = match self.lock(shown) {
             Ok(l) => l,
-            Err(why) => return Approval::Refused(why.into()),
+            Err(why) => {
+                // Every refusal is audited, this one too (best effort: the refusal stands).
+                let _ = audit::append(&path, &audit::refused_because(shown, &why.to_string()));
+                return Approval::Refused(why.into());
+            }
         };
         if let Err(e) = audit::append(&path, &audit::intent(shown)) {
             return Approval::NotStarted(e.into());
         }
-        Approval::Go(Box::new(Approved { plan: shown.clone(), audit: path, env: self.env.clone(), _lock: lock }))
+        Approval::Go(Box::new(Approved { plan: shown.clone(), audit: path, env: self.env.clone(), lock }))
     }
 
-    /// The lock of the card the plan acts on (else its target), in `locks/` beside the audit
-    /// log; none for the simulated cluster.
-    fn lock(&self, plan: &Plan, audit: &std::path::Path) -> Result<Option<super::lock::Held>, LockError> {
+    /// The lock of the card the plan acts on (else its target), in the host's lock place
+    /// (`[actions] lock_dir`); none for the simulated cluster.
+    fn lock(&self, plan: &Plan) -> Result<Option<super::lock::Held>, LockError> {
         if plan.backend == super::Backend::Simulated {
             return Ok(None);
         }
-        let Some(dir) = audit.parent().map(|d| d.join("locks")) else { return Ok(None) };
-        // One key for one thing acted on: the card for NVML (a UUID and NODE/INDEX name the
-        // same card), the node for the schedulers, which act on whole nodes (`gpu-01`,
-        // `gpu-01/3` and a preemption of a job there are one node's).
-        let target = match (plan.backend, &plan.card) {
-            (super::Backend::Nvml, Some(c)) => c.to_string(),
-            (_, Some(c)) => c.node.clone(),
-            (_, None) => match Target::parse(&plan.target) {
-                Target::Card(r) => r.node,
-                Target::Node(n) => n,
-                Target::Uuid(u) => u,
-            },
-        };
+        let dir = self.cfg.actions.lock_dir.clone().unwrap_or_else(super::lock::default_dir);
+        let place = super::lock::place(&dir, self.cfg.actions.lock_group.as_deref())?;
+        let target = lock_key(plan);
         let mut holder = audit::who();
         holder["pid"] = serde_json::json!(std::process::id());
         holder["action"] = serde_json::json!(plan.summary.chars().take(200).collect::<String>());
         holder["since"] = serde_json::json!(Utc::now().format("%Y-%m-%d %H:%M:%SZ").to_string());
-        super::lock::take(&dir, &target, &holder).map(Some)
+        super::lock::take(&place, &target, &holder).map(Some)
     }
 
     /// Leaving while an action runs: say in the audit log where each step stood.
@@ -186,6 +185,21 @@ impl Runner {
     }
 }
 
+/// One key for one thing acted on: the card for NVML (a UUID and NODE/INDEX name the same
+/// card), the node for the schedulers, which act on whole nodes (`gpu-01`, `gpu-01/3` and a
+/// preemption of a job there are one node's).
+pub fn lock_key(plan: &Plan) -> String {
+    match (plan.backend, &plan.card) {
+        (super::Backend::Nvml, Some(c)) => c.to_string(),
+        (_, Some(c)) => c.node.clone(),
+        (_, None) => match Target::parse(&plan.target) {
+            Target::Card(r) => r.node,
+            Target::Node(n) => n,
+            Target::Uuid(u) => u,
+        },
+    }
+}
+
 impl Approved {
     pub fn plan(&self) -> &Plan {
         &self.plan
@@ -193,7 +207,9 @@ impl Approved {
 
     /// Execute the plan, progress going to `progress` as it happens, then audit the outcome.
     pub async fn run(self, progress: Option<mpsc::UnboundedSender<Progress>>) -> Finished {
-        let outcome = execute::execute(&self.plan, &self.env, progress).await;
+        let mut env = self.env.clone();
+        env.hold = self.lock.as_ref().and_then(|l| l.file().try_clone().ok()).map(std::sync::Arc::new);
+        let outcome = execute::execute(&self.plan, &env, progress).await;
         let audit_error = audit::append(&self.audit, &audit::outcome(&self.plan, &outcome)).err();
         Finished { outcome, audit_error }
     }
@@ -244,7 +260,9 @@ mod tests {
 
     fn runner(dir: &std::path::Path) -> (Runner, PathBuf) {
         let path = dir.join("audit.jsonl");
-        (Runner::new(&Config::default(), Env::default()).with_audit(Some(path.clone())), path)
+        let mut cfg = Config::default();
+        cfg.actions.lock_dir = Some(dir.join("locks"));
+        (Runner::new(&cfg, Env::default()).with_audit(Some(path.clone())), path)
     }
 
     /// A scheduler acts on whole nodes: a card of a node and the node itself are one lock
@@ -252,20 +270,39 @@ mod tests {
     #[test]
     fn the_lock_is_the_nodes_for_a_scheduler_and_the_cards_for_nvml() {
         let dir = Dir::new("lock-keys");
-        let (r, audit) = runner(dir.path());
+        let (r, _) = runner(dir.path());
         let mut p =
             r.check(&Action::Drain { target: "gpu-a100-01/0".into() }, &fleet()).unwrap_or_else(|e| panic!("{e}"));
         p.backend = crate::actions::Backend::Slurm;
         p.card = None;
         p.target = "gpu-a100-01/3".into();
-        let held = r.lock(&p, &audit).unwrap_or_else(|e| panic!("{e}"));
+        let held = r.lock(&p).unwrap_or_else(|e| panic!("{e}"));
         assert!(held.is_some());
         p.target = "gpu-a100-01".into();
-        let err = r.lock(&p, &audit).err().map(|e| e.to_string()).unwrap_or_default();
+        let err = r.lock(&p).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.starts_with("gpu-a100-01 is being acted on by "), "{err}");
         p.backend = crate::actions::Backend::Nvml;
         p.card = Some(crate::model::CardRef::new("gpu-a100-02", 1));
-        assert!(r.lock(&p, &audit).is_ok_and(|l| l.is_some()), "another node's card");
+        assert!(r.lock(&p).is_ok_and(|l| l.is_some()), "another node's card");
+        drop(held);
+    }
+
+    /// A plan refused after the yes because another action holds its target is audited, as
+    /// every refusal is (86 such refusals wrote no line).
+    #[test]
+    fn a_refusal_by_the_lock_is_audited() {
+        let dir = Dir::new("lock-refused");
+        let (r, path) = runner(dir.path());
+        let f = fleet();
+        let mut p = r.check(&Action::Drain { target: "gpu-a100-01/0".into() }, &f).unwrap_or_else(|e| panic!("{e}"));
+        p.backend = crate::actions::Backend::Slurm;
+        let held = r.lock(&p).unwrap_or_else(|e| panic!("{e}"));
+        let Approval::Refused(why) = r.begin(&p) else { panic!("not refused") };
+        assert!(why.to_string().contains("is being acted on by"), "{why}");
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_default();
+        assert_eq!(v["record"], "refused", "{text}");
+        assert!(v["why"].as_str().is_some_and(|w| w.contains("is being acted on by")), "{text}");
         drop(held);
     }
 

@@ -48,7 +48,7 @@ impl Capabilities for Slurm {
     fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran> {
         Box::pin(async move {
             match op {
-                Op::Run { program, args } => Ok((run(program, args, env.command_timeout).await?, None)),
+                Op::Run { program, args } => Ok((run(program, args, env).await?, None)),
                 other => Err(SlurmStepError::CannotRun(Box::new(other.clone())).into()),
             }
         })
@@ -113,12 +113,13 @@ fn shell_words(program: &str, args: &[String]) -> String {
     std::iter::once(quote(program)).chain(args.iter().map(|a| quote(a))).collect::<Vec<_>>().join(" ")
 }
 
-/// Run a command (no shell) with a timeout; stdout's first line, or an error with stderr's.
-async fn run(program: &str, args: &[String], timeout: Duration) -> Result<String, SlurmStepError> {
-    let timeout = if timeout.is_zero() { Duration::from_secs(30) } else { timeout };
+/// Run a command (no shell) with a timeout, holding the action's lock while it runs; stdout's
+/// first line, or an error with stderr's.
+async fn run(program: &str, args: &[String], env: &Env) -> Result<String, SlurmStepError> {
+    let timeout = if env.command_timeout.is_zero() { Duration::from_secs(30) } else { env.command_timeout };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // scontrol answers in a line or two: a megabyte is a flood.
-    let out = crate::process::run(program, &args, timeout, 1 << 20, None)
+    let out = crate::process::run_holding(program, &args, timeout, 1 << 20, env.hold.as_deref())
         .await
         .map_err(|source| SlurmStepError::Run { program: program.to_string(), source })?;
     let first =

@@ -95,8 +95,10 @@ min_runtime = "{min_runtime}"
 scale_in_utilization_pct = {scale_in:?}
 # Suggest scale-out when a workload has waited longer than this.
 queue_wait_threshold = "{wait}"
-{scheduler}{advisor}{schedule}"#,
+{scheduler}
+{actions}{advisor}{schedule}"#,
         scheduler = scheduler::example(),
+        actions = super::actions::example(),
         advisor = super::advisor::example(),
         schedule = super::schedule::example(),
         read_only = d.read_only,
