@@ -70,6 +70,17 @@ impl Action {
             Self::Preempt { workload, .. } => workload,
         }
     }
+
+    /// What an action does, as "left at once while ..." says it. A gerund ("draining n/2") where
+    /// `Display for Action` has the verb ("drain n/2"), so it keeps its own match.
+    pub fn doing(&self) -> String {
+        match self {
+            Action::Drain { target } => format!("draining {target}"),
+            Action::Undrain { target, .. } => format!("undraining {target}"),
+            Action::Repartition { target, layout } => format!("repartitioning {target} to {layout}"),
+            Action::Preempt { workload, .. } => format!("preempting {workload}"),
+        }
+    }
 }
 
 /// The action in words: `drain n/2`, `repartition n/2 to LAYOUT`, `preempt sim:40`.

@@ -52,18 +52,6 @@ pub(super) fn quit_signal(
     wait_for_action(st, runner, left)
 }
 
-/// What an action does, as "left at once while ..." says it. A gerund ("draining n/2") where
-/// `Display for Action` has the verb ("drain n/2"), so it keeps its own match.
-fn doing(action: &crate::actions::Action) -> String {
-    use crate::actions::Action;
-    match action {
-        Action::Drain { target } => format!("draining {target}"),
-        Action::Undrain { target, .. } => format!("undraining {target}"),
-        Action::Repartition { target, layout } => format!("repartitioning {target} to {layout}"),
-        Action::Preempt { workload, .. } => format!("preempting {workload}"),
-    }
-}
-
 /// Leaving while an action runs: the runner records where it stood, and the words for stderr
 /// say it too (None when no action was under way).
 pub(super) fn interrupted(st: &UiState, runner: &Runner) -> Option<String> {
@@ -93,7 +81,7 @@ pub(super) fn interrupted(st: &UiState, runner: &Runner) -> Option<String> {
         let each: Vec<String> = steps.iter().map(|s| format!("{}: {}", s.status, s.what)).collect();
         return Some(format!(
             "left at once while {}: {} (the audit log has where each step stood; check the target before acting again)",
-            doing(&plan.action),
+            plan.action.doing(),
             each.join("; ")
         ));
     }
