@@ -290,6 +290,21 @@ impl Plan {
         self.blockers.is_empty()
     }
 
+    /// The one thing it acts on, as the lock and the audit log key it: the card for NVML (a
+    /// UUID and NODE/INDEX name the same card), the node for the schedulers, which act on whole
+    /// nodes (`gpu-01`, `gpu-01/3` and a preemption of a job there are one node's).
+    pub fn subject(&self) -> String {
+        match (self.backend, &self.card) {
+            (Backend::Nvml, Some(c)) => c.to_string(),
+            (_, Some(c)) => c.node.clone(),
+            (_, None) => match Target::parse(&self.target) {
+                Target::Card(r) => r.node,
+                Target::Node(n) => n,
+                Target::Uuid(u) => u,
+            },
+        }
+    }
+
     /// The plan as text: for the command line, the audit log and the console.
     pub fn render(&self) -> String {
         let mut out = format!("{} via {} ({})\n", self.summary, self.backend.as_str(), self.source);

@@ -212,6 +212,10 @@ pub enum ScheduleCommand {
         /// Stop after this long (wall clock), e.g. 30s; default: until SIGTERM or Ctrl-C.
         #[arg(long = "for", value_name = "DURATION")]
         run_for: Option<String>,
+        /// Act even on a target whose earlier action has no outcome in the audit log (it was
+        /// left half-done); without it such actions are refused and said.
+        #[arg(long)]
+        despite_open_intent: bool,
     },
     /// Suggest a day/night schedule from the demand measured by hour (kept by the console and
     /// `schedule run`; the simulated cluster replays its previous day).
@@ -279,6 +283,10 @@ pub struct ActOptions {
     /// Do not ask for confirmation.
     #[arg(long)]
     pub yes: bool,
+    /// With --yes: act even though an earlier action on the target has no outcome in the
+    /// audit log (it was left half-done); without it that is refused (exit 3).
+    #[arg(long)]
+    pub despite_open_intent: bool,
 }
 
 /// The severity `advise --fail-on` exits 4 at.

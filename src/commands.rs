@@ -3,6 +3,7 @@
 mod act;
 mod advise;
 mod device;
+mod interrupts;
 use crate::out;
 pub use crate::out::to_stderr;
 mod record;

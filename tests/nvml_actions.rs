@@ -410,25 +410,33 @@ fn a_card_another_process_acts_on_is_refused_with_who_holds_it() {
     let dir = temp_dir("lock");
     let state = dir.join("state");
     let card = format!("{}/0", hostname());
-    let locks = state.join("tessera/locks");
+    // The host's lock place, here one of this test's own.
+    let locks = dir.join("locks");
+    let cfg = dir.join("tessera.toml");
+    std::fs::write(&cfg, format!("[actions]\nlock_dir = {:?}\n", locks.display().to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cfg = cfg.display().to_string();
     std::fs::create_dir_all(&locks).unwrap_or_else(|e| panic!("{e}"));
+    // Nobody else's to write, whatever the umask (else the place is refused).
+    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .unwrap_or_else(|e| panic!("{e}"));
     let path = locks.join(format!(
-        "{}_0.lock",
+        "tessera.{}_0.lock",
         hostname().replace(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '.', "_")
     ));
     let held = std::fs::File::create(&path).unwrap_or_else(|e| panic!("{e}"));
     held.try_lock().unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(
         &path,
-        r#"{"user":"alice","host":"login-1","pid":4242,"action":"Repartition ...","since":"2026-12-04 10:02:11Z"}"#,
+        "{\"user\":\"alice\",\"host\":\"login-1\",\"pid\":4242,\"action\":\"Repartition ...\",\"since\":\"2026-12-04 10:02:11Z\"}\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let (code, out) = tessera(&["drain", &card, "--yes"], &scenario("h100x8.json"), &state);
+    let (code, out) = tessera(&["drain", &card, "--yes", "--config", &cfg], &scenario("h100x8.json"), &state);
     assert_eq!(code, 3, "{out}");
     assert!(out.contains(&format!("{card} is being acted on by alice@login-1 (pid 4242")), "{out}");
     assert!(audit_records(&state).iter().all(|r| r["record"] != "intent"), "nothing ran");
     drop(held);
-    let (code, out) = tessera(&["drain", &card, "--yes"], &scenario("h100x8.json"), &state);
+    let (code, out) = tessera(&["drain", &card, "--yes", "--config", &cfg], &scenario("h100x8.json"), &state);
     assert_eq!(code, 0, "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }

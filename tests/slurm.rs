@@ -4,6 +4,7 @@
 //! (drain, undrain, preempt) through the real `scontrol` and `scancel`.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -251,6 +252,128 @@ fn real_slurm_queue_and_actions() {
     let records: Vec<Value> = audit.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let kinds: Vec<&str> = records.iter().filter_map(|r| r["record"].as_str()).collect();
     assert_eq!(kinds, ["intent", "outcome", "intent", "outcome", "refused", "refused", "intent", "outcome"]);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The audit log's records under `state`, in order.
+fn audit_records(state: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(state.join("tessera/audit.jsonl")).unwrap_or_default();
+    text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().is_ok_and(|s| s.success());
+    assert!(ok, "kill -{sig} {pid}");
+}
+
+/// A command-line action is never left half-done by a signal (a preemption was: tessera died
+/// in the grace, after the checkpoint signal and before the requeue, with an intent and no
+/// outcome). The first SIGHUP (a dropped SSH session) lets it finish; SIGTERM then SIGINT leave
+/// at once, audited as interrupted; the node is then refused unattended (exit 3, naming what
+/// was left) until a flag says to go on. Meanwhile an operator with another state directory is
+/// refused by the one lock of the host (the locks were per state directory).
+#[test]
+fn real_slurm_signals_never_leave_an_action_half_done() {
+    let Some(_one) = slurm_here("real_slurm_signals_never_leave_an_action_half_done") else { return };
+    let dir = std::env::temp_dir().join(format!("tessera-slurm-sig-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = Cluster::start(&dir);
+    let node = c.var("TESSERA_SLURM_NODE");
+    let marks = dir.join("jobs");
+    let trap =
+        format!("trap 'touch {}/usr1-$SLURM_JOB_ID' USR1; for i in $(seq 600); do sleep 1; done", marks.display());
+    let a = c.sbatch("train-a", "training", "gpu:h100:1", &trap);
+    let b = c.sbatch("train-b", "training", "gpu:h100:1", &trap);
+    c.wait("two training jobs running", |c| c.job_state(&a) == "RUNNING" && c.job_state(&b) == "RUNNING");
+    // Past the minimum runtime of 1 s below.
+    std::thread::sleep(Duration::from_secs(2));
+    let cfg = dir.join("tessera.toml");
+    std::fs::write(&cfg, "[policy]\nmin_runtime = \"1s\"\n[slurm]\npreempt_grace = \"4s\"\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cfg = cfg.display().to_string();
+    let (state, other) = (dir.join("state-a"), dir.join("state-b"));
+    let preempt = |job: &str| {
+        c.cmd(env!("CARGO_BIN_EXE_tessera"))
+            .args(["preempt", &format!("slurm:{job}"), "--slurm", "--yes", "--config", &cfg])
+            .env("XDG_STATE_HOME", &state)
+            .env("XDG_CONFIG_HOME", state.join("no-config"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("tessera: {e}"))
+    };
+    let signalled = |job: &str, child: &mut std::process::Child| {
+        let t = Instant::now();
+        while !marks.join(format!("usr1-{job}")).exists() {
+            if t.elapsed() > Duration::from_secs(30) || child.try_wait().ok().flatten().is_some() {
+                let _ = child.kill();
+                let mut said = String::new();
+                for mut pipe in [
+                    child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read>),
+                    child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read>),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    let _ = pipe.read_to_string(&mut said);
+                }
+                panic!("{job} was never asked to checkpoint: {said}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+
+    // 1. In the grace: another operator is refused by the host's lock, then SIGHUP finishes it.
+    let mut first = preempt(&a);
+    signalled(&a, &mut first);
+    let (code, out, err) = c.tessera(&["drain", &node, "--slurm", "--yes"], &other);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains(&format!("{node} is being acted on by ")), "{err}");
+    let theirs = audit_records(&other);
+    assert!(
+        theirs.iter().any(|r| r["record"] == "refused" && r["why"].as_str().is_some_and(|w| w.contains("acted on by"))),
+        "the lock's refusal is audited: {theirs:?}"
+    );
+    signal(first.id(), "HUP");
+    let out = first.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("SIGHUP: finishing preempting slurm:{a} first")), "{err}");
+    c.wait("the preempted job requeued", |c| c.job_state(&a) == "PENDING");
+    let kinds: Vec<String> =
+        audit_records(&state).iter().filter_map(|r| r["record"].as_str().map(str::to_string)).collect();
+    assert_eq!(kinds, ["intent", "outcome"]);
+
+    // 2. A second signal leaves at once: the requeue never runs, and the log says so.
+    let mut second = preempt(&b);
+    signalled(&b, &mut second);
+    signal(second.id(), "TERM");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(second.id(), "INT");
+    let out = second.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("left at once while preempting") && err.contains("not run: Requeue the job"), "{err}");
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(c.job_state(&b), "RUNNING", "not requeued after tessera left");
+    let records = audit_records(&state);
+    let last = records.last().cloned().unwrap_or_default();
+    assert_eq!(last["record"], "interrupted", "{records:?}");
+    assert_eq!(last["steps"][1]["status"], "running");
+    assert_eq!(last["steps"][2]["status"], "not run");
+
+    // 3. The node's next action: said at the start, refused unattended, asked for by a flag.
+    let (code, out, err) = c.tessera(&["drain", &node, "--slurm", "--yes"], &state);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains("left half-done, from the audit log:") && err.contains(&format!("slurm:{b}")), "{err}");
+    assert!(out.contains("refused: an earlier action on this target was left half-done"), "{out}");
+    let (code, out, err) = c.tessera(&["drain", &node, "--slurm", "--yes", "--despite-open-intent"], &state);
+    assert_eq!(code, 0, "{out}{err}");
+    // The drain's outcome closes what was open: the undrain needs no flag.
+    let (code, out, err) = c.tessera(&["undrain", &node, "--slurm", "--yes"], &state);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("left half-done"), "{err}");
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }

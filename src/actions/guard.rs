@@ -90,6 +90,10 @@ pub enum Refusal {
     },
     /// A backend's own reason (MIG mode needs a reset, the backend cannot act on that).
     Backend(String),
+    /// An earlier action on the same target has no outcome, and nobody is there to be asked.
+    OpenIntent {
+        open: String,
+    },
 }
 
 impl Refusal {
@@ -167,6 +171,11 @@ impl std::fmt::Display for Refusal {
                 "Kubernetes takes a named config from the mig-parted ConfigMap (e.g. all-balanced), not a layout: {layout}"
             ),
             Self::Backend(why) => f.write_str(why),
+            Self::OpenIntent { open } => write!(
+                f,
+                "an earlier action on this target was left half-done: {open}; check the target, then act with a \
+                 confirmation, or pass --despite-open-intent"
+            ),
         }
     }
 }

@@ -22,7 +22,26 @@ pub struct Runner {
     cfg: Config,
     env: Env,
     audit: Option<PathBuf>,
+    /// Whether an operator confirms each plan (else an open intent on its target refuses it).
+    asking: Asking,
+    /// The audit log's open intents, read again only when the log changed.
+    open: std::sync::Arc<std::sync::Mutex<Option<OpenSeen>>>,
 }
+
+/// Who answers a plan's questions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asking {
+    /// An operator, who is asked before acting on a target with an open intent.
+    Operator,
+    /// Nobody (`--yes`, `schedule run`): an open intent refuses the plan unless `despite`.
+    Nobody { despite: bool },
+}
+
+/// The audit log's length and change time: its open intents are read again when either moves.
+type LogStamp = (u64, Option<std::time::SystemTime>);
+
+/// The open intents read at a log stamp.
+type OpenSeen = (LogStamp, Vec<audit::Open>);
 
 /// What `approve` decided after the operator confirmed.
 #[derive(Debug)]
@@ -79,7 +98,61 @@ pub struct Finished {
 
 impl Runner {
     pub fn new(cfg: &Config, env: Env) -> Self {
-        Self { cfg: cfg.clone(), env, audit: audit::default_path() }
+        Self {
+            cfg: cfg.clone(),
+            env,
+            audit: audit::default_path(),
+            asking: Asking::Operator,
+            open: std::sync::Arc::default(),
+        }
+    }
+
+    /// The same runner for plans nobody confirms (`--yes`, `schedule run`).
+    pub fn asking(mut self, asking: Asking) -> Self {
+        self.asking = asking;
+        self
+    }
+
+    /// Actions the audit log has no outcome for, newest first (none without a log).
+    pub fn open_intents(&self) -> Vec<audit::Open> {
+        let Some(path) = &self.audit else { return Vec::new() };
+        let stamp = std::fs::metadata(path).map(|m| (m.len(), m.modified().ok())).unwrap_or_default();
+        let mut cache = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((s, open)) = cache.as_ref()
+            && *s == stamp
+        {
+            return open.clone();
+        }
+        let open = audit::open_intents(path);
+        *cache = Some((stamp, open.clone()));
+        open
+    }
+
+    /// `action` planned with the guards, and with what an open intent on its target asks.
+    fn plan(&self, action: &Action, fleet: &Fleet) -> Result<Plan, PlanError> {
+        let mut p = plan::plan(action, fleet, &self.options(action))?;
+        if p.nothing_to_do.is_some() || p.steps.is_empty() {
+            return Ok(p);
+        }
+        let subject = p.subject();
+        // An intent whose process still runs here is an action under way (its lock says so).
+        if let Some(open) = self.open_intents().into_iter().find(|o| o.subject == subject && !o.still_running()) {
+            p.warnings.push(format!("an earlier action on {subject} was left half-done: {open}"));
+            match self.asking {
+                Asking::Nobody { despite: false } => {
+                    p.blockers.push(super::guard::Refusal::OpenIntent { open: open.to_string() });
+                }
+                Asking::Nobody { despite: true } => {}
+                Asking::Operator => {
+                    let q = "an earlier action on it was left half-done (see the warning): checked, go on?";
+                    p.second_confirmation = Some(match p.second_confirmation.take() {
+                        Some(before) => format!("{q} and {before}"),
+                        None => q.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(p)
     }
 
     /// The same runner writing its audit log at `path` (`None`: nowhere, so nothing can run).
@@ -108,7 +181,7 @@ impl Runner {
     /// such (best effort: the answer stands either way). `Err` when the target or workload
     /// does not exist.
     pub fn propose(&self, action: &Action, fleet: &Fleet) -> Result<Plan, PlanError> {
-        let p = plan::plan(action, fleet, &self.options(action))?;
+        let p = self.plan(action, fleet)?;
         let record = if p.nothing_to_do.is_some() {
             Some(audit::nothing_to_do(&p))
         } else {
@@ -123,13 +196,13 @@ impl Runner {
     /// Plan `action` on `fleet` with the guards, recording nothing: what a group change would
     /// do, shown before anything is asked (each action is proposed again when it runs).
     pub fn check(&self, action: &Action, fleet: &Fleet) -> Result<Plan, PlanError> {
-        plan::plan(action, fleet, &self.options(action))
+        self.plan(action, fleet)
     }
 
     /// The operator confirmed `shown`: plan again on the fleet as it is now, and go on only if
     /// nothing changed, after the intent is in the audit log.
     pub fn approve(&self, shown: &Plan, fleet: &Fleet) -> Approval {
-        let now = match plan::plan(&shown.action, fleet, &self.options(&shown.action)) {
+        let now = match self.plan(&shown.action, fleet) {
             Ok(p) => p,
             Err(e) => return Approval::Gone(e),
         };
@@ -169,7 +242,7 @@ impl Runner {
         }
         let dir = self.cfg.actions.lock_dir.clone().unwrap_or_else(super::lock::default_dir);
         let place = super::lock::place(&dir, self.cfg.actions.lock_group.as_deref())?;
-        let target = lock_key(plan);
+        let target = plan.subject();
         let mut holder = audit::who();
         holder["pid"] = serde_json::json!(std::process::id());
         holder["action"] = serde_json::json!(plan.summary.chars().take(200).collect::<String>());
@@ -182,21 +255,6 @@ impl Runner {
         if let Some(path) = &self.audit {
             let _ = audit::append(path, &audit::interrupted(plan, steps));
         }
-    }
-}
-
-/// One key for one thing acted on: the card for NVML (a UUID and NODE/INDEX name the same
-/// card), the node for the schedulers, which act on whole nodes (`gpu-01`, `gpu-01/3` and a
-/// preemption of a job there are one node's).
-pub fn lock_key(plan: &Plan) -> String {
-    match (plan.backend, &plan.card) {
-        (super::Backend::Nvml, Some(c)) => c.to_string(),
-        (_, Some(c)) => c.node.clone(),
-        (_, None) => match Target::parse(&plan.target) {
-            Target::Card(r) => r.node,
-            Target::Node(n) => n,
-            Target::Uuid(u) => u,
-        },
     }
 }
 
@@ -366,5 +424,35 @@ mod tests {
         assert_eq!(v["steps"][0]["status"], "running", "{text}");
         assert_eq!(v["steps"][0]["what"], "Drain the card");
         assert!(!text.contains("Running {"), "no Rust debug strings: {text}");
+    }
+
+    /// An open intent on the plan's target: an operator is asked a second time; nobody (`--yes`,
+    /// `schedule run`) is refused, naming it, unless told to go on despite it.
+    #[test]
+    fn an_open_intent_on_the_target_asks_or_refuses() {
+        let dir = Dir::new("open-intent");
+        let (r, path) = runner(dir.path());
+        let f = fleet();
+        let drain = Action::Drain { target: "gpu-a100-01/0".into() };
+        let p = r.check(&drain, &f).unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.second_confirmation.is_none() && p.allowed());
+        // An intent with no outcome, from a process that is gone.
+        let mut open = audit::intent(&p);
+        open["pid"] = serde_json::json!(u32::MAX);
+        assert!(audit::append(&path, &open).is_ok());
+        let asked = r.check(&drain, &f).unwrap_or_else(|e| panic!("{e}"));
+        assert!(asked.allowed(), "{:?}", asked.blockers);
+        assert!(asked.second_confirmation.as_deref().is_some_and(|q| q.contains("left half-done")), "{asked:?}");
+        assert!(asked.warnings.iter().any(|w| w.contains("was left half-done")), "{:?}", asked.warnings);
+        let unasked = r.clone().asking(Asking::Nobody { despite: false });
+        let refused = unasked.check(&drain, &f).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(refused.blockers.as_slice(), [crate::actions::guard::Refusal::OpenIntent { .. }]));
+        let despite = r.clone().asking(Asking::Nobody { despite: true });
+        let p = despite.check(&drain, &f).unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.allowed() && p.second_confirmation.is_none());
+        // Its own action under way (the process that wrote the intent still runs) is not one.
+        assert!(audit::append(&path, &audit::intent(&p)).is_ok());
+        let ours = unasked.check(&drain, &f).unwrap_or_else(|e| panic!("{e}"));
+        assert!(ours.allowed(), "{:?}", ours.blockers);
     }
 }

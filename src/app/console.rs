@@ -220,7 +220,16 @@ impl<'a> Console<'a> {
         ascii: bool,
         record: Option<crate::record::writer::Settings>,
     ) -> Result<Self, CmdError> {
-        let Engine { store, updates, runner, notes } = Engine::start(cfg)?;
+        let Engine { store, updates, runner, mut notes } = Engine::start(cfg)?;
+        // Actions left half-done (an intent with no outcome): said at the start; acting on
+        // their target again asks first.
+        notes.extend(
+            runner
+                .open_intents()
+                .iter()
+                .filter(|o| !o.still_running())
+                .map(|o| format!("left half-done, from the audit log: {o}; check {} before acting on it", o.subject)),
+        );
         // Recording while you watch: opened before the terminal is taken, so a refusal (the file
         // exists) is said plainly.
         let recording = match record {

@@ -9,7 +9,7 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 use super::{ActEvent, spawn_run};
-use crate::actions::run::{Approval, Runner};
+use crate::actions::run::{Approval, Asking, Runner};
 use crate::config::Config;
 use crate::schedule::unattended::{Decision, State, Went, decide};
 use crate::store::Store;
@@ -70,8 +70,12 @@ pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::
     }
     let fleet = store.fleet();
     let now = fleet.taken_at.unwrap_or_else(Utc::now);
+    // The group's own actions were confirmed as a group: nobody answers a question of one of
+    // them (an open intent on its card refuses it).
+    let unasked = runner.clone().asking(Asking::Nobody { despite: false });
     loop {
         let Some(Modal::GroupRunning { run, current }) = &mut st.modal else { return };
+        let mut runner = runner;
         let shown = match run.next(fleet, now) {
             Next::Busy | Next::Wait(_) => return,
             Next::Finished => {
@@ -83,17 +87,20 @@ pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::
                 return;
             }
             Next::RunShown(p) => *p,
-            Next::Run(action) => match runner.propose(&action, fleet) {
-                Ok(p) if p.nothing_to_do.is_some() => {
-                    run.record(Went::NothingToDo, p.nothing_to_do.as_deref().unwrap_or_default(), now);
-                    continue;
+            Next::Run(action) => {
+                runner = &unasked;
+                match runner.propose(&action, fleet) {
+                    Ok(p) if p.nothing_to_do.is_some() => {
+                        run.record(Went::NothingToDo, p.nothing_to_do.as_deref().unwrap_or_default(), now);
+                        continue;
+                    }
+                    Ok(p) => p,
+                    Err(e) => {
+                        run.record(Went::NotDone, &e.to_string(), now);
+                        continue;
+                    }
                 }
-                Ok(p) => p,
-                Err(e) => {
-                    run.record(Went::NotDone, &e.to_string(), now);
-                    continue;
-                }
-            },
+            }
         };
         match runner.approve(&shown, fleet) {
             Approval::Go(approved) => {
@@ -206,6 +213,7 @@ impl Auto {
         }
         let fleet = store.fleet();
         let Some(now) = fleet.taken_at else { return };
+        let runner = &runner.clone().asking(Asking::Nobody { despite: false });
         // New decisions only on a fleet taken after the last action ended (what is left of the
         // last ones goes on: the runner plans each on the fleet as it is).
         let fresh = self.after.is_none_or(|a| now > a);

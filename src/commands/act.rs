@@ -5,7 +5,7 @@
 use std::io::{BufRead, IsTerminal};
 
 use super::settings;
-use crate::actions::run::Approval;
+use crate::actions::run::{Approval, Asking};
 use crate::actions::{Action, Progress, guard};
 use crate::cli::{ActOptions, Global};
 use crate::engine::{Engine, runtime};
@@ -17,6 +17,8 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
     let rt = runtime()?;
     rt.block_on(async {
         let mut engine = Engine::start(&cfg)?;
+        engine.runner = engine.runner.clone().asking(asking(&how));
+        say_open_intents(&engine.runner);
         engine.first_answers().await;
         let p = engine.runner.propose(&action, engine.store.fleet())?;
         if let Some(why) = &p.nothing_to_do {
@@ -49,6 +51,8 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
         if !how.yes {
             fresh_answers(&mut engine).await;
         }
+        // From the intent on, a quit signal lets the action finish (a second leaves at once).
+        let mut interrupts = super::interrupts::Interrupts::watch()?;
         let approved = match engine.runner.approve(&p, engine.store.fleet()) {
             Approval::Go(a) => a,
             Approval::Changed(again) => {
@@ -73,8 +77,9 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
                 }
             }
         });
-        let finished = approved.run(Some(ptx)).await;
+        let finished = interrupts.run(&engine.runner, *approved, Some(ptx)).await;
         let _ = printer.await;
+        let finished = finished?;
         let outcome = finished.outcome;
         say(&format!("{}: {}\n", if outcome.ok { "done" } else { "failed" }, outcome.reached));
         if let Some(e) = finished.audit_error {
@@ -85,6 +90,22 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
             Some(e) => Err(CmdError::Failed(e)),
         }
     })
+}
+
+/// Who answers a plan's questions: the operator, unless `--yes` said nobody will.
+pub(super) fn asking(how: &ActOptions) -> Asking {
+    if how.yes { Asking::Nobody { despite: how.despite_open_intent } } else { Asking::Operator }
+}
+
+/// Actions the audit log has no outcome for, said on stderr at the start (each is asked about,
+/// or refused unattended, when its target is acted on again).
+pub(super) fn say_open_intents(runner: &crate::actions::run::Runner) {
+    for o in runner.open_intents().iter().filter(|o| !o.still_running()) {
+        crate::out::to_stderr(&format!(
+            "tessera: left half-done, from the audit log: {o}; check {} before acting on it",
+            o.subject
+        ));
+    }
 }
 
 /// After a yes: wait for what every live source says now, saying so, and name those that

@@ -55,9 +55,9 @@ pub fn schedule(g: &Global, json_out: bool, what: Option<ScheduleCommand>) -> Re
     if let Some(ScheduleCommand::Apply { name, how }) = &what {
         return apply(g, name, *how);
     }
-    if let Some(ScheduleCommand::Run { run_for }) = &what {
+    if let Some(ScheduleCommand::Run { run_for, despite_open_intent }) = &what {
         let limit = run_for.as_deref().map(duration::parse).transpose().map_err(CmdError::usage)?;
-        return run(g, limit);
+        return run(g, limit, *despite_open_intent);
     }
     if let Some(ScheduleCommand::Export { format: ExportFormat::MigParted }) = what {
         // The nodes each change applies to, where a source answers; the config alone otherwise.

@@ -3,6 +3,7 @@
 
 use chrono::Utc;
 
+use super::super::interrupts::Interrupts;
 use super::super::settings;
 use super::run::execute;
 use super::{HOURS, effective, no_schedules};
@@ -23,6 +24,8 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
     let rt = crate::engine::runtime()?;
     rt.block_on(async {
         let mut engine = crate::engine::Engine::start(&cfg)?;
+        engine.runner = engine.runner.clone().asking(super::super::act::asking(&how));
+        super::super::act::say_open_intents(&engine.runner);
         engine.first_answers().await;
         let schedules = effective(&cfg, engine.store.simulated()).ok_or_else(|| no_schedules(&cfg))?;
         let Some(s) = schedules.iter().find(|s| s.name == name) else {
@@ -113,10 +116,16 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
             }
             super::super::act::fresh_answers(&mut engine).await;
         }
+        // From here a quit signal lets the action under way finish and starts no other (a
+        // second leaves at once); cards this run drained are given back.
+        let mut interrupts = super::super::interrupts::Interrupts::watch()?;
         for (i, p) in plans.iter().enumerate() {
             let stopped = |why: String| {
                 CmdError::Failed(format!("stopped before {} ({i} of {} done): {why}", p.target, plans.len()))
             };
+            if let Some(sig) = interrupts.received() {
+                return Err(stopped(format!("{sig} asked to stop")));
+            }
             let approved = match engine.runner.approve(p, engine.store.fleet()) {
                 Approval::Go(a) => a,
                 Approval::Changed(_) => return Err(stopped("the card changed since the plan; run it again".into())),
@@ -125,7 +134,7 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
                 Approval::NotStarted(e) => return Err(stopped(e.to_string())),
             };
             say(&format!("[{}/{}] {} ...\n", i + 1, plans.len(), p.summary));
-            let finished = approved.run(None).await;
+            let finished = interrupts.run(&engine.runner, *approved, None).await?;
             let o = finished.outcome;
             say(&format!("        {}: {}\n", if o.ok { "done" } else { "failed" }, o.reached));
             if let Some(e) = finished.audit_error.map(|e| e.to_string()).or(o.error) {
@@ -141,11 +150,18 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
             let drain = Action::Drain { target: c.card.to_string() };
             let why = format!("schedule {name}: window {}", st.window);
             let at = Utc::now().format("%H:%M:%S").to_string();
-            match execute(&mut engine, &drain, &why, &at).await {
+            if let Some(sig) = interrupts.received() {
+                give_back(&mut engine, &mut interrupts, &ours, name).await?;
+                return Err(CmdError::Failed(format!(
+                    "stopped before {}: {sig} asked to stop; {changed} cards changed",
+                    c.card
+                )));
+            }
+            match execute(&mut engine, &mut interrupts, &drain, &why, &at).await? {
                 crate::schedule::unattended::Went::Done => ours.push(c.card.clone()),
                 crate::schedule::unattended::Went::NothingToDo => {}
                 crate::schedule::unattended::Went::NotDone => {
-                    give_back(&mut engine, &ours, name).await;
+                    give_back(&mut engine, &mut interrupts, &ours, name).await?;
                     return Err(CmdError::Failed(format!(
                         "stopped at {} (the drain did not happen); {changed} cards changed",
                         c.card
@@ -154,18 +170,18 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
             }
         }
         for (k, (c, st)) in by_preempting.iter().enumerate() {
-            match preempt_then_change(&mut engine, c, st, name).await {
+            match preempt_then_change(&mut engine, &mut interrupts, c, st, name).await {
                 Ok(true) => changed += 1,
                 Ok(false) => {}
                 Err(e) => {
                     let rest: Vec<_> =
                         by_preempting[k..].iter().map(|(c, _)| c.card.clone()).filter(|r| ours.contains(r)).collect();
-                    give_back(&mut engine, &rest, name).await;
+                    give_back(&mut engine, &mut interrupts, &rest, name).await?;
                     return Err(CmdError::Failed(format!("{e}; {changed} cards changed")));
                 }
             }
             if ours.contains(&c.card) {
-                give_back(&mut engine, std::slice::from_ref(&c.card), name).await;
+                give_back(&mut engine, &mut interrupts, std::slice::from_ref(&c.card), name).await?;
             }
         }
         say(&format!(
@@ -179,18 +195,25 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
 /// How long `apply` waits for a preempted card to empty.
 const EMPTY_WITHIN: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-/// Undrain `cards` (drained by this run), saying any that could not be.
-async fn give_back(engine: &mut crate::engine::Engine, cards: &[crate::model::CardRef], schedule: &str) {
+/// Undrain `cards` (drained by this run), saying any that could not be; `Err` when a second
+/// signal left at once.
+async fn give_back(
+    engine: &mut crate::engine::Engine,
+    interrupts: &mut Interrupts,
+    cards: &[crate::model::CardRef],
+    schedule: &str,
+) -> Result<(), CmdError> {
     use crate::actions::Action;
     for c in cards {
         let at = Utc::now().format("%H:%M:%S").to_string();
         let undrain = Action::Undrain { target: c.to_string(), force: false };
-        if execute(engine, &undrain, &format!("schedule {schedule}: given back"), &at).await
+        if execute(engine, interrupts, &undrain, &format!("schedule {schedule}: given back"), &at).await?
             == crate::schedule::unattended::Went::NotDone
         {
             crate::out::say(&format!("{at} {c} could not be undrained: run tessera undrain {c}\n"));
         }
     }
+    Ok(())
 }
 
 /// On a drained card: preempt the plan's holders that still hold it (the runner's guards apply:
@@ -199,6 +222,7 @@ async fn give_back(engine: &mut crate::engine::Engine, cards: &[crate::model::Ca
 /// The caller undrains.
 async fn preempt_then_change(
     engine: &mut crate::engine::Engine,
+    interrupts: &mut Interrupts,
     c: &crate::schedule::CardPlan,
     st: &crate::schedule::Step,
     schedule: &str,
@@ -210,7 +234,13 @@ async fn preempt_then_change(
     let why = format!("schedule {schedule}: window {}", st.window);
     let at = || Utc::now().format("%H:%M:%S").to_string();
     let planned: Vec<&str> = st.requires.iter().map(|n| n.workload.as_str()).collect();
+    let asked = |i: &mut Interrupts| {
+        i.received().map(|sig| CmdError::Failed(format!("stopped at {target}: {sig} asked to stop")))
+    };
     for n in &st.requires {
+        if let Some(e) = asked(interrupts) {
+            return Err(e);
+        }
         engine.catch_up();
         let Some(card) = engine.store.fleet().card(&c.card) else {
             return Err(CmdError::Failed(format!("stopped at {target}: the card is gone from every source")));
@@ -225,7 +255,7 @@ async fn preempt_then_change(
             continue;
         }
         let action = Action::Preempt { workload: n.workload.clone(), force: false };
-        if execute(engine, &action, &why, &at()).await == Went::NotDone {
+        if execute(engine, interrupts, &action, &why, &at()).await? == Went::NotDone {
             return Err(CmdError::Failed(format!("stopped at {target}: {} was not preempted", n.workload)));
         }
     }
@@ -240,10 +270,16 @@ async fn preempt_then_change(
             say(&format!("{} {target} did not empty within 15 min: left for later\n", at()));
             return Ok(false);
         }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+            _ = interrupts.next() => {}
+        }
+        if let Some(e) = asked(interrupts) {
+            return Err(e);
+        }
     }
     let change = Action::Repartition { target: target.clone(), layout: st.layout.clone() };
-    match execute(engine, &change, &why, &at()).await {
+    match execute(engine, interrupts, &change, &why, &at()).await? {
         Went::Done => Ok(true),
         Went::NothingToDo => Ok(false),
         Went::NotDone => Err(CmdError::Failed(format!("stopped at {target}: the repartition did not happen"))),

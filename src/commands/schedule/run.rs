@@ -9,13 +9,13 @@ use crate::error::CmdError;
 /// `tessera schedule run`: the unattended loop. Refuses to start read-only or without an
 /// `unattended = true` schedule; each refresh it applies `unattended::decide`'s actions through
 /// the runner (audited), printing a line for each with its outcome, and tells the decisions how
-/// each went. SIGTERM, Ctrl-C or `--for` end it after the action under way; it then undrains
-/// the cards it drained for changes that did not come.
-pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdError> {
+/// each went. SIGTERM, SIGINT, SIGHUP, SIGQUIT or `--for` end it after the action under way
+/// (a second signal leaves at once, audited); it then undrains the cards it drained for changes
+/// that did not come. An open intent in the audit log refuses actions on its target unless
+/// `despite_open_intent`.
+pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: bool) -> Result<(), CmdError> {
     use crate::out::say;
     use crate::schedule::unattended::{Decision, State, Went, decide};
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
     let cfg = settings(g)?;
     if cfg.read_only {
         return Err(CmdError::Refused(
@@ -30,24 +30,11 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
     let rt = crate::engine::runtime()?;
     rt.block_on(async {
         // Signals are caught from the start, so one never lands in the middle of an action.
-        let stop = Arc::new(AtomicBool::new(false));
-        let wake = Arc::new(tokio::sync::Notify::new());
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| CmdError::Failed(format!("cannot watch SIGTERM: {e}")))?;
-        let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .map_err(|e| CmdError::Failed(format!("cannot watch SIGINT: {e}")))?;
-        {
-            let (stop, wake) = (stop.clone(), wake.clone());
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
-                }
-                stop.store(true, Ordering::SeqCst);
-                wake.notify_one();
-            });
-        }
+        let mut interrupts = super::super::interrupts::Interrupts::watch()?;
         let mut engine = crate::engine::Engine::start(&cfg)?;
+        let asking = crate::actions::run::Asking::Nobody { despite: despite_open_intent };
+        engine.runner = engine.runner.clone().asking(asking);
+        super::super::act::say_open_intents(&engine.runner);
         for n in &engine.notes {
             say(&format!("{n}\n"));
         }
@@ -78,7 +65,7 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
         let mut stale_said = false;
         // The demand by hour is kept for the suggestion, at each new sample (real sources).
         let mut demand_saved = engine.store.demand().last;
-        while !stop.load(Ordering::SeqCst) && limit.is_none_or(|l| began.elapsed() < l) {
+        while interrupts.received().is_none() && limit.is_none_or(|l| began.elapsed() < l) {
             engine.catch_up();
             if let Err(e) = crate::engine::save_demand(&engine.store, &mut demand_saved) {
                 say(&format!("demand by hour not kept: {e}\n"));
@@ -98,7 +85,7 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
                 stale_said = false;
                 let mut todo = decide(&cfg.schedules, &fleet, now, cfg.policy.min_runtime, &mut state);
                 let mut i = 0;
-                while i < todo.len() && !stop.load(Ordering::SeqCst) {
+                while i < todo.len() && interrupts.received().is_none() {
                     let d = todo[i].clone();
                     i += 1;
                     let Decision::Act { action, why, .. } = &d else {
@@ -107,7 +94,7 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
                         }
                         continue;
                     };
-                    let went = execute(&mut engine, action, why, &stamp(now)).await;
+                    let went = execute(&mut engine, &mut interrupts, action, why, &stamp(now)).await?;
                     todo.extend(state.record(&d, went, now));
                 }
             }
@@ -119,14 +106,16 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
             }
             tokio::select! {
                 () = tokio::time::sleep(tick) => {}
-                () = wake.notified() => {}
+                _ = interrupts.next() => {}
             }
         }
         // Give back what was drained for changes that did not come.
         let drained: Vec<_> = state.drained.iter().cloned().collect();
         for card in drained {
             let action = crate::actions::Action::Undrain { target: card.to_string(), force: false };
-            if execute(&mut engine, &action, "schedule run is ending", &stamp(Utc::now())).await != Went::NotDone {
+            if execute(&mut engine, &mut interrupts, &action, "schedule run is ending", &stamp(Utc::now())).await?
+                != Went::NotDone
+            {
                 state.drained.remove(&card);
             }
         }
@@ -141,12 +130,14 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>) -> Result<(), CmdErro
 }
 
 /// Plan, approve and run one action through the runner, printing what happened; how it went.
+/// `Err` when a second signal left it at once.
 pub(super) async fn execute(
     engine: &mut crate::engine::Engine,
+    interrupts: &mut super::super::interrupts::Interrupts,
     action: &crate::actions::Action,
     why: &str,
     at: &str,
-) -> crate::schedule::unattended::Went {
+) -> Result<crate::schedule::unattended::Went, CmdError> {
     use crate::actions::run::Approval;
     use crate::out::say;
     use crate::schedule::unattended::Went;
@@ -154,32 +145,32 @@ pub(super) async fn execute(
         Ok(p) => p,
         Err(e) => {
             say(&format!("{at} {} {} ({why}): {e}\n", action.verb(), action.target()));
-            return Went::NotDone;
+            return Ok(Went::NotDone);
         }
     };
     if let Some(n) = &p.nothing_to_do {
         say(&format!("{at} {} ({why}): nothing to do: {n}\n", p.summary));
-        return Went::NothingToDo;
+        return Ok(Went::NothingToDo);
     }
     let not_run = |e: &dyn std::fmt::Display| {
         say(&format!("{at} {} ({why}): not run: {e}\n", p.summary));
         Went::NotDone
     };
     let finished = match engine.runner.approve(&p, engine.store.fleet()) {
-        Approval::Go(a) => a.run(None).await,
+        Approval::Go(a) => interrupts.run(&engine.runner, *a, None).await?,
         Approval::Changed(again) => {
             say(&format!(
                 "{at} {} ({why}): not run, the cluster changed since the plan: {}\n",
                 p.summary, again.summary
             ));
-            return Went::NotDone;
+            return Ok(Went::NotDone);
         }
         Approval::Refused(e) => {
             say(&format!("{at} {} ({why}): refused: {e}\n", p.summary));
-            return Went::NotDone;
+            return Ok(Went::NotDone);
         }
-        Approval::Gone(e) => return not_run(&e),
-        Approval::NotStarted(e) => return not_run(&e),
+        Approval::Gone(e) => return Ok(not_run(&e)),
+        Approval::NotStarted(e) => return Ok(not_run(&e)),
     };
     let o = finished.outcome;
     let error = o.error.map(|e| format!(" ({e})")).unwrap_or_default();
@@ -188,7 +179,7 @@ pub(super) async fn execute(
         say(&format!("{at}   the audit log could not be written: {e}\n"));
     }
     engine.catch_up();
-    if o.ok { Went::Done } else { Went::NotDone }
+    Ok(if o.ok { Went::Done } else { Went::NotDone })
 }
 
 /// Where `schedule run` keeps the cards it drained, so a restart after a crash gives them
