@@ -513,3 +513,31 @@ fn the_advice_list_begins_with_what_the_header_counts() {
     let narrow = render(80, 24, advice, false);
     assert!(narrow.contains(&said), "{narrow}");
 }
+
+/// Without colour (NO_COLOR, the mono theme) at 80 columns, each source's health is in words:
+/// two sources cut to their names ("scrape:gpu-node-0…") differed only by colour.
+#[test]
+fn source_health_reads_without_colour_at_80_columns() {
+    let mut store = store();
+    for (name, fatal) in [("scrape:gpu-node-01.example:9400", false), ("scrape:gpu-node-02.example:9400", true)] {
+        store.register(name, SourceKind::Scrape, Duration::from_secs(1));
+        let error = tessera::sources::SourceError { message: "connection refused".into(), fatal };
+        store.apply(
+            SourceUpdate { source: name.into(), kind: SourceKind::Scrape, at: clock(), result: Err(error) },
+            clock(),
+        );
+    }
+    let theme = Theme::load(Some("mono"), Depth::Mono, false).unwrap_or_else(|e| panic!("{e}"));
+    let mut st = UiState::new(false, false, Duration::from_secs(1800), clock());
+    st.viewport = tessera::ui::viewport(ratatui::layout::Rect::new(0, 0, 80, 24));
+    st.on_fleet(store.fleet());
+    st.wall = clock();
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap_or_else(|e| panic!("{e}"));
+    term.draw(|f| tessera::ui::draw(f, &st, store.fleet(), &theme, store.simulated()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let screen = term.backend().to_string();
+    let line = screen.lines().nth(1).unwrap_or_default().to_string();
+    // Each source's state in words before its cut name: the sim's, and both targets'.
+    assert!(line.contains(" live ") || line.contains("sim: live"), "{line}");
+    assert_eq!(line.matches(" down s").count(), 2, "{line}");
+}

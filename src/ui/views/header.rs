@@ -76,6 +76,28 @@ fn summary(st: &UiState, wide: bool, room: usize) -> String {
     out
 }
 
+/// One source's health in `width` columns: its summary where it fits, else the state's word
+/// first and the name cut after it ("down scrape:gpu…"), so the health reads without colour
+/// (NO_COLOR, the mono theme) however narrow.
+fn health_text(
+    s: &crate::model::SourceStatus,
+    wall: chrono::DateTime<chrono::Utc>,
+    width: usize,
+    ascii: bool,
+) -> String {
+    let full = format!(" {} ", s.summary(wall));
+    if full.chars().count() <= width {
+        return full;
+    }
+    let word = match s.health {
+        SourceHealth::Live { .. } => "live",
+        SourceHealth::Connecting => "wait",
+        SourceHealth::Stale { .. } => "stale",
+        SourceHealth::Unavailable { .. } => "down",
+    };
+    fit(&format!(" {word} {} ", s.name), width, ascii)
+}
+
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme, simulated: bool) {
     if area.height == 0 {
         return;
@@ -175,8 +197,8 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             SourceHealth::Unavailable { .. } => theme.fg(theme.c.danger),
         };
         // Each source gets a fair share, so one long reason cannot hide the others' health.
-        let share = (room / fleet.sources.len().max(1)).max(12);
-        let text = fit(&format!(" {} ", s.summary(st.wall)), share.min(room.saturating_sub(used)), theme.ascii);
+        let share = (room / fleet.sources.len().max(1)).max(1);
+        let text = health_text(s, st.wall, share.min(room.saturating_sub(used)), theme.ascii);
         used += text.chars().count();
         health.push(Span::styled(text, style));
     }
