@@ -9,6 +9,7 @@ pub mod fit;
 mod health;
 mod idle;
 mod in_flight;
+pub mod in_force;
 mod layout;
 pub mod planner;
 mod pool;
@@ -58,6 +59,8 @@ pub enum Kind {
     UseMig,
     /// A day/night MIG schedule that the measured demand by hour would be better served by.
     ScheduleSuggestion,
+    /// A schedule's window in force keeps idle cards from waiting work a layout change starts.
+    ScheduleCost,
 }
 
 impl Kind {
@@ -77,6 +80,7 @@ impl Kind {
             Self::Crowded => "crowded",
             Self::UseMig => "use MIG instead",
             Self::ScheduleSuggestion => "schedule",
+            Self::ScheduleCost => "schedule cost",
         }
     }
 }
@@ -212,6 +216,8 @@ pub struct Context<'a> {
     /// The schedule suggestions already made from `demand` (a caller that advises every second
     /// makes them when a new sample comes, ~175 ms at 4096 cards); `None`: made here.
     pub suggested: Option<&'a [schedule::Suggested]>,
+    /// The configured schedules: the cards their windows in force set are theirs.
+    pub schedules: &'a [crate::model::schedule::Schedule],
 }
 
 impl<'a> Context<'a> {
@@ -225,6 +231,7 @@ impl<'a> Context<'a> {
             now,
             demand: None,
             suggested: None,
+            schedules: &cfg.schedules,
         }
     }
 
@@ -253,10 +260,19 @@ pub fn advise_with_plan(fleet: &Fleet, cx: &Context) -> (Vec<Finding>, Vec<recon
     sharing::use_mig(fleet, &mut out);
     // What a repartition of idle cards would start is not for preemption or capacity to add;
     // what a preemption would start is not capacity to add.
-    let plan = planner::plan(fleet, cx.now);
+    // No layout plan goes against a schedule's window in force; what that costs is said.
+    let force = in_force::in_force(fleet, cx.schedules, cx.now);
+    let plan = planner::plan_around(fleet, cx.now, &force.pinned);
     layout::findings(fleet, cx, &plan, &mut out);
+    let starved = if force.pinned.is_empty() {
+        Vec::new()
+    } else {
+        in_force::findings(fleet, cx, &force, &planner::plan(fleet, cx.now), &plan, &mut out)
+    };
     let drained = if cx.advisor.drain_plans { drain::findings(fleet, cx, &plan, &mut out) } else { Vec::new() };
     let mut served = plan.served;
+    // What a schedule holds from waiting work is not capacity to add either.
+    served.extend(starved);
     // Free capacity once for both: it walks every card.
     let free = crate::model::capacity::Free::compute(fleet);
     preempt::candidates(fleet, cx, &free, &served, &mut out);

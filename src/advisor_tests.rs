@@ -22,6 +22,7 @@ fn cx(a: &Advisor) -> Context<'_> {
         now: now(),
         demand: None,
         suggested: None,
+        schedules: &[],
     }
 }
 
@@ -770,4 +771,69 @@ fn one_victim_serves_one_waiting_job_and_the_next_is_capacity_to_add() {
         got.iter().filter(|x| x.kind == Kind::PreemptionCandidate && x.suggestion.action().is_some()).collect();
     assert_eq!(preempt.len(), 1, "{got:#?}");
     assert!(got.iter().any(|x| x.kind == Kind::ScaleOut), "the second job is said: {got:#?}");
+}
+
+/// Two idle H100s on `gpu-h100-01` laid out as `layout`, whole-card training waiting 40 minutes
+/// and the demo's day/night schedule configured.
+fn scheduled_h100s(layout: &str) -> (Fleet, Vec<crate::model::schedule::Schedule>) {
+    let cards: Vec<Card> = (0..2)
+        .map(|i| {
+            let mut c = Card {
+                index: i,
+                model: "NVIDIA H100 80GB HBM3".into(),
+                memory_total_mib: Some(81559),
+                ..Card::default()
+            };
+            if layout != "whole" {
+                c.mig = MigState::from_layout(&c.model, layout);
+            }
+            c
+        })
+        .collect();
+    let node = Node { cards, sources: vec!["sim".into()], ..Node::new("gpu-h100-01") };
+    let sources = vec![crate::model::SourceStatus::live("sim", crate::model::SourceKind::Simulated, now())];
+    let mut train = Workload::new("t1", "train-1", WorkloadKind::Training, WorkloadState::Pending);
+    train.request.gpus = Some(1);
+    train.submitted_at = Some(now() - chrono::Duration::minutes(40));
+    let mut f = Fleet { nodes: vec![node], workloads: vec![train], sources, taken_at: Some(now()), ..Fleet::default() };
+    f.index_workloads();
+    let cfg = crate::config::parse(crate::schedule::demo::DEMO, "demo").unwrap_or_else(|e| panic!("{e}"));
+    (f, cfg.schedules)
+}
+
+/// #47: a schedule's window in force owns its cards' layout. By day (all-1g.10gb) two idle
+/// H100s sat as fourteen unused 1g.10gb while whole-card training waited, and the advice
+/// proposed layouts against the window and asked for hardware; now it says what the window
+/// costs, with the change to make now, and asks for no hardware.
+#[test]
+fn the_window_in_force_owns_its_cards_and_its_cost_is_said() {
+    let a = Advisor::default();
+    let (f, schedules) = scheduled_h100s("1g.10gb@0,1g.10gb@1,1g.10gb@2,1g.10gb@3,1g.10gb@4,1g.10gb@5,1g.10gb@6");
+    // Without the schedule: a layout plan for the waiting job (what the advice said before).
+    assert_eq!(of(Kind::LayoutPlan, &f, &a).len(), 1);
+    let with = Context { schedules: &schedules, ..cx(&a) };
+    let got = advise(&f, &with);
+    assert!(got.iter().all(|x| x.kind != Kind::LayoutPlan), "no plan against the window: {got:#?}");
+    assert!(got.iter().all(|x| x.kind != Kind::ScaleOut), "a layout change gives it, not hardware: {got:#?}");
+    let cost: Vec<&Finding> = got.iter().filter(|x| x.kind == Kind::ScheduleCost).collect();
+    assert_eq!(cost.len(), 1, "{got:#?}");
+    assert_eq!(
+        cost[0].title,
+        "schedule demo-h100-day-night (window day) holds 1 idle H100-80GB card as 7 unused 1g.10gb until 20:00 while 1 \
+         job waiting (1 GPU) could start on it: change now, or shorten the window"
+    );
+    assert_eq!(cost[0].severity, Severity::High);
+    assert_eq!(
+        cost[0].suggestion.action(),
+        Some(&Action::Repartition { target: "gpu-h100-01/0".into(), layout: "whole".into() })
+    );
+    // By night the window makes them whole: a waiting 3g.40gb gets no plan against it either.
+    let (mut f, schedules) = scheduled_h100s("whole");
+    f.workloads[0].request.mig_profile = Some("3g.40gb".into());
+    let night = now() + chrono::Duration::hours(8);
+    f.workloads[0].submitted_at = Some(night - chrono::Duration::minutes(40));
+    f.index_workloads();
+    let got = advise(&f, &Context { schedules: &schedules, now: night, ..cx(&a) });
+    assert!(got.iter().all(|x| x.kind != Kind::LayoutPlan), "{got:#?}");
+    assert!(got.iter().any(|x| x.kind == Kind::ScheduleCost), "{got:#?}");
 }

@@ -175,13 +175,14 @@ fn waiting(fleet: &Fleet, now: DateTime<Utc>, model_ix: &BTreeMap<String, usize>
 
 impl Problem {
     pub(crate) fn new(fleet: &Fleet, now: DateTime<Utc>) -> Self {
-        Self::build(fleet, now, None)
+        Self::build(fleet, now, None, &Pinned::new())
     }
 
     /// The problem over `fleet`; with `only`, that card is the one candidate (idle and steady,
     /// whatever backend: the question is which layout, not who applies it) and every other
     /// card's free capacity is fixed supply.
-    fn build(fleet: &Fleet, now: DateTime<Utc>, only: Option<&CardRef>) -> Self {
+    /// `pinned` cards are not candidates: a schedule's window in force sets their layout.
+    fn build(fleet: &Fleet, now: DateTime<Utc>, only: Option<&CardRef>, pinned: &Pinned) -> Self {
         let mut p = Problem::default();
         let mut model_ix: BTreeMap<String, usize> = BTreeMap::new();
         let mut keys: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
@@ -211,7 +212,7 @@ impl Problem {
             };
             let candidate = match only {
                 Some(o) => *o == r,
-                None => can,
+                None => can && !pinned.contains(&r),
             };
             if idle && steady && candidate {
                 let now_opt = if card.mig.enabled { p.option_of(m, Some(card.layout())) } else { Some(0) };
@@ -562,6 +563,19 @@ pub fn plan(fleet: &Fleet, now: DateTime<Utc>) -> Plan {
     p.plan(&choice)
 }
 
+/// Cards the planner leaves as they are (a schedule's window in force sets their layout).
+pub type Pinned = std::collections::HashSet<CardRef>;
+
+/// [`plan`] with `pinned` cards left as they are: what is free on them stays supply.
+pub fn plan_around(fleet: &Fleet, now: DateTime<Utc>, pinned: &Pinned) -> Plan {
+    if pinned.is_empty() {
+        return plan(fleet, now);
+    }
+    let p = Problem::build(fleet, now, None, pinned);
+    let choice = p.search();
+    p.plan(&choice)
+}
+
 /// What one card is asked to serve.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ask {
@@ -579,7 +593,7 @@ pub enum Ask {
 /// then the maximal layouts as `tessera layouts` numbers them). `None` when the card is not
 /// idle, its layout cannot be read, or no layout of it serves anything asked.
 pub fn card_layout(fleet: &Fleet, r: &CardRef, ask: &Ask, now: DateTime<Utc>) -> Option<String> {
-    let mut p = Problem::build(fleet, now, Some(r));
+    let mut p = Problem::build(fleet, now, Some(r), &Pinned::new());
     let i = p.cards.iter().position(|c| c.0 == *r)?;
     let m = p.cards[i].1;
     if let Ask::One { profile } = ask {

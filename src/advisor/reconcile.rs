@@ -35,7 +35,7 @@ impl Rank {
         match kind {
             Kind::UnhealthyHeld | Kind::Crowded | Kind::Interference => Self::Health,
             Kind::PreemptionCandidate => Self::WaitingInference,
-            Kind::LayoutPlan | Kind::DrainPlan | Kind::ScaleOut => Self::WaitingTraining,
+            Kind::LayoutPlan | Kind::DrainPlan | Kind::ScaleOut | Kind::ScheduleCost => Self::WaitingTraining,
             Kind::HeldIdle | Kind::Oversized | Kind::MigWaste | Kind::Fragmentation | Kind::UseMig => Self::Waste,
             Kind::ScaleIn | Kind::ScheduleSuggestion => Self::Cost,
         }
@@ -153,7 +153,8 @@ pub fn reconcile(fleet: &Fleet, findings: &mut [Finding]) -> Vec<Planned> {
         let winner = &plan[p];
         // The same action merges, unless it was to serve waiting work of its own: one
         // preemption or repartition does not start two jobs that each needed all of it.
-        let serves_its_own = matches!(f.kind, Kind::PreemptionCandidate | Kind::LayoutPlan | Kind::DrainPlan);
+        let serves_its_own =
+            matches!(f.kind, Kind::PreemptionCandidate | Kind::LayoutPlan | Kind::DrainPlan | Kind::ScheduleCost);
         let (outcome, text) = if winner.action == action && !serves_its_own {
             ("merged", format!("the same as the {} advice for {}: {action}", winner.kind.as_str(), winner.subject))
         } else {

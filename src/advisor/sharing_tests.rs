@@ -64,6 +64,7 @@ fn cx(advisor: &Advisor) -> Context<'_> {
         now: now(),
         demand: None,
         suggested: None,
+        schedules: &[],
     }
 }
 
