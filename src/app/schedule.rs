@@ -32,7 +32,9 @@ pub(super) fn due_change(
     // An unattended schedule's changes are made without `m`: here, or by `schedule run`.
     if schedules.iter().any(|s| s.name == b.schedule && s.unattended) {
         b.note = Some(if Auto::applies(cfg, store, schedules) {
-            "unattended: the console applies it (idle cards; m for the rest)".into()
+            // What decide does: idle cards now, busy ones kept drained and changed once idle.
+            "unattended: the console changes idle cards now, busy ones once idle (drained meanwhile); m plans them now"
+                .into()
         } else {
             "unattended: tessera schedule run applies it".into()
         });

@@ -2,8 +2,9 @@
 //! run`): what to do at an instant, as actions for the one runner, and what to remember from
 //! how they went. `lead` before a change the card is drained (no new work lands); at the change
 //! an idle card is repartitioned and, if tessera drained it, undrained; a card still busy at
-//! the change, or whose change the runner refuses or fails, is skipped for that window,
-//! undrained, reported once, and tried again at the next one; a card tessera drained for a
+//! the change stays drained and is changed once idle, one within `min_hold` once the hold ends;
+//! one that cannot be changed here, or whose change the runner refuses or fails, is skipped for
+//! that window, undrained, reported once, and tried again at the next one; a card tessera drained for a
 //! change that no longer comes is given back. Never a preemption, never a card with holders,
 //! and a card two unattended schedules cover is left to the first. Pure: the caller executes
 //! the actions and reports each result with `State::record`.
@@ -146,16 +147,44 @@ pub fn decide(
                     if ours {
                         out.push(give_back(&c.card, "drained for the change"));
                     }
-                } else {
-                    // Busy, unchangeable or held at the change: skip this window, give it back.
+                } else if st.readiness.starts_with("cannot") {
+                    // Not changeable here: skip this window, give it back.
                     state.skipped.insert(c.card.clone(), start);
                     if ours {
                         out.push(give_back(&c.card, "the change was skipped"));
                     }
-                    let why = if held { "within min_hold of its last change" } else { st.readiness.as_str() };
                     let text = format!(
-                        "schedule {}: {target} skipped for window {} ({why}); tried again at the next window",
+                        "schedule {}: {target} skipped for window {} ({}); tried again at the next window",
+                        s.name, st.window, st.readiness
+                    );
+                    state.report(text, &mut out);
+                } else if held {
+                    // Within min_hold of its last change: changed once the hold ends (if idle
+                    // then); not kept from work meanwhile.
+                    if ours {
+                        out.push(give_back(&c.card, "held by min_hold"));
+                    }
+                    let text = format!(
+                        "schedule {}: {target} due for window {} but within min_hold of its last change: changed when \
+                         the hold ends",
                         s.name, st.window
+                    );
+                    state.report(text, &mut out);
+                } else {
+                    // Busy at the change (running = wait): changed once it is idle, kept from new
+                    // work meanwhile (it was skipped for the whole window, idle or not).
+                    if !card.draining && !ours && card.health.fault().is_none() {
+                        out.push(Decision::Act {
+                            card: c.card.clone(),
+                            action: Action::Drain { target: target.clone() },
+                            why: format!("schedule {}: window {} is due ({})", s.name, st.window, st.readiness),
+                            window_start: None,
+                        });
+                    }
+                    let text = format!(
+                        "schedule {}: {target} due for window {} ({}): changed when it is idle, no new work lands \
+                         meanwhile",
+                        s.name, st.window, st.readiness
                     );
                     state.report(text, &mut out);
                 }
