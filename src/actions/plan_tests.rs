@@ -69,6 +69,21 @@ fn nvml_repartition_destroys_then_creates_largest_first_then_verifies() {
     );
 }
 
+/// #47: on the simulated cluster a layout change holds its card: drained first (new work that
+/// arrives meanwhile cannot take it), undrained last; a card already drained is left drained.
+#[test]
+fn a_simulated_repartition_holds_its_card_while_it_changes() {
+    let mut f = fleet(SourceKind::Simulated, None);
+    let a = Action::Repartition { target: "n1/1".into(), layout: "3g.40gb@0,3g.40gb@4".into() };
+    let p = plan(&a, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let c = calls(&p);
+    assert_eq!(c.first().copied(), Some("simulator: drain n1/1"), "{c:?}");
+    assert_eq!(c.last().copied(), Some("simulator: undrain n1/1"), "{c:?}");
+    f.nodes[0].cards[1].draining = true;
+    let p = plan(&a, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(calls(&p).iter().all(|c| !c.contains("drain")), "{:?}", calls(&p));
+}
+
 #[test]
 fn mig_mode_changes_and_busy_cards_are_refused() {
     let f = fleet(SourceKind::Nvml, Some("slurm:7"));

@@ -207,6 +207,15 @@ impl Runner {
             Err(e) => return Approval::Gone(e),
         };
         if now.steps != shown.steps || now.blockers != shown.blockers {
+            // Refused at the re-check after the yes (a new arrival took the idle card): audited
+            // as every refusal is (best effort: the answer stands either way).
+            if !now.allowed()
+                && let Some(path) = &self.audit
+            {
+                let why =
+                    format!("the cluster changed after the plan was shown: {}", super::guard::joined(&now.blockers));
+                let _ = audit::append(path, &audit::refused_because(&now, &why));
+            }
             return Approval::Changed(Box::new(now));
         }
         if !now.allowed() {
@@ -402,10 +411,12 @@ mod tests {
         let mut moved = f.clone();
         moved.sources[0].health = crate::model::SourceHealth::Connecting;
         assert!(matches!(r.approve(&p, &moved), Approval::Changed(_)));
+        // Refused at the re-check after the yes: audited, as every refusal is (it was not).
+        assert_eq!(records(&path), vec!["refused"]);
         let mut gone = f.clone();
         gone.nodes.retain(|n| n.name != "gpu-a100-01");
         assert!(matches!(r.approve(&p, &gone), Approval::Gone(_)));
-        assert!(records(&path).is_empty());
+        assert_eq!(records(&path), vec!["refused"]);
         let nowhere = r.clone().with_audit(None);
         assert!(matches!(nowhere.approve(&p, &f), Approval::NotStarted(_)), "no audit, no action");
     }

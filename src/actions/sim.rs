@@ -108,6 +108,18 @@ fn repartition(p: &mut Plan, _: &Fleet, node: &Node, card: Option<&Card>, layout
     let Some((spec, layout)) = super::layout_on_card(p, node, c, layout) else { return Ok(()) };
     let whole = matches!(spec, LayoutSpec::Whole);
     let n = c.mig.instances.len();
+    // The card is held first: new work that arrives while the operator confirms, or while
+    // the instances change, cannot take it (a waiting job's plan lost its card to one).
+    let hold = !c.draining;
+    let (name, index) = (node.name.clone(), c.index);
+    if hold {
+        let op = SimOp::Drain { node: name.clone(), index };
+        p.steps.push(step(
+            "Drain the card (no new work takes it while it changes)",
+            format!("simulator: {op}"),
+            Op::Sim { op },
+        ));
+    }
     if n > 0 {
         p.steps.push(step(
             format!("Destroy the {n} GPU instances and their compute instances"),
@@ -127,6 +139,14 @@ fn repartition(p: &mut Plan, _: &Fleet, node: &Node, card: Option<&Card>, layout
         "simulator: wait",
         Op::Wait { seconds: SIM_MIG_CREATE_S, why: "instances starting".into() },
     ));
+    if hold {
+        let op = SimOp::Undrain { node: name, index };
+        p.steps.push(step(
+            "Undrain the card: the waiting work can start on it",
+            format!("simulator: {op}"),
+            Op::Sim { op },
+        ));
+    }
     Ok(())
 }
 
