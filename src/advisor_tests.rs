@@ -774,7 +774,7 @@ fn one_victim_serves_one_waiting_job_and_the_next_is_capacity_to_add() {
 }
 
 /// Two idle H100s on `gpu-h100-01` laid out as `layout`, whole-card training waiting 40 minutes
-/// and the demo's day/night schedule configured.
+/// and the starving day/night schedule (the README's example before #47) configured.
 fn scheduled_h100s(layout: &str) -> (Fleet, Vec<crate::model::schedule::Schedule>) {
     let cards: Vec<Card> = (0..2)
         .map(|i| {
@@ -797,7 +797,8 @@ fn scheduled_h100s(layout: &str) -> (Fleet, Vec<crate::model::schedule::Schedule
     train.submitted_at = Some(now() - chrono::Duration::minutes(40));
     let mut f = Fleet { nodes: vec![node], workloads: vec![train], sources, taken_at: Some(now()), ..Fleet::default() };
     f.index_workloads();
-    let cfg = crate::config::parse(crate::schedule::demo::DEMO, "demo").unwrap_or_else(|e| panic!("{e}"));
+    let text = include_str!("../tests/fixtures/schedules/starving-day-night.toml");
+    let cfg = crate::config::parse(text, "starving-day-night.toml").unwrap_or_else(|e| panic!("{e}"));
     (f, cfg.schedules)
 }
 
@@ -819,7 +820,7 @@ fn the_window_in_force_owns_its_cards_and_its_cost_is_said() {
     assert_eq!(cost.len(), 1, "{got:#?}");
     assert_eq!(
         cost[0].title,
-        "schedule demo-h100-day-night (window day) holds 1 idle H100-80GB card as 7 unused 1g.10gb until 20:00 while 1 \
+        "schedule sim-day-night (window day) holds 1 idle H100-80GB card as 7 unused 1g.10gb until 20:00 while 1 \
          job waiting (1 GPU) could start on it: change now, or shorten the window"
     );
     assert_eq!(cost[0].severity, Severity::High);

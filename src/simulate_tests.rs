@@ -216,8 +216,8 @@ fn a_schedule_changes_idle_cards_at_its_windows() {
     });
     let Some(crate::model::mig::LayoutSpec::Mig(day)) = seven else { panic!("layout") };
     let windows = vec![
-        Window { model: None, start_s: 8 * 3600, end_s: 18 * 3600, layout: Some(day) },
-        Window { model: None, start_s: 18 * 3600, end_s: 8 * 3600, layout: None },
+        Window { model: None, nodes: Vec::new(), start_s: 8 * 3600, end_s: 18 * 3600, layout: Some(day) },
+        Window { model: None, nodes: Vec::new(), start_s: 18 * 3600, end_s: 8 * 3600, layout: None },
     ];
     let s = Settings { windows, ..Settings::default() };
     // A night job on the whole card, then seven day services.
@@ -355,8 +355,8 @@ fn a_layout_with_media_extensions_is_the_same_layout_at_the_next_boundary() {
         panic!("layout")
     };
     let windows = vec![
-        Window { model: None, start_s: 8 * 3600, end_s: 18 * 3600, layout: Some(l.clone()) },
-        Window { model: None, start_s: 18 * 3600, end_s: 8 * 3600, layout: Some(l) },
+        Window { model: None, nodes: Vec::new(), start_s: 8 * 3600, end_s: 18 * 3600, layout: Some(l.clone()) },
+        Window { model: None, nodes: Vec::new(), start_s: 18 * 3600, end_s: 8 * 3600, layout: Some(l) },
     ];
     let s = Settings { windows, ..Settings::default() };
     let jobs: Vec<Job> = (0..6).map(|i| frac(&format!("j{i}"), i * 4 * 3600, 600, 142, Class::Inference)).collect();
@@ -421,7 +421,7 @@ proptest! {
                 crate::model::mig::LayoutSpec::Whole => None,
             }
         });
-        let windows = vec![Window { model: None, start_s: 0, end_s: 3600, layout: day }];
+        let windows = vec![Window { model: None, nodes: Vec::new(), start_s: 0, end_s: 3600, layout: day }];
         let s = Settings { placement, windows, min_runtime_s: 1_000_000, interval_s: 120, ..Settings::default() };
         let ex = books(run(&jobs, &f, Policy::Exclusive, &s));
         for policy in [Policy::Mig, Policy::Schedule, Policy::Adaptive] {
@@ -464,7 +464,7 @@ fn every_policy_of_a_run_is_measured_over_one_window() {
     assert_eq!(alone.window_end_s, 190 + 7200);
     // Nor a schedule's: its windows come round for days, but nothing more starts.
     let Some(Some(cut)) = f.nodes[0].layouts.first().cloned() else { panic!("layout") };
-    let windows = vec![Window { model: None, start_s: 0, end_s: 0, layout: Some(cut) }];
+    let windows = vec![Window { model: None, nodes: Vec::new(), start_s: 0, end_s: 0, layout: Some(cut) }];
     let sched = run(&jobs, &f, Policy::Schedule, &Settings { windows, ..Settings::default() });
     assert_eq!((sched.window_end_s, sched.never_started), (190 + 7200, 1));
     // Held and idle use the same window: GPU-hours held plus idle card-hours is the fleet's

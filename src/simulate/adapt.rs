@@ -88,12 +88,17 @@ impl Run<'_> {
         }
     }
 
-    /// The layout the windows want for model `m` at second-of-day `s`, if one covers it.
-    fn wanted(&self, model: &str, s: u32) -> Option<Option<Vec<Placed>>> {
+    /// The layout the windows want for model `m` on node `node` at second-of-day `s`, if one
+    /// covers it (a schedule's node globs too: every card of the model was changed).
+    fn wanted(&self, model: &str, node: &str, s: u32) -> Option<Option<Vec<Placed>>> {
         self.s
             .windows
             .iter()
-            .find(|w| w.model.as_deref().is_none_or(|x| x.eq_ignore_ascii_case(model)) && w.covers(s))
+            .find(|w| {
+                w.model.as_deref().is_none_or(|x| x.eq_ignore_ascii_case(model))
+                    && (w.nodes.is_empty() || w.nodes.iter().any(|g| crate::model::schedule::glob(g, node)))
+                    && w.covers(s)
+            })
             .map(|w| w.layout.clone())
     }
 
@@ -107,7 +112,8 @@ impl Run<'_> {
             if self.fleet.models[model].mig.is_none() {
                 continue;
             }
-            let Some(want) = self.wanted(&self.fleet.models[model].name, s) else { continue };
+            let node = &self.fleet.nodes[self.cl.cards[c].node as usize].name;
+            let Some(want) = self.wanted(&self.fleet.models[model].name, node, s) else { continue };
             let have = self.cl.layout_of(self.fleet, c).filter(|l| !l.is_empty());
             let want = want.filter(|l| !l.is_empty());
             let card = &self.cl.cards[c];

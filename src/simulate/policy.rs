@@ -124,6 +124,8 @@ impl Placement {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Window {
     pub model: Option<Box<str>>,
+    /// Node name globs (`*`, `?`) the window covers; empty: every node.
+    pub nodes: Vec<String>,
     pub start_s: u32,
     pub end_s: u32,
     /// `None`: whole cards (MIG off).

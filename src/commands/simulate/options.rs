@@ -105,6 +105,7 @@ pub(super) fn windows(schedules: &[crate::model::schedule::Schedule], fleet: &Fl
                 let utc = |min: u16| (i64::from(min) * 60 - i64::from(offset)).rem_euclid(86_400) as u32;
                 out.push(simulate::Window {
                     model: Some(m.name.clone()),
+                    nodes: sch.nodes.clone(),
                     start_s: utc(w.start_min),
                     end_s: utc(w.end_min % 1440),
                     layout,
