@@ -61,6 +61,8 @@ pub enum Kind {
     ScheduleSuggestion,
     /// A schedule's window in force keeps idle cards from waiting work a layout change starts.
     ScheduleCost,
+    /// A multi-card request the fleet has the cards for, but no node free together.
+    Packing,
 }
 
 impl Kind {
@@ -81,6 +83,7 @@ impl Kind {
             Self::UseMig => "use MIG instead",
             Self::ScheduleSuggestion => "schedule",
             Self::ScheduleCost => "schedule cost",
+            Self::Packing => "packing",
         }
     }
 }

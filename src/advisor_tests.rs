@@ -838,3 +838,66 @@ fn the_window_in_force_owns_its_cards_and_its_cost_is_said() {
     assert!(got.iter().all(|x| x.kind != Kind::LayoutPlan), "{got:#?}");
     assert!(got.iter().any(|x| x.kind == Kind::ScheduleCost), "{got:#?}");
 }
+
+/// Two nodes of 8 whole A100s, `busy_a` and `busy_b` of them held, and one training job
+/// waiting 40 minutes for `want` whole cards together.
+fn two_nodes(busy_a: u32, busy_b: u32, want: u32) -> Fleet {
+    let mut workloads = Vec::new();
+    let node = |name: &str, busy: u32, workloads: &mut Vec<Workload>| {
+        let cards = (0..8)
+            .map(|i| {
+                let held = if i < busy {
+                    let mut w = running(&format!("{name}-{i}"), WorkloadKind::Training, 300, None);
+                    w.cards = vec![CardRef::new(name, i)];
+                    workloads.push(w);
+                    vec![format!("{name}-{i}")]
+                } else {
+                    Vec::new()
+                };
+                Card {
+                    index: i,
+                    model: "NVIDIA A100-SXM4-80GB".into(),
+                    memory_total_mib: Some(81920),
+                    workloads: held,
+                    ..Card::default()
+                }
+            })
+            .collect();
+        Node { cards, ..Node::new(name) }
+    };
+    let nodes = vec![node("a", busy_a, &mut workloads), node("b", busy_b, &mut workloads)];
+    let mut p = Workload::new("big", "big", WorkloadKind::Training, WorkloadState::Pending);
+    p.request.gpus = Some(want);
+    p.submitted_at = Some(now() - chrono::Duration::minutes(40));
+    workloads.push(p);
+    let mut f = Fleet { nodes, workloads, taken_at: Some(now()), ..Fleet::default() };
+    f.index_workloads();
+    f
+}
+
+/// #47: a multi-card request the fleet has the cards for, but no node free together, is
+/// packing: the node to empty (the fewest busy), its drain, and no "add capacity" (1,428 free,
+/// at most 6 on one node, said "add capacity for 2 × whole"). What no node could give even
+/// empty is a shortage still.
+#[test]
+fn fragmentation_across_nodes_is_packing_not_a_shortage() {
+    use crate::model::CardRef;
+    let a = Advisor::default();
+    let f = two_nodes(5, 3, 8);
+    assert!(of(Kind::ScaleOut, &f, &a).is_empty(), "{:#?}", of(Kind::ScaleOut, &f, &a));
+    let got = of(Kind::Packing, &f, &a);
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert!(
+        got[0].title.contains("8 free, at most 5 on one node; packing, not a shortage: emptying b (3 busy)"),
+        "{}",
+        got[0].title
+    );
+    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "b".into() }));
+    assert_eq!(got[0].cards, vec![CardRef::new("b", 0), CardRef::new("b", 1), CardRef::new("b", 2)]);
+    // Nine together: no node has nine cards, so one is short, however the work is packed.
+    let f = two_nodes(0, 0, 9);
+    let got = of(Kind::ScaleOut, &f, &a);
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert!(got[0].title.contains("1 short"), "{}", got[0].title);
+    assert!(of(Kind::Packing, &f, &a).is_empty());
+}

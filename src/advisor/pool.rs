@@ -236,11 +236,22 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, free: &Free, served: &[Stri
         let wanted: u64 = late.iter().map(units).sum();
         let biggest = late.iter().map(units).max().unwrap_or(0);
         let block = free.largest_block(&d.resource);
-        let short = wanted.saturating_sub(free.of(&d.resource)).max(biggest.saturating_sub(block));
+        let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
+        // Whole cards: what no node could give even empty is short; a request one node could
+        // give once emptied is packing, not a shortage (1,428 free, at most 6 on one node, an
+        // 8-GPU job: "add capacity for 2" was wrong).
+        let most = most_on_one_node(fleet, &d.resource);
+        let beyond_any_node = most.map_or(biggest.saturating_sub(block), |m| biggest.saturating_sub(m));
+        let short = wanted.saturating_sub(free.of(&d.resource)).max(beyond_any_node);
         if short == 0 {
+            if biggest > block
+                && let Some(f) =
+                    packing(fleet, &d.resource, &late, biggest, block, free.of(&d.resource), oldest, severity)
+            {
+                out.push(f);
+            }
             continue;
         }
-        let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
         // A share is a part of a card: GPU-hours count the cards the shares make up, at the
         // replicas per card the shared cards of that kind have (unknown there: not counted).
         let (per_gpu, place) = match &d.resource {
@@ -283,6 +294,103 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, free: &Free, served: &[Stri
             cards: Vec::new(),
         });
     }
+}
+
+/// Whether whole card `c` is one of `resource` (a whole card of its model, or of any).
+fn whole_of(c: &crate::model::Card, resource: &crate::model::Resource) -> bool {
+    match resource {
+        crate::model::Resource::WholeCard { model } => {
+            !c.mig.enabled
+                && c.sharing.replicas.is_none()
+                && model.as_deref().is_none_or(|m| crate::model::capacity::model_key(&c.model) == m)
+        }
+        _ => false,
+    }
+}
+
+/// For whole cards: the most cards of `resource` one node has, free or not (`None` for other
+/// resources, whose blocks this does not judge).
+fn most_on_one_node(fleet: &Fleet, resource: &crate::model::Resource) -> Option<u64> {
+    matches!(resource, crate::model::Resource::WholeCard { .. }).then(|| {
+        fleet
+            .nodes
+            .iter()
+            .filter(|n| n.schedulable)
+            .map(|n| n.cards.iter().filter(|c| c.health.fault().is_none() && whole_of(c, resource)).count() as u64)
+            .max()
+            .unwrap_or(0)
+    })
+}
+
+/// A multi-card request that fits the fleet but no node's free cards: the node with the fewest
+/// busy cards of the resource among those with enough of them, to drain so it empties.
+#[allow(clippy::too_many_arguments)]
+fn packing(
+    fleet: &Fleet,
+    resource: &crate::model::Resource,
+    late: &[&crate::model::Workload],
+    biggest: u64,
+    block: u64,
+    free_all: u64,
+    oldest: u64,
+    severity: Severity,
+) -> Option<Finding> {
+    let (node, busy) = fleet
+        .nodes
+        .iter()
+        .filter(|n| n.schedulable)
+        .filter_map(|n| {
+            let mine: Vec<&crate::model::Card> =
+                n.cards.iter().filter(|c| c.health.fault().is_none() && whole_of(c, resource)).collect();
+            // Held: what must end or move (a card drained for this is the drain under way).
+            let busy: Vec<&crate::model::Card> = mine.iter().copied().filter(|c| !c.is_idle()).collect();
+            (mine.len() as u64 >= biggest).then_some((n, busy))
+        })
+        .min_by_key(|(n, busy)| (busy.len(), n.name.clone()))?;
+    let holders: Vec<String> = {
+        let mut h: Vec<String> = busy.iter().flat_map(|c| c.holders().map(str::to_string)).collect();
+        h.sort();
+        h.dedup();
+        h
+    };
+    let cards: Vec<CardRef> = busy.iter().map(|c| CardRef::new(node.name.clone(), c.index)).collect();
+    let who = if holders.is_empty() {
+        "its work".to_string()
+    } else {
+        holders.iter().take(6).cloned().collect::<Vec<_>>().join(", ")
+    };
+    Some(Finding {
+        kind: Kind::Packing,
+        severity,
+        subject: Subject::Resource { resource: resource.to_string() },
+        title: format!(
+            "{} waits for {biggest} × {resource} together: {free_all} free, at most {block} on one node; packing, not \
+             a shortage: emptying {} ({} busy) would give it, the oldest waiting {}",
+            crate::units::count(late.len() as u64, "job", "jobs"),
+            node.name,
+            busy.len(),
+            minutes(oldest)
+        ),
+        evidence: vec![
+            format!("{} has {} of them busy, held by {who}", node.name, busy.len()),
+            format!(
+                "no node lacks the cards: {} has enough once its work ends or moves; nothing needs to be bought",
+                node.name
+            ),
+        ],
+        // The waiting request, a day long.
+        gpu_hours_per_day: biggest as f64 * 24.0,
+        cost_per_day: None,
+        suggestion: Suggestion::Action {
+            action: crate::actions::Action::Drain { target: node.name.clone() },
+            why: format!(
+                "no new work lands on {}; as its {} busy cards end (or their training is preempted) the {biggest}-card job fits",
+                node.name,
+                busy.len()
+            ),
+        },
+        cards,
+    })
 }
 
 /// The replicas per card of the shared cards counting in `unit` (of `model`, where named),

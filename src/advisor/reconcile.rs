@@ -35,7 +35,9 @@ impl Rank {
         match kind {
             Kind::UnhealthyHeld | Kind::Crowded | Kind::Interference => Self::Health,
             Kind::PreemptionCandidate => Self::WaitingInference,
-            Kind::LayoutPlan | Kind::DrainPlan | Kind::ScaleOut | Kind::ScheduleCost => Self::WaitingTraining,
+            Kind::LayoutPlan | Kind::DrainPlan | Kind::ScaleOut | Kind::ScheduleCost | Kind::Packing => {
+                Self::WaitingTraining
+            }
             Kind::HeldIdle | Kind::Oversized | Kind::MigWaste | Kind::Fragmentation | Kind::UseMig => Self::Waste,
             Kind::ScaleIn | Kind::ScheduleSuggestion => Self::Cost,
         }
