@@ -894,6 +894,14 @@ fn fragmentation_across_nodes_is_packing_not_a_shortage() {
     );
     assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "b".into() }));
     assert_eq!(got[0].cards, vec![CardRef::new("b", 0), CardRef::new("b", 1), CardRef::new("b", 2)]);
+    // Drained for it: the plan is under way, what is left said (no second action for the wait).
+    let mut held = f.clone();
+    held.nodes[1].cards.iter_mut().for_each(|c| c.draining = true);
+    let got = of(Kind::Packing, &held, &a);
+    assert!(
+        matches!(&got[0].suggestion, Suggestion::InProgress { text, .. } if text.contains("b is drained for the 8-card job: waiting for its work to end (3 busy)")),
+        "{got:#?}"
+    );
     // Nine together: no node has nine cards, so one is short, however the work is packed.
     let f = two_nodes(0, 0, 9);
     let got = of(Kind::ScaleOut, &f, &a);

@@ -242,7 +242,9 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, free: &Free, served: &[Stri
         // 8-GPU job: "add capacity for 2" was wrong).
         let most = most_on_one_node(fleet, &d.resource);
         let beyond_any_node = most.map_or(biggest.saturating_sub(block), |m| biggest.saturating_sub(m));
-        let short = wanted.saturating_sub(free.of(&d.resource)).max(beyond_any_node);
+        // Idle cards drained (for this, or held back by an operator) are not missing hardware.
+        let withheld = drained_idle(fleet, &d.resource);
+        let short = wanted.saturating_sub(free.of(&d.resource) + withheld).max(beyond_any_node);
         if short == 0 {
             if biggest > block
                 && let Some(f) =
@@ -296,20 +298,35 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, free: &Free, served: &[Stri
     }
 }
 
-/// Whether whole card `c` is one of `resource` (a whole card of its model, or of any).
+/// Whether card `c` could be one of `resource` (a whole card of its model, or of any): as it
+/// is, or laid out whole (a MIG or shared card becomes one once idle).
 fn whole_of(c: &crate::model::Card, resource: &crate::model::Resource) -> bool {
     match resource {
         crate::model::Resource::WholeCard { model } => {
-            !c.mig.enabled
-                && c.sharing.replicas.is_none()
-                && model.as_deref().is_none_or(|m| crate::model::capacity::model_key(&c.model) == m)
+            model.as_deref().is_none_or(|m| crate::model::capacity::model_key(&c.model) == m)
         }
         _ => false,
     }
 }
 
-/// For whole cards: the most cards of `resource` one node has, free or not (`None` for other
-/// resources, whose blocks this does not judge).
+/// Idle whole cards of `resource` that are drained: capacity held back, not missing.
+fn drained_idle(fleet: &Fleet, resource: &crate::model::Resource) -> u64 {
+    fleet
+        .cards()
+        .filter(|(n, c)| {
+            n.schedulable && c.draining && c.is_idle() && c.health.fault().is_none() && whole_of(c, resource)
+        })
+        .filter(|(_, c)| !not_whole(c))
+        .count() as u64
+}
+
+/// A card that must be laid out whole first (MIG on, or shared).
+fn not_whole(c: &crate::model::Card) -> bool {
+    c.mig.enabled || c.sharing.replicas.is_some()
+}
+
+/// For whole cards: the most cards of `resource` one node has, free or not, whole or to be laid
+/// out whole (`None` for other resources, whose blocks this does not judge).
 fn most_on_one_node(fleet: &Fleet, resource: &crate::model::Resource) -> Option<u64> {
     matches!(resource, crate::model::Resource::WholeCard { .. }).then(|| {
         fleet
@@ -335,18 +352,24 @@ fn packing(
     oldest: u64,
     severity: Severity,
 ) -> Option<Finding> {
-    let (node, busy) = fleet
+    let (node, drained, busy, relayout) = fleet
         .nodes
         .iter()
         .filter(|n| n.schedulable)
         .filter_map(|n| {
             let mine: Vec<&crate::model::Card> =
                 n.cards.iter().filter(|c| c.health.fault().is_none() && whole_of(c, resource)).collect();
-            // Held: what must end or move (a card drained for this is the drain under way).
+            // Held: what must end or move (a card drained for this is the drain under way);
+            // MIG or shared: to lay out whole once idle.
             let busy: Vec<&crate::model::Card> = mine.iter().copied().filter(|c| !c.is_idle()).collect();
-            (mine.len() as u64 >= biggest).then_some((n, busy))
+            let relayout: Vec<&crate::model::Card> = mine.iter().copied().filter(|c| not_whole(c)).collect();
+            (mine.len() as u64 >= biggest).then_some((n, mine, busy, relayout))
         })
-        .min_by_key(|(n, busy)| (busy.len(), n.name.clone()))?;
+        // A node already drained for it first (its plan under way), then the least to do.
+        .min_by_key(|(n, mine, busy, relayout)| {
+            (!mine.iter().all(|c| c.draining), busy.len() + relayout.len(), n.name.clone())
+        })
+        .map(|(n, mine, busy, relayout)| (n, mine.iter().all(|c| c.draining), busy, relayout))?;
     let holders: Vec<String> = {
         let mut h: Vec<String> = busy.iter().flat_map(|c| c.holders().map(str::to_string)).collect();
         h.sort();
@@ -355,24 +378,68 @@ fn packing(
     };
     let cards: Vec<CardRef> = busy.iter().map(|c| CardRef::new(node.name.clone(), c.index)).collect();
     let who = if holders.is_empty() {
-        "its work".to_string()
+        "nobody".to_string()
     } else {
         holders.iter().take(6).cloned().collect::<Vec<_>>().join(", ")
+    };
+    let relaid = if relayout.is_empty() {
+        String::new()
+    } else {
+        let n = crate::units::count(relayout.len() as u64, "card", "cards");
+        format!("; {n} to lay out whole once idle (MIG or shared now)")
+    };
+    let remedy = match (busy.len(), relayout.len()) {
+        (0, r) => format!("laying out {r} of {}'s cards whole", node.name),
+        (b, 0) => format!("emptying {} ({b} busy)", node.name),
+        (b, r) => format!("emptying {} ({b} busy) and laying out {r} of its cards whole", node.name),
+    };
+    // The node is held first (drained: nothing new lands on the cards it frees), its MIG cards
+    // laid out whole as they empty, then given back for the job (a card laid out whole on an
+    // undrained node went to the next small job).
+    let first_mig = relayout.iter().find(|c| c.mig.enabled && c.is_idle());
+    let suggestion = match (drained, first_mig) {
+        (false, _) => Suggestion::Action {
+            action: crate::actions::Action::Drain { target: node.name.clone() },
+            why: format!(
+                "no new work lands on {}; as its {} end (or their training is preempted) and its cards are laid out \
+                 whole, the {biggest}-card job fits",
+                node.name,
+                crate::units::count(busy.len() as u64, "busy card", "busy cards")
+            ),
+        },
+        // Drained for it: what is left is said, one plan per subject (the next pass must not
+        // offer a second action for the same wait).
+        (true, mig) => {
+            let next = match (busy.is_empty(), mig, relayout.is_empty()) {
+                (true, _, true) => format!("it is empty and whole: undrain {} for the {biggest}-card job", node.name),
+                (_, Some(c), _) => format!(
+                    "repartition {}/{} whole (idle now), and its other MIG cards as they empty, then undrain {}",
+                    node.name, c.index, node.name
+                ),
+                _ => format!(
+                    "waiting for its work to end ({} busy); lay its cards out whole, then undrain {}",
+                    busy.len(),
+                    node.name
+                ),
+            };
+            Suggestion::InProgress {
+                action: crate::actions::Action::Drain { target: node.name.clone() },
+                text: format!("{} is drained for the {biggest}-card job: {next}", node.name),
+            }
+        }
     };
     Some(Finding {
         kind: Kind::Packing,
         severity,
         subject: Subject::Resource { resource: resource.to_string() },
         title: format!(
-            "{} waits for {biggest} × {resource} together: {free_all} free, at most {block} on one node; packing, not \
-             a shortage: emptying {} ({} busy) would give it, the oldest waiting {}",
-            crate::units::count(late.len() as u64, "job", "jobs"),
-            node.name,
-            busy.len(),
+            "{} for {biggest} × {resource} together: {free_all} free, at most {block} on one node; packing, not a \
+             shortage: {remedy} would give it, the oldest waiting {}",
+            if late.len() == 1 { "1 job waits".to_string() } else { format!("{} jobs wait", late.len()) },
             minutes(oldest)
         ),
         evidence: vec![
-            format!("{} has {} of them busy, held by {who}", node.name, busy.len()),
+            format!("{}: {} busy, held by {who}{relaid}", node.name, busy.len()),
             format!(
                 "no node lacks the cards: {} has enough once its work ends or moves; nothing needs to be bought",
                 node.name
@@ -381,14 +448,7 @@ fn packing(
         // The waiting request, a day long.
         gpu_hours_per_day: biggest as f64 * 24.0,
         cost_per_day: None,
-        suggestion: Suggestion::Action {
-            action: crate::actions::Action::Drain { target: node.name.clone() },
-            why: format!(
-                "no new work lands on {}; as its {} busy cards end (or their training is preempted) the {biggest}-card job fits",
-                node.name,
-                busy.len()
-            ),
-        },
+        suggestion,
         cards,
     })
 }
