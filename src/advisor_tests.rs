@@ -146,6 +146,11 @@ fn mig_waste_cases() {
     inst[1].workloads = vec!["big".into()];
     inst[1].memory_used_mib = Some(38 * 1024);
     inst[1].memory_total_mib = Some(40 * 1024);
+    // Holders whose activity covers the idle rules' window, using a tenth of their compute.
+    for id in ["small", "big"] {
+        f.workloads.push(running(id, WorkloadKind::Inference, 300, Some(activity(10.0, 0))));
+    }
+    f.index_workloads();
     let got = of(Kind::MigWaste, &f, &a);
     assert_eq!(got.len(), 1, "only the instance with 25 GiB idle: {got:?}");
     assert!(got[0].title.contains("25.0 GiB idle"), "{}", got[0].title);
@@ -154,13 +159,13 @@ fn mig_waste_cases() {
         "the smallest that holds 15 GiB: {}",
         got[0].suggestion.text()
     );
-    // Judged on the peak: the job used 18 GiB an hour ago, so 22 GiB idle, not 25.
-    let mut small = running("small", WorkloadKind::Inference, 300, Some(activity(50.0, 0)));
-    small.activity = small.activity.map(|a| Activity { peak_mem_mib: Some(18 * 1024), ..a });
-    f.workloads.push(small);
-    f.index_workloads();
+    // Judged on the peak: the job used 17 GiB an hour ago, so 23 GiB idle, not 25; at half of
+    // the 3g's compute it needs two slices: a 2g.20gb, not a 1g.
+    let small = f.workloads.iter_mut().find(|w| w.id == "small").unwrap_or_else(|| panic!("small"));
+    small.activity = Some(Activity { peak_mem_mib: Some(17 * 1024), ..activity(50.0, 0) });
     let got = of(Kind::MigWaste, &f, &a);
-    assert!(got[0].title.contains("22.0 GiB idle"), "{}", got[0].title);
+    assert!(got[0].title.contains("23.0 GiB idle"), "{}", got[0].title);
+    assert!(got[0].suggestion.text().contains("2g.20gb"), "{}", got[0].suggestion.text());
     // At a 30 GiB peak no smaller profile holds it (#36): the 10 GiB left is the catalog's
     // granularity, not waste.
     let small = f.workloads.iter_mut().find(|w| w.id == "small").unwrap_or_else(|| panic!("small"));
@@ -183,6 +188,10 @@ fn unused_memory_no_smaller_profile_could_save_is_granularity_not_waste() {
         inst.memory_used_mib = Some(gib * 1024);
         inst.memory_total_mib = Some(20 * 1024);
     }
+    for id in ["a", "b", "c", "d"] {
+        f.workloads.push(running(id, WorkloadKind::Inference, 300, Some(activity(10.0, 0))));
+    }
+    f.index_workloads();
     let got = of(Kind::MigWaste, &f, &a);
     let titles: Vec<&str> = got.iter().map(|x| x.title.as_str()).collect();
     assert!(!titles.iter().any(|t| t.starts_with("a uses") || t.starts_with("b uses")), "{titles:?}");
@@ -908,4 +917,34 @@ fn fragmentation_across_nodes_is_packing_not_a_shortage() {
     assert_eq!(got.len(), 1, "{got:#?}");
     assert!(got[0].title.contains("1 short"), "{}", got[0].title);
     assert!(of(Kind::Packing, &f, &a).is_empty());
+}
+
+/// #47: right-sizing that is right. A job using 17.9 GiB of a 2g.35gb on an H200, at 56-63 % of
+/// its compute, was told a 1g.18gb (18 GiB, one slice) would hold it, ten seconds after the
+/// instance was made: now it needs the idle rules' window covered, a tenth of memory to spare
+/// and the compute it uses, and no smaller profile has them.
+#[test]
+fn mig_waste_needs_the_window_a_margin_and_the_compute() {
+    let a = Advisor::default();
+    let mut card = Card { index: 0, model: "NVIDIA H200".into(), memory_total_mib: Some(143_771), ..Card::default() };
+    card.mig = MigState::from_layout(&card.model, "2g.35gb@0");
+    card.mig.instances[0].workloads = vec!["job".into()];
+    card.mig.instances[0].memory_used_mib = Some(17 * 1024 + 900);
+    card.mig.instances[0].memory_total_mib = Some(35 * 1024);
+    let node = Node { cards: vec![card], sources: vec!["sim".into()], ..Node::new("n") };
+    let mut job = running("job", WorkloadKind::Inference, 300, None);
+    job.cards = vec![crate::model::CardRef::new("n", 0)];
+    // Seconds of history: not judged at all.
+    job.activity = Some(Activity { covered_s: 10, now_pct: Some(60.0), mean_pct: Some(60.0), ..activity(60.0, 0) });
+    let mut f = Fleet { nodes: vec![node], workloads: vec![job], taken_at: Some(now()), ..Fleet::default() };
+    f.index_workloads();
+    assert!(of(Kind::MigWaste, &f, &a).is_empty(), "judged on seconds");
+    // The window covered, at 60 % of two slices: two slices and 19.7 GiB are needed.
+    f.workloads[0].activity = Some(activity(60.0, 0));
+    assert!(of(Kind::MigWaste, &f, &a).is_empty(), "{:#?}", of(Kind::MigWaste, &f, &a));
+    // At 20 % of its compute and 10 GiB, a 1g.18gb holds it with room: that is waste.
+    f.nodes[0].cards[0].mig.instances[0].memory_used_mib = Some(10 * 1024);
+    f.workloads[0].activity = Some(activity(20.0, 0));
+    let got = of(Kind::MigWaste, &f, &a);
+    assert!(got.iter().any(|x| x.suggestion.text().contains("1g.18gb")), "{got:#?}");
 }

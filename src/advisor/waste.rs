@@ -1,13 +1,18 @@
 //! MIG waste: an instance's memory minus what its workload uses (a 15 GB job on a 20 GB
 //! instance wastes 5 GB) where a smaller profile would hold the job, per workload and summed
 //! per profile, with that profile. Where none would, the unused memory is the catalog's
-//! granularity: not waste, said in the profile's summary.
+//! granularity: not waste, said in the profile's summary. Judged on the idle rules' window
+//! (one holder, its activity covering it), with a tenth of memory as margin and the compute the
+//! job uses: a smaller profile must hold both.
 
 use std::collections::BTreeMap;
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion};
 use crate::model::mig::best_fit;
 use crate::model::{CardRef, Fleet};
+
+/// The memory margin a smaller profile must leave: a tenth of what the job uses.
+const MARGIN_DIVISOR: u64 = 10;
 
 pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
     let min_mib = (cx.advisor.waste_min_gib * 1024.0) as u64;
@@ -18,11 +23,12 @@ pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
     for (n, c) in fleet.cards().filter(|(_, c)| c.mig.enabled) {
         let Some(model) = c.gpu_model() else { continue };
         for i in c.mig.instances.iter().filter(|i| !i.workloads.is_empty()) {
-            // The most its holder was seen using (one holder: with several, the instance's now).
-            let peak = match i.workloads.as_slice() {
-                [one] => fleet.workload(one).and_then(|w| w.activity).and_then(|a| a.peak_mem_mib),
-                _ => None,
-            };
+            // Right-sizing is judged on the window the idle rules use: one holder whose activity
+            // covers it (a finding ten seconds after the instance was made judged seconds).
+            let [one] = i.workloads.as_slice() else { continue };
+            let Some(a) = fleet.workload(one).and_then(|w| w.activity).filter(|a| a.window_covered()) else { continue };
+            // The most its holder was seen using.
+            let peak = a.peak_mem_mib;
             let (Some(total), Some(used)) = (i.memory_total_mib, i.memory_used_mib.max(peak)) else { continue };
             let wasted = total.saturating_sub(used);
             if wasted < min_mib {
@@ -31,7 +37,16 @@ pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
             let r = CardRef::new(n.name.clone(), c.index);
             // Waste only where a smaller profile would hold the job: else it is the catalog's
             // granularity (the smallest instance that holds it is this size).
-            let Some(smaller) = best_fit(model, used, 1).filter(|f| f.profile != i.profile && f.memory_mib < total)
+            // With a margin of memory (a tenth), and the compute it uses: its busiest of now and
+            // the window's mean, as a share of this instance's compute slices (a job at 60 % of a
+            // 2g needs two slices, not a 1g).
+            let need_mib = used + used / MARGIN_DIVISOR;
+            let slices = model.profiles.iter().find(|p| p.name == i.profile).map_or(1, |p| p.compute_slices);
+            let busy = a.mean_pct.into_iter().chain(a.now_pct).fold(f64::NAN, f64::max);
+            let busy = if busy.is_nan() { 100.0 } else { busy.clamp(0.0, 100.0) };
+            let need_compute = ((busy / 100.0 * f64::from(slices)).ceil() as u8).clamp(1, slices.max(1));
+            let Some(smaller) =
+                best_fit(model, need_mib, need_compute).filter(|f| f.profile != i.profile && f.memory_mib < total)
             else {
                 let g = granular.entry(i.profile.clone()).or_default();
                 g.0 += 1;
@@ -68,11 +83,21 @@ pub(super) fn mig_waste(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
                     i.profile,
                     wasted as f64 / 1024.0
                 ),
-                evidence: vec![format!(
-                    "peak memory in use {:.1} GiB of the instance's {:.1} GiB (the most seen, now included)",
-                    used as f64 / 1024.0,
-                    total as f64 / 1024.0
-                )],
+                evidence: vec![
+                    format!(
+                        "peak memory in use {:.1} GiB of the instance's {:.1} GiB (the most seen, now included)",
+                        used as f64 / 1024.0,
+                        total as f64 / 1024.0
+                    ),
+                    format!(
+                        "{} holds it with a tenth to spare ({:.1} GiB) and the {} compute slices it uses ({busy:.0} % \
+                         of this instance's {slices}, over the last {} min)",
+                        smaller.profile,
+                        need_mib as f64 / 1024.0,
+                        need_compute,
+                        a.covered_s / 60
+                    ),
+                ],
                 gpu_hours_per_day: gpu_hours,
                 cost_per_day: cx.money(Some(&model.name), gpu_hours),
                 suggestion,
