@@ -408,10 +408,11 @@ pub async fn collect(
             tokio::time::timeout(HISTORY_WAIT, history::fetch(client, base, node, at.unwrap_or_else(Utc::now), known))
                 .await;
         let failed = match fetched {
-            Ok(Ok(h)) => {
+            Ok(Ok((h, cut))) => {
                 p.history = h;
                 *history_wanted = false;
-                None
+                (cut > 0)
+                    .then(|| format!("history: {cut} series of instances past {} per card cut", history::MAX_INSTANCES))
             }
             Ok(Err(e)) => {
                 *history_wanted = false;
