@@ -11,7 +11,7 @@ use serde_json::Value;
 
 mod common;
 use common::http::{Reply, Server};
-use common::{peak_rss_kib, snapshot, source};
+use common::{peak_rss_kib, run_peak, snapshot, source};
 
 fn fixture(name: &str) -> String {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dcgm").join(name);
@@ -144,15 +144,9 @@ fn flooding_targets_together_stay_within_the_memory_budget() {
 
 /// `tessera snapshot --json --config cfg`: its peak RSS (KiB) and its JSON.
 fn snapshot_peak(cfg: &str) -> (u64, Value) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["snapshot", "--json", "--config", cfg])
-        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let peak = peak_rss_kib(&mut child);
-    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
+    cmd.args(["snapshot", "--json", "--config", cfg]).env("XDG_CONFIG_HOME", "/nonexistent-tessera-test");
+    let (peak, out) = run_peak(cmd);
     (peak, serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
 }
 
@@ -446,6 +440,27 @@ fn a_history_of_one_card_with_many_instances_stays_small() {
     let note = v["sources"][0]["note"].as_str().unwrap_or_default();
     assert!(note.contains("instances past 7 per card cut") || note.contains("history: no answer within"), "{v}");
     assert!(peak < 150 * 1024, "peak RSS {} MiB", peak / 1024);
+}
+
+/// One target with 100,000 cards (6.7 MB, under the body cap): the cards past the largest
+/// supported fleet are cut and said, and `snapshot --json` is written as it is serialised,
+/// not built as a tree first (1.35 GB before).
+#[test]
+fn a_target_with_more_cards_than_the_largest_fleet_stays_small() {
+    let mut body = String::new();
+    for i in 0..100_000 {
+        body.push_str(&format!("DCGM_FI_DEV_GPU_TEMP{{gpu=\"{i}\",UUID=\"GPU-{i}\",Hostname=\"h\"}} 64\n"));
+    }
+    let server = Server::start(HashMap::from([("/metrics".into(), Reply::ok(body))]), None);
+    let (dir, cfg) = config("cards", &format!("[sources]\nscrape = [\"{}\"]\n", server.url("/metrics")));
+    let started = Instant::now();
+    let (peak, v) = snapshot_peak(&cfg);
+    eprintln!("one target, 100,000 cards: peak RSS {} MiB in {:?}", peak / 1024, started.elapsed());
+    let s = source(&v, &format!("scrape:{}", server.addr));
+    assert!(s["note"].as_str().unwrap_or_default().contains("34464 cards past 65536 cut"), "{s}");
+    assert_eq!(v["nodes"][0]["cards"].as_array().map(Vec::len), Some(65_536));
+    assert!(peak < FLOOD_CEILING_KIB, "peak RSS {} MiB", peak / 1024);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A history (`query_range`) that hangs delays the first answer by at most a few seconds,

@@ -169,3 +169,28 @@ pub fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Run `cmd` with its output piped and read as it comes (a child writing more than a pipe
+/// holds would wait for ever on a reader that only reads after it ended): its peak RSS (KiB,
+/// `VmHWM` sampled from /proc) and its output.
+pub fn run_peak(mut cmd: Command) -> (u64, Output) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}"));
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let peak = peak_rss_kib(&mut child);
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    (peak, Output { status, stdout, stderr })
+}
