@@ -166,13 +166,15 @@ pub fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
         if child.try_wait().ok().flatten().is_some() {
             return peak;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
 /// Run `cmd` with its output piped and read as it comes (a child writing more than a pipe
 /// holds would wait for ever on a reader that only reads after it ended): its peak RSS (KiB,
-/// `VmHWM` sampled from /proc) and its output.
+/// `VmHWM` sampled from /proc; 0 for a child that ended before the first sample) and its
+/// output. (`wait4`'s `ru_maxrss` would not do: a child started by vfork or posix_spawn
+/// carries its parent's high-water mark across exec.)
 pub fn run_peak(mut cmd: Command) -> (u64, Output) {
     use std::io::Read;
     use std::process::Stdio;
