@@ -463,6 +463,42 @@ fn a_target_with_more_cards_than_the_largest_fleet_stays_small() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A 10 MB `squeue --json` whose jobs carry bulk tessera does not read (lists of one-key
+/// objects): read a job at a time, each holding only the fields read (836 MB in the probe as a
+/// tree of the whole document). The GPU jobs in it are still read.
+#[test]
+fn a_squeue_of_bulky_jobs_stays_small() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, _) = config("squeue-bulk", "");
+    let junk = vec![r#"{"abcdef":0}"#; 2_000].join(",");
+    let mut jobs = Vec::new();
+    for i in 0..400 {
+        jobs.push(format!(
+            r#"{{"job_id":{i},"job_state":"PENDING","partition":"p","name":"j","tres_per_node":"gres/gpu:1","junk":[{junk}]}}"#
+        ));
+    }
+    std::fs::write(dir.join("squeue.json"), format!(r#"{{"jobs":[{}]}}"#, jobs.join(",")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (name, body) in
+        [("squeue", format!("cat '{}'", dir.join("squeue.json").display())), ("sinfo", "echo '{\"nodes\": []}'".into())]
+    {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let (_, cfg) = config(
+        "squeue-bulk",
+        &format!("[sources]\nslurm = true\n[slurm]\ncommands_dir = \"{}\"\ntimeout = \"60s\"\n", dir.display()),
+    );
+    let started = Instant::now();
+    let (peak, v) = snapshot_peak(&cfg);
+    eprintln!("a 10 MB squeue of bulky jobs: peak RSS {} MiB in {:?}", peak / 1024, started.elapsed());
+    assert_eq!(source(&v, "slurm")["state"], "live", "{v}");
+    assert_eq!(v["workloads"].as_array().map(Vec::len), Some(400), "every GPU job read");
+    assert!(peak < 150 * 1024, "peak RSS {} MiB", peak / 1024);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A history (`query_range`) that hangs delays the first answer by at most a few seconds,
 /// not the whole HTTP timeout: the answer comes without history, and says so.
 #[test]
