@@ -144,6 +144,37 @@ fn a_flooding_squeue() {
     assert!(out.contains("memory budget") || out.contains("output cap"), "{out}");
 }
 
+/// A `squeue --json` whose jobs carry lists of one-key objects tessera does not read.
+#[test]
+#[ignore = "the bomb campaign: scripts/bombs.sh"]
+fn a_squeue_of_bulky_jobs() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Temp::new("bomb-squeue-bulk");
+    let junk = vec![r#"{"abcdef":0}"#; 2_000].join(",");
+    let job = |i: usize| {
+        format!(
+            r#"{{"job_id":{i},"job_state":"PENDING","partition":"p","tres_per_node":"gres/gpu:1","junk":[{junk}]}}"#
+        )
+    };
+    let jobs: Vec<String> = (0..size(4_000, 400)).map(job).collect();
+    let doc = write(&dir, "squeue.json", format!(r#"{{"jobs":[{}]}}"#, jobs.join(",")).as_bytes());
+    drop(jobs);
+    for (name, body) in [("squeue", format!("cat '{doc}'")), ("sinfo", "echo '{\"nodes\": []}'".into())] {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let cfg = write(
+        &dir,
+        "config.toml",
+        format!("[sources]\nslurm = true\n[slurm]\ncommands_dir = \"{}\"\ntimeout = \"60s\"\n", dir.display())
+            .as_bytes(),
+    );
+    let (code, out, err) = bomb("a squeue of bulky jobs", &["snapshot", "--json", "--config", &cfg]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("slurm:1"), "the jobs are read");
+}
+
 #[test]
 #[ignore = "the bomb campaign: scripts/bombs.sh"]
 fn a_scrape_target_with_many_cards() {
