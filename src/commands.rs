@@ -185,8 +185,11 @@ pub fn console(g: &Global) -> Result<(), CmdError> {
 pub fn snapshot(g: &Global, json: bool) -> Result<(), CmdError> {
     let cfg = settings(g)?;
     let fleet = collect_once(&cfg)?;
-    let text = if json { snapshot_json(&fleet) } else { snapshot_table(&fleet) };
-    out::print(&format!("{text}\n"))?;
+    if json {
+        out::print_json(&snapshot::SnapshotJson::new(&fleet, None))?;
+    } else {
+        out::print(&format!("{}\n", snapshot_table(&fleet)))?;
+    }
     // Cron and monitoring must tell "every source is down" from "an empty cluster".
     if !fleet.0.sources.iter().any(|s| matches!(s.health, crate::model::SourceHealth::Live { .. })) {
         let why: Vec<String> = fleet.0.sources.iter().map(|s| s.summary(chrono::Utc::now())).collect();

@@ -54,6 +54,40 @@ pub fn print(text: &str) -> Result<(), CmdError> {
     }
 }
 
+/// Write `v` to stdout as pretty JSON and a line end, as it is serialised (nothing is built
+/// whole first), printable as `print` writes it, and flush. A closed pipe is `CmdError::Closed`.
+pub fn print_json(v: &impl serde::Serialize) -> Result<(), CmdError> {
+    let mut out = Printable(std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
+    let written = serde_json::to_writer_pretty(&mut out, v).map_err(std::io::Error::from);
+    match written.and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => Err(CmdError::Closed),
+        Err(e) => Err(CmdError::Failed(format!("cannot write to standard output: {e}"))),
+    }
+}
+
+/// A writer that passes what it is given through `printable`. serde_json writes whole
+/// characters in each call (a string's runs end at a character to escape, which is ASCII).
+struct Printable<W: Write>(W);
+
+impl<W: Write> Write for Printable<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match std::str::from_utf8(buf) {
+            Ok(text) => self.0.write_all(printable(text).as_bytes()),
+            Err(_) => self.0.write_all(printable(&String::from_utf8_lossy(buf)).as_bytes()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// Write `text` to stdout if anyone still reads it: for progress while an action runs.
 pub fn say(text: &str) {
     let _ = print(text);

@@ -334,14 +334,18 @@ fn d_tmp_header() -> Vec<u8> {
 fn recording_bombs_are_refused_by_their_size_in_values() {
     use super::format::Kind;
     let d = dir("bomb");
+    // Digits that do not repeat (a list of zeros compresses to nothing and is refused by its
+    // cost first, `recording_bombs_are_refused_by_what_they_cost`).
     let zeros = |n: usize| {
         let mut v = Vec::with_capacity(n * 2 + 2);
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         v.push(b'[');
         for i in 0..n {
             if i > 0 {
                 v.push(b',');
             }
-            v.push(b'0');
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            v.push(b'0' + (x >> 60) as u8 % 10);
         }
         v.push(b']');
         v
@@ -371,5 +375,47 @@ fn recording_bombs_are_refused_by_their_size_in_values() {
     assert!(p.frame(0).is_ok(), "the keyframe itself is fine");
     let err = p.frame(5).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(err.contains("a frame of more than 16000000 values"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Keyframes that are few bytes in the file and few values a byte but many maps or strings:
+/// one-key objects (`"junk":[{"abcdef":0},…]`: 7.9 million of them, 18 KB on disk, took
+/// 5.3 GB) and short strings (20.5 KB took 741 MB) are refused by what their tree would cost,
+/// before it is built. A real keyframe costs far less a stored byte than the bound allows.
+#[test]
+fn recording_bombs_are_refused_by_what_they_cost() {
+    use super::format::{self, Kind};
+    let d = dir("cost");
+    let list = |item: &str, n: usize| {
+        let mut v = br#"{"junk":["#.to_vec();
+        for i in 0..n {
+            if i > 0 {
+                v.push(b',');
+            }
+            v.extend_from_slice(item.as_bytes());
+        }
+        v.extend_from_slice(b"]}");
+        v
+    };
+    for (name, item, n) in [("objects", r#"{"abcdef":0}"#, 300_000), ("strings", r#""abcdefgh""#, 1_000_000)] {
+        let path = d.join(format!("{name}.tsrec"));
+        crafted(&path, &[(Kind::Key, list(item, n))]);
+        let err = Player::new(open(std::slice::from_ref(&path))).frame(0).err().map(|e| e.to_string());
+        assert!(err.as_ref().is_some_and(|e| e.contains("would take more than")), "{name}: {err:?}");
+    }
+    // The default simulated cluster's keyframe: its cost a stored byte, with room to spare.
+    let text = json(&frames(1)[0]);
+    let stored = zstd::bulk::compress(text.as_bytes(), format::LEVEL).map_or(0, |z| z.len());
+    let mut count = format::ValueCount::default();
+    count.feed(text.as_bytes());
+    let per_byte = count.cost / stored.max(1);
+    assert!(per_byte * 4 < format::COST_PER_STORED_BYTE, "a real keyframe costs {per_byte} a stored byte");
+    let tree: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let cost = format::cost_in(&tree);
+    assert!(
+        count.cost >= cost && count.cost < cost + cost / 10,
+        "the text's estimate {} is the tree's {cost}",
+        count.cost
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

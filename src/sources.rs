@@ -20,6 +20,11 @@ use chrono::{DateTime, Utc};
 
 use crate::model::{Event, Node, SourceKind, Workload};
 
+/// The most cards (and nodes) one source's answer may hold: the largest supported fleet
+/// (`--demo-size 4096x16`). The store cuts any answer past it, saying so; the decoders that
+/// can meet more (an exposition, a Prometheus answer) stop keeping cards there.
+pub const MAX_CARDS: usize = 65_536;
+
 /// What one collection of one source saw: a fragment of the fleet.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Partial {
@@ -46,6 +51,25 @@ impl Partial {
     /// An update that says the source is alive and its data are as last sent.
     pub fn unchanged() -> Self {
         Partial { unchanged: true, ..Partial::default() }
+    }
+
+    /// Keep at most `max` nodes and `max` cards, in order; what was cut, in words.
+    pub fn cut_to(&mut self, max: usize) -> Option<String> {
+        let nodes = self.nodes.len().saturating_sub(max);
+        self.nodes.truncate(max);
+        let mut left = max;
+        let mut cards = 0;
+        for n in &mut self.nodes {
+            let keep = n.cards.len().min(left);
+            cards += n.cards.len() - keep;
+            n.cards.truncate(keep);
+            left -= keep;
+        }
+        (nodes + cards > 0).then(|| {
+            format!(
+                "{cards} cards and {nodes} nodes past {max} cut (the largest supported fleet has {MAX_CARDS} cards)"
+            )
+        })
     }
 }
 

@@ -133,6 +133,9 @@ impl Store {
                 e.status.health = SourceHealth::Live { at: now };
                 e.status.note = partial.note.take();
                 // A wrong number is worse than none: what breaks an invariant becomes unknown.
+                if let Some(cut) = partial.cut_to(crate::sources::MAX_CARDS) {
+                    e.status.note = Some(e.status.note.take().map_or(cut.clone(), |n| format!("{n}; {cut}")));
+                }
                 let fixed = invariants::enforce(&mut partial.nodes, &mut partial.workloads);
                 if fixed > 0 {
                     let what = format!("{fixed} values over their total or outside 0-100 % shown as unknown");

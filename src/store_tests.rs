@@ -358,3 +358,20 @@ fn history_is_in_the_fleet_of_one_rebuild_then_let_go() {
     s.apply(update("prom", t(15), vec![card(0, None)]), t(15));
     assert!(s.fleet().history.is_empty(), "an hour of every card's series is not kept for the run");
 }
+
+/// An answer past the largest supported fleet is cut there and the source's note says what
+/// was cut; the largest fleet itself is kept whole.
+#[test]
+fn an_answer_past_the_largest_fleet_is_cut_and_said() {
+    let max = crate::sources::MAX_CARDS;
+    let mut s = Store::new();
+    s.register("nvml", SourceKind::Nvml, Duration::from_secs(1));
+    let cards = |n: usize| (0..n).map(|i| card(i as u32, None)).collect::<Vec<_>>();
+    s.apply(update("nvml", t(0), cards(max)), t(0));
+    assert_eq!(s.fleet().nodes[0].cards.len(), max);
+    assert_eq!(s.fleet().sources[0].note, None);
+    s.apply(update("nvml", t(1), cards(max + 5)), t(1));
+    assert_eq!(s.fleet().nodes[0].cards.len(), max);
+    let note = s.fleet().sources[0].note.clone().unwrap_or_default();
+    assert!(note.contains("5 cards and 0 nodes past 65536 cut"), "{note}");
+}

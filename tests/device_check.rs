@@ -262,3 +262,44 @@ fn a_captured_scenario_gives_back_the_same_cards_in_the_fake() {
         assert_eq!(essentials(&parse(&again)), want, "{name}: {captured}");
     }
 }
+
+/// Hostile inputs are refused with the reason, not read: an entity bomb (60,000 uses passed
+/// 13.7 GB), a snapshot past the largest fleet, a scenario input of a million tiny values.
+#[test]
+fn hostile_inputs_are_refused_with_the_reason() {
+    let dir = Temp::new("device-check-hostile");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(args)
+            .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{e}"));
+        p.to_string_lossy().into_owned()
+    };
+    let snap = write("snap.json", r#"{"nodes":[{"name":"n","cards":[{"index":0,"uuid":"GPU-1"}]}]}"#);
+    let bomb = write(
+        "bomb.xml",
+        &format!(
+            "<?xml version=\"1.0\"?><!DOCTYPE nvidia_smi_log [<!ENTITY a \"{}\">]><nvidia_smi_log><driver_version>{}</driver_version></nvidia_smi_log>",
+            "x".repeat(100),
+            "&a;".repeat(1000)
+        ),
+    );
+    let (code, err) = run(&["device-check", "compare", &snap, &bomb]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("internal DTD subset or an entity declaration"), "{err}");
+    let fleet = write("fleet.json", &format!("{{\"nodes\":[{{\"cards\":[{}]}}]}}", vec!["{}"; 65_537].join(",")));
+    let real = write("smi.xml", "<nvidia_smi_log><gpu id=\"x\"><uuid>GPU-1</uuid></gpu></nvidia_smi_log>");
+    let (code, err) = run(&["device-check", "compare", &fleet, &real]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more than 65536 cards"), "{err}");
+    let values = write("values.json", &format!("{{\"nodes\":[],\"x\":[{}]}}", vec!["0"; 1_000_001].join(",")));
+    let (code, err) = run(&["device-check", "scenario", &values]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more than 1000000 JSON values"), "{err}");
+}

@@ -4,6 +4,7 @@
 //! a GPU: the probe runs the console's own NVML collector, which only reads.
 
 mod compare;
+mod ours;
 mod scenario;
 mod smi;
 
@@ -26,11 +27,13 @@ pub fn device_check(g: &Global, what: DeviceCommand) -> Result<(), CmdError> {
     match what {
         DeviceCommand::Probe { refreshes } => probe(g, refreshes),
         DeviceCommand::Compare { snapshot, smi_xml, json } => {
-            let snap = read_json(&snapshot)?;
+            let snap = ours::read(&read_text(&snapshot)?)
+                .map_err(|e| CmdError::Usage(format!("{}: not a tessera snapshot: {e}", snapshot.display())))?;
             let mut reads = Vec::new();
             for path in &smi_xml {
                 reads.push(
-                    smi::parse(&read_text(path)?).map_err(|e| CmdError::Usage(format!("{}: {e}", path.display())))?,
+                    smi::parse(&read_text_upto(path, smi::MAX_XML)?)
+                        .map_err(|e| CmdError::Usage(format!("{}: {e}", path.display())))?,
                 );
             }
             let report = compare::compare(&snap, &reads);
@@ -66,11 +69,29 @@ fn to_json(v: &impl serde::Serialize) -> Result<String, CmdError> {
 
 /// A regular file's text, at most `MAX_INPUT` bytes (a FIFO or a device is refused, not read).
 fn read_text(path: &Path) -> Result<String, CmdError> {
-    crate::files::read_text(path, MAX_INPUT).map_err(|why| CmdError::Usage(format!("{}: {why}", path.display())))
+    read_text_upto(path, MAX_INPUT)
 }
 
+/// A regular file's text, at most `max` bytes.
+fn read_text_upto(path: &Path, max: u64) -> Result<String, CmdError> {
+    crate::files::read_text(path, max).map_err(|why| CmdError::Usage(format!("{}: {why}", path.display())))
+}
+
+/// The most JSON values a file read as a tree may hold (the scenario's snapshot and probe: a
+/// card is about 85 values, so about 11,000 cards); a tree costs a hundred bytes or so a value.
+const MAX_JSON_VALUES: usize = 1_000_000;
+
 fn read_json(path: &Path) -> Result<Value, CmdError> {
-    serde_json::from_str(&read_text(path)?).map_err(|e| CmdError::Usage(format!("{}: not JSON: {e}", path.display())))
+    let text = read_text(path)?;
+    let mut count = crate::record::format::ValueCount::default();
+    count.feed(text.as_bytes());
+    if count.n > MAX_JSON_VALUES {
+        return Err(CmdError::Usage(format!(
+            "{}: more than {MAX_JSON_VALUES} JSON values: more than the device check reads",
+            path.display()
+        )));
+    }
+    serde_json::from_str(&text).map_err(|e| CmdError::Usage(format!("{}: not JSON: {e}", path.display())))
 }
 
 fn ms(d: Duration) -> f64 {

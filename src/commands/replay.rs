@@ -224,15 +224,13 @@ pub fn snapshot_cmd(g: &Global, json: bool, files: &[PathBuf]) -> Result<(), Cmd
     let mut fleet = frame.fleet;
     fleet.index_workloads();
     let pair = (fleet, frame.simulated);
-    let text = if json {
+    if json {
         let recorded =
             serde_json::json!({ "from": from, "at": frame.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true) });
-        super::snapshot::snapshot_json_with(&pair, Some(("recorded", recorded)))
-    } else {
-        let table = super::snapshot::snapshot_table_at(&pair, frame.at);
-        format!("recorded at {} ({from})\n{table}", frame.at.format("%Y-%m-%d %H:%M:%S UTC"))
-    };
-    out::print(&format!("{text}\n"))
+        return out::print_json(&super::snapshot::SnapshotJson::new(&pair, Some(recorded)));
+    }
+    let table = super::snapshot::snapshot_table_at(&pair, frame.at);
+    out::print(&format!("recorded at {} ({from})\n{table}\n", frame.at.format("%Y-%m-%d %H:%M:%S UTC")))
 }
 
 fn shown(files: &[PathBuf]) -> String {

@@ -39,74 +39,120 @@ fn time(t: Option<chrono::DateTime<Utc>>) -> Value {
 
 /// The JSON contract: `taken_at, sources, nodes, workloads, queue` and a few more keys.
 pub fn snapshot_json(pair: &(Fleet, bool)) -> String {
-    snapshot_json_with(pair, None)
+    let mut out = Vec::new();
+    // Writing into memory fails only on what serde_json cannot write (none here).
+    let _ = serde_json::to_writer_pretty(&mut out, &SnapshotJson::new(pair, None));
+    String::from_utf8(out).unwrap_or_default()
 }
 
-/// The same with one more key (`recorded`: where a recorded moment comes from).
-pub fn snapshot_json_with((fleet, simulated): &(Fleet, bool), extra: Option<(&str, Value)>) -> String {
-    let now = fleet.taken_at.unwrap_or_else(Utc::now);
-    let queue = QueueSummary::compute(fleet, now);
-    let nodes: Vec<Value> = fleet
-        .nodes
-        .iter()
-        .map(|n| {
-            let cards: Vec<Value> = n
-                .cards
-                .iter()
-                .map(|c| {
-                    let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
-                    if let Value::Object(m) = &mut v {
-                        m.insert(
-                            "gpu_model".into(),
-                            c.gpu_model().map_or(Value::Null, |g| Value::String(g.name.clone())),
-                        );
-                        m.insert("sharing_mode".into(), serde_json::to_value(c.sharing_mode()).unwrap_or(Value::Null));
-                    }
-                    v
+/// The snapshot as it is written: serialised from the model as it goes out, a card at a time
+/// (one card's tree at most), never the whole tree first (100,000 cards took 1.35 GB as one).
+/// Every object's keys in sorted order, as the contract always had them.
+#[derive(serde::Serialize)]
+pub struct SnapshotJson<'a> {
+    nodes: Nodes<'a>,
+    queue: Value,
+    /// Where a recorded moment comes from (`snapshot --at`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recorded: Option<Value>,
+    schema_version: u32,
+    simulated: bool,
+    sources: Vec<Value>,
+    taken_at: Value,
+    workloads: Workloads<'a>,
+}
+
+impl<'a> SnapshotJson<'a> {
+    pub fn new((fleet, simulated): &'a (Fleet, bool), recorded: Option<Value>) -> Self {
+        let now = fleet.taken_at.unwrap_or_else(Utc::now);
+        let queue = serde_json::to_value(QueueSummary::compute(fleet, now)).unwrap_or(Value::Null);
+        let sources = fleet
+            .sources
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name, "kind": s.kind.as_str(), "state": s.health.name(),
+                    "error": s.health.error(), "note": s.note,
                 })
-                .collect();
-            json!({
-                "name": n.name, "schedulable": n.schedulable, "reason": n.reason, "sources": n.sources,
-                "capacity": n.capacity, "cards": cards,
             })
-        })
-        .collect();
-    let workloads: Vec<Value> = fleet
-        .workloads
-        .iter()
-        .map(|w| {
-            let mut v = serde_json::to_value(w).unwrap_or(Value::Null);
+            .collect();
+        Self {
+            nodes: Nodes(&fleet.nodes),
+            queue,
+            recorded,
+            schema_version: SCHEMA_VERSION,
+            simulated: *simulated,
+            sources,
+            taken_at: time(fleet.taken_at),
+            workloads: Workloads(&fleet.workloads),
+        }
+    }
+}
+
+/// Errors of a value that is not JSON (none of the model's): said where they surface.
+fn tree<T: serde::Serialize, E: serde::ser::Error>(v: &T) -> Result<Value, E> {
+    serde_json::to_value(v).map_err(E::custom)
+}
+
+struct Nodes<'a>(&'a [Node]);
+
+impl serde::Serialize for Nodes<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(NodeJson))
+    }
+}
+
+struct NodeJson<'a>(&'a Node);
+
+impl serde::Serialize for NodeJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let n = self.0;
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("capacity", &tree::<_, S::Error>(&n.capacity)?)?;
+        m.serialize_entry("cards", &Cards(&n.cards))?;
+        m.serialize_entry("name", &n.name)?;
+        m.serialize_entry("reason", &n.reason)?;
+        m.serialize_entry("schedulable", &n.schedulable)?;
+        m.serialize_entry("sources", &tree::<_, S::Error>(&n.sources)?)?;
+        m.end()
+    }
+}
+
+struct Cards<'a>(&'a [Card]);
+
+impl serde::Serialize for Cards<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for c in self.0 {
+            let mut v = tree::<_, S::Error>(c)?;
+            if let Value::Object(m) = &mut v {
+                m.insert("gpu_model".into(), c.gpu_model().map_or(Value::Null, |g| Value::String(g.name.clone())));
+                m.insert("sharing_mode".into(), tree::<_, S::Error>(&c.sharing_mode())?);
+            }
+            seq.serialize_element(&v)?;
+        }
+        seq.end()
+    }
+}
+
+struct Workloads<'a>(&'a [crate::model::Workload]);
+
+impl serde::Serialize for Workloads<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for w in self.0 {
+            let mut v = tree::<_, S::Error>(w)?;
             if let Value::Object(m) = &mut v {
                 m.insert("submitted_at".into(), time(w.submitted_at));
                 m.insert("started_at".into(), time(w.started_at));
             }
-            v
-        })
-        .collect();
-    let sources: Vec<Value> = fleet
-        .sources
-        .iter()
-        .map(|s| {
-            json!({
-                "name": s.name, "kind": s.kind.as_str(), "state": s.health.name(),
-                "error": s.health.error(), "note": s.note,
-            })
-        })
-        .collect();
-    let v = json!({
-        "schema_version": SCHEMA_VERSION,
-        "taken_at": time(fleet.taken_at),
-        "simulated": simulated,
-        "sources": sources,
-        "nodes": nodes,
-        "workloads": workloads,
-        "queue": queue,
-    });
-    let mut v = v;
-    if let (Some((k, x)), Value::Object(m)) = (extra, &mut v) {
-        m.insert(k.to_string(), x);
+            seq.serialize_element(&v)?;
+        }
+        seq.end()
     }
-    serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
 fn gib(mib: Option<u64>) -> String {

@@ -35,18 +35,42 @@ pub fn too_many_values(values: usize, bytes: usize) -> bool {
     values > MAX_VALUES || (values > FREE_VALUES && values.saturating_mul(MIN_BYTES_PER_VALUE) > bytes)
 }
 
+/// What a JSON tree takes in memory, estimated from its text (`ValueCount::cost`): an object
+/// (a map's first node) `OBJECT_COST`, every value `VALUE_COST` (its slot, with room to grow),
+/// every string and key `TEXT_COST` and its length. Values alone do not bound it: a keyframe
+/// of 7.9 million one-key objects (18 KB on disk) is 15.8 million values, under `MAX_VALUES`,
+/// and took 5.3 GB.
+pub const OBJECT_COST: usize = 640;
+pub const VALUE_COST: usize = 64;
+pub const TEXT_COST: usize = 32;
+/// Below this cost any record or frame is decoded; past it, a record may cost at most
+/// `COST_PER_STORED_BYTE` bytes of memory a byte it takes in the file (real keyframes cost about
+/// 150: the 32,768-card simulated cluster's 3.2 MB keyframe about 500 MB; a bomb of repeated
+/// small items tens of thousands), and never more than `MAX_COST` (about 1.5 times the
+/// 65,536-card cluster's keyframe).
+pub const FREE_COST: usize = 64 << 20;
+pub const COST_PER_STORED_BYTE: usize = 2_000;
+pub const MAX_COST: usize = 1536 << 20;
+
+/// Whether a tree of `cost` (estimated) decoded from `stored` bytes of the file is more than a
+/// record or frame may take.
+pub fn too_costly(cost: usize, stored: usize) -> bool {
+    cost > MAX_COST || (cost > FREE_COST && cost > stored.saturating_mul(COST_PER_STORED_BYTE))
+}
+
 /// An upper bound on the values a JSON text holds, fed as it is decompressed: one more than
-/// its commas and opening brackets outside strings.
+/// its commas and opening brackets outside strings; and `cost`, what its tree takes.
 #[derive(Debug, Clone, Copy)]
 pub struct ValueCount {
     pub n: usize,
+    pub cost: usize,
     in_string: bool,
     escaped: bool,
 }
 
 impl Default for ValueCount {
     fn default() -> Self {
-        Self { n: 1, in_string: false, escaped: false }
+        Self { n: 1, cost: VALUE_COST, in_string: false, escaped: false }
     }
 }
 
@@ -54,6 +78,8 @@ impl ValueCount {
     pub fn feed(&mut self, bytes: &[u8]) {
         for &b in bytes {
             if self.in_string {
+                // Each byte of a string or key is a byte of its heap copy.
+                self.cost += 1;
                 match (self.escaped, b) {
                     (true, _) => self.escaped = false,
                     (false, b'\\') => self.escaped = true,
@@ -62,13 +88,45 @@ impl ValueCount {
                 }
             } else {
                 match b {
-                    b'"' => self.in_string = true,
-                    b',' | b'[' | b'{' => self.n += 1,
+                    b'"' => {
+                        self.in_string = true;
+                        self.cost += TEXT_COST;
+                    }
+                    b',' | b'[' => {
+                        self.n += 1;
+                        self.cost += VALUE_COST;
+                    }
+                    b'{' => {
+                        self.n += 1;
+                        self.cost += VALUE_COST + OBJECT_COST;
+                    }
                     _ => {}
                 }
             }
         }
     }
+}
+
+/// The cost (`OBJECT_COST`, `VALUE_COST`, `TEXT_COST`) of a JSON tree: what `ValueCount`
+/// estimates from its text, less a little (the text also counts closing quotes and the first
+/// value of an empty list or object).
+pub fn cost_in(v: &serde_json::Value) -> usize {
+    let mut cost = 0;
+    let mut stack = vec![v];
+    while let Some(x) = stack.pop() {
+        cost += VALUE_COST;
+        match x {
+            serde_json::Value::Array(a) => stack.extend(a),
+            serde_json::Value::Object(m) => {
+                cost += OBJECT_COST;
+                cost += m.keys().map(|k| TEXT_COST + k.len()).sum::<usize>();
+                stack.extend(m.values());
+            }
+            serde_json::Value::String(s) => cost += TEXT_COST + s.len(),
+            _ => {}
+        }
+    }
+    cost
 }
 
 /// The values a JSON tree holds (each key's value counted, and the containers themselves).

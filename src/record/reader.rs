@@ -70,6 +70,13 @@ pub enum Damage {
     TooLarge,
     #[error("a frame of more than {} values", format::MAX_VALUES)]
     FrameTooManyValues,
+    #[error(
+        "a record or frame whose JSON would take more than {} MiB in memory, or more than {} MiB and over {} bytes a byte of the file",
+        format::MAX_COST >> 20,
+        format::FREE_COST >> 20,
+        format::COST_PER_STORED_BYTE
+    )]
+    TooCostly,
     #[error("{0}")]
     Json(#[from] serde_json::Error),
     #[error(transparent)]
@@ -426,6 +433,10 @@ struct Cursor {
     /// At least the values `value` holds: what it was counted at, plus every patch since (a
     /// patch adds at most its own values). Counted again only when it passes the bound.
     values: usize,
+    /// The same for its cost in memory (`format::cost_in`).
+    cost: usize,
+    /// The bytes of the file the frame was decoded from: its keyframe and deltas.
+    stored: usize,
 }
 
 /// Decodes frames by position: from the group's keyframe, each delta in order; stepping
@@ -441,12 +452,13 @@ impl Player {
         Self { rec, cursor: None, shown: None }
     }
 
-    /// The next record of a group's stream, decoded (at most `MAX_DECODED` bytes).
+    /// The next record of a group's stream, decoded (at most `MAX_DECODED` bytes, within its
+    /// bounds of values and cost), with its counts and its size in the file.
     fn next(
         &self,
         stream: &mut zstd::stream::raw::Decoder<'static>,
         i: usize,
-    ) -> Result<serde_json::Value, ReplayError> {
+    ) -> Result<(serde_json::Value, format::ValueCount, usize), ReplayError> {
         use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
         let f = self.rec.frames[i];
         let bad = |x: Damage| self.rec.bad(f.part, &f.entry, x);
@@ -466,6 +478,9 @@ impl Player {
             if format::too_many_values(values.n, out.len()) {
                 return Err(bad(Damage::TooManyValues));
             }
+            if format::too_costly(values.cost, payload.len()) {
+                return Err(bad(Damage::TooCostly));
+            }
             if out.len() > format::MAX_DECODED {
                 return Err(bad(Damage::TooLarge));
             }
@@ -473,7 +488,8 @@ impl Player {
                 break;
             }
         }
-        serde_json::from_slice(&out).map_err(|e| bad(e.into()))
+        let value = serde_json::from_slice(&out).map_err(|e| bad(e.into()))?;
+        Ok((value, values, payload.len()))
     }
 
     /// The frame at position `i`.
@@ -492,14 +508,14 @@ impl Player {
             Some(c) if c.key == key && c.pos <= i => c,
             _ => {
                 let mut stream = zstd::stream::raw::Decoder::new().map_err(ReplayError::Decoder)?;
-                let value = self.next(&mut stream, key)?;
+                let (value, count, stored) = self.next(&mut stream, key)?;
                 let values = format::values_in(&value);
-                Cursor { key, pos: key, stream, value, values }
+                Cursor { key, pos: key, stream, value, values, cost: count.cost, stored }
             }
         };
         // A failure leaves no cursor: the stream is not where it was.
         for j in c.pos + 1..=i {
-            let p = self.next(&mut c.stream, j)?;
+            let (p, count, stored) = self.next(&mut c.stream, j)?;
             let fj = self.rec.frames[j];
             patch::apply(&mut c.value, &p).map_err(|x| self.rec.bad(fj.part, &fj.entry, x.into()))?;
             // Deltas can each add to the frame: what they built is bounded too, counted again
@@ -509,6 +525,15 @@ impl Player {
                 c.values = format::values_in(&c.value);
                 if c.values > format::MAX_VALUES {
                     return Err(self.rec.bad(fj.part, &fj.entry, Damage::FrameTooManyValues));
+                }
+            }
+            // And so is what they cost, against the bytes of the file they came from.
+            c.cost += count.cost;
+            c.stored += stored;
+            if format::too_costly(c.cost, c.stored) {
+                c.cost = format::cost_in(&c.value);
+                if format::too_costly(c.cost, c.stored) {
+                    return Err(self.rec.bad(fj.part, &fj.entry, Damage::TooCostly));
                 }
             }
             c.pos = j;

@@ -216,7 +216,9 @@ fn from_texts(texts: Texts, node: ScrapeNode) -> Result<Partial, SourceError> {
             texts.dropped
         ));
     }
-    // Each text is dropped once mapped: the answer is never held twice.
+    // Each text is dropped once mapped: the answer is never held twice. Past the largest
+    // fleet's cards the rest are counted, not kept (each instance's map is bounded alone).
+    let (mut kept, mut cut) = (0usize, 0usize);
     for (instance, text) in texts.by_instance {
         let name = match node {
             ScrapeNode::Target if !instance.is_empty() => NodeName::Fixed(host(&instance)),
@@ -226,8 +228,17 @@ fn from_texts(texts: Texts, node: ScrapeNode) -> Result<Partial, SourceError> {
         if let Some(n) = p.note {
             notes.push(format!("{instance}: {n}"));
         }
+        let cards: usize = p.nodes.iter().map(|n| n.cards.len()).sum();
+        if kept + cards > super::MAX_CARDS {
+            cut += cards;
+            continue;
+        }
+        kept += cards;
         out.nodes.extend(p.nodes);
         out.workloads.extend(p.workloads);
+    }
+    if cut > 0 {
+        notes.push(format!("{cut} cards past {} cut (the largest supported fleet)", super::MAX_CARDS));
     }
     if out.nodes.is_empty() {
         return Err(source_error("the query returned no GPU series".into()));
@@ -408,10 +419,11 @@ pub async fn collect(
             tokio::time::timeout(HISTORY_WAIT, history::fetch(client, base, node, at.unwrap_or_else(Utc::now), known))
                 .await;
         let failed = match fetched {
-            Ok(Ok(h)) => {
+            Ok(Ok((h, cut))) => {
                 p.history = h;
                 *history_wanted = false;
-                None
+                (cut > 0)
+                    .then(|| format!("history: {cut} series of instances past {} per card cut", history::MAX_INSTANCES))
             }
             Ok(Err(e)) => {
                 *history_wanted = false;

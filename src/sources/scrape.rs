@@ -146,6 +146,9 @@ fn problems(stats: &MapStats) -> Option<String> {
             stats.hosts_behind_target
         ));
     }
+    if stats.cut_cards > 0 {
+        parts.push(format!("{} cards past {} cut (the largest supported fleet)", stats.cut_cards, series::MAX_CARDS));
+    }
     if stats.shared_index > 0 {
         parts.push(format!(
             "{} cards share a node and index with another UUID: no Hostname label tells their hosts apart",

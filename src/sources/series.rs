@@ -70,7 +70,14 @@ pub struct MapStats {
     pub hosts_behind_target: usize,
     /// Cards that share a node and an index but not a UUID (no label tells their hosts apart).
     pub shared_index: usize,
+    /// Cards past `MAX_CARDS`, left out.
+    pub cut_cards: usize,
 }
+
+/// The most cards one answer is read into: the largest supported fleet (65,536 cards, the
+/// simulator's `--demo-size 4096x16`). A card past it is counted, not kept, and its series
+/// are read through: 100,000 cards from one target took 1.35 GB through `snapshot --json`.
+pub const MAX_CARDS: usize = crate::sources::MAX_CARDS;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Mapped {
@@ -307,6 +314,7 @@ struct Counts {
     duplicates: usize,
     unknown_gpu: usize,
     non_finite: usize,
+    cut_cards: usize,
 }
 
 impl<'a> Acc<'a> {
@@ -335,11 +343,14 @@ impl<'a> Acc<'a> {
         let node: Cow<'a, str> =
             if fixed { Cow::Borrowed("") } else { l.host.clone().unwrap_or(Cow::Borrowed("unknown")) };
         let cards = &mut self.cards;
-        let same = self.index.entry((node.clone(), gpu)).or_default();
+        // Looked up without making entries: a card past `MAX_CARDS` leaves nothing behind.
+        let key = (node.clone(), gpu);
+        let no_list: &[usize] = &[];
+        let same = self.index.get(&key).map_or(no_list, Vec::as_slice);
         // Cards with different UUIDs are different cards, whatever their index says; without
         // a UUID, a different host label (one target fronting many hosts) tells them apart.
         let agree = |a: Option<&str>, b: Option<&str>| a.zip(b).is_none_or(|(a, b)| a == b);
-        let anonymous = self.no_uuid.entry((node.clone(), gpu)).or_default();
+        let anonymous = self.no_uuid.get(&key).map_or(no_list, Vec::as_slice);
         let found = match &l.uuid {
             // A known UUID is one lookup; a new one joins only a card that has no UUID yet.
             Some(u) => self.by_uuid.get(u).copied().filter(|&i| cards[i].index == gpu).or_else(|| {
@@ -351,6 +362,10 @@ impl<'a> Acc<'a> {
             }),
             None => same.iter().copied().find(|&i| agree(cards[i].host.as_deref(), l.host.as_deref())),
         };
+        if found.is_none() && cards.len() >= MAX_CARDS {
+            self.stats.cut_cards += 1;
+            return;
+        }
         let ci = found.unwrap_or_else(|| {
             cards.push(CardAcc {
                 node,
@@ -370,9 +385,9 @@ impl<'a> Acc<'a> {
                 compute_partition: None,
                 memory_partition: None,
             });
-            same.push(cards.len() - 1);
+            self.index.entry(key.clone()).or_default().push(cards.len() - 1);
             if l.uuid.is_none() {
-                anonymous.push(cards.len() - 1);
+                self.no_uuid.entry(key.clone()).or_default().push(cards.len() - 1);
             }
             cards.len() - 1
         });
@@ -649,6 +664,7 @@ pub(super) fn map(text: &str, node: &NodeName, dialects: &[&dyn Dialect]) -> Map
             unknown_gpu: counts.unknown_gpu,
             hosts_behind_target: naming.hosts_behind_target,
             shared_index: naming.shared_index,
+            cut_cards: counts.cut_cards,
         },
     }
 }

@@ -6,6 +6,7 @@ pub mod gres;
 pub mod jobs;
 pub mod json;
 pub mod nodes;
+pub mod stream;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -91,6 +92,29 @@ pub async fn run(settings: &Settings, name: &str, args: &[&str]) -> Result<Strin
 /// unknown dialect. Slurm's own `errors` array becomes the error when it carries no data.
 fn document(text: &str, what: &str, key: &str, notes: &mut Vec<String>) -> Result<Value, SourceError> {
     let doc: Value = serde_json::from_str(text).map_err(|e| err(format!("{what}: not JSON ({e})")))?;
+    checked(&doc, doc.get(key).is_some_and(Value::is_array), what, key, notes)?;
+    Ok(doc)
+}
+
+/// A jobs document, read a job at a time (`stream.rs`), with the checks `document` makes.
+fn jobs_document(
+    text: &str,
+    what: &str,
+    kinds: &KindRules,
+    notes: &mut Vec<String>,
+) -> Result<jobs::Jobs, SourceError> {
+    let (jobs, head) = stream::read(text, kinds).map_err(|e| err(format!("{what}: not JSON ({e})")))?;
+    let doc = serde_json::json!({ "errors": head.errors, "meta": head.meta });
+    checked(&doc, head.listed, what, "jobs", notes)?;
+    if jobs.cut > 0 {
+        notes.push(format!("{} GPU jobs past {} not read", jobs.cut, jobs::MAX_JOBS));
+    }
+    Ok(jobs)
+}
+
+/// Slurm's own `errors` as the error when `listed` is false (the document carries no `key`
+/// list); an unknown dialect noted.
+fn checked(doc: &Value, listed: bool, what: &str, key: &str, notes: &mut Vec<String>) -> Result<(), SourceError> {
     let errors: Vec<String> = doc
         .get("errors")
         .and_then(Value::as_array)
@@ -104,16 +128,16 @@ fn document(text: &str, what: &str, key: &str, notes: &mut Vec<String>) -> Resul
             }
         })
         .collect();
-    if !doc.get(key).is_some_and(Value::is_array) {
+    if !listed {
         let why = errors.first().cloned().unwrap_or_else(|| format!("no \"{key}\" list"));
         return Err(err(format!("{what}: {why}")));
     }
-    match json::Dialect::of(&doc) {
+    match json::Dialect::of(doc) {
         Some(d) if !d.known() => notes.push(format!("unknown Slurm JSON {}: read as the nearest known", d.parser)),
         Some(_) => {}
         None => notes.push("Slurm JSON without meta: version unknown".into()),
     }
-    Ok(doc)
+    Ok(())
 }
 
 /// True for the newer `sinfo --json` shape (`{"sinfo": [...]}`, no `nodes`).
@@ -183,18 +207,19 @@ pub async fn collect(
     version: &mut usize,
 ) -> Result<Partial, SourceError> {
     let mut notes = Vec::new();
-    let (jobs_doc, nodes_doc) = match (&settings.rest, client) {
+    let kinds = &settings.kinds;
+    let (mut found, nodes_doc) = match (&settings.rest, client) {
         (Some(rest), Some(client)) => {
             let late = || err(format!("slurmrestd: no answer within {:?}", settings.timeout));
             let t = settings.timeout;
             let jobs = tokio::time::timeout(t, rest_get(client, rest, "jobs", version)).await.map_err(|_| late())??;
-            let jobs = document(&jobs, "slurmrestd jobs", "jobs", &mut notes)?;
+            let jobs = jobs_document(&jobs, "slurmrestd jobs", kinds, &mut notes)?;
             let nodes =
                 tokio::time::timeout(t, rest_get(client, rest, "nodes", version)).await.map_err(|_| late())??;
             (jobs, document(&nodes, "slurmrestd nodes", "nodes", &mut notes)?)
         }
         _ => {
-            let jobs = document(&run(settings, "squeue", &["--json"]).await?, "squeue --json", "jobs", &mut notes)?;
+            let jobs = jobs_document(&run(settings, "squeue", &["--json"]).await?, "squeue --json", kinds, &mut notes)?;
             let text = run(settings, "sinfo", &["--json"]).await?;
             // Since 23.11 `sinfo --json` prints per-partition summaries under "sinfo" instead of
             // nodes; `scontrol show nodes --json` (23.02 and later) has the node objects.
@@ -208,7 +233,6 @@ pub async fn collect(
         }
     };
     notes.dedup();
-    let mut found = jobs::map(&jobs_doc, &settings.kinds);
     let (mut nodes, bad_nodes) = nodes::map(&nodes_doc);
     // Jobs name GRES device indexes; cards are numbered among whole-GPU devices only.
     let indexes = nodes::card_indexes(&nodes_doc);

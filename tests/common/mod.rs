@@ -166,6 +166,33 @@ pub fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
         if child.try_wait().ok().flatten().is_some() {
             return peak;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// Run `cmd` with its output piped and read as it comes (a child writing more than a pipe
+/// holds would wait for ever on a reader that only reads after it ended): its peak RSS (KiB,
+/// `VmHWM` sampled from /proc; 0 for a child that ended before the first sample) and its
+/// output. (`wait4`'s `ru_maxrss` would not do: a child started by vfork or posix_spawn
+/// carries its parent's high-water mark across exec.)
+pub fn run_peak(mut cmd: Command) -> (u64, Output) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}"));
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let peak = peak_rss_kib(&mut child);
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    (peak, Output { status, stdout, stderr })
 }

@@ -3,6 +3,16 @@
 //! `sram_`/`dram_` counters or as `double_bit` totals). `N/A`, `[Not Supported]` and the like
 //! read as unknown.
 
+/// The longest text kept from the file (a driver version, a name, a UUID are tens of
+/// characters); a longer one is cut, ending in `…`.
+pub const MAX_TEXT: usize = 256;
+/// The most `<gpu>` elements a file may hold: one host's cards (16 on the largest boards).
+pub const MAX_GPUS: usize = 256;
+/// The largest file read: a card takes about 27 KB (`MAX_GPUS` of them 7 MB).
+pub const MAX_XML: u64 = 8 << 20;
+/// The most XML nodes parsed: a card has about 1,000 (elements and their texts).
+const MAX_NODES: u32 = 600_000;
+
 /// One `<gpu>` as nvidia-smi reports it; `None` is a value nvidia-smi did not give.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SmiGpu {
@@ -44,18 +54,48 @@ pub enum SmiError {
     NotXml(#[from] roxmltree::Error),
     #[error("not nvidia-smi -q -x output: the root element is <{0}>")]
     Root(String),
+    #[error(
+        "not nvidia-smi -q -x output: an internal DTD subset or an entity declaration (nvidia-smi only names an external DTD; entities can expand without bound)"
+    )]
+    Entities,
+    #[error("{0} GPUs in one file: more than a host has (at most {MAX_GPUS} are read)")]
+    TooMany(usize),
 }
 
 /// Parse the XML; an error says what is wrong with it.
 pub fn parse(text: &str) -> Result<SmiLog, SmiError> {
-    // nvidia-smi writes a DOCTYPE naming its DTD; nothing is fetched or expanded from it.
-    let options = roxmltree::ParsingOptions { allow_dtd: true, nodes_limit: 2_000_000, ..Default::default() };
+    // nvidia-smi writes a DOCTYPE naming its external DTD; nothing is fetched from it. An
+    // internal subset is where entities are declared (one used 60,000 times took 13.7 GB):
+    // refused before parsing.
+    if internal_subset(text) || text.contains("<!ENTITY") {
+        return Err(SmiError::Entities);
+    }
+    let options = roxmltree::ParsingOptions { allow_dtd: true, nodes_limit: MAX_NODES, ..Default::default() };
     let doc = roxmltree::Document::parse_with_options(text, options)?;
     let root = doc.root_element();
     if root.tag_name().name() != "nvidia_smi_log" {
-        return Err(SmiError::Root(root.tag_name().name().into()));
+        return Err(SmiError::Root(cut(root.tag_name().name())));
+    }
+    let n = children(root, "gpu").count();
+    if n > MAX_GPUS {
+        return Err(SmiError::TooMany(n));
     }
     Ok(SmiLog { driver_version: text_of(root, &["driver_version"]), gpus: children(root, "gpu").map(gpu).collect() })
+}
+
+/// Whether the DOCTYPE has an internal subset (`<!DOCTYPE x [ ... ]>`).
+fn internal_subset(text: &str) -> bool {
+    let Some(at) = text.find("<!DOCTYPE") else { return false };
+    let rest = &text[at..];
+    rest[..rest.find('>').unwrap_or(rest.len())].contains('[')
+}
+
+/// `t`, cut to `MAX_TEXT` characters and `…` when longer.
+pub fn cut(t: &str) -> String {
+    match t.char_indices().nth(MAX_TEXT) {
+        Some((end, _)) => format!("{}…", &t[..end]),
+        None => t.to_string(),
+    }
 }
 
 fn children<'a, 'i>(n: roxmltree::Node<'a, 'i>, name: &'static str) -> impl Iterator<Item = roxmltree::Node<'a, 'i>> {
@@ -78,7 +118,7 @@ fn text_of(n: roxmltree::Node, path: &[&str]) -> Option<String> {
         || t.starts_with('[')
         || t.eq_ignore_ascii_case("Unknown Error")
         || t.eq_ignore_ascii_case("None");
-    (!unknown).then(|| t.to_string())
+    (!unknown).then(|| cut(t))
 }
 
 /// The number a value starts with: "67.03 W" -> 67.03, "81920 MiB" -> 81920, "27 C" -> 27.
@@ -106,7 +146,7 @@ fn power(g: roxmltree::Node, leaves: &[&str]) -> Option<f64> {
 
 fn gpu(g: roxmltree::Node) -> SmiGpu {
     SmiGpu {
-        bus_id: g.attribute("id").map(str::to_string).or_else(|| text_of(g, &["pci", "pci_bus_id"])),
+        bus_id: g.attribute("id").map(cut).or_else(|| text_of(g, &["pci", "pci_bus_id"])),
         name: text_of(g, &["product_name"]),
         uuid: text_of(g, &["uuid"]),
         memory_total_mib: num(g, &["fb_memory_usage", "total"]),
@@ -246,5 +286,49 @@ mod tests {
             "<nvidia_smi_log><gpu id=\"x\"><power_readings><power_draw>[Not Supported]</power_draw></power_readings></gpu></nvidia_smi_log>",
         );
         assert_eq!(log.map(|l| l.gpus[0].power_w).map_err(|e| e.to_string()), Ok(None));
+    }
+
+    /// An entity expanded 60,000 times passed 13.7 GB: nvidia-smi's files only name an
+    /// external DTD, so any internal subset or entity declaration is refused unread.
+    #[test]
+    fn an_internal_subset_or_an_entity_is_refused() {
+        let bomb = format!(
+            "<?xml version=\"1.0\"?><!DOCTYPE nvidia_smi_log [<!ENTITY a \"{}\">]><nvidia_smi_log><driver_version>{}</driver_version></nvidia_smi_log>",
+            "x".repeat(1000),
+            "&a;".repeat(60)
+        );
+        let e = parse(&bomb).map(|l| l.driver_version.map(|d| d.len())).map_err(|e| e.to_string());
+        assert!(e.as_ref().is_err_and(|e| e.contains("internal DTD subset")), "{e:?}");
+        let subset = "<!DOCTYPE nvidia_smi_log [ ]><nvidia_smi_log></nvidia_smi_log>";
+        assert!(parse(subset).is_err(), "an empty internal subset is refused too");
+        let real = "<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM \"nvsmi_device_v12.dtd\">\n<nvidia_smi_log></nvidia_smi_log>";
+        assert!(parse(real).is_ok(), "an external DTD is what real files name");
+    }
+
+    /// A 1 MB driver version was read and printed whole: texts are cut to `MAX_TEXT`.
+    #[test]
+    fn long_texts_are_cut() {
+        let log = parse(&format!(
+            "<nvidia_smi_log><driver_version>{}</driver_version><gpu id=\"{}\"><uuid>GPU-1</uuid></gpu></nvidia_smi_log>",
+            "9".repeat(1 << 20),
+            "b".repeat(5000)
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let d = log.driver_version.unwrap_or_default();
+        assert!(d.chars().count() <= MAX_TEXT + 1 && d.ends_with('…'), "{} chars", d.len());
+        assert!(log.gpus[0].bus_id.as_ref().is_some_and(|b| b.chars().count() <= MAX_TEXT + 1));
+    }
+
+    /// More GPUs than a host has are refused, not read.
+    #[test]
+    fn more_gpus_than_a_host_has_are_refused() {
+        let gpus = "<gpu id=\"x\"></gpu>".repeat(MAX_GPUS + 1);
+        let e = parse(&format!("<nvidia_smi_log>{gpus}</nvidia_smi_log>")).map(|l| l.gpus.len());
+        assert!(e.as_ref().is_err_and(|e| e.to_string().contains("GPUs")), "{e:?}");
+        let gpus = "<gpu id=\"x\"></gpu>".repeat(MAX_GPUS);
+        assert_eq!(
+            parse(&format!("<nvidia_smi_log>{gpus}</nvidia_smi_log>")).map(|l| l.gpus.len()).ok(),
+            Some(MAX_GPUS)
+        );
     }
 }

@@ -36,6 +36,61 @@ pub const HISTORY_MEM: &str = "sum by (instance, gpu, Hostname, hostname) (DCGM_
 /// (node, gpu index, GPU instance id) -> points.
 type Points = BTreeMap<(String, u32, Option<u32>), Vec<Option<f64>>>;
 
+/// The most MIG instances a card has (an A100's or H100's seven 1g slices): the instance
+/// series of a card past these are cut, so an answer naming 100,000 instances of one card
+/// costs seven grids, not 100,000 (1.2 GB).
+pub const MAX_INSTANCES: usize = 7;
+
+/// A decoded answer: the points kept, and how many instance series were cut past
+/// `MAX_INSTANCES` per card.
+#[derive(Debug, Default)]
+struct Decoded {
+    points: Points,
+    cut: usize,
+}
+
+impl Decoded {
+    /// Keep a series unless it is one more instance of a card that has `MAX_INSTANCES`.
+    fn keep(&mut self, key: (String, u32, Option<u32>), points: Vec<Option<f64>>) {
+        if key.2.is_some() && !self.points.contains_key(&key) {
+            let (lo, hi) = ((key.0.clone(), key.1, Some(0)), (key.0.clone(), key.1, Some(u32::MAX)));
+            if self.points.range(lo..=hi).count() >= MAX_INSTANCES {
+                self.cut += 1;
+                return;
+            }
+        }
+        self.points.insert(key, points);
+    }
+}
+
+/// Whether anyone still waits for a decode: the decode runs on a blocking thread that
+/// outlives a waiter that gave up (`HISTORY_WAIT`), and stops at its next series once the
+/// waiter's `Waiting` is dropped.
+#[derive(Debug, Clone, Default)]
+struct Abandon(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+/// Held by the waiter; dropping it (the wait gave up, or the decode is done) abandons the decode.
+struct Waiting(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Abandon {
+    fn waiter(&self) -> Waiting {
+        Waiting(self.0.clone())
+    }
+    fn gone(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    /// An error for the decoder when nobody waits any more.
+    fn check<E: serde::de::Error>(&self) -> Result<(), E> {
+        if self.gone() { Err(E::custom("nobody waits for the history any more: decoding stopped")) } else { Ok(()) }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// The cards the main answer has, (node, gpu index): history is kept for these only.
 pub type Known = std::collections::HashSet<(String, u32)>;
 
@@ -43,8 +98,10 @@ pub type Known = std::collections::HashSet<(String, u32)>;
 /// value kinds), every card known: the door the fuzz campaign feeds (`crate::inputs`). The
 /// series read.
 pub fn history_answer(body: &str, start: f64) -> usize {
-    let pct = matrix_points(body, &Grid::new(ScrapeNode::Target, start, 60, true), None).map_or(0, |p| p.len());
-    let other = matrix_points(body, &Grid::new(ScrapeNode::Label, start, 60, false), None).map_or(0, |p| p.len());
+    let awaited = Abandon::default();
+    let read = |grid: Grid| matrix_points(body, &grid, None, &awaited).map_or(0, |d| d.points.len());
+    let pct = read(Grid::new(ScrapeNode::Target, start, 60, true));
+    let other = read(Grid::new(ScrapeNode::Label, start, 60, false));
     pct + other
 }
 
@@ -83,11 +140,13 @@ struct Labels<'a> {
 /// the `known` cards (all when `None`). Decoded as it is read: a series becomes its key and a
 /// grid of `HISTORY_POINTS` as soon as it is read, a series of an unknown card is dropped
 /// there, so an answer of a million series costs what the known cards' points cost, not a tree
-/// of every series (it cost 6.6 GB).
-fn matrix_points(body: &str, grid: &Grid, known: Option<&Known>) -> Result<Points, HistoryError> {
-    let mut out = Points::new();
+/// of every series (it cost 6.6 GB); a card keeps at most `MAX_INSTANCES` instances. Stops
+/// with an error at the next series once `gone` says nobody waits.
+fn matrix_points(body: &str, grid: &Grid, known: Option<&Known>, gone: &Abandon) -> Result<Decoded, HistoryError> {
+    let mut out = Decoded::default();
     let mut de = serde_json::Deserializer::from_str(body);
-    let status = serde::de::DeserializeSeed::deserialize(Envelope { grid, known, out: &mut out }, &mut de)
+    let at = Ctx { grid, known, gone };
+    let status = serde::de::DeserializeSeed::deserialize(Envelope { at, out: &mut out }, &mut de)
         .map_err(HistoryError::NotAnswer)?;
     match status {
         Ok(()) => Ok(out),
@@ -115,11 +174,18 @@ pub enum HistoryError {
     Decoding(#[source] tokio::task::JoinError),
 }
 
-/// `{"status": ..., "error": ..., "data": {"result": [...]}}`: Ok, or the error it reports.
-struct Envelope<'g> {
+/// What every level of the decode reads by: the grid, the cards kept, and whether anyone waits.
+#[derive(Clone, Copy)]
+struct Ctx<'g> {
     grid: &'g Grid,
     known: Option<&'g Known>,
-    out: &'g mut Points,
+    gone: &'g Abandon,
+}
+
+/// `{"status": ..., "error": ..., "data": {"result": [...]}}`: Ok, or the error it reports.
+struct Envelope<'g> {
+    at: Ctx<'g>,
+    out: &'g mut Decoded,
 }
 
 impl<'de> DeserializeSeed<'de> for Envelope<'_> {
@@ -136,12 +202,12 @@ impl<'de> Visitor<'de> for Envelope<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
         let (mut status, mut error) = (None::<String>, None::<String>);
-        let mut found = Points::new();
+        let mut found = Decoded::default();
         while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
             match k.as_ref() {
                 "status" => status = Some(m.next_value()?),
                 "error" => error = m.next_value()?,
-                "data" => m.next_value_seed(Data { grid: self.grid, known: self.known, out: &mut found })?,
+                "data" => m.next_value_seed(Data { at: self.at, out: &mut found })?,
                 _ => {
                     m.next_value::<IgnoredAny>()?;
                 }
@@ -157,9 +223,8 @@ impl<'de> Visitor<'de> for Envelope<'_> {
 
 /// `{"resultType": ..., "result": [...]}`.
 struct Data<'g> {
-    grid: &'g Grid,
-    known: Option<&'g Known>,
-    out: &'g mut Points,
+    at: Ctx<'g>,
+    out: &'g mut Decoded,
 }
 
 impl<'de> DeserializeSeed<'de> for Data<'_> {
@@ -180,7 +245,7 @@ impl<'de> Visitor<'de> for Data<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
         while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
             if k == "result" {
-                m.next_value_seed(Series { grid: self.grid, known: self.known, out: &mut *self.out })?;
+                m.next_value_seed(Series { at: self.at, out: &mut *self.out })?;
             } else {
                 m.next_value::<IgnoredAny>()?;
             }
@@ -191,9 +256,8 @@ impl<'de> Visitor<'de> for Data<'_> {
 
 /// The result array: each series read and kept (or dropped) before the next.
 struct Series<'g> {
-    grid: &'g Grid,
-    known: Option<&'g Known>,
-    out: &'g mut Points,
+    at: Ctx<'g>,
+    out: &'g mut Decoded,
 }
 
 impl<'de> DeserializeSeed<'de> for Series<'_> {
@@ -209,12 +273,15 @@ impl<'de> Visitor<'de> for Series<'_> {
         f.write_str("a list of series")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(one) = seq.next_element_seed(One { grid: self.grid })? {
+        let at = self.at;
+        at.gone.check()?;
+        while let Some(one) = seq.next_element_seed(One { grid: at.grid })? {
+            at.gone.check()?;
             let Some((name, gpu, gi, points)) = one else { continue };
-            if self.known.is_some_and(|k| !k.contains(&(name.clone(), gpu))) {
+            if at.known.is_some_and(|k| !k.contains(&(name.clone(), gpu))) {
                 continue;
             }
-            self.out.insert((name, gpu, gi), points);
+            self.out.keep((name, gpu, gi), points);
         }
         Ok(())
     }
@@ -314,7 +381,7 @@ pub(super) async fn fetch(
     node: ScrapeNode,
     end: DateTime<Utc>,
     known: Known,
-) -> Result<Vec<crate::model::CardHistory>, HistoryError> {
+) -> Result<(Vec<crate::model::CardHistory>, usize), HistoryError> {
     let known = std::sync::Arc::new(known);
     let step = HISTORY_SPAN_S / HISTORY_POINTS;
     let end = end.timestamp() as f64;
@@ -333,19 +400,27 @@ pub(super) async fn fetch(
             let mut held = crate::budget::Budget::global().hold();
             held.grow(body.capacity())?;
             let grid = Grid::new(node, start, step, pct);
-            let decoded = tokio::task::spawn_blocking(move || matrix_points(&body, &grid, Some(&known))).await;
+            // Dropped with this future when the wait gives up: the decode stops there.
+            let gone = Abandon::default();
+            let _waiting = gone.waiter();
+            let decoded = tokio::task::spawn_blocking(move || matrix_points(&body, &grid, Some(&known), &gone)).await;
             drop(held);
             decoded.unwrap_or_else(|e| Err(HistoryError::Decoding(e)))
         }
     };
-    let mut util = get(HISTORY_UTIL, true).await?;
-    util.extend(get(HISTORY_INSTANCE_UTIL, true).await?);
-    let mut mem = get(HISTORY_MEM, true).await?;
-    let mut fb = get(HISTORY_FB_USED, false).await?;
+    let (util, instances, mem, fb) = (
+        get(HISTORY_UTIL, true).await?,
+        get(HISTORY_INSTANCE_UTIL, true).await?,
+        get(HISTORY_MEM, true).await?,
+        get(HISTORY_FB_USED, false).await?,
+    );
+    let cut = instances.cut.max(fb.cut);
+    let (mut util, mut mem, mut fb) = (util.points, mem.points, fb.points);
+    util.extend(instances.points);
     let mut keys: Vec<(String, u32, Option<u32>)> = util.keys().chain(mem.keys()).chain(fb.keys()).cloned().collect();
     keys.sort();
     keys.dedup();
-    Ok(keys
+    let rows = keys
         .into_iter()
         .map(|k| crate::model::CardHistory {
             util: util.remove(&k).unwrap_or_default(),
@@ -355,7 +430,8 @@ pub(super) async fn fetch(
             gi: k.2,
             step_s: step,
         })
-        .collect())
+        .collect();
+    Ok((rows, cut))
 }
 
 #[cfg(test)]
@@ -366,9 +442,9 @@ mod tests {
     fn range_answers_land_on_the_grid() {
         let body = r#"{"status":"success","data":{"resultType":"matrix","result":[
           {"metric":{"instance":"10.0.0.7:9400","gpu":"3"},"values":[[1000,"50"],[1030,"NaN"],[1060,"250"]]}]}}"#;
-        let m = matrix_points(body, &Grid::new(ScrapeNode::Target, 1000.0, 30, true), None)
+        let m = matrix_points(body, &Grid::new(ScrapeNode::Target, 1000.0, 30, true), None, &Abandon::default())
             .unwrap_or_else(|e| panic!("{e}"));
-        let p = &m[&("10.0.0.7".to_string(), 3, None)];
+        let p = &m.points[&("10.0.0.7".to_string(), 3, None)];
         assert_eq!(p.len(), HISTORY_POINTS as usize);
         assert_eq!(&p[..4], &[Some(50.0), None, Some(100.0), None], "NaN is a gap; values clamp to 100");
     }
@@ -378,10 +454,10 @@ mod tests {
         let body = r#"{"status":"success","data":{"resultType":"matrix","result":[
           {"metric":{"instance":"10.0.0.7:9400","gpu":"0","GPU_I_ID":"13"},"values":[[1000,"30720"]]},
           {"metric":{"instance":"10.0.0.7:9400","gpu":"0"},"values":[[1000,"512"]]}]}}"#;
-        let m = matrix_points(body, &Grid::new(ScrapeNode::Target, 1000.0, 60, false), None)
+        let m = matrix_points(body, &Grid::new(ScrapeNode::Target, 1000.0, 60, false), None, &Abandon::default())
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(m[&("10.0.0.7".to_string(), 0, Some(13))][0], Some(30720.0), "MiB are not clamped to 100");
-        assert_eq!(m[&("10.0.0.7".to_string(), 0, None)][0], Some(512.0), "no GPU_I_ID: the card");
+        assert_eq!(m.points[&("10.0.0.7".to_string(), 0, Some(13))][0], Some(30720.0), "MiB are not clamped to 100");
+        assert_eq!(m.points[&("10.0.0.7".to_string(), 0, None)][0], Some(512.0), "no GPU_I_ID: the card");
         assert_eq!(HISTORY_SPAN_S, 7200, "the advisor's longest window");
     }
 
@@ -395,16 +471,55 @@ mod tests {
         }
         body.push_str(r#"{"values":[[1000,"7"]],"metric":{"instance":"gpu-01:9400","gpu":"1","__name__":"u"}}]}}"#);
         let known: Known = [("gpu-01".to_string(), 1)].into_iter().collect();
-        let m = matrix_points(&body, &Grid::new(ScrapeNode::Target, 1000.0, 60, true), Some(&known))
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(m.len(), 1, "only the known card");
-        assert_eq!(m[&("gpu-01".to_string(), 1, None)][0], Some(7.0), "values before the labels are read too");
+        let m =
+            matrix_points(&body, &Grid::new(ScrapeNode::Target, 1000.0, 60, true), Some(&known), &Abandon::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.points.len(), 1, "only the known card");
+        assert_eq!(m.points[&("gpu-01".to_string(), 1, None)][0], Some(7.0), "values before the labels are read too");
         let err = matrix_points(
             r#"{"status":"error","error":"bad query"}"#,
             &Grid::new(ScrapeNode::Target, 0.0, 60, true),
             None,
+            &Abandon::default(),
         );
         assert_eq!(err.err().map(|e| e.to_string()).as_deref(), Some("history: bad query"));
-        assert!(matrix_points("[1,2]", &Grid::new(ScrapeNode::Target, 0.0, 60, true), None).is_err());
+        assert!(
+            matrix_points("[1,2]", &Grid::new(ScrapeNode::Target, 0.0, 60, true), None, &Abandon::default()).is_err()
+        );
+    }
+
+    /// A known card answering 100,000 distinct `GPU_I_ID`s keeps at most `MAX_INSTANCES` of
+    /// them (a card has at most 7 MIG instances) and counts the rest: 1.2 GB before.
+    #[test]
+    fn a_known_card_keeps_at_most_seven_instances() {
+        let mut body = String::from(r#"{"status":"success","data":{"resultType":"matrix","result":["#);
+        for i in 0..100_000 {
+            body.push_str(&format!(
+                r#"{{"metric":{{"instance":"gpu-01:9400","gpu":"0","GPU_I_ID":"{i}"}},"values":[]}},"#
+            ));
+        }
+        body.push_str(r#"{"metric":{"instance":"gpu-01:9400","gpu":"0"},"values":[[1000,"7"]]}]}}"#);
+        let known: Known = [("gpu-01".to_string(), 0)].into_iter().collect();
+        let m =
+            matrix_points(&body, &Grid::new(ScrapeNode::Target, 1000.0, 60, true), Some(&known), &Abandon::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.points.len(), MAX_INSTANCES + 1, "seven instances and the card");
+        assert_eq!(m.cut, 100_000 - MAX_INSTANCES);
+        assert_eq!(m.points[&("gpu-01".to_string(), 0, None)][0], Some(7.0), "the card is kept after the cut");
+    }
+
+    /// A decode whose waiter gave up stops at the next series instead of reading on.
+    #[test]
+    fn a_decode_nobody_waits_for_stops() {
+        let mut body = String::from(r#"{"status":"success","data":{"resultType":"matrix","result":["#);
+        for i in 0..10 {
+            body.push_str(&format!(r#"{{"metric":{{"instance":"gpu-{i}:9400","gpu":"0"}},"values":[]}},"#));
+        }
+        body.push_str(r#"{"metric":{"instance":"gpu-x:9400","gpu":"0"},"values":[]}]}}"#);
+        let gone = Abandon::default();
+        drop(gone.waiter());
+        let r = matrix_points(&body, &Grid::new(ScrapeNode::Target, 1000.0, 60, true), None, &gone);
+        assert!(matches!(r, Err(HistoryError::NotAnswer(_))), "{r:?}");
+        assert!(r.err().map(|e| e.to_string()).unwrap_or_default().contains("nobody waits"));
     }
 }

@@ -22,7 +22,13 @@ pub struct Jobs {
     /// Nodes where a running job holds shares that `gres_detail` does not place on a card:
     /// their cards' shares in use are unknown.
     pub unplaced: Vec<String>,
+    /// GPU jobs past `MAX_JOBS`: counted, not read.
+    pub cut: usize,
 }
+
+/// The most GPU jobs read from one answer (Slurm's default `MaxJobCount` is 10,000; the
+/// largest sites run some 100,000 at once).
+pub const MAX_JOBS: usize = 200_000;
 
 /// The share unit of a sharing GRES name.
 pub fn share_unit(name: &str) -> Option<ShareUnit> {
@@ -38,16 +44,25 @@ pub fn share_unit(name: &str) -> Option<ShareUnit> {
 pub fn map(doc: &Value, kinds: &KindRules) -> Jobs {
     let mut out = Jobs::default();
     for job in doc.get("jobs").and_then(Value::as_array).into_iter().flatten() {
-        match workload(job, kinds, &mut out.shares, &mut out.unplaced) {
-            Some(Some(w)) if w.request.wants_gpu() => {
-                out.workloads.push(w);
-            }
-            Some(Some(_)) => out.without_gpu += 1,
-            Some(None) => {}
-            None => out.unreadable += 1,
-        }
+        add(&mut out, job, kinds);
     }
     out
+}
+
+/// Map one job into `out` (the streamed reader's step, `stream.rs`).
+pub fn add(out: &mut Jobs, job: &Value, kinds: &KindRules) {
+    if out.workloads.len() >= MAX_JOBS {
+        out.cut += 1;
+        return;
+    }
+    match workload(job, kinds, &mut out.shares, &mut out.unplaced) {
+        Some(Some(w)) if w.request.wants_gpu() => {
+            out.workloads.push(w);
+        }
+        Some(Some(_)) => out.without_gpu += 1,
+        Some(None) => {}
+        None => out.unreadable += 1,
+    }
 }
 
 /// `None` for a job without an id; `Some(None)` for a finished job.
