@@ -158,7 +158,9 @@ fn views() -> Vec<(&'static str, Setup)> {
                     as_is: Outlook { p90_wait_s: 2520, held: 0.62, never_started: 0 },
                     following: Outlook { p90_wait_s: 0, held: 0.55, never_started: 0 },
                     changes: 3,
+                    others: 1,
                     jobs: 240,
+                    followed: tessera::simulate::projection::plan_of(&st.findings),
                 });
                 st.apply(Intent::ViewAdvice, s.fleet());
             }),

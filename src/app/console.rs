@@ -624,10 +624,14 @@ impl<'a> Console<'a> {
         }
     }
 
-    /// After advice, at most once a minute: simulate the next 24 hours of measured demand as
-    /// is and with the advice's layout changes, on a blocking thread (never on the loop).
+    /// After advice, once a minute, or at once when the advice's plan changed: simulate the
+    /// next 24 hours of measured demand as is and following the plan's layout changes, on a
+    /// blocking thread (never on the loop).
+    /// At once when the advice's plan is not the one the last projection followed.
     fn project_if_due(&mut self) {
-        if self.projecting.task.is_some() || self.projecting.at.is_some_and(|t| t.elapsed() < PROJECT_EVERY) {
+        let plan = crate::simulate::projection::plan_of(&self.st.findings);
+        let same = self.st.projection.as_ref().is_some_and(|p| p.followed == plan);
+        if self.projecting.task.is_some() || (same && self.projecting.at.is_some_and(|t| t.elapsed() < PROJECT_EVERY)) {
             return;
         }
         let fleet = self.store.fleet().clone();
@@ -636,7 +640,7 @@ impl<'a> Console<'a> {
         let min_runtime_s = self.cfg.policy.min_runtime.as_secs() as i64;
         self.projecting.at = Some(Instant::now());
         self.projecting.task = Some(tokio::task::spawn_blocking(move || {
-            crate::simulate::projection::project(&fleet, &demand, now, min_runtime_s)
+            crate::simulate::projection::project(&fleet, &demand, now, min_runtime_s, &plan)
         }));
     }
 

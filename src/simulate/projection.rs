@@ -1,7 +1,8 @@
 //! The console's projection: what the next 24 hours of the demand measured by hour would do
-//! on the fleet as it is, and on the fleet after the layout planner's changes (the advice's
-//! repartitions), as p90 queue wait and GPUs held. A simulation on measured means, marked as
-//! such wherever it is shown.
+//! on the fleet as it is, and on the fleet after the advice's plan (its repartitions: layout
+//! plans, a schedule's cost, packing), as p90 queue wait and GPUs held. The plan's preemptions
+//! and drains change no capacity over a day of hourly means, so they are counted and said, not
+//! modelled. A simulation on measured means, marked as such wherever it is shown.
 
 use chrono::{DateTime, Timelike, Utc};
 
@@ -23,10 +24,19 @@ pub struct Outlook {
 pub struct Projection {
     pub as_is: Outlook,
     pub following: Outlook,
-    /// Cards the advice would lay out anew.
+    /// Cards the advice's plan lays out anew (what `following` follows).
     pub changes: usize,
+    /// The plan's other actions (preemptions, drains, undrains): said, not modelled.
+    pub others: usize,
     /// Jobs the measured demand makes over the 24 hours.
     pub jobs: usize,
+    /// The plan it followed, to tell when the advice's plan has changed since.
+    pub followed: Vec<crate::actions::Action>,
+}
+
+/// The actions of the advice's plan, in the findings' order.
+pub fn plan_of(findings: &[crate::advisor::Finding]) -> Vec<crate::actions::Action> {
+    findings.iter().filter_map(|f| f.suggestion.action().cloned()).collect()
 }
 
 /// The measured demand from `now`'s hour on as jobs: each hour's mean of each shape, rounded,
@@ -60,25 +70,33 @@ fn outlook(jobs: &[Job], fleet: &Fleet, s: &Settings) -> Outlook {
     Outlook { p90_wait_s: r.wait.p90_s, held: r.held_mean, never_started: r.never_started + r.unplaceable }
 }
 
-/// The projection for `fleet` with `demand`, as of `now`; `None` where no demand is measured.
+/// The projection for `fleet` with `demand`, as of `now`, following `plan` (the advice's
+/// actions); `None` where no demand is measured.
 pub fn project(
     fleet: &ModelFleet,
     demand: &DemandHistory,
     now: DateTime<Utc>,
     min_runtime_s: i64,
+    plan: &[crate::actions::Action],
 ) -> Option<Projection> {
+    use crate::actions::{Action, Target};
     let jobs = demand_jobs(demand, now);
     if jobs.is_empty() {
         return None;
     }
     let s = Settings { min_runtime_s, horizon_s: Some(24 * 3600), timeline_points: 24, ..Settings::default() };
     let as_is_fleet = from_model::fleet(fleet);
-    let plan = crate::advisor::planner::plan(fleet, now);
     let mut following = as_is_fleet.clone();
-    for change in &plan.changes {
-        let Some(node) = following.nodes.iter_mut().find(|n| *n.name == change.card.node) else { continue };
+    let (mut changes, mut others) = (0, 0);
+    for action in plan {
+        let Action::Repartition { target, layout } = action else {
+            others += 1;
+            continue;
+        };
+        let Target::Card(card) = Target::parse(target) else { continue };
+        let Some(node) = following.nodes.iter_mut().find(|n| *n.name == card.node) else { continue };
         let Some(gm) = following.models[node.model as usize].mig else { continue };
-        let layout = match parse_layout(gm, &change.to) {
+        let layout = match parse_layout(gm, layout) {
             Ok(LayoutSpec::Mig(l)) => Some(l),
             Ok(LayoutSpec::Whole) => None,
             Err(_) => continue,
@@ -86,16 +104,15 @@ pub fn project(
         if node.layouts.len() < node.gpus as usize {
             node.layouts.resize(node.gpus as usize, None);
         }
-        if let Some(slot) = node.layouts.get_mut(change.card.index as usize) {
+        if let Some(slot) = node.layouts.get_mut(card.index as usize) {
             *slot = layout;
+            changes += 1;
         }
     }
-    Some(Projection {
-        as_is: outlook(&jobs, &as_is_fleet, &s),
-        following: outlook(&jobs, &following, &s),
-        changes: plan.changes.len(),
-        jobs: jobs.len(),
-    })
+    let as_is = outlook(&jobs, &as_is_fleet, &s);
+    // Nothing laid out anew: the same fleet, the same answer (not simulated twice).
+    let following = if changes == 0 { as_is } else { outlook(&jobs, &following, &s) };
+    Some(Projection { as_is, following, changes, others, jobs: jobs.len(), followed: plan.to_vec() })
 }
 
 #[cfg(test)]
@@ -113,15 +130,26 @@ mod tests {
         let p = sim.snapshot();
         let mut fleet = ModelFleet { nodes: p.nodes, workloads: p.workloads, ..ModelFleet::default() };
         fleet.index_workloads();
-        let Some(pr) = project(&fleet, &demand, start, 1800) else { panic!("the demo measures demand") };
+        let plan = crate::advisor::planner::plan(&fleet, start);
+        let actions: Vec<crate::actions::Action> = plan
+            .changes
+            .iter()
+            .map(|c| crate::actions::Action::Repartition { target: c.card.to_string(), layout: c.to.clone() })
+            .chain([crate::actions::Action::Preempt { workload: "sim:1".into(), force: false }])
+            .collect();
+        let Some(pr) = project(&fleet, &demand, start, 1800, &actions) else { panic!("the demo measures demand") };
         assert!(pr.jobs > 0);
+        assert_eq!((pr.changes, pr.others), (plan.changes.len(), 1), "what it follows, and what it only counts");
         assert!((0.0..=1.0).contains(&pr.as_is.held) && (0.0..=1.0).contains(&pr.following.held));
         // The same inputs, the same answer.
-        assert_eq!(project(&fleet, &demand, start, 1800), Some(pr));
+        assert_eq!(project(&fleet, &demand, start, 1800, &actions), Some(pr));
+        // Following nothing: as is, twice (it said "2 changes advised" with none in the list).
+        let none = project(&fleet, &demand, start, 1800, &[]).unwrap_or_else(|| panic!("demand"));
+        assert_eq!((none.changes, none.as_is), (0, none.following));
     }
 
     #[test]
     fn no_demand_measured_no_projection() {
-        assert_eq!(project(&ModelFleet::default(), &DemandHistory::default(), Utc::now(), 1800), None);
+        assert_eq!(project(&ModelFleet::default(), &DemandHistory::default(), Utc::now(), 1800, &[]), None);
     }
 }

@@ -34,9 +34,20 @@ pub fn projection_line(st: &UiState) -> Option<String> {
     let dot = if st.ascii { "-" } else { "·" };
     let wait = crate::units::duration::short;
     let pct = |v: f64| format!("{:.0}%", v * 100.0);
-    let changes = crate::units::count(p.changes as u64, "change", "changes");
+    let others = match p.others {
+        0 => String::new(),
+        n => format!("; {} not modelled", crate::units::count(n as u64, "other action", "other actions")),
+    };
+    if p.changes == 0 {
+        return Some(format!(
+            "simulated 24h: p90 wait {} {dot} held {} (the plan lays out no card{others})",
+            wait(p.as_is.p90_wait_s),
+            pct(p.as_is.held),
+        ));
+    }
+    let plans = crate::units::count(p.changes as u64, "layout change", "layout changes");
     Some(format!(
-        "simulated 24h: p90 wait {} {arrow} {} {dot} held {} {arrow} {} (as is {arrow} {changes} advised)",
+        "simulated 24h: p90 wait {} {arrow} {} {dot} held {} {arrow} {} (as is {arrow} following the plan's {plans}{others})",
         wait(p.as_is.p90_wait_s),
         wait(p.following.p90_wait_s),
         pct(p.as_is.held),
@@ -113,4 +124,42 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
     let act = if x.suggestion.action().is_some() && !st.read_only { "  (a plans it)" } else { "" };
     d.push(Line::from(Span::styled(fit(&format!("=> {}{act}", x.suggestion.text()), w, a), theme.fg(theme.c.ok))));
     f.render_widget(Paragraph::new(d), parts[1]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simulate::projection::{Outlook, Projection};
+
+    /// #47: the line names what it follows and never claims changes the plan does not hold
+    /// (it said "2 changes advised" with none in the list, and counted layout changes only).
+    #[test]
+    fn the_projection_line_names_what_it_follows() {
+        let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), chrono::Utc::now());
+        let o = |w, h| Outlook { p90_wait_s: w, held: h, never_started: 0 };
+        st.projection = Some(Projection {
+            as_is: o(3600, 0.5),
+            following: o(3600, 0.5),
+            changes: 0,
+            others: 2,
+            jobs: 9,
+            followed: vec![],
+        });
+        assert_eq!(
+            projection_line(&st).as_deref(),
+            Some("simulated 24h: p90 wait 1h00m · held 50% (the plan lays out no card; 2 other actions not modelled)")
+        );
+        st.projection = Some(Projection {
+            as_is: o(3600, 0.5),
+            following: o(0, 0.6),
+            changes: 2,
+            others: 0,
+            jobs: 9,
+            followed: vec![],
+        });
+        assert_eq!(
+            projection_line(&st).as_deref(),
+            Some("simulated 24h: p90 wait 1h00m → 0s · held 50% → 60% (as is → following the plan's 2 layout changes)")
+        );
+    }
 }
