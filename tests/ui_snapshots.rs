@@ -543,3 +543,30 @@ fn source_health_reads_without_colour_at_80_columns() {
     assert!(line.contains(" live ") || line.contains("sim: live"), "{line}");
     assert_eq!(line.matches(" down s").count(), 2, "{line}");
 }
+
+/// #47 (words): the Advice view's footer offers `a` (act on the finding), not the card keys
+/// `d r p`; a sort said in the footer's message is not said twice ("sort: util · sorted by util").
+#[test]
+fn the_footer_offers_the_keys_of_its_view_and_says_a_sort_once() {
+    let advice = render(
+        160,
+        48,
+        |st, s| {
+            let _ = st.apply(Intent::ViewAdvice, s.fleet());
+        },
+        false,
+    );
+    let last = advice.lines().last().unwrap_or_default().to_string();
+    assert!(last.contains("a act") && !last.contains("d drain") && !last.contains("p preempt"), "{last}");
+    let fleet = render(
+        160,
+        48,
+        |st, s| {
+            let _ = st.apply(Intent::Sort, s.fleet());
+        },
+        false,
+    );
+    let last = fleet.lines().last().unwrap_or_default().to_string();
+    assert!(last.contains("sorted by util") && !last.contains("sort: util"), "{last}");
+    assert!(last.contains("d drain") && !last.contains("a act"), "{last}");
+}

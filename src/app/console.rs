@@ -722,9 +722,9 @@ fn say_recorded(
 ) {
     match recorded {
         Some(Ok(s)) => to_stderr(&format!(
-            "tessera: recorded {} frames and {} actions, {}, in {}",
-            s.frames,
-            s.actions,
+            "tessera: recorded {} and {}, {}, in {}",
+            crate::units::count(s.frames, "frame", "frames"),
+            crate::units::count(s.actions, "action", "actions"),
             crate::units::size(s.bytes),
             s.kept().iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         )),

@@ -163,13 +163,17 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
             n => format!(" ({n} older parts removed to keep {})", o.keep.unwrap_or_default()),
         };
         super::to_stderr(&format!(
-            "tessera: recorded {} frames ({} keyframes) and {} actions, {}, in {}{removed}{}",
-            summary.frames,
-            summary.keyframes,
-            summary.actions,
+            "tessera: recorded {} ({}) and {}, {}, in {}{removed}{}",
+            crate::units::count(summary.frames, "frame", "frames"),
+            crate::units::count(summary.keyframes, "keyframe", "keyframes"),
+            crate::units::count(summary.actions, "action", "actions"),
             size(summary.bytes),
             parts.join(", "),
-            if skipped > 0 { format!(" ({skipped} audit lines that were not records skipped)") } else { String::new() }
+            if skipped > 0 {
+                format!(" ({} of the audit log that were not records skipped)", crate::units::count(skipped as u64, "line", "lines"))
+            } else {
+                String::new()
+            }
         ));
         if let Some(e) = session_audit {
             super::to_stderr(&format!("tessera: the audit log could not always be read ({e}): actions may be missing"));

@@ -245,7 +245,11 @@ pub fn snapshot_table_at((fleet, simulated): &(Fleet, bool), wall: chrono::DateT
             String::new()
         };
         let replicas = if d.replicas > 0 && !matches!(d.resource, crate::model::Resource::Shared { .. }) {
-            format!(" ({} of them replicas of shared cards)", d.replicas)
+            format!(
+                " ({} of them {} of shared cards)",
+                d.replicas,
+                if d.replicas == 1 { "a replica" } else { "replicas" }
+            )
         } else {
             String::new()
         };

@@ -83,7 +83,7 @@ impl Types {
             host.push(format!("{} GiB", n.mem_mib / 1024));
         }
         if let Some(r) = n.replicas.filter(|r| *r > 1) {
-            host.push(format!("{r} replicas a card"));
+            host.push(format!("{r} replicas per card"));
         }
         let host = if host.is_empty() { String::new() } else { format!(", {}", host.join(", ")) };
         let cards = if n.gpus == 1 { "1 GPU".to_string() } else { format!("{} GPUs", n.gpus) };

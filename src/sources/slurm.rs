@@ -107,7 +107,11 @@ fn jobs_document(
     let doc = serde_json::json!({ "errors": head.errors, "meta": head.meta });
     checked(&doc, head.listed, what, "jobs", notes)?;
     if jobs.cut > 0 {
-        notes.push(format!("{} GPU jobs past {} not read", jobs.cut, jobs::MAX_JOBS));
+        notes.push(format!(
+            "{} past {} not read",
+            crate::units::count(jobs.cut as u64, "GPU job", "GPU jobs"),
+            jobs::MAX_JOBS
+        ));
     }
     Ok(jobs)
 }

@@ -164,14 +164,34 @@ pub(super) fn from_recording(paths: &[PathBuf]) -> Result<Demand, CmdError> {
     let fleet = input::recording::fleet_from_recording(&mut player).map_err(|e| usage(&format!("--recording: {e}")))?;
     let mut notes = Vec::new();
     let counted = [
-        (n.unreadable_frames, "frames could not be read (skipped)"),
-        (n.never_started, "workloads never seen running (their duration is unknown: left out)"),
-        (n.cut_at_end, "workloads still running at the end (cut there)"),
-        (n.shares_guessed, "shares of cards whose replicas are unknown (a quarter card each)"),
-        (n.taken_as_one, "workloads asking several instances or shares (taken as one)"),
-        (n.unknown_profile, "workloads with a MIG profile no catalog model has (left out)"),
+        (n.unreadable_frames, "frame could not be read (skipped)", "frames could not be read (skipped)"),
+        (
+            n.never_started,
+            "workload never seen running (its duration is unknown: left out)",
+            "workloads never seen running (their duration is unknown: left out)",
+        ),
+        (
+            n.cut_at_end,
+            "workload still running at the end (cut there)",
+            "workloads still running at the end (cut there)",
+        ),
+        (
+            n.shares_guessed,
+            "share of a card whose replicas are unknown (a quarter card)",
+            "shares of cards whose replicas are unknown (a quarter card each)",
+        ),
+        (
+            n.taken_as_one,
+            "workload asking several instances or shares (taken as one)",
+            "workloads asking several instances or shares (taken as one)",
+        ),
+        (
+            n.unknown_profile,
+            "workload with a MIG profile no catalog model has (left out)",
+            "workloads with a MIG profile no catalog model has (left out)",
+        ),
     ];
-    notes.extend(counted.iter().filter(|(c, _)| *c > 0).map(|(c, what)| format!("{c} {what}")));
+    notes.extend(counted.iter().filter(|(c, ..)| *c > 0).map(|(c, one, many)| crate::units::count(*c, one, many)));
     notes.extend(n.first_errors.iter().map(|e| format!("  {e}")));
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     Ok(Demand {

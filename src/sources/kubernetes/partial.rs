@@ -29,8 +29,10 @@ pub fn build(
     kueue::apply(&mut workloads, kueue_objs, pod_objs, kinds, &classes, positions);
     workloads.sort_by(|a, b| a.id.cmp(&b.id));
     one_card_nodes(&mut nodes, &mut workloads);
-    let note = (nodes.is_empty() && !node_objs.is_empty())
-        .then(|| format!("none of {} nodes advertises an nvidia.com GPU resource", node_objs.len()));
+    let note = (nodes.is_empty() && !node_objs.is_empty()).then(|| match node_objs.len() {
+        1 => "the 1 node does not advertise an nvidia.com GPU resource".to_string(),
+        n => format!("none of {n} nodes advertises an nvidia.com GPU resource"),
+    });
     Partial { nodes, workloads, note, ..Partial::default() }
 }
 
@@ -78,6 +80,18 @@ mod tests {
 
     fn obj<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Arc<T> {
         Arc::new(serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// #47 (words): one node without GPUs is not "none of 1 nodes".
+    #[test]
+    fn one_node_without_gpus_is_said_in_the_singular() {
+        let cpu = |n: &str| obj::<GpuNode>(json!({"metadata": {"name": n}, "status": {"allocatable": {"cpu": "4"}}}));
+        let note = |nodes: &[Arc<GpuNode>]| build(nodes, &[], &[], &[], &KindRules::default(), &Positions::new()).note;
+        assert_eq!(note(&[cpu("a")]).as_deref(), Some("the 1 node does not advertise an nvidia.com GPU resource"));
+        assert_eq!(
+            note(&[cpu("a"), cpu("b")]).as_deref(),
+            Some("none of 2 nodes advertises an nvidia.com GPU resource")
+        );
     }
 
     #[test]

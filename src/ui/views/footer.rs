@@ -11,9 +11,23 @@ use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
 
 pub fn hints(read_only: bool, replay: bool) -> String {
+    hints_in(read_only, replay, Tab::Fleet)
+}
+
+/// The hints for `tab`: the Advice view acts with `a` on the selected finding, where the card
+/// and workload keys (`d r p`) act on nothing.
+pub fn hints_in(read_only: bool, replay: bool, tab: Tab) -> String {
+    use crate::ui::keymap::Intent;
+    let card_keys = [Intent::Drain, Intent::Repartition, Intent::Preempt];
     bindings_for(read_only, replay)
-        .filter(|b| b.footer)
-        .map(|b| format!("{} {}", label(b, replay), short_in(b.description, replay)))
+        .filter(|b| match tab {
+            Tab::Advice => (b.footer && !card_keys.contains(&b.intent)) || b.intent == Intent::ShowAction,
+            _ => b.footer,
+        })
+        .map(|b| {
+            let what = if b.intent == Intent::ShowAction { "act" } else { short_in(b.description, replay) };
+            format!("{} {what}", label(b, replay))
+        })
         .collect::<Vec<_>>()
         .join("  ")
 }
@@ -59,8 +73,10 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
                     status.push(format!("filter: {} ({})", st.filter_text, problems.join("; ")));
                 }
             }
-            // The fleet's sort; the Advice view says its own order on its first line.
-            if st.sort != SortKey::Node && st.tab != Tab::Advice {
+            // The fleet's sort; the Advice view says its own order on its first line; a message
+            // that says the sort just chosen says it once ("sort: free · sorted by free").
+            let said = st.message.as_deref().is_some_and(|m| m.starts_with("sorted by "));
+            if st.sort != SortKey::Node && st.tab != Tab::Advice && !said {
                 status.push(format!("sort: {}", st.sort.name()));
             }
             if let Some(line) = st
@@ -76,7 +92,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
             }
             let (dot, bar) = if theme.ascii { (" - ", " | ") } else { (" · ", " │ ") };
             let left = status.join(dot);
-            let right = hints(st.read_only, st.replay.is_some());
+            let right = hints_in(st.read_only, st.replay.is_some(), st.tab);
             let text = if left.is_empty() { right } else { format!("{left}{bar}{right}") };
             Line::from(Span::styled(fit(&text, w, theme.ascii), theme.dim()))
         }

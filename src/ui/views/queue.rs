@@ -130,7 +130,11 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             }
             if dm.replicas > 0 && !shared && !dm.scattered() {
                 // The scheduler hands these out for GPU requests: shares, not whole cards.
-                let note = format!("  {} of them replicas of shared cards", dm.replicas);
+                let note = format!(
+                    "  {} of them {} of shared cards",
+                    dm.replicas,
+                    if dm.replicas == 1 { "a replica" } else { "replicas" }
+                );
                 row.push(Span::styled(crate::ui::widgets::text::fit(&note, w.saturating_sub(44), a), theme.dim()));
             }
             d.push(Line::from(row));
