@@ -139,6 +139,6 @@ mod tests {
         let cpu_node = obj::<GpuNode>(json!({"metadata": {"name": "cpu-1"}, "status": {"allocatable": {"cpu": "4"}}}));
         let p = build(&[cpu_node], &[], &[], &[], &KindRules::default(), &Positions::new());
         assert!(p.nodes.is_empty());
-        assert_eq!(p.note.as_deref(), Some("none of 1 nodes advertises an nvidia.com GPU resource"));
+        assert_eq!(p.note.as_deref(), Some("the 1 node does not advertise an nvidia.com GPU resource"));
     }
 }
