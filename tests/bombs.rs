@@ -11,6 +11,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use common::http::{Reply, Server};
+use common::k8s::{FakeK8s, PODS};
 use common::{Temp, run_peak};
 
 /// The ceiling: 256 MB (KiB).
@@ -28,8 +29,13 @@ fn size(full_size: usize, quick: usize) -> usize {
 
 /// Run tessera with `args`, print and check its peak; its exit code, stdout and stderr.
 fn bomb(name: &str, args: &[&str]) -> (i32, String, String) {
+    bomb_env(name, args, &[])
+}
+
+/// `bomb` with these variables set.
+fn bomb_env(name: &str, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
-    cmd.args(args).env("XDG_CONFIG_HOME", "/nonexistent-tessera-test");
+    cmd.args(args).env("XDG_CONFIG_HOME", "/nonexistent-tessera-test").envs(env.iter().copied());
     let started = Instant::now();
     let (peak, out) = run_peak(cmd);
     let took = started.elapsed();
@@ -264,4 +270,43 @@ fn recording_bombs() {
             bomb(&format!("recording of {name}: simulate --recording"), &["simulate", "--recording", &file]);
         assert!(code != 0 && refused(&err), "{name}: {err}");
     }
+}
+
+/// A running GPU pod as a list item.
+const POD: &str = r#"{"metadata":{"name":"p","namespace":"n","uid":"u"},"spec":{"nodeName":"h","containers":[{"resources":{"requests":{"nvidia.com/gpu":"1"}}}]},"status":{"phase":"Running"}}"#;
+
+/// `snapshot --json --kubernetes` against the fake API server: what the source said.
+fn k8s_bomb(name: &str, k: &FakeK8s) -> String {
+    let dir = Temp::new("bomb-k8s");
+    let cfg = k.kubeconfig(&dir);
+    let cfg = cfg.to_string_lossy();
+    let (_, out, err) = bomb_env(name, &["snapshot", "--json", "--kubernetes"], &[("KUBECONFIG", &cfg)]);
+    format!("{out}{err}")
+}
+
+/// An API server whose list of pods never ends: pods with 100 KB labels, so that the cap of
+/// an answer's bytes stops it before the count of a page's items does.
+#[test]
+#[ignore = "the bomb campaign: scripts/bombs.sh"]
+fn kubernetes_endless_list() {
+    let k = FakeK8s::start();
+    let pod = POD.replacen(r#""uid":"u""#, &format!(r#""uid":"u","labels":{{"x":"{}"}}"#, "y".repeat(100_000)), 1);
+    k.flood(PODS, &pod);
+    let said = k8s_bomb("kubernetes: an endless list", &k);
+    assert!(said.contains("sent too much: an answer passed"), "{said}");
+}
+
+/// An API server that answers a page of pods with all of them at once.
+#[test]
+#[ignore = "the bomb campaign: scripts/bombs.sh"]
+fn kubernetes_one_page_of_many_pods() {
+    let k = FakeK8s::start();
+    let items = vec![POD; size(200_000, 50_000)].join(",");
+    k.answer_text(
+        PODS,
+        format!(r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"1"}},"items":[{items}]}}"#),
+    );
+    drop(items);
+    let said = k8s_bomb("kubernetes: one page of many pods", &k);
+    assert!(said.contains("sent too much: a page asked for 200 items"), "{said}");
 }

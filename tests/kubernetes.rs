@@ -381,8 +381,8 @@ async fn ten_thousand_pods_in_pages() {
     println!("10,000 pods (1,000 with GPUs) listed and mapped in {took:?}");
     assert_eq!(p.workloads.len(), 1000);
     assert_eq!(used(&p, "h20-1", &Resource::WholeCard { model: Some("NVIDIA-H20".into()) }), Some((7, 1000)));
-    let pages = k.requests().iter().filter(|r| r.starts_with("/api/v1/pods?") && r.contains("limit=500")).count();
-    assert_eq!(pages, 20, "500 pods a page");
+    let pages = k.requests().iter().filter(|r| r.starts_with("/api/v1/pods?") && r.contains("limit=200")).count();
+    assert_eq!(pages, 50, "200 pods a page");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -477,4 +477,38 @@ async fn time_slicing_and_mps_nodes_modes_capacity_and_interference() {
         .flat_map(|f| f.cards.iter().map(ToString::to_string))
         .collect();
     assert_eq!(at, ["a10g-1/0"], "{findings:#?}");
+}
+
+/// A running GPU pod as a list item, small.
+const SMALL_POD: &str = r#"{"metadata":{"name":"p","namespace":"n","uid":"u"},"spec":{"nodeName":"h","containers":[{"resources":{"requests":{"nvidia.com/gpu":"1"}}}]},"status":{"phase":"Running"}}"#;
+
+/// A server that answers a page of 200 with 5,000 pods is refused before they are decoded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_with_more_items_than_asked_is_refused() {
+    let k = cluster();
+    let items = vec![SMALL_POD; 5_000].join(",");
+    k.answer_text(
+        PODS,
+        format!(r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"1"}},"items":[{items}]}}"#),
+    );
+    let dir = Temp::new("k8s-big-page");
+    let err = kubernetes::collect_once(&settings(&k, &dir), Duration::from_secs(10)).await.err();
+    let err = err.unwrap_or_else(|| panic!("the page is refused"));
+    assert!(err.message.contains("sent too much: a page asked for 200 items and sent more"), "{}", err.message);
+    assert!(err.message.starts_with("listing pods: http://127.0.0.1:"), "{}", err.message);
+}
+
+/// A list that never ends, of nodes with 100 KB labels, stops at the cap of one answer,
+/// said, within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_list_stops_at_the_cap() {
+    let k = cluster();
+    let node = json!({"metadata": {"name": "n", "labels": {"x": "y".repeat(100_000)}}});
+    k.flood(NODES, &node.to_string());
+    let dir = Temp::new("k8s-endless");
+    let t0 = Instant::now();
+    let err = kubernetes::collect_once(&settings(&k, &dir), Duration::from_secs(20)).await.err();
+    let err = err.unwrap_or_else(|| panic!("the list is refused"));
+    assert!(err.message.contains("sent too much: an answer passed 16.0 MiB"), "{}", err.message);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
 }

@@ -5,7 +5,9 @@
 //! interval the stores are mapped into one update, and Kueue's visibility API is asked where
 //! the pending Workloads stand (in the background, for the next update).
 
+mod answers;
 pub(crate) mod error;
+mod kept;
 mod kueue;
 mod nodes;
 mod objects;
@@ -14,6 +16,7 @@ mod pods;
 mod resources;
 mod visibility;
 mod watch;
+mod weigh;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -96,8 +99,11 @@ async fn connect_with(settings: &Settings, retry: bool) -> Result<(kube::Client,
     config.default_retry = retry;
     let server = crate::url::redact(&config.cluster_url.to_string());
     let server = server.trim_end_matches('/').to_string();
-    let client =
-        kube::Client::try_from(config).map_err(|source| ClientError::Client { server: server.clone(), source })?;
+    // Every answer passes through the cap and the sources' memory budget (answers.rs).
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|source| ClientError::Client { server: server.clone(), source })?
+        .with_layer(&answers::CapLayer::new(crate::budget::Budget::global()))
+        .build();
     Ok((client, server))
 }
 

@@ -48,6 +48,8 @@ struct State {
     writes: Vec<Call>,
     /// (method, path) -> (status, body), answered instead of the usual handling.
     answers: BTreeMap<(String, String), (u16, String)>,
+    /// path -> an item: a GET of the path is answered with a list of it that never ends.
+    floods: BTreeMap<String, String>,
 }
 
 /// A request that is not a GET, as the server received it.
@@ -163,6 +165,17 @@ impl FakeK8s {
     /// Answer `method path` (no query) with this status and body from now on.
     pub fn answer(&self, method: &str, path: &str, code: u16, body: Value) {
         self.with(|s| s.answers.insert((method.into(), path.into()), (code, body.to_string())));
+    }
+
+    /// Answer `GET path` (no query; watches too) with this text as it is, from now on.
+    pub fn answer_text(&self, path: &str, text: String) {
+        self.with(|s| s.answers.insert(("GET".into(), path.into()), (200, text)));
+    }
+
+    /// Answer `GET path` (no query; watches too) with a list of `item` that never ends, sent
+    /// as it is written, from now on.
+    pub fn flood(&self, path: &str, item: &str) {
+        self.with(|s| s.floods.insert(path.into(), item.into()));
     }
 
     pub fn delete(&self, path: &'static str, key: &str) {
@@ -318,7 +331,7 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
         }
         let lock = &shared.0;
         let (path, params) = query(&target);
-        let (delay, fail, kueue, answer, discovery) = {
+        let (delay, fail, kueue, answer, discovery, flood) = {
             let mut s = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             s.requests.push(target.clone());
             if method != "GET" {
@@ -331,7 +344,8 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
             let discovery = kueue::groups(&s);
             let visibility = path.starts_with(&format!("/apis/{VISIBILITY_GROUP}/"));
             let answer = answer.or_else(|| visibility.then(|| kueue::visibility(&s, &path, &params)));
-            (s.delay, s.fail, s.kueue, answer, discovery)
+            let flood = s.floods.get(&path).filter(|_| method == "GET").cloned();
+            (s.delay, s.fail, s.kueue, answer, discovery, flood)
         };
         std::thread::sleep(delay);
         if auth != format!("Bearer {TOKEN}") {
@@ -345,6 +359,10 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
                 &status_body(code, "InternalError", "the fake API server is failing on purpose"),
             );
             continue;
+        }
+        if let Some(item) = flood {
+            endless(&mut stream, stop, &item);
+            return;
         }
         if let Some((code, text)) = answer {
             respond(&mut stream, code, &text);
@@ -457,6 +475,17 @@ fn watch(
         s = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     }
     let _ = stream.write_all(b"0\r\n\r\n");
+}
+
+/// A list whose items never end, until the client goes or the server stops.
+fn endless(stream: &mut TcpStream, stop: &AtomicBool, item: &str) {
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let open = r#"{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":["#;
+    let more = format!(",{item}").repeat(1000);
+    let mut ok = stream.write_all(head.as_bytes()).is_ok() && chunk(stream, &format!("{open}{item}"));
+    while ok && !stop.load(Ordering::Relaxed) {
+        ok = chunk(stream, &more);
+    }
 }
 
 /// A listener that accepts connections and never answers.

@@ -151,7 +151,12 @@ pub fn source<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value
     v["sources"].as_array().and_then(|s| s.iter().find(|x| x["name"] == name)).unwrap_or(&serde_json::Value::Null)
 }
 
-/// The most memory a process took, sampled from /proc while it ran (KiB).
+/// Past this (KiB) a child being measured is killed: it has passed any ceiling a test checks,
+/// and a flood left to run takes the machine's memory.
+const KILL_KIB: u64 = 1 << 20;
+
+/// The most memory a process took, sampled from /proc while it ran (KiB); a process past
+/// 1 GiB is killed there.
 pub fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
     let mut peak = 0;
     loop {
@@ -163,6 +168,9 @@ pub fn peak_rss_kib(child: &mut std::process::Child) -> u64 {
             .and_then(|n| n.parse().ok())
             .unwrap_or(0);
         peak = peak.max(hwm);
+        if peak > KILL_KIB {
+            let _ = child.kill();
+        }
         if child.try_wait().ok().flatten().is_some() {
             return peak;
         }

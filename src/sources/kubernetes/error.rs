@@ -40,6 +40,9 @@ fn status(code: u16, reason: &str, message: &str) -> String {
 /// A client error, as "cannot reach https://10.0.0.1:6443: Connection refused (os error 111)"
 /// or "https://10.0.0.1:6443 answered HTTP 403 Forbidden: ...".
 pub fn describe(e: &kube::Error, server: &str) -> String {
+    if let Some(why) = refused(e) {
+        return format!("{server} sent too much: {why}");
+    }
     match e {
         kube::Error::Api(s) => {
             let first_line = s.message.lines().next().unwrap_or_default();
@@ -51,6 +54,18 @@ pub fn describe(e: &kube::Error, server: &str) -> String {
         kube::Error::ReadEvents(_) => format!("reading from {server}: {}", root_cause(e)),
         other => format!("{server}: {other}"),
     }
+}
+
+/// The cap that cut an answer short (answers.rs), wherever it is in the chain.
+fn refused(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if let Some(r) = c.downcast_ref::<super::answers::Refused>() {
+            return Some(r.to_string());
+        }
+        cur = c.source();
+    }
+    None
 }
 
 /// The innermost cause's message: hyper and tower wrap the useful part ("Connection refused")

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::core::ApiResource;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, Lookup, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::error;
+use super::kept::{self, Kept};
 use super::objects::{GpuNode, GpuPod, KueueWorkload};
 use super::pods;
 
@@ -30,6 +31,9 @@ const KUEUE_RETRY: Duration = Duration::from_secs(30);
 /// Repeated 410s closer together than this, with no change between, are a server in a loop,
 /// not compaction: they back off like errors.
 const GONE_WINDOW: Duration = Duration::from_secs(10);
+/// Objects asked for a list page: a page of real nodes is a few megabytes, well under what
+/// one answer may take (answers.rs).
+pub const PAGE: u32 = 200;
 
 /// One watched resource's health.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +42,8 @@ struct Synced {
     listed: bool,
     /// The last failure (what was being done, and why), until a full list succeeds again.
     error: Option<(&'static str, String)>,
+    /// What the store left out (kept.rs).
+    cut: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -97,6 +103,16 @@ enum Slot {
 }
 
 impl Slot {
+    /// The objects of the slot, as notes name them.
+    fn objects(self) -> &'static str {
+        match self {
+            Self::Nodes => "nodes",
+            Self::Pods => "pods",
+            Self::Classes => "PriorityClasses",
+            Self::Kueue => "workloads",
+        }
+    }
+
     fn sync(self, h: &mut Health) -> Option<&mut Synced> {
         match self {
             Self::Nodes => Some(&mut h.nodes),
@@ -148,13 +164,14 @@ impl Watches {
         let (classes, w_classes) = reflector::store();
         // Finished pods hold nothing: let the server leave them out (and tell us when a pod
         // finishes, as a delete).
-        let pod_cfg = watcher::Config::default().fields("status.phase!=Succeeded,status.phase!=Failed");
+        let cfg = watcher::Config::default().page_size(PAGE);
+        let pod_cfg = cfg.clone().fields("status.phase!=Succeeded,status.phase!=Failed");
         let kueue = Arc::new(Mutex::new(None));
         let tasks = vec![
             tokio::spawn(run(
                 Api::all(client.clone()),
-                watcher::Config::default(),
-                w_nodes,
+                cfg.clone(),
+                (w_nodes, Kept::new(kept::NODES), ()),
                 strip_meta::<GpuNode>,
                 Slot::Nodes,
                 shared.clone(),
@@ -163,7 +180,7 @@ impl Watches {
             tokio::spawn(run(
                 Api::all(client.clone()),
                 pod_cfg,
-                w_pods,
+                (w_pods, Kept::new(kept::PODS), ()),
                 pods::strip,
                 Slot::Pods,
                 shared.clone(),
@@ -171,8 +188,8 @@ impl Watches {
             )),
             tokio::spawn(run(
                 Api::all(client.clone()),
-                watcher::Config::default(),
-                w_classes,
+                cfg,
+                (w_classes, Kept::new(kept::CLASSES), ()),
                 strip_meta::<PriorityClass>,
                 Slot::Classes,
                 shared.clone(),
@@ -199,6 +216,11 @@ impl Watches {
             (None, None) => {}
         }
         let mut notes = Vec::new();
+        let cuts = [("nodes", &h.nodes.cut), ("pods", &h.pods.cut), ("PriorityClasses", &h.classes.cut)];
+        notes.extend(cuts.into_iter().filter_map(|(what, cut)| cut.as_ref().map(|c| format!("{what}: {c}"))));
+        if let Kueue::Present(Synced { cut: Some(c), .. }) = &h.kueue {
+            notes.push(format!("Kueue workloads: {c}"));
+        }
         let mut optional_syncing = false;
         match (&h.classes.error, h.classes.listed) {
             (Some((verb, why)), _) => {
@@ -242,7 +264,7 @@ fn strip_meta<K: kube::Resource>(k: &mut K) {
 async fn run<K>(
     api: Api<K>,
     cfg: watcher::Config,
-    mut writer: reflector::store::Writer<K>,
+    (mut writer, mut kept, dyntype): (reflector::store::Writer<K>, Kept, K::DynamicType),
     strip: fn(&mut K),
     slot: Slot,
     shared: Shared,
@@ -252,6 +274,7 @@ async fn run<K>(
     K::DynamicType: Eq + Hash + Clone,
 {
     let mut failures = 0u32;
+    let reader = writer.as_reader();
     loop {
         let mut stream = std::pin::pin!(watcher::watcher(api.clone(), cfg.clone()));
         let mut gone: Option<(Instant, u32)> = None;
@@ -259,7 +282,19 @@ async fn run<K>(
             match item {
                 Ok(event) => {
                     let event = event.modify(strip);
-                    writer.apply_watcher_event(&event);
+                    let known = |k: &K| reader.get(&k.to_object_ref(dyntype.clone())).is_some();
+                    let admitted = kept.admit(&event, reader.len(), known);
+                    if admitted {
+                        writer.apply_watcher_event(&event);
+                    }
+                    if !admitted || matches!(event, Event::InitDone) {
+                        let cut = kept.note(slot.objects());
+                        shared.update(|h| {
+                            if let Some(s) = slot.sync(h) {
+                                s.cut = cut;
+                            }
+                        });
+                    }
                     match event {
                         Event::InitDone => {
                             failures = 0;
@@ -315,8 +350,9 @@ async fn kueue_task(client: Client, slot: Arc<Mutex<Option<Store<KueueWorkload>>
                 }
                 shared.update(|h| h.kueue = Kueue::Present(Synced::default()));
                 let api = Api::<KueueWorkload>::all_with(client, &ar);
-                run(api, watcher::Config::default(), writer, strip_meta::<KueueWorkload>, Slot::Kueue, shared, server)
-                    .await;
+                let cfg = watcher::Config::default().page_size(PAGE);
+                let store = (writer, Kept::new(kept::WORKLOADS), ar);
+                run(api, cfg, store, strip_meta::<KueueWorkload>, Slot::Kueue, shared, server).await;
                 return;
             }
             Ok(None) => {
