@@ -636,7 +636,7 @@ fn record_then_snapshot_at_a_recorded_moment() {
     let (code, _, err) =
         tessera(&["--demo", "--speed", "600", "record", "--for", "3s", "--every", "500ms", "--out", &f]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("recorded") && err.contains("keyframes"), "{err}");
+    assert!(err.contains("recorded") && err.contains(" keyframe"), "{err}");
     let (code, out, err) = tessera(&["snapshot", "--json", &f]);
     assert_eq!(code, 0, "{err}");
     let last = json(&out);
