@@ -570,3 +570,20 @@ fn the_footer_offers_the_keys_of_its_view_and_says_a_sort_once() {
     assert!(last.contains("sorted by util") && !last.contains("sort: util"), "{last}");
     assert!(last.contains("d drain") && !last.contains("a act"), "{last}");
 }
+
+/// #47 (words): at 160 columns the header keeps the clock, shortening the advice segment to
+/// `8H 2W` first (a long advice segment pushed the clock out).
+#[test]
+fn the_wide_header_keeps_the_clock() {
+    let screen = render(
+        120,
+        30,
+        |st, _| {
+            st.advice_counts = (18, 12, 40);
+            st.read_only = true;
+        },
+        false,
+    );
+    let top = screen.lines().next().unwrap_or_default().to_string();
+    assert!(top.trim_matches(|c| c == '"' || c == ' ').ends_with(":00 UTC"), "{top}");
+}

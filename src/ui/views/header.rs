@@ -38,12 +38,13 @@ fn summary(st: &UiState, wide: bool, room: usize) -> String {
     let sick = if t.unhealthy > 0 { format!(" ({} unhealthy)", t.unhealthy) } else { String::new() };
     let cards = format!("{}{sick}", crate::units::count(t.cards as u64, "card", "cards"));
     let queued = q.known.count_text(q.pending);
-    // Advice that needs someone: high and warn findings.
+    // Advice that needs someone: high and warn findings, and a short form ("8H 2W") to try
+    // before leaving it out.
     let advice = match st.advice_counts {
         (0, 0, _) => None,
-        (0, w, _) => Some(format!("advice {w} warn")),
-        (h, 0, _) => Some(format!("advice {h} high")),
-        (h, w, _) => Some(format!("advice {h} high {w} warn")),
+        (0, w, _) => Some(vec![format!("advice {w} warn"), format!("{w}W")]),
+        (h, 0, _) => Some(vec![format!("advice {h} high"), format!("{h}H")]),
+        (h, w, _) => Some(vec![format!("advice {h} high {w} warn"), format!("{h}H {w}W")]),
     };
     // Each part with a shorter form to try where the first does not fit.
     let mut parts: Vec<Vec<String>> = vec![vec![cards]];
@@ -51,16 +52,27 @@ fn summary(st: &UiState, wide: bool, room: usize) -> String {
         parts[0].push(format!("{} unhealthy", t.unhealthy));
     }
     parts.push(vec![format!("util {util}")]);
+    // Wide, the clock is kept: its room is set aside before the other parts take theirs.
+    let mut clock = None;
+    let mut room = room;
     if wide {
         parts.push(vec![format!("mem {mem}")]);
         parts.push(vec![format!("MIG {}/{} used", t.mig_used, t.mig_total)]);
         parts.push(vec![format!("queue {queued} (oldest {oldest})")]);
-        parts.extend(advice.map(|a| vec![a]));
-        parts.push(vec![st.now.format("%H:%M:%S UTC").to_string()]);
+        parts.extend(advice);
+        let c = st.now.format("%H:%M:%S UTC").to_string();
+        if st.replay.is_some() {
+            // A replay's label says its moment: the clock comes last, where it fits.
+            parts.push(vec![c]);
+        } else {
+            room = room.saturating_sub(c.chars().count() + 3);
+            clock = Some(c);
+        }
     } else {
         // Narrow: the queue and advice before MIG and memory, which the fleet view shows.
         parts.push(vec![format!("queue {queued}, oldest {oldest}")]);
-        parts.extend(advice.map(|a| vec![a]));
+        // Narrow, every part keeps its label: the long form or nothing.
+        parts.extend(advice.map(|a| a[..1].to_vec()));
         parts.push(vec![format!("MIG {}/{}", t.mig_used, t.mig_total)]);
         parts.push(vec![format!("mem {mem}")]);
     }
@@ -72,6 +84,10 @@ fn summary(st: &UiState, wide: bool, room: usize) -> String {
             out.push_str(sep);
             out.push_str(part);
         }
+    }
+    if let Some(c) = clock {
+        out.push_str(if out.is_empty() { " " } else { " │ " });
+        out.push_str(&c);
     }
     out
 }
