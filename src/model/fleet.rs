@@ -146,7 +146,7 @@ impl Health {
     /// Why the card must not take work, if it must not: lost, a fatal XID, uncorrectable ECC.
     pub fn fault(&self) -> Option<String> {
         if self.lost {
-            return Some("lost (not answering)".into());
+            return Some("lost, not answering".into());
         }
         if let Some(x) = self.last_xid.filter(|x| FATAL_XIDS.contains(x)) {
             return Some(format!("XID {x}"));

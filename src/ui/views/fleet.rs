@@ -231,19 +231,39 @@ fn card_line(
     Line::from(spans)
 }
 
-/// A card's condition in one word: lost, XID, draining, or ok.
+/// A card's condition in one word: its fault (lost, XID, ECC) before a drain, then draining,
+/// remapped rows, or ok.
 pub fn card_state(card: &Card, theme: &Theme) -> (String, Style) {
     if card.health.lost {
         ("LOST".into(), theme.fg(theme.c.danger).add_modifier(Modifier::BOLD))
     } else if let Some(x) = card.health.last_xid {
         (format!("XID {x}"), theme.fg(theme.c.danger))
+    } else if card.health.ecc_volatile_uncorrected.is_some_and(|e| e > 0) {
+        // A fault, as lost and XID are: a drain does not hide why it was drained.
+        ("ECC".into(), theme.fg(theme.c.danger))
     } else if card.draining {
         ("DRAINING".into(), theme.fg(theme.c.warning))
-    } else if card.health.ecc_volatile_uncorrected.is_some_and(|e| e > 0) {
-        ("ECC".into(), theme.fg(theme.c.warning))
     } else if card.health.remapped_rows_uncorrectable.is_some_and(|r| r > 0) {
         ("REMAPPED".into(), theme.fg(theme.c.warning))
     } else {
         ("ok".into(), theme.fg(theme.c.ok))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// #47 (words): a drained card with uncorrectable ECC errors still says ECC (the drain hid
+    /// why it was drained), and a lost card's fault reads without nested brackets.
+    #[test]
+    fn a_fault_is_said_before_a_drain() {
+        let theme = Theme::load(None, crate::ui::theme::Depth::TrueColor, false).unwrap_or_else(|e| panic!("{e}"));
+        let mut c = Card { draining: true, ..Card::default() };
+        assert_eq!(card_state(&c, &theme).0, "DRAINING");
+        c.health.ecc_volatile_uncorrected = Some(2);
+        assert_eq!(card_state(&c, &theme).0, "ECC");
+        c.health.lost = true;
+        assert_eq!(c.health.fault().as_deref(), Some("lost, not answering"));
     }
 }
