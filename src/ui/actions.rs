@@ -35,6 +35,8 @@ pub enum Modal {
     Confirm {
         plan: Box<Plan>,
         typed: String,
+        /// Enter was pressed on a name that is not the target's: said until the next key.
+        mismatch: bool,
         second: bool,
         /// Long plans scroll; the question counts once every step was on screen.
         scroll: Scroll,
@@ -256,7 +258,8 @@ fn answer(modal: &mut Modal, k: &KeyEvent) -> Answer {
             },
             _ => Answer::Stay,
         },
-        Modal::Confirm { plan, typed, second, .. } => {
+        Modal::Confirm { plan, typed, second, mismatch, .. } => {
+            *mismatch = false;
             let cancelled = || Answer::Close(format!("{} {} cancelled: nothing done", plan.action.verb(), plan.target));
             if k.code == KeyCode::Esc {
                 if !plan.allowed() {
@@ -294,7 +297,10 @@ fn answer(modal: &mut Modal, k: &KeyEvent) -> Answer {
                         typed.pop();
                         false
                     }
-                    KeyCode::Enter => *typed == plan.target,
+                    KeyCode::Enter => {
+                        *mismatch = *typed != plan.target;
+                        !*mismatch
+                    }
                     _ => false,
                 }
             } else {
@@ -383,7 +389,13 @@ pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) -> Option<Requ
 
 /// A confirmation dialog for a plan.
 pub fn confirm(plan: Plan) -> Modal {
-    Modal::Confirm { plan: Box::new(plan), typed: String::new(), second: false, scroll: Scroll::default() }
+    Modal::Confirm {
+        plan: Box::new(plan),
+        typed: String::new(),
+        mismatch: false,
+        second: false,
+        scroll: Scroll::default(),
+    }
 }
 
 /// The progress dialog of a plan that started.
@@ -441,7 +453,9 @@ fn ready(modal: &Modal, sheet: &Sheet, scroll: Scroll, screen: ratatui::layout::
 /// dialogs.
 pub fn confirmation(modal: &Modal) -> Option<(Sheet, Scroll)> {
     match modal {
-        Modal::Confirm { plan, typed, second, scroll } => Some((confirm_sheet(plan, typed, *second), *scroll)),
+        Modal::Confirm { plan, typed, second, scroll, mismatch } => {
+            Some((confirm_sheet(plan, typed, *second, *mismatch), *scroll))
+        }
         Modal::Group { scroll, .. } => Some((super::group::sheet(modal), *scroll)),
         _ => None,
     }
@@ -449,7 +463,7 @@ pub fn confirmation(modal: &Modal) -> Option<(Sheet, Scroll)> {
 
 /// The confirmation of one action: what it does and through which backend, every step with
 /// the call it makes, the warnings and refusals, and the question.
-pub fn confirm_sheet(plan: &Plan, typed: &str, second: bool) -> Sheet {
+pub fn confirm_sheet(plan: &Plan, typed: &str, second: bool, mismatch: bool) -> Sheet {
     let head = vec![(format!("{} via {} ({})", plan.summary, plan.backend.as_str(), plan.source), Tone::Title)];
     let body = plan
         .steps
@@ -468,6 +482,11 @@ pub fn confirm_sheet(plan: &Plan, typed: &str, second: bool) -> Sheet {
         "refused by the guards above: Esc closes".to_string()
     } else if second {
         format!("{}  y/n", plan.second_confirmation.clone().unwrap_or_default())
+    } else if plan.destructive && mismatch {
+        format!(
+            "{typed:?} does not match {}: type {} and Enter to confirm (Esc cancels): {typed}",
+            plan.target, plan.target
+        )
     } else if plan.destructive {
         format!("type {} and Enter to confirm (Esc cancels): {typed}", plan.target)
     } else {

@@ -433,3 +433,29 @@ fn no_second_action_while_one_runs_hidden() {
     assert!(matches!(st.modal, Some(Modal::Running { .. })), "the running action keeps its dialog");
     assert_eq!(executed.len(), 1);
 }
+
+/// #47 (words): a destructive plan's typed name that is not the target's says it does not
+/// match at the Enter (it was silent), until the next key; the right name then confirms.
+#[test]
+fn a_wrong_typed_name_says_it_does_not_match() {
+    let store = store();
+    let mut st = ui();
+    st.screen = ratatui::layout::Rect::new(0, 0, 120, 40);
+    st.on_fleet(store.fleet());
+    let mut executed = Vec::new();
+    press(&mut st, &store, &[KeyCode::Char('d')], &mut executed);
+    let Some(Modal::Confirm { plan, .. }) = st.modal.clone() else { panic!("a confirmation") };
+    let mut p = (*plan).clone();
+    p.destructive = true;
+    st.modal = Some(confirm(p.clone()));
+    drawn_now(&mut st);
+    press(&mut st, &store, &[KeyCode::Char('x'), KeyCode::Enter], &mut executed);
+    assert!(executed.is_empty());
+    let Some((sheet, _)) = st.modal.as_ref().and_then(confirmation) else { panic!("still asking") };
+    let q = sheet.question.map(|q| q.0).unwrap_or_default();
+    assert!(q.starts_with(&format!("\"x\" does not match {}", p.target)), "{q}");
+    press(&mut st, &store, &[KeyCode::Backspace], &mut executed);
+    let keys: Vec<KeyCode> = p.target.chars().map(KeyCode::Char).chain([KeyCode::Enter]).collect();
+    press(&mut st, &store, &keys, &mut executed);
+    assert_eq!(executed.len(), 1, "the right name confirms");
+}
