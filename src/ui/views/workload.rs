@@ -48,18 +48,24 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             wl.request.host_memory_mib.map_or("-".into(), |m| format!("{:.1} GiB", m as f64 / 1024.0)),
         ),
         field("submitted", time(wl.submitted_at)),
-        field("started", time(wl.started_at)),
-        field(
+    ];
+    // What only running work has (started, ran, node, preemption) is left out of a pending
+    // workload's detail, which says how long it has waited instead.
+    if wl.state == crate::model::WorkloadState::Pending {
+        lines.push(field("waited", wl.waited(st.now).map_or("-".into(), |d| short(d.num_seconds()))));
+    } else {
+        lines.push(field("started", time(wl.started_at)));
+        lines.push(field(
             "waited / ran",
             format!(
                 "{} / {}",
                 wl.waited(st.now).map_or("-".into(), |d| short(d.num_seconds())),
                 wl.runtime(st.now).map_or("-".into(), |d| short(d.num_seconds()))
             ),
-        ),
-        field("node", wl.node.clone().unwrap_or_else(|| "-".into())),
-        field("preempt", preempt_text(wl, st).0),
-    ];
+        ));
+        lines.push(field("node", wl.node.clone().unwrap_or_else(|| "-".into())));
+        lines.push(field("preempt", preempt_text(wl, st).0));
+    }
     if let Some(act) = wl.activity {
         let idle = if act.held_idle() { "  HELD BUT IDLE" } else { "" };
         let over = short(act.covered_s as i64);
