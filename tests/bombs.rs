@@ -181,6 +181,33 @@ fn a_squeue_of_bulky_jobs() {
     assert!(out.contains("slurm:1"), "the jobs are read");
 }
 
+/// An `sinfo --json` whose nodes carry lists of one-key objects tessera does not read.
+#[test]
+#[ignore = "the bomb campaign: scripts/bombs.sh"]
+fn an_sinfo_of_bulky_nodes() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Temp::new("bomb-sinfo-bulk");
+    let junk = vec![r#"{"abcdef":0}"#; 2_000].join(",");
+    let node = |i: usize| format!(r#"{{"name":"gpu{i}","state":"idle","gres":"gpu:h100:8","junk":[{junk}]}}"#);
+    let nodes: Vec<String> = (0..size(4_000, 400)).map(node).collect();
+    let doc = write(&dir, "sinfo.json", format!(r#"{{"nodes":[{}]}}"#, nodes.join(",")).as_bytes());
+    drop(nodes);
+    for (name, body) in [("sinfo", format!("cat '{doc}'")), ("squeue", "echo '{\"jobs\": []}'".into())] {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let cfg = write(
+        &dir,
+        "config.toml",
+        format!("[sources]\nslurm = true\n[slurm]\ncommands_dir = \"{}\"\ntimeout = \"60s\"\n", dir.display())
+            .as_bytes(),
+    );
+    let (code, out, err) = bomb("an sinfo of bulky nodes", &["snapshot", "--json", "--config", &cfg]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"gpu1\""), "the nodes are read");
+}
+
 #[test]
 #[ignore = "the bomb campaign: scripts/bombs.sh"]
 fn a_scrape_target_with_many_cards() {

@@ -88,15 +88,32 @@ pub async fn run(settings: &Settings, name: &str, args: &[&str]) -> Result<Strin
     Ok(String::from_utf8(out.stdout).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
-/// Parse one JSON document and check it is the kind asked for (`jobs` or `nodes`), noting an
-/// unknown dialect. Slurm's own `errors` array becomes the error when it carries no data.
-fn document(text: &str, what: &str, key: &str, notes: &mut Vec<String>) -> Result<Value, SourceError> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| err(format!("{what}: not JSON ({e})")))?;
-    checked(&doc, doc.get(key).is_some_and(Value::is_array), what, key, notes)?;
-    Ok(doc)
+/// A nodes document, read a node at a time (`stream.rs`), checked as `checked` does, with
+/// what was cut said.
+fn nodes_document(
+    (found, head): (nodes::Nodes, stream::Head),
+    what: &str,
+    notes: &mut Vec<String>,
+) -> Result<nodes::Nodes, SourceError> {
+    let doc = serde_json::json!({ "errors": head.errors, "meta": head.meta });
+    checked(&doc, head.listed, what, "nodes", notes)?;
+    if found.cut_nodes > 0 {
+        let n = crate::units::count(found.cut_nodes as u64, "node", "nodes");
+        notes.push(format!("{n} past {} not read (the largest supported fleet)", nodes::MAX_NODES));
+    }
+    if found.cut_cards > 0 {
+        let n = crate::units::count(found.cut_cards as u64, "card", "cards");
+        notes.push(format!("{n} past {} cut (the largest supported fleet)", nodes::MAX_CARDS));
+    }
+    Ok(found)
 }
 
-/// A jobs document, read a job at a time (`stream.rs`), with the checks `document` makes.
+/// Read a nodes document, or say it is not JSON.
+fn read_nodes(text: &str, what: &str) -> Result<(nodes::Nodes, stream::Head), SourceError> {
+    stream::read_nodes(text).map_err(|e| err(format!("{what}: not JSON ({e})")))
+}
+
+/// A jobs document, read a job at a time (`stream.rs`), checked as `checked` does.
 fn jobs_document(
     text: &str,
     what: &str,
@@ -142,11 +159,6 @@ fn checked(doc: &Value, listed: bool, what: &str, key: &str, notes: &mut Vec<Str
         None => notes.push("Slurm JSON without meta: version unknown".into()),
     }
     Ok(())
-}
-
-/// True for the newer `sinfo --json` shape (`{"sinfo": [...]}`, no `nodes`).
-fn sinfo_summary(text: &str) -> bool {
-    serde_json::from_str::<Value>(text).is_ok_and(|v| v.get("nodes").is_none() && v.get("sinfo").is_some())
 }
 
 /// Versions of slurmrestd's API, newest first; the first one the server has is used.
@@ -212,7 +224,7 @@ pub async fn collect(
 ) -> Result<Partial, SourceError> {
     let mut notes = Vec::new();
     let kinds = &settings.kinds;
-    let (mut found, nodes_doc) = match (&settings.rest, client) {
+    let (mut found, nodes_found) = match (&settings.rest, client) {
         (Some(rest), Some(client)) => {
             let late = || err(format!("slurmrestd: no answer within {:?}", settings.timeout));
             let t = settings.timeout;
@@ -220,26 +232,29 @@ pub async fn collect(
             let jobs = jobs_document(&jobs, "slurmrestd jobs", kinds, &mut notes)?;
             let nodes =
                 tokio::time::timeout(t, rest_get(client, rest, "nodes", version)).await.map_err(|_| late())??;
-            (jobs, document(&nodes, "slurmrestd nodes", "nodes", &mut notes)?)
+            let what = "slurmrestd nodes";
+            (jobs, nodes_document(read_nodes(&nodes, what)?, what, &mut notes)?)
         }
         _ => {
             let jobs = jobs_document(&run(settings, "squeue", &["--json"]).await?, "squeue --json", kinds, &mut notes)?;
             let text = run(settings, "sinfo", &["--json"]).await?;
+            let read = read_nodes(&text, "sinfo --json")?;
+            drop(text);
             // Since 23.11 `sinfo --json` prints per-partition summaries under "sinfo" instead of
             // nodes; `scontrol show nodes --json` (23.02 and later) has the node objects.
-            let nodes = if sinfo_summary(&text) {
+            let nodes = if !read.1.named && read.1.sinfo {
+                let what = "scontrol show nodes --json";
                 let text = run(settings, "scontrol", &["show", "nodes", "--json"]).await?;
-                document(&text, "scontrol show nodes --json", "nodes", &mut notes)?
+                nodes_document(read_nodes(&text, what)?, what, &mut notes)?
             } else {
-                document(&text, "sinfo --json", "nodes", &mut notes)?
+                nodes_document(read, "sinfo --json", &mut notes)?
             };
             (jobs, nodes)
         }
     };
     notes.dedup();
-    let (mut nodes, bad_nodes) = nodes::map(&nodes_doc);
+    let nodes::Nodes { mut nodes, unreadable: bad_nodes, indexes, .. } = nodes_found;
     // Jobs name GRES device indexes; cards are numbered among whole-GPU devices only.
-    let indexes = nodes::card_indexes(&nodes_doc);
     for w in &mut found.workloads {
         w.cards.retain_mut(|c| match indexes.get(&c.node).and_then(|m| m.get(&c.index)) {
             Some(&i) => {
@@ -308,7 +323,32 @@ pub fn spawn(
 
 #[cfg(test)]
 mod tests {
-    use super::split_query;
+    use super::{Settings, collect, split_query};
+
+    /// A nodes document past the largest supported fleet: the nodes past it are not read,
+    /// and the source's note says how many.
+    #[test]
+    fn nodes_past_the_largest_fleet_are_cut_and_said() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("tessera-slurm-cut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let nodes: Vec<String> = (0..65_536 + 2).map(|i| format!(r#"{{"name":"n{i}","state":"idle"}}"#)).collect();
+        let doc = dir.join("sinfo.json");
+        std::fs::write(&doc, format!(r#"{{"nodes":[{}]}}"#, nodes.join(","))).unwrap_or_else(|e| panic!("{e}"));
+        for (name, body) in [("sinfo", format!("cat '{}'", doc.display())), ("squeue", "echo '{\"jobs\":[]}'".into())] {
+            let p = dir.join(name);
+            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let settings = Settings { commands_dir: Some(dir.clone()), ..Settings::default() };
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+        let got = rt.block_on(collect(&settings, None, &mut 0));
+        let _ = std::fs::remove_dir_all(&dir);
+        let p = got.unwrap_or_else(|e| panic!("{}", e.message));
+        assert_eq!(p.nodes.len(), 65_536);
+        let note = p.note.unwrap_or_default();
+        assert!(note.contains("2 nodes past 65536 not read"), "{note}");
+    }
 
     /// The API path goes before a base URL's own query (a proxy's parameter).
     #[test]

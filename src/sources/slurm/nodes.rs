@@ -1,7 +1,8 @@
 //! Slurm nodes (`sinfo --json`, slurmrestd `/nodes`) to fleet nodes: scheduler state and drain
 //! reason, GPU GRES as schedulable capacity, and whole-GPU GRES devices as cards (their GRES
 //! index is the device order on the node). MIG GRES devices are instances whose parent card
-//! Slurm does not name: they count as capacity only.
+//! Slurm does not name: they count as capacity only. Nodes are mapped one at a time as the
+//! document is read (`stream.rs`), at most `MAX_NODES` of them and `MAX_CARDS` cards.
 
 use std::collections::HashMap;
 
@@ -15,48 +16,97 @@ use crate::model::{Capacity, Card, Node, Resource, ShareUnit, Sharing, SharingMo
 const UNSCHEDULABLE: &[&str] =
     &["DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "FUTURE", "NOT_RESPONDING", "POWERED_DOWN", "UNKNOWN"];
 
-/// Map every node; nodes without GPU GRES are kept (they may run CPU work) but have no cards.
-/// Returns the nodes and how many node objects had no name.
-pub fn map(doc: &Value) -> (Vec<Node>, usize) {
-    let mut out: Vec<Node> = Vec::new();
-    let mut bad = 0;
-    for n in doc.get("nodes").and_then(Value::as_array).into_iter().flatten() {
-        match node(n) {
-            // sinfo can list a node once per partition: keep the first.
-            Some(x) if out.iter().any(|o| o.name == x.name) => {}
-            Some(x) => out.push(x),
-            None => bad += 1,
-        }
-    }
-    (out, bad)
+/// The most nodes read from one answer: the largest supported fleet (4,096 nodes of 16 cards)
+/// has 65,536 cards; no more nodes than that.
+pub const MAX_NODES: usize = crate::sources::MAX_CARDS;
+/// The most cards read from one answer.
+pub const MAX_CARDS: usize = crate::sources::MAX_CARDS;
+/// The most GRES entries a node's `gres` or `gres_used` may have (a real node has a few).
+pub const MAX_GRES: usize = 256;
+
+/// What `add` found.
+#[derive(Debug, Default)]
+pub struct Nodes {
+    pub nodes: Vec<Node>,
+    /// Node objects without a name, or past a bound (`MAX_GRES`, `stream.rs`'s).
+    pub unreadable: usize,
+    /// Per node, GRES device index -> card index (`gres_indexes`).
+    pub indexes: HashMap<String, HashMap<u32, u32>>,
+    /// Nodes past `MAX_NODES`, and cards past `MAX_CARDS`: counted, not read.
+    pub cut_nodes: usize,
+    pub cut_cards: usize,
+    cards: usize,
 }
 
-/// Per node, GRES device index -> card index. Slurm numbers every GPU GRES device, MIG
-/// instances included; cards are the whole-GPU devices in that order, numbered from 0 as the
-/// driver numbers the physical cards (MIG devices sit on cards Slurm does not name).
+/// Map every node; nodes without GPU GRES are kept (they may run CPU work) but have no cards.
+/// Returns the nodes and how many node objects were unreadable.
+pub fn map(doc: &Value) -> (Vec<Node>, usize) {
+    let out = all(doc);
+    (out.nodes, out.unreadable)
+}
+
+/// Per node, GRES device index -> card index.
 pub fn card_indexes(doc: &Value) -> HashMap<String, HashMap<u32, u32>> {
-    let mut out = HashMap::new();
+    all(doc).indexes
+}
+
+fn all(doc: &Value) -> Nodes {
+    let mut out = Nodes::default();
     for n in doc.get("nodes").and_then(Value::as_array).into_iter().flatten() {
-        let Some(name) = text(n.get("name")).or_else(|| text(n.get("hostname"))) else { continue };
-        let mut map = HashMap::new();
-        let (mut gres_index, mut card) = (0u32, 0u32);
-        for g in gres::parse(text(n.get("gres")).unwrap_or_default()).iter().filter(|g| g.name == "gpu") {
-            let count = u32::try_from(g.count).unwrap_or(0).min(64);
-            for _ in 0..count {
-                if g.mig_profile().is_none() {
-                    map.insert(gres_index, card);
-                    card += 1;
-                }
-                gres_index += 1;
-            }
-        }
-        out.entry(name.to_string()).or_insert(map);
+        add(&mut out, n);
     }
     out
 }
 
-fn node(n: &Value) -> Option<Node> {
-    let name = text(n.get("name")).or_else(|| text(n.get("hostname")))?.to_string();
+/// Map one node into `out` (the streamed reader's step, `stream.rs`).
+pub fn add(out: &mut Nodes, n: &Value) {
+    let Some(name) = text(n.get("name")).or_else(|| text(n.get("hostname"))) else {
+        out.unreadable += 1;
+        return;
+    };
+    // sinfo can list a node once per partition: keep the first.
+    if out.indexes.contains_key(name) {
+        return;
+    }
+    if out.nodes.len() >= MAX_NODES {
+        out.cut_nodes += 1;
+        return;
+    }
+    let total = gres::parse(text(n.get("gres")).unwrap_or_default());
+    let used = gres::parse(text(n.get("gres_used")).unwrap_or_default());
+    if total.len() > MAX_GRES || used.len() > MAX_GRES {
+        out.unreadable += 1;
+        return;
+    }
+    let (x, cut) = node(name, n, &total, &used, MAX_CARDS.saturating_sub(out.cards));
+    out.cards += x.cards.len();
+    out.cut_cards += cut;
+    out.indexes.insert(name.to_string(), gres_indexes(&total));
+    out.nodes.push(x);
+}
+
+/// GRES device index -> card index. Slurm numbers every GPU GRES device, MIG instances
+/// included; cards are the whole-GPU devices in that order, numbered from 0 as the driver
+/// numbers the physical cards (MIG devices sit on cards Slurm does not name).
+fn gres_indexes(total: &[gres::Gres]) -> HashMap<u32, u32> {
+    let mut map = HashMap::new();
+    let (mut gres_index, mut card) = (0u32, 0u32);
+    for g in total.iter().filter(|g| g.name == "gpu") {
+        let count = u32::try_from(g.count).unwrap_or(0).min(64);
+        for _ in 0..count {
+            if g.mig_profile().is_none() {
+                map.insert(gres_index, card);
+                card += 1;
+            }
+            gres_index += 1;
+        }
+    }
+    map
+}
+
+/// A node with at most `room` cards; the cards past it are counted.
+fn node(name: &str, n: &Value, total: &[gres::Gres], used: &[gres::Gres], room: usize) -> (Node, usize) {
+    let name = name.to_string();
     let st = states(n.get("state"), n.get("state_flags"));
     let blocked: Vec<&str> = st.iter().map(String::as_str).filter(|s| UNSCHEDULABLE.contains(s)).collect();
     let schedulable = blocked.is_empty();
@@ -70,9 +120,8 @@ fn node(n: &Value) -> Option<Node> {
     });
     let draining = st.iter().any(|s| s.starts_with("DRAIN"));
 
-    let total = gres::parse(text(n.get("gres")).unwrap_or_default());
-    let used = gres::parse(text(n.get("gres_used")).unwrap_or_default());
     let mut cards = Vec::new();
+    let mut cut = 0;
     let mut capacity: Vec<Capacity> = Vec::new();
     let mut next_index = 0u32;
     for g in total.iter().filter(|g| g.name == "gpu") {
@@ -97,14 +146,18 @@ fn node(n: &Value) -> Option<Node> {
         let count = u32::try_from(g.count).unwrap_or(0).min(64);
         if matches!(resource, Resource::WholeCard { .. }) {
             for _ in 0..count {
-                let model = g.kind.clone().unwrap_or_else(|| "gpu".into());
-                cards.push(Card { index: next_index, model, draining, ..Card::default() });
+                if cards.len() < room {
+                    let model = g.kind.clone().unwrap_or_else(|| "gpu".into());
+                    cards.push(Card { index: next_index, model, draining, ..Card::default() });
+                } else {
+                    cut += 1;
+                }
                 next_index += 1;
             }
         }
     }
-    shares(&total, &mut cards, &mut capacity);
-    Some(Node { name, schedulable, reason, cards, capacity, sources: Vec::new(), ..Node::default() })
+    shares(total, &mut cards, &mut capacity);
+    (Node { name, schedulable, reason, cards, capacity, sources: Vec::new(), ..Node::default() }, cut)
 }
 
 /// `shard` and `mps` GRES share the node's GPUs of their type, split evenly where gres.conf
@@ -267,6 +320,21 @@ mod tests {
         assert_eq!(nodes[1].reason.as_deref(), Some("down+not_responding"));
         assert!(nodes[1].cards.is_empty() && nodes[1].capacity.is_empty());
         assert!(nodes[2].capacity.iter().all(|c| c.used <= c.total), "used never exceeds total");
+    }
+
+    /// Cards past `MAX_CARDS` are counted, not made; a node with more GRES entries than any
+    /// node has is unreadable.
+    #[test]
+    fn counts_are_bounded() {
+        let mut out = Nodes::default();
+        for i in 0..MAX_CARDS / 64 + 1 {
+            add(&mut out, &json!({"name": format!("n{i}"), "gres": "gpu:64"}));
+        }
+        assert_eq!((out.cards, out.cut_cards), (MAX_CARDS, 64));
+        assert!(out.nodes.last().is_some_and(|n| n.cards.is_empty()), "the node is kept, its cards cut");
+        let many = vec!["gpu:x:1"; MAX_GRES + 1].join(",");
+        add(&mut out, &json!({"name": "m", "gres": many}));
+        assert_eq!(out.unreadable, 1);
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! A jobs document (`squeue --json`, slurmrestd `/jobs`) read as it is parsed: the `jobs` list
-//! a job at a time, each job mapped and let go before the next, and each holding only the
-//! fields `jobs` reads (the rest skipped unread), its lists at most `MAX_LIST` long and its
-//! texts at most `MAX_TEXT` bytes. A job past a bound is unreadable, not read. A 10 MB
-//! `squeue` of jobs carrying lists of one-key objects took 553 MB as a tree of the document.
+//! Slurm's jobs and nodes documents (`squeue --json`, `sinfo --json`, `scontrol show nodes
+//! --json`, slurmrestd `/jobs` and `/nodes`) read as they are parsed: the `jobs` or `nodes`
+//! list an item at a time, each item mapped and let go before the next, and each holding only
+//! the fields its mapping reads (the rest skipped unread), its lists at most `MAX_LIST` long and
+//! its texts at most `MAX_TEXT` bytes. An item past a bound is unreadable, not read. As a tree,
+//! a 10 MB `squeue` of jobs carrying lists of one-key objects took 553 MB, a 10 MB `sinfo` of
+//! such nodes 552 MiB.
 
 use std::cell::Cell;
 
@@ -10,6 +12,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::{Map, Value};
 
 use super::jobs::{self, Jobs};
+use super::nodes::{self, Nodes};
 use crate::model::KindRules;
 
 /// The fields of a job that `jobs` reads; any other is skipped unread.
@@ -40,6 +43,9 @@ const JOB_FIELDS: &[&str] = &[
     "memory_per_node",
 ];
 
+/// The fields of a node that `nodes` reads.
+const NODE_FIELDS: &[&str] = &["name", "hostname", "state", "state_flags", "reason", "gres", "gres_used"];
+
 /// The longest list or object inside a kept field (a `gres_detail` has an entry per node of
 /// the job).
 pub const MAX_LIST: usize = 4096;
@@ -48,52 +54,111 @@ pub const MAX_TEXT: usize = 64 << 10;
 /// How deep a kept value may nest (the deepest Slurm writes is an object in a list).
 const MAX_DEPTH: usize = 4;
 
-/// What the document says besides its jobs.
+/// What the document says besides its items.
 #[derive(Debug, Default)]
 pub struct Head {
-    /// Whether it has a `jobs` list.
+    /// Whether it has a list of its items (`jobs`, `nodes`).
     pub listed: bool,
+    /// Whether it names its items at all, a list or not.
+    pub named: bool,
+    /// Whether it has a `sinfo` member (23.11's per-partition summaries).
+    pub sinfo: bool,
     /// Slurm's `errors` and `meta`, as small trees (bounded as a job's fields are).
     pub errors: Value,
     pub meta: Value,
 }
 
-/// Read a jobs document; an error is what serde_json says of text that is not JSON.
-pub fn read(text: &str, kinds: &KindRules) -> Result<(Jobs, Head), serde_json::Error> {
-    let mut jobs = Jobs::default();
-    let mut head = Head::default();
-    let mut de = serde_json::Deserializer::from_str(text);
-    Top { kinds, jobs: &mut jobs, head: &mut head }.deserialize(&mut de)?;
-    de.end()?;
-    Ok((jobs, head))
+/// Where a document's items go, one at a time.
+trait Sink {
+    /// The fields of an item read; any other is skipped unread.
+    const FIELDS: &'static [&'static str];
+    /// An item within the bounds: an object of its fields read.
+    fn add(&mut self, item: &Value);
+    /// An item that is no object, or past a bound.
+    fn unreadable(&mut self);
 }
 
-struct Top<'a> {
+struct JobSink<'a> {
     kinds: &'a KindRules,
-    jobs: &'a mut Jobs,
+    jobs: Jobs,
+}
+
+impl Sink for JobSink<'_> {
+    const FIELDS: &'static [&'static str] = JOB_FIELDS;
+    fn add(&mut self, item: &Value) {
+        jobs::add(&mut self.jobs, item, self.kinds);
+    }
+    fn unreadable(&mut self) {
+        self.jobs.unreadable += 1;
+    }
+}
+
+impl Sink for Nodes {
+    const FIELDS: &'static [&'static str] = NODE_FIELDS;
+    fn add(&mut self, item: &Value) {
+        nodes::add(self, item);
+    }
+    fn unreadable(&mut self) {
+        self.unreadable += 1;
+    }
+}
+
+/// Read a jobs document; an error is what serde_json says of text that is not JSON.
+pub fn read(text: &str, kinds: &KindRules) -> Result<(Jobs, Head), serde_json::Error> {
+    let mut sink = JobSink { kinds, jobs: Jobs::default() };
+    let head = read_into(text, "jobs", &mut sink)?;
+    Ok((sink.jobs, head))
+}
+
+/// Read a nodes document, as `read` does a jobs document.
+pub fn read_nodes(text: &str) -> Result<(Nodes, Head), serde_json::Error> {
+    let mut nodes = Nodes::default();
+    let head = read_into(text, "nodes", &mut nodes)?;
+    Ok((nodes, head))
+}
+
+fn read_into<S: Sink>(text: &str, key: &str, sink: &mut S) -> Result<Head, serde_json::Error> {
+    let mut head = Head::default();
+    let mut de = serde_json::Deserializer::from_str(text);
+    Top { key, sink, head: &mut head }.deserialize(&mut de)?;
+    de.end()?;
+    Ok(head)
+}
+
+struct Top<'a, S> {
+    key: &'a str,
+    sink: &'a mut S,
     head: &'a mut Head,
 }
 
-impl<'de> DeserializeSeed<'de> for Top<'_> {
+impl<'de, S: Sink> DeserializeSeed<'de> for Top<'_, S> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for Top<'_> {
+impl<'de, S: Sink> Visitor<'de> for Top<'_, S> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a Slurm jobs document")
+        write!(f, "a Slurm {} document", self.key)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
         while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
             let over = Cell::new(false);
+            // Depth 1: every field kept (depth 0 is an item's, which keeps those read).
+            let all = Bounded { over: &over, depth: 1, fields: &[] };
             match k.as_ref() {
-                "jobs" => self.head.listed = m.next_value_seed(List { kinds: self.kinds, jobs: &mut *self.jobs })?,
-                // Depth 1: every field kept (depth 0 is a job's, which keeps those read).
-                "errors" => self.head.errors = m.next_value_seed(Bounded { over: &over, depth: 1 })?,
-                "meta" => self.head.meta = m.next_value_seed(Bounded { over: &over, depth: 1 })?,
+                k if k == self.key => {
+                    self.head.named = true;
+                    self.head.listed = m.next_value_seed(List { sink: &mut *self.sink })?;
+                }
+                "errors" => self.head.errors = m.next_value_seed(all)?,
+                "meta" => self.head.meta = m.next_value_seed(all)?,
+                "sinfo" => {
+                    self.head.sinfo = true;
+                    m.next_value::<IgnoredAny>()?;
+                }
                 _ => {
                     m.next_value::<IgnoredAny>()?;
                 }
@@ -103,32 +168,31 @@ impl<'de> Visitor<'de> for Top<'_> {
     }
 }
 
-/// The `jobs` value: true when it is a list, each job mapped as it is read.
-struct List<'a> {
-    kinds: &'a KindRules,
-    jobs: &'a mut Jobs,
+/// The list's value: true when it is a list, each item mapped as it is read.
+struct List<'a, S> {
+    sink: &'a mut S,
 }
 
-impl<'de> DeserializeSeed<'de> for List<'_> {
+impl<'de, S: Sink> DeserializeSeed<'de> for List<'_, S> {
     type Value = bool;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for List<'_> {
+impl<'de, S: Sink> Visitor<'de> for List<'_, S> {
     type Value = bool;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a list of jobs")
+        f.write_str("a list")
     }
-    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<bool, S::Error> {
+    fn visit_seq<Q: SeqAccess<'de>>(self, mut seq: Q) -> Result<bool, Q::Error> {
         loop {
             let over = Cell::new(false);
-            let Some(job) = seq.next_element_seed(Job { over: &over })? else { break };
-            if over.get() {
-                self.jobs.unreadable += 1;
+            let Some(item) = seq.next_element_seed(Item { over: &over, fields: S::FIELDS })? else { break };
+            if over.get() || !item.is_object() {
+                self.sink.unreadable();
             } else {
-                jobs::add(self.jobs, &job, self.kinds);
+                self.sink.add(&item);
             }
         }
         Ok(true)
@@ -157,15 +221,16 @@ impl<'de> Visitor<'de> for List<'_> {
     }
 }
 
-/// One job: an object of the fields read (anything else is null: unreadable).
-struct Job<'a> {
+/// One item: an object of the fields read (anything else is null: unreadable).
+struct Item<'a> {
     over: &'a Cell<bool>,
+    fields: &'static [&'static str],
 }
 
-impl<'de> DeserializeSeed<'de> for Job<'_> {
+impl<'de> DeserializeSeed<'de> for Item<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        let seed = Bounded { over: self.over, depth: 0 };
+        let seed = Bounded { over: self.over, depth: 0, fields: self.fields };
         match seed.deserialize(d)? {
             v @ Value::Object(_) => Ok(v),
             _ => Ok(Value::Null),
@@ -174,10 +239,18 @@ impl<'de> DeserializeSeed<'de> for Job<'_> {
 }
 
 /// A value as a tree, within `MAX_LIST`, `MAX_TEXT` and `MAX_DEPTH`; past one, null and `over`
-/// set (the rest read through). At depth 0 an object keeps only `JOB_FIELDS`.
+/// set (the rest read through). At depth 0 an object keeps only `fields`.
+#[derive(Clone, Copy)]
 struct Bounded<'a> {
     over: &'a Cell<bool>,
     depth: usize,
+    fields: &'static [&'static str],
+}
+
+impl Bounded<'_> {
+    fn deeper(self) -> Self {
+        Self { depth: self.depth + 1, ..self }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for Bounded<'_> {
@@ -222,7 +295,7 @@ impl<'de> Visitor<'de> for Bounded<'_> {
     fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Value, S::Error> {
         let mut out = Vec::new();
         while out.len() < MAX_LIST {
-            match seq.next_element_seed(Bounded { over: self.over, depth: self.depth + 1 })? {
+            match seq.next_element_seed(self.deeper())? {
                 Some(v) => out.push(v),
                 None => return Ok(Value::Array(out)),
             }
@@ -236,13 +309,13 @@ impl<'de> Visitor<'de> for Bounded<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
-            let skip = (self.depth == 0 && !JOB_FIELDS.contains(&k.as_ref())) || out.len() >= MAX_LIST;
+            let skip = (self.depth == 0 && !self.fields.contains(&k.as_ref())) || out.len() >= MAX_LIST;
             if skip {
                 self.over.set(self.over.get() || out.len() >= MAX_LIST);
                 m.next_value::<IgnoredAny>()?;
                 continue;
             }
-            let v = m.next_value_seed(Bounded { over: self.over, depth: self.depth + 1 })?;
+            let v = m.next_value_seed(self.deeper())?;
             out.insert(k.into_owned(), v);
         }
         Ok(Value::Object(out))
@@ -276,6 +349,28 @@ mod tests {
         assert_eq!(jobs.workloads.len(), 2, "the job with too long a list is not read");
         assert_eq!(jobs.unreadable, 2, "a job that is no object, and the one past the bound");
         assert_eq!(jobs.workloads[1].cards.len(), 1);
+    }
+
+    /// Nodes as the tree reader maps them, with bulk skipped; a node past a bound unreadable;
+    /// 23.11's summary `sinfo` said.
+    #[test]
+    fn nodes_read_as_they_stream_are_the_tree_readers() {
+        let text = r#"{"nodes":[
+            {"name":"a","state":["IDLE"],"gres":"gpu:h100:2,gpu:a100_3g.20gb:1","junk":[{"abcdef":0}]},
+            {"name":"b","state":"idle","state_flags":["DRAIN"],"reason":"fan","gres":"gpu:4","gres_used":"gpu:1"},
+            {"name":"a","state":"down"}, 7, {"hostname":"c","reason":"LONG"}]}"#
+            .replace("LONG", &"x".repeat(MAX_TEXT + 1));
+        let (found, head) = read_nodes(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(head.listed && head.named && !head.sinfo);
+        let doc: Value = serde_json::from_str(&text).unwrap_or_default();
+        let (tree, _) = nodes::map(&doc);
+        assert_eq!(found.nodes, tree[..2], "read as the tree reader reads them");
+        let mut indexes = nodes::card_indexes(&doc);
+        indexes.remove("c");
+        assert_eq!(found.indexes, indexes);
+        assert_eq!(found.unreadable, 2, "a node that is no object, and the one past the bound");
+        let (_, head) = read_nodes(r#"{"sinfo":[{"x":1}]}"#).unwrap_or_else(|e| panic!("{e}"));
+        assert!(head.sinfo && !head.named && !head.listed);
     }
 
     #[test]
