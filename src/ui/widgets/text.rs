@@ -2,8 +2,12 @@
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-/// `s` cut to at most `width` columns, ending in `…` (or `~` in ASCII mode) when cut.
+/// `s` cut to at most `width` columns, ending in `…` (or `~` in ASCII mode) when cut. Control
+/// characters, tabs and the invisible ones (bidi overrides and isolates, zero-width spaces) are
+/// shown escaped (`\u202e`), as the commands print them: a name cannot read reversed, look
+/// like another, or break a column.
 pub fn fit(s: &str, width: usize, ascii: bool) -> String {
+    let s = &*crate::out::printable(s);
     if s.width() <= width {
         return s.to_string();
     }
@@ -99,6 +103,13 @@ pub fn wrap_words(text: &str, w: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #46: a node named with a right-to-left override, a zero-width space and a tab shows them
+    /// escaped in the console too (they were drawn raw: the name read reversed).
+    #[test]
+    fn invisible_characters_are_shown_escaped() {
+        assert_eq!(fit("gpu-\u{202e}10\u{200b}\tx", 40, false), "gpu-\\u202e10\\u200b\\u0009x");
+    }
 
     #[test]
     fn fits() {
