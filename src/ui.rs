@@ -90,6 +90,44 @@ pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated
     if let Some(m) = st.modal.as_ref().filter(|_| !st.action_hidden) {
         views::modal::draw(f, f.area(), m, fleet, theme);
     }
+    if theme.ascii {
+        ascii_only(f.buffer_mut());
+    }
+}
+
+/// `--ascii`: whatever a view drew beyond ASCII (an arrow, a `·`, a `×`, a name's letters) is
+/// written in ASCII, one character a cell (a wide character's second cell becomes a space).
+fn ascii_only(buf: &mut ratatui::buffer::Buffer) {
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let cell = &mut buf[(x, y)];
+            let sym = cell.symbol();
+            if sym.is_ascii() {
+                continue;
+            }
+            let plain = match sym.chars().next() {
+                Some('→' | '▶' | '›' | '»') => ">",
+                Some('←' | '◀' | '‹' | '«') => "<",
+                Some('·' | '─' | '━' | '–' | '—') => "-",
+                Some('×') => "x",
+                Some('│' | '┃' | '▏') => "|",
+                Some('…') => "~",
+                Some('⏸') => "=",
+                Some('●') => "*",
+                Some('▾' | '▼') => "v",
+                Some('▸') => ">",
+                // Anything else: a placeholder.
+                _ => "?",
+            };
+            let wide = unicode_width::UnicodeWidthStr::width(sym) > 1;
+            cell.set_symbol(plain);
+            // The cell a wide character covered shows a space, not nothing.
+            if wide && x + 1 < area.right() {
+                buf[(x + 1, y)].set_symbol(" ");
+            }
+        }
+    }
 }
 
 /// Holder label for bars and tables: the workload's short name, else its id.

@@ -173,6 +173,16 @@ fn mig_cells(card: &Card, w: usize, theme: &Theme, holder: HolderName) -> Vec<Ce
             write_label(&mut cells, from + 1, to, &label, theme);
         }
     }
+    // In ASCII the free and stranded marks are letters and dots: a separator where they begin
+    // after an instance keeps them from running into its label ("1gxxx" read as a name).
+    if theme.ascii {
+        for inst in &card.mig.instances {
+            let to = first_cell(usize::from(inst.start) + usize::from(inst.size), w, slices);
+            if let Some(c) = cells.get_mut(to).filter(|c| c.ch == stranded_ch || c.ch == free_ch) {
+                c.ch = sep;
+            }
+        }
+    }
     cells
 }
 
