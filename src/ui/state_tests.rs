@@ -361,6 +361,20 @@ fn footer_messages_expire() {
     assert_eq!(st.message, None);
 }
 
+/// #47 (words): a footer message does not outlive its view ("sorted by free" stayed over the
+/// queue); staying on the view keeps it.
+#[test]
+fn a_footer_message_does_not_outlive_its_view() {
+    let f = fleet();
+    let mut st = state(&f);
+    let _ = st.apply(Intent::Sort, &f);
+    assert!(st.message.as_deref().is_some_and(|m| m.starts_with("sorted by")), "{:?}", st.message);
+    let _ = st.apply(Intent::ViewFleet, &f);
+    assert!(st.message.is_some(), "the same view");
+    let _ = st.apply(Intent::ViewQueue, &f);
+    assert_eq!(st.message, None);
+}
+
 /// A finding of `kind` and `severity` about card `card`, `gpu_hours` a day, suggesting a drain.
 fn finding(
     kind: crate::advisor::Kind,

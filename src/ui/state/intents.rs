@@ -185,6 +185,11 @@ impl UiState {
         if t != Tab::Advice && self.panel_finding.take().is_some() {
             self.panel = None;
         }
+        // A message says something about the view it was given in ("sorted by free", a
+        // filter's problem): it does not follow the operator to another.
+        if t != self.tab {
+            self.message = None;
+        }
         self.tab = t;
         self.open_card = None;
         self.open_workload = None;
