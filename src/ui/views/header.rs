@@ -12,11 +12,12 @@ use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
 use crate::units::duration::short;
 
-fn tib(mib: u64) -> String {
-    if mib >= 1024 * 1024 {
-        format!("{:.1}TiB", mib as f64 / 1048576.0)
+/// Used and total memory in one unit, the total's (`0.9TiB/3.2TiB`, not `920GiB/3.2TiB`).
+fn mem_pair(used_mib: u64, total_mib: u64) -> String {
+    if total_mib >= 1024 * 1024 {
+        format!("{:.1}/{:.1}TiB", used_mib as f64 / 1048576.0, total_mib as f64 / 1048576.0)
     } else {
-        format!("{:.0}GiB", mib as f64 / 1024.0)
+        format!("{:.0}/{:.0}GiB", used_mib as f64 / 1024.0, total_mib as f64 / 1024.0)
     }
 }
 
@@ -29,11 +30,7 @@ fn summary(st: &UiState, wide: bool, room: usize) -> String {
     let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), short);
     let util = t.mean_util.map_or_else(|| "N/A".into(), |u| format!("{}%", crate::units::whole(u)));
     // No source reports memory (a scheduler alone): unknown, not zero.
-    let mem = if t.mem_total_mib == 0 {
-        "N/A".to_string()
-    } else {
-        format!("{}/{}", tib(t.mem_used_mib), tib(t.mem_total_mib))
-    };
+    let mem = if t.mem_total_mib == 0 { "N/A".to_string() } else { mem_pair(t.mem_used_mib, t.mem_total_mib) };
     // Unhealthy cards are counted where the eye starts: they need someone.
     let sick = if t.unhealthy > 0 { format!(" ({} unhealthy)", t.unhealthy) } else { String::new() };
     let cards = format!("{}{sick}", crate::units::count(t.cards as u64, "card", "cards"));
@@ -223,4 +220,14 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     line2.push(Span::raw(" ".repeat(gap)));
     line2.extend(health);
     f.render_widget(Paragraph::new(vec![line1, Line::from(line2)]), area);
+}
+
+#[cfg(test)]
+mod tests {
+    /// #47 (words): one unit for both sides of the header's memory ("920GiB/3.2TiB" mixed them).
+    #[test]
+    fn memory_is_said_in_one_unit() {
+        assert_eq!(super::mem_pair(920 * 1024, 3 * 1024 * 1024 + 200 * 1024), "0.9/3.2TiB");
+        assert_eq!(super::mem_pair(300 * 1024, 640 * 1024), "300/640GiB");
+    }
 }
