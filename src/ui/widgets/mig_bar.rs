@@ -162,7 +162,9 @@ fn mig_cells(card: &Card, w: usize, theme: &Theme, holder: HolderName) -> Vec<Ce
         let room = (w * usize::from(inst.size) / slices).saturating_sub(1).min(to - from - 1);
         let short = inst.profile.split('.').next().unwrap_or_default();
         let label = match held {
-            true if room > inst.profile.len() + who.len() && !who.is_empty() => format!("{} {who}", inst.profile),
+            // A name that does not fit whole is cut with an ellipsis (it was dropped), where at
+            // least two of its characters fit.
+            true if room >= inst.profile.len() + 3 && !who.is_empty() => format!("{} {who}", inst.profile),
             false if room >= inst.profile.len() + 5 => format!("{} free", inst.profile),
             _ if room >= inst.profile.len() => inst.profile.clone(),
             _ => short.to_string(),
