@@ -108,6 +108,10 @@ impl Tally {
 struct Unit {
     model: usize,
     profile: Option<String>,
+    /// A memory slice a layout leaves that no profile can use: it serves nobody, and counts as
+    /// memory set aside unused (a layout that strands a slice no longer wins a tie on memory
+    /// over one that serves the same and strands none).
+    stranded: bool,
 }
 
 /// A layout a card may get (`None`: a whole card) and the units it supplies, by unit kind.
@@ -254,13 +258,14 @@ impl Problem {
         let mut opts = vec![(None, self.supply_of(&[whole]))];
         if let Some(g) = model {
             for layout in crate::model::mig::layout::maximal_layouts(g).iter().cloned() {
-                let units: Vec<usize> = layout
+                let mut units: Vec<usize> = layout
                     .iter()
                     .map(|pl| {
                         let mib = g.profile(&pl.profile).map_or(0, |x| x.planning_mib());
                         self.unit(m, Some(pl.profile.clone()), mib)
                     })
                     .collect();
+                units.extend(self.stranded_units(m, g, &layout, card_mib));
                 opts.push((Some(layout), self.supply_of(&units)));
             }
         }
@@ -277,17 +282,35 @@ impl Problem {
         }
         let g = catalog::lookup(&self.models[m].0)?;
         crate::model::mig::validate(g, &layout).ok()?;
-        let units: Vec<usize> = layout
+        let mut units: Vec<usize> = layout
             .iter()
             .map(|pl| self.unit(m, Some(pl.profile.clone()), g.profile(&pl.profile).map_or(0, |x| x.planning_mib())))
             .collect();
+        let card_mib = g.profiles.iter().map(|p| p.planning_mib()).max().unwrap_or(0);
+        units.extend(self.stranded_units(m, g, &layout, card_mib));
         let supply = self.supply_of(&units);
         self.models[m].1.push((Some(layout), supply));
         Some(self.models[m].1.len() - 1)
     }
 
+    /// One stranded unit for each memory slice `layout` leaves uncovered, a slice's memory each.
+    fn stranded_units(&mut self, m: usize, g: &GpuModel, layout: &[Placed], card_mib: u64) -> Vec<usize> {
+        let covered: u32 =
+            layout.iter().map(|pl| g.profile(&pl.profile).map_or(0, |x| u32::from(x.memory_slices))).sum();
+        let left = u32::from(g.memory_slices).saturating_sub(covered);
+        if left == 0 {
+            return Vec::new();
+        }
+        let slice_mib = card_mib / u64::from(g.memory_slices.max(1));
+        let u = self.unit_of(Unit { model: m, profile: None, stranded: true }, slice_mib);
+        vec![u; left as usize]
+    }
+
     fn unit(&mut self, model: usize, profile: Option<String>, mib: u64) -> usize {
-        let u = Unit { model, profile };
+        self.unit_of(Unit { model, profile, stranded: false }, mib)
+    }
+
+    fn unit_of(&mut self, u: Unit, mib: u64) -> usize {
         if let Some(i) = self.units.iter().position(|x| *x == u) {
             return i;
         }
@@ -316,7 +339,11 @@ impl Problem {
         for ((profile, model), mut members) in groups {
             let n = self.units.len();
             let accepts: Vec<usize> = (0..n)
-                .filter(|&u| self.units[u].profile == profile && model.is_none_or(|m| self.units[u].model == m))
+                .filter(|&u| {
+                    !self.units[u].stranded
+                        && self.units[u].profile == profile
+                        && model.is_none_or(|m| self.units[u].model == m)
+                })
                 .collect();
             if accepts.is_empty() {
                 continue;
@@ -330,7 +357,8 @@ impl Problem {
         }
         for (profile, mut members) in families {
             members.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            let units = (0..self.units.len()).filter(|&u| self.units[u].profile == profile).collect();
+            let units =
+                (0..self.units.len()).filter(|&u| !self.units[u].stranded && self.units[u].profile == profile).collect();
             let weights: Vec<u64> = members.iter().map(|m| m.0).collect();
             let prefix = std::iter::once(0)
                 .chain(weights.iter().scan(0, |s, w| {
