@@ -290,12 +290,12 @@ impl Plan {
         self.blockers.is_empty()
     }
 
-    /// The one thing it acts on, as the lock and the audit log key it: the card for NVML (a
-    /// UUID and NODE/INDEX name the same card), the node for the schedulers, which act on whole
-    /// nodes (`gpu-01`, `gpu-01/3` and a preemption of a job there are one node's).
+    /// The one thing it acts on, as the lock and the audit log key it: the node, for every
+    /// backend (the schedulers act on whole nodes, and an NVML change of one of its cards must
+    /// not run beside a scheduler's drain of the node: `gpu-01`, `gpu-01/3`, its card's UUID
+    /// and a preemption of a job there are one node's).
     pub fn subject(&self) -> String {
         match (self.backend, &self.card) {
-            (Backend::Nvml, Some(c)) => c.to_string(),
             (_, Some(c)) => c.node.clone(),
             (_, None) => match Target::parse(&self.target) {
                 Target::Card(r) => r.node,

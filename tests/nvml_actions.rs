@@ -420,8 +420,9 @@ fn a_card_another_process_acts_on_is_refused_with_who_holds_it() {
     // Nobody else's to write, whatever the umask (else the place is refused).
     std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .unwrap_or_else(|e| panic!("{e}"));
+    // The node's lock: an action on any of its cards takes it.
     let path = locks.join(format!(
-        "tessera.{}_0.lock",
+        "tessera.{}.lock",
         hostname().replace(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '.', "_")
     ));
     let held = std::fs::File::create(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -433,7 +434,7 @@ fn a_card_another_process_acts_on_is_refused_with_who_holds_it() {
     .unwrap_or_else(|e| panic!("{e}"));
     let (code, out) = tessera(&["drain", &card, "--yes", "--config", &cfg], &scenario("h100x8.json"), &state);
     assert_eq!(code, 3, "{out}");
-    assert!(out.contains(&format!("{card} is being acted on by alice@login-1 (pid 4242")), "{out}");
+    assert!(out.contains(&format!("{} is being acted on by alice@login-1 (pid 4242", hostname())), "{out}");
     assert!(audit_records(&state).iter().all(|r| r["record"] != "intent"), "nothing ran");
     drop(held);
     let (code, out) = tessera(&["drain", &card, "--yes", "--config", &cfg], &scenario("h100x8.json"), &state);

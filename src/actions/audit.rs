@@ -248,13 +248,9 @@ pub fn open_intents(path: &Path) -> Vec<Open> {
 
 fn open_intents_within(path: &Path, max: u64) -> Vec<Open> {
     use std::collections::{HashMap, HashSet};
-    let subject = |v: &Value| {
-        v["subject"]
-            .as_str()
-            .or_else(|| v["target"].as_str())
-            .or_else(|| v.pointer("/plan/target")?.as_str())
-            .map(str::to_string)
-    };
+    // Records written before tessera kept a subject are not judged: their target cannot be
+    // told apart from the node an action on it locks (an old intent would be open for ever).
+    let subject = |v: &Value| v["subject"].as_str().map(str::to_string);
     let mut closed: HashSet<String> = HashSet::new();
     let mut left: HashMap<String, String> = HashMap::new();
     let mut open = Vec::new();
@@ -561,24 +557,24 @@ mod tests {
             intent("gpu-03", "Drain node gpu-03"),
             intent("gpu-04", "Drain node gpu-04"),
             outcome("gpu-04"),
-            // An older tessera's intent, without a subject: its target stands in.
+            // An older tessera's intent, without a subject: not judged (it could never be closed).
             json!({"record": "intent", "at": "2026-12-07T11:00:00.000Z", "who": who, "plan": {"summary": "old", "target": "n9/0"}}),
         ] {
             assert!(append(&path, &r).is_ok());
         }
         let open = open_intents(&path);
         let subjects: Vec<&str> = open.iter().map(|o| o.subject.as_str()).collect();
-        assert_eq!(subjects, ["n9/0", "gpu-03", "gpu-02"]);
+        assert_eq!(subjects, ["gpu-03", "gpu-02"]);
         assert_eq!(
-            open[2].to_string(),
+            open[1].to_string(),
             "alice@elsewhere began \"Preempt slurm:7\" at 2026-12-07 10:00:00 UTC and no outcome was recorded (left while \
              step 2 of 3 ran (Wait))"
         );
-        assert!(open[1].to_string().ends_with("(tessera was killed or its host went down)"), "{}", open[1]);
-        assert!(!open[2].still_running(), "begun on another host");
+        assert!(open[0].to_string().ends_with("(tessera was killed or its host went down)"), "{}", open[0]);
+        assert!(!open[1].still_running(), "begun on another host");
         // Acted on since: closed.
         assert!(append(&path, &outcome("gpu-02")).is_ok());
-        assert_eq!(open_intents(&path).len(), 2);
+        assert_eq!(open_intents(&path).len(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -173,8 +173,9 @@ impl std::fmt::Display for Refusal {
             Self::Backend(why) => f.write_str(why),
             Self::OpenIntent { open } => write!(
                 f,
-                "an earlier action on this target was left half-done: {open}; check the target, then act with a \
-                 confirmation, or pass --despite-open-intent"
+                "an earlier action on this target was left half-done: {open}; check the target, then act on it \
+                 where you are asked to confirm (the console, or the command line without --yes), or give \
+                 --despite-open-intent"
             ),
         }
     }

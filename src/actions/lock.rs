@@ -48,10 +48,14 @@ pub struct Place {
     pub shared: Shared,
 }
 
-/// The host's lock place when none is configured: /run/lock where the host has it, else /tmp.
+/// The host's lock place when none is configured: /run/lock where it is root-owned, sticky and
+/// open to everyone (Debian's), else /tmp; the same choice for every user, root included (a
+/// 0755 /run/lock, as systemd makes it elsewhere, would refuse everyone but root).
 pub fn default_dir() -> PathBuf {
     let run = Path::new("/run/lock");
-    if run.is_dir() { run.to_path_buf() } else { PathBuf::from("/tmp") }
+    let shared = std::fs::symlink_metadata(run)
+        .is_ok_and(|m| m.is_dir() && m.uid() == 0 && m.permissions().mode() & 0o1002 == 0o1002);
+    if shared { run.to_path_buf() } else { PathBuf::from("/tmp") }
 }
 
 /// This process's user id (the owner of /proc/self).
@@ -105,13 +109,17 @@ pub fn place(dir: &Path, group: Option<&str>) -> Result<Place, LockError> {
     if m.uid() == 0 && mode & 0o1000 != 0 {
         return Ok(Place { dir: dir.to_path_buf(), shared: Shared::Sticky });
     }
+    // The group's: others cannot write it, and setgid, so each lock file takes the group and
+    // every member may say in it who holds it.
     if let Some(g) = gid
         && m.gid() == g
         && mode & 0o002 == 0
+        && mode & 0o2000 != 0
     {
         return Ok(Place { dir: dir.to_path_buf(), shared: Shared::Group(g) });
     }
-    let group_said = group.map_or_else(String::new, |g| format!(", one of group {g} that others cannot write"));
+    let group_said =
+        group.map_or_else(String::new, |g| format!(", one of group {g} with the setgid bit that others cannot write"));
     Err(refuse(format!(
         "owned by uid {} (group {}, mode {:04o}); a lock place is this user's own directory that nobody else can \
          write, a root-owned sticky directory (as /run/lock is){group_said}",
@@ -168,15 +176,24 @@ fn open(path: &Path, place: &Place) -> Result<(File, bool), LockError> {
         Shared::Group(_) => 0o664,
     };
     for _ in 0..8 {
+        // Never waiting on the open: a FIFO planted under the name is opened at once (and then
+        // refused as not a regular file), not waited on for a writer.
         let base = || {
             let mut o = std::fs::OpenOptions::new();
-            o.read(true).custom_flags(libc::O_NOFOLLOW);
+            o.read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
             o
         };
         match base().write(true).open(path) {
             Ok(f) => return Ok((f, true)),
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                return base().open(path).map(|f| (f, false)).map_err(io);
+                return base().open(path).map(|f| (f, false)).map_err(|e| {
+                    // Named with its owner: a file someone planted there that nobody may read.
+                    let owner = std::fs::symlink_metadata(path).map(|m| format!(" (owned by uid {})", m.uid()));
+                    LockError::Untrusted {
+                        path: path.to_path_buf(),
+                        why: format!("cannot be opened{}: {e}", owner.unwrap_or_default()),
+                    }
+                });
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {

@@ -114,3 +114,26 @@ fn a_root_owned_sticky_directory_is_shared() {
     drop(held);
     let _ = std::fs::remove_file(p.dir.join(key(&target)));
 }
+
+/// A FIFO planted under a lock file's name is refused at once (the open waited for a writer
+/// for ever, and the console's loop with it).
+#[test]
+fn a_planted_fifo_is_refused_without_waiting() {
+    let dir = Dir::new("fifo");
+    let p = private(&dir);
+    let path = p.dir.join(key("n3"));
+    let made = std::process::Command::new("mkfifo").args(["-m", "444"]).arg(&path).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let began = std::time::Instant::now();
+    let e = take(&p, "n3", &serde_json::json!({})).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(began.elapsed() < Duration::from_secs(2), "it waited");
+    assert!(e.contains("not a regular file") || e.contains("n3"), "{e}");
+}
+
+/// The host's default place is /run/lock only where everyone may make lock files there.
+#[test]
+fn the_default_place_is_one_every_user_can_use() {
+    let d = default_dir();
+    let m = std::fs::symlink_metadata(&d).unwrap_or_else(|e| panic!("{e}"));
+    assert!(m.uid() == 0 && m.permissions().mode() & 0o1002 == 0o1002, "{}", d.display());
+}

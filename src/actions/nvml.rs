@@ -119,11 +119,17 @@ impl Capabilities for Nvml {
     /// On a blocking thread: NVML's calls block.
     fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran> {
         let (op, lib) = (op.clone(), env.nvml_lib.clone());
+        // The call cannot be stopped once made: it holds the action's lock until it returns,
+        // even if tessera leaves meanwhile.
+        let hold = env.hold.clone();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || run_op(&op, lib.as_deref()))
-                .await
-                .map_err(NvmlStepError::Stopped)?
-                .map_err(Into::into)
+            tokio::task::spawn_blocking(move || {
+                let _held = hold;
+                run_op(&op, lib.as_deref())
+            })
+            .await
+            .map_err(NvmlStepError::Stopped)?
+            .map_err(Into::into)
         })
     }
 }

@@ -333,9 +333,9 @@ mod tests {
     }
 
     /// A scheduler acts on whole nodes: a card of a node and the node itself are one lock
-    /// (`gpu-01/3` and `gpu-01` took two); NVML's lock is the card's.
+    /// (`gpu-01/3` and `gpu-01` took two); so is an NVML change of one of its cards.
     #[test]
-    fn the_lock_is_the_nodes_for_a_scheduler_and_the_cards_for_nvml() {
+    fn the_lock_is_the_nodes_for_every_backend() {
         let dir = Dir::new("lock-keys");
         let (r, _) = runner(dir.path());
         let mut p =
@@ -351,6 +351,10 @@ mod tests {
         p.backend = crate::actions::Backend::Nvml;
         p.card = Some(crate::model::CardRef::new("gpu-a100-02", 1));
         assert!(r.lock(&p).is_ok_and(|l| l.is_some()), "another node's card");
+        // An NVML change of a card of the node is the node's too: it must not run beside a
+        // scheduler's drain of it.
+        p.card = Some(crate::model::CardRef::new("gpu-a100-01", 1));
+        assert!(r.lock(&p).is_err(), "a card of the node a drain holds");
         drop(held);
     }
 

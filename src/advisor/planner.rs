@@ -357,8 +357,9 @@ impl Problem {
         }
         for (profile, mut members) in families {
             members.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            let units =
-                (0..self.units.len()).filter(|&u| !self.units[u].stranded && self.units[u].profile == profile).collect();
+            let units = (0..self.units.len())
+                .filter(|&u| !self.units[u].stranded && self.units[u].profile == profile)
+                .collect();
             let weights: Vec<u64> = members.iter().map(|m| m.0).collect();
             let prefix = std::iter::once(0)
                 .chain(weights.iter().scan(0, |s, w| {

@@ -79,6 +79,16 @@ impl Interrupts {
         let plan = approved.plan().clone();
         let mut steps = Steps::new(&plan);
         if let Some(name) = self.received() {
+            if self.count >= 2 {
+                // Asked twice already: nothing is started (its intent is in the log: say so).
+                let left = steps.results();
+                runner.interrupted(&plan, &left);
+                drop(approved);
+                return Err(CmdError::Failed(format!(
+                    "{name} twice: {} not started (the audit log says so)",
+                    plan.action.doing()
+                )));
+            }
             finishing(name, &plan);
         }
         let (tx, mut rx) = mpsc::unbounded_channel();

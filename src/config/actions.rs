@@ -44,9 +44,10 @@ pub(super) fn read_actions(r: &Reader, t: &Table, a: &mut Actions) -> Result<(),
 pub(super) fn example() -> &'static str {
     r#"[actions]
 # Where actions take their locks: one place for every operator of the host (and a schedule run
-# service), so two never act on one card at once. Default /run/lock (else /tmp). Accepted: a
-# root-owned sticky directory, a directory of lock_group that others cannot write, or your own
-# that nobody else can write (then it is yours alone).
+# service), so two never act on one node at once. Default /run/lock where it is root-owned,
+# sticky and open to all (else /tmp). Accepted: a root-owned sticky directory, a setgid
+# directory of lock_group that others cannot write, or your own that nobody else can write
+# (then it is yours alone).
 # lock_dir = "/run/lock"
 # lock_group = "gpu-ops"
 "#

@@ -114,8 +114,18 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
                     preempted.join(", ")
                 ))?;
             }
+            // A card's own second question (an earlier action on it left half-done, a forced
+            // step) is asked for that card.
+            for p in &plans {
+                if let Some(q) = &p.second_confirmation {
+                    super::super::act::confirm(&format!("{}: {q}", p.target))?;
+                }
+            }
             super::super::act::fresh_answers(&mut engine).await;
         }
+        // The drains, preemptions and give-backs of the cards to preempt are nobody's to answer
+        // one by one: one with an open intent is refused and said (unless --despite-open-intent).
+        let unasked = crate::actions::run::Asking::Nobody { despite: how.despite_open_intent };
         // From here a quit signal lets the action under way finish and starts no other (a
         // second leaves at once); cards this run drained are given back.
         let mut interrupts = super::super::interrupts::Interrupts::watch()?;
@@ -142,6 +152,7 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
             }
             engine.catch_up();
         }
+        engine.runner = engine.runner.clone().asking(unasked);
         let mut changed = plans.len();
         // Drain every card first: a job on several of them frees the others when preempted,
         // and nothing else may land there meanwhile. Only cards this run drained are undrained.
@@ -157,7 +168,8 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
                     c.card
                 )));
             }
-            match execute(&mut engine, &mut interrupts, &drain, &why, &at).await? {
+            let went = execute(&mut engine, &mut interrupts, &drain, &why, &at).await;
+            match went.map_err(|e| left_drained(e, &ours))? {
                 crate::schedule::unattended::Went::Done => ours.push(c.card.clone()),
                 crate::schedule::unattended::Went::NothingToDo => {}
                 crate::schedule::unattended::Went::NotDone => {
@@ -192,6 +204,15 @@ pub fn apply(g: &Global, name: &str, how: crate::cli::ActOptions) -> Result<(), 
     })
 }
 
+/// Left at once (a second signal): the cards this run drained and did not give back, named.
+fn left_drained(e: CmdError, cards: &[crate::model::CardRef]) -> CmdError {
+    if cards.is_empty() {
+        return e;
+    }
+    let names: Vec<String> = cards.iter().map(ToString::to_string).collect();
+    CmdError::Failed(format!("{e}; left drained: {} (tessera undrain each)", names.join(", ")))
+}
+
 /// How long `apply` waits for a preempted card to empty.
 const EMPTY_WITHIN: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
@@ -204,12 +225,11 @@ async fn give_back(
     schedule: &str,
 ) -> Result<(), CmdError> {
     use crate::actions::Action;
-    for c in cards {
+    for (k, c) in cards.iter().enumerate() {
         let at = Utc::now().format("%H:%M:%S").to_string();
         let undrain = Action::Undrain { target: c.to_string(), force: false };
-        if execute(engine, interrupts, &undrain, &format!("schedule {schedule}: given back"), &at).await?
-            == crate::schedule::unattended::Went::NotDone
-        {
+        let went = execute(engine, interrupts, &undrain, &format!("schedule {schedule}: given back"), &at).await;
+        if went.map_err(|e| left_drained(e, &cards[k..]))? == crate::schedule::unattended::Went::NotDone {
             crate::out::say(&format!("{at} {c} could not be undrained: run tessera undrain {c}\n"));
         }
     }

@@ -94,7 +94,14 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: 
                         }
                         continue;
                     };
-                    let went = execute(&mut engine, &mut interrupts, action, why, &stamp(now)).await?;
+                    let went = match execute(&mut engine, &mut interrupts, action, why, &stamp(now)).await {
+                        Ok(w) => w,
+                        Err(e) => {
+                            // Left at once: what this run drained is kept for the next (a
+                            // restart gives it back), and said.
+                            return Err(left_drained(e, keep.as_deref(), &state.drained));
+                        }
+                    };
                     todo.extend(state.record(&d, went, now));
                 }
             }
@@ -113,9 +120,13 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: 
         let drained: Vec<_> = state.drained.iter().cloned().collect();
         for card in drained {
             let action = crate::actions::Action::Undrain { target: card.to_string(), force: false };
-            if execute(&mut engine, &mut interrupts, &action, "schedule run is ending", &stamp(Utc::now())).await?
-                != Went::NotDone
-            {
+            let went =
+                execute(&mut engine, &mut interrupts, &action, "schedule run is ending", &stamp(Utc::now())).await;
+            let went = match went {
+                Ok(w) => w,
+                Err(e) => return Err(left_drained(e, keep.as_deref(), &state.drained)),
+            };
+            if went != Went::NotDone {
                 state.drained.remove(&card);
             }
         }
@@ -180,6 +191,25 @@ pub(super) async fn execute(
     }
     engine.catch_up();
     Ok(if o.ok { Went::Done } else { Went::NotDone })
+}
+
+/// Leaving at once (a second signal): the cards this run drained are written for the next run
+/// to give back (real sources), and named in the error either way.
+fn left_drained(
+    e: CmdError,
+    keep: Option<&std::path::Path>,
+    drained: &std::collections::BTreeSet<crate::model::CardRef>,
+) -> CmdError {
+    if drained.is_empty() {
+        return e;
+    }
+    let kept = keep.map(|p| save_drained(p, drained));
+    let names: Vec<String> = drained.iter().map(ToString::to_string).collect();
+    let how = match kept {
+        Some(Ok(())) => "the next schedule run gives them back",
+        Some(Err(_)) | None => "undrain them with tessera undrain",
+    };
+    CmdError::Failed(format!("{e}; left drained: {} ({how})", names.join(", ")))
 }
 
 /// Where `schedule run` keeps the cards it drained, so a restart after a crash gives them
