@@ -216,6 +216,8 @@ pub struct Open {
     pub reached: Option<String>,
     /// The process that began it, on this host (to tell an action still running from one left).
     pub pid_here: Option<u32>,
+    /// On the simulated cluster, which takes no lock.
+    pub simulated: bool,
 }
 
 impl Open {
@@ -276,7 +278,16 @@ fn open_intents_within(path: &Path, max: u64) -> Vec<Open> {
                 let here = host.is_some_and(|h| w["host"].as_str() == Some(h.trim()));
                 let pid_here = v["pid"].as_u64().and_then(|p| u32::try_from(p).ok()).filter(|_| here);
                 let summary = text("/plan/summary");
-                open.push(Open { reached: left.remove(&s), subject: s, at: text("/at"), who, summary, pid_here });
+                let simulated = v.pointer("/plan/backend").and_then(Value::as_str) == Some("simulated");
+                open.push(Open {
+                    reached: left.remove(&s),
+                    subject: s,
+                    at: text("/at"),
+                    who,
+                    summary,
+                    pid_here,
+                    simulated,
+                });
             }
             _ => {}
         }

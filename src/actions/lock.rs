@@ -255,6 +255,24 @@ pub fn take(place: &Place, target: &str, holder: &serde_json::Value) -> Result<H
     Err(io(std::io::Error::other("the lock file kept being replaced while it was taken")))
 }
 
+/// Whether another process holds `target`'s lock in `place` now (its action is under way).
+/// Nothing is made or written: a lock file that is not there is nobody's.
+pub fn busy(place: &Place, target: &str) -> bool {
+    let path = place.dir.join(key(target));
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(&path)
+    else {
+        return false;
+    };
+    match file.try_lock_shared() {
+        Ok(()) => false,
+        Err(std::fs::TryLockError::WouldBlock) => true,
+        Err(std::fs::TryLockError::Error(_)) => false,
+    }
+}
+
 /// Who holds a lock, from its file: "alice@gpu-login (pid 4242, drain, since ...)". Its holder
 /// writes it just after taking the lock, so a few tries are given for the line to be whole.
 fn holder_of(file: &File) -> String {

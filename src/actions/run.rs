@@ -128,6 +128,18 @@ impl Runner {
         open
     }
 
+    /// The actions left half-done: open intents whose action is not under way.
+    pub fn left_open(&self) -> Vec<audit::Open> {
+        self.open_intents().into_iter().filter(|o| !self.under_way(o)).collect()
+    }
+
+    /// An intent whose action is under way is not left: its process still runs here and the
+    /// node's lock is held (a pid reused by another tessera does not hide one that was left;
+    /// the simulated cluster, one per process, takes no lock).
+    fn under_way(&self, o: &audit::Open) -> bool {
+        o.still_running() && (o.simulated || self.lock_busy(&o.subject))
+    }
+
     /// `action` planned with the guards, and with what an open intent on its target asks.
     fn plan(&self, action: &Action, fleet: &Fleet) -> Result<Plan, PlanError> {
         let mut p = plan::plan(action, fleet, &self.options(action))?;
@@ -135,8 +147,7 @@ impl Runner {
             return Ok(p);
         }
         let subject = p.subject();
-        // An intent whose process still runs here is an action under way (its lock says so).
-        if let Some(open) = self.open_intents().into_iter().find(|o| o.subject == subject && !o.still_running()) {
+        if let Some(open) = self.left_open().into_iter().find(|o| o.subject == subject) {
             p.warnings.push(format!("an earlier action on {subject} was left half-done: {open}"));
             match self.asking {
                 Asking::Nobody { despite: false } => {
@@ -241,6 +252,13 @@ impl Runner {
             return Approval::NotStarted(e.into());
         }
         Approval::Go(Box::new(Approved { plan: shown.clone(), audit: path, env: self.env.clone(), lock }))
+    }
+
+    /// Whether the lock of `subject` is held now (an action on it under way).
+    fn lock_busy(&self, subject: &str) -> bool {
+        let dir = self.cfg.actions.lock_dir.clone().unwrap_or_else(super::lock::default_dir);
+        super::lock::place(&dir, self.cfg.actions.lock_group.as_deref())
+            .is_ok_and(|place| super::lock::busy(&place, subject))
     }
 
     /// The lock of the card the plan acts on (else its target), in the host's lock place

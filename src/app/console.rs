@@ -225,9 +225,8 @@ impl<'a> Console<'a> {
         // their target again asks first.
         notes.extend(
             runner
-                .open_intents()
+                .left_open()
                 .iter()
-                .filter(|o| !o.still_running())
                 .map(|o| format!("left half-done, from the audit log: {o}; check {} before acting on it", o.subject)),
         );
         // Recording while you watch: opened before the terminal is taken, so a refusal (the file

@@ -100,7 +100,7 @@ pub(super) fn asking(how: &ActOptions) -> Asking {
 /// Actions the audit log has no outcome for, said on stderr at the start (each is asked about,
 /// or refused unattended, when its target is acted on again).
 pub(super) fn say_open_intents(runner: &crate::actions::run::Runner) {
-    for o in runner.open_intents().iter().filter(|o| !o.still_running()) {
+    for o in runner.left_open() {
         crate::out::to_stderr(&format!(
             "tessera: left half-done, from the audit log: {o}; check {} before acting on it",
             o.subject
