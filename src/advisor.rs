@@ -395,6 +395,21 @@ fn gpu_share(fleet: &Fleet, id: &str, cards: &[CardRef]) -> f64 {
         .sum()
 }
 
+/// What a change would start, judged as layout and drain plans judge it: the oldest wait of
+/// `ids` and its severity (warn past `[policy] queue_wait_threshold`, high past twice it);
+/// `None` while none has waited past the threshold (work that has just arrived may yet be
+/// placed by its scheduler).
+fn waited_past(fleet: &Fleet, cx: &Context, ids: &[&String]) -> Option<(u64, Severity)> {
+    let oldest = ids
+        .iter()
+        .filter_map(|id| fleet.workload(id)?.wait(cx.now))
+        .map(|d| d.num_seconds().max(0) as u64)
+        .max()
+        .unwrap_or(0);
+    let threshold = cx.queue_wait.as_secs();
+    (oldest >= threshold).then(|| (oldest, if oldest >= threshold * 2 { Severity::High } else { Severity::Warn }))
+}
+
 fn minutes(s: u64) -> String {
     crate::units::duration::short(s as i64)
 }

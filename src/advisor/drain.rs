@@ -7,7 +7,7 @@
 //! The card is then idle, and the layout planner proposes its repartition as a layout plan.
 
 use super::planner::{self, Plan};
-use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
+use super::{Context, Finding, Kind, Subject, Suggestion, minutes};
 use crate::actions::Action;
 use crate::model::{Fleet, WorkloadKind, WorkloadState};
 
@@ -57,17 +57,8 @@ pub(super) fn findings(fleet: &Fleet, cx: &Context, first: &Plan, out: &mut Vec<
     let mut starts = Vec::new();
     for c in &second.changes {
         let Some((_, holders)) = freed.iter().find(|(r, _)| *r == c.card) else { continue };
-        let oldest = c
-            .serves
-            .iter()
-            .filter_map(|id| fleet.workload(id)?.wait(cx.now))
-            .map(|d| d.num_seconds().max(0) as u64)
-            .max()
-            .unwrap_or(0);
-        if oldest < cx.queue_wait.as_secs() {
-            continue;
-        }
-        let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
+        let serves: Vec<&String> = c.serves.iter().collect();
+        let Some((oldest, severity)) = super::waited_past(fleet, cx, &serves) else { continue };
         starts.extend(c.serves.iter().cloned());
         let names = c.serves.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
         out.push(Finding {

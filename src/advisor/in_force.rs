@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::planner::{CardChange, Pinned, Plan};
-use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
+use super::{Context, Finding, Kind, Subject, Suggestion, minutes};
 use crate::actions::Action;
 use crate::model::schedule::Schedule;
 use crate::model::{CardRef, Fleet};
@@ -69,17 +69,8 @@ pub fn findings(
         let Some(s) = cx.schedules.get(si) else { continue };
         let Some(w) = s.windows.get(wi) else { continue };
         let starts: Vec<&String> = changes.iter().flat_map(|(_, st)| st.iter().copied()).collect();
-        let oldest = starts
-            .iter()
-            .filter_map(|id| fleet.workload(id)?.wait(cx.now))
-            .map(|d| d.num_seconds().max(0) as u64)
-            .max()
-            .unwrap_or(0);
         // As a layout plan: work that has just arrived may yet be placed.
-        if oldest < cx.queue_wait.as_secs() {
-            continue;
-        }
-        let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
+        let Some((oldest, severity)) = super::waited_past(fleet, cx, &starts) else { continue };
         let until = s.changes(cx.now, 48).first().map(|c| c.at);
         let hours_left = until.map_or(24.0, |u| ((u - cx.now).num_seconds().max(0) as f64 / 3600.0).min(24.0));
         let until_text = until.map_or_else(|| "its end".into(), |u| local_hhmm(s, u));

@@ -3,7 +3,7 @@
 //! once something it would start has waited past `[policy] queue_wait_threshold`.
 
 use super::planner::Plan;
-use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
+use super::{Context, Finding, Kind, Subject, Suggestion, minutes};
 use crate::actions::Action;
 use crate::model::Fleet;
 use crate::model::mig::lookup;
@@ -26,19 +26,9 @@ pub(super) fn started_share(fleet: &Fleet, c: &super::planner::CardChange) -> f6
 
 pub(super) fn findings(fleet: &Fleet, cx: &Context, plan: &Plan, out: &mut Vec<Finding>) {
     for c in &plan.changes {
-        let waits: Vec<u64> = c
-            .serves
-            .iter()
-            .filter_map(|id| fleet.workload(id)?.wait(cx.now))
-            .map(|d| d.num_seconds().max(0) as u64)
-            .collect();
-        let oldest = waits.iter().copied().max().unwrap_or(0);
-        // Work that has just arrived may yet be placed by its scheduler: a destructive change
-        // is worth proposing once something has waited past the threshold.
-        if oldest < cx.queue_wait.as_secs() {
-            continue;
-        }
-        let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
+        // A destructive change is worth proposing once something has waited past the threshold.
+        let serves: Vec<&String> = c.serves.iter().collect();
+        let Some((oldest, severity)) = super::waited_past(fleet, cx, &serves) else { continue };
         // The share of the card the started work gets, a day long.
         let share = started_share(fleet, c);
         let mut evidence: Vec<String> = c
