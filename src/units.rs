@@ -4,10 +4,23 @@
 
 pub mod duration;
 
-/// `n` and the noun for it: `one` for exactly one, `many` otherwise ("0 cards").
+/// `n` and the noun for it: `one` for exactly one, `many` otherwise ("0 cards", "32,768 cards").
 pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     let n = n.into();
-    format!("{n} {}", if n == 1 { one } else { many })
+    format!("{} {}", grouped(n), if n == 1 { one } else { many })
+}
+
+/// `n` with its thousands separated by commas: "1,428", "32,768", "980".
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// A percentage rounded to a whole number, never `-0` (a reading of -0.3 % is 0 %).
@@ -79,7 +92,17 @@ pub fn parse_size(text: &str) -> Result<u64, ParseError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{count, parse_size, size};
+    use super::{count, grouped, parse_size, size};
+
+    /// #47 (words): large numbers with separators.
+    #[test]
+    fn large_counts_are_grouped() {
+        assert_eq!(count(32_768u64, "card", "cards"), "32,768 cards");
+        assert_eq!(grouped(1_428), "1,428");
+        assert_eq!(grouped(980), "980");
+        assert_eq!(grouped(1_000_000), "1,000,000");
+        assert_eq!(count(1u64, "card", "cards"), "1 card");
+    }
 
     #[test]
     fn a_percentage_is_never_minus_zero() {

@@ -277,7 +277,7 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, free: &Free, served: &[Stri
             // needs several together: "6 free, at most 3 on one node; 1 waiting ... wants 8 together".
             evidence: vec![format!(
                 "{} free{}; {} waiting past the threshold ({}) {}",
-                free.of(&d.resource),
+                crate::units::grouped(free.of(&d.resource)),
                 if biggest > 1 { format!(", at most {block} on one {place}") } else { String::new() },
                 late.len(),
                 minutes(cx.queue_wait.as_secs()),
@@ -433,9 +433,10 @@ fn packing(
         severity,
         subject: Subject::Resource { resource: resource.to_string() },
         title: format!(
-            "{} for {biggest} × {resource} together: {free_all} free, at most {block} on one node; packing, not a \
+            "{} for {biggest} × {resource} together: {} free, at most {block} on one node; packing, not a \
              shortage: {remedy} would give it, the oldest waiting {}",
             if late.len() == 1 { "1 job waits".to_string() } else { format!("{} jobs wait", late.len()) },
+            crate::units::grouped(free_all),
             minutes(oldest)
         ),
         evidence: vec![
