@@ -10,8 +10,11 @@ pub fn wait(s: i64) -> String {
     crate::simulate::metrics::format_wait(s)
 }
 
+/// A share as a percentage: whole, but a share under 1 % keeps a decimal (`0.3%`: a held share
+/// that small read `0%`, as if nothing were held).
 fn pct(v: f64) -> String {
-    format!("{:.0}%", v * 100.0)
+    let p = v * 100.0;
+    if p > 0.0 && p < 0.95 { format!("{p:.1}%") } else { format!("{}%", crate::units::whole(p)) }
 }
 
 fn hours(v: f64) -> String {
@@ -153,6 +156,15 @@ pub fn capacity(answers: &[Answer], currency: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #47 (words): a held share under 1 % is not `0%`.
+    #[test]
+    fn small_shares_keep_a_decimal() {
+        assert_eq!(pct(0.003), "0.3%");
+        assert_eq!(pct(0.0), "0%");
+        assert_eq!(pct(0.42), "42%");
+        assert_eq!(pct(0.0099), "1%");
+    }
 
     #[test]
     fn waits_read_at_a_glance() {
