@@ -215,6 +215,9 @@ pub struct UiState {
     pub panel_finding: Option<(crate::advisor::Kind, crate::advisor::Subject)>,
     /// Findings by severity (high, warn, info), counted once per update for the header.
     pub advice_counts: (usize, usize, usize),
+    /// The data's clock when the findings were made (the advisor is paced: at 600× a pass can
+    /// be an hour of simulated time old).
+    pub findings_at: Option<DateTime<Utc>>,
     /// Cards some warn or high finding is about: their fleet rows say `advice`.
     pub flagged: std::collections::HashSet<CardRef>,
     /// What the next 24 hours of measured demand would do as is and with the advice's
@@ -293,6 +296,7 @@ impl UiState {
             replay: None,
             recording: None,
             advice_counts: (0, 0, 0),
+            findings_at: None,
             projection: None,
         }
     }
@@ -390,6 +394,7 @@ impl UiState {
             .flat_map(|f| f.cards.iter().cloned())
             .collect();
         self.advice_counts = crate::advisor::counts(&findings);
+        self.findings_at = Some(self.now);
         self.list_findings(findings);
         self.show_panel_finding();
     }

@@ -61,7 +61,14 @@ fn counts_line(st: &UiState) -> String {
     let n = crate::units::count(st.findings.len() as u64, "finding", "findings");
     let order = st.advice_order;
     let dot = if st.ascii { "-" } else { "·" };
-    format!("{n}: {h} high, {w} warn, {i} info {dot} {} (s: {})", order.as_str(), order.toggled().as_str())
+    // Advice made a minute of the data's time ago or more says when (a paced pass at 600× is
+    // an hour of simulated time old).
+    let age = st
+        .findings_at
+        .filter(|at| (st.now - *at).num_seconds() >= 60)
+        .map(|at| format!(" {dot} as of {}", at.format("%H:%M")))
+        .unwrap_or_default();
+    format!("{n}: {h} high, {w} warn, {i} info {dot} {} (s: {}){age}", order.as_str(), order.toggled().as_str())
 }
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
@@ -130,6 +137,18 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
 mod tests {
     use super::*;
     use crate::simulate::projection::{Outlook, Projection};
+
+    /// #47: advice made a minute of data time ago or more says when it was made.
+    #[test]
+    fn old_advice_says_its_age() {
+        let now = chrono::Utc::now();
+        let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), now);
+        st.now = now;
+        st.on_findings(Vec::new());
+        assert!(!counts_line(&st).contains("as of"), "{}", counts_line(&st));
+        st.now = now + chrono::Duration::minutes(50);
+        assert!(counts_line(&st).ends_with(&format!("as of {}", now.format("%H:%M"))), "{}", counts_line(&st));
+    }
 
     /// #47: the line names what it follows and never claims changes the plan does not hold
     /// (it said "2 changes advised" with none in the list, and counted layout changes only).
