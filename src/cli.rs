@@ -327,6 +327,12 @@ mod tests {
         walk(&super::Cli::command(), "tessera", &mut bare);
         assert!(bare.is_empty(), "arguments without help: {bare:?}");
     }
+
+    /// The command as parsed (subcommands' hidden copies of global flags) is one clap accepts.
+    #[test]
+    fn the_parsed_command_is_consistent() {
+        super::command().debug_assert();
+    }
 }
 
 /// `tessera simulate`'s flags.
@@ -399,4 +405,23 @@ pub struct SimulateArgs {
     /// Count and skip malformed input lines instead of stopping at the first.
     #[arg(long)]
     pub skip_bad: bool,
+}
+
+/// The command line, with each subcommand's help listing only the global flags it reads:
+/// `layouts` and `check-config` read no source (`layouts --help` listed every source flag).
+/// Their copies of the other global flags are hidden and read by nobody.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let globals: Vec<clap::Arg> = cmd.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
+    let mut cmd = cmd;
+    for (name, keep) in [("layouts", &[][..]), ("check-config", &["config"][..])] {
+        let hidden: Vec<clap::Arg> = globals
+            .iter()
+            .filter(|a| !keep.contains(&a.get_id().as_str()))
+            .map(|a| a.clone().global(false).hide(true))
+            .collect();
+        cmd = cmd.mut_subcommand(name, |sc| sc.args(hidden));
+    }
+    cmd
 }

@@ -3,8 +3,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use tessera::actions::Action;
 use tessera::cli::{Cli, Command};
 use tessera::commands;
@@ -18,7 +16,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     tessera::allocator::purge_at_once();
-    let cli = match Cli::try_parse() {
+    let parsed =
+        tessera::cli::command().try_get_matches().and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };

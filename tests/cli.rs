@@ -813,3 +813,19 @@ fn advise_is_severity_first_and_says_free_against_wanted() {
         }
     }
 }
+
+/// #47 (words): a subcommand's help lists only the flags it reads (`layouts --help` listed
+/// every source flag); those that read sources still list them.
+#[test]
+fn subcommand_help_lists_the_flags_it_reads() {
+    let (code, out, _) = tessera(&["layouts", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("--json") && !out.contains("--prometheus") && !out.contains("--demo"), "{out}");
+    let (_, out, _) = tessera(&["check-config", "--help"]);
+    assert!(out.contains("--config") && !out.contains("--scrape"), "{out}");
+    let (_, out, _) = tessera(&["snapshot", "--help"]);
+    assert!(out.contains("--prometheus") && out.contains("--demo"), "{out}");
+    // Still taken where given, read by nobody.
+    let (code, out, _) = tessera(&["layouts", "H100", "--demo"]);
+    assert_eq!(code, 0, "{out}");
+}
