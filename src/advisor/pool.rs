@@ -400,12 +400,19 @@ fn packing(
     let suggestion = match (drained, first_mig) {
         (false, _) => Suggestion::Action {
             action: crate::actions::Action::Drain { target: node.name.clone() },
-            why: format!(
-                "no new work lands on {}; as its {} end (or their training is preempted) and its cards are laid out \
-                 whole, the {biggest}-card job fits",
-                node.name,
-                crate::units::count(busy.len() as u64, "busy card", "busy cards")
-            ),
+            why: if busy.is_empty() {
+                format!(
+                    "no new work lands on {} while its cards are laid out whole for the {biggest}-card job",
+                    node.name
+                )
+            } else {
+                format!(
+                    "no new work lands on {}; as its {} end (or their training is preempted) and its cards are laid \
+                     out whole, the {biggest}-card job fits",
+                    node.name,
+                    crate::units::count(busy.len() as u64, "busy card", "busy cards")
+                )
+            },
         },
         // Drained for it: what is left is said, one plan per subject (the next pass must not
         // offer a second action for the same wait).
@@ -433,9 +440,16 @@ fn packing(
         severity,
         subject: Subject::Resource { resource: resource.to_string() },
         title: format!(
-            "{} for {biggest} × {resource} together: {} free, at most {block} on one node; packing, not a \
-             shortage: {remedy} would give it, the oldest waiting {}",
-            if late.len() == 1 { "1 job waits".to_string() } else { format!("{} jobs wait", late.len()) },
+            "{}: {} free, at most {block} on one node; packing, not a shortage: {remedy} would give it, the oldest \
+             waiting {}",
+            if late.len() == 1 {
+                format!("1 job waits for {resource}, {biggest} together")
+            } else {
+                format!(
+                    "{} jobs wait for {resource}, the largest {biggest} together",
+                    crate::units::grouped(late.len() as u64)
+                )
+            },
             crate::units::grouped(free_all),
             minutes(oldest)
         ),
