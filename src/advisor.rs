@@ -395,6 +395,30 @@ fn gpu_share(fleet: &Fleet, id: &str, cards: &[CardRef]) -> f64 {
         .sum()
 }
 
+/// What the advice's plan does to capacity, as the console's projection follows it: each
+/// repartition's card and layout, and how many other actions (preemptions, drains) it holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Followed {
+    pub layouts: Vec<(CardRef, String)>,
+    pub others: usize,
+}
+
+/// The plan `findings` suggest, as the projection follows it.
+pub fn followed(findings: &[Finding]) -> Followed {
+    let mut f = Followed::default();
+    for a in findings.iter().filter_map(|x| x.suggestion.action()) {
+        match a {
+            Action::Repartition { target, layout } => match crate::actions::Target::parse(target) {
+                crate::actions::Target::Card(card) => f.layouts.push((card, layout.clone())),
+                // A UUID or a node: not a card the projection can lay out.
+                _ => f.others += 1,
+            },
+            _ => f.others += 1,
+        }
+    }
+    f
+}
+
 /// What a change would start, judged as layout and drain plans judge it: the oldest wait of
 /// `ids` and its severity (warn past `[policy] queue_wait_threshold`, high past twice it);
 /// `None` while none has waited past the threshold (work that has just arrived may yet be

@@ -160,7 +160,7 @@ fn views() -> Vec<(&'static str, Setup)> {
                     changes: 3,
                     others: 1,
                     jobs: 240,
-                    followed: tessera::simulate::projection::plan_of(&st.findings),
+                    followed: tessera::advisor::followed(&st.findings),
                 });
                 st.apply(Intent::ViewAdvice, s.fleet());
             }),

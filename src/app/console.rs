@@ -628,7 +628,7 @@ impl<'a> Console<'a> {
     /// blocking thread (never on the loop).
     /// At once when the advice's plan is not the one the last projection followed.
     fn project_if_due(&mut self) {
-        let plan = crate::simulate::projection::plan_of(&self.st.findings);
+        let plan = crate::advisor::followed(&self.st.findings);
         let same = self.st.projection.as_ref().is_some_and(|p| p.followed == plan);
         if self.projecting.task.is_some() || (same && self.projecting.at.is_some_and(|t| t.elapsed() < PROJECT_EVERY)) {
             return;

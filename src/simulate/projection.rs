@@ -31,12 +31,7 @@ pub struct Projection {
     /// Jobs the measured demand makes over the 24 hours.
     pub jobs: usize,
     /// The plan it followed, to tell when the advice's plan has changed since.
-    pub followed: Vec<crate::actions::Action>,
-}
-
-/// The actions of the advice's plan, in the findings' order.
-pub fn plan_of(findings: &[crate::advisor::Finding]) -> Vec<crate::actions::Action> {
-    findings.iter().filter_map(|f| f.suggestion.action().cloned()).collect()
+    pub followed: crate::advisor::Followed,
 }
 
 /// The measured demand from `now`'s hour on as jobs: each hour's mean of each shape, rounded,
@@ -71,15 +66,14 @@ fn outlook(jobs: &[Job], fleet: &Fleet, s: &Settings) -> Outlook {
 }
 
 /// The projection for `fleet` with `demand`, as of `now`, following `plan` (the advice's
-/// actions); `None` where no demand is measured.
+/// repartitions, and how many other actions it holds); `None` where no demand is measured.
 pub fn project(
     fleet: &ModelFleet,
     demand: &DemandHistory,
     now: DateTime<Utc>,
     min_runtime_s: i64,
-    plan: &[crate::actions::Action],
+    plan: &crate::advisor::Followed,
 ) -> Option<Projection> {
-    use crate::actions::{Action, Target};
     let jobs = demand_jobs(demand, now);
     if jobs.is_empty() {
         return None;
@@ -87,13 +81,8 @@ pub fn project(
     let s = Settings { min_runtime_s, horizon_s: Some(24 * 3600), timeline_points: 24, ..Settings::default() };
     let as_is_fleet = from_model::fleet(fleet);
     let mut following = as_is_fleet.clone();
-    let (mut changes, mut others) = (0, 0);
-    for action in plan {
-        let Action::Repartition { target, layout } = action else {
-            others += 1;
-            continue;
-        };
-        let Target::Card(card) = Target::parse(target) else { continue };
+    let mut changes = 0;
+    for (card, layout) in &plan.layouts {
         let Some(node) = following.nodes.iter_mut().find(|n| *n.name == card.node) else { continue };
         let Some(gm) = following.models[node.model as usize].mig else { continue };
         let layout = match parse_layout(gm, layout) {
@@ -109,10 +98,11 @@ pub fn project(
             changes += 1;
         }
     }
+    let others = plan.others;
     let as_is = outlook(&jobs, &as_is_fleet, &s);
     // Nothing laid out anew: the same fleet, the same answer (not simulated twice).
     let following = if changes == 0 { as_is } else { outlook(&jobs, &following, &s) };
-    Some(Projection { as_is, following, changes, others, jobs: jobs.len(), followed: plan.to_vec() })
+    Some(Projection { as_is, following, changes, others, jobs: jobs.len(), followed: plan.clone() })
 }
 
 #[cfg(test)]
@@ -131,12 +121,10 @@ mod tests {
         let mut fleet = ModelFleet { nodes: p.nodes, workloads: p.workloads, ..ModelFleet::default() };
         fleet.index_workloads();
         let plan = crate::advisor::planner::plan(&fleet, start);
-        let actions: Vec<crate::actions::Action> = plan
-            .changes
-            .iter()
-            .map(|c| crate::actions::Action::Repartition { target: c.card.to_string(), layout: c.to.clone() })
-            .chain([crate::actions::Action::Preempt { workload: "sim:1".into(), force: false }])
-            .collect();
+        let actions = crate::advisor::Followed {
+            layouts: plan.changes.iter().map(|c| (c.card.clone(), c.to.clone())).collect(),
+            others: 1,
+        };
         let Some(pr) = project(&fleet, &demand, start, 1800, &actions) else { panic!("the demo measures demand") };
         assert!(pr.jobs > 0);
         assert_eq!((pr.changes, pr.others), (plan.changes.len(), 1), "what it follows, and what it only counts");
@@ -144,12 +132,15 @@ mod tests {
         // The same inputs, the same answer.
         assert_eq!(project(&fleet, &demand, start, 1800, &actions), Some(pr));
         // Following nothing: as is, twice (it said "2 changes advised" with none in the list).
-        let none = project(&fleet, &demand, start, 1800, &[]).unwrap_or_else(|| panic!("demand"));
+        let none = project(&fleet, &demand, start, 1800, &Default::default()).unwrap_or_else(|| panic!("demand"));
         assert_eq!((none.changes, none.as_is), (0, none.following));
     }
 
     #[test]
     fn no_demand_measured_no_projection() {
-        assert_eq!(project(&ModelFleet::default(), &DemandHistory::default(), Utc::now(), 1800, &[]), None);
+        assert_eq!(
+            project(&ModelFleet::default(), &DemandHistory::default(), Utc::now(), 1800, &Default::default()),
+            None
+        );
     }
 }

@@ -162,7 +162,7 @@ mod tests {
             changes: 0,
             others: 2,
             jobs: 9,
-            followed: vec![],
+            followed: Default::default(),
         });
         assert_eq!(
             projection_line(&st).as_deref(),
@@ -174,7 +174,7 @@ mod tests {
             changes: 2,
             others: 0,
             jobs: 9,
-            followed: vec![],
+            followed: Default::default(),
         });
         assert_eq!(
             projection_line(&st).as_deref(),
