@@ -108,7 +108,7 @@ mod tests {
 
     /// An intent with no outcome for its subject after it is open, newest first and one per
     /// subject; a later outcome on the subject closes it, an `interrupted` record says where it
-    /// stood; records from before the subject field go by their target.
+    /// stood; records from before the subject field are not judged.
     #[test]
     fn open_intents_are_intents_no_outcome_followed() {
         let dir = std::env::temp_dir().join(format!("tessera-audit-open-{}", std::process::id()));
