@@ -154,7 +154,6 @@ fn a_flooding_squeue() {
 #[test]
 #[ignore = "the bomb campaign: scripts/bombs.sh"]
 fn a_squeue_of_bulky_jobs() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = Temp::new("bomb-squeue-bulk");
     let junk = vec![r#"{"abcdef":0}"#; 2_000].join(",");
     let job = |i: usize| {
@@ -165,17 +164,7 @@ fn a_squeue_of_bulky_jobs() {
     let jobs: Vec<String> = (0..size(4_000, 400)).map(job).collect();
     let doc = write(&dir, "squeue.json", format!(r#"{{"jobs":[{}]}}"#, jobs.join(",")).as_bytes());
     drop(jobs);
-    for (name, body) in [("squeue", format!("cat '{doc}'")), ("sinfo", "echo '{\"nodes\": []}'".into())] {
-        let p = dir.join(name);
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
-    }
-    let cfg = write(
-        &dir,
-        "config.toml",
-        format!("[sources]\nslurm = true\n[slurm]\ncommands_dir = \"{}\"\ntimeout = \"60s\"\n", dir.display())
-            .as_bytes(),
-    );
+    let cfg = stand_in_slurm(&dir, &format!("cat '{doc}'"), "echo '{\"nodes\": []}'");
     let (code, out, err) = bomb("a squeue of bulky jobs", &["snapshot", "--json", "--config", &cfg]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("slurm:1"), "the jobs are read");
@@ -185,24 +174,13 @@ fn a_squeue_of_bulky_jobs() {
 #[test]
 #[ignore = "the bomb campaign: scripts/bombs.sh"]
 fn an_sinfo_of_bulky_nodes() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = Temp::new("bomb-sinfo-bulk");
     let junk = vec![r#"{"abcdef":0}"#; 2_000].join(",");
     let node = |i: usize| format!(r#"{{"name":"gpu{i}","state":"idle","gres":"gpu:h100:8","junk":[{junk}]}}"#);
     let nodes: Vec<String> = (0..size(4_000, 400)).map(node).collect();
     let doc = write(&dir, "sinfo.json", format!(r#"{{"nodes":[{}]}}"#, nodes.join(",")).as_bytes());
     drop(nodes);
-    for (name, body) in [("sinfo", format!("cat '{doc}'")), ("squeue", "echo '{\"jobs\": []}'".into())] {
-        let p = dir.join(name);
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
-    }
-    let cfg = write(
-        &dir,
-        "config.toml",
-        format!("[sources]\nslurm = true\n[slurm]\ncommands_dir = \"{}\"\ntimeout = \"60s\"\n", dir.display())
-            .as_bytes(),
-    );
+    let cfg = stand_in_slurm(&dir, "echo '{\"jobs\": []}'", &format!("cat '{doc}'"));
     let (code, out, err) = bomb("an sinfo of bulky nodes", &["snapshot", "--json", "--config", &cfg]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\"gpu1\""), "the nodes are read");
@@ -336,4 +314,21 @@ fn kubernetes_one_page_of_many_pods() {
     drop(items);
     let said = k8s_bomb("kubernetes: one page of many pods", &k);
     assert!(said.contains("sent too much: a page asked for 200 items"), "{said}");
+}
+
+/// Stand-in `squeue` and `sinfo` in `dir` running `squeue` and `sinfo` (shell lines), and a
+/// config that reads Slurm through them; the config's path.
+fn stand_in_slurm(dir: &Temp, squeue: &str, sinfo: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    for (name, body) in [("squeue", squeue), ("sinfo", sinfo)] {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    write(
+        dir,
+        "config.toml",
+        format!("[sources]\nslurm = true\n[slurm]\ncommands_dir = \"{}\"\ntimeout = \"60s\"\n", dir.display())
+            .as_bytes(),
+    )
 }
