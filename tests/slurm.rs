@@ -150,16 +150,23 @@ impl Cluster {
     }
 }
 
-#[test]
-fn real_slurm_queue_and_actions() {
-    let Some(_one) = slurm_here("real_slurm_queue_and_actions") else { return };
-    let dir = std::env::temp_dir().join(format!("tessera-slurm-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let c = Cluster::start(&dir);
+/// A harness cluster in `dir` (emptied first), its node, the directory where jobs mark a
+/// SIGUSR1, and a job script that marks one and runs ten minutes.
+fn trapping(dir: &Path) -> (Cluster, String, PathBuf, String) {
+    let _ = std::fs::remove_dir_all(dir);
+    let c = Cluster::start(dir);
     let node = c.var("TESSERA_SLURM_NODE");
     let marks = dir.join("jobs");
     let trap =
         format!("trap 'touch {}/usr1-$SLURM_JOB_ID' USR1; for i in $(seq 600); do sleep 1; done", marks.display());
+    (c, node, marks, trap)
+}
+
+#[test]
+fn real_slurm_queue_and_actions() {
+    let Some(_one) = slurm_here("real_slurm_queue_and_actions") else { return };
+    let dir = std::env::temp_dir().join(format!("tessera-slurm-{}", std::process::id()));
+    let (c, node, marks, trap) = trapping(&dir);
     let train = c.sbatch("train-a", "training", "gpu:h100:1", &trap);
     let infer = c.sbatch("serve-b", "inference", "gpu:h100:1", "sleep 600");
     c.wait("two h100 jobs running", |c| c.job_state(&train) == "RUNNING" && c.job_state(&infer) == "RUNNING");
@@ -277,12 +284,7 @@ fn signal(pid: u32, sig: &str) {
 fn real_slurm_signals_never_leave_an_action_half_done() {
     let Some(_one) = slurm_here("real_slurm_signals_never_leave_an_action_half_done") else { return };
     let dir = std::env::temp_dir().join(format!("tessera-slurm-sig-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let c = Cluster::start(&dir);
-    let node = c.var("TESSERA_SLURM_NODE");
-    let marks = dir.join("jobs");
-    let trap =
-        format!("trap 'touch {}/usr1-$SLURM_JOB_ID' USR1; for i in $(seq 600); do sleep 1; done", marks.display());
+    let (c, node, marks, trap) = trapping(&dir);
     let a = c.sbatch("train-a", "training", "gpu:h100:1", &trap);
     let b = c.sbatch("train-b", "training", "gpu:h100:1", &trap);
     c.wait("two training jobs running", |c| c.job_state(&a) == "RUNNING" && c.job_state(&b) == "RUNNING");
