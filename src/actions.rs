@@ -283,6 +283,10 @@ pub struct Plan {
     /// The card the action is on, where it is on one.
     #[serde(skip)]
     pub card: Option<CardRef>,
+    /// A repartition that holds a busy card and waits for its work to end (offered when the
+    /// card was taken while the operator confirmed; the simulated cluster only).
+    #[serde(skip)]
+    pub wait_idle: bool,
 }
 
 impl Plan {
@@ -330,12 +334,15 @@ pub struct Options {
     pub user: String,
     /// The compute mode a card had before tessera drained it, where the audit log knows it.
     pub previous_mode: Option<ComputeMode>,
+    /// Plan a repartition of a busy card as drain, wait for it to be idle, change (where the
+    /// backend can wait: the simulated cluster).
+    pub wait_idle: bool,
 }
 
 impl Options {
     pub fn new(cfg: &Config, force: bool, now: chrono::DateTime<chrono::Utc>) -> Self {
         let ctx = Context { read_only: cfg.read_only, force, min_runtime: cfg.policy.min_runtime, now };
-        Self { ctx, slurm: cfg.slurm.clone(), user: user(), previous_mode: None }
+        Self { ctx, slurm: cfg.slurm.clone(), user: user(), previous_mode: None, wait_idle: false }
     }
 }
 
@@ -429,7 +436,9 @@ fn placements(spec: &LayoutSpec) -> Vec<(String, u8)> {
 /// layout parsed for the card's model with where every instance lands (`None` where the model
 /// or the layout is not known, as the summary then says).
 fn layout_on_card(p: &mut Plan, node: &Node, c: &Card, layout: &str) -> Option<(LayoutSpec, String)> {
-    p.blockers.extend(guard::repartition(c, layout));
+    // A plan that waits for the card's work to end is not refused for it.
+    let waits = p.wait_idle;
+    p.blockers.extend(guard::repartition(c, layout).into_iter().filter(|r| !(waits && r.is_card_busy())));
     let now = c.layout_text();
     let Some(model) = c.gpu_model() else {
         p.summary = format!("Repartition {}/{} ({}): not possible", node.name, c.index, c.model);

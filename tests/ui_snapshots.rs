@@ -332,6 +332,7 @@ fn long_plans_keep_warnings_and_the_prompt_in_view() {
             second_confirmation: None,
             nothing_to_do: None,
             card: None,
+            wait_idle: false,
         };
         st.modal = Some(tessera::ui::actions::confirm(plan));
     };

@@ -445,6 +445,7 @@ mod tests {
             second_confirmation: None,
             nothing_to_do: None,
             card: None,
+            wait_idle: false,
         };
         let step = |what: &str, status| StepResult { what: what.into(), call: "c".into(), status, message: None };
         let v = interrupted(&plan, &[step("Ask", "done"), step("Wait 45 s", "running"), step("Requeue", "not run")]);

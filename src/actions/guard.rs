@@ -293,6 +293,13 @@ pub fn undrain(target: &str, faults: &[String], ctx: &Context) -> (Vec<Refusal>,
     }
 }
 
+impl Refusal {
+    /// The card has holders (a repartition that waits for them to end is not refused for it).
+    pub fn is_card_busy(&self) -> bool {
+        matches!(self, Self::CardBusy { .. })
+    }
+}
+
 /// Refusals for repartitioning `card` to `layout`.
 pub fn repartition(card: &Card, layout: &str) -> Vec<Refusal> {
     let mut out = Vec::new();

@@ -114,6 +114,7 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, PlanErr
                 nothing_to_do: None,
                 // Schedulers act on the whole node, so the action names no card there.
                 card: card.filter(|_| caps.on_cards()).map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
+                wait_idle: o.wait_idle && backend == Backend::Simulated && matches!(action, Action::Repartition { .. }),
             };
             // `backend_for` chose a backend that can: neither is `None`.
             let wrote = match action {
@@ -261,6 +262,7 @@ fn preempt(action: &Action, id: &str, fleet: &Fleet, o: &Options) -> Result<Plan
         second_confirmation: second,
         nothing_to_do: None,
         card: w.cards.first().cloned(),
+        wait_idle: false,
     };
     let bare = id.split_once(':').map_or(id, |(_, b)| b);
     write(&mut p, w, bare, o);

@@ -142,7 +142,15 @@ impl Runner {
 
     /// `action` planned with the guards, and with what an open intent on its target asks.
     fn plan(&self, action: &Action, fleet: &Fleet) -> Result<Plan, PlanError> {
-        let mut p = plan::plan(action, fleet, &self.options(action))?;
+        self.plan_waiting(action, fleet, false)
+    }
+
+    /// As `plan`; with `wait_idle`, a repartition of a busy card holds it and waits for its
+    /// work to end (where the backend can).
+    fn plan_waiting(&self, action: &Action, fleet: &Fleet, wait_idle: bool) -> Result<Plan, PlanError> {
+        let mut o = self.options(action);
+        o.wait_idle = wait_idle;
+        let mut p = plan::plan(action, fleet, &o)?;
         if p.nothing_to_do.is_some() || p.steps.is_empty() {
             return Ok(p);
         }
@@ -213,7 +221,7 @@ impl Runner {
     /// The operator confirmed `shown`: plan again on the fleet as it is now, and go on only if
     /// nothing changed, after the intent is in the audit log.
     pub fn approve(&self, shown: &Plan, fleet: &Fleet) -> Approval {
-        let now = match self.plan(&shown.action, fleet) {
+        let now = match self.plan_waiting(&shown.action, fleet, shown.wait_idle) {
             Ok(p) => p,
             Err(e) => return Approval::Gone(e),
         };
@@ -226,6 +234,18 @@ impl Runner {
                 let why =
                     format!("the cluster changed after the plan was shown: {}", super::guard::joined(&now.blockers));
                 let _ = audit::append(path, &audit::refused_because(&now, &why));
+            }
+            // A card taken while the operator confirmed: offer the plan that holds it first
+            // and changes it once its work ends (where the backend can wait).
+            if shown.allowed()
+                && !shown.wait_idle
+                && !now.blockers.is_empty()
+                && now.blockers.iter().all(super::guard::Refusal::is_card_busy)
+                && let Ok(held) = self.plan_waiting(&shown.action, fleet, true)
+                && held.wait_idle
+                && held.allowed()
+            {
+                return Approval::Changed(Box::new(held));
             }
             return Approval::Changed(Box::new(now));
         }
@@ -299,6 +319,10 @@ impl Approved {
         Finished { outcome, audit_error }
     }
 }
+
+#[cfg(test)]
+#[path = "run_hold_tests.rs"]
+mod hold_tests;
 
 #[cfg(test)]
 mod tests {

@@ -19,10 +19,17 @@ pub enum SimStepError {
     /// The simulated cluster's answer.
     #[error(transparent)]
     Sim(#[from] SimError),
+    /// A held card's work did not end within the wait: nothing was changed on it.
+    #[error("{card} is still held ({holders} running) after {waited}: its layout was not changed")]
+    StillBusy { card: String, holders: String, waited: String },
 }
 
 /// Simulated seconds the simulator takes for MIG changes and a checkpoint.
 const SIM_MIG_DESTROY_S: u64 = 2;
+/// How long a held repartition waits for its card's work to end (simulated seconds).
+const SIM_HOLD_WAIT_S: u64 = 1800;
+/// How often the wait asks the simulator whether the card is idle (real time).
+const SIM_IDLE_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 const SIM_MIG_CREATE_S: u64 = 4;
 const SIM_CHECKPOINT_S: u64 = 45;
 
@@ -120,6 +127,23 @@ fn repartition(p: &mut Plan, _: &Fleet, node: &Node, card: Option<&Card>, layout
             Op::Sim { op },
         ));
     }
+    let holders: Vec<&str> = c.holders().collect();
+    if p.wait_idle && !holders.is_empty() {
+        // Taken while the operator confirmed: held (drained) first, so nothing else lands,
+        // then changed once its work ends.
+        let who = holders.join(", ");
+        let up_to = crate::units::duration::short(SIM_HOLD_WAIT_S as i64);
+        p.warnings.insert(
+            0,
+            format!(
+                "{name}/{index} was taken while the plan was confirmed ({who}): this plan drains it first so \
+                 nothing else lands, waits up to {up_to} for that work to end, then changes it; if it has not \
+                 ended by then, nothing is changed and the card stays drained"
+            ),
+        );
+        let op = SimOp::WaitIdle { node: name.clone(), index, up_to_s: SIM_HOLD_WAIT_S };
+        p.steps.push(step(format!("Wait for its work to end ({who})"), format!("simulator: {op}"), Op::Sim { op }));
+    }
     if n > 0 {
         p.steps.push(step(
             format!("Destroy the {n} GPU instances and their compute instances"),
@@ -166,5 +190,28 @@ fn preempt(p: &mut Plan, w: &Workload, _: &str, _: &Options) {
 /// Run one operation on the running simulator.
 async fn run_op(op: &SimOp, env: &Env) -> Result<String, SimStepError> {
     let sim = env.sim.as_ref().ok_or(SimStepError::NotRunning)?;
+    if let SimOp::WaitIdle { up_to_s, .. } = op {
+        return wait_idle(sim, op, *up_to_s).await;
+    }
     Ok(sim.apply(op.clone()).await?)
+}
+
+/// Ask the simulator until the card is idle, for at most `up_to_s` simulated seconds.
+async fn wait_idle(sim: &crate::sources::sim::SimHandle, op: &SimOp, up_to_s: u64) -> Result<String, SimStepError> {
+    let real = std::time::Duration::from_secs(up_to_s).div_f64(sim.speed.max(0.001));
+    let deadline = tokio::time::Instant::now() + real;
+    loop {
+        match sim.apply(op.clone()).await {
+            Ok(text) => return Ok(text),
+            Err(SimError::NotIdle { node, index, holders }) if tokio::time::Instant::now() >= deadline => {
+                return Err(SimStepError::StillBusy {
+                    card: format!("{node}/{index}"),
+                    holders: crate::units::count(holders, "workload", "workloads"),
+                    waited: crate::units::duration::short(i64::try_from(up_to_s).unwrap_or(i64::MAX)),
+                });
+            }
+            Err(SimError::NotIdle { .. }) => tokio::time::sleep(SIM_IDLE_POLL).await,
+            Err(e) => return Err(e.into()),
+        }
+    }
 }

@@ -33,6 +33,13 @@ pub enum SimOp {
     Requeue {
         workload: String,
     },
+    /// Whether the card is idle now (a question: nothing changes). An executor asks it again
+    /// until the card is idle or `up_to_s` simulated seconds have passed.
+    WaitIdle {
+        node: String,
+        index: u32,
+        up_to_s: u64,
+    },
 }
 
 /// Why the simulated cluster did not obey an operation (nothing changed).
@@ -69,6 +76,13 @@ impl std::fmt::Display for SimOp {
             Self::Repartition { node, index, layout } => write!(f, "repartition {node}/{index} to {layout}"),
             Self::Checkpoint { workload } => write!(f, "signal {workload} to checkpoint"),
             Self::Requeue { workload } => write!(f, "requeue {workload}"),
+            Self::WaitIdle { node, index, up_to_s } => {
+                write!(
+                    f,
+                    "wait until {node}/{index} is idle (at most {})",
+                    crate::units::duration::short(i64::try_from(*up_to_s).unwrap_or(i64::MAX))
+                )
+            }
         }
     }
 }
@@ -76,6 +90,9 @@ impl std::fmt::Display for SimOp {
 impl Sim {
     /// Apply one operation now; the answer says what changed, or why nothing did.
     pub fn apply(&mut self, op: &SimOp) -> Result<String, SimError> {
+        if let SimOp::WaitIdle { node, index, .. } = op {
+            return self.idle(node, *index);
+        }
         let now = self.now;
         // Any operation may change what a card can take.
         self.usable = None;
@@ -126,6 +143,7 @@ impl Sim {
                 j.w.reason = Some("checkpointing: asked by tessera".into());
                 (format!("{workload} checkpointing"), j.w.cards.first().cloned())
             }
+            SimOp::WaitIdle { node, index, .. } => return self.idle(node, *index),
             SimOp::Requeue { workload } => {
                 let i = self
                     .jobs
@@ -150,6 +168,15 @@ impl Sim {
         };
         self.events.push(Event { at: now, card, severity: Severity::Warning, text: format!("tessera: {text}") });
         Ok(text)
+    }
+
+    /// Whether a card is idle now: no workload holds it.
+    fn idle(&mut self, node: &str, index: u32) -> Result<String, SimError> {
+        let c = self.card_mut(node, index)?;
+        match c.holders().count() as u64 {
+            0 => Ok(format!("{node}/{index} is idle")),
+            holders => Err(SimError::NotIdle { node: node.to_string(), index, holders }),
+        }
     }
 
     fn card_mut(&mut self, node: &str, index: u32) -> Result<&mut crate::model::Card, SimError> {
@@ -203,11 +230,18 @@ mod tests {
         let (node, index) = (s.nodes[ni].name.clone(), s.nodes[ni].cards[ci].index);
         let busy = s.apply(&SimOp::Repartition { node: node.clone(), index, layout: "whole".into() });
         assert!(busy.err().map(|e| e.to_string()).unwrap_or_default().contains("not idle"));
+        // Asking whether it is idle changes nothing.
+        let wait = SimOp::WaitIdle { node: node.clone(), index, up_to_s: 60 };
+        s.changed = false;
+        let events = s.events.len();
+        assert!(matches!(s.apply(&wait), Err(SimError::NotIdle { .. })));
+        assert!(!s.changed && s.events.len() == events);
         // Requeue everything on it, then it is idle.
         let holders: Vec<String> = s.nodes[ni].cards[ci].holders().map(str::to_string).collect();
         for h in holders {
             assert!(s.apply(&SimOp::Requeue { workload: h }).is_ok());
         }
+        assert_eq!(s.apply(&wait), Ok(format!("{node}/{index} is idle")));
         let model = s.nodes[ni].cards[ci].model.clone();
         let layout = if crate::model::mig::lookup(&model).is_some_and(|m| m.name.contains("A100-80GB")) {
             "3g.40gb,3g.40gb"
