@@ -97,6 +97,18 @@ fn whole_cards_show_utilisation_or_na() {
 }
 
 #[test]
+fn a_reading_just_below_zero_is_never_minus_zero() {
+    let theme = Theme::default_theme();
+    let mut c = Card { model: "NVIDIA L4".into(), utilization_pct: Some(-0.3), ..Card::default() };
+    assert!(text(&mig_bar(&c, 30, &theme, &none)).starts_with("whole 0%"), "{}", text(&mig_bar(&c, 30, &theme, &none)));
+    c.sharing.mode = Some(crate::model::SharingMode::TimeSliced);
+    c.sharing.replicas = Some(4);
+    c.sharing.contexts = Some(0);
+    let t = text(&mig_bar(&c, 30, &theme, &none));
+    assert!(t.contains("ctx 0 0%") && !t.contains("-0"), "{t}");
+}
+
+#[test]
 fn unknown_models_still_draw() {
     let theme = Theme::default_theme();
     let layout = vec![Placed { profile: "2g.24gb".into(), start: 0, size: 2 }];
