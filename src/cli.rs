@@ -407,21 +407,37 @@ pub struct SimulateArgs {
     pub skip_bad: bool,
 }
 
+/// The global flags that name where the fleet comes from: a command that collects it once
+/// (`simulate`'s live fleet, `schedule export`'s nodes) reads these and no others.
+const SOURCE_FLAGS: &[&str] =
+    &["demo", "config", "nvml", "prometheus", "scrape", "slurm", "kubernetes", "seed", "demo_size"];
+
 /// The command line, with each subcommand's help listing only the global flags it reads:
-/// `layouts` and `check-config` read no source (`layouts --help` listed every source flag).
-/// Their copies of the other global flags are hidden and read by nobody.
+/// `layouts` reads none, `check-config` its file, `device-check` the NVML library, `simulate`
+/// and `schedule export` the sources (`layouts --help` listed every flag, `--theme` and
+/// `--record` among them). Their copies of the other global flags are hidden and read by
+/// nobody.
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
     let cmd = Cli::command();
     let globals: Vec<clap::Arg> = cmd.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
-    let mut cmd = cmd;
-    for (name, keep) in [("layouts", &[][..]), ("check-config", &["config"][..])] {
-        let hidden: Vec<clap::Arg> = globals
+    let hidden = |keep: &[&str]| -> Vec<clap::Arg> {
+        globals
             .iter()
             .filter(|a| !keep.contains(&a.get_id().as_str()))
             .map(|a| a.clone().global(false).hide(true))
-            .collect();
-        cmd = cmd.mut_subcommand(name, |sc| sc.args(hidden));
+            .collect()
+    };
+    let mut cmd = cmd;
+    for (name, keep) in [
+        ("layouts", &[][..]),
+        ("check-config", &["config"][..]),
+        ("device-check", &["nvml"][..]),
+        ("simulate", SOURCE_FLAGS),
+    ] {
+        let args = hidden(keep);
+        cmd = cmd.mut_subcommand(name, |sc| sc.args(args));
     }
-    cmd
+    let args = hidden(SOURCE_FLAGS);
+    cmd.mut_subcommand("schedule", |sc| sc.mut_subcommand("export", |e| e.args(args)))
 }

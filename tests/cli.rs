@@ -825,6 +825,20 @@ fn subcommand_help_lists_the_flags_it_reads() {
     assert!(out.contains("--config") && !out.contains("--scrape"), "{out}");
     let (_, out, _) = tessera(&["snapshot", "--help"]);
     assert!(out.contains("--prometheus") && out.contains("--demo"), "{out}");
+    // The live fleet's flags, and not the console's.
+    for cmd in [&["simulate", "--help"][..], &["schedule", "export", "--help"][..]] {
+        let (code, out, _) = tessera(cmd);
+        assert_eq!(code, 0, "{cmd:?}");
+        assert!(
+            out.contains("--prometheus") && out.contains("--demo-size") && out.contains("--seed"),
+            "{cmd:?}: {out}"
+        );
+        for flag in ["--theme", "--ascii", "--record ", "--speed", "--read-only", "--refresh", "--at "] {
+            assert!(!out.contains(flag), "{cmd:?} lists {flag}: {out}");
+        }
+    }
+    let (_, out, _) = tessera(&["device-check", "--help"]);
+    assert!(out.contains("--nvml") && !out.contains("--prometheus") && !out.contains("--demo"), "{out}");
     // Still taken where given, read by nobody.
     let (code, out, _) = tessera(&["layouts", "H100", "--demo"]);
     assert_eq!(code, 0, "{out}");
