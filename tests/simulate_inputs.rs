@@ -258,6 +258,17 @@ fn a_recording_becomes_jobs_and_its_fleet() {
     assert!(notes.cut_at_end > 0, "the demo's jobs still run at the end: {notes:?}");
     let fleet = fleet_from_recording(&mut player).unwrap_or_else(|e| panic!("{e}"));
     assert!(fleet.gpus() > 0 && !fleet.models.is_empty());
+    // The command's notes on a recording speak of its frames and workloads, not of lines.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["simulate", "--policy", "exclusive", "--recording"])
+        .arg(&file)
+        .env("XDG_CONFIG_HOME", "/nonexistent-tessera-test")
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .output();
+    let text = out.as_ref().map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default();
+    assert!(out.as_ref().is_ok_and(|o| o.status.success()), "{out:?}");
+    assert!(text.contains("frame") && text.contains("still running at the end"), "{text}");
+    assert!(!text.to_lowercase().contains(" line"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

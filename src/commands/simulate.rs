@@ -17,6 +17,7 @@ use super::settings;
 use crate::cli::Global;
 use crate::error::CmdError;
 use crate::simulate::{self, Fleet, Policy, names};
+use crate::units::count;
 
 use demand::{compress, live_fleet, read_demand};
 pub use options::Options;
@@ -165,7 +166,14 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
     }
     let prepared = simulate::prepare(&mut d.jobs, d.without_gpu).map_err(|e| usage(&e.to_string()))?;
     if prepared.out_of_order > 0 {
-        d.notes.push(format!("{} jobs arrived before the line above them: put in time order", prepared.out_of_order));
+        // A file's jobs are its lines; a recording's (or the simulator's) are workloads in the
+        // order they were first seen.
+        let n = prepared.out_of_order as u64;
+        d.notes.push(if o.trace.is_some() || o.demand.is_some() {
+            format!("{} before the line above them: put in time order", count(n, "job arrived", "jobs arrived"))
+        } else {
+            format!("{} submitted before one seen ahead of them: put in time order", count(n, "job was", "jobs were"))
+        });
     }
     if let Some(c) = o.compress {
         if !(c.is_finite() && c >= 1.0) {
