@@ -168,7 +168,7 @@ pub fn simulate(g: &Global, o: &Options) -> Result<(), CmdError> {
     if prepared.out_of_order > 0 {
         // A file's jobs are its lines; a recording's (or the simulator's) are workloads in the
         // order they were first seen.
-        let n = prepared.out_of_order as u64;
+        let n = prepared.out_of_order;
         d.notes.push(if o.trace.is_some() || o.demand.is_some() {
             format!("{} before the line above them: put in time order", count(n, "job arrived", "jobs arrived"))
         } else {
