@@ -27,10 +27,23 @@ fn the_demo_prints_a_row_per_policy_with_no_file_and_no_flag() {
     for args in [&["simulate"][..], &["simulate", "--demo"][..]] {
         let (code, out, err) = tessera(args);
         assert_eq!(code, 0, "{err}");
-        for p in ["exclusive", "mig", "share", "schedule", "adaptive"] {
+        for p in tessera::simulate::Policy::ALL.map(tessera::simulate::Policy::as_str) {
             assert!(out.lines().any(|l| l.starts_with(p)), "no {p} row:\n{out}");
         }
         assert!(out.contains("a simulation"), "{out}");
+    }
+}
+
+/// The one list of policies (`Policy::ALL`) is the one the help and a wrong name give.
+#[test]
+fn the_policy_names_come_from_one_list() {
+    let (code, help, _) = tessera(&["simulate", "--help"]);
+    assert_eq!(code, 0);
+    let (code, _, err) = tessera(&["simulate", "--policy", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    for p in tessera::simulate::Policy::ALL.map(tessera::simulate::Policy::as_str) {
+        assert!(help.contains(p), "the help does not name {p}:\n{help}");
+        assert!(err.contains(p), "the usage error does not name {p}:\n{err}");
     }
 }
 

@@ -31,7 +31,8 @@ impl Run<'_> {
                 self.push_next_boundary();
             }
             Policy::Adaptive => self.heap.push(Reverse((self.now + self.s.interval_s.max(1), TICK, 0, 0))),
-            _ => {}
+            // Layouts that never change on their own: nothing ticks.
+            Policy::Schedule | Policy::Exclusive | Policy::Mig | Policy::Share => {}
         }
     }
 
@@ -63,7 +64,7 @@ impl Run<'_> {
                     self.heap.push(Reverse((self.now + self.s.interval_s.max(1), TICK, 0, 0)));
                 }
             }
-            _ => {}
+            Policy::Exclusive | Policy::Mig | Policy::Share => {}
         }
     }
 

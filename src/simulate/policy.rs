@@ -34,6 +34,11 @@ impl Policy {
         }
     }
 
+    /// Every policy's name, as a usage message lists them: `exclusive, mig, …, adaptive`.
+    pub fn names() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
+    }
+
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|p| p.as_str().eq_ignore_ascii_case(text.trim()))
     }
@@ -111,6 +116,11 @@ impl Placement {
     /// The paper's placements run only in a packing.
     pub fn packing_only(self) -> bool {
         matches!(self, Self::Fgd | Self::PaperBestFit | Self::PaperDotProd)
+    }
+
+    /// Every policy's name, as a usage message lists them: `exclusive, mig, …, adaptive`.
+    pub fn names() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
     }
 
     pub fn parse(text: &str) -> Option<Self> {

@@ -142,7 +142,7 @@ impl Cluster {
                     Policy::Mig | Policy::Schedule | Policy::Adaptive if n.replicas.is_some_and(|r| r > 1) => {
                         Mode::Shared(n.replicas.unwrap_or(1).clamp(1, 64) as u16)
                     }
-                    _ => Mode::Whole,
+                    Policy::Exclusive | Policy::Mig | Policy::Schedule | Policy::Adaptive => Mode::Whole,
                 };
                 let (mode, insts) = match layout {
                     Some(l) if !l.is_empty() => (Mode::Mig, instances(fleet, n.model, &l)),

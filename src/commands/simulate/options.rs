@@ -116,16 +116,14 @@ pub(super) fn windows(schedules: &[crate::model::schedule::Schedule], fleet: &Fl
     out
 }
 
-/// The policies asked for, in the order given (all five by default).
+/// The policies asked for, in the order given (every one, `Policy::ALL`, by default).
 pub(super) fn policies(o: &Options) -> Result<Vec<Policy>, CmdError> {
     if o.policy.is_empty() {
         return Ok(Policy::ALL.to_vec());
     }
     o.policy
         .iter()
-        .map(|p| {
-            Policy::parse(p).ok_or_else(|| usage(&format!("--policy {p}: exclusive, mig, share, schedule or adaptive")))
-        })
+        .map(|p| Policy::parse(p).ok_or_else(|| usage(&format!("--policy {p}: one of {}", Policy::names()))))
         .collect()
 }
 
