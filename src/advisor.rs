@@ -252,6 +252,19 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
 
 /// [`advise`], with the one plan its suggestions make: each card, workload and waiting job
 /// the subject of at most one action.
+///
+/// The rules run as an ordered pipeline; a new rule goes in the stage that matches it:
+/// 1. **What runs, judged on its own** (held-idle, oversized, MIG waste, unhealthy, sharing):
+///    a rule about one card or workload, needing nothing from another rule.
+/// 2. **The layout plan** of idle cards (around the schedules' windows in force) and what it
+///    would start (`served`).
+/// 3. **What would start waiting work, cheapest first** (drain plans, preemptions, then
+///    capacity to add): each skips the work an earlier stage serves and adds what it serves
+///    to `served`, so `scale_out` asks for hardware only for what nothing before it gives. A
+///    new way to start waiting work goes before `scale_out`.
+/// 4. **The fleet as a whole** (scale-in, fragmentation, schedules).
+/// 5. **One plan**: actions already under way are marked, then `reconcile` keeps at most one
+///    action per subject.
 pub fn advise_with_plan(fleet: &Fleet, cx: &Context) -> (Vec<Finding>, Vec<reconcile::Planned>) {
     let mut out = Vec::new();
     idle::held_idle(fleet, cx, &mut out);
