@@ -189,6 +189,18 @@ pub enum StepError {
     Kubernetes(#[from] kubernetes::KubeStepError),
 }
 
+impl StepError {
+    /// The step was stopped at its timeout, so whether it took effect is unknown (a command
+    /// killed at its timeout, an API call with no answer in time).
+    pub fn stopped_at_timeout(&self) -> bool {
+        match self {
+            Self::Slurm(slurm::SlurmStepError::Run { source: crate::process::RunError::Timeout(_), .. })
+            | Self::Kubernetes(kubernetes::KubeStepError::NoAnswer { .. }) => true,
+            Self::Sim(_) | Self::Nvml(_) | Self::Slurm(_) | Self::Kubernetes(_) => false,
+        }
+    }
+}
+
 /// One operation a backend performs; the plan shows each with its exact call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

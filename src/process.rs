@@ -30,6 +30,10 @@ pub enum RunError {
     TooLong(u64),
     #[error("stopped: {0}")]
     Budget(crate::budget::Exhausted),
+    /// The program file is open for writing elsewhere (ETXTBSY: a script still being
+    /// written, or a fork holding it): running it again a moment later may work.
+    #[error("{0}")]
+    Busy(String),
     #[error("{0}")]
     Io(String),
 }
@@ -80,6 +84,7 @@ async fn started(
     cmd.args(args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).process_group(0);
     let mut child = cmd.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => RunError::NotFound,
+        std::io::ErrorKind::ExecutableFileBusy => RunError::Busy(e.to_string()),
         _ => RunError::Io(e.to_string()),
     })?;
     // Until the program is waited for, leaving this function in any way (an error, a timeout,
@@ -266,7 +271,7 @@ mod tests {
         // A script just written can be busy for a moment while another test forks.
         let out = (0..5)
             .find_map(|_| match rt().block_on(run(&three, &[], Duration::from_secs(20), 256 << 20, Some(&budget))) {
-                Err(RunError::Io(e)) if e.contains("busy") => None,
+                Err(RunError::Busy(_)) => None,
                 r => Some(r),
             })
             .and_then(Result::ok)

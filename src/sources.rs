@@ -79,6 +79,9 @@ pub struct SourceError {
     pub message: String,
     /// The source cannot work at all (no library, bad address); else it may recover.
     pub fatal: bool,
+    /// No answer came at all (it could not be reached, or timed out), as against an answer
+    /// with nothing usable in it.
+    pub unanswered: bool,
 }
 
 /// One message from a source task to the owner loop.
@@ -169,7 +172,7 @@ mod tests {
                     let result = if ok {
                         Ok(Partial::default())
                     } else {
-                        Err(SourceError { message: "no".into(), fatal: false })
+                        Err(SourceError { message: "no".into(), fatal: false, unanswered: false })
                     };
                     waits.push(poll.send(result).await);
                     assert!(rx.recv().await.is_some_and(|u| u.source == "src" && u.result.is_ok() == ok));

@@ -83,7 +83,7 @@ fn health_moves_through_its_states() {
         source: "nvml".into(),
         kind: SourceKind::Nvml,
         at: t(0),
-        result: Err(SourceError { message: "boom".into(), fatal }),
+        result: Err(SourceError { message: "boom".into(), fatal, unanswered: false }),
     };
     s.apply(err(false), t(0));
     assert_eq!(s.fleet().sources[0].health, SourceHealth::Unavailable { reason: "boom".into() });
@@ -173,7 +173,7 @@ fn an_unavailable_source_shows_no_data() {
         source: "nvml".into(),
         kind: SourceKind::Nvml,
         at: t(1),
-        result: Err(SourceError { message: "gone".into(), fatal: true }),
+        result: Err(SourceError { message: "gone".into(), fatal: true, unanswered: false }),
     };
     s.apply(fatal, t(1));
     assert!(s.fleet().nodes.is_empty());

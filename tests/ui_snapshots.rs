@@ -526,7 +526,7 @@ fn source_health_reads_without_colour_at_80_columns() {
     let mut store = store();
     for (name, fatal) in [("scrape:gpu-node-01.example:9400", false), ("scrape:gpu-node-02.example:9400", true)] {
         store.register(name, SourceKind::Scrape, Duration::from_secs(1));
-        let error = tessera::sources::SourceError { message: "connection refused".into(), fatal };
+        let error = tessera::sources::SourceError { message: "connection refused".into(), fatal, unanswered: true };
         store.apply(
             SourceUpdate { source: name.into(), kind: SourceKind::Scrape, at: clock(), result: Err(error) },
             clock(),

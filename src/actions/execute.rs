@@ -55,7 +55,7 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
                 results[i].message = Some(message.clone());
                 send(Progress::Failed { step: i, message: message.clone() });
                 let done: Vec<String> = results[..i].iter().map(|r| r.what.clone()).collect();
-                let reached = reached_after_failure(&done, &message);
+                let reached = reached_after_failure(&done, &message, e.stopped_at_timeout());
                 return Outcome { ok: false, steps: results, error: Some(message), reached, previous_mode };
             }
         }
@@ -66,9 +66,8 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
 /// Where a plan stands after the step after `done` failed with `message`. A command stopped at
 /// its timeout (`process::RunError::Timeout`) may have done its work before it was stopped:
 /// what it changed is unknown, never "nothing".
-fn reached_after_failure(done: &[String], message: &str) -> String {
+fn reached_after_failure(done: &[String], message: &str, stopped: bool) -> String {
     let n = done.len() + 1;
-    let stopped = message.contains("no answer within");
     let failed = if stopped {
         format!("step {n} was stopped at its timeout, so whether it took effect is unknown ({message})")
     } else {
@@ -101,19 +100,38 @@ async fn run_op(op: &Op, backend: Backend, env: &Env) -> Ran {
 #[cfg(test)]
 mod tests {
     use super::reached_after_failure;
+    use crate::actions::StepError;
+    use crate::actions::slurm::SlurmStepError;
+    use crate::process::RunError;
+
+    /// Where a plan stands after `e` failed the step after `done`: decided on the typed error.
+    fn reached(done: &[String], e: &StepError) -> String {
+        reached_after_failure(done, &e.to_string(), e.stopped_at_timeout())
+    }
+
+    fn timed_out(program: &str) -> StepError {
+        let source = RunError::Timeout(std::time::Duration::from_secs(30));
+        StepError::Slurm(SlurmStepError::Run { program: program.into(), source })
+    }
 
     /// A command killed at its timeout may have acted: "unknown", not "nothing was changed".
     #[test]
     fn a_step_stopped_at_its_timeout_leaves_the_state_unknown() {
         assert_eq!(
-            reached_after_failure(&[], "scontrol: no answer within 30s"),
+            reached(&[], &timed_out("scontrol")),
             "step 1 was stopped at its timeout, so whether it took effect is unknown (scontrol: no answer within 30s); check the target before acting again"
         );
+        let failed =
+            SlurmStepError::Exited { program: "scontrol".into(), code: Some(1), stderr: Some("invalid node".into()) };
         assert_eq!(
-            reached_after_failure(&[], "scontrol: exit 1: invalid node"),
-            "step 1 failed; nothing was changed before it (scontrol: exit 1: invalid node)"
+            reached(&[], &StepError::Slurm(failed)),
+            "step 1 failed; nothing was changed before it (scontrol exited with code 1: invalid node)"
         );
-        let r = reached_after_failure(&["Drain the node".into()], "scancel: no answer within 30s");
+        let r = reached(&["Drain the node".into()], &timed_out("scancel"));
         assert!(r.starts_with("steps 1-1 done (Drain the node); step 2 was stopped at its timeout"), "{r}");
+        // The words alone decide nothing: a message that says "no answer within" is not a timeout.
+        let words =
+            SlurmStepError::Exited { program: "x".into(), code: Some(1), stderr: Some("no answer within 5s".into()) };
+        assert!(reached(&[], &StepError::Slurm(words)).starts_with("step 1 failed; nothing was changed"));
     }
 }

@@ -167,7 +167,8 @@ mod tests {
         let (tx, mut rx) = mpsc::channel(4);
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            let err = crate::sources::SourceError { message: "sinfo timed out".into(), fatal: false };
+            let err =
+                crate::sources::SourceError { message: "sinfo timed out".into(), fatal: false, unanswered: false };
             let _ = tx
                 .send(SourceUpdate { source: "a".into(), kind: SourceKind::Slurm, at: Utc::now(), result: Err(err) })
                 .await;

@@ -44,12 +44,6 @@ pub enum RebuildError {
     Write(#[from] WriteError),
 }
 
-/// Whether a collection's error says the server gave no answer at all (as the HTTP client
-/// words it), rather than an answer with nothing in it.
-fn unanswered(message: &str) -> bool {
-    message.ends_with(": timed out") || message.contains(": cannot connect: ")
-}
-
 /// The moments from `from` to `to`, `step` apart (both ends included).
 pub fn moments(from: DateTime<Utc>, to: DateTime<Utc>, step: Duration) -> Result<Vec<DateTime<Utc>>, RebuildError> {
     if to < from {
@@ -87,10 +81,10 @@ async fn at(
     client: &Client,
     t: DateTime<Utc>,
     first: bool,
-) -> Option<String> {
+) -> Option<crate::sources::SourceError> {
     let mut history = first;
     let result = collect(s, client, Some(t), &mut history).await;
-    let err = result.as_ref().err().map(|e| e.message.clone());
+    let err = result.as_ref().err().cloned();
     store.apply(SourceUpdate { source: "prometheus".into(), kind: SourceKind::Prometheus, at: t, result }, t);
     err
 }
@@ -100,7 +94,7 @@ pub async fn moment(s: &prometheus::Settings, client: &Client, t: DateTime<Utc>)
     moments(t, t, Duration::from_secs(60))?;
     let mut store = store(s, Duration::from_secs(60));
     if let Some(e) = at(&mut store, s, client, t, true).await {
-        return Err(RebuildError::NothingAt { at: t, why: e });
+        return Err(RebuildError::NothingAt { at: t, why: e.message });
     }
     Ok(Frame::from_store(&store, t))
 }
@@ -131,15 +125,15 @@ pub async fn rebuild(
     for (i, &t) in moments.iter().enumerate() {
         // The span before the first moment Prometheus has, for the activity windows.
         match at(&mut store, s, client, t, good == 0).await {
-            Some(e) if unanswered(&e) && (i == 0 || silent + 1 >= UNANSWERED_IN_A_ROW) => {
+            Some(e) if e.unanswered && (i == 0 || silent + 1 >= UNANSWERED_IN_A_ROW) => {
                 if i == 0 {
-                    return Err(RebuildError::NoAnswer(e));
+                    return Err(RebuildError::NoAnswer(e.message));
                 }
                 break;
             }
             Some(e) => {
-                silent = if unanswered(&e) { silent + 1 } else { 0 };
-                first_error.get_or_insert(e);
+                silent = if e.unanswered { silent + 1 } else { 0 };
+                first_error.get_or_insert(e.message);
             }
             None => {
                 good += 1;

@@ -31,6 +31,13 @@ pub enum FetchError {
     Other { url: String, why: String },
 }
 
+impl FetchError {
+    /// The server gave no answer at all: it could not be reached, or timed out.
+    pub fn unanswered(&self) -> bool {
+        matches!(self, Self::Connect { .. } | Self::Timeout { .. })
+    }
+}
+
 /// Why a secret file gave no secret.
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
@@ -416,6 +423,19 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"))
             .with_url_secrets("https://mimir/prometheus?cluster=gpu-a100&X-Api-Key=k3y-9876&access_token=abcd1234");
         assert_eq!(c.scrub("node gpu-a100-01, key k3y-9876, abcd1234"), "node gpu-a100-01, key <redacted>, <redacted>");
+    }
+
+    /// "No answer" is decided on the error's kind, never its words: a server whose error
+    /// page says "cannot connect" or ends in "timed out" did answer.
+    #[test]
+    fn no_answer_is_the_kind_not_the_words() {
+        let url = || "http://h:9090".to_string();
+        assert!(FetchError::Timeout { url: url() }.unanswered());
+        assert!(FetchError::Connect { url: url(), why: "refused".into() }.unanswered());
+        let page =
+            FetchError::Status { url: url(), status: 502, body: Some("upstream: cannot connect: timed out".into()) };
+        assert!(!page.unanswered());
+        assert!(!FetchError::Other { url: url(), why: "timed out".into() }.unanswered());
     }
 
     #[test]

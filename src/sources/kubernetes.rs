@@ -115,7 +115,7 @@ fn build(w: &Watches, kueue: &[Arc<KueueWorkload>], kinds: &KindRules, notes: Ve
 }
 
 fn err(message: String, fatal: bool) -> SourceError {
-    SourceError { message, fatal }
+    SourceError { message, fatal, unanswered: false }
 }
 
 /// Run the source until the receiver goes away. Must run inside a tokio runtime.

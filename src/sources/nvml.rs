@@ -216,7 +216,11 @@ impl<'n> Collector<'n> {
     pub fn collect(&mut self) -> Result<Partial, SourceError> {
         let count = self.nvml.device_count();
         self.calls.note("nvmlDeviceGetCount_v2", None, &count);
-        let count = count.map_err(|e| SourceError { message: format!("device count: {e}"), fatal: false })?;
+        let count = count.map_err(|e| SourceError {
+            message: format!("device count: {e}"),
+            fatal: false,
+            unanswered: false,
+        })?;
         let slow = self.collections.is_multiple_of(PROCESS_EVERY);
         self.collections += 1;
         let mut events = Vec::new();
@@ -552,7 +556,7 @@ pub fn spawn(name: String, lib: Option<String>, interval: Duration, tx: mpsc::Se
                     }
                 }
                 Err(reason) => {
-                    let err = SourceError { message: reason.to_string(), fatal: true };
+                    let err = SourceError { message: reason.to_string(), fatal: true, unanswered: false };
                     let update =
                         SourceUpdate { source: name.clone(), kind: SourceKind::Nvml, at: Utc::now(), result: Err(err) };
                     if tx.blocking_send(update).is_err() {

@@ -157,7 +157,7 @@ async fn queue_into(client: &Client, base: &str, p: &mut Partial, at: Option<Dat
 }
 
 fn source_error(message: String) -> SourceError {
-    SourceError { message, fatal: false }
+    SourceError { message, fatal: false, unanswered: false }
 }
 
 /// Each `[sources.promql]` field's answer under its DCGM name.
@@ -402,7 +402,7 @@ pub async fn collect(
                 .map_or_else(|| format!("HTTP {status}"), |e| e.to_string());
             Err(source_error(format!("{url}: {msg}")))
         }
-        Err(e) => Err(source_error(e.to_string())),
+        Err(e) => Err(SourceError { unanswered: e.unanswered(), ..source_error(e.to_string()) }),
     };
     if let (Some(why), Ok(p)) = (fell_back, &mut result) {
         p.note = Some(p.note.take().map_or(why.clone(), |n| format!("{why}; {n}")));

@@ -206,15 +206,20 @@ pub fn spawn(
                                 problems(&stats).map(|p| format!(" ({p})")).unwrap_or_default()
                             ),
                             fatal: false,
+                            unanswered: false,
                         }),
                         Ok((mut partial, stats)) => {
                             partial.note = problems(&stats);
                             Ok(partial)
                         }
-                        Err(e) => Err(SourceError { message: format!("mapping failed: {e}"), fatal: false }),
+                        Err(e) => Err(SourceError {
+                            message: format!("mapping failed: {e}"),
+                            fatal: false,
+                            unanswered: false,
+                        }),
                     }
                 }
-                Err(e) => Err(SourceError { message: e.to_string(), fatal: false }),
+                Err(e) => Err(SourceError { message: e.to_string(), fatal: false, unanswered: e.unanswered() }),
             };
             // Errors and notes can quote the answer: never a credential it echoed.
             let result = match result {

@@ -52,7 +52,7 @@ impl Settings {
 }
 
 fn err(message: impl Into<String>) -> SourceError {
-    SourceError { message: message.into(), fatal: false }
+    SourceError { message: message.into(), fatal: false, unanswered: false }
 }
 
 /// The most a Slurm command may print (as an HTTP answer may hold): 10,000 jobs are ~3 MB.
