@@ -415,29 +415,30 @@ const SOURCE_FLAGS: &[&str] =
 /// The command line, with each subcommand's help listing only the global flags it reads:
 /// `layouts` reads none, `check-config` its file, `device-check` the NVML library, `simulate`
 /// and `schedule export` the sources (`layouts --help` listed every flag, `--theme` and
-/// `--record` among them). Their copies of the other global flags are hidden and read by
-/// nobody.
+/// `--record` among them); no subcommand lists the console's `--record`, and only `snapshot`
+/// and `replay` list `--at`. Their copies of the other global flags are hidden: given, they
+/// are still parsed (a bad value is still refused) and read by nobody.
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
     let cmd = Cli::command();
     let globals: Vec<clap::Arg> = cmd.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
-    let hidden = |keep: &[&str]| -> Vec<clap::Arg> {
-        globals
-            .iter()
-            .filter(|a| !keep.contains(&a.get_id().as_str()))
-            .map(|a| a.clone().global(false).hide(true))
-            .collect()
+    let hidden = |keep: &dyn Fn(&str) -> bool| -> Vec<clap::Arg> {
+        globals.iter().filter(|a| !keep(a.get_id().as_str())).map(|a| a.clone().global(false).hide(true)).collect()
     };
+    let names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_string()).collect();
     let mut cmd = cmd;
-    for (name, keep) in [
-        ("layouts", &[][..]),
-        ("check-config", &["config"][..]),
-        ("device-check", &["nvml"][..]),
-        ("simulate", SOURCE_FLAGS),
-    ] {
-        let args = hidden(keep);
+    for name in names {
+        let args = match name.as_str() {
+            "layouts" => hidden(&|_| false),
+            "check-config" => hidden(&|id| id == "config"),
+            "device-check" => hidden(&|id| id == "nvml"),
+            "simulate" => hidden(&|id| SOURCE_FLAGS.contains(&id)),
+            // The console's flag; `--at` is the console's, `snapshot`'s and `replay`'s.
+            "snapshot" | "replay" => hidden(&|id| id != "record"),
+            _ => hidden(&|id| id != "record" && id != "at"),
+        };
         cmd = cmd.mut_subcommand(name, |sc| sc.args(args));
     }
-    let args = hidden(SOURCE_FLAGS);
+    let args = hidden(&|id| SOURCE_FLAGS.contains(&id));
     cmd.mut_subcommand("schedule", |sc| sc.mut_subcommand("export", |e| e.args(args)))
 }

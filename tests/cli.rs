@@ -839,6 +839,14 @@ fn subcommand_help_lists_the_flags_it_reads() {
     }
     let (_, out, _) = tessera(&["device-check", "--help"]);
     assert!(out.contains("--nvml") && !out.contains("--prometheus") && !out.contains("--demo"), "{out}");
+    // The console's --record is no subcommand's; --at only snapshot's and replay's.
+    for cmd in ["snapshot", "advise", "record", "replay", "drain", "preempt", "schedule", "simulate"] {
+        let (_, out, _) = tessera(&[cmd, "--help"]);
+        assert!(!out.contains("--record "), "{cmd} lists --record: {out}");
+        assert_eq!(out.contains("--at "), ["snapshot", "replay"].contains(&cmd), "{cmd}: {out}");
+    }
+    let (_, out, _) = tessera(&["schedule", "run", "--help"]);
+    assert!(!out.contains("--record ") && !out.contains("--at "), "{out}");
     // Still taken where given, read by nobody.
     let (code, out, _) = tessera(&["layouts", "H100", "--demo"]);
     assert_eq!(code, 0, "{out}");

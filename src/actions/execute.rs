@@ -38,6 +38,10 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
     for (i, step) in plan.steps.iter().enumerate() {
         let wait_s = match &step.op {
             Op::Wait { seconds, .. } => Some(real_wait(*seconds, plan.backend, env).as_secs()),
+            // A wait for an idle card: at most this long.
+            Op::Sim { op: crate::sources::sim::SimOp::WaitIdle { up_to_s, .. } } => {
+                Some(real_wait(*up_to_s, plan.backend, env).as_secs())
+            }
             _ => None,
         };
         send(Progress::Started { step: i, wait_s });

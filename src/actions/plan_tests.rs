@@ -230,3 +230,18 @@ fn each_backend_says_what_it_can_do() {
     assert_eq!(can(Backend::Slurm), (false, true, false, true, Some("slurm")));
     assert_eq!(can(Backend::Kubernetes), (false, true, true, true, Some("k8s")));
 }
+
+/// Only the simulator can wait for a busy card: asked to, the other backends still refuse it.
+#[test]
+fn only_the_simulator_waits_for_a_busy_card() {
+    let f = fleet(SourceKind::Nvml, Some("slurm:7"));
+    let mut o = opts();
+    o.wait_idle = true;
+    let p = plan(&Action::Repartition { target: "n1/0".into(), layout: "whole".into() }, &f, &o);
+    let p = p.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!p.wait_idle && p.blockers.iter().any(|b| b.is_card_busy()), "{:?}", p.blockers);
+    let f = fleet(SourceKind::Simulated, Some("sim:7"));
+    let p = plan(&Action::Repartition { target: "n1/0".into(), layout: "whole".into() }, &f, &o);
+    let p = p.unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.wait_idle && !p.blockers.iter().any(|b| b.is_card_busy()), "{:?}", p.blockers);
+}

@@ -19,19 +19,22 @@ pub enum SimStepError {
     /// The simulated cluster's answer.
     #[error(transparent)]
     Sim(#[from] SimError),
-    /// A held card's work did not end within the wait: nothing was changed on it.
-    #[error("{card} is still held ({holders} running) after {waited}: its layout was not changed")]
-    StillBusy { card: String, holders: String, waited: String },
+    /// A held card's work did not end within the wait: its layout was not changed.
+    #[error(
+        "{card} is still held ({holders} running) after {waited}: its layout was not changed{}",
+        if *given_back { "; the card was given back (undrained)" } else { "" }
+    )]
+    StillBusy { card: String, holders: String, waited: String, given_back: bool },
 }
 
 /// Simulated seconds the simulator takes for MIG changes and a checkpoint.
 const SIM_MIG_DESTROY_S: u64 = 2;
-/// How long a held repartition waits for its card's work to end (simulated seconds).
+const SIM_MIG_CREATE_S: u64 = 4;
+const SIM_CHECKPOINT_S: u64 = 45;
+/// How long a repartition waits for its drained card's work to end (simulated seconds).
 const SIM_HOLD_WAIT_S: u64 = 1800;
 /// How often the wait asks the simulator whether the card is idle (real time).
 const SIM_IDLE_POLL: std::time::Duration = std::time::Duration::from_millis(200);
-const SIM_MIG_CREATE_S: u64 = 4;
-const SIM_CHECKPOINT_S: u64 = 45;
 
 /// The simulated cluster: it drains cards (or a node's cards), repartitions cards and preempts
 /// its jobs.
@@ -127,23 +130,30 @@ fn repartition(p: &mut Plan, _: &Fleet, node: &Node, card: Option<&Card>, layout
             Op::Sim { op },
         ));
     }
+    // Then it is changed only once idle: work that took it while the operator confirmed (or
+    // that the last update had not shown yet) ends first. The step is in every plan, so a plan
+    // is the same whoever holds the card; who does is said in a warning.
+    let up_to = crate::units::duration::short(i64::try_from(SIM_HOLD_WAIT_S).unwrap_or(i64::MAX));
     let holders: Vec<&str> = c.holders().collect();
     if p.wait_idle && !holders.is_empty() {
-        // Taken while the operator confirmed: held (drained) first, so nothing else lands,
-        // then changed once its work ends.
-        let who = holders.join(", ");
-        let up_to = crate::units::duration::short(SIM_HOLD_WAIT_S as i64);
+        let given = if hold { "given back (undrained)" } else { "left drained" };
         p.warnings.insert(
             0,
             format!(
-                "{name}/{index} was taken while the plan was confirmed ({who}): this plan drains it first so \
-                 nothing else lands, waits up to {up_to} for that work to end, then changes it; if it has not \
-                 ended by then, nothing is changed and the card stays drained"
+                "{name}/{index} was taken while the plan was confirmed ({}): the new plan drains it first so \
+                 nothing else lands, waits up to {up_to} for that work to end, then changes it; if the work \
+                 has not ended by then, the layout is not changed and the card is {given}",
+                holders.join(", ")
             ),
         );
-        let op = SimOp::WaitIdle { node: name.clone(), index, up_to_s: SIM_HOLD_WAIT_S };
-        p.steps.push(step(format!("Wait for its work to end ({who})"), format!("simulator: {op}"), Op::Sim { op }));
     }
+    let op = SimOp::WaitIdle { node: name.clone(), index, up_to_s: SIM_HOLD_WAIT_S, give_back: hold };
+    let what = if hold {
+        format!("Wait until the card is idle (at most {up_to}; else undrain it and change nothing)")
+    } else {
+        format!("Wait until the card is idle (at most {up_to}; else change nothing)")
+    };
+    p.steps.push(step(what, format!("simulator: {op}"), Op::Sim { op }));
     if n > 0 {
         p.steps.push(step(
             format!("Destroy the {n} GPU instances and their compute instances"),
@@ -190,24 +200,35 @@ fn preempt(p: &mut Plan, w: &Workload, _: &str, _: &Options) {
 /// Run one operation on the running simulator.
 async fn run_op(op: &SimOp, env: &Env) -> Result<String, SimStepError> {
     let sim = env.sim.as_ref().ok_or(SimStepError::NotRunning)?;
-    if let SimOp::WaitIdle { up_to_s, .. } = op {
-        return wait_idle(sim, op, *up_to_s).await;
+    if let SimOp::WaitIdle { up_to_s, give_back, .. } = op {
+        return wait_idle(sim, op, *up_to_s, *give_back).await;
     }
     Ok(sim.apply(op.clone()).await?)
 }
 
-/// Ask the simulator until the card is idle, for at most `up_to_s` simulated seconds.
-async fn wait_idle(sim: &crate::sources::sim::SimHandle, op: &SimOp, up_to_s: u64) -> Result<String, SimStepError> {
+/// Ask the simulator until the card is idle, for at most `up_to_s` simulated seconds; past
+/// that, undrain it where `give_back` (the plan drained it) and fail the step.
+async fn wait_idle(
+    sim: &crate::sources::sim::SimHandle,
+    op: &SimOp,
+    up_to_s: u64,
+    give_back: bool,
+) -> Result<String, SimStepError> {
     let real = std::time::Duration::from_secs(up_to_s).div_f64(sim.speed.max(0.001));
     let deadline = tokio::time::Instant::now() + real;
     loop {
         match sim.apply(op.clone()).await {
             Ok(text) => return Ok(text),
             Err(SimError::NotIdle { node, index, holders }) if tokio::time::Instant::now() >= deadline => {
+                let card = format!("{node}/{index}");
+                if give_back {
+                    sim.apply(SimOp::Undrain { node, index }).await?;
+                }
                 return Err(SimStepError::StillBusy {
-                    card: format!("{node}/{index}"),
+                    card,
                     holders: crate::units::count(holders, "workload", "workloads"),
                     waited: crate::units::duration::short(i64::try_from(up_to_s).unwrap_or(i64::MAX)),
+                    given_back: give_back,
                 });
             }
             Err(SimError::NotIdle { .. }) => tokio::time::sleep(SIM_IDLE_POLL).await,

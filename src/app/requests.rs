@@ -66,35 +66,34 @@ pub(super) fn on_request(
                 st.message = Some(format!("{}: {e}", action.verb()));
             }
         },
-        Request::Execute(plan) => {
-            match runner.approve(&plan, store.fleet()) {
-                Approval::Go(approved) => {
-                    st.modal = Some(dialogs::running(Box::new(approved.plan().clone())));
-                    spawn_run(*approved, tx.clone());
-                }
-                Approval::Changed(now) => {
-                    st.message = Some(if now.wait_idle {
-                    "the card was taken while you confirmed: the plan now holds it and waits for that work to end"
+        Request::Execute(plan) => match runner.approve(&plan, store.fleet()) {
+            Approval::Go(approved) => {
+                st.modal = Some(dialogs::running(Box::new(approved.plan().clone())));
+                spawn_run(*approved, tx.clone());
+            }
+            Approval::Changed(now) => {
+                let taken = now.wait_idle && !plan.wait_idle;
+                let say = if taken {
+                    "the card was taken while you confirmed: the new plan drains it first and waits for that work"
                 } else {
                     "the cluster changed since the plan was shown: confirm the new plan"
-                }
-                .into());
-                    st.modal = Some(dialogs::confirm(*now));
-                }
-                Approval::Gone(e) => {
-                    st.modal = None;
-                    st.message = Some(format!("{}: {e}", plan.action.verb()));
-                }
-                Approval::NotStarted(e) => {
-                    st.modal = None;
-                    st.message = Some(format!("{} not started: {e}", plan.action.verb()));
-                }
-                Approval::Refused(e) => {
-                    st.modal = None;
-                    st.message = Some(format!("{} refused: {e}", plan.action.verb()));
-                }
+                };
+                st.message = Some(say.into());
+                st.modal = Some(dialogs::confirm(*now));
             }
-        }
+            Approval::Gone(e) => {
+                st.modal = None;
+                st.message = Some(format!("{}: {e}", plan.action.verb()));
+            }
+            Approval::NotStarted(e) => {
+                st.modal = None;
+                st.message = Some(format!("{} not started: {e}", plan.action.verb()));
+            }
+            Approval::Refused(e) => {
+                st.modal = None;
+                st.message = Some(format!("{} refused: {e}", plan.action.verb()));
+            }
+        },
     }
 }
 

@@ -34,11 +34,13 @@ pub enum SimOp {
         workload: String,
     },
     /// Whether the card is idle now (a question: nothing changes). An executor asks it again
-    /// until the card is idle or `up_to_s` simulated seconds have passed.
+    /// until the card is idle or `up_to_s` simulated seconds have passed, then (`give_back`)
+    /// undrains it.
     WaitIdle {
         node: String,
         index: u32,
         up_to_s: u64,
+        give_back: bool,
     },
 }
 
@@ -76,13 +78,12 @@ impl std::fmt::Display for SimOp {
             Self::Repartition { node, index, layout } => write!(f, "repartition {node}/{index} to {layout}"),
             Self::Checkpoint { workload } => write!(f, "signal {workload} to checkpoint"),
             Self::Requeue { workload } => write!(f, "requeue {workload}"),
-            Self::WaitIdle { node, index, up_to_s } => {
-                write!(
-                    f,
-                    "wait until {node}/{index} is idle (at most {})",
-                    crate::units::duration::short(i64::try_from(*up_to_s).unwrap_or(i64::MAX))
-                )
-            }
+            Self::WaitIdle { node, index, up_to_s, give_back } => write!(
+                f,
+                "wait until {node}/{index} is idle (at most {}{})",
+                crate::units::duration::short(i64::try_from(*up_to_s).unwrap_or(i64::MAX)),
+                if *give_back { ", else undrain it" } else { "" }
+            ),
         }
     }
 }
@@ -143,6 +144,8 @@ impl Sim {
                 j.w.reason = Some("checkpointing: asked by tessera".into());
                 (format!("{workload} checkpointing"), j.w.cards.first().cloned())
             }
+            // A question, answered before anything is marked changed (above); here for the
+            // match to name every operation.
             SimOp::WaitIdle { node, index, .. } => return self.idle(node, *index),
             SimOp::Requeue { workload } => {
                 let i = self
@@ -231,7 +234,7 @@ mod tests {
         let busy = s.apply(&SimOp::Repartition { node: node.clone(), index, layout: "whole".into() });
         assert!(busy.err().map(|e| e.to_string()).unwrap_or_default().contains("not idle"));
         // Asking whether it is idle changes nothing.
-        let wait = SimOp::WaitIdle { node: node.clone(), index, up_to_s: 60 };
+        let wait = SimOp::WaitIdle { node: node.clone(), index, up_to_s: 60, give_back: false };
         s.changed = false;
         let events = s.events.len();
         assert!(matches!(s.apply(&wait), Err(SimError::NotIdle { .. })));

@@ -89,9 +89,9 @@ fn whole_cells(card: &Card, w: usize, theme: &Theme) -> Vec<Cell> {
     // A shared card says how: `TS×4 3/4 ctx 3 85%`; an exclusive one `whole 85%`.
     let label = if card.sharing_mode().is_some_and(crate::model::SharingMode::unisolated) {
         let ctx = card.sharing.contexts.map_or_else(String::new, |n| format!(" ctx {n}"));
-        format!("{}{ctx} {}%", card.sharing_text(theme.ascii), crate::units::whole(util))
+        format!("{}{ctx} {}%", card.sharing_text(theme.ascii), crate::units::whole(util.max(0.0)))
     } else {
-        format!("whole {}%", crate::units::whole(util))
+        format!("whole {}%", crate::units::whole(util.max(0.0)))
     };
     write_label(&mut cells, 0, w, &label, theme);
     cells

@@ -99,7 +99,7 @@ fn whole_cards_show_utilisation_or_na() {
 #[test]
 fn a_reading_just_below_zero_is_never_minus_zero() {
     let theme = Theme::default_theme();
-    let mut c = Card { model: "NVIDIA L4".into(), utilization_pct: Some(-0.3), ..Card::default() };
+    let mut c = Card { model: "NVIDIA L4".into(), utilization_pct: Some(-0.6), ..Card::default() };
     assert!(text(&mig_bar(&c, 30, &theme, &none)).starts_with("whole 0%"), "{}", text(&mig_bar(&c, 30, &theme, &none)));
     c.sharing.mode = Some(crate::model::SharingMode::TimeSliced);
     c.sharing.replicas = Some(4);
