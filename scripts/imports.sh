@@ -13,7 +13,7 @@ layer() {
 	case $1 in
 	units | error | url | files | process | allocator | budget | out) echo 0 ;;
 	model | config) echo 1 ;;
-	sources | inputs | store | record) echo 2 ;;
+	sources | inputs | store | record | act) echo 2 ;;
 	advisor | schedule | simulate) echo 3 ;;
 	actions) echo 4 ;;
 	ui) echo 5 ;;

@@ -33,7 +33,8 @@
 //! | `advisor` | advisor (pure) | rules over the fleet: findings, and one plan of their actions |
 //! | `schedule` | advisor (pure) | MIG schedules against the fleet: changes, guards, exports |
 //! | `simulate` | advisor (pure) | the what-if engine: a demand replayed on a fleet under each sharing policy; packing; the capacity search |
-//! | `actions` | actions | plan, guard, run, execute and audit; one file per backend |
+//! | `act` | sources | the actions' pure floor: `Action`, `Target`, `Backend`, `Plan`, `Op`, the guards, planning and each backend's step writer, from the fleet alone |
+//! | `actions` | actions | the runner, the lock, execution and the audit; one file per backend's execution |
 //! | `ui` | ui | state, keys to requests, dialogs, views; never does IO |
 //! | `engine` | engine | the composition root: sources, store, runner |
 //! | `app` | engine | the console: one object, one method per event it serves |
@@ -60,6 +61,7 @@
 //! - **A what-if policy**: a variant of `simulate::Policy`; what a card gives under it in
 //!   `simulate/state.rs`, its own moves in `simulate/adapt.rs`; a row in docs/simulate.md.
 
+pub mod act;
 pub mod actions;
 pub mod advisor;
 pub mod allocator;

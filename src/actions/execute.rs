@@ -84,6 +84,16 @@ fn reached_after_failure(done: &[String], message: &str, stopped: bool) -> Strin
     }
 }
 
+/// How each backend runs its operations (as `plan::capabilities` names how each plans them).
+fn runs(backend: Backend) -> &'static dyn super::Runs {
+    match backend {
+        Backend::Simulated => &crate::act::sim::Sim,
+        Backend::Nvml => &crate::act::nvml::Nvml,
+        Backend::Slurm => &crate::act::slurm::Slurm,
+        Backend::Kubernetes => &crate::act::kubernetes::Kubernetes,
+    }
+}
+
 /// A wait in real time: the simulator's seconds pass at its speed.
 fn real_wait(seconds: u64, backend: Backend, env: &Env) -> Duration {
     let speed = if backend == Backend::Simulated { env.sim.as_ref().map_or(1.0, |s| s.speed) } else { 1.0 };
@@ -97,7 +107,7 @@ async fn run_op(op: &Op, backend: Backend, env: &Env) -> Ran {
             tokio::time::sleep(real_wait(*seconds, backend, env)).await;
             Ok((format!("waited {seconds} s ({why})"), None))
         }
-        _ => super::plan::capabilities(backend).run(op, env).await,
+        _ => runs(backend).run(op, env).await,
     }
 }
 

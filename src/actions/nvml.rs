@@ -1,16 +1,16 @@
-//! NVML as a backend: plans and runs compute mode changes for drain/undrain, MIG instance
-//! destroy/create with explicit placements, and reading the layout back. One plan step per
-//! call, on a blocking thread; raw calls live in `sources/nvml/ffi.rs`. Errors name the NVML
-//! call and its error.
+//! Running NVML's operations (its plans are `act::nvml`'s): compute mode changes, MIG instance
+//! destroy and create, reading the layout back. One call per step, on a blocking thread; raw
+//! calls live in `sources/nvml/ffi.rs`. Errors name the NVML call and its error.
 
 use futures_util::future::BoxFuture;
 use nvml_wrapper::enum_wrappers::device::ComputeMode as NvmlMode;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml as Library};
 
-use super::{Capabilities, Drain, Env, NeedsCard, Op, Options, Plan, Ran, Repartition, step};
-use crate::model::mig::{GpuModel, LayoutSpec, lookup};
-use crate::model::{Card, ComputeMode, Fleet, Node};
+use super::{Env, Op, Ran, Runs};
+use crate::act::nvml::{Nvml, mode_name};
+use crate::model::ComputeMode;
+use crate::model::mig::{GpuModel, lookup};
 use crate::sources::nvml::ffi::{self, Failed};
 use crate::sources::nvml::{OpenError, open, profile_name};
 
@@ -99,23 +99,7 @@ pub enum NvmlStepError {
     Mismatch { shown: String, problems: Vec<String> },
 }
 
-/// NVML acts on one card: it drains and undrains by compute mode and repartitions within MIG
-/// mode.
-pub struct Nvml;
-
-impl Capabilities for Nvml {
-    fn on_cards(&self) -> bool {
-        true
-    }
-
-    fn drain(&self) -> Option<Drain> {
-        Some(drain)
-    }
-
-    fn repartition(&self) -> Option<Repartition> {
-        Some(repartition)
-    }
-
+impl Runs for Nvml {
     /// On a blocking thread: NVML's calls block.
     fn run<'a>(&'a self, op: &'a Op, env: &'a Env) -> BoxFuture<'a, Ran> {
         let (op, lib) = (op.clone(), env.nvml_lib.clone());
@@ -132,90 +116,6 @@ impl Capabilities for Nvml {
             .map_err(Into::into)
         })
     }
-}
-
-fn drain(p: &mut Plan, node: &Node, card: Option<&Card>, on: bool, o: &Options) -> Result<(), NeedsCard> {
-    let c = card.ok_or(NeedsCard)?;
-    let verb = if on { "Drain" } else { "Undrain" };
-    let mode = if on { ComputeMode::Prohibited } else { o.previous_mode.unwrap_or(ComputeMode::Default) };
-    p.summary = format!("{verb} {}/{}: compute mode {mode:?}", node.name, c.index);
-    if on {
-        p.warnings.push("running processes continue; no new CUDA context can start on the card".into());
-        if c.mig.enabled {
-            p.warnings.push(
-                "MIG is on: some drivers refuse compute mode changes then; the step fails and nothing changes".into(),
-            );
-        }
-    } else if o.previous_mode.is_none() {
-        p.warnings.push("the mode before the drain is not in the audit log: restoring DEFAULT".into());
-    }
-    let call = format!("nvmlDeviceSetComputeMode(index {}, NVML_COMPUTEMODE_{})", c.index, mode_name(mode));
-    p.steps.push(step("Set the compute mode", call, Op::NvmlSetComputeMode { index: c.index, mode }));
-    Ok(())
-}
-
-/// Destroy every compute and GPU instance, create `wanted` (profile@start, largest first),
-/// read the layout back. A change of MIG mode is refused: it needs a GPU reset.
-fn repartition(p: &mut Plan, _: &Fleet, node: &Node, card: Option<&Card>, layout: &str) -> Result<(), NeedsCard> {
-    let c = card.ok_or(NeedsCard)?;
-    let Some((spec, _)) = super::layout_on_card(p, node, c, layout) else { return Ok(()) };
-    let whole = matches!(spec, LayoutSpec::Whole);
-    let wanted = super::placements(&spec);
-    if whole == c.mig.enabled {
-        let to = if whole { "off" } else { "on" };
-        p.blockers.push(if c.mig.pending == Some(!whole) {
-            format!(
-                "this needs MIG mode {to}, which is already pending: it takes effect after a GPU reset \
-                 (nvidia-smi -i {} -r); tessera does not reset GPUs",
-                c.index
-            )
-            .into()
-        } else {
-            format!(
-                "this needs MIG mode {to}, which takes effect only after a GPU reset (nvidia-smi -i {} -mig {}); \
-                 tessera does not change MIG mode or reset GPUs",
-                c.index,
-                u8::from(!whole)
-            )
-            .into()
-        });
-        return Ok(());
-    }
-    if c.mig.enabled && c.mig.pending == Some(false) {
-        p.warnings
-            .push("MIG mode off is pending on this card: the new instances disappear at its next GPU reset".into());
-    }
-    for inst in &c.mig.instances {
-        for ci in &inst.compute_instances {
-            p.steps.push(step(
-                format!("Destroy compute instance {} of GPU instance {} ({})", ci.ci_id, inst.gi_id, inst.profile),
-                format!("nvmlComputeInstanceDestroy(GPU {} GI {} CI {})", c.index, inst.gi_id, ci.ci_id),
-                Op::NvmlDestroyComputeInstance { index: c.index, gi: inst.gi_id, ci: ci.ci_id },
-            ));
-        }
-        p.steps.push(step(
-            format!("Destroy GPU instance {} ({}@{})", inst.gi_id, inst.profile, inst.start),
-            format!("nvmlGpuInstanceDestroy(GPU {} GI {})", c.index, inst.gi_id),
-            Op::NvmlDestroyGpuInstance { index: c.index, gi: inst.gi_id },
-        ));
-    }
-    for (profile, start) in &wanted {
-        p.steps.push(step(
-            format!("Create GPU instance {profile} at slice {start}, with one full compute instance"),
-            format!(
-                "nvmlDeviceCreateGpuInstanceWithPlacement(GPU {}, {profile}, start {start}); \
-                 nvmlGpuInstanceCreateComputeInstance(full)",
-                c.index
-            ),
-            Op::NvmlCreateGpuInstance { index: c.index, profile: profile.clone(), start: *start },
-        ));
-    }
-    p.steps.push(step(
-        "Read the layout back and compare it with the plan",
-        format!("nvmlDeviceGetGpuInstances(GPU {})", c.index),
-        Op::NvmlVerifyLayout { index: c.index, layout: wanted },
-    ));
-    Ok(())
 }
 
 /// What a step says it did: its message and, for a compute mode change, the mode before.
@@ -294,14 +194,6 @@ fn with_mig(
         return Err(NvmlStepError::NotMig { index, mode: mode.current });
     }
     f(&dev)
-}
-
-fn mode_name(m: ComputeMode) -> &'static str {
-    match m {
-        ComputeMode::Default => "DEFAULT",
-        ComputeMode::ExclusiveProcess => "EXCLUSIVE_PROCESS",
-        ComputeMode::Prohibited => "PROHIBITED",
-    }
 }
 
 fn to_nvml(m: ComputeMode) -> NvmlMode {
