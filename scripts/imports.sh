@@ -7,7 +7,7 @@
 set -euo pipefail
 # The upward uses docs/architecture.md accounts for, to be removed as the layers are mended
 # (issue 48): none may be added.
-known="advisor->actions inputs->simulate inputs->ui schedule->actions"
+known="inputs->simulate inputs->ui"
 cd "$(dirname "$0")/.."
 layer() {
 	case $1 in

@@ -24,7 +24,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::actions::Action;
+use crate::act::Action;
 use crate::config::Advisor;
 use crate::model::{CardRef, Fleet};
 
@@ -421,8 +421,8 @@ pub fn followed(findings: &[Finding]) -> Followed {
     let mut f = Followed::default();
     for a in findings.iter().filter_map(|x| x.suggestion.action()) {
         match a {
-            Action::Repartition { target, layout } => match crate::actions::Target::parse(target) {
-                crate::actions::Target::Card(card) => f.layouts.push((card, layout.clone())),
+            Action::Repartition { target, layout } => match crate::act::Target::parse(target) {
+                crate::act::Target::Card(card) => f.layouts.push((card, layout.clone())),
                 // A UUID or a node: not a card the projection can lay out.
                 _ => f.others += 1,
             },

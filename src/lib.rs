@@ -4,9 +4,9 @@
 //!
 //! Layers with mirrored names, from the ground floor up (docs/architecture.md has the data
 //! flow and the rules each layer keeps: the model and the advisor are pure, sources never
-//! draw, the ui never does IO). Some imports still point up the table where a helper was
-//! filed where it was first needed: the advisor and schedules take the `Action` vocabulary
-//! from `actions`. The ground floor, `config` and `model` import nothing above them
+//! draw, the ui never does IO). The advisor and the schedules take the `Action` vocabulary and
+//! planning from `act`, the actions' pure floor below them; `actions` runs the plans. The
+//! ground floor, `config` and `model` import nothing above them
 //! (`scripts/imports.sh` lists every use; docs/architecture.md keeps its output). `inputs` (the fuzzing doors) reaches up
 //! to `simulate::input`'s parsers, and `simulate::input::recording` decodes frames through
 //! `record`'s player; the what-if engine's core (`simulate/` but `input/`) imports only the
@@ -48,9 +48,11 @@
 //! - **An exporter dialect** (metrics named another way): `sources/NAME.rs` implementing
 //!   `series::Dialect`, one line in `DIALECTS` in `sources/scrape.rs`; a fixture with its source
 //!   in `tests/fixtures/NAME/`.
-//! - **An action**: a variant of `actions::Action` and its `Op`s; a method on
-//!   `actions::Capabilities` (default: cannot), called from `actions/plan.rs` and implemented
-//!   in each backend file that can do it; its guard in `actions/guard.rs`.
+//! - **An action**: a variant of `act::Action` and its `Op`s; a method on `act::Capabilities`
+//!   (default: cannot), called from `act/plan.rs` and implemented in each backend's step
+//!   writer that can do it (`act/NAME.rs`), its operations run by `actions/NAME.rs`; its guard
+//!   in `act/guard.rs`; its subcommand in `cli.rs` and `commands/act.rs`, its key and intent
+//!   in `ui/keymap.rs` (`scripts/structure.py` counts the files an existing verb touches).
 //! - **An advisor rule**: `advisor/NAME.rs`, called from `advisor::advise_with_plan`; its kind
 //!   in `advisor::Kind` and its rank in `advisor/reconcile.rs`; a row in docs/advisor.md.
 //! - **A view**: `ui/views/NAME.rs`, its state in `ui/state.rs`, its keys in `ui/keymap.rs`;

@@ -14,7 +14,7 @@ pub mod unattended;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::actions::guard;
+use crate::act::guard;
 use crate::model::capacity::card_would_serve;
 use crate::model::mig::{LayoutSpec, lookup, parse_layout};
 use crate::model::schedule::{Running, Schedule};
@@ -310,11 +310,11 @@ fn readiness(
         return "cannot change: no MIG profiles known for this model".into();
     }
     let to_whole = layout.trim().eq_ignore_ascii_case("whole");
-    match crate::actions::plan::repartition_backend(fleet, node) {
+    match crate::act::plan::repartition_backend(fleet, node) {
         None => {
             return "cannot change here: no source that can repartition this node (export it for mig-parted)".into();
         }
-        Some(crate::actions::Backend::Nvml) if to_whole == card.mig.enabled => {
+        Some(crate::act::Backend::Nvml) if to_whole == card.mig.enabled => {
             return "cannot change through NVML: switching MIG mode needs a GPU reset (export it for mig-parted)"
                 .into();
         }

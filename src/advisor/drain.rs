@@ -8,7 +8,7 @@
 
 use super::planner::{self, Plan};
 use super::{Context, Finding, Kind, Subject, Suggestion, minutes};
-use crate::actions::Action;
+use crate::act::Action;
 use crate::model::{Fleet, WorkloadKind, WorkloadState};
 
 /// Adds the drain plans to `out`; returns the waiting work they would start.

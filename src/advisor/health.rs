@@ -2,7 +2,7 @@
 //! uncorrectable ECC errors. Drain it (no new work) and move what runs there.
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion};
-use crate::actions::Action;
+use crate::act::Action;
 use crate::model::{CardRef, Fleet, WorkloadKind, WorkloadState};
 
 pub(super) fn unhealthy_held(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {

@@ -2,7 +2,7 @@
 //! and oversized (a whole card busy at or below 15 % whose memory use fits a MIG instance).
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion, gpu_share, minutes, model_of};
-use crate::actions::Action;
+use crate::act::Action;
 use crate::model::activity::IDLE_BELOW_PCT;
 use crate::model::mig::best_fit;
 use crate::model::{Fleet, WorkloadKind, WorkloadState};

@@ -4,7 +4,7 @@
 //! second victim for work a preemption in progress is about to start.
 
 use super::{Finding, Suggestion};
-use crate::actions::Action;
+use crate::act::Action;
 use crate::model::{Card, Fleet, Node, WorkloadState};
 
 /// What of `action` the fleet shows under way, in words, or `None`.

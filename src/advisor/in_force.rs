@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::planner::{CardChange, Pinned, Plan};
 use super::{Context, Finding, Kind, Subject, Suggestion, minutes};
-use crate::actions::Action;
+use crate::act::Action;
 use crate::model::schedule::Schedule;
 use crate::model::{CardRef, Fleet};
 

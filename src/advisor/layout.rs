@@ -4,7 +4,7 @@
 
 use super::planner::Plan;
 use super::{Context, Finding, Kind, Subject, Suggestion, minutes};
-use crate::actions::Action;
+use crate::act::Action;
 use crate::model::Fleet;
 use crate::model::mig::lookup;
 

@@ -202,16 +202,16 @@ impl Problem {
             };
             let r = CardRef::new(node.name.clone(), card.index);
             // What the repartition guard asks of a card, and a backend that can change it.
-            let backend = crate::actions::plan::repartition_backend(fleet, node);
+            let backend = crate::act::plan::repartition_backend(fleet, node);
             // A time-sliced or MPS card serves replicas: the device plugin's config changes too,
             // which is not a repartition.
             let shared = !card.mig.enabled && card.sharing.replicas.is_some();
             let idle = card.is_idle() && card.processes.is_empty() && card.mig.error.is_none() && !shared;
             let steady = card.mig.pending.is_none_or(|pending| pending == card.mig.enabled);
-            let mode_fixed = backend == Some(crate::actions::Backend::Nvml);
+            let mode_fixed = backend == Some(crate::act::Backend::Nvml);
             let can = match backend {
-                Some(crate::actions::Backend::Simulated) => true,
-                Some(crate::actions::Backend::Nvml) => card.mig.enabled,
+                Some(crate::act::Backend::Simulated) => true,
+                Some(crate::act::Backend::Nvml) => card.mig.enabled,
                 _ => false,
             };
             let candidate = match only {

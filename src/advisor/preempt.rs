@@ -4,7 +4,7 @@
 //! where the last checkpoint is unknown).
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion, gpu_share};
-use crate::actions::Action;
+use crate::act::Action;
 use crate::model::capacity::{Free, model_key};
 use crate::model::{Fleet, Resource, Workload, WorkloadKind, WorkloadState};
 

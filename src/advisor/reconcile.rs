@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::{Finding, Kind, Subject, Suggestion};
-use crate::actions::Action;
+use crate::act::Action;
 use crate::model::{Card, Fleet, Node};
 
 /// The order conflicts are settled in, first wins.

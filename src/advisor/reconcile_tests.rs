@@ -133,8 +133,8 @@ mod on_the_simulator {
     use chrono::{DateTime, TimeZone, Utc};
     use proptest::prelude::*;
 
+    use crate::act::{Action, Op};
     use crate::actions::run::Runner;
-    use crate::actions::{Action, Op};
     use crate::advisor::reconcile::Planned;
     use crate::advisor::{Context, Finding, Kind, advise_with_plan};
     use crate::sources::SourceUpdate;

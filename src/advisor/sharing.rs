@@ -6,7 +6,7 @@
 //! contexts and replicas instead.
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion};
-use crate::actions::Action;
+use crate::act::Action;
 use crate::model::mig::{LayoutSpec, best_fit, parse_layout};
 use crate::model::{Card, CardRef, Fleet, Node, SharingMode, Workload, WorkloadKind};
 

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::{Need, Step, Timeline};
 
 mod run;
-use crate::actions::{Action, Plan};
+use crate::act::{Action, Plan};
 use crate::model::schedule::Running;
 use crate::model::{CardRef, Fleet};
 pub use run::{CardState, GroupRun, Next};
@@ -145,7 +145,7 @@ pub fn plan(
     t: &Timeline,
     fleet: &Fleet,
     now: DateTime<Utc>,
-    propose: &dyn Fn(&Action) -> Result<Plan, crate::actions::plan::PlanError>,
+    propose: &dyn Fn(&Action) -> Result<Plan, crate::act::plan::PlanError>,
 ) -> Option<GroupPlan> {
     let mut g = GroupPlan {
         schedule: t.schedule.clone(),
@@ -170,7 +170,7 @@ pub fn plan(
         let target = c.card.to_string();
         let (layout, short) = placed(fleet, &c.card, &st.layout);
         let refused = |a: &Action| match propose(a) {
-            Ok(p) if !p.allowed() => Some(crate::actions::guard::joined(&p.blockers)),
+            Ok(p) if !p.allowed() => Some(crate::act::guard::joined(&p.blockers)),
             Ok(_) => None,
             Err(e) => Some(e.to_string()),
         };
@@ -205,7 +205,7 @@ pub fn plan(
                         steps,
                     });
                 }
-                Ok(p) if !p.allowed() => g.left.push((c.card.clone(), crate::actions::guard::joined(&p.blockers))),
+                Ok(p) if !p.allowed() => g.left.push((c.card.clone(), crate::act::guard::joined(&p.blockers))),
                 Ok(p) => g.left.push((c.card.clone(), p.nothing_to_do.unwrap_or_default())),
                 Err(e) => g.left.push((c.card.clone(), e.to_string())),
             }

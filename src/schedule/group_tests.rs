@@ -152,8 +152,8 @@ fn a_run_changes_card_by_card_never_with_holders_and_gives_back_its_drains() {
         };
         match &action {
             Action::Repartition { target, .. } => {
-                let r = crate::actions::Target::parse(target);
-                let crate::actions::Target::Card(r) = r else { panic!("{target}") };
+                let r = crate::act::Target::parse(target);
+                let crate::act::Target::Card(r) = r else { panic!("{target}") };
                 let card = fleet.card(&r).unwrap_or_else(|| panic!("{target}"));
                 assert!(card.holders().next().is_none(), "changed {target} with holders");
             }

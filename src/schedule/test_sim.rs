@@ -1,7 +1,7 @@
 //! For the schedule tests: an action as the simulated cluster's own operation, applied the
 //! way the runner's simulator backend would (a preemption is the checkpoint signal).
 
-use crate::actions::Action;
+use crate::act::Action;
 use crate::sources::sim::SimOp;
 
 /// The simulator operation that carries `a` out.

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 
-use crate::actions::Action;
+use crate::act::Action;
 use crate::model::schedule::Schedule;
 use crate::model::{CardRef, Fleet};
 

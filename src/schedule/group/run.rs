@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{EMPTY_WITHIN_S, GroupPlan};
-use crate::actions::{Action, Plan};
+use crate::act::{Action, Plan};
 use crate::model::{CardRef, Fleet};
 use crate::schedule::unattended::Went;
 
