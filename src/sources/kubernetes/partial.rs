@@ -20,7 +20,7 @@ pub fn build(
     kinds: &KindRules,
     positions: &Positions,
 ) -> Partial {
-    let classes: Classes = class_objs.iter().filter_map(|c| Some((c.metadata.name.clone()?, c.value))).collect();
+    let classes: Classes = class_objs.iter().filter_map(|c| Some((c.metadata.name.clone()?, c.value?))).collect();
     let used = pods::used_by_node(pod_objs.iter().map(AsRef::as_ref));
     let mut nodes: Vec<_> =
         node_objs.iter().filter_map(|n| nodes::map(n, used.get(n.metadata.name.as_deref()?))).collect();
