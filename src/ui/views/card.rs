@@ -259,6 +259,7 @@ fn sharing_line(card: &Card, a: bool) -> Option<String> {
         (SharingMode::Mps, None) => "MPS: shared memory, a fatal fault can end every client".into(),
         (SharingMode::Exclusive, _) => "exclusive: one holder at a time".into(),
         (SharingMode::Mig, _) => "MIG".into(),
+        (SharingMode::DraDynamic, _) => "DRA dynamic: the DRA driver lays the card out per claim (DynamicMIG)".into(),
         (SharingMode::Partitioned, _) => {
             format!("partition mode {}: a GPU of its own on a partitioned card, not MIG", card.sharing_text(a))
         }
