@@ -367,3 +367,108 @@ fn garbage_never_panics() {
     assert!(pic.nodes.is_empty(), "a pool for no node shows no cards");
     assert!(!pic.notes.is_empty());
 }
+
+mod property {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// gpu-2 of the DynamicMIG fixture: its 25 MIG placements and its counter set.
+    fn gpu2() -> (Vec<super::super::objects::Device>, BTreeMap<String, u64>) {
+        let f = Fixture::load(&["resourceslices.h100-dynamicmig.json"]);
+        let devices: Vec<_> = f
+            .slices
+            .iter()
+            .flat_map(|s| s.spec.devices.items.iter().cloned())
+            .filter(|d| d.name.starts_with("gpu-2-mig-"))
+            .collect();
+        let set =
+            f.slices.iter().flat_map(|s| s.spec.shared_counters.items.iter()).find(|c| &*c.name == "gpu-2-counter-set");
+        let values = set.map(|s| s.counters.items.iter().map(|(n, v)| (n.to_string(), v.unwrap_or(0))).collect());
+        (devices, values.unwrap_or_default())
+    }
+
+    fn consumption(d: &super::super::objects::Device) -> BTreeMap<String, u64> {
+        let c = d.consumes_counters.items.iter().flat_map(|c| c.counters.items.iter());
+        c.map(|(n, v)| (n.to_string(), v.unwrap_or(0))).collect()
+    }
+
+    fn add(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+        for (k, v) in from {
+            *into.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Random DynamicMIG allocations that respect the counters (placements tried in a random
+        /// order, each taken where the counters still allow it): the layout tessera draws
+        /// consumes exactly the counters the allocated devices consume, and what it says can
+        /// still be placed is what the counters still allow.
+        #[test]
+        fn the_layout_drawn_consumes_exactly_the_counters(order in Just((0..25usize).collect::<Vec<_>>()).prop_shuffle(), take in proptest::collection::vec(any::<bool>(), 25)) {
+            let (devices, values) = gpu2();
+            prop_assert_eq!(devices.len(), 25);
+            let mut used: BTreeMap<String, u64> = BTreeMap::new();
+            let mut allocated = Vec::new();
+            for (i, &d) in order.iter().enumerate() {
+                if !take[i] {
+                    continue;
+                }
+                let c = consumption(&devices[d]);
+                if c.iter().all(|(k, v)| used.get(k).copied().unwrap_or(0) + v <= values.get(k).copied().unwrap_or(0)) {
+                    add(&mut used, &c);
+                    allocated.push(devices[d].name.to_string());
+                }
+            }
+            let f = Fixture::load(&["resourceslices.h100-dynamicmig.json"]);
+            let claims: Vec<Arc<Claim>> = allocated
+                .iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    Arc::new(serde_json::from_value(json!({"metadata": {"name": format!("c{i}"), "namespace": "ns"},
+                        "status": {"allocation": {"devices": {"results": [{"driver": "gpu.nvidia.com", "pool": "h100-dyn-01", "device": d, "request": "r"}]}},
+                            "reservedFor": [{"resource": "pods", "name": format!("p{i}")}]}})).unwrap_or_default())
+                })
+                .collect();
+            let pic = picture(&Objects { slices: &f.slices, claims: &claims, ..Objects::default() }, &[]);
+            let c = card(&pic, "h100-dyn-01", 2);
+            let dra = c.dra.clone().unwrap_or_default();
+            prop_assert!(dra.problems.is_empty(), "{:?}", dra.problems);
+            prop_assert_eq!(c.mig.instances.len(), allocated.len());
+            // What the drawn instances consume, each found by its profile and slices.
+            let mut drawn: BTreeMap<String, u64> = BTreeMap::new();
+            for i in &c.mig.instances {
+                let mask = crate::model::fleet::slice_mask(i.start, i.size);
+                let d = devices.iter().find(|d| {
+                    d.attributes.profile.as_deref() == Some(i.profile.as_str())
+                        && super::super::objects::slices(consumption(d).iter().map(|(n, v)| (n.as_str(), Some(*v))), "memory-slice-") == mask
+                });
+                prop_assert!(d.is_some(), "no placement {}@{}", i.profile, i.start);
+                add(&mut drawn, &consumption(d.unwrap_or(&devices[0])));
+            }
+            drawn.retain(|_, v| *v > 0);
+            used.retain(|_, v| *v > 0);
+            prop_assert_eq!(&drawn, &used);
+            // The free slices are the memory-slice counters left.
+            let left: u16 = (0..8u8).filter(|s| !used.contains_key(&format!("memory-slice-{s}"))).fold(0, |m, s| m | 1 << s);
+            if !allocated.is_empty() {
+                prop_assert_eq!(c.free_slice_mask(), Some(left));
+            }
+            // Each profile said placeable has a free placement the counters allow, and no other.
+            let fits = |d: &super::super::objects::Device| {
+                !allocated.iter().any(|a| a == &*d.name)
+                    && consumption(d).iter().all(|(k, v)| used.get(k).copied().unwrap_or(0) + v <= values.get(k).copied().unwrap_or(0))
+            };
+            let mut want: Vec<String> = devices.iter().filter(|d| fits(d)).filter_map(|d| d.attributes.profile.as_deref().map(str::to_string)).collect();
+            want.sort();
+            want.dedup();
+            let mut said = dra.placeable.unwrap_or_default();
+            said.sort();
+            prop_assert_eq!(said, want);
+        }
+    }
+}
