@@ -149,5 +149,14 @@ fn snapshot_json_of_the_fixtures() {
     assert!(cards.clone().all(|c| c["allocation"] == "dra"));
     assert_eq!(cards.count(), 16);
     assert_eq!(v["queue"]["pending"], 1, "{}", v["queue"]);
+    let pending = v["workloads"].as_array().into_iter().flatten().find(|w| w["id"] == "k8s:training/pretrain-8gpu-0");
+    let reason = pending.map(|w| w["reason"].as_str().unwrap_or_default().to_string()).unwrap_or_default();
+    assert!(
+        reason.starts_with(
+            "wants 8 whole H100 on one node (matchAttribute productName): h100-dyn-01 has 5 (gpu-0 carved into MIG, \
+             gpu-1 held, gpu-7 tainted NoExecute); h100-mig-01 publishes no whole GPUs (MIG on) (scheduler: Unschedulable: 0/3 nodes"
+        ),
+        "{reason}"
+    );
     println!("{}", serde_json::to_string_pretty(gpu0).unwrap_or_default());
 }

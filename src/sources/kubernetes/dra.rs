@@ -7,6 +7,7 @@
 
 mod cards;
 mod counters;
+mod explain;
 mod index;
 pub mod intern;
 pub mod objects;
@@ -45,6 +46,8 @@ pub struct Picture {
     pub held: BTreeMap<String, Vec<CardRef>>,
     /// Pod (`NS/POD`) → what its claims ask for, for pods whose claims ask for GPUs.
     pub requests: std::collections::HashMap<String, Request>,
+    /// Pending pod (`NS/POD`) → why its claims cannot be allocated now, where tessera sees it.
+    pub blockers: std::collections::HashMap<String, String>,
     pub notes: Vec<String>,
 }
 
@@ -88,6 +91,13 @@ pub fn picture(o: &Objects, pods: &[Arc<GpuPod>]) -> Picture {
     }
     for cards in pic.nodes.values_mut() {
         cards.sort_by_key(|c| c.index);
+    }
+    let unbound = |p: &&Arc<GpuPod>| p.spec.node_name.as_deref().is_none_or(str::is_empty);
+    for p in pods.iter().filter(|p| !p.spec.resource_claims.is_empty()).filter(unbound) {
+        let specs = request::unallocated(p, &lookup);
+        if let Some(why) = explain::explain(lookup.objects(), &specs, &pic.nodes) {
+            pic.blockers.insert(key(&p.metadata), why);
+        }
     }
     pic
 }

@@ -472,3 +472,36 @@ mod property {
         }
     }
 }
+
+/// The issue's words for the fixtures' pending pod.
+#[test]
+fn the_pending_pod_is_explained_by_replaying_its_claim() {
+    let pic = Fixture::split().picture();
+    assert_eq!(
+        pic.blockers.get("training/pretrain-8gpu-0").map(String::as_str),
+        Some(
+            "wants 8 whole H100 on one node (matchAttribute productName): h100-dyn-01 has 5 (gpu-0 carved into MIG, \
+             gpu-1 held, gpu-7 tainted NoExecute); h100-mig-01 publishes no whole GPUs (MIG on)"
+        )
+    );
+    assert_eq!(pic.blockers.len(), 1, "running pods are not explained");
+    // A selector tessera cannot read is said, not guessed.
+    let mut f = Fixture::split();
+    for t in &mut f.templates {
+        let t = Arc::make_mut(t);
+        for r in &mut t.spec.spec.devices.requests.items {
+            for e in r.exactly.iter_mut() {
+                for s in &mut e.selectors.items {
+                    if let Some(c) = s.cel.as_mut() {
+                        c.expression =
+                            "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0".into();
+                    }
+                }
+            }
+        }
+    }
+    f.claims.retain(|c| c.status.allocation.is_some());
+    let pic = f.picture();
+    let why = pic.blockers.get("training/pretrain-8gpu-0").cloned().unwrap_or_default();
+    assert!(why.starts_with("request gpus has a selector tessera cannot read: device.capacity"), "{why}");
+}

@@ -46,6 +46,13 @@ pub fn build(
             pods::map(p, kinds, &classes).or_else(|| {
                 let asked = pic.requests.remove(&key(&p.metadata))?;
                 let mut w = pods::with_request(p, asked, kinds, &classes);
+                // What tessera sees blocking the claim, before the scheduler's words.
+                if let Some(why) = pic.blockers.remove(&key(&p.metadata)).filter(|_| !w.state.is_active()) {
+                    w.reason = Some(match w.reason.take() {
+                        Some(s) => format!("{why} (scheduler: {s})"),
+                        None => why,
+                    });
+                }
                 if w.state.is_active() {
                     w.cards = pic.held.remove(&w.id).unwrap_or_default();
                 }

@@ -14,7 +14,7 @@ use crate::sources::kubernetes::objects::GpuPod;
 
 /// What a device class hands out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     Gpu,
     Mig,
 }
@@ -29,7 +29,7 @@ pub fn cel_equals<'e>(expression: &'e str, attribute: &str) -> Option<&'e str> {
 }
 
 /// The kind a device class hands out: from its CEL selectors, else by the chart's names.
-fn class_kind(o: &Objects, class: &str) -> Option<Kind> {
+pub fn class_kind(o: &Objects, class: &str) -> Option<Kind> {
     let of_cel = |e: &str| {
         let ours = e.contains(&format!("'{GPU_DRIVER}'"));
         match cel_equals(e, "type") {
@@ -128,6 +128,32 @@ pub fn request(p: &GpuPod, l: &Lookup) -> Option<Request> {
         }
     }
     (any && out.wants_gpu()).then_some(out)
+}
+
+/// The specs of the pod's claims not allocated yet (or not made yet: their templates').
+pub fn unallocated<'a>(p: &GpuPod, l: &Lookup<'a>) -> Vec<&'a ClaimSpec> {
+    let ns = p.metadata.namespace.as_deref().unwrap_or_default();
+    let mut out = Vec::new();
+    for pc in &p.spec.resource_claims {
+        let made = p.status.resource_claim_statuses.iter().find(|s| s.name == pc.name);
+        let name = pc.resource_claim_name.as_deref().or_else(|| made.and_then(|m| m.resource_claim_name.as_deref()));
+        match name.and_then(|n| l.claims.get(&(ns, n))) {
+            Some(c) if c.status.allocation.is_none() => out.push(&c.spec),
+            Some(_) => {}
+            None => {
+                let t = pc.resource_claim_template_name.as_deref().and_then(|t| l.templates.get(&(ns, t)));
+                out.extend(t.map(|t| &t.spec.spec));
+            }
+        }
+    }
+    out
+}
+
+/// The objects the lookup was made of.
+impl<'a> Lookup<'a> {
+    pub fn objects(&self) -> &Objects<'a> {
+        &self.objects
+    }
 }
 
 /// What an allocated claim got: its GPU driver's devices, whole or MIG.
