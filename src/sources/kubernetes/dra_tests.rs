@@ -505,3 +505,13 @@ fn the_pending_pod_is_explained_by_replaying_its_claim() {
     let why = pic.blockers.get("training/pretrain-8gpu-0").cloned().unwrap_or_default();
     assert!(why.starts_with("request gpus has a selector tessera cannot read: device.capacity"), "{why}");
 }
+
+/// Recordings and snapshots carry the DRA part: a DRA card reads back as it was written.
+#[test]
+fn a_dra_card_round_trips_through_json() {
+    let pic = Fixture::split().picture();
+    for c in pic.nodes.values().flatten() {
+        let back: Card = serde_json::from_value(serde_json::to_value(c).unwrap_or_default()).unwrap_or_default();
+        assert_eq!(&back, c);
+    }
+}
