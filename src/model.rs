@@ -6,6 +6,7 @@
 pub mod activity;
 pub mod capacity;
 pub mod demand;
+pub mod dra;
 pub mod event;
 pub mod fleet;
 pub mod invariants;

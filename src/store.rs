@@ -414,6 +414,12 @@ fn merge_card(into: &mut Card, from: &Card) {
     fill!(health.ecc_volatile_uncorrected);
     fill!(health.last_xid);
     fill!(health.remapped_rows_uncorrectable);
+    // Health is unknown only while every source of the card says nothing reads it.
+    if from.health.unknown.is_none() {
+        into.health.unknown = None;
+    }
+    fill!(allocation);
+    fill!(dra);
     if into.processes.is_empty() {
         into.processes.clone_from(&from.processes);
     }

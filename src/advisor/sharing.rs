@@ -21,7 +21,7 @@ fn mode_words(mode: SharingMode) -> &'static str {
         SharingMode::Mps => {
             "MPS (clients share the card's memory, capped only where limits are set; a fatal fault in one can end them all)"
         }
-        SharingMode::Exclusive | SharingMode::Mig | SharingMode::Partitioned => "isolated",
+        SharingMode::Exclusive | SharingMode::Mig | SharingMode::Partitioned | SharingMode::DraDynamic => "isolated",
     }
 }
 

@@ -130,6 +130,9 @@ impl serde::Serialize for Cards<'_> {
             if let Value::Object(m) = &mut v {
                 m.insert("gpu_model".into(), c.gpu_model().map_or(Value::Null, |g| Value::String(g.name.clone())));
                 m.insert("sharing_mode".into(), tree::<_, S::Error>(&c.sharing_mode())?);
+                m.insert("layout".into(), Value::String(c.layout_text()));
+                // Who hands the card out: `device_plugin`, `dra`, or null where no scheduler says.
+                m.insert("allocation".into(), c.allocation.map_or(Value::Null, |a| Value::String(a.as_str().into())));
             }
             seq.serialize_element(&v)?;
         }

@@ -135,6 +135,11 @@ pub struct Health {
     pub remapped_rows_uncorrectable: Option<u64>,
     /// The card stopped answering (NVML GPU_IS_LOST or it vanished from a source).
     pub lost: bool,
+    /// Why nothing reads this card's health, where the only sources of it say so (a DRA
+    /// driver that publishes no health taints): the card is "health unknown", not healthy.
+    /// Any source that reads health clears it in the merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
 }
 
 /// XIDs after which a card must not take work until someone has looked at it: 48 (double-bit
@@ -197,6 +202,12 @@ pub struct Card {
     pub processes: Vec<Process>,
     /// How the card is shared (time-slicing, MPS), where a source says.
     pub sharing: super::sharing::Sharing,
+    /// Who hands the card out (a device plugin or DRA), where a scheduler says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<super::dra::Allocation>,
+    /// What Dynamic Resource Allocation publishes of the card, on a DRA node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dra: Option<Box<super::dra::DraCard>>,
 }
 
 /// A card's recent activity and memory use (percent), oldest first, one point per `step_s`.

@@ -24,6 +24,9 @@ pub enum SharingMode {
     /// NPS1…NPS8): the physical GPU split into partitions, each a GPU of its own to the driver
     /// and the scheduler (SPX: one, the whole card). Not MIG.
     Partitioned,
+    /// Dynamic Resource Allocation under DynamicMIG: the driver lays the card out per claim
+    /// (a MIG instance made for each allocated claim, or the whole card), from a counter set.
+    DraDynamic,
 }
 
 impl SharingMode {
@@ -34,6 +37,7 @@ impl SharingMode {
             Self::TimeSliced => "time-sliced",
             Self::Mps => "mps",
             Self::Partitioned => "partitioned",
+            Self::DraDynamic => "dra-dynamic",
         }
     }
 
@@ -50,6 +54,7 @@ impl SharingMode {
             Self::TimeSliced => "ts",
             Self::Mps => "mps",
             Self::Partitioned => "part",
+            Self::DraDynamic => "dra",
         }
     }
 }
@@ -120,6 +125,9 @@ impl Card {
     /// nothing about how the card would be shared).
     pub fn sharing_mode(&self) -> Option<SharingMode> {
         use super::fleet::ComputeMode;
+        if self.dra.as_ref().is_some_and(|d| d.dynamic) {
+            return Some(SharingMode::DraDynamic);
+        }
         if self.mig.enabled {
             return Some(SharingMode::Mig);
         }
@@ -161,6 +169,7 @@ impl Card {
         let name = match mode {
             SharingMode::Exclusive => return "excl".into(),
             SharingMode::Mig => return "MIG".into(),
+            SharingMode::DraDynamic => return if self.mig.enabled { "DRA MIG" } else { "DRA dyn" }.into(),
             SharingMode::Partitioned => {
                 let s = &self.sharing;
                 let parts: Vec<&str> =

@@ -13,6 +13,8 @@ pub struct Totals {
     pub mig_total: usize,
     /// Cards that must not take work: lost, a fatal XID, uncorrectable ECC.
     pub unhealthy: usize,
+    /// Cards whose health nothing reads (a DRA driver that publishes no health taints).
+    pub health_unknown: usize,
 }
 
 impl Totals {
@@ -22,6 +24,7 @@ impl Totals {
         for (_, c) in fleet.cards() {
             t.cards += 1;
             t.unhealthy += usize::from(c.health.fault().is_some());
+            t.health_unknown += usize::from(c.health.fault().is_none() && c.health.unknown.is_some());
             if let Some(u) = c.activity_pct() {
                 sum += u;
                 n += 1;

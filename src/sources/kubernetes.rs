@@ -6,6 +6,7 @@
 //! the pending Workloads stand (in the background, for the next update).
 
 mod answers;
+pub mod dra;
 pub(crate) mod error;
 mod kept;
 mod kueue;
@@ -108,7 +109,21 @@ async fn connect_with(settings: &Settings, retry: bool) -> Result<(kube::Client,
 }
 
 fn build(w: &Watches, kueue: &[Arc<KueueWorkload>], kinds: &KindRules, notes: Vec<String>, known: Known) -> Partial {
-    let mut p = partial::build(&w.nodes.state(), &w.pods.state(), &w.classes.state(), kueue, kinds, &known.positions);
+    let stores = w.dra();
+    let (slices, claims, templates, classes, rules) = match &stores {
+        Some(d) => (
+            d.slices.state(),
+            d.claims.state(),
+            d.templates.state(),
+            d.classes.state(),
+            d.rules.as_ref().map(|r| r.state()).unwrap_or_default(),
+        ),
+        None => Default::default(),
+    };
+    let dra =
+        dra::Objects { slices: &slices, claims: &claims, templates: &templates, classes: &classes, rules: &rules };
+    let mut p =
+        partial::build(&w.nodes.state(), &w.pods.state(), &w.classes.state(), kueue, kinds, &known.positions, &dra);
     let notes: Vec<String> = p.note.take().into_iter().chain(notes).chain(known.note).collect();
     p.note = (!notes.is_empty()).then(|| notes.join("; "));
     p
@@ -217,5 +232,11 @@ pub fn from_json(doc: &serde_json::Value) -> Partial {
     let pods = each::<objects::GpuPod>(doc, "pods");
     let classes = each::<k8s_openapi::api::scheduling::v1::PriorityClass>(doc, "classes");
     let workloads = each::<objects::KueueWorkload>(doc, "workloads");
-    partial::build(&nodes, &pods, &classes, &workloads, &KindRules::default(), &visibility::Positions::default())
+    let (slices, claims) = (each::<dra::objects::Slice>(doc, "resourceslices"), each(doc, "resourceclaims"));
+    let (templates, classes_dra) = (each(doc, "resourceclaimtemplates"), each(doc, "deviceclasses"));
+    let rules = each(doc, "devicetaintrules");
+    let dra =
+        dra::Objects { slices: &slices, claims: &claims, templates: &templates, classes: &classes_dra, rules: &rules };
+    let positions = visibility::Positions::default();
+    partial::build(&nodes, &pods, &classes, &workloads, &KindRules::default(), &positions, &dra)
 }

@@ -112,6 +112,7 @@ impl Filter {
                         "ts" | "time-sliced" | "timesliced" => Term::Mode(SharingMode::TimeSliced),
                         "mps" => Term::Mode(SharingMode::Mps),
                         "part" | "partitioned" => Term::Mode(SharingMode::Partitioned),
+                        "dra" | "dra-dynamic" => Term::Mode(SharingMode::DraDynamic),
                         "shared" => Term::Shared,
                         _ => Term::Text(lw),
                     }

@@ -2,6 +2,7 @@
 
 pub mod advice;
 pub mod card;
+pub mod dra;
 pub mod fleet;
 pub mod footer;
 pub mod group;

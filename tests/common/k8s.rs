@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+pub mod dra;
 pub mod kueue;
 mod write;
 use kueue::VISIBILITY_GROUP;
@@ -41,6 +42,8 @@ struct State {
     rv: u64,
     collections: BTreeMap<&'static str, Collection>,
     kueue: bool,
+    /// resource.k8s.io served: `Some(true)` with DeviceTaintRules (dra.rs).
+    dra: Option<bool>,
     visibility: kueue::Visibility,
     fail: Option<u16>,
     delay: Duration,
@@ -93,7 +96,7 @@ impl FakeK8s {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         let mut state = State { rv: 100, ..State::default() };
-        for path in [NODES, PODS, CLASSES, KUEUE] {
+        for path in [NODES, PODS, CLASSES, KUEUE].into_iter().chain(dra::ALL) {
             state.collections.insert(path, Collection::default());
         }
         let shared: Shared = Arc::new((Mutex::new(state), Condvar::new()));
@@ -331,7 +334,7 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
         }
         let lock = &shared.0;
         let (path, params) = query(&target);
-        let (delay, fail, kueue, answer, discovery, flood) = {
+        let (delay, fail, kueue, answer, discovery, flood, dra_served, dra_resources) = {
             let mut s = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             s.requests.push(target.clone());
             if method != "GET" {
@@ -345,7 +348,9 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
             let visibility = path.starts_with(&format!("/apis/{VISIBILITY_GROUP}/"));
             let answer = answer.or_else(|| visibility.then(|| kueue::visibility(&s, &path, &params)));
             let flood = s.floods.get(&path).filter(|_| method == "GET").cloned();
-            (s.delay, s.fail, s.kueue, answer, discovery, flood)
+            let dra_served = dra::served(&s, &path);
+            let dra_resources = dra::resources(&s, &path);
+            (s.delay, s.fail, s.kueue, answer, discovery, flood, dra_served, dra_resources)
         };
         std::thread::sleep(delay);
         if auth != format!("Bearer {TOKEN}") {
@@ -379,8 +384,16 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
             "/api" => respond(&mut stream, 200, &json!({"kind": "APIVersions", "versions": ["v1"]}).to_string()),
             "/apis" => respond(&mut stream, 200, &discovery.to_string()),
             "/apis/kueue.x-k8s.io/v1beta1" if kueue => respond(&mut stream, 200, &kueue::kueue_resources().to_string()),
+            _ if dra_resources.is_some() => {
+                respond(&mut stream, 200, &dra_resources.map(|v| v.to_string()).unwrap_or_default())
+            }
+            p if dra::ALL.contains(&p) && !dra_served => respond(
+                &mut stream,
+                404,
+                &status_body(404, "NotFound", "the server could not find the requested resource"),
+            ),
             p if params.get("watch").is_some_and(|w| w == "true" || w == "1") => {
-                let Some(name) = [NODES, PODS, CLASSES, KUEUE].into_iter().find(|c| *c == p) else {
+                let Some(name) = [NODES, PODS, CLASSES, KUEUE].into_iter().chain(dra::ALL).find(|c| *c == p) else {
                     respond(&mut stream, 404, &status_body(404, "NotFound", "not found"));
                     continue;
                 };
@@ -393,7 +406,7 @@ fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
                 // closes here too often for a client to rely on reuse.
                 return;
             }
-            p => match [NODES, PODS, CLASSES, KUEUE].into_iter().find(|c| *c == p) {
+            p => match [NODES, PODS, CLASSES, KUEUE].into_iter().chain(dra::ALL).find(|c| *c == p) {
                 Some(KUEUE) if !kueue => respond(&mut stream, 404, &status_body(404, "NotFound", "not found")),
                 Some(name) => {
                     let body = list(&lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner), name, &params);

@@ -65,6 +65,16 @@ pub fn map(n: &GpuNode, used: Option<&Used>) -> Option<Node> {
     Some(Node { name, schedulable, reason, cards, capacity, labels: labels(n), ..Node::default() })
 }
 
+/// A node whose GPUs a DRA driver publishes: its cards are DRA's (`cards`), its
+/// schedulability and labels the Node object's; a device plugin's resources on it are not read
+/// (a node is shown as one or the other).
+pub fn dra_node(n: &GpuNode, cards: Vec<Card>) -> Node {
+    let name = n.metadata.name.clone().unwrap_or_default();
+    let mig = MigConfig { config: label(n, MIG_CONFIG), state: label(n, MIG_STATE) };
+    let (schedulable, reason) = schedulable(n, &mig);
+    Node { name, schedulable, reason, cards, labels: labels(n), ..Node::default() }
+}
+
 /// The node's labels, bounded (`MAX_LABELS`, each cut to `MAX_LABEL_LEN`): Node Feature
 /// Discovery's `feature.node.kubernetes.io/` labels (often a hundred or more, never what a
 /// schedule selects by) come last, so the rest are kept first.
@@ -186,7 +196,13 @@ fn cards(n: &GpuNode, product: Option<&str>, single_profile: Option<&str>, mig: 
         format!("{extra}layout not reported by Kubernetes{config}")
     };
     let card = |index: u32, memory: Option<u64>, error: Option<String>| {
-        let mut c = Card { index, model: model.clone(), memory_total_mib: memory, ..Card::default() };
+        let mut c = Card {
+            index,
+            model: model.clone(),
+            memory_total_mib: memory,
+            allocation: Some(crate::model::dra::Allocation::DevicePlugin),
+            ..Card::default()
+        };
         c.mig.enabled = error.is_some();
         c.mig.error = error;
         c

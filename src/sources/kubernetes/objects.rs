@@ -114,6 +114,31 @@ pub struct PodSpec {
     pub containers: Vec<Container>,
     #[serde(default, deserialize_with = "nullable")]
     pub init_containers: Vec<Container>,
+    /// Dynamic Resource Allocation: the claims the pod uses, by name in the pod.
+    #[serde(default, deserialize_with = "nullable")]
+    pub resource_claims: Vec<PodResourceClaim>,
+}
+
+/// `spec.resourceClaims[]`: a claim by name, or the template its claim is made from.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodResourceClaim {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub resource_claim_name: Option<String>,
+    #[serde(default)]
+    pub resource_claim_template_name: Option<String>,
+}
+
+/// `status.resourceClaimStatuses[]`: the claim made from a template for the pod.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodResourceClaimStatus {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub resource_claim_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -185,6 +210,8 @@ pub struct PodStatus {
     pub start_time: Option<DateTime<Utc>>,
     #[serde(default, deserialize_with = "nullable")]
     pub container_statuses: Vec<ContainerStatus>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub resource_claim_statuses: Vec<PodResourceClaimStatus>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

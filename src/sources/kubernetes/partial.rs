@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
-use super::objects::{GpuNode, GpuPod, KueueWorkload};
+use super::objects::{GpuNode, GpuPod, KueueWorkload, key};
 use super::pods::Classes;
 use super::visibility::Positions;
-use super::{kueue, nodes, pods};
+use super::{dra, kueue, nodes, pods};
 use crate::model::KindRules;
 use crate::sources::Partial;
 
@@ -19,13 +19,47 @@ pub fn build(
     kueue_objs: &[Arc<KueueWorkload>],
     kinds: &KindRules,
     positions: &Positions,
+    dra_objs: &dra::Objects,
 ) -> Partial {
-    let classes: Classes = class_objs.iter().filter_map(|c| Some((c.metadata.name.clone()?, c.value))).collect();
+    let classes: Classes = class_objs.iter().filter_map(|c| Some((c.metadata.name.clone()?, c.value?))).collect();
     let used = pods::used_by_node(pod_objs.iter().map(AsRef::as_ref));
-    let mut nodes: Vec<_> =
-        node_objs.iter().filter_map(|n| nodes::map(n, used.get(n.metadata.name.as_deref()?))).collect();
+    let mut pic = dra::picture(dra_objs, pod_objs);
+    let mut nodes: Vec<_> = node_objs
+        .iter()
+        .filter_map(|n| {
+            let name = n.metadata.name.as_deref()?;
+            match pic.nodes.remove(name) {
+                Some(cards) => Some(nodes::dra_node(n, cards)),
+                None => nodes::map(n, used.get(name)),
+            }
+        })
+        .collect();
+    // Slices of a node whose Node object is not (yet) seen: shown, but not as schedulable.
+    for (name, cards) in std::mem::take(&mut pic.nodes) {
+        let reason = Some("no Node object seen for this DRA pool".to_string());
+        nodes.push(crate::model::Node { name, schedulable: false, reason, cards, ..crate::model::Node::default() });
+    }
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut workloads: Vec<_> = pod_objs.iter().filter_map(|p| pods::map(p, kinds, &classes)).collect();
+    let mut workloads: Vec<_> = pod_objs
+        .iter()
+        .filter_map(|p| {
+            pods::map(p, kinds, &classes).or_else(|| {
+                let asked = pic.requests.remove(&key(&p.metadata))?;
+                let mut w = pods::with_request(p, asked, kinds, &classes);
+                // What tessera sees blocking the claim, before the scheduler's words.
+                if let Some(why) = pic.blockers.remove(&key(&p.metadata)).filter(|_| !w.state.is_active()) {
+                    w.reason = Some(match w.reason.take() {
+                        Some(s) => format!("{why} (scheduler: {s})"),
+                        None => why,
+                    });
+                }
+                if w.state.is_active() {
+                    w.cards = pic.held.remove(&w.id).unwrap_or_default();
+                }
+                Some(w)
+            })
+        })
+        .collect();
     kueue::apply(&mut workloads, kueue_objs, pod_objs, kinds, &classes, positions);
     workloads.sort_by(|a, b| a.id.cmp(&b.id));
     one_card_nodes(&mut nodes, &mut workloads);
@@ -33,6 +67,8 @@ pub fn build(
         1 => "the 1 node does not advertise an nvidia.com GPU resource".to_string(),
         n => format!("none of {n} nodes advertises an nvidia.com GPU resource"),
     });
+    let note: Vec<String> = note.into_iter().chain(pic.notes).collect();
+    let note = (!note.is_empty()).then(|| note.join("; "));
     Partial { nodes, workloads, note, ..Partial::default() }
 }
 
@@ -86,7 +122,9 @@ mod tests {
     #[test]
     fn one_node_without_gpus_is_said_in_the_singular() {
         let cpu = |n: &str| obj::<GpuNode>(json!({"metadata": {"name": n}, "status": {"allocatable": {"cpu": "4"}}}));
-        let note = |nodes: &[Arc<GpuNode>]| build(nodes, &[], &[], &[], &KindRules::default(), &Positions::new()).note;
+        let note = |nodes: &[Arc<GpuNode>]| {
+            build(nodes, &[], &[], &[], &KindRules::default(), &Positions::new(), &dra::Objects::default()).note
+        };
         assert_eq!(note(&[cpu("a")]).as_deref(), Some("the 1 node does not advertise an nvidia.com GPU resource"));
         assert_eq!(
             note(&[cpu("a"), cpu("b")]).as_deref(),
@@ -116,7 +154,15 @@ mod tests {
             pod("done", Some("gpu-1"), "Succeeded", 2),
         ];
         let classes = [obj::<PriorityClass>(json!({"metadata": {"name": "batch-high"}, "value": 700}))];
-        let p = build(&[node, cpu_node], &pods, &classes, &[], &KindRules::default(), &Positions::new());
+        let p = build(
+            &[node, cpu_node],
+            &pods,
+            &classes,
+            &[],
+            &KindRules::default(),
+            &Positions::new(),
+            &dra::Objects::default(),
+        );
         assert_eq!(p.nodes.len(), 1);
         let cap = &p.nodes[0].capacity;
         assert_eq!(cap.len(), 1);
@@ -137,7 +183,7 @@ mod tests {
     #[test]
     fn a_cluster_without_gpus_says_so() {
         let cpu_node = obj::<GpuNode>(json!({"metadata": {"name": "cpu-1"}, "status": {"allocatable": {"cpu": "4"}}}));
-        let p = build(&[cpu_node], &[], &[], &[], &KindRules::default(), &Positions::new());
+        let p = build(&[cpu_node], &[], &[], &[], &KindRules::default(), &Positions::new(), &dra::Objects::default());
         assert!(p.nodes.is_empty());
         assert_eq!(p.note.as_deref(), Some("the 1 node does not advertise an nvidia.com GPU resource"));
     }

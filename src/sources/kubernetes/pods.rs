@@ -58,6 +58,11 @@ pub fn map(p: &GpuPod, kinds: &KindRules, classes: &Classes) -> Option<Workload>
     if gpus.is_empty() {
         return None;
     }
+    Some(with_request(p, request(&gpus, &p.spec), kinds, classes))
+}
+
+/// The pod as a workload asking for `asked` (its extended resources, or its DRA claims).
+pub fn with_request(p: &GpuPod, asked: Request, kinds: &KindRules, classes: &Classes) -> Workload {
     let namespace = p.metadata.namespace.clone().unwrap_or_default();
     let class = p.spec.priority_class_name.as_deref().unwrap_or_default();
     let kind = kinds.classify([class, namespace.as_str()], true);
@@ -67,13 +72,13 @@ pub fn map(p: &GpuPod, kinds: &KindRules, classes: &Classes) -> Option<Workload>
     w.owner = Some(namespace).filter(|n| !n.is_empty());
     w.reason = reason;
     w.priority = p.spec.priority.or_else(|| classes.get(class).copied()).map(i64::from);
-    w.request = request(&gpus, &p.spec);
+    w.request = asked;
     w.submitted_at = created(&p.metadata);
     if state.is_active() {
         w.started_at = p.status.start_time;
         w.node.clone_from(&p.spec.node_name);
     }
-    Some(w)
+    w
 }
 
 /// A pod bound to a node holds its GPUs even while its containers are still being created,
@@ -127,13 +132,13 @@ pub fn used_by_node<'a>(pods: impl IntoIterator<Item = &'a GpuPod>) -> HashMap<S
     out
 }
 
-/// Keep only what the mapping reads: metadata bookkeeping goes, and a pod without GPUs keeps
-/// nothing but its identity (the store needs it to apply a later delete).
+/// Keep only what the mapping reads: metadata bookkeeping goes, and a pod without GPUs or
+/// resource claims (DRA) keeps nothing but its identity (the store needs it to apply a later delete).
 pub fn strip(p: &mut GpuPod) {
     p.metadata.managed_fields = None;
     p.metadata.annotations = None;
     p.metadata.labels = None;
-    if resources::pod_gpus(&p.spec).is_empty() {
+    if resources::pod_gpus(&p.spec).is_empty() && p.spec.resource_claims.is_empty() {
         p.spec = PodSpec::default();
         p.status = Default::default();
         p.metadata.owner_references = None;

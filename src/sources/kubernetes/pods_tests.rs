@@ -117,7 +117,7 @@ fn priority_class_decides_the_kind_and_fills_a_missing_priority() {
     let old: k8s_openapi::api::scheduling::v1::PriorityClass =
         serde_json::from_value(old).unwrap_or_else(|e| panic!("{e}"));
     let classes: Classes =
-        classes_list.iter().chain([&old]).filter_map(|c| Some((c.metadata.name.clone()?, c.value))).collect();
+        classes_list.iter().chain([&old]).filter_map(|c| Some((c.metadata.name.clone()?, c.value?))).collect();
     assert_eq!(classes.get("job-priority"), Some(&1));
     assert_eq!(classes.get("task-priority"), Some(&10));
     assert_eq!(classes.get("high-pri"), Some(&1000));

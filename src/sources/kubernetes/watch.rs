@@ -18,10 +18,13 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use super::dra::objects::{Claim, Class, Rule, Slice, Template};
 use super::error;
 use super::kept::{self, Kept};
 use super::objects::{GpuNode, GpuPod, KueueWorkload};
 use super::pods;
+
+mod dra;
 
 const KUEUE_GROUP: &str = "kueue.x-k8s.io";
 /// How often to look again for Kueue when it was not installed.
@@ -55,12 +58,33 @@ enum Kueue {
     Present(Synced),
 }
 
+/// Dynamic Resource Allocation's kinds, each watched where served.
+#[derive(Debug, Clone, Default)]
+struct DraSynced {
+    slices: Synced,
+    claims: Synced,
+    templates: Synced,
+    classes: Synced,
+    /// `None`: the API server does not serve DeviceTaintRules (resource.k8s.io/v1beta2).
+    rules: Option<Synced>,
+}
+
+#[derive(Debug, Clone)]
+enum Dra {
+    Discovering,
+    /// resource.k8s.io/v1 is not served: a cluster without DRA.
+    Absent,
+    Unknown(String),
+    Present(Box<DraSynced>),
+}
+
 #[derive(Debug)]
 struct Health {
     nodes: Synced,
     pods: Synced,
     classes: Synced,
     kueue: Kueue,
+    dra: Dra,
     /// Ready was reported once: from then on a late optional part (Kueue installed later, a
     /// PriorityClass relist) is a note, not a reason to hold back nodes and pods.
     ready_once: bool,
@@ -100,6 +124,11 @@ enum Slot {
     Pods,
     Classes,
     Kueue,
+    Slices,
+    Claims,
+    Templates,
+    DeviceClasses,
+    TaintRules,
 }
 
 impl Slot {
@@ -110,6 +139,11 @@ impl Slot {
             Self::Pods => "pods",
             Self::Classes => "PriorityClasses",
             Self::Kueue => "workloads",
+            Self::Slices => "ResourceSlices",
+            Self::Claims => "ResourceClaims",
+            Self::Templates => "ResourceClaimTemplates",
+            Self::DeviceClasses => "DeviceClasses",
+            Self::TaintRules => "DeviceTaintRules",
         }
     }
 
@@ -122,8 +156,29 @@ impl Slot {
                 Kueue::Present(s) => Some(s),
                 _ => None,
             },
+            dra => match &mut h.dra {
+                Dra::Present(d) => match dra {
+                    Self::Slices => Some(&mut d.slices),
+                    Self::Claims => Some(&mut d.claims),
+                    Self::Templates => Some(&mut d.templates),
+                    Self::DeviceClasses => Some(&mut d.classes),
+                    _ => d.rules.as_mut(),
+                },
+                _ => None,
+            },
         }
     }
+}
+
+/// The DRA watch stores, once resource.k8s.io is found.
+#[derive(Clone)]
+pub struct DraStores {
+    pub slices: Store<Slice>,
+    pub claims: Store<Claim>,
+    pub templates: Store<Template>,
+    pub classes: Store<Class>,
+    /// `None` where DeviceTaintRules are not served.
+    pub rules: Option<Store<Rule>>,
 }
 
 /// The running watches; dropping this stops them.
@@ -132,6 +187,7 @@ pub struct Watches {
     pub pods: Store<GpuPod>,
     pub classes: Store<PriorityClass>,
     kueue: Arc<Mutex<Option<Store<KueueWorkload>>>>,
+    dra: Arc<Mutex<Option<DraStores>>>,
     shared: Shared,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -154,6 +210,7 @@ impl Watches {
                 pods: Synced::default(),
                 classes: Synced::default(),
                 kueue: Kueue::Discovering,
+                dra: Dra::Discovering,
                 ready_once: false,
             })),
             changed: Arc::new(Notify::new()),
@@ -167,6 +224,7 @@ impl Watches {
         let cfg = watcher::Config::default().page_size(PAGE);
         let pod_cfg = cfg.clone().fields("status.phase!=Succeeded,status.phase!=Failed");
         let kueue = Arc::new(Mutex::new(None));
+        let dra = Arc::new(Mutex::new(None));
         let tasks = vec![
             tokio::spawn(run(
                 Api::all(client.clone()),
@@ -195,13 +253,18 @@ impl Watches {
                 shared.clone(),
                 server.clone(),
             )),
-            tokio::spawn(kueue_task(client, kueue.clone(), shared.clone(), server)),
+            tokio::spawn(kueue_task(client.clone(), kueue.clone(), shared.clone(), server.clone())),
+            tokio::spawn(dra::task(client, dra.clone(), shared.clone(), server)),
         ];
-        Self { nodes, pods, classes, kueue, shared, tasks }
+        Self { nodes, pods, classes, kueue, dra, shared, tasks }
     }
 
     pub fn kueue(&self) -> Option<Store<KueueWorkload>> {
         self.kueue.lock().ok().and_then(|k| k.clone())
+    }
+
+    pub fn dra(&self) -> Option<DraStores> {
+        self.dra.lock().ok().and_then(|k| k.clone())
     }
 
     pub fn state(&self) -> State {
@@ -222,6 +285,7 @@ impl Watches {
             notes.push(format!("Kueue workloads: {c}"));
         }
         let mut optional_syncing = false;
+        optional_syncing |= dra_notes(&h.dra, h.ready_once, &mut notes);
         match (&h.classes.error, h.classes.listed) {
             (Some((verb, why)), _) => {
                 notes.push(format!("PriorityClass values unknown: {verb} priorityclasses: {why}"))
@@ -249,6 +313,47 @@ impl Watches {
     pub async fn changed(&self) {
         self.shared.changed.notified().await;
     }
+}
+
+/// DRA's notes (failures, what is left out, DeviceTaintRules not served); whether a part
+/// is still on its first list.
+fn dra_notes(dra: &Dra, ready_once: bool, notes: &mut Vec<String>) -> bool {
+    let d = match dra {
+        Dra::Discovering => return true,
+        Dra::Absent => return false,
+        Dra::Unknown(e) => {
+            notes.push(format!("DRA (resource.k8s.io) not checked: {e}"));
+            return false;
+        }
+        Dra::Present(d) => d,
+    };
+    let mut syncing = false;
+    let parts = [
+        ("resourceslices", Some(&d.slices)),
+        ("resourceclaims", Some(&d.claims)),
+        ("resourceclaimtemplates", Some(&d.templates)),
+        ("deviceclasses", Some(&d.classes)),
+        ("devicetaintrules", d.rules.as_ref()),
+    ];
+    for (what, s) in parts {
+        let Some(s) = s else {
+            notes.push(
+                "DRA: DeviceTaintRules not served (resource.k8s.io/v1beta2 with the DRADeviceTaintRules feature gate): \
+                 taints set by rules are not seen"
+                    .into(),
+            );
+            continue;
+        };
+        if let Some(c) = &s.cut {
+            notes.push(format!("DRA: {c}"));
+        }
+        match &s.error {
+            Some((verb, why)) => notes.push(format!("DRA: {verb} {what}: {why}")),
+            None if !s.listed && ready_once => notes.push(format!("DRA: first list of {what} in progress")),
+            None => syncing |= !s.listed,
+        }
+    }
+    syncing
 }
 
 /// Drop the bookkeeping a store need not keep (managed fields are often most of an object).

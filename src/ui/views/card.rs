@@ -72,6 +72,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         ]),
         mig_bar(card, area.width, theme, &name),
     ];
+    let dra = super::dra::lines(card, w, theme, a);
+    let dra_h = dra.len() as u16;
+    top.extend(dra);
     top.push(Line::default());
     top.extend(instance_lines(fleet, card, w, theme, a));
 
@@ -82,7 +85,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     } else {
         u16::from(card.sharing_mode().is_some())
     };
-    let table_h = 4 + card.mig.instances.len() as u16 + 1 + (card.processes.len() as u16).min(8) + shared_h;
+    let table_h = 4 + dra_h + card.mig.instances.len() as u16 + 1 + (card.processes.len() as u16).min(8) + shared_h;
     let spare = area.height.saturating_sub(table_h);
     let ev_h = (events.len() as u16 + 1).min(9).min(spare / 2);
     let spark_h = if spare.saturating_sub(ev_h) >= 4 { (area.height / 4).clamp(4, 12).min(spare - ev_h) } else { 0 };
@@ -259,6 +262,7 @@ fn sharing_line(card: &Card, a: bool) -> Option<String> {
         (SharingMode::Mps, None) => "MPS: shared memory, a fatal fault can end every client".into(),
         (SharingMode::Exclusive, _) => "exclusive: one holder at a time".into(),
         (SharingMode::Mig, _) => "MIG".into(),
+        (SharingMode::DraDynamic, _) => "DRA dynamic: the DRA driver lays the card out per claim (DynamicMIG)".into(),
         (SharingMode::Partitioned, _) => {
             format!("partition mode {}: a GPU of its own on a partitioned card, not MIG", card.sharing_text(a))
         }

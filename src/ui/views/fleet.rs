@@ -232,7 +232,7 @@ fn card_line(
 }
 
 /// A card's condition in one word: its fault (lost, XID, ECC) before a drain, then draining,
-/// remapped rows, or ok.
+/// remapped rows, health unknown, or ok.
 pub fn card_state(card: &Card, theme: &Theme) -> (String, Style) {
     if card.health.lost {
         ("LOST".into(), theme.fg(theme.c.danger).add_modifier(Modifier::BOLD))
@@ -245,6 +245,9 @@ pub fn card_state(card: &Card, theme: &Theme) -> (String, Style) {
         ("DRAINING".into(), theme.fg(theme.c.warning))
     } else if card.health.remapped_rows_uncorrectable.is_some_and(|r| r > 0) {
         ("REMAPPED".into(), theme.fg(theme.c.warning))
+    } else if card.health.unknown.is_some() {
+        // Nothing reads its health: not "ok".
+        ("health ?".into(), theme.fg(theme.c.warning))
     } else {
         ("ok".into(), theme.fg(theme.c.ok))
     }

@@ -32,7 +32,13 @@ fn summary(st: &UiState, wide: bool, room: usize) -> String {
     // No source reports memory (a scheduler alone): unknown, not zero.
     let mem = if t.mem_total_mib == 0 { "N/A".to_string() } else { mem_pair(t.mem_used_mib, t.mem_total_mib) };
     // Unhealthy cards are counted where the eye starts: they need someone.
-    let sick = if t.unhealthy > 0 { format!(" ({} unhealthy)", t.unhealthy) } else { String::new() };
+    // Cards whose health nothing reads are said too: unknown is not healthy.
+    let sick = match (t.unhealthy, t.health_unknown) {
+        (0, 0) => String::new(),
+        (s, 0) => format!(" ({s} unhealthy)"),
+        (0, u) => format!(" ({u} health unknown)"),
+        (s, u) => format!(" ({s} unhealthy, {u} health unknown)"),
+    };
     let cards = format!("{}{sick}", crate::units::count(t.cards as u64, "card", "cards"));
     let queued = q.known.count_text(q.pending);
     // Advice that needs someone: high and warn findings, and a short form ("8H 2W") to try

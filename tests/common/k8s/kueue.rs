@@ -71,6 +71,7 @@ pub(super) fn groups(s: &State) -> Value {
     if let Some(v) = s.visibility.version {
         list.push(group(VISIBILITY_GROUP, v));
     }
+    list.extend(super::dra::group(s));
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": list})
 }
 

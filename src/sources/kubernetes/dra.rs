@@ -1,0 +1,107 @@
+//! Dynamic Resource Allocation: the cards a DRA driver (NVIDIA's `gpu.nvidia.com`) publishes
+//! in ResourceSlices, what allocated ResourceClaims hold on them (and which pods, through
+//! `reservedFor`), their device taints (the driver's and DeviceTaintRules'), and what pods with
+//! claims ask for. Both slice layouts are read: since Kubernetes 1.35 the driver publishes a
+//! pool's counter sets in a slice of their own, on 1.34 each GPU's slice carries its counter
+//! set beside its devices; the pool is read whole either way.
+
+mod cards;
+mod counters;
+mod explain;
+mod index;
+pub mod intern;
+pub mod objects;
+mod request;
+mod taints;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::objects::{GpuPod, key};
+use crate::model::{Card, CardRef, Request};
+use objects::{Claim, Class, Rule, Slice, Template};
+
+/// The driver whose devices are GPUs.
+pub const GPU_DRIVER: &str = "gpu.nvidia.com";
+/// The most notes the DRA part adds to a source's note: the rest are counted.
+const MAX_NOTES: usize = 6;
+
+/// The DRA objects of one update, as the watch stores hold them.
+#[derive(Clone, Copy, Default)]
+pub struct Objects<'a> {
+    pub slices: &'a [Arc<Slice>],
+    pub claims: &'a [Arc<Claim>],
+    pub templates: &'a [Arc<Template>],
+    pub classes: &'a [Arc<Class>],
+    pub rules: &'a [Arc<Rule>],
+}
+
+/// What DRA says of the cluster: the cards of each DRA node, the cards each pod holds, and
+/// problems of objects that are not a card's.
+#[derive(Debug, Default)]
+pub struct Picture {
+    /// Node name → its DRA cards, by index.
+    pub nodes: BTreeMap<String, Vec<Card>>,
+    /// Workload id (`k8s:NS/POD`) → the cards its claims hold.
+    pub held: BTreeMap<String, Vec<CardRef>>,
+    /// Pod (`NS/POD`) → what its claims ask for, for pods whose claims ask for GPUs.
+    pub requests: std::collections::HashMap<String, Request>,
+    /// Pending pod (`NS/POD`) → why its claims cannot be allocated now, where tessera sees it.
+    pub blockers: std::collections::HashMap<String, String>,
+    pub notes: Vec<String>,
+}
+
+impl Picture {
+    /// Add a note, bounded.
+    fn note(&mut self, text: String) {
+        match self.notes.len() {
+            n if n < MAX_NOTES => self.notes.push(text),
+            n if n == MAX_NOTES => self.notes.push("DRA: more problems not shown".into()),
+            _ => {}
+        }
+    }
+}
+
+/// The picture from the objects, and what the pods with claims among `pods` ask for.
+pub fn picture(o: &Objects, pods: &[Arc<GpuPod>]) -> Picture {
+    let mut pic = Picture::default();
+    let devices = index::Devices::new(o.slices);
+    let lookup = request::Lookup::new(*o, &devices);
+    for p in pods.iter().filter(|p| !p.spec.resource_claims.is_empty()) {
+        if let Some(r) = request::request(p, &lookup) {
+            pic.requests.insert(key(&p.metadata), r);
+        }
+    }
+    let held = index::Allocations::new(o.claims, &devices, &mut pic);
+    let rules = taints::Rules::new(o.rules);
+    for pool in devices.pools() {
+        let (node, cards) = cards::cards(pool, &held, &rules, &mut pic);
+        if let Some(node) = node {
+            for c in &cards {
+                for id in c.holders() {
+                    let r = CardRef::new(node.clone(), c.index);
+                    let list = pic.held.entry(id.to_string()).or_default();
+                    if !list.contains(&r) {
+                        list.push(r);
+                    }
+                }
+            }
+            pic.nodes.entry(node).or_default().extend(cards);
+        }
+    }
+    for cards in pic.nodes.values_mut() {
+        cards.sort_by_key(|c| c.index);
+    }
+    let unbound = |p: &&Arc<GpuPod>| p.spec.node_name.as_deref().is_none_or(str::is_empty);
+    for p in pods.iter().filter(|p| !p.spec.resource_claims.is_empty()).filter(unbound) {
+        let specs = request::unallocated(p, &lookup);
+        if let Some(why) = explain::explain(lookup.objects(), &specs, &pic.nodes) {
+            pic.blockers.insert(key(&p.metadata), why);
+        }
+    }
+    pic
+}
+
+#[cfg(test)]
+#[path = "dra_tests.rs"]
+mod tests;
