@@ -8,104 +8,23 @@ impl UiState {
     /// Apply an intent from the keymap.
     pub fn apply(&mut self, intent: Intent, fleet: &Fleet) -> Effect {
         let page = self.viewport.max(1) as isize;
-        if self.help {
-            // The help is in front: moving keys scroll it, not the list behind it.
-            let by: isize = match intent {
-                Intent::Up => -1,
-                Intent::Down => 1,
-                Intent::PageUp => -page,
-                Intent::PageDown => page,
-                Intent::Top => isize::MIN / 2,
-                Intent::Bottom => isize::MAX / 2,
-                _ => 0,
-            };
-            if by != 0 {
-                // The box shows the screen's rows less three (see views/help.rs), its lines
-                // wrapped to the screen's width; before a frame is drawn, the body's rows plus one.
-                let room = match self.screen.height {
-                    0 => self.viewport + 1,
-                    h => usize::from(h.saturating_sub(3)).max(1),
-                };
-                let last = crate::ui::views::help::line_count(self.read_only, self.replay.is_some(), self.screen.width)
-                    .saturating_sub(room);
-                self.help_scroll = self.help_scroll.saturating_add_signed(by).min(last);
-                return Effect::Redraw;
-            }
+        if let Some(e) = self.scroll_help(intent) {
+            return e;
         }
         match intent {
             Intent::Quit if self.action_running() => self.quit_when_done(),
             Intent::Quit => return Effect::Quit,
             Intent::Suspend => return Effect::Suspend,
             Intent::ShowAction => {
-                if self.action_hidden {
-                    self.action_hidden = false;
-                } else if self.tab == Tab::Advice {
-                    // The shown or selected finding's suggestion as the latest advice pass has
-                    // it, through the same plan and confirmation; a finding no longer listed is
-                    // not acted on.
-                    let shown = match (&self.panel, &self.panel_finding) {
-                        (Some(_), Some((kind, subject))) => Some(self.finding_at(*kind, subject)),
-                        // Another panel (`:fit`'s answer) suggests nothing.
-                        (Some(_), None) => Some(None),
-                        (None, _) => None,
-                    };
-                    let gone = shown == Some(None) && self.panel_finding.is_some();
-                    let at = shown.unwrap_or(Some(self.selected[4]));
-                    let suggestion = at.and_then(|i| self.findings.get(i)).map(|x| x.suggestion.clone());
-                    match suggestion {
-                        // A replay shows what was advised then; nothing is acted on from it.
-                        _ if self.replay.is_some() => {
-                            self.message = Some(
-                                "a replay is read-only: it shows what was advised then (act in the live console)"
-                                    .into(),
-                            )
-                        }
-                        _ if gone => {
-                            self.message =
-                                Some(format!("{GONE}: the latest advice no longer has it, nothing to act on"))
-                        }
-                        Some(Suggestion::Action { action, .. }) if !self.read_only && !self.action_running() => {
-                            return Effect::Request(crate::ui::actions::Request::Plan(action));
-                        }
-                        Some(Suggestion::Action { .. }) if self.read_only => {
-                            self.message = Some("read-only: actions are off".into())
-                        }
-                        Some(Suggestion::Action { .. }) => {
-                            self.message = Some("an action is running: start the next when it ends".into())
-                        }
-                        Some(Suggestion::InProgress { text, .. }) => {
-                            self.message = Some(format!("in progress: {text}; nothing to do until it lands"))
-                        }
-                        Some(Suggestion::Words { .. }) | None => {
-                            self.message = Some("this finding suggests nothing tessera can do itself".into())
-                        }
-                    }
-                } else {
-                    self.message = Some("no action is running (a acts on advice in the Advice view, 5)".into());
+                if let Some(e) = self.show_action() {
+                    return e;
                 }
             }
             Intent::Help => {
                 self.help = !self.help;
                 self.help_scroll = 0;
             }
-            Intent::Back => {
-                if self.help {
-                    self.help = false;
-                } else if self.panel.is_some() {
-                    self.panel = None;
-                    self.panel_finding = None;
-                } else if self.open_card.is_some() {
-                    self.open_card = None;
-                } else if self.open_workload.is_some() {
-                    self.open_workload = None;
-                } else if !self.filter_text.is_empty() {
-                    self.set_filter(String::new(), fleet);
-                } else if self.tab != Tab::Fleet {
-                    self.switch(Tab::Fleet);
-                } else {
-                    self.message = None;
-                }
-            }
+            Intent::Back => self.back(fleet),
             Intent::Filter => self.input = Input::Filter(self.filter_text.clone()),
             Intent::Command => self.input = Input::Command(String::new()),
             // In a card's view j/k go to the previous and next card.
@@ -119,45 +38,14 @@ impl UiState {
             Intent::PageDown => self.step(page),
             Intent::Top => self.step(-(self.len(self.tab) as isize)),
             Intent::Bottom => self.step(self.len(self.tab) as isize),
-            Intent::Open => {
-                let row =
-                    |rows: &[usize], i: usize| rows.get(i).and_then(|&w| fleet.workloads.get(w)).map(|w| w.id.clone());
-                match self.tab {
-                    Tab::Fleet => self.open_card = self.selected_card(),
-                    Tab::Queue => self.open_workload = row(&self.queue_rows, self.selected[1]),
-                    Tab::Workloads => self.open_workload = row(&self.workload_rows, self.selected[2]),
-                    Tab::Advice => {
-                        if let Some(x) = self.findings.get(self.selected[4]) {
-                            self.panel = Some(finding_panel(x));
-                            self.panel_finding = Some((x.kind, x.subject.clone()));
-                        }
-                    }
-                    Tab::Sources => {}
-                }
-            }
+            Intent::Open => self.open(fleet),
             Intent::NextView => self.switch(Tab::ALL[(self.tab.index() + 1) % Tab::ALL.len()]),
             Intent::ViewFleet => self.switch(Tab::Fleet),
             Intent::ViewQueue => self.switch(Tab::Queue),
             Intent::ViewWorkloads => self.switch(Tab::Workloads),
             Intent::ViewSources => self.switch(Tab::Sources),
             Intent::ViewAdvice => self.switch(Tab::Advice),
-            // In the Advice view: the most severe first, or the most costly.
-            Intent::Sort | Intent::ReverseSort if self.tab == Tab::Advice => {
-                self.toggle_advice_order();
-                let other = self.advice_order.toggled().as_str();
-                self.message = Some(format!("advice: {} (s: {other})", self.advice_order.as_str()));
-            }
-            Intent::Sort => {
-                self.sort = self.sort.next();
-                self.message = Some(format!("sorted by {}", self.sort.name()));
-                self.rebuild(fleet);
-            }
-            Intent::ReverseSort => {
-                self.sort_reverse = !self.sort_reverse;
-                let way = if self.sort_reverse { "smallest first" } else { "largest first" };
-                self.message = Some(format!("sorted by {}, {way}", self.sort.name()));
-                self.rebuild(fleet);
-            }
+            Intent::Sort | Intent::ReverseSort => self.sort_by(intent, fleet),
             Intent::ScheduleChange => match &self.banner {
                 _ if self.action_running() => {
                     self.message = Some("an action is running: start the next when it ends".into());
@@ -178,6 +66,145 @@ impl UiState {
             }
         }
         Effect::Redraw
+    }
+
+    /// With the help in front, moving keys scroll it, not the list behind it.
+    fn scroll_help(&mut self, intent: Intent) -> Option<Effect> {
+        let page = self.viewport.max(1) as isize;
+        if self.help {
+            let by: isize = match intent {
+                Intent::Up => -1,
+                Intent::Down => 1,
+                Intent::PageUp => -page,
+                Intent::PageDown => page,
+                Intent::Top => isize::MIN / 2,
+                Intent::Bottom => isize::MAX / 2,
+                _ => 0,
+            };
+            if by != 0 {
+                // The box shows the screen's rows less three (see views/help.rs), its lines
+                // wrapped to the screen's width; before a frame is drawn, the body's rows plus one.
+                let room = match self.screen.height {
+                    0 => self.viewport + 1,
+                    h => usize::from(h.saturating_sub(3)).max(1),
+                };
+                let last = crate::ui::views::help::line_count(self.read_only, self.replay.is_some(), self.screen.width)
+                    .saturating_sub(room);
+                self.help_scroll = self.help_scroll.saturating_add_signed(by).min(last);
+                return Some(Effect::Redraw);
+            }
+        }
+        None
+    }
+
+    /// `a`: the shown or selected finding's suggestion, planned (in the Advice view); else say
+    /// why nothing is done.
+    fn show_action(&mut self) -> Option<Effect> {
+        if self.action_hidden {
+            self.action_hidden = false;
+        } else if self.tab == Tab::Advice {
+            // The shown or selected finding's suggestion as the latest advice pass has
+            // it, through the same plan and confirmation; a finding no longer listed is
+            // not acted on.
+            let shown = match (&self.panel, &self.panel_finding) {
+                (Some(_), Some((kind, subject))) => Some(self.finding_at(*kind, subject)),
+                // Another panel (`:fit`'s answer) suggests nothing.
+                (Some(_), None) => Some(None),
+                (None, _) => None,
+            };
+            let gone = shown == Some(None) && self.panel_finding.is_some();
+            let at = shown.unwrap_or(Some(self.selected[4]));
+            let suggestion = at.and_then(|i| self.findings.get(i)).map(|x| x.suggestion.clone());
+            match suggestion {
+                // A replay shows what was advised then; nothing is acted on from it.
+                _ if self.replay.is_some() => {
+                    self.message =
+                        Some("a replay is read-only: it shows what was advised then (act in the live console)".into())
+                }
+                _ if gone => {
+                    self.message = Some(format!("{GONE}: the latest advice no longer has it, nothing to act on"))
+                }
+                Some(Suggestion::Action { action, .. }) if !self.read_only && !self.action_running() => {
+                    return Some(Effect::Request(crate::ui::actions::Request::Plan(action)));
+                }
+                Some(Suggestion::Action { .. }) if self.read_only => {
+                    self.message = Some("read-only: actions are off".into())
+                }
+                Some(Suggestion::Action { .. }) => {
+                    self.message = Some("an action is running: start the next when it ends".into())
+                }
+                Some(Suggestion::InProgress { text, .. }) => {
+                    self.message = Some(format!("in progress: {text}; nothing to do until it lands"))
+                }
+                Some(Suggestion::Words { .. }) | None => {
+                    self.message = Some("this finding suggests nothing tessera can do itself".into())
+                }
+            }
+        } else {
+            self.message = Some("no action is running (a acts on advice in the Advice view, 5)".into());
+        }
+        None
+    }
+
+    /// `Esc`: close what is in front, else clear the filter, else go back to the fleet.
+    fn back(&mut self, fleet: &Fleet) {
+        if self.help {
+            self.help = false;
+        } else if self.panel.is_some() {
+            self.panel = None;
+            self.panel_finding = None;
+        } else if self.open_card.is_some() {
+            self.open_card = None;
+        } else if self.open_workload.is_some() {
+            self.open_workload = None;
+        } else if !self.filter_text.is_empty() {
+            self.set_filter(String::new(), fleet);
+        } else if self.tab != Tab::Fleet {
+            self.switch(Tab::Fleet);
+        } else {
+            self.message = None;
+        }
+    }
+
+    /// `Enter`: open the selected row (a card, a workload, a finding's detail).
+    fn open(&mut self, fleet: &Fleet) {
+        let row = |rows: &[usize], i: usize| rows.get(i).and_then(|&w| fleet.workloads.get(w)).map(|w| w.id.clone());
+        match self.tab {
+            Tab::Fleet => self.open_card = self.selected_card(),
+            Tab::Queue => self.open_workload = row(&self.queue_rows, self.selected[1]),
+            Tab::Workloads => self.open_workload = row(&self.workload_rows, self.selected[2]),
+            Tab::Advice => {
+                if let Some(x) = self.findings.get(self.selected[4]) {
+                    self.panel = Some(finding_panel(x));
+                    self.panel_finding = Some((x.kind, x.subject.clone()));
+                }
+            }
+            Tab::Sources => {}
+        }
+    }
+
+    /// `s` and `S`: the next sort or the reverse order; in the Advice view, severity or cost.
+    fn sort_by(&mut self, intent: Intent, fleet: &Fleet) {
+        match intent {
+            // In the Advice view: the most severe first, or the most costly.
+            Intent::Sort | Intent::ReverseSort if self.tab == Tab::Advice => {
+                self.toggle_advice_order();
+                let other = self.advice_order.toggled().as_str();
+                self.message = Some(format!("advice: {} (s: {other})", self.advice_order.as_str()));
+            }
+            Intent::Sort => {
+                self.sort = self.sort.next();
+                self.message = Some(format!("sorted by {}", self.sort.name()));
+                self.rebuild(fleet);
+            }
+            Intent::ReverseSort => {
+                self.sort_reverse = !self.sort_reverse;
+                let way = if self.sort_reverse { "smallest first" } else { "largest first" };
+                self.message = Some(format!("sorted by {}, {way}", self.sort.name()));
+                self.rebuild(fleet);
+            }
+            _ => {}
+        }
     }
 
     fn switch(&mut self, t: Tab) {
