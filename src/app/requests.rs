@@ -66,34 +66,46 @@ pub(super) fn on_request(
                 st.message = Some(format!("{}: {e}", action.verb()));
             }
         },
-        Request::Execute(plan) => match runner.approve(&plan, store.fleet()) {
-            Approval::Go(approved) => {
-                st.modal = Some(dialogs::running(Box::new(approved.plan().clone())));
-                spawn_run(*approved, tx.clone());
-            }
-            Approval::Changed(now) => {
-                let taken = now.wait_idle && !plan.wait_idle;
-                let say = if taken {
-                    "the card was taken while you confirmed: the new plan drains it first and waits for that work"
-                } else {
-                    "the cluster changed since the plan was shown: confirm the new plan"
-                };
-                st.message = Some(say.into());
-                st.modal = Some(dialogs::confirm(*now));
-            }
-            Approval::Gone(e) => {
-                st.modal = None;
-                st.message = Some(format!("{}: {e}", plan.action.verb()));
-            }
-            Approval::NotStarted(e) => {
-                st.modal = None;
-                st.message = Some(format!("{} not started: {e}", plan.action.verb()));
-            }
-            Approval::Refused(e) => {
-                st.modal = None;
-                st.message = Some(format!("{} refused: {e}", plan.action.verb()));
-            }
-        },
+        Request::Execute(plan) => execute(st, store, runner, tx, &plan),
+    }
+}
+
+/// A confirmed plan: the runner plans it again; unchanged and audited, it runs on a task;
+/// changed, the new plan is confirmed; else the dialog closes with why.
+fn execute(
+    st: &mut UiState,
+    store: &Store,
+    runner: &Runner,
+    tx: &mpsc::UnboundedSender<ActEvent>,
+    plan: &crate::actions::Plan,
+) {
+    match runner.approve(plan, store.fleet()) {
+        Approval::Go(approved) => {
+            st.modal = Some(dialogs::running(Box::new(approved.plan().clone())));
+            spawn_run(*approved, tx.clone());
+        }
+        Approval::Changed(now) => {
+            let taken = now.wait_idle && !plan.wait_idle;
+            let say = if taken {
+                "the card was taken while you confirmed: the new plan drains it first and waits for that work"
+            } else {
+                "the cluster changed since the plan was shown: confirm the new plan"
+            };
+            st.message = Some(say.into());
+            st.modal = Some(dialogs::confirm(*now));
+        }
+        Approval::Gone(e) => {
+            st.modal = None;
+            st.message = Some(format!("{}: {e}", plan.action.verb()));
+        }
+        Approval::NotStarted(e) => {
+            st.modal = None;
+            st.message = Some(format!("{} not started: {e}", plan.action.verb()));
+        }
+        Approval::Refused(e) => {
+            st.modal = None;
+            st.message = Some(format!("{} refused: {e}", plan.action.verb()));
+        }
     }
 }
 
