@@ -405,10 +405,14 @@ impl<'a> Console<'a> {
                 ActEvent::Finished(o) => {
                     // A hidden dialog closes with the verdict in the footer.
                     if self.st.action_hidden {
-                        if let Modal::Running { plan, .. } = m {
-                            self.st.message = Some(dialogs::verdict(plan, &o));
+                        let verdict = match m {
+                            Modal::Running { plan, .. } => Some(dialogs::verdict(plan, &o)),
+                            _ => None,
+                        };
+                        if let Some(v) = verdict {
+                            self.st.say(v);
                         }
-                        self.st.modal = None;
+                        self.st.close_dialog();
                         self.st.action_hidden = false;
                     } else {
                         dialogs::on_outcome(m, o);
@@ -482,7 +486,7 @@ impl<'a> Console<'a> {
         {
             self.st.recording = None;
             let closed = self.recording.take().map(Session::finish);
-            self.st.message = Some(match closed {
+            self.st.say(match closed {
                 Some(Err(c)) => format!("recording stopped: {e} (and it could not be closed: {c})"),
                 _ => format!("recording stopped: {e}"),
             });
@@ -492,7 +496,7 @@ impl<'a> Console<'a> {
     /// The demand by hour kept for the next run, at each new sample.
     fn keep_demand(&mut self) {
         if let Err(e) = crate::engine::save_demand(&self.store, &mut self.demand_saved) {
-            self.st.message = Some(format!("demand by hour not kept: {e}"));
+            self.st.say(format!("demand by hour not kept: {e}"));
             // Tried again at the next sample.
             self.demand_saved = self.store.demand().last.or(Some(Utc::now()));
         }
@@ -585,7 +589,7 @@ impl<'a> Console<'a> {
         }
         // Not a request of the operator's: a later q or Ctrl-C is still the first.
         self.leaving.hung_up = true;
-        self.st.message = Some("hangup: tessera quits when the action ends".into());
+        self.st.say("hangup: tessera quits when the action ends");
         self.due.draw = true;
         Then::Go
     }
@@ -707,7 +711,7 @@ fn ui_state(cfg: &Config, ascii: bool, notes: &[String], recording: Option<&Sess
     let mut st = UiState::new(cfg.read_only, ascii, cfg.policy.min_runtime, Utc::now());
     st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
     if !notes.is_empty() {
-        st.message = Some(notes.join("; "));
+        st.say(notes.join("; "));
     }
     st.recording = recording.and_then(|r| r.recorder().path()).map(|p| p.display().to_string());
     st.on_fleet(store.fleet());

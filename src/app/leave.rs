@@ -26,7 +26,7 @@ pub(super) fn headless(st: &mut UiState) -> bool {
 pub(super) fn wait_for_action(st: &mut UiState, runner: &Runner, left: &mut Option<String>) -> bool {
     if st.action_running() && !st.quit_after_action {
         st.quit_after_action = true;
-        st.message = Some("an action is running: tessera quits when it ends (again to leave now)".into());
+        st.say("an action is running: tessera quits when it ends (again to leave now)");
         return true;
     }
     *left = interrupted(st, runner);

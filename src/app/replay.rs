@@ -90,7 +90,7 @@ fn show(
             store.show_recorded(fleet, store.simulated(), None);
             st.wall = at;
             st.forget_history();
-            st.message = Some(why);
+            st.say(why);
         }
     }
     st.on_fleet(store.fleet());
@@ -118,11 +118,11 @@ fn replay_state(cfg: &Config, ascii: bool, replay: Replay, problems: &[String]) 
     st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
     st.replay = Some(replay);
     if let Some(r) = &st.replay {
-        st.message = Some(format!("replaying {}: space pauses, g jumps to a time, ? lists the keys", r.what));
+        st.say(format!("replaying {}: space pauses, g jumps to a time, ? lists the keys", r.what));
     }
     if let Some(first) = problems.first() {
         let more = if problems.len() > 1 { format!(" (and {} more)", problems.len() - 1) } else { String::new() };
-        st.message = Some(format!("recording damaged, skipped: {first}{more}"));
+        st.say(format!("recording damaged, skipped: {first}{more}"));
     }
     st
 }
@@ -163,7 +163,7 @@ async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> R
                     Effect::Suspend => super::suspend(&mut terminal),
                     // No action key exists in a replay; a request cannot come, but if one did
                     // it would be refused here.
-                    Effect::Request(_) => st.message = Some("a replay is read-only: nothing can act on the past".into()),
+                    Effect::Request(_) => st.say("a replay is read-only: nothing can act on the past"),
                     Effect::Redraw | Effect::Dismissed | Effect::None => {}
                 }
                 // A step or a jump: the advice of that moment at once.

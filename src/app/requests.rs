@@ -24,46 +24,46 @@ pub(super) fn on_request(
     cfg: &Config,
 ) {
     if st.action_running() {
-        st.message = Some("an action is running: start the next when it ends".into());
+        st.say("an action is running: start the next when it ends");
         return;
     }
     match req {
         Request::PlanGroup(name) => match group_plan(&name, store, runner, schedules, cfg) {
-            Some(p) => st.modal = Some(crate::ui::group::confirm(p)),
-            None => st.message = Some(format!("schedule {name}: nothing is due now")),
+            Some(p) => st.show_dialog(crate::ui::group::confirm(p)),
+            None => st.say(format!("schedule {name}: nothing is due now")),
         },
         Request::RunGroup(plan) => {
             // The plan as it would be now: a window that began, a card that changed, a
             // preemption that became possible since it was shown: confirm the new one.
             match group_plan(&plan.schedule, store, runner, schedules, cfg) {
                 Some(p) if crate::schedule::group::same_run(&p, &plan) => {
-                    st.modal = Some(crate::ui::group::running(*plan));
+                    st.show_dialog(crate::ui::group::running(*plan));
                     st.action_hidden = false;
                 }
                 Some(p) => {
-                    st.message = Some("the cluster changed since the plan was shown: confirm the new plan".into());
-                    st.modal = Some(crate::ui::group::confirm(p));
+                    st.say("the cluster changed since the plan was shown: confirm the new plan");
+                    st.show_dialog(crate::ui::group::confirm(p));
                 }
                 None => {
-                    st.modal = None;
-                    st.message = Some(format!("schedule {}: nothing is due any more: nothing done", plan.schedule));
+                    st.close_dialog();
+                    st.say(format!("schedule {}: nothing is due any more: nothing done", plan.schedule));
                 }
             }
         }
         Request::Plan(action) => match runner.propose(&action, store.fleet()) {
             Ok(p) if p.nothing_to_do.is_some() => {
-                st.modal = None;
-                st.message = Some(format!(
+                st.close_dialog();
+                st.say(format!(
                     "{} {}: nothing to do: {}",
                     action.verb(),
                     p.target,
                     p.nothing_to_do.unwrap_or_default()
                 ));
             }
-            Ok(p) => st.modal = Some(dialogs::confirm(p)),
+            Ok(p) => st.show_dialog(dialogs::confirm(p)),
             Err(e) => {
-                st.modal = None;
-                st.message = Some(format!("{}: {e}", action.verb()));
+                st.close_dialog();
+                st.say(format!("{}: {e}", action.verb()));
             }
         },
         Request::Execute(plan) => execute(st, store, runner, tx, &plan),
@@ -81,7 +81,7 @@ fn execute(
 ) {
     match runner.approve(plan, store.fleet()) {
         Approval::Go(approved) => {
-            st.modal = Some(dialogs::running(Box::new(approved.plan().clone())));
+            st.show_dialog(dialogs::running(Box::new(approved.plan().clone())));
             spawn_run(*approved, tx.clone());
         }
         Approval::Changed(now) => {
@@ -91,20 +91,20 @@ fn execute(
             } else {
                 "the cluster changed since the plan was shown: confirm the new plan"
             };
-            st.message = Some(say.into());
-            st.modal = Some(dialogs::confirm(*now));
+            st.say(say);
+            st.show_dialog(dialogs::confirm(*now));
         }
         Approval::Gone(e) => {
-            st.modal = None;
-            st.message = Some(format!("{}: {e}", plan.action.verb()));
+            st.close_dialog();
+            st.say(format!("{}: {e}", plan.action.verb()));
         }
         Approval::NotStarted(e) => {
-            st.modal = None;
-            st.message = Some(format!("{} not started: {e}", plan.action.verb()));
+            st.close_dialog();
+            st.say(format!("{} not started: {e}", plan.action.verb()));
         }
         Approval::Refused(e) => {
-            st.modal = None;
-            st.message = Some(format!("{} refused: {e}", plan.action.verb()));
+            st.close_dialog();
+            st.say(format!("{} refused: {e}", plan.action.verb()));
         }
     }
 }

@@ -82,8 +82,9 @@ pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::
             Next::Busy | Next::Wait(_) => return,
             Next::Finished => {
                 if st.action_hidden {
-                    st.message = Some(run.summary());
-                    st.modal = None;
+                    let summary = run.summary();
+                    st.say(summary);
+                    st.close_dialog();
                     st.action_hidden = false;
                 }
                 return;
@@ -256,7 +257,7 @@ impl Auto {
     /// operator's own dialog.
     fn say(st: &mut UiState, said: &[String]) {
         if !said.is_empty() && st.modal.is_none() {
-            st.message = Some(format!("unattended: {}", said.join("; ")));
+            st.say(format!("unattended: {}", said.join("; ")));
         }
     }
 

@@ -94,9 +94,7 @@ pub(crate) fn signals() -> Result<Signals, CmdError> {
 /// Suspend, unless an action runs (then say so: it is never stopped half-way).
 pub(crate) fn try_suspend(terminal: &mut Terminal<CrosstermBackend<Stdout>>, st: &mut UiState) {
     if st.action_running() {
-        st.message = Some(
-            "an action is running: tessera is not suspended in the middle of one (Ctrl-Z again when it ends)".into(),
-        );
+        st.say("an action is running: tessera is not suspended in the middle of one (Ctrl-Z again when it ends)");
         return;
     }
     suspend(terminal);

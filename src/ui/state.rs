@@ -301,6 +301,21 @@ impl UiState {
         }
     }
 
+    /// Say `text` in the footer (it goes once shown `MESSAGE_FOR`, or with its view).
+    pub fn say(&mut self, text: impl Into<String>) {
+        self.message = Some(text.into());
+    }
+
+    /// Put a dialog in front (a confirmation, a running action's progress).
+    pub fn show_dialog(&mut self, dialog: super::actions::Modal) {
+        self.modal = Some(dialog);
+    }
+
+    /// Close the dialog in front, if any.
+    pub fn close_dialog(&mut self) {
+        self.modal = None;
+    }
+
     /// A footer message goes once shown this long (it stayed for minutes, long after what it
     /// said was over). True when one went.
     pub fn expire_message(&mut self, wall: DateTime<Utc>) -> bool {
