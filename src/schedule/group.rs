@@ -167,7 +167,6 @@ pub fn plan(
             g.left.push((c.card.clone(), format!("its next change is another: window {} at {when}", st.window)));
             continue;
         }
-        let target = c.card.to_string();
         let (layout, short) = placed(fleet, &c.card, &st.layout);
         let refused = |a: &Action| match propose(a) {
             Ok(p) if !p.allowed() => Some(crate::act::guard::joined(&p.blockers)),
@@ -180,34 +179,10 @@ pub fn plan(
             continue;
         }
         let ahead = st.at > now;
-        let preempt: Vec<Need> =
-            st.requires.iter().filter(|n| t.running == Running::Preempt && n.preemptible).cloned().collect();
         if !ahead && st.readiness.starts_with("ready") {
-            let action = Action::Repartition { target: target.clone(), layout: st.layout.clone() };
-            match propose(&action) {
-                Ok(p) if p.allowed() && p.nothing_to_do.is_none() => {
-                    for w in &p.warnings {
-                        if !g.warnings.contains(w) {
-                            g.warnings.push(w.clone());
-                        }
-                    }
-                    let steps = vec![
-                        format!("repartition to {short}"),
-                        format!("{} steps via {}", p.steps.len(), p.backend.as_str()),
-                    ];
-                    g.cards.push(CardChange {
-                        card: c.card.clone(),
-                        at: st.at,
-                        layout,
-                        drain: false,
-                        preempt,
-                        repartition: Some(p),
-                        steps,
-                    });
-                }
-                Ok(p) if !p.allowed() => g.left.push((c.card.clone(), crate::act::guard::joined(&p.blockers))),
-                Ok(p) => g.left.push((c.card.clone(), p.nothing_to_do.unwrap_or_default())),
-                Err(e) => g.left.push((c.card.clone(), e.to_string())),
+            match ready_change(&mut g, c, st, propose, layout, &short, preemptible(t, st)) {
+                Ok(change) => g.cards.push(change),
+                Err(why) => g.left.push((c.card.clone(), why)),
             }
             continue;
         }
@@ -216,51 +191,10 @@ pub fn plan(
             g.left.push((c.card.clone(), format!("{} (running = {})", st.readiness, t.running.as_str())));
             continue;
         }
-        let drain = Action::Drain { target: target.clone() };
-        // A preemption ahead of its change is judged then (the minimum runtime may pass).
-        let now_preempts = if ahead { &[][..] } else { &preempt[..] };
-        let why: Vec<String> = std::iter::once(drain)
-            .chain(now_preempts.iter().map(|n| Action::Preempt { workload: n.workload.clone(), force: false }))
-            .filter_map(|a| refused(&a))
-            .collect();
-        if !why.is_empty() {
-            g.left.push((c.card.clone(), why.join("; ")));
-            continue;
+        match drained_change(&mut g, t, c, st, &refused, layout, &short) {
+            Ok(change) => g.cards.push(change),
+            Err(why) => g.left.push((c.card.clone(), why)),
         }
-        let mut steps = vec![if ahead {
-            format!("drain now ({} ahead)", crate::units::duration::format(std::time::Duration::from_secs(t.lead_s)))
-        } else {
-            "drain".to_string()
-        }];
-        if ahead {
-            steps.push(format!("at {}:", st.at.format("%H:%M")));
-        }
-        for n in &preempt {
-            steps.push(format!("preempt {} {}", n.workload, n.name));
-        }
-        let others = st.requires.len() - preempt.len();
-        if !preempt.is_empty() {
-            steps.push(format!("wait until empty (at most {} min)", EMPTY_WITHIN_S / 60));
-        } else if others > 0 || ahead {
-            steps.push("its work must have ended by then (else left for later)".into());
-        }
-        steps.push(format!("repartition to {short}"));
-        steps.push("undrain".into());
-        for n in &preempt {
-            let who = format!("{} {}", n.workload, n.name);
-            if !g.preempts.contains(&who) {
-                g.preempts.push(who);
-            }
-        }
-        g.cards.push(CardChange {
-            card: c.card.clone(),
-            at: st.at,
-            layout,
-            drain: true,
-            preempt,
-            repartition: None,
-            steps,
-        });
     }
     // Idle cards first (nothing requeued elsewhere lands on them meanwhile), then the rest;
     // each group in node order, so a node's cards are done together.
@@ -269,6 +203,100 @@ pub fn plan(
     g.at = first.at;
     g.ahead = first.at > now;
     Some(g)
+}
+
+/// The holders of a card the run may preempt for its change (`running = "preempt"`).
+fn preemptible(t: &Timeline, st: &super::Step) -> Vec<Need> {
+    st.requires.iter().filter(|n| t.running == Running::Preempt && n.preemptible).cloned().collect()
+}
+
+/// An idle card due now: its repartition as the runner plans it (the plan's warnings said once
+/// for the group), or why it is not in the run.
+fn ready_change(
+    g: &mut GroupPlan,
+    c: &super::CardPlan,
+    st: &super::Step,
+    propose: &dyn Fn(&Action) -> Result<Plan, crate::act::plan::PlanError>,
+    layout: String,
+    short: &str,
+    preempt: Vec<Need>,
+) -> Result<CardChange, String> {
+    let action = Action::Repartition { target: c.card.to_string(), layout: st.layout.clone() };
+    match propose(&action) {
+        Ok(p) if p.allowed() && p.nothing_to_do.is_none() => {
+            for w in &p.warnings {
+                if !g.warnings.contains(w) {
+                    g.warnings.push(w.clone());
+                }
+            }
+            let steps =
+                vec![format!("repartition to {short}"), format!("{} steps via {}", p.steps.len(), p.backend.as_str())];
+            Ok(CardChange {
+                card: c.card.clone(),
+                at: st.at,
+                layout,
+                drain: false,
+                preempt,
+                repartition: Some(p),
+                steps,
+            })
+        }
+        Ok(p) if !p.allowed() => Err(crate::act::guard::joined(&p.blockers)),
+        Ok(p) => Err(p.nothing_to_do.unwrap_or_default()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A card to drain (its change ahead within `lead`, or due with training to preempt): its
+/// steps, or why it is not in the run (the runner would refuse its drain or a preemption).
+fn drained_change(
+    g: &mut GroupPlan,
+    t: &Timeline,
+    c: &super::CardPlan,
+    st: &super::Step,
+    refused: &dyn Fn(&Action) -> Option<String>,
+    layout: String,
+    short: &str,
+) -> Result<CardChange, String> {
+    // The group is planned at `g.at`: a change after it is ahead, within `lead`.
+    let ahead = st.at > g.at;
+    let preempt = preemptible(t, st);
+    let drain = Action::Drain { target: c.card.to_string() };
+    // A preemption ahead of its change is judged then (the minimum runtime may pass).
+    let now_preempts = if ahead { &[][..] } else { &preempt[..] };
+    let why: Vec<String> = std::iter::once(drain)
+        .chain(now_preempts.iter().map(|n| Action::Preempt { workload: n.workload.clone(), force: false }))
+        .filter_map(|a| refused(&a))
+        .collect();
+    if !why.is_empty() {
+        return Err(why.join("; "));
+    }
+    let mut steps = vec![if ahead {
+        format!("drain now ({} ahead)", crate::units::duration::format(std::time::Duration::from_secs(t.lead_s)))
+    } else {
+        "drain".to_string()
+    }];
+    if ahead {
+        steps.push(format!("at {}:", st.at.format("%H:%M")));
+    }
+    for n in &preempt {
+        steps.push(format!("preempt {} {}", n.workload, n.name));
+    }
+    let others = st.requires.len() - preempt.len();
+    if !preempt.is_empty() {
+        steps.push(format!("wait until empty (at most {} min)", EMPTY_WITHIN_S / 60));
+    } else if others > 0 || ahead {
+        steps.push("its work must have ended by then (else left for later)".into());
+    }
+    steps.push(format!("repartition to {short}"));
+    steps.push("undrain".into());
+    for n in &preempt {
+        let who = format!("{} {}", n.workload, n.name);
+        if !g.preempts.contains(&who) {
+            g.preempts.push(who);
+        }
+    }
+    Ok(CardChange { card: c.card.clone(), at: st.at, layout, drain: true, preempt, repartition: None, steps })
 }
 
 /// The same run: the same change on the same cards with the same steps (a plan confirmed a
