@@ -15,7 +15,7 @@ use crate::error::CmdError;
 /// `despite_open_intent`.
 pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: bool) -> Result<(), CmdError> {
     use crate::out::say;
-    use crate::schedule::unattended::{Decision, State, Went, decide};
+    use crate::schedule::unattended::{State, decide};
     let cfg = settings(g)?;
     if cfg.read_only {
         return Err(CmdError::Refused(
@@ -39,24 +39,11 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: 
             say(&format!("{n}\n"));
         }
         engine.first_answers().await;
-        let mut state = State::default();
         // Real sources: the cards an earlier run drained and did not give back (it was killed)
         // are this run's to give back or change. The simulator's go with its process.
         let keep = if engine.store.simulated() { None } else { drained_path() };
-        if let Some(path) = &keep {
-            match load_drained(path) {
-                Ok(cards) if !cards.is_empty() => {
-                    let names: Vec<String> = cards.iter().map(ToString::to_string).collect();
-                    say(&format!(
-                        "cards an earlier schedule run drained: {} (given back unless a change is due)\n",
-                        names.join(", ")
-                    ));
-                    state.drained = cards;
-                }
-                Ok(_) => {}
-                Err(e) => say(&format!("{e}: ignored; cards an earlier run drained stay as they are\n")),
-            }
-        }
+        let mut state = State::default();
+        state.drained = earlier_drained(keep.as_deref());
         let mut kept = state.drained.clone();
         let began = std::time::Instant::now();
         let tick = cfg.refresh.max(std::time::Duration::from_secs(1));
@@ -83,27 +70,10 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: 
                 stale_said = true;
             } else {
                 stale_said = false;
-                let mut todo = decide(&cfg.schedules, &fleet, now, cfg.policy.min_runtime, &mut state);
-                let mut i = 0;
-                while i < todo.len() && interrupts.received().is_none() {
-                    let d = todo[i].clone();
-                    i += 1;
-                    let Decision::Act { action, why, .. } = &d else {
-                        if let Decision::Report(text) = &d {
-                            say(&format!("{} {text}\n", stamp(now)));
-                        }
-                        continue;
-                    };
-                    let went = match execute(&mut engine, &mut interrupts, action, why, &stamp(now)).await {
-                        Ok(w) => w,
-                        Err(e) => {
-                            // Left at once: what this run drained is kept for the next (a
-                            // restart gives it back), and said.
-                            return Err(left_drained(e, keep.as_deref(), &state.drained));
-                        }
-                    };
-                    todo.extend(state.record(&d, went, now));
-                }
+                let todo = decide(&cfg.schedules, &fleet, now, cfg.policy.min_runtime, &mut state);
+                act_on(&mut engine, &mut interrupts, &mut state, todo, now)
+                    .await
+                    .map_err(|e| left_drained(e, keep.as_deref(), &state.drained))?;
             }
             if let Some(path) = keep.as_ref().filter(|_| state.drained != kept) {
                 match save_drained(path, &state.drained) {
@@ -117,19 +87,9 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: 
             }
         }
         // Give back what was drained for changes that did not come.
-        let drained: Vec<_> = state.drained.iter().cloned().collect();
-        for card in drained {
-            let action = crate::actions::Action::Undrain { target: card.to_string(), force: false };
-            let went =
-                execute(&mut engine, &mut interrupts, &action, "schedule run is ending", &stamp(Utc::now())).await;
-            let went = match went {
-                Ok(w) => w,
-                Err(e) => return Err(left_drained(e, keep.as_deref(), &state.drained)),
-            };
-            if went != Went::NotDone {
-                state.drained.remove(&card);
-            }
-        }
+        give_back_all(&mut engine, &mut interrupts, &mut state)
+            .await
+            .map_err(|e| left_drained(e, keep.as_deref(), &state.drained))?;
         if let Some(path) = &keep
             && let Err(e) = save_drained(path, &state.drained)
         {
@@ -138,6 +98,76 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: 
         say("schedule run: stopped\n");
         Ok(())
     })
+}
+
+/// The cards an earlier run drained and did not give back, read from `keep` (none for the
+/// simulator, or when unreadable: said).
+fn earlier_drained(keep: Option<&std::path::Path>) -> std::collections::BTreeSet<crate::model::CardRef> {
+    use crate::out::say;
+    let Some(path) = keep else { return Default::default() };
+    match load_drained(path) {
+        Ok(cards) if !cards.is_empty() => {
+            let names: Vec<String> = cards.iter().map(ToString::to_string).collect();
+            say(&format!(
+                "cards an earlier schedule run drained: {} (given back unless a change is due)\n",
+                names.join(", ")
+            ));
+            cards
+        }
+        Ok(_) => Default::default(),
+        Err(e) => {
+            say(&format!("{e}: ignored; cards an earlier run drained stay as they are\n"));
+            Default::default()
+        }
+    }
+}
+
+/// One tick's decisions, each action run through the runner and its outcome told back (which
+/// may add decisions); reports printed. `Err` when a second signal left at once.
+async fn act_on(
+    engine: &mut crate::engine::Engine,
+    interrupts: &mut super::super::interrupts::Interrupts,
+    state: &mut crate::schedule::unattended::State,
+    mut todo: Vec<crate::schedule::unattended::Decision>,
+    now: DateTime<Utc>,
+) -> Result<(), CmdError> {
+    use crate::out::say;
+    use crate::schedule::unattended::Decision;
+    let stamp = |t: DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    let mut i = 0;
+    while i < todo.len() && interrupts.received().is_none() {
+        let d = todo[i].clone();
+        i += 1;
+        let Decision::Act { action, why, .. } = &d else {
+            if let Decision::Report(text) = &d {
+                say(&format!("{} {text}\n", stamp(now)));
+            }
+            continue;
+        };
+        // Left at once: the caller keeps what this run drained for the next (a restart gives
+        // it back), and says so.
+        let went = execute(engine, interrupts, action, why, &stamp(now)).await?;
+        todo.extend(state.record(&d, went, now));
+    }
+    Ok(())
+}
+
+/// Undrain every card this run drained for a change that did not come.
+async fn give_back_all(
+    engine: &mut crate::engine::Engine,
+    interrupts: &mut super::super::interrupts::Interrupts,
+    state: &mut crate::schedule::unattended::State,
+) -> Result<(), CmdError> {
+    let stamp = |t: DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    let drained: Vec<_> = state.drained.iter().cloned().collect();
+    for card in drained {
+        let action = crate::actions::Action::Undrain { target: card.to_string(), force: false };
+        let went = execute(engine, interrupts, &action, "schedule run is ending", &stamp(Utc::now())).await?;
+        if went != crate::schedule::unattended::Went::NotDone {
+            state.drained.remove(&card);
+        }
+    }
+    Ok(())
 }
 
 /// Plan, approve and run one action through the runner, printing what happened; how it went.
