@@ -77,6 +77,115 @@ pub fn mig_profile(name: &str) -> Option<(u32, u64)> {
         .find_map(|m| m.profile(name).map(|p| (milli_of_slices(p.compute_slices, m.compute_slices), p.planning_mib())))
 }
 
+/// What one job asks of a card: its compute share (thousandths) and memory (MiB), from
+/// `mig_profile`, `fraction` or `gpu_memory` (a whole card where none is given).
+fn share<'a>(get: &impl Fn(&str) -> Result<Option<&'a str>, Bad>, gpus: u32) -> Result<(u32, u64), Bad> {
+    let fraction = match get("fraction")? {
+        Some(t) => {
+            let f: f64 = t.parse().map_err(|_| bad("fraction", format!("{t:?} is not a number from 0 to 1")))?;
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(bad("fraction", format!("{t}: a share of one GPU, above 0 and at most 1")));
+            }
+            Some(((f * 1000.0).round() as u32).clamp(1, 1000))
+        }
+        None => None,
+    };
+    let memory = match get("gpu_memory")? {
+        Some(t) => Some(crate::units::parse_size(t).map_err(|w| bad("gpu_memory", w.to_string()))?.div_ceil(1 << 20)),
+        None => None,
+    };
+    let profile = match get("mig_profile")? {
+        Some(p) => {
+            if fraction.is_some() || memory.is_some() {
+                return Err(bad(
+                    "mig_profile",
+                    "a MIG profile sets compute and memory: leave fraction and gpu_memory empty",
+                ));
+            }
+            Some(
+                mig_profile(p)
+                    .ok_or_else(|| bad("mig_profile", format!("{p:?}: no model of the MIG catalog has it")))?,
+            )
+        }
+        None => None,
+    };
+    let (milli, mem_mib) = match (profile, fraction, memory) {
+        (Some((m, mem)), _, _) => (m, mem),
+        (None, Some(f), mem) => (f, mem.unwrap_or(0)),
+        (None, None, Some(mem)) if gpus == 1 => (MEMORY_ONLY_MILLI, mem),
+        (None, None, mem) => (1000, mem.unwrap_or(0)),
+    };
+    if milli < 1000 && gpus > 1 {
+        let field = if profile.is_some() { "mig_profile" } else { "fraction" };
+        return Err(bad(field, format!("a share is of one GPU: {gpus} GPUs with a share (write gpus 1)")));
+    }
+    Ok((milli, mem_mib))
+}
+
+/// A job's optional columns beyond its size.
+struct Extras {
+    class: Class,
+    priority: i32,
+    checkpoint_s: Option<u32>,
+    use_milli: u32,
+    cpu_milli: u32,
+    host_mem_mib: u64,
+    models: Vec<Box<str>>,
+}
+
+/// A job's class, priority, checkpoint interval, real use, host CPUs and memory, and models.
+fn extras<'a>(get: &impl Fn(&str) -> Result<Option<&'a str>, Bad>) -> Result<Extras, Bad> {
+    let class = match get("class")? {
+        Some(t) => {
+            Class::parse(t).ok_or_else(|| bad("class", format!("{t:?}: expected inference, training or other")))?
+        }
+        None => Class::Other,
+    };
+    let priority = match get("priority")? {
+        Some(t) => {
+            let p: i64 = t.parse().map_err(|_| bad("priority", format!("{t:?} is not a whole number")))?;
+            p.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+        }
+        None => 0,
+    };
+    let checkpoint_s = match get("checkpoint")? {
+        Some(t) => {
+            let s = seconds(t).map_err(|w| bad("checkpoint", w))?;
+            Some(u32::try_from(s.max(1)).map_err(|_| bad("checkpoint", format!("{t}: too long an interval")))?)
+        }
+        None => None,
+    };
+    let use_milli = match get("use")? {
+        Some(t) => {
+            let u: f64 = t.parse().map_err(|_| bad("use", format!("{t:?} is not a number from 0 to 1")))?;
+            if !(0.0..=1.0).contains(&u) {
+                return Err(bad("use", format!("{t}: the share of the request really used, 0 to 1")));
+            }
+            (u * 1000.0).round() as u32
+        }
+        None => 1000,
+    };
+    let cpu_milli = match get("cpus")? {
+        Some(t) => {
+            let c: f64 = t.parse().map_err(|_| bad("cpus", format!("{t:?} is not a number of cores")))?;
+            if !(0.0..4_000_000.0).contains(&c) {
+                return Err(bad("cpus", format!("{t}: cores from 0")));
+            }
+            (c * 1000.0).round() as u32
+        }
+        None => 0,
+    };
+    let host_mem_mib = match get("host_memory")? {
+        Some(t) => crate::units::parse_size(t).map_err(|w| bad("host_memory", w.to_string()))?.div_ceil(1 << 20),
+        None => 0,
+    };
+    let models = match get("model")? {
+        Some(m) => m.split('|').map(str::trim).filter(|m| !m.is_empty()).map(|m| Model::named(m).name).collect(),
+        None => Vec::new(),
+    };
+    Ok(Extras { class, priority, checkpoint_s, use_milli, cpu_milli, host_mem_mib, models })
+}
+
 /// The demand CSV's GPU jobs, the rest counted. Times in RFC 3339 are made seconds from the
 /// earliest submit (`Parsed::start`); a file uses one kind of time.
 pub fn demand_csv(file: &str, r: impl BufRead, skip_bad: bool) -> Result<Parsed, LineError> {
@@ -107,95 +216,8 @@ pub fn demand_csv(file: &str, r: impl BufRead, skip_bad: bool) -> Result<Parsed,
         if gpus > MAX_GPUS {
             return Err(bad("gpus", format!("{gpus} GPUs in one job (at most {MAX_GPUS})")));
         }
-        let fraction = match get("fraction")? {
-            Some(t) => {
-                let f: f64 = t.parse().map_err(|_| bad("fraction", format!("{t:?} is not a number from 0 to 1")))?;
-                if !(f > 0.0 && f <= 1.0) {
-                    return Err(bad("fraction", format!("{t}: a share of one GPU, above 0 and at most 1")));
-                }
-                Some(((f * 1000.0).round() as u32).clamp(1, 1000))
-            }
-            None => None,
-        };
-        let memory = match get("gpu_memory")? {
-            Some(t) => {
-                Some(crate::units::parse_size(t).map_err(|w| bad("gpu_memory", w.to_string()))?.div_ceil(1 << 20))
-            }
-            None => None,
-        };
-        let profile = match get("mig_profile")? {
-            Some(p) => {
-                if fraction.is_some() || memory.is_some() {
-                    return Err(bad(
-                        "mig_profile",
-                        "a MIG profile sets compute and memory: leave fraction and gpu_memory empty",
-                    ));
-                }
-                Some(
-                    mig_profile(p)
-                        .ok_or_else(|| bad("mig_profile", format!("{p:?}: no model of the MIG catalog has it")))?,
-                )
-            }
-            None => None,
-        };
-        let (milli, mem_mib) = match (profile, fraction, memory) {
-            (Some((m, mem)), _, _) => (m, mem),
-            (None, Some(f), mem) => (f, mem.unwrap_or(0)),
-            (None, None, Some(mem)) if gpus == 1 => (MEMORY_ONLY_MILLI, mem),
-            (None, None, mem) => (1000, mem.unwrap_or(0)),
-        };
-        if milli < 1000 && gpus > 1 {
-            let field = if profile.is_some() { "mig_profile" } else { "fraction" };
-            return Err(bad(field, format!("a share is of one GPU: {gpus} GPUs with a share (write gpus 1)")));
-        }
-        let class = match get("class")? {
-            Some(t) => {
-                Class::parse(t).ok_or_else(|| bad("class", format!("{t:?}: expected inference, training or other")))?
-            }
-            None => Class::Other,
-        };
-        let priority = match get("priority")? {
-            Some(t) => {
-                let p: i64 = t.parse().map_err(|_| bad("priority", format!("{t:?} is not a whole number")))?;
-                p.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
-            }
-            None => 0,
-        };
-        let checkpoint_s = match get("checkpoint")? {
-            Some(t) => {
-                let s = seconds(t).map_err(|w| bad("checkpoint", w))?;
-                Some(u32::try_from(s.max(1)).map_err(|_| bad("checkpoint", format!("{t}: too long an interval")))?)
-            }
-            None => None,
-        };
-        let use_milli = match get("use")? {
-            Some(t) => {
-                let u: f64 = t.parse().map_err(|_| bad("use", format!("{t:?} is not a number from 0 to 1")))?;
-                if !(0.0..=1.0).contains(&u) {
-                    return Err(bad("use", format!("{t}: the share of the request really used, 0 to 1")));
-                }
-                (u * 1000.0).round() as u32
-            }
-            None => 1000,
-        };
-        let cpu_milli = match get("cpus")? {
-            Some(t) => {
-                let c: f64 = t.parse().map_err(|_| bad("cpus", format!("{t:?} is not a number of cores")))?;
-                if !(0.0..4_000_000.0).contains(&c) {
-                    return Err(bad("cpus", format!("{t}: cores from 0")));
-                }
-                (c * 1000.0).round() as u32
-            }
-            None => 0,
-        };
-        let host_mem_mib = match get("host_memory")? {
-            Some(t) => crate::units::parse_size(t).map_err(|w| bad("host_memory", w.to_string()))?.div_ceil(1 << 20),
-            None => 0,
-        };
-        let models = match get("model")? {
-            Some(m) => m.split('|').map(str::trim).filter(|m| !m.is_empty()).map(|m| Model::named(m).name).collect(),
-            None => Vec::new(),
-        };
+        let (milli, mem_mib) = share(&get, gpus)?;
+        let x = extras(&get)?;
         let name: Box<str> = match get("name")? {
             Some(t) => t.into(),
             None => format!("line-{line}").into(),
@@ -212,13 +234,13 @@ pub fn demand_csv(file: &str, r: impl BufRead, skip_bad: bool) -> Result<Parsed,
             gpus,
             milli,
             mem_mib,
-            class,
-            priority,
-            checkpoint_s,
-            cpu_milli,
-            host_mem_mib,
-            models,
-            use_milli,
+            class: x.class,
+            priority: x.priority,
+            checkpoint_s: x.checkpoint_s,
+            cpu_milli: x.cpu_milli,
+            host_mem_mib: x.host_mem_mib,
+            models: x.models,
+            use_milli: x.use_milli,
         });
         Ok(())
     })?;
