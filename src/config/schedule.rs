@@ -89,29 +89,8 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
         match k.as_str() {
             "name" => {}
             "nodes" => s.nodes = strings(r, &kk, v)?,
-            "node_labels" => {
-                for l in strings(r, &kk, v)? {
-                    match l.split_once('=') {
-                        Some((k, val)) if !k.trim().is_empty() => {
-                            s.node_labels.push((k.trim().to_string(), val.trim().to_string()));
-                        }
-                        _ => return Err(r.bad(&kk, v, format!("{l:?}: a label is KEY=VALUE"))),
-                    }
-                }
-            }
-            "model" => {
-                let m = r.string(&kk, v)?;
-                if crate::model::mig::lookup(&m).is_none() {
-                    let near = crate::model::mig::suggest(&m);
-                    let why = if near.is_empty() {
-                        "not a MIG-capable model tessera knows (tessera layouts MODEL lists them)".to_string()
-                    } else {
-                        format!("not a MIG-capable model tessera knows; did you mean {}?", near.join(" or "))
-                    };
-                    return Err(r.bad(&kk, v, &why));
-                }
-                s.model = Some(m);
-            }
+            "node_labels" => s.node_labels.extend(node_labels(r, &kk, v)?),
+            "model" => s.model = Some(model(r, &kk, v)?),
             "timezone" => {
                 let z = r.string(&kk, v)?;
                 s.tz = jiff::tz::TimeZone::get(&z)
@@ -161,6 +140,42 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
     let Some(windows) = windows else {
         return Err(r.missing(&format!("{key}.window"), "a schedule needs [[schedule.window]] entries"));
     };
+    s.windows = read_windows(r, key, windows, s.model.as_deref())?;
+    Ok(s)
+}
+
+/// `node_labels`: each `KEY=VALUE`.
+fn node_labels(r: &Reader, key: &str, v: &Value) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out = Vec::new();
+    for l in strings(r, key, v)? {
+        match l.split_once('=') {
+            Some((k, val)) if !k.trim().is_empty() => out.push((k.trim().to_string(), val.trim().to_string())),
+            _ => return Err(r.bad(key, v, format!("{l:?}: a label is KEY=VALUE"))),
+        }
+    }
+    Ok(out)
+}
+
+/// `model`: a MIG-capable model of the catalog (the nearest names suggested).
+fn model(r: &Reader, key: &str, v: &Value) -> Result<String, ConfigError> {
+    let m = r.string(key, v)?;
+    if crate::model::mig::lookup(&m).is_none() {
+        let near = crate::model::mig::suggest(&m);
+        let why = if near.is_empty() {
+            "not a MIG-capable model tessera knows (tessera layouts MODEL lists them)".to_string()
+        } else {
+            format!("not a MIG-capable model tessera knows; did you mean {}?", near.join(" or "))
+        };
+        return Err(r.bad(key, v, &why));
+    }
+    Ok(m)
+}
+
+/// A schedule's `[[schedule.window]]` entries: at most `MAX_WINDOWS`, names unique, none
+/// overlapping another.
+fn read_windows(r: &Reader, key: &str, windows: &Value, model: Option<&str>) -> Result<Vec<Window>, ConfigError> {
+    let mut out: Vec<Window> = Vec::new();
+
     let list = windows
         .as_array()
         .ok_or_else(|| r.bad(&format!("{key}.window"), windows, "expected [[schedule.window]] entries"))?;
@@ -171,20 +186,20 @@ fn read_one(r: &Reader, key: &str, t: &Table) -> Result<Schedule, ConfigError> {
     for (j, w) in list.iter().enumerate() {
         let wk = format!("{key}.window[{j}]");
         let wt = w.as_table().ok_or_else(|| r.bad(&wk, w, "expected a [[schedule.window]] table"))?;
-        let win = read_window(r, &wk, wt, s.model.as_deref())?;
-        if s.windows.iter().any(|o| o.name == win.name) {
+        let win = read_window(r, &wk, wt, model)?;
+        if out.iter().any(|o| o.name == win.name) {
             return Err(r.bad(&format!("{wk}.name"), &Value::String(win.name.clone()), "another window has this name"));
         }
-        s.windows.push(win);
+        out.push(win);
     }
-    if let Some((a, b, at)) = overlap(&s.windows) {
+    if let Some((a, b, at)) = overlap(&out) {
         return Err(r.bad(
             &format!("{key}.window"),
             &Value::String(format!("{a}, {b}")),
             format!("windows {a:?} and {b:?} overlap ({at}): a card can have one layout at a time"),
         ));
     }
-    Ok(s)
+    Ok(out)
 }
 
 fn read_window(r: &Reader, key: &str, t: &Table, model: Option<&str>) -> Result<Window, ConfigError> {
