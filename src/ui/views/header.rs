@@ -122,6 +122,13 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         return;
     }
     let w = usize::from(area.width);
+    let line1 = title_line(st, theme, simulated, w);
+    let line2 = tabs_and_health(st, fleet, theme, w);
+    f.render_widget(Paragraph::new(vec![line1, line2]), area);
+}
+
+/// Line 1: the name, the mode badges (simulated, replay or read-only, recording), the summary.
+fn title_line(st: &UiState, theme: &Theme, simulated: bool, w: usize) -> Line<'static> {
     let hs = theme.header();
     let mut spans = vec![Span::styled(" tessera ", hs.add_modifier(Modifier::BOLD))];
     if simulated {
@@ -155,9 +162,11 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     let summary = if theme.ascii { summary.replace('│', "|").replace('…', "~") } else { summary };
     spans
         .push(Span::styled(format!("{:<1$}", fit(&summary, w.saturating_sub(used), theme.ascii), w - used.min(w)), hs));
-    let line1 = Line::from(spans);
+    Line::from(spans)
+}
 
-    // Line 2: tabs on the left, source health on the right.
+/// Line 2: tabs on the left, source health on the right.
+fn tabs_and_health(st: &UiState, fleet: &Fleet, theme: &Theme, w: usize) -> Line<'static> {
     let mut tabs: Vec<Span> = Vec::new();
     for tab in Tab::ALL {
         let label = format!(" {} {} ", tab.index() + 1, tab.title());
@@ -171,8 +180,19 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         tabs.push(Span::styled(format!(" card {c} "), theme.selection()));
     }
     let tab_w: usize = tabs.iter().map(|s| s.content.chars().count()).sum();
-    let mut health: Vec<Span> = Vec::new();
     let room = w.saturating_sub(tab_w + 1);
+    let (health, used) = health_spans(st, fleet, theme, room);
+    let gap = w.saturating_sub(tab_w + used);
+    let mut line2 = tabs;
+    line2.push(Span::raw(" ".repeat(gap)));
+    line2.extend(health);
+    Line::from(line2)
+}
+
+/// Each source's health in `room` columns (past a handful, one summary per kind), and the
+/// columns they take.
+fn health_spans(st: &UiState, fleet: &Fleet, theme: &Theme, room: usize) -> (Vec<Span<'static>>, usize) {
+    let mut health: Vec<Span> = Vec::new();
     let mut used = 0;
     // Hundreds of exporters do not fit a line: past a handful, one summary per kind.
     if fleet.sources.len() > 4 {
@@ -221,11 +241,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         used += text.chars().count();
         health.push(Span::styled(text, style));
     }
-    let gap = w.saturating_sub(tab_w + used);
-    let mut line2 = tabs;
-    line2.push(Span::raw(" ".repeat(gap)));
-    line2.extend(health);
-    f.render_widget(Paragraph::new(vec![line1, Line::from(line2)]), area);
+    (health, used)
 }
 
 #[cfg(test)]
