@@ -78,67 +78,76 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         lines.push(if i == st.selected[1] { line.patch_style(theme.selection()) } else { line });
     }
     if st.queue_rows.is_empty() {
-        let (text, style) = match &q.known {
-            crate::model::QueueKnown::Known if !st.filter_text.is_empty() => {
-                ("nothing waiting matches the filter".to_string(), theme.dim())
-            }
-            crate::model::QueueKnown::Known => ("nothing is waiting".to_string(), theme.dim()),
-            crate::model::QueueKnown::NoScheduler => (
-                "no queue source: add --slurm, --kubernetes, or Prometheus with prometheus_queue".to_string(),
-                theme.dim(),
-            ),
-            crate::model::QueueKnown::Unknown { reason } => {
-                (format!("queue unknown (not empty): {reason}"), theme.fg(theme.c.warning))
-            }
-        };
-        lines.push(Line::from(Span::styled(crate::ui::widgets::text::fit(&text, w, a), style)));
+        lines.push(nothing_listed(st, theme, w));
     }
     f.render_widget(Paragraph::new(lines), parts[0]);
 
     if demand_h > 0 {
-        let mut d = vec![
-            Line::from(Span::styled(format!("demand against free capacity · {} pending", q.pending), theme.title())),
-            Line::from(vec![
-                cell("RESOURCE", 26, head, a),
-                rcell("WAITING", 7, head, a),
-                rcell("WANT", 5, head, a),
-                rcell("FREE", 5, head, a),
-            ]),
-        ];
-        for dm in &q.demand {
-            let short_of = dm.wanted > dm.free;
-            let style = if short_of { theme.fg(theme.c.warning) } else { theme.fg(theme.c.ok) };
-            let mut row = vec![
-                cell(&dm.resource.to_string(), 26, theme.text(), a),
-                rcell(&dm.pending.to_string(), 7, theme.text(), a),
-                rcell(&dm.wanted.to_string(), 5, theme.text(), a),
-                rcell(&dm.free.to_string(), 5, style, a),
-            ];
-            // Free in total is not free where it is needed: a multi-GPU job needs one node, a
-            // share one card.
-            let shared = matches!(dm.resource, crate::model::Resource::Shared { .. });
-            if dm.scattered() {
-                let place = if shared { "card" } else { "node" };
-                let note = format!(
-                    "  at most {} on one {place}; a job wants {} together",
-                    dm.largest_block, dm.largest_request
-                );
-                row.push(Span::styled(
-                    crate::ui::widgets::text::fit(&note, w.saturating_sub(44), a),
-                    theme.fg(theme.c.warning),
-                ));
-            }
-            if dm.replicas > 0 && !shared && !dm.scattered() {
-                // The scheduler hands these out for GPU requests: shares, not whole cards.
-                let note = format!(
-                    "  {} of them {} of shared cards",
-                    dm.replicas,
-                    if dm.replicas == 1 { "a replica" } else { "replicas" }
-                );
-                row.push(Span::styled(crate::ui::widgets::text::fit(&note, w.saturating_sub(44), a), theme.dim()));
-            }
-            d.push(Line::from(row));
-        }
-        f.render_widget(Paragraph::new(d), parts[1]);
+        f.render_widget(Paragraph::new(demand_lines(st, theme, w)), parts[1]);
     }
+}
+
+/// The line where no row is listed: nothing waits (or nothing matches), no queue source, or
+/// the queue is unknown (never shown as empty).
+fn nothing_listed(st: &UiState, theme: &Theme, w: usize) -> Line<'static> {
+    let (text, style) = match &st.queue.known {
+        crate::model::QueueKnown::Known if !st.filter_text.is_empty() => {
+            ("nothing waiting matches the filter".to_string(), theme.dim())
+        }
+        crate::model::QueueKnown::Known => ("nothing is waiting".to_string(), theme.dim()),
+        crate::model::QueueKnown::NoScheduler => {
+            ("no queue source: add --slurm, --kubernetes, or Prometheus with prometheus_queue".to_string(), theme.dim())
+        }
+        crate::model::QueueKnown::Unknown { reason } => {
+            (format!("queue unknown (not empty): {reason}"), theme.fg(theme.c.warning))
+        }
+    };
+    Line::from(Span::styled(crate::ui::widgets::text::fit(&text, w, st.ascii), style))
+}
+
+/// The demand against free capacity, a row per resource, with where free is not free together.
+fn demand_lines(st: &UiState, theme: &Theme, w: usize) -> Vec<Line<'static>> {
+    let (q, a, head) = (&st.queue, st.ascii, theme.title());
+    let mut d = vec![
+        Line::from(Span::styled(format!("demand against free capacity · {} pending", q.pending), theme.title())),
+        Line::from(vec![
+            cell("RESOURCE", 26, head, a),
+            rcell("WAITING", 7, head, a),
+            rcell("WANT", 5, head, a),
+            rcell("FREE", 5, head, a),
+        ]),
+    ];
+    for dm in &q.demand {
+        let short_of = dm.wanted > dm.free;
+        let style = if short_of { theme.fg(theme.c.warning) } else { theme.fg(theme.c.ok) };
+        let mut row = vec![
+            cell(&dm.resource.to_string(), 26, theme.text(), a),
+            rcell(&dm.pending.to_string(), 7, theme.text(), a),
+            rcell(&dm.wanted.to_string(), 5, theme.text(), a),
+            rcell(&dm.free.to_string(), 5, style, a),
+        ];
+        // Free in total is not free where it is needed: a multi-GPU job needs one node, a
+        // share one card.
+        let shared = matches!(dm.resource, crate::model::Resource::Shared { .. });
+        if dm.scattered() {
+            let place = if shared { "card" } else { "node" };
+            let note =
+                format!("  at most {} on one {place}; a job wants {} together", dm.largest_block, dm.largest_request);
+            row.push(Span::styled(
+                crate::ui::widgets::text::fit(&note, w.saturating_sub(44), a),
+                theme.fg(theme.c.warning),
+            ));
+        }
+        if dm.replicas > 0 && !shared && !dm.scattered() {
+            // The scheduler hands these out for GPU requests: shares, not whole cards.
+            let note = format!(
+                "  {} of them {} of shared cards",
+                dm.replicas,
+                if dm.replicas == 1 { "a replica" } else { "replicas" }
+            );
+            row.push(Span::styled(crate::ui::widgets::text::fit(&note, w.saturating_sub(44), a), theme.dim()));
+        }
+        d.push(Line::from(row));
+    }
+    d
 }
