@@ -213,7 +213,7 @@ fn unhealthy_cards_with_work_are_high_and_drained_first() {
     f.nodes[0].cards[0].health.last_xid = Some(79);
     let got = of(Kind::UnhealthyHeld, &f, &a);
     assert_eq!(got[0].severity, Severity::High);
-    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "n/0".into() }));
+    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "n/0".into(), evict: false }));
     f.nodes[0].cards[0].draining = true;
     // #47: drained, its training past the minimum runtime is moved by the preemption the
     // finding suggests (it said so in words only); inference is moved by hand.
@@ -729,7 +729,7 @@ fn actions_under_way_are_said_and_not_suggested_again() {
         .iter()
         .filter(|f| f.kind == Kind::Crowded)
         .find_map(|f| match f.suggestion.action() {
-            Some(Action::Drain { target }) => Some(target.clone()),
+            Some(Action::Drain { target, .. }) => Some(target.clone()),
             _ => None,
         })
         .unwrap_or_else(|| panic!("a crowded card to drain: {found:#?}"));
@@ -750,12 +750,12 @@ fn actions_under_way_are_said_and_not_suggested_again() {
     }
     for f in &after {
         assert!(
-            !matches!(f.suggestion.action(), Some(Action::Drain { target }) if *target == drain),
+            !matches!(f.suggestion.action(), Some(Action::Drain { target, .. }) if *target == drain),
             "drain {drain} suggested again: {f:#?}"
         );
     }
     assert!(
-        after.iter().any(|f| matches!(&f.suggestion, Suggestion::InProgress { action: Action::Drain { target }, .. } if *target == drain)),
+        after.iter().any(|f| matches!(&f.suggestion, Suggestion::InProgress { action: Action::Drain { target, .. }, .. } if *target == drain)),
         "{after:#?}"
     );
 }
@@ -908,7 +908,7 @@ fn fragmentation_across_nodes_is_packing_not_a_shortage() {
         "{}",
         got[0].title
     );
-    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "b".into() }));
+    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "b".into(), evict: false }));
     assert_eq!(got[0].cards, vec![CardRef::new("b", 0), CardRef::new("b", 1), CardRef::new("b", 2)]);
     // Drained for it: the plan is under way, what is left said (no second action for the wait).
     let mut held = f.clone();

@@ -399,7 +399,7 @@ fn packing(
     let first_mig = relayout.iter().find(|c| c.mig.enabled && c.is_idle());
     let suggestion = match (drained, first_mig) {
         (false, _) => Suggestion::Action {
-            action: crate::act::Action::Drain { target: node.name.clone() },
+            action: crate::act::Action::Drain { target: node.name.clone(), evict: false },
             why: if busy.is_empty() {
                 format!(
                     "no new work lands on {} while its cards are laid out whole for the {biggest}-card job",
@@ -430,7 +430,7 @@ fn packing(
                 ),
             };
             Suggestion::InProgress {
-                action: crate::act::Action::Drain { target: node.name.clone() },
+                action: crate::act::Action::Drain { target: node.name.clone(), evict: false },
                 text: format!("{} is drained for the {biggest}-card job: {next}", node.name),
             }
         }

@@ -216,7 +216,7 @@ pub fn plan(
             g.left.push((c.card.clone(), format!("{} (running = {})", st.readiness, t.running.as_str())));
             continue;
         }
-        let drain = Action::Drain { target: target.clone() };
+        let drain = Action::Drain { target: target.clone(), evict: false };
         // A preemption ahead of its change is judged then (the minimum runtime may pass).
         let now_preempts = if ahead { &[][..] } else { &preempt[..] };
         let why: Vec<String> = std::iter::once(drain)
