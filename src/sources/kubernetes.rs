@@ -8,6 +8,7 @@
 mod answers;
 pub mod dra;
 #[cfg(test)]
+#[path = "kubernetes/dra_fixture_tests.rs"]
 pub mod dra_fixture;
 pub(crate) mod error;
 mod kept;
