@@ -25,6 +25,10 @@ use guard::Context;
 pub enum Action {
     Drain {
         target: String,
+        /// Also evict what runs there: on a DRA card, DeviceTaintRules with effect
+        /// `NoExecute` instead of `NoSchedule` (asks a second time).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        evict: bool,
     },
     Undrain {
         target: String,
@@ -61,7 +65,7 @@ impl Action {
     /// preemption.
     pub fn target(&self) -> &str {
         match self {
-            Self::Drain { target } | Self::Undrain { target, .. } | Self::Repartition { target, .. } => target,
+            Self::Drain { target, .. } | Self::Undrain { target, .. } | Self::Repartition { target, .. } => target,
             Self::Preempt { workload, .. } => workload,
         }
     }
@@ -70,7 +74,8 @@ impl Action {
     /// `Display for Action` has the verb ("drain n/2"), so it keeps its own match.
     pub fn doing(&self) -> String {
         match self {
-            Action::Drain { target } => format!("draining {target}"),
+            Action::Drain { target, evict: false } => format!("draining {target}"),
+            Action::Drain { target, evict: true } => format!("draining {target} and evicting its pods"),
             Action::Undrain { target, .. } => format!("undraining {target}"),
             Action::Repartition { target, layout } => format!("repartitioning {target} to {layout}"),
             Action::Preempt { workload, .. } => format!("preempting {workload}"),
@@ -82,8 +87,10 @@ impl Action {
 impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}", self.verb(), self.target())?;
-        if let Self::Repartition { layout, .. } = self {
-            write!(f, " to {layout}")?;
+        match self {
+            Self::Repartition { layout, .. } => write!(f, " to {layout}")?,
+            Self::Drain { evict: true, .. } => f.write_str(" --evict")?,
+            _ => {}
         }
         Ok(())
     }
@@ -132,6 +139,12 @@ pub trait Capabilities: Sync {
     /// It acts on cards (NVML, the simulator), not on whole nodes (the schedulers).
     fn on_cards(&self) -> bool {
         false
+    }
+
+    /// It acts on this card itself (by default: when it acts on cards). Kubernetes acts on
+    /// whole nodes, except on a DRA card, which it drains by DeviceTaintRules.
+    fn on_card(&self, _card: &Card) -> bool {
+        self.on_cards()
     }
 
     /// The prefix of the workload ids it preempts (`slurm` for `slurm:19`).
@@ -214,6 +227,15 @@ pub enum Op {
         namespace: String,
         pod: String,
     },
+    /// Create a DeviceTaintRule (resource.k8s.io/v1beta2): `object` is the whole rule.
+    KubeCreateTaintRule {
+        name: String,
+        object: serde_json::Value,
+    },
+    /// Delete a DeviceTaintRule tessera made (the executor checks its label first).
+    KubeDeleteTaintRule {
+        name: String,
+    },
     /// Follow a node label until it has one of the wanted values.
     KubeWaitLabel {
         node: String,
@@ -222,6 +244,21 @@ pub enum Op {
         failure: String,
         timeout_s: u64,
     },
+}
+
+impl Op {
+    /// The operation that takes this one back, for the operations a failed plan rolls back
+    /// (a drain through DRA creates its rules all or none).
+    pub fn undo(&self) -> Option<Step> {
+        match self {
+            Self::KubeCreateTaintRule { name, .. } => Some(step(
+                format!("Delete DeviceTaintRule {name} (roll back)"),
+                format!("DELETE {}/{name}", kubernetes::TAINT_RULES_PATH),
+                Self::KubeDeleteTaintRule { name: name.clone() },
+            )),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -282,6 +319,36 @@ impl Plan {
                 Target::Uuid(u) => u,
             },
         }
+    }
+
+    /// The DeviceTaintRules the plan creates and deletes, by name.
+    pub fn taint_rules(&self) -> (Vec<&str>, Vec<&str>) {
+        let (mut created, mut deleted) = (Vec::new(), Vec::new());
+        for s in &self.steps {
+            match &s.op {
+                Op::KubeCreateTaintRule { name, .. } => created.push(name.as_str()),
+                Op::KubeDeleteTaintRule { name } => deleted.push(name.as_str()),
+                _ => {}
+            }
+        }
+        (created, deleted)
+    }
+
+    /// What the operator confirms, in words: `drain n/2`, with the number of DeviceTaintRules
+    /// where it creates or deletes some (`drain h100-dyn-01/3: create 26 DeviceTaintRules`).
+    pub fn question(&self) -> String {
+        let (created, deleted) = self.taint_rules();
+        let rules = |verb: &str, n: usize| match n {
+            1 => format!(": {verb} 1 DeviceTaintRule"),
+            n => format!(": {verb} {n} DeviceTaintRules"),
+        };
+        let more = match (created.len(), deleted.len()) {
+            (0, 0) => String::new(),
+            (c, 0) => rules("create", c),
+            (0, d) => rules("delete", d),
+            (c, d) => format!(": create {c} and delete {d} DeviceTaintRules"),
+        };
+        format!("{} {}{more}", self.action.verb(), self.target)
     }
 
     /// The plan as text: for the command line, the audit log and the console.
@@ -427,7 +494,7 @@ mod tests {
     #[test]
     fn an_action_names_its_target_and_says_itself() {
         let cases = [
-            (Action::Drain { target: "n/2".into() }, "n/2", "drain n/2"),
+            (Action::Drain { target: "n/2".into(), evict: false }, "n/2", "drain n/2"),
             (Action::Undrain { target: "n".into(), force: false }, "n", "undrain n"),
             (Action::Undrain { target: "GPU-1234".into(), force: true }, "GPU-1234", "undrain GPU-1234"),
             (

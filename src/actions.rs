@@ -93,6 +93,10 @@ pub struct Outcome {
     pub reached: String,
     /// The compute mode before an NVML drain, so undrain can restore it.
     pub previous_mode: Option<ComputeMode>,
+    /// After a failure: the done steps taken back (`Op::undo`, last first), each with how it
+    /// went; empty where nothing is taken back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rolled_back: Vec<StepResult>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -4,6 +4,7 @@
 //! suggestion: an `Action` the runner can plan, or plain words for what tessera cannot do.
 //! No IO; the engine's loop runs it after merged updates, `tessera advise` once.
 
+mod dra;
 mod drain;
 pub mod fit;
 mod health;
@@ -268,6 +269,7 @@ pub fn advise(fleet: &Fleet, cx: &Context) -> Vec<Finding> {
 pub fn advise_with_plan(fleet: &Fleet, cx: &Context) -> (Vec<Finding>, Vec<reconcile::Planned>) {
     let mut out = Vec::new();
     idle::held_idle(fleet, cx, &mut out);
+    dra::claims_held_idle(fleet, cx, &mut out);
     idle::oversized(fleet, cx, &mut out);
     waste::mig_waste(fleet, cx, &mut out);
     health::unhealthy_held(fleet, cx, &mut out);
@@ -301,6 +303,7 @@ pub fn advise_with_plan(fleet: &Fleet, cx: &Context) -> (Vec<Finding>, Vec<recon
     pool::scale_out(fleet, cx, &free, &served, &mut out);
     pool::scale_in(fleet, cx, cx.scale_in_pct, &mut out);
     pool::fragmentation(fleet, cx, &mut out);
+    dra::fragmentation(fleet, cx, &mut out);
     schedule::findings(fleet, cx, &mut out);
     in_flight::mark(fleet, &mut out);
     let plan = reconcile::reconcile(fleet, &mut out);

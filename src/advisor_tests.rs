@@ -213,7 +213,7 @@ fn unhealthy_cards_with_work_are_high_and_drained_first() {
     f.nodes[0].cards[0].health.last_xid = Some(79);
     let got = of(Kind::UnhealthyHeld, &f, &a);
     assert_eq!(got[0].severity, Severity::High);
-    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "n/0".into() }));
+    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "n/0".into(), evict: false }));
     f.nodes[0].cards[0].draining = true;
     // #47: drained, its training past the minimum runtime is moved by the preemption the
     // finding suggests (it said so in words only); inference is moved by hand.
@@ -729,7 +729,7 @@ fn actions_under_way_are_said_and_not_suggested_again() {
         .iter()
         .filter(|f| f.kind == Kind::Crowded)
         .find_map(|f| match f.suggestion.action() {
-            Some(Action::Drain { target }) => Some(target.clone()),
+            Some(Action::Drain { target, .. }) => Some(target.clone()),
             _ => None,
         })
         .unwrap_or_else(|| panic!("a crowded card to drain: {found:#?}"));
@@ -750,12 +750,12 @@ fn actions_under_way_are_said_and_not_suggested_again() {
     }
     for f in &after {
         assert!(
-            !matches!(f.suggestion.action(), Some(Action::Drain { target }) if *target == drain),
+            !matches!(f.suggestion.action(), Some(Action::Drain { target, .. }) if *target == drain),
             "drain {drain} suggested again: {f:#?}"
         );
     }
     assert!(
-        after.iter().any(|f| matches!(&f.suggestion, Suggestion::InProgress { action: Action::Drain { target }, .. } if *target == drain)),
+        after.iter().any(|f| matches!(&f.suggestion, Suggestion::InProgress { action: Action::Drain { target, .. }, .. } if *target == drain)),
         "{after:#?}"
     );
 }
@@ -908,7 +908,7 @@ fn fragmentation_across_nodes_is_packing_not_a_shortage() {
         "{}",
         got[0].title
     );
-    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "b".into() }));
+    assert_eq!(got[0].suggestion.action(), Some(&Action::Drain { target: "b".into(), evict: false }));
     assert_eq!(got[0].cards, vec![CardRef::new("b", 0), CardRef::new("b", 1), CardRef::new("b", 2)]);
     // Drained for it: the plan is under way, what is left said (no second action for the wait).
     let mut held = f.clone();
@@ -954,4 +954,120 @@ fn mig_waste_needs_the_window_a_margin_and_the_compute() {
     f.workloads[0].activity = Some(activity(20.0, 0));
     let got = of(Kind::MigWaste, &f, &a);
     assert!(got.iter().any(|x| x.suggestion.text().contains("1g.18gb")), "{got:#?}");
+}
+
+/// The DRA fixtures (tests/fixtures/dra/) as the console holds them, with `change` made to
+/// their objects first.
+fn dra_fleet(change: impl FnOnce(&mut serde_json::Value)) -> Fleet {
+    use crate::sources::kubernetes::dra_fixture;
+    let mut doc = dra_fixture::doc(true);
+    change(&mut doc);
+    dra_fixture::fleet_of(&doc, now())
+}
+
+/// Leave out the claims and pods named (`NS/NAME`) from a fixture document.
+fn without(doc: &mut serde_json::Value, list: &str, gone: &[&str]) {
+    if let Some(items) = doc[list].as_array_mut() {
+        items.retain(|o| {
+            let m = &o["metadata"];
+            let key =
+                format!("{}/{}", m["namespace"].as_str().unwrap_or_default(), m["name"].as_str().unwrap_or_default());
+            !gone.contains(&key.as_str())
+        });
+    }
+}
+
+#[test]
+fn dra_claim_holders_are_seen_held_but_idle() {
+    let a = Advisor::default();
+    // The shared claim's pods are gone, but the claim is still allocated: it holds 1g.20gb@2.
+    let mut f = dra_fleet(|doc| {
+        without(doc, "pods", &["inference/vllm-a-0", "inference/vllm-b-0"]);
+        if let Some(c) = doc["resourceclaims"]
+            .as_array_mut()
+            .and_then(|v| v.iter_mut().find(|c| c["metadata"]["name"] == "shared-1g20gb"))
+        {
+            c["status"]["reservedFor"] = serde_json::json!([]);
+        }
+    });
+    // The training pod that holds gpu-1 through its claim has idled for two hours.
+    if let Some(w) = f.workloads.iter_mut().find(|w| w.id == "k8s:training/finetune-llama-0") {
+        w.activity = Some(activity(0.0, 120));
+        // These tests' clock is not the fixtures': it ran three hours by it.
+        w.started_at = Some(now() - chrono::Duration::hours(3));
+    }
+    let got = of(Kind::HeldIdle, &f, &a);
+    let pod = got.iter().find(|x| x.subject == Subject::Workload { id: "k8s:training/finetune-llama-0".into() });
+    let pod = pod.unwrap_or_else(|| panic!("{got:#?}"));
+    assert_eq!(pod.cards, [crate::model::CardRef::new("h100-dyn-01", 1)]);
+    assert_eq!(
+        pod.suggestion.action(),
+        Some(&Action::Preempt { workload: "k8s:training/finetune-llama-0".into(), force: false })
+    );
+    let claim = got.iter().find(|x| x.title.starts_with("claim inference/shared-1g20gb"));
+    let claim = claim.unwrap_or_else(|| panic!("{got:#?}"));
+    assert_eq!(claim.title, "claim inference/shared-1g20gb holds 1g.20gb@2 of h100-dyn-01/0 and no pod uses it");
+    assert_eq!(claim.subject, Subject::Card { card: "h100-dyn-01/0".into() });
+    assert!((claim.gpu_hours_per_day - 24.0 * 2.0 / 8.0).abs() < 1e-9, "{claim:#?}");
+}
+
+#[test]
+fn dynamic_mig_fragmentation_names_the_holders_whose_move_frees_the_card() {
+    let a = Advisor::default();
+    // embed-0 (1g.10gb@0) and rerank-0 (3g.40gb@4) end: gpu-0 has slices 0 and 4-7 free, five
+    // slices, but the H100's one 4g.40gb placement is 0-3, where embed-1 and the shared
+    // 1g.20gb sit.
+    let mut f = dra_fleet(|doc| {
+        without(doc, "pods", &["inference/embed-0", "inference/rerank-0"]);
+        without(doc, "resourceclaims", &["inference/embed-0-mig-fqfnt", "inference/rerank-0-mig-mtfgr"]);
+    });
+    let gpu0 = f.card(&crate::model::CardRef::new("h100-dyn-01", 0)).cloned().unwrap_or_default();
+    assert_eq!(gpu0.layout_text(), "1g.10gb@1,1g.20gb@2");
+    let mut w = Workload::new("k8s:inference/big-0", "big-0", WorkloadKind::Inference, WorkloadState::Pending);
+    w.request.gpus = Some(1);
+    w.request.mig_profile = Some("4g.40gb".into());
+    f.workloads.push(w);
+    f.index_workloads();
+    let got = of(Kind::Fragmentation, &f, &a);
+    let [x] = got.as_slice() else { panic!("{got:#?}") };
+    assert_eq!(x.title, "h100-dyn-01/0: 5 memory slices free under DynamicMIG, but 4g.40gb fits in no placement there");
+    assert!(
+        x.evidence[0]
+            .starts_with("k8s:inference/big-0 waits for 4g.40gb (4 memory slices); h100-dyn-01/0 has 5 free (0,4-7)"),
+        "{x:#?}"
+    );
+    let moves = &x.evidence[2];
+    assert!(moves.starts_with("moving 3 holders (k8s:inference/embed-1, k8s:inference/vllm-a-0, k8s:inference/vllm-b-0) would free h100-dyn-01/0 whole"), "{moves}");
+    assert!(moves.contains("cards can still place their profiles (1g.10gb, 1g.20gb)"), "{moves}");
+    assert!(matches!(&x.suggestion, Suggestion::Words { text } if text.contains("DynamicMIG has no layout to change")));
+    // Without the waiting 4g.40gb, nothing is fragmented: every free slice is placeable.
+    f.workloads.retain(|w| w.id != "k8s:inference/big-0");
+    f.index_workloads();
+    assert!(of(Kind::Fragmentation, &f, &a).is_empty());
+}
+
+#[test]
+fn dynamic_mig_cards_get_no_layout_plans() {
+    let a = Advisor::default();
+    let mut f = dra_fleet(|_| {});
+    // Work waits for 1g.10gb instances: the idle DynamicMIG cards would serve it by layout,
+    // but the driver lays them out per claim.
+    for i in 0..3 {
+        let id = format!("k8s:inference/small-{i}");
+        let mut w = Workload::new(&id, &id, WorkloadKind::Inference, WorkloadState::Pending);
+        w.request.gpus = Some(1);
+        w.request.mig_profile = Some("1g.10gb".into());
+        w.submitted_at = Some(now() - chrono::Duration::hours(2));
+        f.workloads.push(w);
+    }
+    f.index_workloads();
+    let idle = crate::model::CardRef::new("h100-dyn-01", 2);
+    assert!(f.card(&idle).is_some_and(crate::model::Card::is_idle));
+    for ask in [planner::Ask::Waiting, planner::Ask::One { profile: Some("1g.10gb".into()) }] {
+        assert_eq!(planner::card_layout(&f, &idle, &ask, now()), None, "{ask:?}");
+    }
+    let p = planner::plan(&f, now());
+    assert!(p.changes.iter().all(|c| c.card.node != "h100-dyn-01"), "{p:#?}");
+    assert!(of(Kind::LayoutPlan, &f, &a).iter().all(|x| !x.title.contains("h100-dyn-01")));
+    assert!(of(Kind::Fragmentation, &f, &a).is_empty(), "no packed-layout advice for DynamicMIG cards");
 }

@@ -157,6 +157,10 @@ pub enum Command {
         target: String,
         #[command(flatten)]
         how: ActOptions,
+        /// On a DRA card: also evict the pods holding it (DeviceTaintRules with effect
+        /// NoExecute instead of NoSchedule); asks a second time.
+        #[arg(long)]
+        evict: bool,
     },
     /// Let a drained card or node take new work again.
     Undrain {

@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         Some(Command::Simulate(a)) => commands::simulate(&cli.global, &commands::SimulateOptions::from(*a)),
         Some(Command::Advise { json, fail_on }) => commands::advise(&cli.global, json, fail_on.map(|f| f.severity())),
         Some(Command::Schedule { json, what }) => commands::schedule(&cli.global, json, what),
-        Some(Command::Drain { target, how }) => commands::act(&cli.global, Action::Drain { target }, how),
+        Some(Command::Drain { target, how, evict }) => commands::act(&cli.global, Action::Drain { target, evict }, how),
         Some(Command::Undrain { target, how, force }) => {
             commands::act(&cli.global, Action::Undrain { target, force }, how)
         }

@@ -309,6 +309,9 @@ fn readiness(
     if lookup(&card.model).is_none() {
         return "cannot change: no MIG profiles known for this model".into();
     }
+    if card.dra.as_ref().is_some_and(|d| d.dynamic) {
+        return "cannot change: the DRA driver lays this card out per claim (DynamicMIG)".into();
+    }
     let to_whole = layout.trim().eq_ignore_ascii_case("whole");
     match crate::act::plan::repartition_backend(fleet, node) {
         None => {

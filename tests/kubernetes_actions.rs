@@ -94,7 +94,7 @@ async fn drain_cordons_and_undrain_uncordons() {
     let dir = Temp::new("k8s-act-cordon");
     let s = settings(&k, &dir);
 
-    let o = run(&plan_for(&s, Action::Drain { target: "gpu-1".into() }).await, &s).await;
+    let o = run(&plan_for(&s, Action::Drain { target: "gpu-1".into(), evict: false }).await, &s).await;
     assert!(o.ok, "{o:#?}");
     assert_eq!(k.writes(), [merge_patch("gpu-1", json!({"spec": {"unschedulable": true}}))]);
     assert_eq!(message(&o, 0), "node gpu-1: spec.unschedulable = true");

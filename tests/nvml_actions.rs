@@ -79,7 +79,7 @@ fn child_drain_and_undrain() {
     let Some(lib) = child_lib() else { return };
     let nvml = open(Some(&lib)).unwrap_or_else(|e| panic!("{e}"));
     let target = format!("{}/2", hostname());
-    let p = make_plan(&fleet(&nvml), Action::Drain { target: target.clone() });
+    let p = make_plan(&fleet(&nvml), Action::Drain { target: target.clone(), evict: false });
     let o = run(&p, &lib, false);
     assert!(o.ok, "{o:?}");
     assert_eq!(o.previous_mode, Some(ComputeMode::ExclusiveProcess));
@@ -353,7 +353,7 @@ fn child_read_only() {
     let nvml = open(Some(&lib)).unwrap_or_else(|e| panic!("{e}"));
     let f = fleet(&nvml);
     let target = format!("{}/0", hostname());
-    for action in [repartition(0, "7g.80gb@0"), Action::Drain { target: target.clone() }] {
+    for action in [repartition(0, "7g.80gb@0"), Action::Drain { target: target.clone(), evict: false }] {
         let p = make_plan(&f, action);
         assert!(p.allowed() && !p.steps.is_empty());
         let o = run(&p, &lib, true);
@@ -364,7 +364,7 @@ fn child_read_only() {
     }
     let mut o = options(None);
     o.ctx.read_only = true;
-    let p = plan(&Action::Drain { target }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&Action::Drain { target, evict: false }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(p.blockers, vec!["tessera runs read-only: every action is refused"]);
     let after = fleet(&nvml);
     assert_eq!(layout(&after, 0), layout(&f, 0));

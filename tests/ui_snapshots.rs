@@ -175,7 +175,7 @@ fn views() -> Vec<(&'static str, Setup)> {
             "confirm_drain",
             Box::new(|st: &mut UiState, s: &Store| {
                 let opts = tessera::actions::Options::new(&tessera::config::Config::default(), false, clock());
-                let action = tessera::actions::Action::Drain { target: "gpu-a100-01/0".into() };
+                let action = tessera::actions::Action::Drain { target: "gpu-a100-01/0".into(), evict: false };
                 let plan = tessera::actions::plan::plan(&action, s.fleet(), &opts).unwrap_or_else(|e| panic!("{e}"));
                 st.modal = Some(tessera::ui::actions::confirm(plan));
             }),

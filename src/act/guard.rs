@@ -88,6 +88,24 @@ pub enum Refusal {
     NotAConfigName {
         layout: String,
     },
+    /// A DynamicMIG card: the DRA driver lays it out per claim.
+    DraDynamic {
+        card: String,
+    },
+    /// The API server does not serve DeviceTaintRules, which a drain through DRA creates.
+    TaintRulesNotServed,
+    /// Not every device of a DRA card is known by name, and a drain must taint each.
+    DraDevicesUnknown {
+        card: String,
+        named: usize,
+        published: u32,
+    },
+    /// A DRA card is kept off by DeviceTaintRules tessera did not make (an undrain deletes
+    /// only its own).
+    NotTesserasRules {
+        card: String,
+        rules: Vec<String>,
+    },
     /// A backend's own reason (MIG mode needs a reset, the backend cannot act on that).
     Backend(String),
     /// An earlier action on the same target has no outcome, and nobody is there to be asked.
@@ -170,6 +188,32 @@ impl std::fmt::Display for Refusal {
                 f,
                 "Kubernetes takes a named config from the mig-parted ConfigMap (e.g. all-balanced), not a layout: {layout}"
             ),
+            Self::DraDynamic { card } => write!(
+                f,
+                "{card} is under DynamicMIG: the DRA driver lays this card out per claim (it creates each \
+                 claim's MIG instance when its pod starts), so there is no layout to set"
+            ),
+            Self::TaintRulesNotServed => f.write_str(
+                "the API server does not serve DeviceTaintRules (resource.k8s.io/v1beta2), which a drain through \
+                 DRA creates: they need Kubernetes 1.36 or later with the DRADeviceTaintRules feature gate on and \
+                 --runtime-config=resource.k8s.io/v1beta2=true",
+            ),
+            Self::DraDevicesUnknown { card, named, published } => write!(
+                f,
+                "{card} publishes {published} devices and tessera knows the names of {named}: a drain must taint \
+                 every one"
+            ),
+            Self::NotTesserasRules { card, rules } => {
+                let first = rules.first().map(String::as_str).unwrap_or_default();
+                let more = if rules.len() > 1 { format!(", ... {} in all", rules.len()) } else { String::new() };
+                write!(
+                    f,
+                    "{card} is kept off by DeviceTaintRules tessera did not make ({first}{more}): tessera deletes \
+                     only its own (label {}={}); whoever made them deletes them (kubectl delete devicetaintrule)",
+                    crate::model::dra::MANAGED_BY.0,
+                    crate::model::dra::MANAGED_BY.1
+                )
+            }
             Self::Backend(why) => f.write_str(why),
             Self::OpenIntent { open } => write!(
                 f,

@@ -86,7 +86,7 @@ fn can(caps: &dyn Capabilities, action: &Action) -> bool {
 pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, PlanError> {
     match action {
         Action::Preempt { workload, .. } => preempt(action, workload, fleet, o),
-        Action::Drain { target } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => {
+        Action::Drain { target, .. } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => {
             let (node, card) = resolve(fleet, target)?;
             let Some((backend, source)) = backend_for(fleet, node, action) else {
                 let what = match action {
@@ -112,8 +112,9 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, PlanErr
                 destructive: matches!(action, Action::Repartition { .. }),
                 second_confirmation: None,
                 nothing_to_do: None,
-                // Schedulers act on the whole node, so the action names no card there.
-                card: card.filter(|_| caps.on_cards()).map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
+                // Schedulers act on the whole node, so the action names no card there (but
+                // Kubernetes on a DRA card).
+                card: card.filter(|c| caps.on_card(c)).map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
                 wait_idle: o.wait_idle && backend == Backend::Simulated && matches!(action, Action::Repartition { .. }),
             };
             // `backend_for` chose a backend that can: neither is `None`.
@@ -128,8 +129,15 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, PlanErr
             }
             // The card acted on; a card-level backend given a node (the simulator's drain of a
             // node's cards) says itself what it leaves alone.
-            let on_card = card.filter(|_| caps.on_cards());
+            let on_card = card.filter(|c| caps.on_card(c));
             let node_drain = caps.on_cards() && card.is_none();
+            if matches!(action, Action::Drain { evict: true, .. }) && on_card.and_then(|c| c.dra.as_ref()).is_none() {
+                p.blockers.push(guard::Refusal::Backend(
+                    "--evict drains a DRA card by DeviceTaintRules with effect NoExecute; this target is not one \
+                     (drain it without --evict, then preempt what runs there)"
+                        .into(),
+                ));
+            }
             if let Action::Undrain { .. } = action {
                 // A card that fell off the bus or lost memory must not take work unnoticed.
                 let faults: Vec<String> = match on_card {
@@ -153,7 +161,8 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, PlanErr
                 return Ok(p);
             }
             // A scheduler's drain or cordon may be someone else's: say whose before replacing it.
-            if !caps.on_cards()
+            if on_card.is_none()
+                && !caps.on_cards()
                 && let Some(reason) = node.reason.as_deref().filter(|_| !node.schedulable)
                 && !reason.contains("tessera:")
             {
@@ -169,8 +178,18 @@ fn nothing_to_do(action: &Action, node: &Node, card: Option<&Card>) -> Option<St
     // A scheduler's drained node: Slurm's DRAIN states, a Kubernetes cordon.
     let node_drained = || node.reason.as_deref().is_some_and(|r| r.starts_with("drain") || r.contains("cordoned"));
     match (action, card) {
+        // Through DRA, an eviction asks for more than a drain: every device kept off by a
+        // NoExecute taint.
+        (Action::Drain { evict: true, .. }, Some(c)) if c.dra.is_some() => {
+            super::kubernetes::evicted(c).then(|| format!("{}/{} is already drained and evicted", node.name, c.index))
+        }
         (Action::Drain { .. }, Some(c)) if c.draining => Some(format!("{}/{} is already drained", node.name, c.index)),
-        (Action::Undrain { .. }, Some(c)) if !c.draining => Some(format!("{}/{} is not drained", node.name, c.index)),
+        // A DRA card with rules of tessera's left (a drain cut short) still has them to delete.
+        (Action::Undrain { .. }, Some(c))
+            if !c.draining && c.dra.as_ref().is_none_or(|d| d.tessera_rules().is_empty()) =>
+        {
+            Some(format!("{}/{} is not drained", node.name, c.index))
+        }
         (Action::Drain { .. }, None) if node_drained() => Some(format!("{} is already drained", node.name)),
         (Action::Undrain { .. }, None) if node.schedulable => Some(format!("{} is not drained", node.name)),
         (Action::Repartition { layout, .. }, Some(c)) => {

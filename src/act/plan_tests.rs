@@ -101,7 +101,7 @@ fn mig_mode_changes_and_busy_cards_are_refused() {
 #[test]
 fn nvml_drain_and_undrain_restore_the_previous_mode() {
     let f = fleet(SourceKind::Nvml, None);
-    let p = plan(&Action::Drain { target: "n1/1".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&Action::Drain { target: "n1/1".into(), evict: false }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(calls(&p), vec!["nvmlDeviceSetComputeMode(index 1, NVML_COMPUTEMODE_PROHIBITED)"]);
     let mut o = opts();
     o.previous_mode = Some(ComputeMode::ExclusiveProcess);
@@ -109,13 +109,13 @@ fn nvml_drain_and_undrain_restore_the_previous_mode() {
     f.nodes[0].cards[1].draining = true;
     let p = plan(&Action::Undrain { target: "n1/1".into(), force: false }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(calls(&p), vec!["nvmlDeviceSetComputeMode(index 1, NVML_COMPUTEMODE_EXCLUSIVE_PROCESS)"]);
-    assert!(plan(&Action::Drain { target: "n1".into() }, &f, &opts()).is_err(), "NVML needs a card");
+    assert!(plan(&Action::Drain { target: "n1".into(), evict: false }, &f, &opts()).is_err(), "NVML needs a card");
 }
 
 #[test]
 fn slurm_acts_on_nodes_and_preempts_with_signal_grace_requeue() {
     let f = fleet(SourceKind::Slurm, None);
-    let p = plan(&Action::Drain { target: "n1/0".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&Action::Drain { target: "n1/0".into(), evict: false }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(p.backend, Backend::Slurm);
     assert!(p.warnings[0].contains("Slurm drains whole nodes"));
     assert!(calls(&p)[0].starts_with("scontrol update NodeName=n1 State=DRAIN 'Reason=tessera: "), "{}", calls(&p)[0]);
@@ -138,7 +138,7 @@ fn slurm_acts_on_nodes_and_preempts_with_signal_grace_requeue() {
 #[test]
 fn kubernetes_cordons_labels_and_evicts() {
     let mut f = fleet(SourceKind::Kubernetes, None);
-    let p = plan(&Action::Drain { target: "n1".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&Action::Drain { target: "n1".into(), evict: false }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(calls(&p), vec![r#"PATCH /api/v1/nodes/n1 (merge-patch) {"spec":{"unschedulable":true}}"#]);
     let a = Action::Repartition { target: "n1".into(), layout: "all-balanced".into() };
     let p = plan(&a, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
@@ -161,14 +161,14 @@ fn kubernetes_cordons_labels_and_evicts() {
 fn stale_sources_and_read_only_refuse() {
     let mut f = fleet(SourceKind::Slurm, None);
     f.sources[0].health = SourceHealth::Stale { since: now(), error: None };
-    let p = plan(&Action::Drain { target: "n1".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&Action::Drain { target: "n1".into(), evict: false }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
     assert!(p.blockers[0].to_string().contains("stale"));
     let f = fleet(SourceKind::Slurm, None);
     let mut o = opts();
     o.ctx.read_only = true;
-    let p = plan(&Action::Drain { target: "n1".into() }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&Action::Drain { target: "n1".into(), evict: false }, &f, &o).unwrap_or_else(|e| panic!("{e}"));
     assert!(p.blockers[0].to_string().contains("read-only"));
-    assert!(plan(&Action::Drain { target: "nope/0".into() }, &f, &opts()).is_err());
+    assert!(plan(&Action::Drain { target: "nope/0".into(), evict: false }, &f, &opts()).is_err());
 }
 
 #[test]
@@ -204,7 +204,7 @@ fn no_ops_have_nothing_to_do() {
     assert_eq!(p.nothing_to_do.as_deref(), Some("n1/1 is not drained"));
     assert!(p.steps.is_empty());
     f.nodes[0].cards[1].draining = true;
-    let p = plan(&Action::Drain { target: "n1/1".into() }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&Action::Drain { target: "n1/1".into(), evict: false }, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(p.nothing_to_do.as_deref(), Some("n1/1 is already drained"));
     let whole = Action::Repartition { target: "n1/1".into(), layout: "whole".into() };
     let p = plan(&whole, &f, &opts()).unwrap_or_else(|e| panic!("{e}"));

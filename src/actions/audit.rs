@@ -63,9 +63,26 @@ fn now() -> String {
 /// Before execution. `subject` is what the action acts on as the lock keys it (`Plan::subject`):
 /// an intent with no outcome for its subject after it is an action left half-done.
 pub fn intent(plan: &Plan) -> Value {
-    json!({
+    let mut v = json!({
         "record": "intent", "at": now(), "who": who(), "pid": std::process::id(), "subject": plan.subject(), "plan": plan,
-    })
+    });
+    with_taint_rules(&mut v, plan);
+    v
+}
+
+/// A plan that creates or deletes DeviceTaintRules (a drain through DRA): the card, how many
+/// and their names, as their own field (`taint_rules`).
+fn with_taint_rules(record: &mut Value, plan: &Plan) {
+    let (created, deleted) = plan.taint_rules();
+    if created.is_empty() && deleted.is_empty() {
+        return;
+    }
+    record["taint_rules"] = json!({
+        "card": plan.card.as_ref().map(ToString::to_string),
+        "count": created.len() + deleted.len(),
+        "created": created,
+        "deleted": deleted,
+    });
 }
 
 /// The console was left while the action ran: the same plain fields as an outcome (action,
@@ -106,11 +123,13 @@ pub fn refused_because(plan: &Plan, why: &str) -> Value {
 }
 
 pub fn outcome(plan: &Plan, o: &Outcome) -> Value {
-    json!({
+    let mut v = json!({
         "record": "outcome", "at": now(), "who": who(), "subject": plan.subject(),
         "action": plan.action, "backend": plan.backend, "target": plan.target,
         "card": plan.card.as_ref().map(ToString::to_string), "result": o,
-    })
+    });
+    with_taint_rules(&mut v, plan);
+    v
 }
 
 /// Append one record, creating the file (0600) and its directory (0700) if needed.

@@ -1,6 +1,7 @@
 //! Execution: run a plan's steps in order, each by its backend (`Capabilities::run`), with
 //! per-step progress; stop at the first failure and say exactly which steps ran, never
-//! retrying silently. Every executor refuses a plan with blockers and refuses everything in
+//! retrying silently; the done steps that can be taken back (`Op::undo`: the DeviceTaintRules
+//! of a drain through DRA) are, last first, and the outcome says how. Every executor refuses a plan with blockers and refuses everything in
 //! read-only mode, whatever the caller checked before.
 
 use std::time::Duration;
@@ -22,6 +23,7 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
         error: Some(why),
         reached: "nothing was changed".into(),
         previous_mode: None,
+        rolled_back: Vec::new(),
     };
     if env.read_only {
         return refuse("read-only: the executor refuses every action".into());
@@ -59,12 +61,58 @@ pub async fn execute(plan: &Plan, env: &Env, progress: Option<mpsc::UnboundedSen
                 results[i].message = Some(message.clone());
                 send(Progress::Failed { step: i, message: message.clone() });
                 let done: Vec<String> = results[..i].iter().map(|r| r.what.clone()).collect();
-                let reached = reached_after_failure(&done, &message, e.stopped_at_timeout());
-                return Outcome { ok: false, steps: results, error: Some(message), reached, previous_mode };
+                let mut reached = reached_after_failure(&done, &message, e.stopped_at_timeout());
+                let rolled_back = roll_back(&plan.steps[..i], plan.backend, env).await;
+                if !rolled_back.is_empty() {
+                    reached = rolled_back_words(&reached, &rolled_back, e.stopped_at_timeout());
+                }
+                return Outcome {
+                    ok: false,
+                    steps: results,
+                    error: Some(message),
+                    reached,
+                    previous_mode,
+                    rolled_back,
+                };
             }
         }
     }
-    Outcome { ok: true, steps: results, error: None, reached: "every step done".into(), previous_mode }
+    let rolled_back = Vec::new();
+    Outcome { ok: true, steps: results, error: None, reached: "every step done".into(), previous_mode, rolled_back }
+}
+
+/// Take back the done steps that can be, last first; each undo runs even when one before it
+/// failed, and says how it went.
+async fn roll_back(done: &[super::Step], backend: Backend, env: &Env) -> Vec<StepResult> {
+    let mut out = Vec::new();
+    for s in done.iter().rev() {
+        let Some(undo) = s.op.undo() else { continue };
+        let (what, call) = (undo.what, undo.call);
+        let (status, message) = match run_op(&undo.op, backend, env).await {
+            Ok((m, _)) => ("done", m),
+            Err(e) => ("failed", e.to_string()),
+        };
+        out.push(StepResult { what, call, status, message: Some(message) });
+    }
+    out
+}
+
+/// Where a plan stands after its failure was rolled back.
+fn rolled_back_words(reached: &str, undone: &[StepResult], stopped: bool) -> String {
+    let failed: Vec<&StepResult> = undone.iter().filter(|r| r.status != "done").collect();
+    let n = undone.len();
+    let steps = if n == 1 { "1 done step".to_string() } else { format!("{n} done steps") };
+    let unknown = if stopped { " (the failed step itself may have taken effect: check the target)" } else { "" };
+    if failed.is_empty() {
+        return format!("{reached}; rolled back: the {steps} taken back{unknown}");
+    }
+    let left: Vec<String> =
+        failed.iter().map(|r| format!("{}: {}", r.what, r.message.as_deref().unwrap_or_default())).collect();
+    format!(
+        "{reached}; rollback of the {steps} failed for {} of them, left as they are: {}{unknown}",
+        failed.len(),
+        left.join("; ")
+    )
 }
 
 /// Where a plan stands after the step after `done` failed with `message`. A command stopped at

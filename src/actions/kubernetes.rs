@@ -1,7 +1,8 @@
 //! Running Kubernetes's operations (its plans are `act::kubernetes`'s): merge-patches of nodes
 //! (cordon, labels) read back and compared,
 //! evictions through the Eviction API (PodDisruptionBudgets may refuse them), and following a
-//! node label (the GPU Operator's `nvidia.com/mig.config.state`) to success or failure.
+//! node label (the GPU Operator's `nvidia.com/mig.config.state`) to success or failure, and
+//! DeviceTaintRules created and deleted (a delete only of a rule with tessera's label).
 
 use std::time::Duration;
 
@@ -9,15 +10,17 @@ use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::Eviction;
+use k8s_openapi::api::resource::v1beta2::DeviceTaintRule;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{Env, Op, Ran, Runs};
-use crate::act::kubernetes::Kubernetes;
+use crate::act::kubernetes::{Kubernetes, TAINT_RULES_PATH};
+use crate::model::dra::MANAGED_BY;
 use crate::sources::kubernetes::{ClientError, Settings, client};
 
 /// Why a Kubernetes step failed: the call and the API server's answer, or what the node
@@ -71,6 +74,18 @@ pub enum KubeStepError {
     /// The label did not reach `success` in time; `last` is what was seen, in words.
     #[error("{key} did not become {success} within {secs} s; last value seen: {last}")]
     TimedOut { key: String, success: String, secs: u64, last: String },
+    /// The collection is not served (HTTP 404 on a create).
+    #[error(
+        "{call}: the API server does not serve DeviceTaintRules (HTTP 404): they need Kubernetes 1.36 or later with \
+         the DRADeviceTaintRules feature gate on and --runtime-config=resource.k8s.io/v1beta2=true"
+    )]
+    TaintRulesNotServed { call: String },
+    /// The rule is not tessera's: an undrain leaves it alone.
+    #[error("DeviceTaintRule {name} does not carry label {}={}: tessera did not make it, so it is left alone", MANAGED_BY.0, MANAGED_BY.1)]
+    NotOurs { name: String },
+    /// A rule object the plan wrote does not read as a DeviceTaintRule (a bug, said).
+    #[error("DeviceTaintRule {name}: {source}")]
+    BadRule { name: String, source: serde_json::Error },
     /// The label took its failure value.
     #[error("{key} = {value}: {}", who_failed(key))]
     LabelFailed { key: String, value: String },
@@ -115,6 +130,8 @@ pub async fn run_op(op: &Op, settings: &Settings) -> Result<String, KubeStepErro
     match op {
         Op::KubePatchNode { node, patch } => patch_node(settings, node, patch).await,
         Op::KubeEvict { namespace, pod } => evict(settings, namespace, pod).await,
+        Op::KubeCreateTaintRule { name, object } => create_rule(settings, name, object).await,
+        Op::KubeDeleteTaintRule { name } => delete_rule(settings, name).await,
         Op::KubeWaitLabel { node, key, success, failure, timeout_s } => {
             let want = Want { key, success, failure };
             wait_label(settings, node, &want, Duration::from_secs(*timeout_s)).await
@@ -232,6 +249,52 @@ async fn evict(settings: &Settings, namespace: &str, pod: &str) -> Result<String
             })
         }
         Ok(Err(source)) => Err(KubeStepError::Call { call, source }),
+    }
+}
+
+async fn create_rule(settings: &Settings, name: &str, object: &Value) -> Result<String, KubeStepError> {
+    let rule: DeviceTaintRule = serde_json::from_value(object.clone())
+        .map_err(|source| KubeStepError::BadRule { name: name.to_string(), source })?;
+    let api: Api<DeviceTaintRule> = Api::all(client(settings).await?);
+    let call = format!("POST {TAINT_RULES_PATH} ({name})");
+    match tokio::time::timeout(CALL_TIMEOUT, api.create(&PostParams::default(), &rule)).await {
+        Err(_) => {
+            let then = "; the rule may or may not be created";
+            Err(KubeStepError::NoAnswer { call, after: CALL_TIMEOUT, then })
+        }
+        Ok(Err(e)) if code(&e) == Some(404) => Err(KubeStepError::TaintRulesNotServed { call }),
+        Ok(Err(source)) => Err(KubeStepError::Call { call, source }),
+        Ok(Ok(r)) => {
+            let sel = r.spec.device_selector.as_ref();
+            let device = sel.and_then(|s| s.device.as_deref()).unwrap_or("?");
+            Ok(format!("DeviceTaintRule {name} created ({} on {device})", r.spec.taint.effect))
+        }
+    }
+}
+
+/// Delete a rule tessera made: read it first, and leave a rule without tessera's label alone.
+async fn delete_rule(settings: &Settings, name: &str) -> Result<String, KubeStepError> {
+    let api: Api<DeviceTaintRule> = Api::all(client(settings).await?);
+    let call = format!("GET {TAINT_RULES_PATH}/{name}");
+    let rule = match tokio::time::timeout(CALL_TIMEOUT, api.get(name)).await {
+        Err(_) => return Err(KubeStepError::NoAnswer { call, after: CALL_TIMEOUT, then: "" }),
+        Ok(Err(e)) if code(&e) == Some(404) => return Ok(format!("DeviceTaintRule {name} was already gone")),
+        Ok(Err(source)) => return Err(KubeStepError::Call { call, source }),
+        Ok(Ok(r)) => r,
+    };
+    let (key, value) = MANAGED_BY;
+    if rule.metadata.labels.as_ref().and_then(|l| l.get(key)).is_none_or(|v| v != value) {
+        return Err(KubeStepError::NotOurs { name: name.to_string() });
+    }
+    let call = format!("DELETE {TAINT_RULES_PATH}/{name}");
+    match tokio::time::timeout(CALL_TIMEOUT, api.delete(name, &DeleteParams::default())).await {
+        Err(_) => {
+            let then = "; the rule may or may not be deleted";
+            Err(KubeStepError::NoAnswer { call, after: CALL_TIMEOUT, then })
+        }
+        Ok(Err(e)) if code(&e) == Some(404) => Ok(format!("DeviceTaintRule {name} was already gone")),
+        Ok(Err(source)) => Err(KubeStepError::Call { call, source }),
+        Ok(Ok(_)) => Ok(format!("DeviceTaintRule {name} deleted")),
     }
 }
 

@@ -380,8 +380,9 @@ mod tests {
     fn the_lock_is_the_nodes_for_every_backend() {
         let dir = Dir::new("lock-keys");
         let (r, _) = runner(dir.path());
-        let mut p =
-            r.check(&Action::Drain { target: "gpu-a100-01/0".into() }, &fleet()).unwrap_or_else(|e| panic!("{e}"));
+        let mut p = r
+            .check(&Action::Drain { target: "gpu-a100-01/0".into(), evict: false }, &fleet())
+            .unwrap_or_else(|e| panic!("{e}"));
         p.backend = crate::actions::Backend::Slurm;
         p.card = None;
         p.target = "gpu-a100-01/3".into();
@@ -407,7 +408,9 @@ mod tests {
         let dir = Dir::new("lock-refused");
         let (r, path) = runner(dir.path());
         let f = fleet();
-        let mut p = r.check(&Action::Drain { target: "gpu-a100-01/0".into() }, &f).unwrap_or_else(|e| panic!("{e}"));
+        let mut p = r
+            .check(&Action::Drain { target: "gpu-a100-01/0".into(), evict: false }, &f)
+            .unwrap_or_else(|e| panic!("{e}"));
         p.backend = crate::actions::Backend::Slurm;
         let held = r.lock(&p).unwrap_or_else(|e| panic!("{e}"));
         let Approval::Refused(why) = r.begin(&p) else { panic!("not refused") };
@@ -438,7 +441,9 @@ mod tests {
         let dir = Dir::new("go");
         let (r, path) = runner(dir.path());
         let f = fleet();
-        let p = r.propose(&Action::Drain { target: "gpu-a100-01/0".into() }, &f).unwrap_or_else(|e| panic!("{e}"));
+        let p = r
+            .propose(&Action::Drain { target: "gpu-a100-01/0".into(), evict: false }, &f)
+            .unwrap_or_else(|e| panic!("{e}"));
         let Approval::Go(approved) = r.approve(&p, &f) else { panic!("not approved") };
         assert_eq!(records(&path), vec!["intent"]);
         let rt = crate::engine::runtime().unwrap_or_else(|e| panic!("{e}"));
@@ -453,7 +458,9 @@ mod tests {
         let dir = Dir::new("changed");
         let (r, path) = runner(dir.path());
         let f = fleet();
-        let p = r.propose(&Action::Drain { target: "gpu-a100-01/0".into() }, &f).unwrap_or_else(|e| panic!("{e}"));
+        let p = r
+            .propose(&Action::Drain { target: "gpu-a100-01/0".into(), evict: false }, &f)
+            .unwrap_or_else(|e| panic!("{e}"));
         let mut moved = f.clone();
         moved.sources[0].health = crate::model::SourceHealth::Connecting;
         assert!(matches!(r.approve(&p, &moved), Approval::Changed(_)));
@@ -472,7 +479,9 @@ mod tests {
         let dir = Dir::new("interrupted");
         let (r, path) = runner(dir.path());
         let f = fleet();
-        let p = r.propose(&Action::Drain { target: "gpu-a100-01/0".into() }, &f).unwrap_or_else(|e| panic!("{e}"));
+        let p = r
+            .propose(&Action::Drain { target: "gpu-a100-01/0".into(), evict: false }, &f)
+            .unwrap_or_else(|e| panic!("{e}"));
         let step = StepResult { what: "Drain the card".into(), call: "x".into(), status: "running", message: None };
         r.interrupted(&p, &[step]);
         let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -490,7 +499,7 @@ mod tests {
         let dir = Dir::new("open-intent");
         let (r, path) = runner(dir.path());
         let f = fleet();
-        let drain = Action::Drain { target: "gpu-a100-01/0".into() };
+        let drain = Action::Drain { target: "gpu-a100-01/0".into(), evict: false };
         let p = r.check(&drain, &f).unwrap_or_else(|e| panic!("{e}"));
         assert!(p.second_confirmation.is_none() && p.allowed());
         // An intent with no outcome, from a process that is gone.

@@ -33,7 +33,7 @@ pub(super) fn unhealthy_held(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>
             Suggestion::Words { text: format!("move {} off it: the card is failing", holders.join(", ")) }
         } else {
             Suggestion::Action {
-                action: Action::Drain { target: r.to_string() },
+                action: Action::Drain { target: r.to_string(), evict: false },
                 why: "no new work on a failing card; then move what runs there".into(),
             }
         };

@@ -14,7 +14,7 @@ pub(super) fn under_way(fleet: &Fleet, action: &Action) -> Option<String> {
             .workload(workload)
             .filter(|w| w.state == WorkloadState::Checkpointing)
             .map(|_| format!("preempting {workload}: it is checkpointing, then it requeues")),
-        Action::Drain { target: t } => {
+        Action::Drain { target: t, .. } => {
             let cards = target(fleet, t);
             (!cards.is_empty() && cards.iter().all(|(n, c)| c.draining || node_drained(n)))
                 .then(|| format!("draining {t}: no new work lands on it"))
@@ -70,7 +70,7 @@ mod tests {
             cards: vec![card(0), card(1)],
             ..Node::default()
         };
-        let drain = |target: &str| Action::Drain { target: target.into() };
+        let drain = |target: &str| Action::Drain { target: target.into(), evict: false };
         for reason in ["cordoned", "drain: by ops"] {
             let fleet = Fleet { nodes: vec![node(Some(reason))], ..Fleet::default() };
             assert!(under_way(&fleet, &drain("n/1")).is_some(), "{reason}");

@@ -11,7 +11,8 @@
 //! polished one and two cards at a time. The result is never worse than changing nothing.
 //! Only cards a backend can change are candidates: the simulator any, NVML within the card's
 //! MIG mode (a mode change needs a GPU reset); Kubernetes changes whole nodes by named
-//! configs, so its cards are left to the `all-<profile>` picker.
+//! configs, so its cards are left to the `all-<profile>` picker; a DRA card under DynamicMIG
+//! is never one (the driver lays it out per claim).
 
 use std::collections::BTreeMap;
 
@@ -214,10 +215,13 @@ impl Problem {
                 Some(crate::act::Backend::Nvml) => card.mig.enabled,
                 _ => false,
             };
-            let candidate = match only {
-                Some(o) => *o == r,
-                None => can && !pinned.contains(&r),
-            };
+            // A DynamicMIG card has no layout to plan: the DRA driver lays it out per claim.
+            let dynamic = super::dra::dynamic(card);
+            let candidate = !dynamic
+                && match only {
+                    Some(o) => *o == r,
+                    None => can && !pinned.contains(&r),
+                };
             if idle && steady && candidate {
                 let now_opt = if card.mig.enabled { p.option_of(m, Some(card.layout())) } else { Some(0) };
                 if let Some(o) = now_opt {

@@ -399,7 +399,7 @@ fn packing(
     let first_mig = relayout.iter().find(|c| c.mig.enabled && c.is_idle());
     let suggestion = match (drained, first_mig) {
         (false, _) => Suggestion::Action {
-            action: crate::act::Action::Drain { target: node.name.clone() },
+            action: crate::act::Action::Drain { target: node.name.clone(), evict: false },
             why: if busy.is_empty() {
                 format!(
                     "no new work lands on {} while its cards are laid out whole for the {biggest}-card job",
@@ -430,7 +430,7 @@ fn packing(
                 ),
             };
             Suggestion::InProgress {
-                action: crate::act::Action::Drain { target: node.name.clone() },
+                action: crate::act::Action::Drain { target: node.name.clone(), evict: false },
                 text: format!("{} is drained for the {biggest}-card job: {next}", node.name),
             }
         }
@@ -485,7 +485,8 @@ fn replicas_per_card(fleet: &Fleet, unit: crate::model::ShareUnit, model: Option
 /// `all-<profile>`: their free slices are the catalog's, slice 7 under 7 x 1g) and waiting or
 /// measured demand wants what a layout of the model would put there.
 pub(super) fn fragmentation(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
-    for (n, c) in fleet.cards().filter(|(n, c)| c.mig.enabled && usable(n, c)) {
+    // DynamicMIG cards have no layout to pack: theirs is dra.rs's rule.
+    for (n, c) in fleet.cards().filter(|(n, c)| c.mig.enabled && usable(n, c) && !super::dra::dynamic(c)) {
         let (Some(free), Some(model)) = (c.free_slice_mask(), c.gpu_model()) else { continue };
         let mask = free & !c.reachable_slices();
         let stranded = mask.count_ones();

@@ -84,7 +84,7 @@ fn claims(fleet: &Fleet, f: &Finding) -> Vec<String> {
                 out.extend(f.cards.iter().map(|c| format!("card:{c}")));
             }
         }
-        Action::Drain { target } | Action::Undrain { target, .. } => {
+        Action::Drain { target, .. } | Action::Undrain { target, .. } => {
             for (n, c) in super::in_flight::target(fleet, target) {
                 out.push(format!("node:{}", n.name));
                 if target == &n.name || whole_node(fleet, n) {

@@ -57,7 +57,7 @@ fn one_action_per_subject_settled_by_rank() {
         finding(
             Kind::UnhealthyHeld,
             Subject::Card { card: "n/2".into() },
-            Some(Action::Drain { target: "n/2".into() }),
+            Some(Action::Drain { target: "n/2".into(), evict: false }),
             &["n/2"],
         ),
         // Words claim nothing.
@@ -100,7 +100,7 @@ fn one_action_per_subject_settled_by_rank() {
         finding(
             Kind::UnhealthyHeld,
             Subject::Card { card: "s/2".into() },
-            Some(Action::Drain { target: "s/2".into() }),
+            Some(Action::Drain { target: "s/2".into(), evict: false }),
             &["s/2"],
         ),
         // Its card 1 freed for waiting work: not on a node the drain stops.

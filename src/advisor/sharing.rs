@@ -140,7 +140,7 @@ pub(super) fn crowded(fleet: &Fleet, cx: &Context, out: &mut Vec<Finding>) {
             gpu_hours_per_day: 0.0,
             cost_per_day: None,
             suggestion: Suggestion::Action {
-                action: Action::Drain { target: r.to_string() },
+                action: Action::Drain { target: r.to_string(), evict: false },
                 why: "no new replica lands on it; what runs keeps running".into(),
             },
             cards: vec![r],
@@ -189,7 +189,7 @@ pub(super) fn use_mig(fleet: &Fleet, out: &mut Vec<Finding>) {
             gpu_hours_per_day: 0.0,
             cost_per_day: None,
             suggestion: Suggestion::Action {
-                action: Action::Drain { target: r.to_string() },
+                action: Action::Drain { target: r.to_string(), evict: false },
                 why: format!(
                     "once its workloads have moved, repartition it to {layout_text} and serve each from its own \
                      instance (the device plugin's sharing config changes with it)"

@@ -39,7 +39,7 @@ pub fn act(g: &Global, action: Action, how: ActOptions) -> Result<(), CmdError> 
             return Ok(());
         }
         if !how.yes {
-            confirm(&format!("{} {}?", p.action.verb(), p.target))?;
+            confirm(&format!("{}?", p.question()))?;
             if let Some(q) = &p.second_confirmation {
                 confirm(q)?;
             }

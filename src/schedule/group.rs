@@ -261,7 +261,7 @@ fn drained_change(
     // The group is planned at `g.at`: a change after it is ahead, within `lead`.
     let ahead = st.at > g.at;
     let preempt = preemptible(t, st);
-    let drain = Action::Drain { target: c.card.to_string() };
+    let drain = Action::Drain { target: c.card.to_string(), evict: false };
     // A preemption ahead of its change is judged then (the minimum runtime may pass).
     let now_preempts = if ahead { &[][..] } else { &preempt[..] };
     let why: Vec<String> = std::iter::once(drain)

@@ -161,7 +161,7 @@ fn a_run_changes_card_by_card_never_with_holders_and_gives_back_its_drains() {
                 let wl = fleet.workload(workload).unwrap_or_else(|| panic!("{workload}"));
                 assert_eq!(wl.kind, crate::model::WorkloadKind::Training, "preempted {workload}");
             }
-            Action::Drain { target } => {
+            Action::Drain { target, .. } => {
                 drained.insert(target.clone());
             }
             Action::Undrain { target, .. } => {

@@ -11,7 +11,7 @@ pub fn sim_op(a: &Action) -> SimOp {
         (n.to_string(), i.parse().unwrap_or(0))
     };
     match a {
-        Action::Drain { target } => {
+        Action::Drain { target, .. } => {
             let (node, index) = card(target);
             SimOp::Drain { node, index }
         }

@@ -176,7 +176,7 @@ pub fn decide(
                     if !card.draining && !ours && card.health.fault().is_none() {
                         out.push(Decision::Act {
                             card: c.card.clone(),
-                            action: Action::Drain { target: target.clone() },
+                            action: Action::Drain { target: target.clone(), evict: false },
                             why: format!("schedule {}: window {} is due ({})", s.name, st.window, st.readiness),
                             window_start: None,
                         });
@@ -198,7 +198,7 @@ pub fn decide(
             match within {
                 Some(st) if !card.draining && !ours && card.health.fault().is_none() => out.push(Decision::Act {
                     card: c.card.clone(),
-                    action: Action::Drain { target: target.clone() },
+                    action: Action::Drain { target: target.clone(), evict: false },
                     why: format!("schedule {}: {} begins at {}", s.name, st.window, st.at.format("%H:%M UTC")),
                     window_start: None,
                 }),

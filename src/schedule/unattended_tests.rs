@@ -109,9 +109,11 @@ fn what_the_loop_learns_from_each_result() {
     };
     let mut s = State::default();
     // A drain the runner found done already (an operator's) is not ours to undo.
-    assert!(s.record(&act(Action::Drain { target: "n/0".into() }, None), Went::NothingToDo, now).is_empty());
+    assert!(
+        s.record(&act(Action::Drain { target: "n/0".into(), evict: false }, None), Went::NothingToDo, now).is_empty()
+    );
     assert!(s.drained.is_empty());
-    s.record(&act(Action::Drain { target: "n/0".into() }, None), Went::Done, now);
+    s.record(&act(Action::Drain { target: "n/0".into(), evict: false }, None), Went::Done, now);
     assert!(s.drained.contains(&card));
     // A refused change skips the window, says so once, and gives the card back.
     let change = act(Action::Repartition { target: "n/0".into(), layout: "whole".into() }, Some(now));

@@ -7,6 +7,9 @@
 
 mod answers;
 pub mod dra;
+#[cfg(test)]
+#[path = "kubernetes/dra_fixture_tests.rs"]
+pub mod dra_fixture;
 pub(crate) mod error;
 mod kept;
 mod kueue;
@@ -120,8 +123,15 @@ fn build(w: &Watches, kueue: &[Arc<KueueWorkload>], kinds: &KindRules, notes: Ve
         ),
         None => Default::default(),
     };
-    let dra =
-        dra::Objects { slices: &slices, claims: &claims, templates: &templates, classes: &classes, rules: &rules };
+    let rules_served = stores.as_ref().map(|d| d.rules.is_some());
+    let dra = dra::Objects {
+        slices: &slices,
+        claims: &claims,
+        templates: &templates,
+        classes: &classes,
+        rules: &rules,
+        rules_served,
+    };
     let mut p =
         partial::build(&w.nodes.state(), &w.pods.state(), &w.classes.state(), kueue, kinds, &known.positions, &dra);
     let notes: Vec<String> = p.note.take().into_iter().chain(notes).chain(known.note).collect();
@@ -235,8 +245,16 @@ pub fn from_json(doc: &serde_json::Value) -> Partial {
     let (slices, claims) = (each::<dra::objects::Slice>(doc, "resourceslices"), each(doc, "resourceclaims"));
     let (templates, classes_dra) = (each(doc, "resourceclaimtemplates"), each(doc, "deviceclasses"));
     let rules = each(doc, "devicetaintrules");
-    let dra =
-        dra::Objects { slices: &slices, claims: &claims, templates: &templates, classes: &classes_dra, rules: &rules };
+    // A document with a `devicetaintrules` list was read from a server that serves them.
+    let rules_served = doc.get("devicetaintrules").map(|_| true);
+    let dra = dra::Objects {
+        slices: &slices,
+        claims: &claims,
+        templates: &templates,
+        classes: &classes_dra,
+        rules: &rules,
+        rules_served,
+    };
     let positions = visibility::Positions::default();
     partial::build(&nodes, &pods, &classes, &workloads, &KindRules::default(), &positions, &dra)
 }

@@ -272,7 +272,7 @@ fn answer(modal: &mut Modal, k: &KeyEvent) -> Answer {
                 // unhealthy card's undrain may be forced, with a second question.
                 return match (&plan.action, k.code) {
                     (Action::Repartition { target, .. }, KeyCode::Char('d')) if offers_drain(plan) => {
-                        Answer::Request(Request::Plan(Action::Drain { target: target.clone() }))
+                        Answer::Request(Request::Plan(Action::Drain { target: target.clone(), evict: false }))
                     }
                     (Action::Undrain { target, force: false }, KeyCode::Char('f')) if offers_force(plan) => {
                         Answer::Request(Request::Plan(Action::Undrain { target: target.clone(), force: true }))
@@ -373,7 +373,8 @@ pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) -> Option<Requ
     };
     let target = r.to_string();
     match intent {
-        Intent::Drain => return Some(Request::Plan(Action::Drain { target })),
+        Intent::Drain => return Some(Request::Plan(Action::Drain { target, evict: false })),
+        Intent::DrainEvict => return Some(Request::Plan(Action::Drain { target, evict: true })),
         Intent::Undrain => return Some(Request::Plan(Action::Undrain { target, force: false })),
         _ => match fleet
             .card(&r)
@@ -489,6 +490,9 @@ pub fn confirm_sheet(plan: &Plan, typed: &str, second: bool, mismatch: bool) -> 
         )
     } else if plan.destructive {
         format!("type {} and Enter to confirm (Esc cancels): {typed}", plan.target)
+    } else if plan.taint_rules() != (Vec::new(), Vec::new()) {
+        // How many DeviceTaintRules the yes creates or deletes.
+        format!("y to {}, n or Esc to cancel", plan.question())
     } else {
         "y to confirm, n or Esc to cancel".into()
     };

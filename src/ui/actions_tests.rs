@@ -73,7 +73,7 @@ fn drain_confirmed_with_y_executes_once() {
     let mut executed = Vec::new();
     press(&mut st, &store, &[KeyCode::Char('d'), KeyCode::Char('y')], &mut executed);
     assert_eq!(executed.len(), 1);
-    assert_eq!(executed[0].action, Action::Drain { target: "gpu-a100-01/0".into() });
+    assert_eq!(executed[0].action, Action::Drain { target: "gpu-a100-01/0".into(), evict: false });
 }
 
 /// A bare Enter is not a yes: drain and undrain (and a forced undrain's first question) ask for
@@ -245,7 +245,7 @@ fn destructive_actions_need_the_typed_name() {
     let e = on_key(&mut st, store.fleet(), key(KeyCode::Char('d')));
     serve(&mut st, &store, e, &mut executed);
     let Some(Modal::Confirm { plan: drain, .. }) = st.modal.clone() else { panic!("no drain offered") };
-    assert_eq!(drain.action, Action::Drain { target: plan.target.clone() });
+    assert_eq!(drain.action, Action::Drain { target: plan.target.clone(), evict: false });
     assert!(executed.is_empty(), "offering is not executing");
 
     // An allowed destructive plan: typing anything else and Enter does not confirm.

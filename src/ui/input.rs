@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn merging_keeps_the_last_request_unless_a_dialog_closed_after_it() {
-        let r = || Effect::Request(Request::Plan(Action::Drain { target: "n/0".into() }));
+        let r = || Effect::Request(Request::Plan(Action::Drain { target: "n/0".into(), evict: false }));
         assert_eq!(merge(r(), Effect::Redraw), r());
         assert_eq!(merge(r(), Effect::Dismissed), Effect::Dismissed);
         assert_eq!(merge(Effect::Dismissed, r()), r());

@@ -28,6 +28,7 @@ pub enum Intent {
     Sort,
     ReverseSort,
     Drain,
+    DrainEvict,
     Undrain,
     Repartition,
     Preempt,
@@ -46,7 +47,13 @@ impl Intent {
     pub fn is_action(self) -> bool {
         matches!(
             self,
-            Self::Drain | Self::Undrain | Self::Repartition | Self::Preempt | Self::ForcePreempt | Self::ScheduleChange
+            Self::Drain
+                | Self::DrainEvict
+                | Self::Undrain
+                | Self::Repartition
+                | Self::Preempt
+                | Self::ForcePreempt
+                | Self::ScheduleChange
         )
     }
 }
@@ -239,6 +246,14 @@ pub const KEYMAP: &[Binding] = &[
         intent: Intent::Drain,
         description: "drain the selected card (no new work), after confirmation",
         footer: true,
+        action: true,
+    },
+    Binding {
+        keys: &[Char('D')],
+        label: "D",
+        intent: Intent::DrainEvict,
+        description: "drain a DRA card and evict its pods (DeviceTaintRules NoExecute; asks twice)",
+        footer: false,
         action: true,
     },
     Binding {

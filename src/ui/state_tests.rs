@@ -224,7 +224,7 @@ fn a_plans_the_selected_advice_through_a_request() {
         gpu_hours_per_day: 24.0,
         cost_per_day: None,
         suggestion: crate::advisor::Suggestion::Action {
-            action: crate::actions::Action::Drain { target: "gpu-a100-01/0".into() },
+            action: crate::actions::Action::Drain { target: "gpu-a100-01/0".into(), evict: false },
             why: "w".into(),
         },
         cards: vec![CardRef::new("gpu-a100-01", 0)],
@@ -235,7 +235,7 @@ fn a_plans_the_selected_advice_through_a_request() {
     st.apply(Intent::ViewAdvice, &f);
     let e = st.apply(Intent::ShowAction, &f);
     let Effect::Request(crate::ui::actions::Request::Plan(a)) = e else { panic!("{e:?}") };
-    assert_eq!(a, crate::actions::Action::Drain { target: "gpu-a100-01/0".into() });
+    assert_eq!(a, crate::actions::Action::Drain { target: "gpu-a100-01/0".into(), evict: false });
     let mut ro = UiState::new(true, false, std::time::Duration::from_secs(1800), Utc::now());
     ro.on_fleet(&f);
     ro.on_findings(st.findings.clone());
@@ -391,7 +391,7 @@ fn finding(
         gpu_hours_per_day: gpu_hours,
         cost_per_day: None,
         suggestion: crate::advisor::Suggestion::Action {
-            action: crate::actions::Action::Drain { target: card.into() },
+            action: crate::actions::Action::Drain { target: card.into(), evict: false },
             why: "w".into(),
         },
         cards: Vec::new(),
@@ -451,7 +451,7 @@ fn a_findings_detail_goes_stale_never() {
     // The next pass: the same finding, its drain now under way.
     let mut under_way = a.clone();
     under_way.suggestion = Suggestion::InProgress {
-        action: crate::actions::Action::Drain { target: "gpu-a100-01/0".into() },
+        action: crate::actions::Action::Drain { target: "gpu-a100-01/0".into(), evict: false },
         text: "draining gpu-a100-01/0".into(),
     };
     st.on_findings(vec![b.clone(), under_way]);

@@ -2,7 +2,7 @@
 //! (`/api`, `/apis`, Kueue's groups when installed), list with `limit`/`continue` and field
 //! selectors, and watch streams of newline-delimited events (ADDED, MODIFIED, DELETED,
 //! BOOKMARK, and ERROR 410 once history is compacted). For the actions: GET and merge-PATCH of
-//! one node and pod evictions, each write recorded with its method, content type and body, and
+//! one node, pod evictions, and DeviceTaintRules created, read and deleted (k8s/write.rs), each write recorded with its method, content type and body, and
 //! a canned answer for any method and path. Kueue's visibility API is in k8s/kueue.rs.
 //! Failures, delays and a bearer token check are switches. It serves until dropped.
 
@@ -53,6 +53,8 @@ struct State {
     answers: BTreeMap<(String, String), (u16, String)>,
     /// path -> an item: a GET of the path is answered with a list of it that never ends.
     floods: BTreeMap<String, String>,
+    /// DeviceTaintRule creations that succeed before every further one is refused (403).
+    rule_creates_left: Option<usize>,
 }
 
 /// A request that is not a GET, as the server received it.

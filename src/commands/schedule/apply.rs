@@ -99,7 +99,7 @@ fn choose<'t>(
     for &(c, st) in due {
         if st.readiness.starts_with("preempts") {
             // The runner's own plans now, so a guard (read-only, a stale source) says no here.
-            let drain = Action::Drain { target: c.card.to_string() };
+            let drain = Action::Drain { target: c.card.to_string(), evict: false };
             let mut blocked: Vec<String> = Vec::new();
             for a in std::iter::once(drain)
                 .chain(st.requires.iter().map(|n| Action::Preempt { workload: n.workload.clone(), force: false }))
@@ -220,7 +220,7 @@ async fn preempt_all(
     // and nothing else may land there meanwhile. Only cards this run drained are undrained.
     let mut ours: Vec<crate::model::CardRef> = Vec::new();
     for (c, st) in by_preempting {
-        let drain = Action::Drain { target: c.card.to_string() };
+        let drain = Action::Drain { target: c.card.to_string(), evict: false };
         let why = format!("schedule {name}: window {}", st.window);
         let at = Utc::now().format("%H:%M:%S").to_string();
         if let Some(sig) = interrupts.received() {

@@ -151,7 +151,7 @@ impl GroupRun {
                         continue;
                     }
                     self.in_flight = Some((i, Pending::Drain));
-                    return Next::Run(Action::Drain { target: self.plan.cards[i].card.to_string() });
+                    return Next::Run(Action::Drain { target: self.plan.cards[i].card.to_string(), evict: false });
                 }
                 Phase::Card(i) if self.stopping.is_some() || i >= self.plan.cards.len() => self.phase = Phase::GiveBack,
                 Phase::Card(i) => {

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::objects::{GpuPod, key};
+use crate::model::dra::TaintRules;
 use crate::model::{Card, CardRef, Request};
 use objects::{Claim, Class, Rule, Slice, Template};
 
@@ -34,6 +35,8 @@ pub struct Objects<'a> {
     pub templates: &'a [Arc<Template>],
     pub classes: &'a [Arc<Class>],
     pub rules: &'a [Arc<Rule>],
+    /// Whether the API server serves DeviceTaintRules; `None`: not known.
+    pub rules_served: Option<bool>,
 }
 
 /// What DRA says of the cluster: the cards of each DRA node, the cards each pod holds, and
@@ -89,8 +92,16 @@ pub fn picture(o: &Objects, pods: &[Arc<GpuPod>]) -> Picture {
             pic.nodes.entry(node).or_default().extend(cards);
         }
     }
+    let served = match o.rules_served {
+        None => TaintRules::Unknown,
+        Some(true) => TaintRules::Served,
+        Some(false) => TaintRules::NotServed,
+    };
     for cards in pic.nodes.values_mut() {
         cards.sort_by_key(|c| c.index);
+        for d in cards.iter_mut().filter_map(|c| c.dra.as_deref_mut()) {
+            d.taint_rules = served;
+        }
     }
     let unbound = |p: &&Arc<GpuPod>| p.spec.node_name.as_deref().is_none_or(str::is_empty);
     for p in pods.iter().filter(|p| !p.spec.resource_claims.is_empty()).filter(unbound) {

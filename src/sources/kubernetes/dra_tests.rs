@@ -55,6 +55,7 @@ impl Fixture {
             templates: &self.templates,
             classes: &self.classes,
             rules: &self.rules,
+            rules_served: Some(true),
         }
     }
 

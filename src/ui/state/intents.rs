@@ -59,7 +59,12 @@ impl UiState {
             | Intent::ReplaySlower
             | Intent::ReplayFaster
             | Intent::ReplayGoto => return crate::ui::replay::apply(self, intent),
-            Intent::Drain | Intent::Undrain | Intent::Repartition | Intent::Preempt | Intent::ForcePreempt => {
+            Intent::Drain
+            | Intent::DrainEvict
+            | Intent::Undrain
+            | Intent::Repartition
+            | Intent::Preempt
+            | Intent::ForcePreempt => {
                 if let Some(r) = crate::ui::actions::on_intent(self, intent, fleet) {
                     return Effect::Request(r);
                 }

@@ -86,6 +86,7 @@ mod tests {
             value: Some("rma".into()),
             effect: "NoExecute".into(),
             rule: Some(rule.into()),
+            tessera: false,
         };
         let mut card = Card { model: "NVIDIA H100 80GB HBM3".into(), ..Card::default() };
         card.health.unknown = Some("no health source".into());
@@ -94,6 +95,8 @@ mod tests {
             pool: "n1".into(),
             device: Some("gpu-7".into()),
             devices: 26,
+            device_names: Vec::new(),
+            taint_rules: crate::model::dra::TaintRules::Served,
             dynamic: true,
             counter_set: Some("gpu-7-counter-set".into()),
             placeable: Some(vec!["1g.10gb".into(), "3g.40gb".into()]),

@@ -48,6 +48,20 @@ impl FakeK8s {
         self.with(|s| s.dra = served);
     }
 
+    /// Let `n` more DeviceTaintRule creations succeed, then refuse every one (403); `None`:
+    /// no limit.
+    pub fn allow_rule_creates(&self, n: Option<usize>) {
+        self.with(|s| s.rule_creates_left = n);
+    }
+
+    /// The names of the DeviceTaintRules held now.
+    pub fn rule_names(&self) -> Vec<String> {
+        self.with(|s| {
+            let c = s.collections.get(TAINT_RULES);
+            c.map(|c| c.objects.keys().map(|k| k.trim_start_matches('/').to_string()).collect()).unwrap_or_default()
+        })
+    }
+
     /// The fixtures' cluster: 3 nodes, the slices in the layout `slices` names (the files of
     /// tests/fixtures/dra/), claims, templates, classes, taint rules and pods.
     pub fn load_dra(&self, slices: &[&str]) {
@@ -98,6 +112,7 @@ pub(super) fn group(s: &State) -> Option<Value> {
 pub(super) fn resources(s: &State, path: &str) -> Option<Value> {
     let rules = s.dra?;
     let verbs = json!(["get", "list", "watch"]);
+    let rule_verbs = json!(["create", "delete", "get", "list", "watch"]);
     let r = |name: &str, kind: &str, namespaced: bool| json!({"name": name, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": verbs});
     let (version, list) = match path.strip_prefix("/apis/resource.k8s.io/")? {
         "v1" => (
@@ -109,7 +124,11 @@ pub(super) fn resources(s: &State, path: &str) -> Option<Value> {
                 r("deviceclasses", "DeviceClass", false),
             ],
         ),
-        "v1beta2" if rules => ("v1beta2", vec![r("devicetaintrules", "DeviceTaintRule", false)]),
+        "v1beta2" if rules => {
+            let mut rule = r("devicetaintrules", "DeviceTaintRule", false);
+            rule["verbs"] = rule_verbs;
+            ("v1beta2", vec![rule])
+        }
         _ => return None,
     };
     Some(

@@ -1,4 +1,6 @@
-//! The fake API server's writes: GET and merge-PATCH of one object, pod evictions.
+//! The fake API server's writes: GET and merge-PATCH of one object, pod evictions, and
+//! DeviceTaintRules: POST to the collection, GET and DELETE of one (where served; a switch
+//! refuses creations after a number of them, for the rollback).
 
 use serde_json::{Value, json};
 
@@ -11,6 +13,9 @@ pub(super) fn one(path: &str) -> Option<(&'static str, String, &str)> {
         ["api", "v1", "nodes", name] => Some((NODES, format!("/{name}"), "")),
         ["api", "v1", "namespaces", ns, "pods", name, rest @ ..] if rest.len() <= 1 => {
             Some((PODS, format!("{ns}/{name}"), rest.first().copied().unwrap_or_default()))
+        }
+        ["apis", "resource.k8s.io", "v1beta2", "devicetaintrules", name] => {
+            Some((super::dra::TAINT_RULES, format!("/{name}"), ""))
         }
         _ => None,
     }
@@ -39,10 +44,24 @@ fn merge(target: &mut Value, patch: &Value) {
 pub(super) fn write(shared: &Shared, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, String) {
     let (lock, cv) = &**shared;
     let mut s = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let rules = super::dra::TAINT_RULES;
+    let rules_served = s.dra == Some(true);
+    if (path == rules || one(path).is_some_and(|o| o.0 == rules)) && !rules_served {
+        return (404, status_body(404, "NotFound", "the server could not find the requested resource"));
+    }
+    if method == "POST" && path == rules {
+        let out = create_rule(&mut s, body);
+        cv.notify_all();
+        return out;
+    }
     let Some((collection, key, sub)) = one(path) else {
         return (405, status_body(405, "MethodNotAllowed", "the fake server does not do that"));
     };
-    let kind = if collection == NODES { "nodes" } else { "pods" };
+    let kind = match collection {
+        NODES => "nodes",
+        PODS => "pods",
+        _ => "devicetaintrules.resource.k8s.io",
+    };
     let name = key.rsplit('/').next().unwrap_or_default().to_string();
     let Some(mut obj) = s.collections.get(collection).and_then(|c| c.objects.get(&key)).cloned() else {
         return (404, status_body(404, "NotFound", &format!("{kind} \"{name}\" not found")));
@@ -57,6 +76,15 @@ pub(super) fn write(shared: &Shared, method: &str, path: &str, content_type: &st
             merge(&mut obj, &body);
             (200, s.upsert(collection, obj).to_string())
         }
+        ("DELETE", "") if collection == rules => {
+            s.rv += 1;
+            let rv = s.rv;
+            let c = s.collections.entry(rules).or_default();
+            c.objects.remove(&key);
+            obj["metadata"]["resourceVersion"] = json!(rv.to_string());
+            c.events.push((rv, "DELETED", obj.clone()));
+            (200, obj.to_string())
+        }
         ("POST", "eviction") if body["metadata"]["name"] != json!(name) => {
             (400, status_body(400, "BadRequest", "name in URL does not match name in Eviction object"))
         }
@@ -70,4 +98,33 @@ pub(super) fn write(shared: &Shared, method: &str, path: &str, content_type: &st
     };
     cv.notify_all();
     out
+}
+
+/// POST of a DeviceTaintRule: 201 with the object as stored, 409 when its name is taken, 403
+/// once the creations the switch allows are spent.
+fn create_rule(s: &mut State, body: &[u8]) -> (u16, String) {
+    let rules = super::dra::TAINT_RULES;
+    let Ok(mut obj) = serde_json::from_slice::<Value>(body) else {
+        return (400, status_body(400, "BadRequest", "the body is not JSON"));
+    };
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    if name.is_empty() || obj["kind"] != json!("DeviceTaintRule") {
+        return (400, status_body(400, "BadRequest", "a DeviceTaintRule with a name is needed"));
+    }
+    if let Some(left) = s.rule_creates_left.as_mut() {
+        if *left == 0 {
+            let why = format!(
+                "devicetaintrules.resource.k8s.io \"{name}\" is forbidden: exceeded quota on purpose (the fake server)"
+            );
+            return (403, status_body(403, "Forbidden", &why));
+        }
+        *left -= 1;
+    }
+    if s.collections.get(rules).is_some_and(|c| c.objects.contains_key(&format!("/{name}"))) {
+        let why = format!("devicetaintrules.resource.k8s.io \"{name}\" already exists");
+        return (409, status_body(409, "AlreadyExists", &why));
+    }
+    obj["metadata"]["uid"] = json!(format!("uid-{name}"));
+    obj["metadata"]["creationTimestamp"] = json!("2026-08-20T06:00:00Z");
+    (201, s.upsert(rules, obj).to_string())
 }

@@ -12,7 +12,7 @@ use super::counters::{self, Held};
 use super::index::{Allocations, Pool};
 use super::objects::Device;
 use super::taints::{self, Rules};
-use crate::model::dra::{Allocation, DraCard};
+use crate::model::dra::{Allocation, DraCard, MAX_DEVICE_NAMES};
 use crate::model::{Card, MigState, Placements, Vendor};
 
 /// The minor number in a device name the driver wrote: `gpu-5` or `gpu-5-mig-…`.
@@ -120,6 +120,7 @@ fn card(pool: &Pool, g: &Gathered, held: &Allocations, rules: &Rules, monitored:
         pool: pool.name.to_string(),
         device: g.gpu.map(|d| d.name.to_string()),
         devices: u32::try_from(g.devices().count()).unwrap_or(u32::MAX),
+        device_names: device_names(g),
         dynamic,
         ..DraCard::default()
     };
@@ -165,6 +166,15 @@ fn card(pool: &Pool, g: &Gathered, held: &Allocations, rules: &Rules, monitored:
     card.dra = Some(Box::new(dra));
     taints::apply(&mut card, all_taints, holders.len(), g.gpu.map(|d| &*d.name), monitored);
     card
+}
+
+/// The card's device names, whole GPU first, then its MIG devices by name; at most
+/// `MAX_DEVICE_NAMES` (the count says when there were more).
+fn device_names(g: &Gathered) -> Vec<String> {
+    let mut migs: Vec<&str> = g.migs.iter().map(|d| &*d.name).collect();
+    migs.sort_unstable();
+    let names = g.gpu.map(|d| &*d.name).into_iter().chain(migs);
+    names.take(MAX_DEVICE_NAMES).map(str::to_string).collect()
 }
 
 /// Static MIG: the instances the driver publishes, each where its `memorySliceN` capacities

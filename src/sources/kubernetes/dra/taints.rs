@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use super::objects::{Device, Rule};
 use crate::model::Card;
-use crate::model::dra::DeviceTaint;
+use crate::model::dra::{DeviceTaint, MANAGED_BY};
 use crate::model::fleet::FATAL_XIDS;
 
-/// Taints kept per card (a DynamicMIG card drained by rules has 26).
-const MAX_CARD_TAINTS: usize = 64;
+/// Taints kept per card (a DynamicMIG card drained by rules has 26, drained and then
+/// evicted by tessera 52).
+const MAX_CARD_TAINTS: usize = 128;
 /// The driver's taint keys.
 const XID: &str = "gpu.nvidia.com/xid";
 const LOST: &str = "gpu.nvidia.com/gpu-lost";
@@ -58,6 +59,7 @@ pub fn of_device(rules: &Rules, driver: &str, pool: &str, device: &Device) -> Ve
         value: t.value.as_deref().map(str::to_string),
         effect: t.effect.to_string(),
         rule: None,
+        tessera: false,
     });
     let ruled = rules.matching(driver, pool, &device.name).into_iter().map(|r| DeviceTaint {
         device: device.name.to_string(),
@@ -65,8 +67,15 @@ pub fn of_device(rules: &Rules, driver: &str, pool: &str, device: &Device) -> Ve
         value: r.spec.taint.value.as_deref().map(str::to_string),
         effect: r.spec.taint.effect.to_string(),
         rule: r.metadata.name.clone(),
+        tessera: by_tessera(r),
     });
     published.chain(ruled).collect()
+}
+
+/// The rule carries tessera's label: tessera made it.
+fn by_tessera(r: &Rule) -> bool {
+    let (key, value) = MANAGED_BY;
+    r.metadata.labels.as_ref().and_then(|l| l.get(key)).is_some_and(|v| v == value)
 }
 
 /// Whether the driver reads health in this pool: it publishes its health taints somewhere in
