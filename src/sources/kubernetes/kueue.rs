@@ -8,9 +8,27 @@ use std::collections::{BTreeMap, HashMap};
 use super::objects::{GpuPod, KueueWorkload, condition, created};
 use super::pods::{self, Classes};
 use super::resources;
-use super::visibility::{Position, Positions};
 use crate::model::KindRules;
 use crate::model::{Workload, WorkloadState};
+
+/// Where a pending Workload stands; positions count from 0, as the API sends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub cluster_queue: u64,
+    pub local_queue: u64,
+    pub priority: Option<i32>,
+}
+
+impl Position {
+    /// "position 3 in cluster queue, 1 in local queue", counting from 1 as people do.
+    pub fn describe(&self) -> String {
+        let (cq, lq) = (self.cluster_queue.saturating_add(1), self.local_queue.saturating_add(1));
+        format!("position {cq} in cluster queue, {lq} in local queue")
+    }
+}
+
+/// Positions by (namespace, Workload name).
+pub type Positions = HashMap<(String, String), Position>;
 
 /// Why the Workload waits, if it is waiting for quota: `Some(message)` while QuotaReserved is
 /// not True and it is neither admitted, finished nor deactivated; with its place in the queues

@@ -4,7 +4,7 @@
 //! each with a timeout. The API is often not served or not granted: that is a note and a
 //! retry minutes later, never a reason to call the source unhealthy.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,24 +30,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 const PAGE: usize = 1000;
 const MAX_PAGES: usize = 10;
 
-/// Where a pending Workload stands; positions count from 0, as the API sends them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Position {
-    pub cluster_queue: u64,
-    pub local_queue: u64,
-    pub priority: Option<i32>,
-}
-
-impl Position {
-    /// "position 3 in cluster queue, 1 in local queue", counting from 1 as people do.
-    pub fn describe(&self) -> String {
-        let (cq, lq) = (self.cluster_queue.saturating_add(1), self.local_queue.saturating_add(1));
-        format!("position {cq} in cluster queue, {lq} in local queue")
-    }
-}
-
-/// Positions by (namespace, Workload name).
-pub type Positions = HashMap<(String, String), Position>;
+pub use super::kueue::{Position, Positions};
 
 /// One LocalQueue's answer: (namespace, Workload name) and where it stands.
 type Found = Vec<((String, String), Position)>;
