@@ -516,3 +516,38 @@ fn a_dra_card_round_trips_through_json() {
         assert_eq!(&back, c);
     }
 }
+
+/// Hostile counters: a device taking all 16 slices a mask holds (the shift overflowed), and
+/// consumptions whose sum passes u64 (it wrapped and read as fine).
+#[test]
+fn sixteen_slices_and_huge_counters_neither_panic_nor_read_as_free() {
+    let mut counters = slice_counters();
+    for s in 8..16 {
+        counters[format!("memory-slice-{s}")] = json!({"value": "1"});
+    }
+    let all: serde_json::Map<String, Value> =
+        (0..16).map(|s| (format!("memory-slice-{s}"), json!({"value": "1"}))).collect();
+    let wide = json!({"name": "gpu-0-mig-7g80gb-0-0", "attributes": {"type": {"string": "mig"},
+        "productName": {"string": "NVIDIA H100 80GB HBM3"}, "parentUUID": {"string": "GPU-x"},
+        "profile": {"string": "7g.80gb"}},
+        "consumesCounters": [{"counterSet": "gpu-0-counter-set", "counters": all}]});
+    let slices = dynamic_pool(vec![wide], counters);
+    let pic = pic_of(&slices, &[claim("w", &["gpu-0-mig-7g80gb-0-0"])]);
+    assert!(card(&pic, "n1", 0).dra.is_some());
+
+    let mut counters = slice_counters();
+    counters["multiprocessors"] = json!({"value": "15Ei"});
+    let huge = |name: &str, slice: u8| {
+        json!({"name": name, "attributes": {"type": {"string": "mig"},
+            "productName": {"string": "NVIDIA H100 80GB HBM3"}, "parentUUID": {"string": "GPU-x"},
+            "profile": {"string": "1g.10gb"}},
+            "consumesCounters": [{"counterSet": "gpu-0-counter-set",
+                "counters": {format!("memory-slice-{slice}"): {"value": "1"}, "multiprocessors": {"value": "15Ei"}}}]})
+    };
+    let slices = dynamic_pool(vec![huge("gpu-0-mig-1g10gb-19-0", 0), huge("gpu-0-mig-1g10gb-19-1", 1)], counters);
+    let pic = pic_of(&slices, &[claim("a", &["gpu-0-mig-1g10gb-19-0"]), claim("b", &["gpu-0-mig-1g10gb-19-1"])]);
+    let c = card(&pic, "n1", 0);
+    let dra = c.dra.as_deref().unwrap_or_else(|| panic!("no DRA part"));
+    assert!(dra.problems.iter().any(|p| p.contains("consumed past its value: multiprocessors")), "{:?}", dra.problems);
+    assert_eq!(c.free_slice_mask(), None, "free is unknown, never a count");
+}

@@ -47,7 +47,8 @@ pub fn instance(device: &Device, mask: u16, holders: &[String]) -> Option<MigIns
     }
     let start = mask.trailing_zeros() as u8;
     let size = mask.count_ones() as u8;
-    if mask >> start != (1u16 << size) - 1 {
+    // Contiguous: `size` ones from `start` (16 slices fill the mask: no shift past its width).
+    if mask >> start != u16::MAX >> (16 - u32::from(size)) {
         return None;
     }
     let profile = device.attributes.profile.as_deref().unwrap_or("?").to_string();
@@ -90,7 +91,11 @@ pub fn layout(set_name: &str, set: Option<&CounterSet>, devices: &[Held]) -> Lay
             }
             for (name, v) in &c.counters.items {
                 match (value.get(&**name), v) {
-                    (Some(_), Some(v)) => *used.entry(name).or_default() += v,
+                    (Some(_), Some(v)) => {
+                        // A sum past u64 is consumed past any value (a wrapped sum read as fine).
+                        let u = used.entry(name).or_default();
+                        *u = u.saturating_add(*v);
+                    }
                     _ => {
                         out.problems.push(format!(
                             "{} consumes counter {}, which counter set {set_name} does not declare",
