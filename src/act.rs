@@ -427,7 +427,7 @@ fn placements(spec: &LayoutSpec) -> Vec<(String, u8)> {
 fn layout_on_card(p: &mut Plan, node: &Node, c: &Card, layout: &str) -> Option<(LayoutSpec, String)> {
     // A plan that waits for the card's work to end is not refused for it.
     let waits = p.wait_idle;
-    p.blockers.extend(guard::repartition(c, layout).into_iter().filter(|r| !(waits && r.is_card_busy())));
+    p.blockers.extend(guard::repartition(&node.name, c, layout).into_iter().filter(|r| !(waits && r.is_card_busy())));
     let now = c.layout_text();
     let Some(model) = c.gpu_model() else {
         p.summary = format!("Repartition {}/{} ({}): not possible", node.name, c.index, c.model);

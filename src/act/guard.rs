@@ -345,7 +345,7 @@ impl Refusal {
 }
 
 /// Refusals for repartitioning `card` to `layout`.
-pub fn repartition(card: &Card, layout: &str) -> Vec<Refusal> {
+pub fn repartition(node: &str, card: &Card, layout: &str) -> Vec<Refusal> {
     let mut out = Vec::new();
     let Some(model) = card.gpu_model() else {
         return vec![Refusal::NotInCatalog { model: card.model.clone() }];
@@ -356,6 +356,10 @@ pub fn repartition(card: &Card, layout: &str) -> Vec<Refusal> {
             model: model.name.clone(),
             error: e.to_string(),
         });
+    }
+    // Every backend's: the DRA driver lays a DynamicMIG card out per claim.
+    if card.dra.as_ref().is_some_and(|d| d.dynamic) {
+        out.push(Refusal::DraDynamic { card: format!("{node}/{}", card.index) });
     }
     let holders = card.holders().count();
     if holders > 0 {
@@ -438,12 +442,12 @@ mod tests {
     #[test]
     fn repartition_guards() {
         let mut card = Card { model: "NVIDIA A100-SXM4-80GB".into(), ..Card::default() };
-        assert!(repartition(&card, "3g.40gb@0,3g.40gb@4").is_empty());
-        assert!(repartition(&card, "whole").is_empty());
-        assert!(repartition(&card, "3g.40gb@1")[0].to_string().contains("not valid"));
+        assert!(repartition("n", &card, "3g.40gb@0,3g.40gb@4").is_empty());
+        assert!(repartition("n", &card, "whole").is_empty());
+        assert!(repartition("n", &card, "3g.40gb@1")[0].to_string().contains("not valid"));
         card.workloads.push("slurm:4".into());
-        assert!(repartition(&card, "whole")[0].to_string().contains("drain it first"));
+        assert!(repartition("n", &card, "whole")[0].to_string().contains("drain it first"));
         let unknown = Card { model: "Tesla T4".into(), ..Card::default() };
-        assert!(repartition(&unknown, "whole")[0].to_string().contains("not in the MIG catalog"));
+        assert!(repartition("n", &unknown, "whole")[0].to_string().contains("not in the MIG catalog"));
     }
 }

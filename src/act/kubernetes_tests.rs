@@ -266,3 +266,19 @@ fn rule_names_are_object_names() {
     let odd = rule_name(false, "Node_A", "gpu-0");
     assert!(odd.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.'), "{odd}");
 }
+
+/// A DRA node that NVML also reads (tessera on the node itself): its drain still goes to
+/// Kubernetes (a compute mode change would leave DRA placing claims there), and a DynamicMIG
+/// card's repartition is refused by every backend, NVML's too.
+#[test]
+fn a_dra_card_read_by_nvml_too_is_drained_by_kubernetes_and_never_laid_out() {
+    let mut fleet = dra_fixture::fleet(now());
+    fleet.sources.push(crate::model::SourceStatus::live("nvml", crate::model::SourceKind::Nvml, now()));
+    for n in fleet.nodes.iter_mut().filter(|n| n.name == "h100-dyn-01") {
+        n.sources.insert(0, "nvml".into());
+    }
+    let p = planned(&fleet, drain("h100-dyn-01/3", false));
+    assert_eq!(p.backend, Backend::Kubernetes, "{}", p.render());
+    let r = planned(&fleet, Action::Repartition { target: "h100-dyn-01/2".into(), layout: "whole".into() });
+    assert!(r.blockers.iter().any(|b| matches!(b, Refusal::DraDynamic { .. })), "{}", r.render());
+}

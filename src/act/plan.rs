@@ -61,13 +61,27 @@ fn kind_of(fleet: &Fleet, source: &str) -> Option<SourceKind> {
 /// proposes what a backend can do).
 pub fn repartition_backend(fleet: &Fleet, node: &Node) -> Option<Backend> {
     let any = Action::Repartition { target: String::new(), layout: String::new() };
-    backend_for(fleet, node, &any).map(|b| b.0)
+    backend_for(fleet, node, None, &any).map(|b| b.0)
 }
 
 /// The source (and backend) that acts on a node for this action: the first backend, in
-/// `Backend::ALL`'s order, that can do it and has a source reporting the node.
-fn backend_for(fleet: &Fleet, node: &Node, action: &Action) -> Option<(Backend, String)> {
-    Backend::ALL
+/// `Backend::ALL`'s order, that can do it and has a source reporting the node; for a card
+/// Kubernetes allocates through DRA (or a node of such cards), Kubernetes first: its
+/// scheduler is what must stop placing claims there (an NVML compute mode change would leave
+/// DRA placing claims on the card).
+fn backend_for(fleet: &Fleet, node: &Node, card: Option<&Card>, action: &Action) -> Option<(Backend, String)> {
+    let dra = match card {
+        Some(c) => c.dra.is_some(),
+        None => node.cards.iter().any(|c| c.dra.is_some()),
+    };
+    let order = if dra {
+        let mut o = vec![Backend::Kubernetes];
+        o.extend(Backend::ALL.into_iter().filter(|b| *b != Backend::Kubernetes));
+        o
+    } else {
+        Backend::ALL.to_vec()
+    };
+    order
         .into_iter()
         .filter(|b| can(capabilities(*b), action))
         .find_map(|b| node.sources.iter().find(|s| kind_of(fleet, s) == Some(b.source_kind())).map(|s| (b, s.clone())))
@@ -88,7 +102,7 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, PlanErr
         Action::Preempt { workload, .. } => preempt(action, workload, fleet, o),
         Action::Drain { target, .. } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => {
             let (node, card) = resolve(fleet, target)?;
-            let Some((backend, source)) = backend_for(fleet, node, action) else {
+            let Some((backend, source)) = backend_for(fleet, node, card, action) else {
                 let what = match action {
                     Action::Repartition { .. } => "repartition MIG (Slurm cannot; run tessera on the GPU node)",
                     _ => action.verb(),
