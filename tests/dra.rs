@@ -160,3 +160,24 @@ fn snapshot_json_of_the_fixtures() {
     );
     println!("{}", serde_json::to_string_pretty(gpu0).unwrap_or_default());
 }
+
+/// A forbidden ResourceClaims list (RBAC without resourceclaims) never makes the DRA cards look
+/// free: what holds each is unknown, said on the card and in the note.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_claims_leave_every_dra_card_unknown_never_free() {
+    let k = FakeK8s::start();
+    k.load_dra(&[SPLIT, STATIC]);
+    let forbidden = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "message": "resourceclaims.resource.k8s.io is forbidden", "reason": "Forbidden", "code": 403});
+    k.answer("GET", "/apis/resource.k8s.io/v1/resourceclaims", 403, forbidden);
+    let p = once(&k, "dra-forbidden").await;
+    let note = p.note.clone().unwrap_or_default();
+    assert!(note.contains("resourceclaims"), "{note}");
+    let cards: Vec<_> = p.nodes.iter().flat_map(|n| n.cards.iter()).filter(|c| c.dra.is_some()).collect();
+    assert!(!cards.is_empty());
+    for c in cards {
+        let d = c.dra.as_deref().unwrap_or_else(|| panic!("no DRA part"));
+        assert!(d.holders_unknown && !c.is_idle(), "card {} looks free: {d:?}", c.index);
+        assert!(d.problems.iter().any(|p| p.contains("what holds it is unknown")), "{:?}", d.problems);
+    }
+}

@@ -225,6 +225,8 @@ fn dra_drain(p: &mut Plan, name: &str, c: &Card, d: &DraCard, evict: bool) {
                 .into(),
         );
         let who = match holders.as_slice() {
+            // Claims not read: who would be evicted is not known, never "nobody".
+            [] if d.holders_unknown => "what holds it is unknown (ResourceClaims are not read)".to_string(),
             [] => "no workload holds it now".to_string(),
             [one] => format!("{one} holds it"),
             many => format!(

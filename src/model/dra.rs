@@ -101,6 +101,9 @@ pub struct DraCard {
     pub taints: Vec<DeviceTaint>,
     /// What is wrong with what was published about this card, in words.
     pub problems: Vec<String>,
+    /// The claims could not be read: what holds the card is unknown, so it is never free.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub holders_unknown: bool,
 }
 
 /// At most this many device names are kept per card (the API's limit of devices in one

@@ -404,6 +404,10 @@ impl Card {
     /// Busy with no known holder: activity or memory in use that no source attributes (an
     /// exporter on a Slurm node names no pod). Such a card or instance is never free.
     pub fn in_use_by_unknown(&self) -> bool {
+        // A DRA card whose claims could not be read: who holds it is not known.
+        if self.dra.as_ref().is_some_and(|d| d.holders_unknown) {
+            return true;
+        }
         if self.mig.enabled {
             return self.mig.instances.iter().any(MigInstance::in_use_by_unknown);
         }

@@ -124,6 +124,7 @@ fn build(w: &Watches, kueue: &[Arc<KueueWorkload>], kinds: &KindRules, notes: Ve
         None => Default::default(),
     };
     let rules_served = stores.as_ref().map(|d| d.rules.is_some());
+    let (claims_unknown, rules_unknown) = w.dra_unknown();
     let dra = dra::Objects {
         slices: &slices,
         claims: &claims,
@@ -131,6 +132,8 @@ fn build(w: &Watches, kueue: &[Arc<KueueWorkload>], kinds: &KindRules, notes: Ve
         classes: &classes,
         rules: &rules,
         rules_served,
+        claims_unknown: claims_unknown.as_deref(),
+        rules_unknown: rules_unknown.as_deref(),
     };
     let mut p =
         partial::build(&w.nodes.state(), &w.pods.state(), &w.classes.state(), kueue, kinds, &known.positions, &dra);
@@ -254,6 +257,8 @@ pub fn from_json(doc: &serde_json::Value) -> Partial {
         classes: &classes_dra,
         rules: &rules,
         rules_served,
+        claims_unknown: None,
+        rules_unknown: None,
     };
     let positions = visibility::Positions::default();
     partial::build(&nodes, &pods, &classes, &workloads, &KindRules::default(), &positions, &dra)

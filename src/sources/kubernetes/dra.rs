@@ -37,6 +37,11 @@ pub struct Objects<'a> {
     pub rules: &'a [Arc<Rule>],
     /// Whether the API server serves DeviceTaintRules; `None`: not known.
     pub rules_served: Option<bool>,
+    /// Why the claims are not known (their watch failed or has not listed yet): then what
+    /// holds each DRA card is unknown, and none is free.
+    pub claims_unknown: Option<&'a str>,
+    /// Why the DeviceTaintRules served are not known: a drain by a rule would not be seen.
+    pub rules_unknown: Option<&'a str>,
 }
 
 /// What DRA says of the cluster: the cards of each DRA node, the cards each pod holds, and
@@ -66,6 +71,22 @@ impl Picture {
 }
 
 /// The picture from the objects, and what the pods with claims among `pods` ask for.
+/// A card whose claims or rules could not be read says so: its holders (and so its free
+/// capacity) or a drain by a rule are unknown, never taken as none.
+fn unknown_parts(c: &mut Card, o: &Objects) {
+    let Some(d) = c.dra.as_deref_mut() else { return };
+    if let Some(why) = o.claims_unknown {
+        d.holders_unknown = true;
+        d.placeable = None;
+        d.problem(format!("what holds it is unknown: ResourceClaims are not read ({why})"));
+        c.mig.placements = crate::model::Placements::Unknown;
+    }
+    if let Some(why) = o.rules_unknown {
+        d.taint_rules = TaintRules::Unknown;
+        d.problem(format!("a drain by a DeviceTaintRule would not be seen: DeviceTaintRules are not read ({why})"));
+    }
+}
+
 pub fn picture(o: &Objects, pods: &[Arc<GpuPod>]) -> Picture {
     let mut pic = Picture::default();
     let devices = index::Devices::new(o.slices);
@@ -101,6 +122,9 @@ pub fn picture(o: &Objects, pods: &[Arc<GpuPod>]) -> Picture {
         cards.sort_by_key(|c| c.index);
         for d in cards.iter_mut().filter_map(|c| c.dra.as_deref_mut()) {
             d.taint_rules = served;
+        }
+        for c in cards.iter_mut() {
+            unknown_parts(c, o);
         }
     }
     let unbound = |p: &&Arc<GpuPod>| p.spec.node_name.as_deref().is_none_or(str::is_empty);

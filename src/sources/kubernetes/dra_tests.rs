@@ -56,6 +56,7 @@ impl Fixture {
             classes: &self.classes,
             rules: &self.rules,
             rules_served: Some(true),
+            ..Objects::default()
         }
     }
 
@@ -550,4 +551,36 @@ fn sixteen_slices_and_huge_counters_neither_panic_nor_read_as_free() {
     let dra = c.dra.as_deref().unwrap_or_else(|| panic!("no DRA part"));
     assert!(dra.problems.iter().any(|p| p.contains("consumed past its value: multiprocessors")), "{:?}", dra.problems);
     assert_eq!(c.free_slice_mask(), None, "free is unknown, never a count");
+}
+
+/// Claims that could not be read (a forbidden watch) never make a DRA card look free: what
+/// holds it is unknown, its placeable profiles and free slices too, and it says why; rules
+/// not read leave a drain by a rule unknown.
+#[test]
+fn unread_claims_or_rules_are_unknown_never_free() {
+    let slices = dynamic_pool(vec![], slice_counters());
+    let why = "list resourceclaims: forbidden";
+    let o = Objects {
+        slices: &slices,
+        claims_unknown: Some(why),
+        rules_unknown: Some("list devicetaintrules: forbidden"),
+        ..Objects::default()
+    };
+    let pic = picture(&o, &[]);
+    let c = card(&pic, "n1", 0);
+    let dra = c.dra.as_deref().unwrap_or_else(|| panic!("no DRA part"));
+    assert!(dra.holders_unknown && dra.placeable.is_none(), "{dra:?}");
+    assert!(
+        dra.problems.iter().any(|p| p.contains("what holds it is unknown") && p.contains(why)),
+        "{:?}",
+        dra.problems
+    );
+    assert_eq!(dra.taint_rules, crate::model::dra::TaintRules::Unknown);
+    assert!(c.in_use_by_unknown() && !c.is_idle());
+    let node = crate::model::Node { name: "n1".into(), schedulable: true, ..crate::model::Node::default() };
+    assert_eq!(crate::model::capacity::free_units(&node, c), 0, "never free");
+    // Read, the same card is idle and free.
+    let pic = pic_of(&slices, &[]);
+    let c = card(&pic, "n1", 0);
+    assert!(c.is_idle() && crate::model::capacity::free_units(&node, c) > 0);
 }

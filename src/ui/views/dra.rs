@@ -102,6 +102,7 @@ mod tests {
             placeable: Some(vec!["1g.10gb".into(), "3g.40gb".into()]),
             taints: vec![taint("gpu-7", "drain-a"), taint("gpu-7-mig-1g10gb-19-0", "drain-b")],
             problems: vec!["counter set gpu-7-counter-set consumed past its value".into()],
+            holders_unknown: false,
         }));
         let text: Vec<String> = lines(&card, 200, &Theme::default_theme(), false)
             .iter()
