@@ -584,3 +584,21 @@ fn unread_claims_or_rules_are_unknown_never_free() {
     let c = card(&pic, "n1", 0);
     assert!(c.is_idle() && crate::model::capacity::free_units(&node, c) > 0);
 }
+
+/// An admin-access result (a monitoring DaemonSet reaching every GPU) holds nothing: the
+/// device stays free and its counters unconsumed.
+#[test]
+fn admin_access_results_hold_nothing() {
+    let slices = dynamic_pool(vec![], slice_counters());
+    let admin: Arc<Claim> = Arc::new(
+        serde_json::from_value(json!({"metadata": {"name": "dcgm", "namespace": "mon"},
+            "status": {"allocation": {"devices": {"results": [{"driver": "gpu.nvidia.com", "pool": "n1",
+                "device": "gpu-0", "request": "r", "adminAccess": true}]}},
+                "reservedFor": [{"resource": "pods", "name": "dcgm"}]}}))
+        .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let pic = pic_of(&slices, &[admin, claim("b", &["gpu-0-mig-3g40gb-9-4"])]);
+    let c = card(&pic, "n1", 0);
+    assert!(!c.holders().any(|h| h.contains("dcgm")), "{:?}", c.holders().collect::<Vec<_>>());
+    assert_eq!(c.layout_text(), "3g.40gb@4", "only the real allocation lays the card out");
+}

@@ -168,7 +168,9 @@ impl<'a> Allocations<'a> {
             if holders.is_empty() {
                 holders.push(format!("claim:{ns}/{name}"));
             }
-            for r in a.devices.results.items.iter().filter(|r| &*r.driver == GPU_DRIVER) {
+            // An admin-access result neither holds the device nor consumes its counters.
+            let allocated = |r: &&super::objects::AllocatedDevice| r.admin_access != Some(true);
+            for r in a.devices.results.items.iter().filter(|r| &*r.driver == GPU_DRIVER).filter(allocated) {
                 if devices.get(&r.pool, &r.device).is_none() {
                     pic.note(format!(
                         "ResourceClaim {ns}/{name} is allocated device {} of pool {}, which no ResourceSlice publishes",

@@ -437,6 +437,9 @@ pub struct AllocatedDevice {
     pub pool: IName,
     #[serde(default)]
     pub device: IName,
+    /// Admin access (a monitoring DaemonSet's): the device is reached, not allocated to it.
+    #[serde(default)]
+    pub admin_access: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
