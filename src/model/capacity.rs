@@ -39,6 +39,38 @@ pub fn free_units(node: &Node, card: &Card) -> u32 {
     }
 }
 
+/// On a usable DynamicMIG card, how many instances of each profile its counters can still
+/// place, one profile at a time: the profile's catalog placements that fit the free slices,
+/// taken left to right (optimal for one size of aligned placement), at most its count a card. The DRA driver creates
+/// them per claim, so free slices are free capacity here, unlike on a static MIG card.
+fn dynamic_free(node: &Node, card: &Card, placeable: &[String]) -> Vec<(String, u64)> {
+    let (Some(model), true) = (card.gpu_model(), usable(node, card)) else { return Vec::new() };
+    let free = if card.mig.enabled {
+        card.free_slice_mask()
+    } else {
+        Some(crate::model::fleet::slice_mask(0, model.memory_slices))
+    };
+    let Some(free) = free else { return Vec::new() };
+    placeable
+        .iter()
+        .filter_map(|name| {
+            let p = model.profile(name)?;
+            let mut placements = p.placements.clone();
+            placements.sort_by_key(|x| x.start);
+            let (mut taken, mut count) = (0u16, 0u64);
+            for x in placements {
+                let m = x.mask();
+                // At most the profile's own count on a card (one 1g.10gb+me).
+                if count < u64::from(p.max_count.max(1)) && m & free == m && m & taken == 0 {
+                    taken |= m;
+                    count += 1;
+                }
+            }
+            (count > 0).then(|| (name.clone(), count))
+        })
+        .collect()
+}
+
 /// Free capacity on a card in GiB of its memory: the share of it that is free (the memory
 /// slices of unheld instances and free slices, free replicas, or an idle whole card) times
 /// its memory. What the free sort ranks by: an idle H200 above an A100 with seven free 1g
@@ -139,6 +171,17 @@ impl Free {
             // The most a usable card of each share could give: replicas on usable cards.
             let mut shared_most: BTreeMap<(ShareUnit, String), u64> = BTreeMap::new();
             for card in &node.cards {
+                // DynamicMIG: what the counters can still place is free MIG capacity (it was
+                // counted as none); an idle card is free whole as well, below.
+                if let Some(placeable) = card.dra.as_deref().filter(|d| d.dynamic).and_then(|d| d.placeable.as_ref()) {
+                    for (profile, count) in dynamic_free(node, card, placeable) {
+                        seen_mig.insert(profile.clone());
+                        *n.mig.entry(profile).or_default() += count;
+                    }
+                    if card.mig.enabled {
+                        continue;
+                    }
+                }
                 if card.mig.enabled {
                     for inst in &card.mig.instances {
                         seen_mig.insert(inst.profile.clone());

@@ -602,3 +602,27 @@ fn admin_access_results_hold_nothing() {
     assert!(!c.holders().any(|h| h.contains("dcgm")), "{:?}", c.holders().collect::<Vec<_>>());
     assert_eq!(c.layout_text(), "3g.40gb@4", "only the real allocation lays the card out");
 }
+
+/// What a DynamicMIG card's counters can still place is free MIG capacity in the fleet's one
+/// count (it was none: a claim the driver could place now looked like a shortage).
+#[test]
+fn dynamic_mig_placeable_profiles_are_free_capacity() {
+    let at = chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 8, 20, 12, 0, 0).single().unwrap_or_default();
+    let mut fleet = super::super::dra_fixture::fleet(at);
+    fleet.nodes.retain(|n| n.name == "h100-dyn-01");
+    let free = crate::model::capacity::Free::compute(&fleet);
+    // gpu-2 to gpu-6 are idle (gpu-0 is full, gpu-1 held whole, gpu-7 drained): each places
+    // 7 × 1g.10gb, one 1g.10gb+me, 4 × 1g.20gb, 3 × 2g.20gb, 2 × 3g.40gb, one 4g or 7g.
+    let want: Vec<(&str, u64)> = vec![
+        ("1g.10gb", 35),
+        ("1g.10gb+me", 5),
+        ("1g.20gb", 20),
+        ("2g.20gb", 15),
+        ("3g.40gb", 10),
+        ("4g.40gb", 5),
+        ("7g.80gb", 5),
+    ];
+    let got: Vec<(&str, u64)> = free.mig.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    assert_eq!(got, want);
+    assert_eq!(free.whole.values().sum::<u64>(), 5, "the idle ones are free whole too");
+}
