@@ -181,3 +181,17 @@ async fn forbidden_claims_leave_every_dra_card_unknown_never_free() {
         assert!(d.problems.iter().any(|p| p.contains("what holds it is unknown")), "{:?}", d.problems);
     }
 }
+
+/// Unread ResourceSlices are not "no GPUs": the note says what is unknown and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_slices_say_the_dra_gpus_are_unknown() {
+    let k = FakeK8s::start();
+    k.load_dra(&[SPLIT, STATIC]);
+    let forbidden = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "message": "resourceslices.resource.k8s.io is forbidden", "reason": "Forbidden", "code": 403});
+    k.answer("GET", SLICES, 403, forbidden);
+    let p = once(&k, "dra-slices-forbidden").await;
+    let note = p.note.clone().unwrap_or_default();
+    assert!(note.contains("GPUs of DRA nodes unknown: ResourceSlices are not read"), "{note}");
+    assert!(!note.contains("advertises an nvidia.com GPU resource"), "{note}");
+}

@@ -124,7 +124,7 @@ fn build(w: &Watches, kueue: &[Arc<KueueWorkload>], kinds: &KindRules, notes: Ve
         None => Default::default(),
     };
     let rules_served = stores.as_ref().map(|d| d.rules.is_some());
-    let (claims_unknown, rules_unknown) = w.dra_unknown();
+    let (claims_unknown, rules_unknown, slices_unknown) = w.dra_unknown();
     let dra = dra::Objects {
         slices: &slices,
         claims: &claims,
@@ -134,6 +134,7 @@ fn build(w: &Watches, kueue: &[Arc<KueueWorkload>], kinds: &KindRules, notes: Ve
         rules_served,
         claims_unknown: claims_unknown.as_deref(),
         rules_unknown: rules_unknown.as_deref(),
+        slices_unknown: slices_unknown.as_deref(),
     };
     let mut p =
         partial::build(&w.nodes.state(), &w.pods.state(), &w.classes.state(), kueue, kinds, &known.positions, &dra);
@@ -259,6 +260,7 @@ pub fn from_json(doc: &serde_json::Value) -> Partial {
         rules_served,
         claims_unknown: None,
         rules_unknown: None,
+        slices_unknown: None,
     };
     let positions = visibility::Positions::default();
     partial::build(&nodes, &pods, &classes, &workloads, &KindRules::default(), &positions, &dra)

@@ -42,6 +42,8 @@ pub struct Objects<'a> {
     pub claims_unknown: Option<&'a str>,
     /// Why the DeviceTaintRules served are not known: a drain by a rule would not be seen.
     pub rules_unknown: Option<&'a str>,
+    /// Why the ResourceSlices are not known: the GPUs of DRA nodes are then unknown.
+    pub slices_unknown: Option<&'a str>,
 }
 
 /// What DRA says of the cluster: the cards of each DRA node, the cards each pod holds, and

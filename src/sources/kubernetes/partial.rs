@@ -63,9 +63,11 @@ pub fn build(
     kueue::apply(&mut workloads, kueue_objs, pod_objs, kinds, &classes, positions);
     workloads.sort_by(|a, b| a.id.cmp(&b.id));
     one_card_nodes(&mut nodes, &mut workloads);
-    let note = (nodes.is_empty() && !node_objs.is_empty()).then(|| match node_objs.len() {
-        1 => "the 1 node does not advertise an nvidia.com GPU resource".to_string(),
-        n => format!("none of {n} nodes advertises an nvidia.com GPU resource"),
+    let note = (nodes.is_empty() && !node_objs.is_empty()).then(|| match (node_objs.len(), dra_objs.slices_unknown) {
+        // Unread slices are not "no GPUs": DRA nodes advertise none through the device plugin.
+        (_, Some(why)) => format!("GPUs of DRA nodes unknown: ResourceSlices are not read ({why})"),
+        (1, None) => "the 1 node does not advertise an nvidia.com GPU resource".to_string(),
+        (n, None) => format!("none of {n} nodes advertises an nvidia.com GPU resource"),
     });
     let note: Vec<String> = note.into_iter().chain(pic.notes).collect();
     let note = (!note.is_empty()).then(|| note.join("; "));

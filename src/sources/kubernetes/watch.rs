@@ -267,20 +267,21 @@ impl Watches {
         self.dra.lock().ok().and_then(|k| k.clone())
     }
 
-    /// Why the DRA claims, and the DeviceTaintRules where served, are not known now (a failed
-    /// watch, or a first list not done): `(claims, rules)`, `None` where known.
-    pub fn dra_unknown(&self) -> (Option<String>, Option<String>) {
+    /// Why the DRA claims, the DeviceTaintRules where served, and the slices are not known now
+    /// (a failed watch, or a first list not done): `(claims, rules, slices)`, `None` where known.
+    pub fn dra_unknown(&self) -> (Option<String>, Option<String>, Option<String>) {
         let Ok(h) = self.shared.health.lock() else {
             let why = Some("internal: health lock poisoned".to_string());
-            return (why.clone(), why);
+            return (why.clone(), why.clone(), why);
         };
-        let Dra::Present(d) = &h.dra else { return (None, None) };
+        let Dra::Present(d) = &h.dra else { return (None, None, None) };
         let why = |what: &str, s: &Synced| match &s.error {
             Some((verb, e)) => Some(format!("{verb} {what}: {e}")),
             None if !s.listed => Some(format!("first list of {what} in progress")),
             None => None,
         };
-        (why("resourceclaims", &d.claims), d.rules.as_ref().and_then(|r| why("devicetaintrules", r)))
+        let rules = d.rules.as_ref().and_then(|r| why("devicetaintrules", r));
+        (why("resourceclaims", &d.claims), rules, why("resourceslices", &d.slices))
     }
 
     pub fn state(&self) -> State {
