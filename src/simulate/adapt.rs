@@ -32,7 +32,7 @@ impl Run<'_> {
             }
             Policy::Adaptive => self.heap.push(Reverse((self.now + self.s.interval_s.max(1), TICK, 0, 0))),
             // Layouts that never change on their own: nothing ticks.
-            Policy::Schedule | Policy::Exclusive | Policy::Mig | Policy::Share => {}
+            Policy::Schedule | Policy::Exclusive | Policy::Mig | Policy::Share | Policy::Dynamic => {}
         }
     }
 
@@ -64,7 +64,7 @@ impl Run<'_> {
                     self.heap.push(Reverse((self.now + self.s.interval_s.max(1), TICK, 0, 0)));
                 }
             }
-            Policy::Exclusive | Policy::Mig | Policy::Share => {}
+            Policy::Exclusive | Policy::Mig | Policy::Share | Policy::Dynamic => {}
         }
     }
 
