@@ -115,7 +115,7 @@ pub enum Command {
         step: Option<String>,
     },
     /// What-if capacity planning: replay a demand on a fleet under each sharing policy
-    /// (exclusive, mig, share, schedule, adaptive) and say how many GPUs each needs
+    /// (exclusive, mig, share, schedule, adaptive, dynamic) and say how many GPUs each needs
     /// (docs/simulate.md). With no demand given, the simulated cluster's day of arrivals.
     Simulate(Box<SimulateArgs>),
     /// The capacity advisor: waste, what it costs, what to do.
@@ -366,11 +366,12 @@ pub struct SimulateArgs {
     /// Lay every card of a model out so under mig and adaptive, e.g. A100-80GB=3g.40gb,3g.40gb (repeatable).
     #[arg(long, value_name = "MODEL=LAYOUT")]
     pub layout: Vec<String>,
-    /// The policies to compare, comma-separated (default: all five).
+    /// The policies to compare, comma-separated (default: all six).
     #[arg(long, value_name = "POLICY,...", value_delimiter = ',')]
     pub policy: Vec<String>,
-    /// Where jobs go among the places they fit: first-fit, best-fit (default), frag-aware;
-    /// packing also fgd, paper-bestfit, paper-dotprod (the paper's).
+    /// Where jobs go among the places they fit: first-fit, best-fit (default; dynamic's is
+    /// first-fit, as the Kubernetes scheduler's, unless this is given), frag-aware; packing
+    /// also fgd, paper-bestfit, paper-dotprod (the paper's).
     #[arg(long, value_name = "PLACEMENT")]
     pub placement: Option<String>,
     /// Replicas per card under share, where the fleet does not say (replay default 4; a

@@ -16,7 +16,8 @@ fn tomorrows_changes_on_the_simulated_cluster() {
     let c = cfg(TWO_WINDOWS);
     let t = timelines(&c.schedules, &fleet, at, std::time::Duration::from_secs(1800), 24);
     let t = &t[0];
-    assert_eq!(t.cards.len(), 16, "both H100 nodes");
+    // One H100 node: the other is DynamicMIG since issue 49, laid out per claim, no schedule's.
+    assert_eq!(t.cards.len(), 8, "the static H100 node");
     for card in &t.cards {
         assert_eq!(card.window_now.as_deref(), Some("day"));
         let at: Vec<String> = card.steps.iter().map(|s| s.at.format("%H:%M").to_string()).collect();

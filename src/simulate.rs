@@ -9,6 +9,7 @@
 
 pub mod adapt;
 pub mod binding;
+pub mod dynamic;
 pub mod fleet;
 pub mod from_model;
 pub mod input;

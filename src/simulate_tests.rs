@@ -401,8 +401,10 @@ fn books(mut r: Report) -> Report {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
-    /// On a fleet with no MIG-capable card, `mig` and `schedule` are `exclusive` exactly,
-    /// and `adaptive` too where nothing may be preempted (no training past its minimum).
+    /// On a fleet with no MIG-capable card, `mig`, `schedule` and `dynamic` are `exclusive`
+    /// exactly (`dynamic` with the placement every policy has: with nothing to carve it is
+    /// not first-fit), and `adaptive` too where nothing may be preempted (no training past
+    /// its minimum).
     #[test]
     fn policies_that_cannot_differ_do_not_differ(
         specs in prop::collection::vec((0i64..7200, 60i64..5400, 0u8..5, 0u8..3), 1..40),
@@ -424,7 +426,7 @@ proptest! {
         let windows = vec![Window { model: None, nodes: Vec::new(), start_s: 0, end_s: 3600, layout: day }];
         let s = Settings { placement, windows, min_runtime_s: 1_000_000, interval_s: 120, ..Settings::default() };
         let ex = books(run(&jobs, &f, Policy::Exclusive, &s));
-        for policy in [Policy::Mig, Policy::Schedule, Policy::Adaptive] {
+        for policy in [Policy::Mig, Policy::Schedule, Policy::Adaptive, Policy::Dynamic] {
             let r = books(run(&jobs, &f, policy, &s));
             prop_assert!(r == ex, "{:?} differs from exclusive: wait {:?} vs {:?}, runs {:?} vs {:?}",
                 policy, r.wait, ex.wait, r.job_runs, ex.job_runs);
@@ -515,4 +517,95 @@ fn adaptive_does_not_tick_through_empty_time() {
     let report = r.report_until(900_000_000_600);
     assert_eq!(report.started, 2);
     assert_eq!(report.wait.p99_s, 0);
+}
+
+/// `n` shares of `milli` thousandths of an H100 with 8 GiB each, all at `submit`.
+fn shares(n: usize, submit: i64, duration: i64, milli: u32) -> Vec<Job> {
+    (0..n)
+        .map(|i| {
+            let mut j = frac(&format!("s{submit}-{i}"), submit, duration, milli, Class::Inference);
+            j.mem_mib = 8 * 1024;
+            j
+        })
+        .collect()
+}
+
+#[test]
+fn dynamic_creates_an_instance_per_job_and_destroys_it_at_the_end() {
+    // Seven 1g.10gb jobs fill one H100 at once, each instance created for it (the
+    // reconfiguration time before its work, counted under RECONF); a whole-card job waits
+    // until the last instance is destroyed, and then has the card.
+    let f = fleet("1xH100-80GB");
+    let mut jobs = shares(7, 0, 3600, 142);
+    jobs.push(Job::new("whole", 100, 600, 1));
+    let s = Settings::default();
+    let r = run(&jobs, &f, Policy::Dynamic, &s);
+    assert_eq!(r.placement, Placement::FirstFit, "the scheduler's placement by default");
+    let starts: Vec<Option<i64>> = r.job_runs.iter().map(|o| o.first_start).collect();
+    assert!(starts[..7].iter().all(|&t| t == Some(0)), "{starts:?}");
+    // Created at 0, working from 60 s for an hour; the whole job then, with no creation.
+    assert!(r.job_runs[..7].iter().all(|o| o.end == Some(3660) && o.ran_s == 3600), "{:?}", r.job_runs);
+    assert_eq!(starts[7], Some(3660));
+    assert_eq!(r.job_runs[7].end, Some(4260));
+    assert_eq!(r.reconfigurations, 7);
+    // Seven instances of 142 thousandths each, a minute each: a GPU-minute, near enough.
+    assert!((r.downtime_gpu_hours * 3600.0 - 7.0 * 0.142 * 60.0).abs() < 1e-6, "{}", r.downtime_gpu_hours);
+    // Seven sevenths held while the shares run.
+    assert!((r.held_peak_gpus - 1.0).abs() < 1e-9, "{}", r.held_peak_gpus);
+    // An eighth share waits for a slice: 1g.10gb has seven placements.
+    let mut jobs = shares(8, 0, 3600, 142);
+    jobs.sort_by_key(|j| j.submit);
+    let r = run(&jobs, &f, Policy::Dynamic, &s);
+    assert_eq!(r.job_runs.iter().filter(|o| o.first_start == Some(0)).count(), 7);
+    assert_eq!(r.job_runs[7].first_start, Some(3660));
+}
+
+#[test]
+fn dynamic_whole_work_takes_only_cards_with_nothing_on_them() {
+    // One share on the first of two H100s: a 2-card job waits for it to end; a 1-card job
+    // takes the second card.
+    let f = fleet("2xH100-80GB");
+    let mut jobs = shares(1, 0, 3600, 142);
+    jobs.push(Job::new("two", 10, 600, 2));
+    jobs.push(Job::new("one", 20, 600, 1));
+    let r = run(&jobs, &f, Policy::Dynamic, &Settings::default());
+    assert_eq!(r.job_runs[1].first_start, Some(3660), "{:?}", r.job_runs);
+    assert_eq!(r.job_runs[2].first_start, Some(20));
+    assert_eq!(r.reconfigurations, 1);
+}
+
+#[test]
+fn tessera_s_placement_keeps_room_first_fit_gives_away() {
+    // A 3g job, then a 4g job, on one H100. First fit (the scheduler) puts the 3g at slice 0,
+    // where the 4g's only placement is: the 4g waits for it. Best fit and frag-aware put the
+    // 3g at slice 4 and both run.
+    let f = fleet("1xH100-80GB");
+    let mut jobs = shares(1, 0, 7200, 400);
+    jobs.extend(shares(1, 10, 600, 500));
+    let ff = run(&jobs, &f, Policy::Dynamic, &Settings::default());
+    assert_eq!(ff.job_runs[1].first_start, Some(7260), "{:?}", ff.job_runs);
+    for placement in [Placement::BestFit, Placement::FragAware] {
+        let s = Settings { dynamic_placement: placement, ..Settings::default() };
+        let r = run(&jobs, &f, Policy::Dynamic, &s);
+        assert_eq!(r.placement, placement);
+        assert_eq!(r.job_runs[1].first_start, Some(10), "{placement:?}: {:?}", r.job_runs);
+    }
+}
+
+#[test]
+fn first_fit_fills_the_first_card_best_fit_the_fullest() {
+    // Two H100s: a 3g share on the second card (the first held whole meanwhile), then the
+    // whole job ends and a 1g share comes. First fit puts it on the first card (now empty);
+    // best fit on the second, beside the 3g, keeping the first whole for a whole job.
+    let f = fleet("2xH100-80GB");
+    let mut jobs = vec![Job::new("whole", 0, 600, 1)];
+    jobs.extend(shares(1, 1, 7200, 400));
+    jobs.extend(shares(1, 1000, 3600, 142));
+    jobs.push(Job::new("later", 1001, 600, 1));
+    let ff = run(&jobs, &f, Policy::Dynamic, &Settings::default());
+    // First fit: the 1g on card 0, so the later whole job has no empty card until it ends.
+    assert_eq!(ff.job_runs[3].first_start, Some(1000 + 60 + 3600), "{:?}", ff.job_runs);
+    let s = Settings { dynamic_placement: Placement::BestFit, ..Settings::default() };
+    let bf = run(&jobs, &f, Policy::Dynamic, &s);
+    assert_eq!(bf.job_runs[3].first_start, Some(1001), "{:?}", bf.job_runs);
 }

@@ -69,7 +69,8 @@ fn snapshot_demo_json_has_the_contract_keys() {
     // The simulated models are NVIDIA's, and the snapshot says so.
     assert!(cards.iter().all(|c| c["vendor"] == "nvidia"), "vendor");
     let modes: std::collections::BTreeSet<&str> = cards.iter().filter_map(|c| c["sharing_mode"].as_str()).collect();
-    assert_eq!(modes.into_iter().collect::<Vec<_>>(), ["exclusive", "mig", "mps", "time_sliced"]);
+    // dra_dynamic since the demo's DynamicMIG node (issue 49).
+    assert_eq!(modes.into_iter().collect::<Vec<_>>(), ["dra_dynamic", "exclusive", "mig", "mps", "time_sliced"]);
     let mig: Vec<&Value> = cards.iter().copied().filter(|c| c["mig"]["enabled"] == true).collect();
     assert!(!mig.is_empty() && mig.len() < cards.len(), "MIG and whole cards");
     let inst = &mig[0]["mig"]["instances"][0];
@@ -473,7 +474,8 @@ fn schedule_timeline_json_and_the_mig_parted_export() {
     let s = &v["schedules"][0];
     assert_eq!((s["schedule"].as_str(), s["timezone"].as_str()), (Some("h100-day-night"), Some("Europe/Berlin")));
     let cards = s["cards"].as_array().cloned().unwrap_or_default();
-    assert_eq!(cards.len(), 16, "the two simulated H100 nodes");
+    // One node: the other H100 node is DynamicMIG since issue 49, laid out per claim.
+    assert_eq!(cards.len(), 8, "the simulated static-MIG H100 node");
     for c in &cards {
         let steps = c["steps"].as_array().cloned().unwrap_or_default();
         // A day and a night start in 24 h (three on a DST day; an overdue change comes first).

@@ -393,3 +393,61 @@ fn the_flagship_schedule_example_fits_the_demo() {
     let (mig, starving) = (waits(&v, "mig"), waits(&v, "schedule"));
     assert!(starving.0 > mig.0, "the starving fixture costs waiting: {starving:?} against {mig:?}");
 }
+
+/// Issue 49: `simulate --demo` has a `dynamic` row (DynamicMIG as the DRA driver does it):
+/// instances made per job count under RECONF; it runs first-fit, as the scheduler allocates,
+/// unless `--placement` names tessera's.
+#[test]
+fn the_demo_has_a_dynamic_row_first_fit_unless_a_placement_is_named() {
+    let (code, out, err) = tessera(&["simulate", "--demo"]);
+    assert_eq!(code, 0, "{err}");
+    let row = out.lines().find(|l| l.starts_with("dynamic ")).unwrap_or_else(|| panic!("no dynamic row:\n{out}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // POLICY GPUS HELD USED/HELD p50 p90 p99 INF NOT-RUN PREEMPT LOST RECONF ...
+    assert_eq!(cols.get(9), Some(&"0"), "dynamic preempts nothing: {row}");
+    assert!(cols.get(11).and_then(|r| r.parse::<u64>().ok()).is_some_and(|r| r > 0), "instances made: {row}");
+    assert!(out.contains("placement best-fit (dynamic first-fit"), "{out}");
+    let (code, out, err) =
+        tessera(&["simulate", "--demo", "--json", "--policy", "mig,dynamic", "--placement", "frag-aware"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    let rows = v["policies"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["policy"], "dynamic");
+    assert_eq!(rows[1]["placement"], "frag-aware");
+    assert_eq!(v["settings"]["dynamic_placement"], "frag-aware");
+    let (code, out, err) = tessera(&["simulate", "--demo", "--json", "--policy", "dynamic"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["policies"][0]["placement"], "first-fit");
+}
+
+/// Issue 45's property for `dynamic`: on cards without MIG it is `exclusive`, row for row.
+#[test]
+fn dynamic_equals_exclusive_on_cards_without_mig() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/openb_pod_list_sample.csv");
+    let (code, out, err) = tessera(&[
+        "simulate",
+        "--trace",
+        trace,
+        "--fleet",
+        "24xT4",
+        "--as-model",
+        "T4",
+        "--compress",
+        "10",
+        "--policy",
+        "exclusive,dynamic",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    let rows = v["policies"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 2);
+    let strip = |p: &Value| {
+        let mut p = p.clone();
+        p["policy"] = Value::Null;
+        p
+    };
+    assert_eq!(strip(&rows[0]), strip(&rows[1]), "dynamic differs from exclusive on T4");
+    assert!(v["demand"]["notes"].to_string().contains("no card of this fleet can do MIG"), "{}", v["demand"]["notes"]);
+}

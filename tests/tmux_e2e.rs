@@ -252,3 +252,38 @@ fn record_then_replay_end_to_end() {
     assert_eq!(std::fs::read_to_string(&status).unwrap_or_default().trim(), "0");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 49: the demo's DynamicMIG node in the console: its cards say DRA, the card view says
+/// who allocates it and what its counters can still place, the queue explains the waiting
+/// claim, and a repartition there is refused.
+#[test]
+fn the_dra_node_in_the_console() {
+    if !have("tmux") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tessera-e2e-dra-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let conf = dir.join("tmux.conf");
+    std::fs::write(&conf, "set -g remain-on-exit on\nset -g default-terminal tmux-256color\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let t = Tmux { socket: format!("tessera-e2e-dra-{}", std::process::id()) };
+    let cmd = format!("env XDG_CONFIG_HOME={} {} --demo --refresh 200ms", dir.display(), env!("CARGO_BIN_EXE_tessera"));
+    let conf = conf.to_string_lossy().into_owned();
+    let out = t.run(&["-f", &conf, "new-session", "-d", "-s", "e2e", "-x", "160", "-y", "48", &cmd]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    t.wait("the first frame", |s| s.contains("SIMULATED") && s.contains("MIG LAYOUT"));
+    let fleet = t.wait("the DRA node", |s| s.contains("gpu-h100-dra-01"));
+    assert!(fleet.contains("gpu-h100-dra-01"), "{fleet}");
+    t.keys(&[":", "n", "o", "d", "e", " ", "g", "p", "u", "-", "h", "1", "0", "0", "-", "d", "r", "a", "Enter"]);
+    t.keys(&["Enter"]);
+    let card = t.wait("the DRA card view", |s| s.contains("card gpu-h100-dra-01/") && s.contains("allocated by DRA"));
+    assert!(card.contains("DynamicMIG, counter set gpu-"), "{card}");
+    assert!(card.contains("can still place"), "{card}");
+    t.keys(&["Escape"]);
+    t.keys(&["2"]);
+    let queue = t.wait("the waiting claim", |s| s.contains("pretrain-8gpu-0"));
+    assert!(queue.contains("wants 8 whole H100 on one node"), "{queue}");
+    t.keys(&["q"]);
+    t.wait("the process to end", |_| t.display("#{pane_dead}") == "1");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -210,8 +210,12 @@ fn to_chrono(t: jiff::Timestamp) -> Option<DateTime<Utc>> {
 
 impl Schedule {
     /// Whether the schedule covers `card` on `node`: a node glob matches (or none is given)
-    /// and the model matches (or none is given).
+    /// and the model matches (or none is given). Never a DynamicMIG card: the DRA driver lays
+    /// it out per claim.
     pub fn covers(&self, node: &Node, card: &Card) -> bool {
+        if card.dra.as_ref().is_some_and(|d| d.dynamic) {
+            return false;
+        }
         let node_ok = (self.nodes.is_empty() || self.nodes.iter().any(|g| glob(g, &node.name)))
             && self.node_labels.iter().all(|(k, v)| node.labels.get(k) == Some(v));
         let model_ok = self

@@ -32,7 +32,7 @@ impl Run<'_> {
             }
             Policy::Adaptive => self.heap.push(Reverse((self.now + self.s.interval_s.max(1), TICK, 0, 0))),
             // Layouts that never change on their own: nothing ticks.
-            Policy::Schedule | Policy::Exclusive | Policy::Mig | Policy::Share => {}
+            Policy::Schedule | Policy::Exclusive | Policy::Mig | Policy::Share | Policy::Dynamic => {}
         }
     }
 
@@ -64,7 +64,7 @@ impl Run<'_> {
                     self.heap.push(Reverse((self.now + self.s.interval_s.max(1), TICK, 0, 0)));
                 }
             }
-            Policy::Exclusive | Policy::Mig | Policy::Share => {}
+            Policy::Exclusive | Policy::Mig | Policy::Share | Policy::Dynamic => {}
         }
     }
 
@@ -110,10 +110,12 @@ impl Run<'_> {
         let mut waiting = false;
         for c in 0..self.cl.cards.len() {
             let model = self.cl.cards[c].model as usize;
-            if self.fleet.models[model].mig.is_none() {
+            // The DRA driver lays a DynamicMIG node's cards out per claim: no schedule's.
+            let n = &self.fleet.nodes[self.cl.cards[c].node as usize];
+            if self.fleet.models[model].mig.is_none() || n.dynamic_mig {
                 continue;
             }
-            let node = &self.fleet.nodes[self.cl.cards[c].node as usize].name;
+            let node = &n.name;
             let Some(want) = self.wanted(&self.fleet.models[model].name, node, s) else { continue };
             let have = self.cl.layout_of(self.fleet, c).filter(|l| !l.is_empty());
             let want = want.filter(|l| !l.is_empty());

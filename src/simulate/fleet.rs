@@ -47,11 +47,23 @@ pub struct Node {
     pub layouts: Vec<Option<Vec<Placed>>>,
     /// Replicas per card where the node's cards are time-sliced or under MPS.
     pub replicas: Option<u32>,
+    /// Its cards are under the DRA driver's DynamicMIG today (the demo's, a recording's): no
+    /// schedule's window lays them out, as none does live.
+    pub dynamic_mig: bool,
 }
 
 impl Node {
     pub fn new(name: &str, model: u16, gpus: u32) -> Self {
-        Self { name: name.into(), model, gpus, cpu_milli: 0, mem_mib: 0, layouts: Vec::new(), replicas: None }
+        Self {
+            name: name.into(),
+            model,
+            gpus,
+            cpu_milli: 0,
+            mem_mib: 0,
+            layouts: Vec::new(),
+            replicas: None,
+            dynamic_mig: false,
+        }
     }
 }
 

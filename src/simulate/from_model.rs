@@ -33,9 +33,12 @@ pub fn fleet(fleet: &ModelFleet) -> Fleet {
             let node_name = if several { format!("{}/{name}", n.name) } else { n.name.clone() };
             let mut node = Node::new(&node_name, m, cards.len() as u32);
             // The layouts as they are, whole cards included (a fleet as it is is never
-            // re-planned for a demand).
+            // re-planned for a demand). A DynamicMIG card's instances are its claims' of the
+            // moment, not a layout: it counts whole.
+            let dynamic = |c: &&crate::model::Card| c.dra.as_ref().is_some_and(|d| d.dynamic);
+            node.dynamic_mig = !cards.is_empty() && cards.iter().all(dynamic);
             if out.models[m as usize].mig.is_some() {
-                node.layouts = cards.iter().map(|c| c.mig.enabled.then(|| c.layout())).collect();
+                node.layouts = cards.iter().map(|c| (c.mig.enabled && !dynamic(c)).then(|| c.layout())).collect();
             }
             node.replicas = cards
                 .iter()

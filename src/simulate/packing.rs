@@ -116,7 +116,9 @@ pub fn pack(jobs: &[&Job], fleet: &Fleet, policy: Policy, with: &PackWith) -> Re
     let whole_only = match policy {
         Policy::Exclusive => true,
         Policy::Share => false,
-        other @ (Policy::Mig | Policy::Schedule | Policy::Adaptive) => return Err(PackError::Policy(other.as_str())),
+        other @ (Policy::Mig | Policy::Schedule | Policy::Adaptive | Policy::Dynamic) => {
+            return Err(PackError::Policy(other.as_str()));
+        }
     };
     let trace = Trace::new(jobs, whole_only);
     check(&trace, fleet)?;

@@ -191,7 +191,7 @@ impl Chooser {
                     break;
                 }
                 if let Some(inst) = cl.whole_free(c as usize, now) {
-                    parts.push(Part { card: c, inst, milli: 1000, mem: job.mem_mib });
+                    parts.push(Part { card: c, inst, create: None, milli: 1000, mem: job.mem_mib });
                 }
             }
             let hold = Hold { node: n as u32, parts };
@@ -225,9 +225,27 @@ impl Chooser {
             }
             let node = &cl.nodes[n];
             let mut seen: Vec<SlotChange> = Vec::new();
+            let mut seen_dynamic: Vec<DynamicKey> = Vec::new();
+            let first_fit = self.placement == Placement::FirstFit;
             for c in node.first..node.first + node.count {
-                let Some(part) = cl.share_fit(c as usize, job, now) else { continue };
+                let Some(part) = cl.share_fit(c as usize, job, now, first_fit) else { continue };
                 let card = &cl.cards[c as usize];
+                if card.mode == Mode::Dynamic {
+                    let hold = Hold { node: n as u32, parts: vec![part] };
+                    if first_fit {
+                        return Some(hold);
+                    }
+                    let key = (card.insts.iter().map(|i| (i.profile, i.start)).collect(), part.inst, part.create);
+                    if seen_dynamic.contains(&key) {
+                        continue;
+                    }
+                    seen_dynamic.push(key);
+                    let (score, leftover) = self.dynamic_score(cl, n, c as usize, job, &part, now);
+                    if best.as_ref().is_none_or(|b| (score, leftover) < (b.0, b.1)) {
+                        best = Some((score, leftover, hold));
+                    }
+                    continue;
+                }
                 let (before, after) = slot_change(cl, card, &part);
                 let change = (before, after);
                 if seen.contains(&change) {
@@ -256,6 +274,37 @@ impl Chooser {
     }
 }
 
+impl Chooser {
+    /// A DynamicMIG choice's score (lower is better) and the card's share left free beside
+    /// it: best fit weighs the instance's size beyond the ask first, then the free share left
+    /// on the card (the fullest card that fits); fragmentation-aware, the growth of the
+    /// node's fragmentation, the card's room counted as one maximal completion of its layout
+    /// before and after.
+    fn dynamic_score(&mut self, cl: &Cluster, n: usize, c: usize, job: &Job, part: &Part, now: i64) -> (f64, u32) {
+        let card = &cl.cards[c];
+        let leftover = 1000u32.saturating_sub(card.held_milli + part.milli);
+        let score = match self.placement {
+            Placement::FirstFit | Placement::BestFit => {
+                f64::from(part.milli.saturating_sub(job.milli)) * 2000.0 + f64::from(leftover)
+            }
+            Placement::FragAware | Placement::Fgd | Placement::PaperBestFit | Placement::PaperDotProd => {
+                let (mut before, mut after) = (Vec::new(), Vec::new());
+                cl.dynamic_room(c, None, &mut before);
+                cl.dynamic_room(c, Some(part), &mut after);
+                let gone = before.into_iter().map(|s| (s, (0, false)));
+                let changes: Vec<SlotChange> = gone.chain(after.into_iter().map(|s| ((0, false), s))).collect();
+                let b = self.frag(cl, n, now).value;
+                self.frag_after(cl, n, now, &changes, job.cpu_milli) - b
+            }
+        };
+        (score, leftover)
+    }
+}
+
+/// A DynamicMIG card's instances (profile, start) and the instance a choice creates there:
+/// cards alike give alike choices.
+type DynamicKey = (Vec<(u8, u8)>, Option<u8>, Option<u8>);
+
 /// The slot a part takes, before and after: (free share, whole-card usable).
 fn slot_change(cl: &Cluster, card: &super::state::Card, part: &Part) -> SlotChange {
     match card.mode {
@@ -270,6 +319,10 @@ fn slot_change(cl: &Cluster, card: &super::state::Card, part: &Part) -> SlotChan
             let inst = &card.insts[part.inst.unwrap_or(0) as usize];
             let free = super::job::milli_of_slices(inst.compute, all);
             ((free, inst.compute == all), (0, false))
+        }
+        Mode::Dynamic => {
+            let free = 1000u32.saturating_sub(card.held_milli);
+            ((free, card.holders == 0), (free.saturating_sub(part.milli), false))
         }
     }
 }

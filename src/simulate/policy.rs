@@ -19,10 +19,15 @@ pub enum Policy {
     /// Every interval the planner lays idle cards out for the waiting demand, and training
     /// past the minimum runtime is preempted for waiting inference.
     Adaptive,
+    /// DynamicMIG as NVIDIA's DRA driver does it: a share of a card gets the smallest MIG
+    /// profile that holds it, at a placement the card's counters allow, created when the job
+    /// starts and destroyed when it ends; whole-card work only on cards with nothing on them.
+    Dynamic,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 5] = [Policy::Exclusive, Policy::Mig, Policy::Share, Policy::Schedule, Policy::Adaptive];
+    pub const ALL: [Policy; 6] =
+        [Policy::Exclusive, Policy::Mig, Policy::Share, Policy::Schedule, Policy::Adaptive, Policy::Dynamic];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -31,10 +36,11 @@ impl Policy {
             Self::Share => "share",
             Self::Schedule => "schedule",
             Self::Adaptive => "adaptive",
+            Self::Dynamic => "dynamic",
         }
     }
 
-    /// Every policy's name, as a usage message lists them: `exclusive, mig, …, adaptive`.
+    /// Every policy's name, as a usage message lists them: `exclusive, mig, …, dynamic`.
     pub fn names() -> String {
         Self::ALL.map(Self::as_str).join(", ")
     }
@@ -51,7 +57,7 @@ impl Policy {
             Self::Exclusive => true,
             Self::Share => false,
             // The models the nodes have (a fleet cut from a bigger list keeps its model list).
-            Self::Mig | Self::Schedule | Self::Adaptive => !fleet
+            Self::Mig | Self::Schedule | Self::Adaptive | Self::Dynamic => !fleet
                 .nodes
                 .iter()
                 .any(|n| fleet.models[n.model as usize].mig.is_some() || n.replicas.is_some_and(|r| r > 1)),
@@ -60,6 +66,12 @@ impl Policy {
 
     /// Cards are cut into MIG instances under this policy.
     pub fn uses_mig(self) -> bool {
+        matches!(self, Self::Mig | Self::Schedule | Self::Adaptive | Self::Dynamic)
+    }
+
+    /// Cards start from a MIG layout (the fleet's, `--layout`'s, or one sized to the mix) and
+    /// keep it until the policy changes it; `dynamic` lays cards out per job instead.
+    pub fn static_layouts(self) -> bool {
         matches!(self, Self::Mig | Self::Schedule | Self::Adaptive)
     }
 }
@@ -157,6 +169,10 @@ impl Window {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub placement: Placement,
+    /// `dynamic`'s placement: first-fit, as the Kubernetes scheduler allocates a claim (no
+    /// scoring), unless `--placement` names one (then every policy takes it). Where no card
+    /// of the fleet can do MIG, `dynamic` is `exclusive` and takes `placement`.
+    pub dynamic_placement: Placement,
     /// Replicas per card under `share` where the fleet does not say.
     pub replicas: u32,
     /// `[policy] min_runtime`: training is not preempted before it has run this long.
@@ -187,6 +203,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             placement: Placement::BestFit,
+            dynamic_placement: Placement::FirstFit,
             replicas: 4,
             min_runtime_s: 30 * 60,
             reconfigure_s: 60,
@@ -205,6 +222,11 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The placement `policy` runs with on `fleet`.
+    pub fn placement_for(&self, policy: Policy, fleet: &super::Fleet) -> Placement {
+        if policy == Policy::Dynamic && !policy.whole_only(fleet) { self.dynamic_placement } else { self.placement }
+    }
+
     pub fn price(&self, model: &str) -> Option<f64> {
         self.prices.iter().find(|(m, _)| m.eq_ignore_ascii_case(model)).map(|(_, p)| *p)
     }

@@ -192,7 +192,8 @@ impl<'a> Run<'a> {
         let cl = Cluster::new(fleet, policy, s.replicas, layouts);
         // Exclusive, or a MIG policy with no card to cut or share: every request whole.
         let exclusive = policy.whole_only(fleet);
-        let chooser = Chooser::new(s.placement, exclusive, Mix::new(jobs, exclusive), fleet.nodes.len());
+        let placement = s.placement_for(policy, fleet);
+        let chooser = Chooser::new(placement, exclusive, Mix::new(jobs, exclusive), fleet.nodes.len());
         let first = jobs.first().map_or(0, |j| j.submit);
         let last = jobs.iter().map(|j| j.submit + j.duration).max().unwrap_or(first);
         let span = s.horizon_s.map_or(last - first, |h| h - first).max(1);
@@ -300,6 +301,12 @@ impl<'a> Run<'a> {
 
     pub fn start(&mut self, id: u32, hold: Hold) {
         let job = &self.jobs[id as usize];
+        // DynamicMIG: the instances created for it take the reconfiguration time before its
+        // work begins; it holds them meanwhile, and each creation counts under RECONF.
+        let created: Vec<u32> = hold.parts.iter().filter(|p| p.create.is_some()).map(|p| p.milli).collect();
+        let create_s = if created.is_empty() { 0 } else { self.s.reconfigure_s.max(0) };
+        self.reconfigurations += created.len() as u64;
+        self.downtime_s += created.iter().map(|&m| f64::from(m) / 1000.0).sum::<f64>() * create_s as f64;
         self.cl.take(id, job, &hold, self.now);
         self.chooser.changed(hold.node);
         self.peak_held = self.peak_held.max(self.cl.held_milli);
@@ -311,12 +318,12 @@ impl<'a> Run<'a> {
         let st = &mut self.st[id as usize];
         st.run.waited_s += self.now - st.queued_since;
         st.run.first_start.get_or_insert(self.now);
-        st.started = self.now;
+        st.started = self.now + create_s;
         st.queued = false;
         st.epoch += 1;
         st.hold = Some(hold);
         self.queue.remove(id, job.submit);
-        self.heap.push(Reverse((self.now + st.remaining, END, id, st.epoch)));
+        self.heap.push(Reverse((self.now + create_s + st.remaining, END, id, st.epoch)));
     }
 
     /// Take `id` off its cards; returns how long it ran this time.
@@ -549,7 +556,7 @@ impl<'a> Run<'a> {
             .try_fold(0.0, |acc, c| c.map(|c| acc + c));
         Report {
             policy: self.policy,
-            placement: self.s.placement,
+            placement: self.chooser.placement,
             gpus,
             jobs: self.jobs.len() as u64,
             started,
@@ -596,6 +603,15 @@ impl<'a> Run<'a> {
             let inst_holders = c.insts.iter().filter(|i| i.holder.is_some()).count();
             if c.mode == super::state::Mode::Mig {
                 assert_eq!(inst_holders, usize::from(c.holders));
+            }
+            if c.mode == Mode::Dynamic {
+                // Every instance is one a job holds; a card without any is held whole or idle.
+                assert_eq!(inst_holders, c.insts.len());
+                assert!(c.insts.len() == usize::from(c.holders) || (c.insts.is_empty() && c.holders <= 1));
+                if let Some(gm) = self.fleet.models[c.model as usize].mig {
+                    let l = super::state::placed(gm, &c.insts);
+                    assert!(crate::model::mig::validate(gm, &l).is_ok(), "{l:?}");
+                }
             }
         }
         assert_eq!(held, self.cl.held_milli);

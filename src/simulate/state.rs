@@ -5,7 +5,7 @@
 use super::fleet::Fleet;
 use super::job::{Class, Job, milli_of_slices, slices_for};
 use super::policy::Policy;
-use crate::model::mig::Placed;
+use crate::model::mig::{GpuModel, Placed};
 
 /// A MIG instance of a card's layout.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +27,9 @@ pub enum Mode {
     Shared(u16),
     /// Cut into instances.
     Mig,
+    /// DynamicMIG: laid out per job; `insts` are the instances created for the jobs on it
+    /// (each held), and a card with none can be taken whole.
+    Dynamic,
 }
 
 #[derive(Debug, Clone)]
@@ -69,7 +72,12 @@ pub struct NodeState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Part {
     pub card: u32,
+    /// The instance it holds: its index in the card's layout; on a DynamicMIG card the
+    /// memory slice the instance created for it starts at.
     pub inst: Option<u8>,
+    /// DynamicMIG: the profile of the instance created for it when it starts (destroyed
+    /// when it ends).
+    pub create: Option<u8>,
     pub milli: u32,
     pub mem: u64,
 }
@@ -86,6 +94,8 @@ pub struct Cluster {
     pub nodes: Vec<NodeState>,
     /// Compute slices of a whole card per model (7, the A30 4; 1 without MIG) and memory.
     pub slices: Vec<u8>,
+    /// Each model's MIG catalog entry (DynamicMIG cards place their instances by it).
+    pub mig: Vec<Option<&'static GpuModel>>,
     pub card_mem: Vec<u64>,
     /// Totals kept current.
     pub held_milli: u64,
@@ -134,15 +144,21 @@ impl Cluster {
                 whole_free: 0,
             });
             for _ in 0..n.gpus {
-                let layout = if policy.uses_mig() { layouts.get(cards.len()).cloned().flatten() } else { None };
+                let layout = if policy.static_layouts() { layouts.get(cards.len()).cloned().flatten() } else { None };
                 // What the card is without MIG: time-sliced under share, and under the MIG
-                // policies where the fleet time-slices it; else whole.
+                // policies where the fleet time-slices it; else whole, or laid out per job
+                // under dynamic where the model can do MIG.
                 let base = match policy {
                     Policy::Share => Mode::Shared(n.replicas.unwrap_or(replicas).clamp(1, 64) as u16),
-                    Policy::Mig | Policy::Schedule | Policy::Adaptive if n.replicas.is_some_and(|r| r > 1) => {
+                    Policy::Mig | Policy::Schedule | Policy::Adaptive | Policy::Dynamic
+                        if n.replicas.is_some_and(|r| r > 1) =>
+                    {
                         Mode::Shared(n.replicas.unwrap_or(1).clamp(1, 64) as u16)
                     }
-                    Policy::Exclusive | Policy::Mig | Policy::Schedule | Policy::Adaptive => Mode::Whole,
+                    Policy::Dynamic if fleet.models[n.model as usize].mig.is_some() => Mode::Dynamic,
+                    Policy::Exclusive | Policy::Mig | Policy::Schedule | Policy::Adaptive | Policy::Dynamic => {
+                        Mode::Whole
+                    }
                 };
                 let (mode, insts) = match layout {
                     Some(l) if !l.is_empty() => (Mode::Mig, instances(fleet, n.model, &l)),
@@ -169,6 +185,7 @@ impl Cluster {
             cards,
             nodes,
             slices,
+            mig: fleet.models.iter().map(|m| m.mig).collect(),
             card_mem,
             held_milli: 0,
             used_milli: 0,
@@ -191,7 +208,7 @@ impl Cluster {
             return None;
         }
         match card.mode {
-            Mode::Whole | Mode::Shared(_) => Some(None),
+            Mode::Whole | Mode::Shared(_) | Mode::Dynamic => Some(None),
             Mode::Mig => {
                 let all = self.slices[card.model as usize];
                 card.insts.iter().position(|i| i.compute == all && i.holder.is_none()).map(|i| Some(i as u8))
@@ -206,8 +223,9 @@ impl Cluster {
 
     /// How a one-card share request (`job.milli < 1000`) fits card `c` at `now`, if it does:
     /// a whole card (no sharing on it), a replica, or the smallest free instance that holds
-    /// its compute and memory.
-    pub fn share_fit(&self, c: usize, job: &Job, now: i64) -> Option<Part> {
+    /// its compute and memory (on a DynamicMIG card, one created for it: `first_fit` takes
+    /// the lowest placement, as the scheduler does).
+    pub fn share_fit(&self, c: usize, job: &Job, now: i64, first_fit: bool) -> Option<Part> {
         let card = &self.cards[c];
         if card.down_until > now || card.closing {
             return None;
@@ -216,13 +234,15 @@ impl Cluster {
             Mode::Whole => (card.holders == 0 && self.mem_ok(c, 0, job.mem_mib)).then_some(Part {
                 card: c as u32,
                 inst: None,
+                create: None,
                 milli: 1000,
                 mem: job.mem_mib,
             }),
             Mode::Shared(replicas) => (card.holders < replicas
                 && card.held_milli + job.milli <= 1000
                 && self.mem_ok(c, card.used_mem, job.mem_mib))
-            .then_some(Part { card: c as u32, inst: None, milli: job.milli, mem: job.mem_mib }),
+            .then_some(Part { card: c as u32, inst: None, create: None, milli: job.milli, mem: job.mem_mib }),
+            Mode::Dynamic => self.dynamic_fit(c, job, first_fit),
             Mode::Mig => {
                 let all = self.slices[card.model as usize];
                 let need = slices_for(job.milli, all);
@@ -234,11 +254,69 @@ impl Cluster {
                     .map(|(k, i)| Part {
                         card: c as u32,
                         inst: Some(k as u8),
+                        create: None,
                         milli: milli_of_slices(i.compute, all),
                         mem: i.mem_mib,
                     })
             }
         }
+    }
+
+    /// How a one-card share fits DynamicMIG card `c` (in service, not closing): an instance
+    /// of the smallest profile that holds it at a placement the counters allow (the lowest
+    /// under `first_fit`, else the one that keeps the most placements open), created when it
+    /// starts; where no profile holds it, the whole card if nothing is on it.
+    pub fn dynamic_fit(&self, c: usize, job: &Job, first_fit: bool) -> Option<Part> {
+        let card = &self.cards[c];
+        if card.holders > 0 && card.insts.is_empty() {
+            // Held whole.
+            return None;
+        }
+        let gm = self.mig[card.model as usize]?;
+        let Some(profile) = super::dynamic::profile_for(gm, job.milli, job.mem_mib) else {
+            return (card.holders == 0 && self.mem_ok(c, 0, job.mem_mib)).then_some(Part {
+                card: c as u32,
+                inst: None,
+                create: None,
+                milli: 1000,
+                mem: job.mem_mib,
+            });
+        };
+        let at = super::dynamic::choose(gm, &card.insts, profile, first_fit)?;
+        let inst = super::dynamic::instance(gm, profile, at)?;
+        Some(Part {
+            card: c as u32,
+            inst: Some(at.start),
+            create: Some(profile),
+            milli: milli_of_slices(inst.compute, gm.compute_slices),
+            mem: inst.mem_mib,
+        })
+    }
+
+    /// The free places DynamicMIG card `c` has, as `slots` counts them: all of it where
+    /// nothing is on it, none where it is held whole, else the instances of one maximal
+    /// completion of its layout beside `with` (an instance about to be created).
+    pub fn dynamic_room(&self, c: usize, with: Option<&Part>, out: &mut Vec<(u32, bool)>) {
+        let card = &self.cards[c];
+        let Some(gm) = self.mig[card.model as usize] else { return };
+        let created = with.and_then(|p| {
+            let profile = p.create?;
+            let pl = gm.profiles.get(usize::from(profile))?.placements.iter().find(|pl| Some(pl.start) == p.inst)?;
+            super::dynamic::instance(gm, profile, *pl)
+        });
+        let whole_taken = with.is_some_and(|p| p.create.is_none());
+        if whole_taken || (card.holders > 0 && card.insts.is_empty()) {
+            out.push((0, false));
+            return;
+        }
+        if card.insts.is_empty() && created.is_none() {
+            out.push((1000, true));
+            return;
+        }
+        let mut insts = card.insts.clone();
+        insts.extend(created);
+        let all = gm.compute_slices;
+        out.extend(super::dynamic::room(gm, &insts).into_iter().map(|s| (milli_of_slices(s, all), false)));
     }
 
     /// Whether node `n` has the host resources and a model `job` may run on.
@@ -272,6 +350,7 @@ impl Cluster {
                         out.push((milli_of_slices(i.compute, all), i.compute == all));
                     }
                 }
+                Mode::Dynamic => self.dynamic_room(c, None, out),
             }
         }
     }
@@ -305,8 +384,22 @@ impl Cluster {
                 Class::Training => card.be += 1,
                 Class::Other => {}
             }
-            if let Some(i) = p.inst {
-                card.insts[i as usize].holder = Some(id);
+            match (card.mode, p.inst, p.create) {
+                (Mode::Dynamic, Some(start), Some(profile)) => {
+                    // The instance is created for it.
+                    let made = self.mig[card.model as usize].and_then(|gm| {
+                        let pl =
+                            gm.profiles.get(usize::from(profile))?.placements.iter().find(|pl| pl.start == start)?;
+                        super::dynamic::instance(gm, profile, *pl)
+                    });
+                    if let Some(mut i) = made {
+                        i.holder = Some(id);
+                        card.insts.push(i);
+                    }
+                }
+                (Mode::Dynamic, _, _) => {}
+                (_, Some(i), _) => card.insts[i as usize].holder = Some(id),
+                (_, None, _) => {}
             }
             self.exposed = self.exposed + Self::exposure(card) - before;
             self.held_milli += u64::from(p.milli);
@@ -338,8 +431,12 @@ impl Cluster {
             if card.holders == 0 {
                 self.busy_per_model[card.model as usize] -= 1;
             }
-            if let Some(i) = p.inst {
-                card.insts[i as usize].holder = None;
+            match (card.mode, p.inst) {
+                // Its instance is destroyed.
+                (Mode::Dynamic, Some(start)) => card.insts.retain(|i| i.start != start),
+                (Mode::Dynamic, None) => {}
+                (_, Some(i)) => card.insts[i as usize].holder = None,
+                (_, None) => {}
             }
             self.exposed = self.exposed + Self::exposure(card) - before;
             self.held_milli -= u64::from(p.milli);
@@ -396,14 +493,17 @@ impl Cluster {
     pub fn layout_of(&self, fleet: &Fleet, c: usize) -> Option<Vec<Placed>> {
         let card = &self.cards[c];
         let gm = fleet.models[card.model as usize].mig?;
-        (card.mode == Mode::Mig).then(|| {
-            card.insts
-                .iter()
-                .filter_map(|i| {
-                    let p = gm.profiles.get(usize::from(i.profile))?;
-                    Some(Placed { profile: p.name.clone(), start: i.start, size: i.size })
-                })
-                .collect()
-        })
+        (card.mode == Mode::Mig).then(|| placed(gm, &card.insts))
     }
+}
+
+/// Instances as placements of `gm`'s profiles.
+pub fn placed(gm: &GpuModel, insts: &[Inst]) -> Vec<Placed> {
+    insts
+        .iter()
+        .filter_map(|i| {
+            let p = gm.profiles.get(usize::from(i.profile))?;
+            Some(Placed { profile: p.name.clone(), start: i.start, size: i.size })
+        })
+        .collect()
 }

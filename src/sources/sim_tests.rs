@@ -91,7 +91,8 @@ fn the_default_fleet_is_realistic() {
     // Every sharing mode shows, each shared card within its replicas, its contexts its holders.
     use crate::model::SharingMode;
     let modes: std::collections::BTreeSet<_> = cards.iter().filter_map(|c| c.sharing_mode()).collect();
-    assert_eq!(modes.len(), 4, "{modes:?}");
+    // Five since the DynamicMIG node (issue 49): exclusive, MIG, time-sliced, MPS, DRA dynamic.
+    assert_eq!(modes.len(), 5, "{modes:?}");
     for c in cards.iter().filter(|c| c.sharing_mode().is_some_and(SharingMode::unisolated)) {
         let (used, replicas) = (c.sharing.replicas_used.unwrap_or(99), c.sharing.replicas.unwrap_or(0));
         assert!(used <= replicas && used as usize == c.workloads.len(), "{c:?}");
@@ -253,4 +254,95 @@ fn every_pending_workload_has_a_reason_from_the_first_snapshot() {
     let reason = big.reason.clone().unwrap_or_default();
     assert!(reason.starts_with("Resources: waits for 4 whole cards on one node; at most "), "{reason}");
     assert!(reason.ends_with(" free on one"), "{reason}");
+}
+
+/// Issue 49: the DynamicMIG node. Its cards are DRA's, laid out per claim: every instance on
+/// them is held (created when its job starts, destroyed when it ends), MIG is on exactly while
+/// one exists, the placeable profiles are what the counters still allow, and instances come
+/// and go over the hours.
+#[test]
+fn the_dynamic_mig_node_creates_and_destroys_instances_with_its_jobs() {
+    let mut sim = Sim::new(SimConfig::new(42, start()));
+    let mut layouts = std::collections::BTreeSet::new();
+    for _ in 0..12 {
+        sim.advance(Duration::from_secs(1800));
+        let p = sim.snapshot();
+        let node = p.nodes.iter().find(|n| n.name == "gpu-h100-dra-01").unwrap_or_else(|| panic!("no DRA node"));
+        assert_eq!(node.cards.len(), 8);
+        for c in &node.cards {
+            assert_eq!(c.sharing_mode(), Some(crate::model::SharingMode::DraDynamic));
+            assert_eq!(c.allocation, Some(crate::model::dra::Allocation::Dra));
+            let dra = c.dra.as_deref().unwrap_or_else(|| panic!("no DRA part"));
+            assert_eq!(dra.devices, 26, "the whole GPU and 25 H100 placements");
+            assert_eq!(c.mig.enabled, !c.mig.instances.is_empty(), "{}", c.layout_text());
+            assert!(c.mig.instances.iter().all(|i| !i.workloads.is_empty()), "an idle instance: {}", c.layout_text());
+            assert!(c.mig.instances.is_empty() || c.workloads.is_empty(), "carved and held whole");
+            let Some(m) = c.gpu_model() else { panic!("catalog") };
+            let layout: Vec<crate::model::mig::Placed> = c
+                .mig
+                .instances
+                .iter()
+                .map(|i| crate::model::mig::Placed { profile: i.profile.clone(), start: i.start, size: i.size })
+                .collect();
+            assert!(crate::model::mig::validate(m, &layout).is_ok(), "{layout:?}");
+            let want = if c.workloads.is_empty() { crate::model::mig::layout::placeable(m, &layout) } else { vec![] };
+            assert_eq!(dra.placeable.as_ref(), Some(&want));
+            layouts.insert((c.index, c.layout_text()));
+        }
+    }
+    assert!(layouts.len() > 8, "the layouts never changed: {layouts:?}");
+    let created = layouts.iter().filter(|(_, l)| !l.is_empty() && l != "-").count();
+    assert!(created > 1, "{layouts:?}");
+}
+
+/// The waiting claim is said as the Kubernetes source says a pending claim.
+#[test]
+fn the_waiting_claim_says_why_in_the_kubernetes_sources_words() {
+    let mut sim = Sim::new(SimConfig::new(42, start()));
+    sim.advance(Duration::from_secs(600));
+    let p = sim.snapshot();
+    let w = p.workloads.iter().find(|w| w.id == "sim:c1").unwrap_or_else(|| panic!("no claim"));
+    assert_eq!(w.state, WorkloadState::Pending);
+    let why = w.reason.as_deref().unwrap_or("");
+    assert!(
+        why.starts_with("wants 8 whole H100 on one node (matchAttribute productName): gpu-h100-dra-01 has "),
+        "{why}"
+    );
+    assert!(why.contains("gpu-0 carved into MIG") || why.contains("gpu-0 held"), "{why}");
+    // Nobody gives up on a claim: it still waits a day later.
+    sim.advance(Duration::from_secs(86_400));
+    let p = sim.snapshot();
+    assert!(p.workloads.iter().any(|w| w.id == "sim:c1" && w.state == WorkloadState::Pending));
+}
+
+/// On the DynamicMIG node a repartition is refused (the driver lays the card out per claim);
+/// a drain works as on any card.
+#[test]
+fn a_dynamic_mig_card_refuses_repartition_and_drains() {
+    let mut sim = Sim::new(SimConfig::new(42, start()));
+    let node = "gpu-h100-dra-01".to_string();
+    let r = sim.apply(&SimOp::Repartition { node: node.clone(), index: 2, layout: "whole".into() });
+    assert_eq!(
+        r.err().map(|e| e.to_string()).as_deref(),
+        Some("gpu-h100-dra-01/2: the DRA driver lays this card out per claim")
+    );
+    assert!(sim.apply(&SimOp::Drain { node: node.clone(), index: 2 }).is_ok());
+    sim.advance(Duration::from_secs(3600 * 12));
+    let p = sim.snapshot();
+    let card = p.nodes.iter().find(|n| n.name == node).and_then(|n| n.cards.iter().find(|c| c.index == 2));
+    assert!(card.is_some_and(|c| c.draining && c.workloads.is_empty() && c.mig.instances.is_empty()), "{card:?}");
+}
+
+/// `--demo-size` scales the DynamicMIG nodes with the rest: every second H100 node.
+#[test]
+fn demo_sizes_have_dynamic_mig_nodes() {
+    let mut sim = Sim::new(SimConfig { size: Some((12, 8)), ..SimConfig::new(42, start()) });
+    let p = sim.snapshot();
+    let dra: Vec<&str> = p
+        .nodes
+        .iter()
+        .filter(|n| n.cards.iter().all(|c| c.sharing_mode() == Some(crate::model::SharingMode::DraDynamic)))
+        .map(|n| n.name.as_str())
+        .collect();
+    assert_eq!(dra, ["gpu-h100-dra-002", "gpu-h100-dra-004"]);
 }

@@ -48,8 +48,8 @@ fn filter_sort_and_jump() {
     st.apply(Intent::Sort, &f);
     assert_eq!(st.sort, SortKey::Util);
     assert!(st.rows.iter().all(|r| matches!(r, Row::Card(..))), "sorted views are flat");
-    st.command("node gpu-h100-02", &f);
-    assert_eq!(st.selected_card().map(|c| c.node), Some("gpu-h100-02".to_string()));
+    st.command("node gpu-h100-dra-01", &f);
+    assert_eq!(st.selected_card().map(|c| c.node), Some("gpu-h100-dra-01".to_string()));
     assert_eq!(st.command("bogus", &f), Effect::Redraw);
     assert!(st.message.as_deref().is_some_and(|m| m.contains("unknown command")));
     assert_eq!(st.command("q", &f), Effect::Quit);
@@ -65,7 +65,7 @@ fn node_by_its_start_and_fit_of_a_running_job() {
     assert_eq!(st.selected_card().map(|c| c.node), Some("gpu-h200-01".to_string()));
     st.command("node gpu-h100", &f);
     let m = st.message.clone().unwrap_or_default();
-    assert!(m.starts_with("gpu-h100 begins 2 nodes (gpu-h100-01, gpu-h100-02)"), "{m}");
+    assert!(m.starts_with("gpu-h100 begins 2 nodes (gpu-h100-01, gpu-h100-dra-01)"), "{m}");
     let running = f
         .workloads
         .iter()
@@ -109,7 +109,7 @@ fn open_and_close_a_card() {
 fn the_selection_follows_its_card_and_headings_stay_visible() {
     let mut f = fleet();
     let mut st = state(&f);
-    st.command("node gpu-h100-02", &f);
+    st.command("node gpu-h100-dra-01", &f);
     st.apply(Intent::Down, &f);
     let before = st.selected_card();
     // The next fleet lists the nodes in another order.

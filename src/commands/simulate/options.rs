@@ -59,6 +59,8 @@ pub(super) fn engine_settings(
                 "--placement {p}: the paper's placements run in a packing only (--pack); a replay takes first-fit, best-fit or frag-aware"
             )));
         }
+        // Named, it holds for dynamic too (tessera's placement instead of the scheduler's).
+        s.dynamic_placement = s.placement;
     }
     if let Some(r) = o.replicas {
         if !(1..=64).contains(&r) {

@@ -121,6 +121,7 @@ pub(super) fn finish_replay(
             json!({
                 "settings": {
                     "placement": s.placement,
+                    "dynamic_placement": s.dynamic_placement,
                     "replicas": s.replicas,
                     "min_runtime_s": s.min_runtime_s,
                     "reconfigure_s": s.reconfigure_s,
@@ -136,7 +137,12 @@ pub(super) fn finish_replay(
         );
         serde_json::to_string_pretty(&v).map_err(|e| CmdError::Failed(e.to_string()))? + "\n"
     } else {
-        let mut t = header(d, f, &format!("; placement {}", s.placement.as_str()));
+        let dynamic = reports
+            .iter()
+            .find(|r| r.policy == simulate::Policy::Dynamic && r.placement != s.placement)
+            .map(|r| format!(" (dynamic {}, as the Kubernetes scheduler allocates a claim)", r.placement.as_str()))
+            .unwrap_or_default();
+        let mut t = header(d, f, &format!("; placement {}{dynamic}", s.placement.as_str()));
         t.push_str(&table::replay(reports, &cfg.advisor.currency));
         t.push_str(&table::replay_notes(reports, replays.window));
         t.push_str(&table::capacity(answers, &cfg.advisor.currency));

@@ -347,6 +347,28 @@ pub fn reachable_slices(model: &GpuModel, layout: &[Placed]) -> u16 {
         .fold(0, |m, pl| m | pl.mask())
 }
 
+/// DynamicMIG: the lowest placement of profile `name` that the card's counters allow beside
+/// `layout` (memory slices free, the card's compute slices and the profile's count not
+/// exceeded), as the scheduler allocates a claim first fit; `None` where none does.
+pub fn first_free(model: &GpuModel, layout: &[Placed], name: &str) -> Option<Placement> {
+    let profile = model.profile(name)?;
+    let used = layout.iter().fold(0u16, |m, p| m | Placement { start: p.start, size: p.size }.mask());
+    let compute: u16 =
+        layout.iter().filter_map(|p| model.profile(&p.profile)).map(|p| u16::from(p.compute_slices)).sum();
+    let count = layout.iter().filter(|p| p.profile == profile.name).count();
+    if count >= usize::from(profile.max_count)
+        || compute + u16::from(profile.compute_slices) > u16::from(model.compute_slices)
+    {
+        return None;
+    }
+    profile.placements.iter().copied().filter(|pl| pl.mask() & used == 0).min()
+}
+
+/// DynamicMIG: the profiles the counters could still place beside `layout`, in catalog order.
+pub fn placeable(model: &GpuModel, layout: &[Placed]) -> Vec<String> {
+    model.profiles.iter().filter(|p| first_free(model, layout, &p.name).is_some()).map(|p| p.name.clone()).collect()
+}
+
 #[cfg(test)]
 #[path = "layout_tests.rs"]
 mod tests;

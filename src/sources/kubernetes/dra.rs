@@ -7,7 +7,7 @@
 
 mod cards;
 mod counters;
-mod explain;
+pub mod explain;
 mod index;
 pub mod intern;
 pub mod objects;

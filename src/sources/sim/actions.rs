@@ -58,6 +58,9 @@ pub enum SimError {
         if *holders == 1 { "holds" } else { "hold" }
     )]
     NotIdle { node: String, index: u32, holders: u64 },
+    /// A repartition of a DynamicMIG card: its layout is the claims'.
+    #[error("{node}/{index}: the DRA driver lays this card out per claim")]
+    PerClaim { node: String, index: u32 },
     #[error("layout {layout} is not valid for {model}")]
     BadLayout { layout: String, model: String },
     /// A checkpoint asked of a workload that is not running (`state` says what it is).
@@ -117,6 +120,9 @@ impl Sim {
             }
             SimOp::Repartition { node, index, layout } => {
                 let c = self.card_mut(node, *index)?;
+                if super::build::dynamic(c) {
+                    return Err(SimError::PerClaim { node: node.clone(), index: *index });
+                }
                 if c.holders().next().is_some() {
                     let holders = c.holders().count() as u64;
                     return Err(SimError::NotIdle { node: node.clone(), index: *index, holders });

@@ -1,4 +1,5 @@
-//! The simulated cluster's hardware: nodes, cards and their MIG layouts.
+//! The simulated cluster's hardware: nodes, cards and their MIG layouts; every second H100
+//! node is under NVIDIA's DRA driver in DynamicMIG mode (its cards laid out per claim).
 
 use crate::model::{Card, ComputeMode, MigState, Node, ShareUnit, Sharing, SharingMode};
 
@@ -83,28 +84,79 @@ fn sharing(mode: SharingMode, replicas: u32, memory_mib: u64) -> Sharing {
     }
 }
 
-/// The default fleet: four 8-card nodes, with MIG cards of mixed layouts on three of them.
-/// Each entry is (node name, model, number of MIG cards at the low indexes).
-const DEFAULT: &[(&str, CardModel, usize)] =
-    &[("gpu-a100-01", A100, 4), ("gpu-h100-01", H100, 2), ("gpu-h100-02", H100, 0), ("gpu-h200-01", H200, 2)];
+/// The default fleet: four 8-card nodes, with MIG cards of mixed layouts on three of them and
+/// one under the DRA driver's DynamicMIG. Each entry is (node name, model, number of MIG cards
+/// at the low indexes, DynamicMIG).
+const DEFAULT: &[(&str, CardModel, usize, bool)] = &[
+    ("gpu-a100-01", A100, 4, false),
+    ("gpu-h100-01", H100, 2, false),
+    ("gpu-h100-dra-01", H100, 0, true),
+    ("gpu-h200-01", H200, 2, false),
+];
+
+/// The DRA driver's name, as NVIDIA's driver publishes its devices.
+pub const DRA_DRIVER: &str = "gpu.nvidia.com";
+
+/// Whether a card is laid out per claim by the DRA driver (DynamicMIG).
+pub fn dynamic(c: &Card) -> bool {
+    c.dra.as_ref().is_some_and(|d| d.dynamic)
+}
+
+/// A card of `node` under the DRA driver in DynamicMIG mode: published as its whole GPU
+/// (`gpu-N`) and every MIG placement against its counter set, with nothing carved yet.
+fn dra_card(mut c: Card, node: &str) -> Card {
+    let devices = c.gpu_model().map_or(1, |m| 1 + m.profiles.iter().map(|p| p.placements.len() as u32).sum::<u32>());
+    c.allocation = Some(crate::model::dra::Allocation::Dra);
+    c.sharing = Sharing { mode: Some(SharingMode::DraDynamic), ..Sharing::default() };
+    c.dra = Some(Box::new(crate::model::dra::DraCard {
+        driver: DRA_DRIVER.into(),
+        pool: node.into(),
+        device: Some(format!("gpu-{}", c.index)),
+        devices,
+        dynamic: true,
+        counter_set: Some(format!("gpu-{}-counter-set", c.index)),
+        ..crate::model::dra::DraCard::default()
+    }));
+    refresh_placeable(&mut c);
+    c
+}
+
+/// A DynamicMIG card's placeable profiles, after its instances changed.
+pub fn refresh_placeable(c: &mut Card) {
+    let Some(m) = c.gpu_model() else { return };
+    let layout: Vec<crate::model::mig::Placed> = c
+        .mig
+        .instances
+        .iter()
+        .map(|i| crate::model::mig::Placed { profile: i.profile.clone(), start: i.start, size: i.size })
+        .collect();
+    let held_whole = !c.workloads.is_empty();
+    let placeable = if held_whole { Vec::new() } else { crate::model::mig::layout::placeable(m, &layout) };
+    if let Some(d) = c.dra.as_mut() {
+        d.placeable = Some(placeable);
+    }
+}
 
 /// Build the nodes: the default fleet, or `nodes × gpus` cycling through the models.
 /// The shared nodes come after the others (default fleet only), so `--demo-size` fleets and
 /// the first nodes stay as they were.
 pub fn build(seed: u64, size: Option<(u32, u32)>) -> Vec<(Node, CardModel)> {
     let mut rng = Rng::new(seed ^ 0xf1ee7);
-    let plan: Vec<(String, CardModel, usize, u32)> = match size {
-        None => DEFAULT.iter().map(|(n, m, mig)| (n.to_string(), *m, *mig, 8)).collect(),
+    let plan: Vec<(String, CardModel, usize, u32, bool)> = match size {
+        None => DEFAULT.iter().map(|(n, m, mig, dra)| (n.to_string(), *m, *mig, 8, *dra)).collect(),
         Some((nodes, gpus)) => (0..nodes)
             .map(|i| {
                 let m = [A100, H100, H200][i as usize % 3];
+                // Every second H100 node is a DynamicMIG node, as in the default fleet.
+                let dra = m.short == "h100" && (i / 3) % 2 == 1;
                 let mig = (gpus as usize).div_ceil(4);
-                (format!("gpu-{}-{:03}", m.short, i / 3 + 1), m, mig, gpus)
+                let kind = if dra { format!("{}-dra", m.short) } else { m.short.to_string() };
+                (format!("gpu-{kind}-{:03}", i / 3 + 1), m, mig, gpus, dra)
             })
             .collect(),
     };
     plan.into_iter()
-        .map(|(name, model, mig_cards, gpus)| {
+        .map(|(name, model, mig_cards, gpus, dra)| {
             let cards = (0..gpus)
                 .map(|index| {
                     let layout = if (index as usize) < mig_cards {
@@ -113,7 +165,13 @@ pub fn build(seed: u64, size: Option<(u32, u32)>) -> Vec<(Node, CardModel)> {
                     } else {
                         None
                     };
-                    card(&name, index, model, layout)
+                    // A DynamicMIG node draws as the others do (the nodes after it stay as
+                    // they were) and keeps no layout of its own.
+                    if dra {
+                        dra_card(card(&name, index, model, None), &name)
+                    } else {
+                        card(&name, index, model, layout)
+                    }
                 })
                 .collect();
             (Node { cards, ..Node::new(name) }, model)
@@ -191,7 +249,8 @@ mod tests {
             .iter()
             .flat_map(|(n, _)| &n.cards)
             .map(|c| c.sharing_text(false))
-            .filter(|t| t != "excl" && t != "MIG")
+            // The DynamicMIG node's cards are DRA's, not shared (issue 49).
+            .filter(|t| t != "excl" && t != "MIG" && !t.starts_with("DRA "))
             .collect();
         assert_eq!(shared.len(), 10);
         assert!(shared.iter().all(|t| t.ends_with(" 0/4") || t.ends_with(" 0/2")), "{shared:?}");

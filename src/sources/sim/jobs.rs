@@ -28,6 +28,9 @@ pub struct Job {
     pub gi: Option<u32>,
     /// Runs at `peak` whatever the hour (a light service nobody scaled down).
     pub steady: bool,
+    /// Asks through a DRA claim: only DynamicMIG nodes can allocate it, and a claim waits
+    /// until it is deleted (nobody gives up on it).
+    pub claim: bool,
 }
 
 /// Inference load over the day: 20 % at 04:00, 100 % at 16:00 (UTC of the simulated clock).
@@ -59,7 +62,18 @@ impl Job {
         peak: f64,
         mem_milli: u64,
     ) -> Self {
-        Job { w, duration, ends_at: now + duration, key, peak, mem_mib: 0, mem_milli, gi: None, steady: false }
+        Job {
+            w,
+            duration,
+            ends_at: now + duration,
+            key,
+            peak,
+            mem_mib: 0,
+            mem_milli,
+            gi: None,
+            steady: false,
+            claim: false,
+        }
     }
 
     pub fn utilization(&self, now: DateTime<Utc>) -> f64 {
@@ -98,12 +112,24 @@ pub(super) enum Spot {
         node: usize,
         card: usize,
     },
+    /// A DynamicMIG card: the DRA driver creates an instance of `profile` at `start` for it
+    /// (destroyed when it ends).
+    Create {
+        node: usize,
+        card: usize,
+        profile: String,
+        start: u8,
+        size: u8,
+    },
 }
 
 impl Spot {
     pub(super) fn node(&self) -> usize {
         match self {
-            Spot::Whole { node, .. } | Spot::Mig { node, .. } | Spot::Share { node, .. } => *node,
+            Spot::Whole { node, .. }
+            | Spot::Mig { node, .. }
+            | Spot::Share { node, .. }
+            | Spot::Create { node, .. } => *node,
         }
     }
 }
@@ -210,6 +236,7 @@ impl Sim {
             job.w.submitted_at = Some(self.now - Span::minutes(self.rng.range(1, 40) as i64));
             self.jobs.push(job);
         }
+        self.waiting_claim();
         self.date_start_events();
         // History builds the queue with real reasons.
         for _ in 0..(super::WARMUP.as_secs() / super::TICK.as_secs()) {
@@ -226,6 +253,24 @@ impl Sim {
         // The scenes' waiting work gets its reason now: every pending job has one from the
         // first snapshot (the 4-GPU server had none until the first tick).
         self.schedule();
+    }
+
+    /// A pretraining job that asks, through a DRA claim, for 8 whole H100 on one DynamicMIG
+    /// node: it waits, and the queue says why in the Kubernetes source's words.
+    fn waiting_claim(&mut self) {
+        let Some(ni) = self.nodes.iter().position(|n| n.cards.first().is_some_and(super::build::dynamic)) else {
+            return;
+        };
+        let model = self.nodes[ni].cards.first().map(|c| c.model.clone());
+        let mut w = Workload::new("sim:c1", "llm-core/pretrain-8gpu-0", WorkloadKind::Training, WorkloadState::Pending);
+        w.owner = Some("llm-core".into());
+        w.priority = Some(50);
+        w.request.gpus = Some(8);
+        w.request.model = model;
+        w.submitted_at = Some(self.now - Span::minutes(20));
+        let mut job = Job::pending(w, self.now, Span::hours(2), 0xc1a1, 95.0, 900);
+        job.claim = true;
+        self.jobs.push(job);
     }
 
     /// Work set running as it had been for a while (the first frame's jobs) has its start
@@ -297,8 +342,69 @@ impl Sim {
         self.jobs[i] = job;
     }
 
+    /// Create an instance of `profile` at `start` on DynamicMIG card `card` of `node`, as the
+    /// DRA driver does when a claim's pod starts: its GPU instance id, with the free counts
+    /// kept (a new instance counts free until its job holds it).
+    fn create_instance(&mut self, node: usize, card: usize, profile: &str, start: u8, size: u8) -> u32 {
+        let before = self.free.as_ref().map(|_| self.free_here(node, card, None));
+        let c = &mut self.nodes[node].cards[card];
+        let gi = c.mig.instances.iter().map(|i| i.gi_id).max().unwrap_or(0) + 1;
+        let memory = c.gpu_model().and_then(|m| m.profile(profile)).map(|p| p.planning_mib());
+        c.mig.enabled = true;
+        c.mig.placements = crate::model::Placements::Known;
+        c.mig.instances.push(crate::model::MigInstance {
+            gi_id: gi,
+            profile: profile.to_string(),
+            start,
+            size,
+            compute_instances: vec![crate::model::ComputeInstance { ci_id: 0, profile: profile.to_string() }],
+            memory_total_mib: memory,
+            ..crate::model::MigInstance::default()
+        });
+        c.mig.instances.sort_by_key(|i| i.start);
+        super::build::refresh_placeable(c);
+        if let Some(before) = before {
+            let after = self.free_here(node, card, Some(gi));
+            self.count_free(node, (before.0, None), after);
+        }
+        gi
+    }
+
+    /// Destroy instance `gi` of DynamicMIG card `card` of `node` once nothing holds it: the
+    /// driver's cleanup when the claim's pod ends. MIG goes off with the last one.
+    fn destroy_instance(&mut self, node: usize, card: usize, gi: u32) {
+        let c = &self.nodes[node].cards[card];
+        if !c.mig.instances.iter().any(|i| i.gi_id == gi && i.workloads.is_empty()) {
+            return;
+        }
+        let before = self.free.as_ref().map(|_| self.free_here(node, card, Some(gi)));
+        let c = &mut self.nodes[node].cards[card];
+        c.mig.instances.retain(|i| i.gi_id != gi);
+        if c.mig.instances.is_empty() {
+            c.mig = crate::model::MigState::default();
+        }
+        super::build::refresh_placeable(c);
+        if let Some(before) = before {
+            let after = self.free_here(node, card, None);
+            self.count_free(node, before, after);
+        }
+    }
+
     /// `job` running on `spot` from now, holding its cards, with its start events.
     fn placed(&mut self, mut job: Job, spot: Spot) -> Job {
+        let spot = match spot {
+            Spot::Create { node, card, profile, start, size } => {
+                let gi = self.create_instance(node, card, &profile, start, size);
+                self.events.push(Event {
+                    at: self.now,
+                    card: Some(CardRef::new(self.nodes[node].name.clone(), self.nodes[node].cards[card].index)),
+                    severity: Severity::Info,
+                    text: format!("DRA driver created MIG {profile}@{start} for {}", job.w.id),
+                });
+                Spot::Mig { node, card, gi }
+            }
+            other => other,
+        };
         let (node, refs, alloc) = match &spot {
             Spot::Whole { node, cards } => {
                 let n = &self.nodes[*node];
@@ -322,6 +428,11 @@ impl Sim {
                 // limits each client to its share.
                 let alloc = c.sharing.mps_memory_limit_mib.or(c.memory_total_mib).unwrap_or(0);
                 (*node, vec![CardRef::new(n.name.clone(), c.index)], alloc)
+            }
+            // Made a `Mig` spot above.
+            Spot::Create { node, card, .. } => {
+                let n = &self.nodes[*node];
+                (*node, vec![CardRef::new(n.name.clone(), n.cards[*card].index)], 0)
             }
         };
         // The same share of whatever it is given, on its first start and after a requeue.
@@ -362,6 +473,12 @@ impl Sim {
                 let after = self.free_here(ni, ci, job.gi);
                 self.count_free(ni, before, after);
             }
+            if super::build::dynamic(&self.nodes[ni].cards[ci]) {
+                match job.gi {
+                    Some(gi) if !on => self.destroy_instance(ni, ci, gi),
+                    _ => super::build::refresh_placeable(&mut self.nodes[ni].cards[ci]),
+                }
+            }
         }
     }
 
@@ -384,7 +501,9 @@ impl Sim {
         // People give up on work that waited too long; this also keeps the queue bounded.
         let before = self.jobs.len();
         self.jobs.retain(|j| {
-            j.w.state != WorkloadState::Pending || j.w.submitted_at.is_none_or(|s| now - s < Span::hours(GIVE_UP_H))
+            j.w.state != WorkloadState::Pending
+                || j.claim
+                || j.w.submitted_at.is_none_or(|s| now - s < Span::hours(GIVE_UP_H))
         });
         let gave_up = self.jobs.len() != before;
         let arrived = self.arrivals() || gave_up;

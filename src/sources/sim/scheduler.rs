@@ -47,6 +47,10 @@ struct Round {
     usable: Usable,
     /// Every MIG profile configured on any card (for reasons).
     configured: Vec<String>,
+    /// Instances this round has the DRA driver create, per (node, card).
+    created: HashMap<(usize, usize), Vec<crate::model::mig::Placed>>,
+    /// Some node is under DynamicMIG: a profile without a free instance may still be created.
+    dynamic: bool,
 }
 
 impl Sim {
@@ -78,6 +82,8 @@ impl Sim {
             taken_instances: HashMap::new(),
             usable,
             configured,
+            created: HashMap::new(),
+            dynamic: self.nodes.iter().any(|n| n.cards.first().is_some_and(super::build::dynamic)),
         };
         let mut blocked: HashSet<Key> = HashSet::new();
         let mut starts = Vec::new();
@@ -88,11 +94,12 @@ impl Sim {
         let mut resume: HashMap<Key, usize> = HashMap::new();
         for i in order {
             let w = &self.jobs[i].w;
+            let claim = self.jobs[i].claim;
             let key: Key = (
                 w.request.mig_profile.clone(),
                 w.request.gpus,
                 w.request.model.clone(),
-                w.request.shares.map(|s| format!("{s:?}")),
+                if claim { Some("claim".into()) } else { w.request.shares.map(|s| format!("{s:?}")) },
             );
             if blocked.contains(&key) {
                 // Something ahead of it waits for the same thing.
@@ -100,7 +107,7 @@ impl Sim {
                 continue;
             }
             let from = resume.get(&key).copied().unwrap_or(0);
-            match self.find_spot(w, &taken, &round, from) {
+            match self.find_spot(w, claim, &taken, &round, from) {
                 Some(spot) => {
                     resume.insert(key, spot.node());
                     match &spot {
@@ -121,11 +128,24 @@ impl Sim {
                             let k = (0..).find(|k| !taken.contains(&(*node, *card, Some(SHARE_BASE + k)))).unwrap_or(0);
                             taken.insert((*node, *card, Some(SHARE_BASE + k)));
                         }
+                        // The card is no longer whole-free this round.
+                        Spot::Create { node, card, profile, start, size } => {
+                            let first = !round.created.contains_key(&(*node, *card));
+                            if first && self.nodes[*node].cards[*card].mig.instances.is_empty() {
+                                taken.insert((*node, *card, None));
+                                round.taken_whole[*node] += 1;
+                            }
+                            round.created.entry((*node, *card)).or_default().push(crate::model::mig::Placed {
+                                profile: profile.clone(),
+                                start: *start,
+                                size: *size,
+                            });
+                        }
                     }
                     starts.push((i, spot));
                 }
                 None => {
-                    let reason = self.why_not(w, &round);
+                    let reason = if claim { self.why_claim_waits(w) } else { self.why_not(w, &round) };
                     blocked.insert(key);
                     self.jobs[i].w.reason = Some(reason);
                 }
@@ -208,10 +228,11 @@ impl Sim {
             && !taken.contains(&(node, card, None))
     }
 
-    /// The first spot for `w` on nodes from `from` on.
-    fn find_spot(&self, w: &Workload, taken: &Taken, round: &Round, from: usize) -> Option<Spot> {
+    /// The first spot for `w` on nodes from `from` on (a DRA `claim`: on DynamicMIG nodes only).
+    fn find_spot(&self, w: &Workload, claim: bool, taken: &Taken, round: &Round, from: usize) -> Option<Spot> {
         if let Some(profile) = &w.request.mig_profile
             && w.request.shares.is_none()
+            && !round.dynamic
         {
             let free = round.free_instances.iter().find(|(p, _)| p == profile).map_or(0, |(_, n)| *n);
             if free <= round.taken_instances.get(profile).copied().unwrap_or(0) {
@@ -220,7 +241,7 @@ impl Sim {
         }
         let want_model = w.request.model.as_deref().and_then(crate::model::mig::lookup).map(|m| m.name.as_str());
         for (ni, n) in self.nodes.iter().enumerate().skip(from) {
-            if !n.schedulable {
+            if !n.schedulable || (claim && !n.cards.first().is_some_and(super::build::dynamic)) {
                 continue;
             }
             if w.request.shares.is_some() {
@@ -245,6 +266,9 @@ impl Sim {
                         return Some(Spot::Mig { node: ni, card: ci, gi: inst.gi_id });
                     }
                 }
+                if let Some(spot) = self.create_spot(ni, profile, taken, round) {
+                    return Some(spot);
+                }
                 continue;
             }
             let need = w.request.gpus.unwrap_or(1) as usize;
@@ -263,8 +287,80 @@ impl Sim {
         None
     }
 
+    /// The first DynamicMIG card of node `ni` whose counters allow `profile` (beside its
+    /// instances and those this round creates), at its lowest placement: the scheduler
+    /// allocating a claim first fit. Not a card held whole, draining or faulty.
+    fn create_spot(&self, ni: usize, profile: &str, taken: &Taken, round: &Round) -> Option<Spot> {
+        for (ci, c) in self.nodes[ni].cards.iter().enumerate() {
+            if !super::build::dynamic(c) || c.draining || c.health.fault().is_some() || !c.workloads.is_empty() {
+                continue;
+            }
+            let created = round.created.get(&(ni, ci));
+            if created.is_none() && taken.contains(&(ni, ci, None)) {
+                // A whole-card job took it this round.
+                continue;
+            }
+            let Some(model) = c.gpu_model() else { continue };
+            let mut layout: Vec<crate::model::mig::Placed> = c
+                .mig
+                .instances
+                .iter()
+                .map(|i| crate::model::mig::Placed { profile: i.profile.clone(), start: i.start, size: i.size })
+                .collect();
+            layout.extend(created.into_iter().flatten().cloned());
+            if let Some(at) = crate::model::mig::layout::first_free(model, &layout, profile) {
+                let profile = model.profile(profile).map_or_else(|| profile.to_string(), |p| p.name.clone());
+                return Some(Spot::Create { node: ni, card: ci, profile, start: at.start, size: at.size });
+            }
+        }
+        None
+    }
+
+    /// Why a DRA claim for whole GPUs waits, in the words the Kubernetes source uses for a
+    /// pending claim: what each DynamicMIG node has and what holds the rest.
+    fn why_claim_waits(&self, w: &Workload) -> String {
+        let nodes: std::collections::BTreeMap<String, Vec<crate::model::Card>> = self
+            .nodes
+            .iter()
+            .filter(|n| n.cards.first().is_some_and(super::build::dynamic))
+            .map(|n| {
+                // A drained card is tainted by DeviceTaintRules under DRA: said so.
+                let cards = n
+                    .cards
+                    .iter()
+                    .map(|c| {
+                        let mut c = c.clone();
+                        if c.draining
+                            && let Some(d) = c.dra.as_mut()
+                        {
+                            d.taints.push(crate::model::dra::DeviceTaint {
+                                device: format!("gpu-{}", c.index),
+                                key: "tessera/drain".into(),
+                                value: None,
+                                effect: "NoSchedule".into(),
+                                rule: Some(format!("drain-gpu-{}", c.index)),
+                                tessera: true,
+                            });
+                        }
+                        c
+                    })
+                    .collect();
+                (n.name.clone(), cards)
+            })
+            .collect();
+        let n = w.request.gpus.unwrap_or(1) as usize;
+        let want = w.request.model.as_deref().and_then(crate::model::mig::lookup);
+        let product = want.and_then(|want| {
+            self.nodes.iter().flat_map(|n| &n.cards).find(|c| c.gpu_model().is_some_and(|g| g.name == want.name))
+        });
+        let product = product.map(|c| c.model.as_str());
+        crate::sources::kubernetes::dra::explain::whole_gpus(product, n, " (matchAttribute productName)", &nodes)
+            .unwrap_or_else(|| "Resources: cannot allocate all claims".into())
+    }
+
     /// On a schedulable node (others: none), the whole cards a job could ever get there, by
-    /// model: not MIG, not shared, not draining, not lost.
+    /// model: not MIG (a DynamicMIG card is whole once its instances go), not shared, not
+    /// draining, not lost.
     fn usable_whole_cards(&self, n: &crate::model::Node) -> Vec<(Option<&'static str>, usize)> {
         let mut by_model: Vec<(Option<&'static str>, usize)> = Vec::new();
         if !n.schedulable {
@@ -273,7 +369,11 @@ impl Sim {
         // The catalog lookup once per model name on the node (its cards are alike).
         let mut seen: Option<(&str, Option<&'static str>)> = None;
         for c in &n.cards {
-            if c.mig.enabled || c.sharing.replicas.is_some() || c.draining || c.health.lost {
+            if (c.mig.enabled && !super::build::dynamic(c))
+                || c.sharing.replicas.is_some()
+                || c.draining
+                || c.health.lost
+            {
                 continue;
             }
             let model = match seen {

@@ -65,6 +65,27 @@ fn whole_on(node: &str, cards: &[Card], product: Option<&str>, n: usize) -> Opti
     })
 }
 
+/// Why `n` whole GPUs of `product` (any where `None`) on one node cannot be allocated from
+/// `nodes`' DRA cards: "wants 8 whole H100 on one node{constraint}: NODE has 5 (gpu-0 carved
+/// into MIG, …)"; `None` where some node could give them. The simulated cluster says its
+/// waiting claim in these words too.
+pub fn whole_gpus(
+    product: Option<&str>,
+    n: usize,
+    constraint: &str,
+    nodes: &BTreeMap<String, Vec<Card>>,
+) -> Option<String> {
+    let what = product.map_or("GPUs".to_string(), |p| short(p).to_string());
+    let mut blockers = Vec::new();
+    for (node, cards) in nodes {
+        match whole_on(node, cards, product, n) {
+            Some(b) => blockers.push(b),
+            None => return None,
+        }
+    }
+    Some(format!("wants {n} whole {what} on one node{constraint}: {}", blockers.join("; ")))
+}
+
 /// The blocker of one alternative, or `None` where some node could give it.
 fn alternative(
     o: &Objects,
@@ -82,7 +103,6 @@ fn alternative(
     let n = usize::try_from(e.count.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
     match class_kind(o, &e.device_class_name) {
         Some(Kind::Gpu) => {
-            let what = product.map_or("GPUs".to_string(), |p| short(p).to_string());
             let constraint = spec
                 .devices
                 .constraints
@@ -92,14 +112,7 @@ fn alternative(
                 .find_map(|c| c.match_attribute.as_deref())
                 .map(|a| format!(" (matchAttribute {})", a.rsplit('/').next().unwrap_or(a)))
                 .unwrap_or_default();
-            let mut blockers = Vec::new();
-            for (node, cards) in nodes {
-                match whole_on(node, cards, product, n) {
-                    Some(b) => blockers.push(b),
-                    None => return None,
-                }
-            }
-            Some(format!("wants {n} whole {what} on one node{constraint}: {}", blockers.join("; ")))
+            whole_gpus(product, n, &constraint, nodes)
         }
         Some(Kind::Mig) => {
             let profile = cel.iter().find_map(|x| cel_equals(x, "profile"))?;
