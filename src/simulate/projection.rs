@@ -39,9 +39,10 @@ pub struct Projection {
 
 /// Above this many cards the projection simulates a sample: every k-th node (and every node
 /// the plan lays out anew) with the same share of the demand's jobs. Placing a job looks at
-/// every card, and the demand grows with the fleet: the whole of 32,768 cards took a core
-/// for minutes, a sample of about 4,096 takes what the 4,096-card fleet does.
-pub const SAMPLE_ABOVE_CARDS: u32 = 4096;
+/// every card, and the demand grows with the fleet, so the cost grows with the square of the
+/// cards: the whole of 32,768 cards took a core for minutes, 4,096 most of a second, a
+/// sample of about 2,048 a fifth of one.
+pub const SAMPLE_ABOVE_CARDS: u32 = 2048;
 
 /// The measured demand from `now`'s hour on as jobs: each hour's mean of each shape, rounded,
 /// arriving at the hour for an hour (a profile: inference; whole cards: training).
@@ -180,7 +181,7 @@ mod tests {
         assert_eq!((none.changes, none.as_is), (0, none.following));
     }
 
-    /// #50: above 4,096 cards every k-th node is simulated, with the nodes the plan lays out,
+    /// #50: above 2,048 cards every k-th node is simulated, with the nodes the plan lays out,
     /// and the same share of the demand's jobs, spread over the list.
     #[test]
     fn a_large_fleet_is_sampled_with_its_share_of_the_demand() {
@@ -192,16 +193,16 @@ mod tests {
             others: 0,
         };
         let (small, sampled) = sample(fleet.clone(), &plan);
-        // k = 8: nodes 0, 8, 16, ... and the planned n0003.
-        assert_eq!(small.nodes.len(), 513);
+        // k = 16: nodes 0, 16, 32, ... and the planned n0003.
+        assert_eq!(small.nodes.len(), 257);
         assert!(small.nodes.iter().any(|n| &*n.name == "n0003"));
-        assert_eq!(sampled, Some((513 * 8, 32_768)));
+        assert_eq!(sampled, Some((257 * 8, 32_768)));
         let jobs: Vec<Job> = (0..1000).map(|i| Job::new(&format!("j{i}"), i, 3600, 1)).collect();
-        let kept = share(jobs, 513 * 8, 32_768);
-        assert_eq!(kept.len(), 125, "1000 × 4,104 / 32,768, rounded down");
+        let kept = share(jobs, 257 * 8, 32_768);
+        assert_eq!(kept.len(), 62, "1000 × 2,056 / 32,768, rounded down");
         assert!(kept.last().is_some_and(|j| j.submit > 900), "spread to the end of the list");
         // A fleet at the line is simulated whole.
-        fleet.nodes.truncate(512);
+        fleet.nodes.truncate(256);
         assert_eq!(sample(fleet, &plan).1, None);
     }
 
