@@ -17,7 +17,8 @@
 #
 # The consoles run alone in a detached 160x48 tmux pane at a 1 s refresh. After a warm-up
 # (5 s; 20 s at 32,768 cards, whose simulator takes seconds to start) the CPU time of the
-# console's process tree is read over a fixed window (30 s; 10 s with --quick) and given as
+# console's process tree is read over a fixed window (30 s; 10 s with --quick; twice that at
+# 32,768 cards) and given as
 # % of one core: CPU time, not wall time, so a busy other core does not inflate it. It is read
 # from a cgroup (v2) the tree is moved into where one can be made (root), else from the clock
 # ticks of /proc/PID/stat (10 ms each: coarse for the small cases). Memory: the tree's
@@ -123,9 +124,11 @@ rss_kib() {
 # console NAME [VAR=VALUE...] COMMAND...: "cpu_pct steady_mib peak_mib" over the window, or
 # "failed".
 console() {
-  local name=$1 warm=$warmup
+  local name=$1 warm=$warmup secs=$window
   shift
-  case "$name" in *32768*) warm=${PERF_WARMUP:-20} ;; esac
+  # 32,768 cards: a longer start, and a window twice as long (the simulator steps every 5 s,
+  # the advisor and the projection run on their own paces: 30 s windows read 4-6 %).
+  case "$name" in *32768*) warm=${PERF_WARMUP:-20}; secs=$((window * 2)) ;; esac
   tmux -L "$sock" kill-server 2>/dev/null || true
   sleep 0.5
   tmux -L "$sock" -f /dev/null new-session -d -s m -x 160 -y 48 "exec env $(printf '%q ' "$@") 2>$work/$name.stderr"
@@ -140,7 +143,7 @@ console() {
   fi
   [ -n "$c" ] && u0=$(awk '$1 == "usage_usec" {print $2}' "$c/cpu.stat")
   t0=$(ticks "$pid"); w0=$(date +%s.%N)
-  for _ in $(seq "$window"); do
+  for _ in $(seq "$secs"); do
     sleep 1
     r=$(rss_kib "$pid")
     [ "$r" -gt "$peak" ] && peak=$r
