@@ -31,6 +31,9 @@
 #
 # Peers, optional: with nvitop on PATH it runs beside the fake NVML case, with `all-smi` on
 # PATH beside the endpoint cases (not compared with a baseline; the ratio is printed).
+# PEERS_DIR, where set, is a `cargo install --root` or prefix whose bin/ is searched first:
+#   pip install nvitop==1.7.2
+#   cargo install all-smi --version 0.28.1 --ignore-rust-version --root "$PEERS_DIR"
 #
 # Needs: `cargo build --release --workspace` (tessera and the fake NVML), tmux, bc, python3,
 # curl, GNU time (/usr/bin/time). Environment: TESSERA (the binary), PERF_WINDOW, PERF_WARMUP
@@ -57,6 +60,7 @@ for c in "${cases[@]}"; do
   case " ${all[*]} " in *" $c "*) ;; *) echo "unknown case $c (cases: ${all[*]})" >&2; exit 2 ;; esac
 done
 
+[ -n "${PEERS_DIR:-}" ] && PATH="$PEERS_DIR/bin:$PATH"
 window=${PERF_WINDOW:-$([ -n "$quick" ] && echo 10 || echo 30)}
 warmup=${PERF_WARMUP:-5}
 tessera=${TESSERA:-$PWD/target/release/tessera}
