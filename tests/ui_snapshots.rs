@@ -161,6 +161,7 @@ fn views() -> Vec<(&'static str, Setup)> {
                     others: 1,
                     jobs: 240,
                     followed: tessera::advisor::followed(&st.findings),
+                    sampled: None,
                 });
                 st.apply(Intent::ViewAdvice, s.fleet());
             }),

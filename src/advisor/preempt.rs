@@ -50,11 +50,22 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[Str
         .filter(|t| t.kind == WorkloadKind::Training && t.state == WorkloadState::Checkpointing)
         .collect();
     let served: std::collections::HashSet<&str> = served.iter().map(String::as_str).collect();
+    // Each resource's largest free block, worked out once: a walk over every node, and
+    // hundreds of waiting requests ask for a few resources.
+    let mut blocks: Vec<(crate::model::Resource, u64)> = Vec::new();
+    let mut largest_block = |res: &crate::model::Resource| match blocks.iter().find(|(r, _)| r == res) {
+        Some((_, b)) => *b,
+        None => {
+            let b = free.largest_block(res);
+            blocks.push((res.clone(), b));
+            b
+        }
+    };
     for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending && w.kind == WorkloadKind::Inference) {
         let Some(waited) = w.wait(cx.now).and_then(|d| d.to_std().ok()) else { continue };
         let (res, need) = w.request.asks();
         // Several GPUs must be on one node: what one node has free is what counts.
-        if waited < cx.queue_wait || free.largest_block(&res) >= need || served.contains(w.id.as_str()) {
+        if waited < cx.queue_wait || largest_block(&res) >= need || served.contains(w.id.as_str()) {
             continue;
         }
         let coming = under_way

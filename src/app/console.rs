@@ -56,6 +56,9 @@ const ADVICE_SHARE: u32 = 20;
 const ADVICE_GAP_MAX: Duration = Duration::from_secs(10);
 /// The Advice view's projection (a simulation of the next 24 hours) runs at most this often.
 const PROJECT_EVERY: Duration = Duration::from_secs(60);
+/// ... and waits this many times its last run's time before the next, even for a new plan:
+/// at most a fiftieth of a core (a sampled day of 32,768 cards takes most of a second).
+const PROJECT_SHARE: u32 = 50;
 
 type Projected = Option<crate::simulate::projection::Projection>;
 
@@ -97,6 +100,9 @@ struct Projecting {
     task: Option<tokio::task::JoinHandle<Projected>>,
     /// When the last one began.
     at: Option<Instant>,
+    /// How long the last one took: the next waits PROJECT_SHARE times that, even for a new
+    /// plan (at scale the plan changes at nearly every pass).
+    took: Duration,
 }
 
 /// The projection under way, when it ends (never, while none is); `None`: the task failed.
@@ -630,11 +636,14 @@ impl<'a> Console<'a> {
     /// After advice, once a minute, or at once when the advice's plan changed: simulate the
     /// next 24 hours of measured demand as is and following the plan's layout changes, on a
     /// blocking thread (never on the loop).
-    /// At once when the advice's plan is not the one the last projection followed.
+    /// At once when the advice's plan is not the one the last projection followed, but never
+    /// sooner than PROJECT_SHARE times the last one's time after it began.
     fn project_if_due(&mut self) {
         let plan = crate::advisor::followed(&self.st.findings);
         let same = self.st.projection.as_ref().is_some_and(|p| p.followed == plan);
-        if self.projecting.task.is_some() || (same && self.projecting.at.is_some_and(|t| t.elapsed() < PROJECT_EVERY)) {
+        let gap = self.projecting.took * PROJECT_SHARE;
+        let wait = if same { gap.max(PROJECT_EVERY) } else { gap };
+        if self.projecting.task.is_some() || self.projecting.at.is_some_and(|t| t.elapsed() < wait) {
             return;
         }
         let fleet = self.store.fleet().clone();
@@ -650,6 +659,7 @@ impl<'a> Console<'a> {
     /// The projection came back: the Advice view shows it.
     fn on_projection(&mut self, p: Option<Projected>) -> Then {
         self.projecting.task = None;
+        self.projecting.took = self.projecting.at.map_or(Duration::ZERO, |t| t.elapsed());
         // A failed simulation waits its minute like any other: it is not retried at once.
         let Some(p) = p else { return Then::Go };
         if p.is_none() {

@@ -25,7 +25,12 @@ pub fn collect_with_demand(cfg: &Config) -> Result<(Fleet, bool, crate::model::d
             super::to_stderr(&format!("tessera: {n}"));
         }
         engine.first_answers().await;
-        Ok((engine.store.fleet().clone(), engine.store.simulated(), engine.store.demand().clone()))
+        let (simulated, demand) = (engine.store.simulated(), engine.store.demand().clone());
+        let mut fleet = engine.store.take_fleet();
+        // The sources' past series have seeded the workloads' activity; nothing a one-shot
+        // command prints reads them again (at 32,768 cards they are 150 MB).
+        fleet.history = Vec::new();
+        Ok((fleet, simulated, demand))
     })
 }
 

@@ -32,7 +32,17 @@ pub struct Projection {
     pub jobs: usize,
     /// The plan it followed, to tell when the advice's plan has changed since.
     pub followed: crate::advisor::Followed,
+    /// Above [`SAMPLE_ABOVE_CARDS`]: the cards simulated and the fleet's cards (a sample of
+    /// the nodes with the same share of the demand); `None`: the whole fleet.
+    pub sampled: Option<(u32, u32)>,
 }
+
+/// Above this many cards the projection simulates a sample: every k-th node (and every node
+/// the plan lays out anew) with the same share of the demand's jobs. Placing a job looks at
+/// every card, and the demand grows with the fleet, so the cost grows with the square of the
+/// cards: the whole of 32,768 cards took a core for minutes, 4,096 most of a second, a
+/// sample of about 2,048 a fifth of one.
+pub const SAMPLE_ABOVE_CARDS: u32 = 2048;
 
 /// The measured demand from `now`'s hour on as jobs: each hour's mean of each shape, rounded,
 /// arriving at the hour for an hour (a profile: inference; whole cards: training).
@@ -79,7 +89,12 @@ pub fn project(
         return None;
     }
     let s = Settings { min_runtime_s, horizon_s: Some(24 * 3600), timeline_points: 24, ..Settings::default() };
-    let as_is_fleet = from_model::fleet(fleet);
+    let (as_is_fleet, sampled) = sample(from_model::fleet(fleet), plan);
+    let jobs_made = jobs.len();
+    let jobs = match sampled {
+        Some((kept, of)) => share(jobs, kept, of),
+        None => jobs,
+    };
     let mut following = as_is_fleet.clone();
     let mut changes = 0;
     for (card, layout) in &plan.layouts {
@@ -102,7 +117,37 @@ pub fn project(
     let as_is = outlook(&jobs, &as_is_fleet, &s);
     // Nothing laid out anew: the same fleet, the same answer (not simulated twice).
     let following = if changes == 0 { as_is } else { outlook(&jobs, &following, &s) };
-    Some(Projection { as_is, following, changes, others, jobs: jobs.len(), followed: plan.clone() })
+    Some(Projection { as_is, following, changes, others, jobs: jobs_made, followed: plan.clone(), sampled })
+}
+
+/// The fleet to simulate: all of it up to [`SAMPLE_ABOVE_CARDS`] cards; above, every k-th
+/// node and the nodes `plan` lays out anew, with (cards kept, cards in all).
+fn sample(fleet: Fleet, plan: &crate::advisor::Followed) -> (Fleet, Option<(u32, u32)>) {
+    let total: u32 = fleet.nodes.iter().map(|n| n.gpus).sum();
+    if total <= SAMPLE_ABOVE_CARDS {
+        return (fleet, None);
+    }
+    let k = total.div_ceil(SAMPLE_ABOVE_CARDS) as usize;
+    let planned: std::collections::HashSet<&str> = plan.layouts.iter().map(|(c, _)| c.node.as_str()).collect();
+    let Fleet { models, nodes } = fleet;
+    let nodes: Vec<_> = nodes
+        .into_iter()
+        .enumerate()
+        .filter(|(i, n)| i % k == 0 || planned.contains(&*n.name))
+        .map(|(_, n)| n)
+        .collect();
+    let kept = nodes.iter().map(|n| n.gpus).sum();
+    (Fleet { models, nodes }, Some((kept, total)))
+}
+
+/// `kept` of every `of` jobs, spread evenly over the list (its hours and shapes alike).
+fn share(jobs: Vec<Job>, kept: u32, of: u32) -> Vec<Job> {
+    let (kept, of) = (u64::from(kept), u64::from(of.max(1)));
+    jobs.into_iter()
+        .enumerate()
+        .filter(|(i, _)| (*i as u64 + 1) * kept / of > *i as u64 * kept / of)
+        .map(|(_, j)| j)
+        .collect()
 }
 
 #[cfg(test)]
@@ -134,6 +179,31 @@ mod tests {
         // Following nothing: as is, twice (it said "2 changes advised" with none in the list).
         let none = project(&fleet, &demand, start, 1800, &Default::default()).unwrap_or_else(|| panic!("demand"));
         assert_eq!((none.changes, none.as_is), (0, none.following));
+    }
+
+    /// #50: above 2,048 cards every k-th node is simulated, with the nodes the plan lays out,
+    /// and the same share of the demand's jobs, spread over the list.
+    #[test]
+    fn a_large_fleet_is_sampled_with_its_share_of_the_demand() {
+        let mut fleet = Fleet::default();
+        let m = fleet.model_index("H100-80GB");
+        fleet.nodes = (0..4096).map(|i| super::super::Node::new(&format!("n{i:04}"), m, 8)).collect();
+        let plan = crate::advisor::Followed {
+            layouts: vec![(crate::model::CardRef::new("n0003".to_string(), 0), "whole".to_string())],
+            others: 0,
+        };
+        let (small, sampled) = sample(fleet.clone(), &plan);
+        // k = 16: nodes 0, 16, 32, ... and the planned n0003.
+        assert_eq!(small.nodes.len(), 257);
+        assert!(small.nodes.iter().any(|n| &*n.name == "n0003"));
+        assert_eq!(sampled, Some((257 * 8, 32_768)));
+        let jobs: Vec<Job> = (0..1000).map(|i| Job::new(&format!("j{i}"), i, 3600, 1)).collect();
+        let kept = share(jobs, 257 * 8, 32_768);
+        assert_eq!(kept.len(), 62, "1000 × 2,056 / 32,768, rounded down");
+        assert!(kept.last().is_some_and(|j| j.submit > 900), "spread to the end of the list");
+        // A fleet at the line is simulated whole.
+        fleet.nodes.truncate(256);
+        assert_eq!(sample(fleet, &plan).1, None);
     }
 
     #[test]

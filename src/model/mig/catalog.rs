@@ -167,9 +167,10 @@ const FAMILY_RULES: &[(&[&str], Option<u64>, &str)] = &[
 /// (`nvidia.com/gpu.product`, with or without a `-MIG-<profile>` suffix) or Slurm reports it.
 /// `None` for a model tessera does not know (MIG planning is then off for that card).
 pub fn lookup(name: &str) -> Option<&'static GpuModel> {
-    // Few distinct names reach here, but it runs per card per frame: remember the answers.
+    // Few distinct names reach here, but it runs per card per frame: remember the answers
+    // (with a fast hash: SipHash of the name was most of a lookup at 32,768 cards).
     thread_local! {
-        static CACHE: std::cell::RefCell<std::collections::HashMap<String, Option<usize>>> = Default::default();
+        static CACHE: std::cell::RefCell<foldhash::HashMap<String, Option<usize>>> = Default::default();
     }
     let models = &catalog().models;
     if let Some(hit) = CACHE.with(|c| c.borrow().get(name).copied()) {

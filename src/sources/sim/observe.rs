@@ -16,7 +16,7 @@ impl Sim {
     /// time, so the past is computed, not stored.
     pub(super) fn past_history(&self) -> Vec<crate::model::CardHistory> {
         const MINUTES: i64 = crate::model::activity::KEEP_MIN;
-        let by_id: std::collections::HashMap<&str, &Job> = self.jobs.iter().map(|j| (j.w.id.as_str(), j)).collect();
+        let by_id: foldhash::HashMap<&str, &Job> = self.jobs.iter().map(|j| (j.w.id.as_str(), j)).collect();
         let series = |j: &Job| -> Vec<Option<f64>> {
             (0..MINUTES)
                 .rev()
@@ -58,7 +58,7 @@ impl Sim {
     /// Nodes with live metrics filled in from the jobs on them.
     pub(super) fn observed_nodes(&self) -> Vec<Node> {
         let now = self.now;
-        let by_id: std::collections::HashMap<&str, &Job> = self.jobs.iter().map(|j| (j.w.id.as_str(), j)).collect();
+        let by_id: foldhash::HashMap<&str, &Job> = self.jobs.iter().map(|j| (j.w.id.as_str(), j)).collect();
         let job = |id: &str| by_id.get(id).copied();
         let mut nodes = self.nodes.clone();
         for n in &mut nodes {

@@ -38,16 +38,24 @@ pub fn projection_line(st: &UiState) -> Option<String> {
         0 => String::new(),
         n => format!("; {} not modelled", crate::units::count(n as u64, "other action", "other actions")),
     };
+    // At scale a sample is simulated (`SAMPLE_ABOVE_CARDS`): the line says so.
+    let what = match p.sampled {
+        Some((kept, of)) => {
+            let n = crate::units::grouped;
+            format!("simulated 24h on a sample ({} of {} cards)", n(kept.into()), n(of.into()))
+        }
+        None => "simulated 24h".to_string(),
+    };
     if p.changes == 0 {
         return Some(format!(
-            "simulated 24h: p90 wait {} {dot} held {} (the plan lays out no card{others})",
+            "{what}: p90 wait {} {dot} held {} (the plan lays out no card{others})",
             wait(p.as_is.p90_wait_s),
             pct(p.as_is.held),
         ));
     }
     let plans = crate::units::count(p.changes as u64, "layout change", "layout changes");
     Some(format!(
-        "simulated 24h: p90 wait {} {arrow} {} {dot} held {} {arrow} {} (as is {arrow} following the plan's {plans}{others})",
+        "{what}: p90 wait {} {arrow} {} {dot} held {} {arrow} {} (as is {arrow} following the plan's {plans}{others})",
         wait(p.as_is.p90_wait_s),
         wait(p.following.p90_wait_s),
         pct(p.as_is.held),
@@ -163,6 +171,7 @@ mod tests {
             others: 2,
             jobs: 9,
             followed: Default::default(),
+            sampled: None,
         });
         assert_eq!(
             projection_line(&st).as_deref(),
@@ -175,10 +184,33 @@ mod tests {
             others: 0,
             jobs: 9,
             followed: Default::default(),
+            sampled: None,
         });
         assert_eq!(
             projection_line(&st).as_deref(),
             Some("simulated 24h: p90 wait 1h00m → 0s · held 50% → 60% (as is → following the plan's 2 layout changes)")
+        );
+    }
+
+    /// #50: at scale a sample of the fleet is simulated, and the line says so.
+    #[test]
+    fn a_sampled_projection_says_so() {
+        let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), chrono::Utc::now());
+        let o = |w, h| Outlook { p90_wait_s: w, held: h, never_started: 0 };
+        st.projection = Some(Projection {
+            as_is: o(3600, 0.5),
+            following: o(3600, 0.5),
+            changes: 0,
+            others: 0,
+            jobs: 9,
+            followed: Default::default(),
+            sampled: Some((4104, 32768)),
+        });
+        assert_eq!(
+            projection_line(&st).as_deref(),
+            Some(
+                "simulated 24h on a sample (4,104 of 32,768 cards): p90 wait 1h00m · held 50% (the plan lays out no card)"
+            )
         );
     }
 }
