@@ -8,6 +8,7 @@ mod output;
 mod pack;
 mod pack_table;
 mod plot;
+mod settings;
 mod table;
 
 use std::io::IsTerminal;
@@ -21,8 +22,9 @@ use crate::units::count;
 
 use demand::{compress, live_fleet, read_demand};
 pub use options::Options;
-use options::{duration_s, engine_settings, policies};
+use options::{duration_s, policies};
 use output::{finish_packing, finish_replay};
+use settings::engine_settings;
 
 /// `simulate --json`'s contract version (docs/json.md).
 pub const SCHEMA_VERSION: u32 = 1;
