@@ -86,6 +86,10 @@ pub struct Sim {
     free: Option<scheduler::Free>,
     /// Something changed outside `tick` (an action): schedule on the next tick.
     reschedule: bool,
+    /// The waiting DRA claim's reason, with the DynamicMIG cards' state it was said for
+    /// (explaining it clones those cards: it is said when a snapshot is taken, and again only
+    /// when those cards changed).
+    claim_why: Option<(u64, usize, String)>,
     /// The first snapshot carries the hour of history before it (as Prometheus sends its own).
     history_sent: bool,
     /// Demand by hour of the previous day, sent with the first snapshot (`seed_demand`).
@@ -111,6 +115,7 @@ impl Sim {
             changed: true,
             configured: None,
             usable: None,
+            claim_why: None,
             free: None,
             reschedule: true,
             rng: Rng::new(cfg.seed),
@@ -152,6 +157,7 @@ impl Sim {
     /// The cluster as a source would report it now; events since the last snapshot.
     pub fn snapshot(&mut self) -> Partial {
         self.changed = false;
+        self.say_claim_reasons();
         let history = if std::mem::replace(&mut self.history_sent, true) { Vec::new() } else { self.past_history() };
         Partial {
             nodes: self.observed_nodes(),

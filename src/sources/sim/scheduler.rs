@@ -53,6 +53,9 @@ struct Round {
     dynamic: bool,
 }
 
+/// A DRA claim's reason until the next snapshot says why it waits.
+const CLAIM_WAITS: &str = "Resources: cannot allocate all claims";
+
 impl Sim {
     pub(super) fn schedule(&mut self) {
         let mut order: Vec<usize> =
@@ -145,7 +148,9 @@ impl Sim {
                     starts.push((i, spot));
                 }
                 None => {
-                    let reason = if claim { self.why_claim_waits(w) } else { self.why_not(w, &round) };
+                    // A claim's reason is said when a snapshot is taken (`say_claim_reasons`):
+                    // explaining it at every round was most of a round's work at scale.
+                    let reason = if claim { CLAIM_WAITS.to_string() } else { self.why_not(w, &round) };
                     blocked.insert(key);
                     self.jobs[i].w.reason = Some(reason);
                 }
@@ -230,18 +235,24 @@ impl Sim {
 
     /// The first spot for `w` on nodes from `from` on (a DRA `claim`: on DynamicMIG nodes only).
     fn find_spot(&self, w: &Workload, claim: bool, taken: &Taken, round: &Round, from: usize) -> Option<Spot> {
+        // No free instance of the profile left this round: only a DynamicMIG card can still
+        // give one (the driver creates it), so only their nodes are looked at.
+        let mut only_dynamic = false;
         if let Some(profile) = &w.request.mig_profile
             && w.request.shares.is_none()
-            && !round.dynamic
         {
             let free = round.free_instances.iter().find(|(p, _)| p == profile).map_or(0, |(_, n)| *n);
             if free <= round.taken_instances.get(profile).copied().unwrap_or(0) {
-                return None;
+                if !round.dynamic {
+                    return None;
+                }
+                only_dynamic = true;
             }
         }
         let want_model = w.request.model.as_deref().and_then(crate::model::mig::lookup).map(|m| m.name.as_str());
         for (ni, n) in self.nodes.iter().enumerate().skip(from) {
-            if !n.schedulable || (claim && !n.cards.first().is_some_and(super::build::dynamic)) {
+            let dynamic = n.cards.first().is_some_and(super::build::dynamic);
+            if !n.schedulable || ((claim || only_dynamic) && !dynamic) {
                 continue;
             }
             if w.request.shares.is_some() {
@@ -314,6 +325,39 @@ impl Sim {
             }
         }
         None
+    }
+
+    /// Every waiting DRA claim's reason, in the Kubernetes source's words.
+    pub(super) fn say_claim_reasons(&mut self) {
+        let waiting: Vec<usize> = (0..self.jobs.len())
+            .filter(|&i| self.jobs[i].claim && self.jobs[i].w.state == WorkloadState::Pending)
+            .collect();
+        for i in waiting {
+            let why = self.claim_reason(i);
+            self.jobs[i].w.reason = Some(why);
+        }
+    }
+
+    /// Why job `i`'s DRA claim waits, said again only when the DynamicMIG cards changed (what
+    /// holds each, its instances, drains, faults) or for another claim.
+    fn claim_reason(&mut self, i: usize) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for n in self.nodes.iter().filter(|n| n.cards.first().is_some_and(super::build::dynamic)) {
+            for c in &n.cards {
+                (c.holders().count(), c.mig.instances.len(), c.draining, c.health.fault().is_some()).hash(&mut h);
+            }
+        }
+        let key = h.finish();
+        if let Some((k, job, why)) = &self.claim_why
+            && *k == key
+            && *job == i
+        {
+            return why.clone();
+        }
+        let why = self.why_claim_waits(&self.jobs[i].w);
+        self.claim_why = Some((key, i, why.clone()));
+        why
     }
 
     /// Why a DRA claim for whole GPUs waits, in the words the Kubernetes source uses for a
