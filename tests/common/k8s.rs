@@ -150,6 +150,18 @@ impl FakeK8s {
         self.with(|s| s.upsert(path, obj));
     }
 
+    /// Store objects as if they had always been there: no events (a watch from a list's
+    /// resourceVersion sees none of them), so a generated cluster is held once.
+    pub fn preload(&self, path: &'static str, objects: impl IntoIterator<Item = Value>) {
+        self.with(|s| {
+            for mut obj in objects {
+                s.rv += 1;
+                obj["metadata"]["resourceVersion"] = json!(s.rv.to_string());
+                s.collections.entry(path).or_default().objects.insert(key(&obj), obj);
+            }
+        });
+    }
+
     /// The object stored under `key` (`NS/NAME`, `/NAME` when not namespaced).
     pub fn get(&self, path: &'static str, key: &str) -> Option<Value> {
         self.with(|s| s.collections.get(path).and_then(|c| c.objects.get(key).cloned()))

@@ -88,7 +88,7 @@ pub fn layout(set_name: &str, set: Option<&CounterSet>, devices: &[Held]) -> Lay
                 known = false;
                 continue;
             }
-            for (name, v) in &c.counters.items {
+            for (name, v) in c.counters.items.iter() {
                 match (value.get(&**name), v) {
                     (Some(_), Some(v)) => *used.entry(name).or_default() += v,
                     _ => {
