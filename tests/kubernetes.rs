@@ -95,22 +95,36 @@ fn settings(k: &FakeK8s, dir: &Temp) -> Settings {
     Settings { context: None, kubeconfig: Some(k.kubeconfig(&dir.0)), kinds: Default::default() }
 }
 
-fn start(settings: Settings) -> mpsc::Receiver<SourceUpdate> {
-    let (tx, rx) = mpsc::channel(64);
-    kubernetes::spawn("kubernetes".into(), settings, TICK, tx);
-    rx
+/// The source's updates as the store reads them: one that says nothing changed since the
+/// last stands for the last data sent.
+struct Updates {
+    rx: mpsc::Receiver<SourceUpdate>,
+    last: Option<Partial>,
 }
 
-async fn next(rx: &mut mpsc::Receiver<SourceUpdate>) -> Result<Partial, SourceError> {
-    let u = tokio::time::timeout(PATIENCE, rx.recv()).await.unwrap_or_else(|_| panic!("no update in {PATIENCE:?}"));
+fn start(settings: Settings) -> Updates {
+    let (tx, rx) = mpsc::channel(64);
+    kubernetes::spawn("kubernetes".into(), settings, TICK, tx);
+    Updates { rx, last: None }
+}
+
+async fn next(rx: &mut Updates) -> Result<Partial, SourceError> {
+    let u = tokio::time::timeout(PATIENCE, rx.rx.recv()).await.unwrap_or_else(|_| panic!("no update in {PATIENCE:?}"));
     let u = u.unwrap_or_else(|| panic!("the source stopped"));
     assert_eq!(u.source, "kubernetes");
     assert_eq!(u.kind, tessera::model::SourceKind::Kubernetes);
-    u.result
+    match u.result {
+        Ok(p) if p.unchanged => Ok(rx.last.clone().unwrap_or_else(|| panic!("unchanged before any data"))),
+        Ok(p) => {
+            rx.last = Some(p.clone());
+            Ok(p)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The first Ok update satisfying `ok`; an error update fails the test.
-async fn until(rx: &mut mpsc::Receiver<SourceUpdate>, what: &str, ok: impl Fn(&Partial) -> bool) -> Partial {
+async fn until(rx: &mut Updates, what: &str, ok: impl Fn(&Partial) -> bool) -> Partial {
     let start = Instant::now();
     loop {
         match next(rx).await {
@@ -511,4 +525,26 @@ async fn an_endless_list_stops_at_the_cap() {
     let err = err.unwrap_or_else(|| panic!("the list is refused"));
     assert!(err.message.contains("sent too much: an answer passed 16.0 MiB"), "{}", err.message);
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+}
+
+/// A tick that finds nothing changed says so ("unchanged": the store keeps what it has)
+/// instead of reading every store again (a 1,000-node DRA cluster is ~200,000 devices); a
+/// change is sent whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tick_without_changes_says_unchanged() {
+    let k = cluster();
+    let dir = Temp::new("k8s-unchanged");
+    let mut rx = start(settings(&k, &dir));
+    until(&mut rx, "first data", |p| p.workloads.len() == 2).await;
+    let mut unchanged = false;
+    for _ in 0..10 {
+        let u = tokio::time::timeout(PATIENCE, rx.rx.recv()).await.ok().flatten();
+        if u.is_some_and(|u| u.result.is_ok_and(|p| p.unchanged)) {
+            unchanged = true;
+            break;
+        }
+    }
+    assert!(unchanged, "no tick said unchanged");
+    k.delete(PODS, "serving/llm-0");
+    until(&mut rx, "the deletion", |p| ids(p) == ["k8s:research/nbody"]).await;
 }

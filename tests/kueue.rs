@@ -49,18 +49,33 @@ fn settings(k: &FakeK8s, dir: &Temp) -> Settings {
     Settings { context: None, kubeconfig: Some(k.kubeconfig(&dir.0)), kinds: Default::default() }
 }
 
-fn start(settings: Settings) -> mpsc::Receiver<SourceUpdate> {
+/// The source's updates as the store reads them: one that says nothing changed since the
+/// last stands for the last data sent.
+struct Updates {
+    rx: mpsc::Receiver<SourceUpdate>,
+    last: Option<Partial>,
+}
+
+fn start(settings: Settings) -> Updates {
     let (tx, rx) = mpsc::channel(64);
     kubernetes::spawn("kubernetes".into(), settings, TICK, tx);
-    rx
+    Updates { rx, last: None }
 }
 
 /// The first update satisfying `ok`; an error update (an unhealthy source) fails the test.
-async fn until(rx: &mut mpsc::Receiver<SourceUpdate>, what: &str, ok: impl Fn(&Partial) -> bool) -> Partial {
+async fn until(rx: &mut Updates, what: &str, ok: impl Fn(&Partial) -> bool) -> Partial {
     let start = Instant::now();
     loop {
-        let u = tokio::time::timeout(PATIENCE, rx.recv()).await.unwrap_or_else(|_| panic!("no update for {what}"));
-        match u.unwrap_or_else(|| panic!("the source stopped")).result {
+        let u = tokio::time::timeout(PATIENCE, rx.rx.recv()).await.unwrap_or_else(|_| panic!("no update for {what}"));
+        let result = match u.unwrap_or_else(|| panic!("the source stopped")).result {
+            Ok(p) if p.unchanged => Ok(rx.last.clone().unwrap_or_else(|| panic!("unchanged before any data"))),
+            Ok(p) => {
+                rx.last = Some(p.clone());
+                Ok(p)
+            }
+            Err(e) => Err(e),
+        };
+        match result {
             Ok(p) if ok(&p) => return p,
             Ok(p) => assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}; last: {p:#?}"),
             Err(e) => panic!("unexpected error while waiting for {what}: {e:?}"),

@@ -1,6 +1,8 @@
 //! "Where can this run?": for a MIG profile, a number of whole GPUs or a workload's request,
 //! where it fits now (node, card, instance or free slices), after repartitioning an idle card,
-//! after preempting eligible training, or why nowhere. Pure; `:fit` in the console prints it.
+//! after preempting eligible training, or why nowhere; for a workload that waits, first why it
+//! waits as its source says it (a DRA claim's blocker as the queue shows it). Pure; `:fit` in
+//! the console prints it.
 
 use std::time::Duration;
 
@@ -33,6 +35,10 @@ impl std::fmt::Display for Want {
 pub struct Answer {
     /// What the query was read as.
     pub wants: String,
+    /// Why the workload asked about waits, as the queue says it (for a pod whose DRA claim
+    /// is not allocated: what tessera sees blocking it); only for a pending workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits: Option<String>,
     /// Free now: one line per place.
     pub now: Vec<String>,
     /// After repartitioning an idle card (or making idle MIG cards whole).
@@ -52,7 +58,7 @@ pub fn parse(fleet: &Fleet, query: &str) -> Result<Want, QueryError> {
     if let Ok(n) = q.parse::<u32>() {
         return if n == 0 { Err(QueryError::Zero) } else { Ok(Want::Gpus { count: n }) };
     }
-    if let Some(w) = fleet.workload(q).or_else(|| fleet.workloads.iter().find(|w| w.name == q)) {
+    if let Some(w) = named(fleet, q) {
         return Ok(want_of(w));
     }
     let known = fleet.cards().filter_map(|(_, c)| c.gpu_model()).any(|m| m.profile(q).is_some());
@@ -71,6 +77,20 @@ pub enum QueryError {
     Zero,
     #[error("{0}: not a MIG profile, a GPU count or a workload tessera knows")]
     Unknown(String),
+}
+
+/// The workload `query` names (by id, else by name), if any.
+fn named<'f>(fleet: &'f Fleet, query: &str) -> Option<&'f Workload> {
+    let q = query.trim();
+    fleet.workload(q).or_else(|| fleet.workloads.iter().find(|w| w.name == q))
+}
+
+/// `query` read and answered: where it fits and, for a workload that waits, why it waits.
+pub fn answer(fleet: &Fleet, query: &str, now: DateTime<Utc>, min_runtime: Duration) -> Result<Answer, QueryError> {
+    let want = parse(fleet, query)?;
+    let mut a = fit(fleet, &want, now, min_runtime);
+    a.waits = named(fleet, query).filter(|w| w.state == WorkloadState::Pending).and_then(|w| w.reason.clone());
+    Ok(a)
 }
 
 fn want_of(w: &Workload) -> Want {
@@ -221,6 +241,9 @@ fn why_nowhere(fleet: &Fleet, want: &Want) -> String {
 /// The answer as lines for the console's `:fit` panel.
 pub fn lines(a: &Answer) -> Vec<String> {
     let mut out = Vec::new();
+    if let Some(why) = &a.waits {
+        out.push(format!("waits: {why}"));
+    }
     let mut section = |title: &str, items: &[String]| {
         if !items.is_empty() {
             out.push(format!("{title}:"));

@@ -75,3 +75,23 @@ fn a_workload_is_read_as_its_request_and_bad_queries_say_so() {
     assert!(h200.nowhere.as_deref().is_some_and(|w| w.starts_with("no card here is a model with 2g.35gb")), "{h200:?}");
     assert_eq!(lines(&h200).len(), 1);
 }
+
+/// `:fit` on the fixtures' pending DRA pod says what the queue says: the blocker tessera sees
+/// by replaying its claim against the slices, before where 8 GPUs could go.
+#[test]
+fn a_pending_dra_pod_is_explained_as_in_the_queue() {
+    let f = crate::sources::kubernetes::dra_fixture::fleet(now());
+    let why = "wants 8 whole H100 on one node (matchAttribute productName): h100-dyn-01 has 5 (gpu-0 carved into \
+               MIG, gpu-1 held, gpu-7 tainted NoExecute); h100-mig-01 publishes no whole GPUs (MIG on)";
+    for q in ["k8s:training/pretrain-8gpu-0", "pretrain-8gpu-0"] {
+        let a = super::answer(&f, q, now(), MIN).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.wants, "8 whole GPUs on one node", "{a:?}");
+        let waits = a.waits.clone().unwrap_or_default();
+        assert!(waits.starts_with(why), "{waits}");
+        let shown = lines(&a);
+        assert_eq!(shown.first(), Some(&format!("waits: {waits}")), "{shown:?}");
+        assert!(a.now.is_empty(), "no node has 8 whole H100 free: {a:?}");
+    }
+    // A running pod, a profile or a count is not said to wait.
+    assert!(super::answer(&f, "8", now(), MIN).is_ok_and(|a| a.waits.is_none()));
+}

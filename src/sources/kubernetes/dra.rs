@@ -6,6 +6,7 @@
 //! set beside its devices; the pool is read whole either way.
 
 mod cards;
+mod cel;
 mod counters;
 pub mod explain;
 mod index;
@@ -132,7 +133,7 @@ pub fn picture(o: &Objects, pods: &[Arc<GpuPod>]) -> Picture {
     let unbound = |p: &&Arc<GpuPod>| p.spec.node_name.as_deref().is_none_or(str::is_empty);
     for p in pods.iter().filter(|p| !p.spec.resource_claims.is_empty()).filter(unbound) {
         let specs = request::unallocated(p, &lookup);
-        if let Some(why) = explain::explain(lookup.objects(), &specs, &pic.nodes) {
+        if let Some(why) = explain::explain(lookup.objects(), &devices, &specs, &pic.nodes) {
             pic.blockers.insert(key(&p.metadata), why);
         }
     }

@@ -488,24 +488,88 @@ fn the_pending_pod_is_explained_by_replaying_its_claim() {
     );
     assert_eq!(pic.blockers.len(), 1, "running pods are not explained");
     // A selector tessera cannot read is said, not guessed.
+    let why = blocker_with_selector("device.attributes['gpu.nvidia.com'].architecture == 'Hopper'");
+    assert!(why.starts_with("request gpus has a selector tessera cannot read: device.attributes"), "{why}");
+    let why = blocker_with_selector("device.capacity['gpu.nvidia.com'].memory >= quantity('40Gi')");
+    assert!(why.starts_with("request gpus has a selector tessera cannot read: device.capacity"), "{why}");
+}
+
+/// The fixtures' pending pod's blocker with its template's selector replaced by `expression`
+/// (its claim made anew from the template).
+fn blocker_with_selector(expression: &str) -> String {
+    blocker_with(|e| {
+        for s in &mut e.selectors.items {
+            if let Some(c) = s.cel.as_mut() {
+                c.expression = expression.into();
+            }
+        }
+    })
+}
+
+/// The fixtures' pending pod's blocker with `edit` done to its template's requests (its claim
+/// made anew from the template); empty where none is said.
+fn blocker_with(edit: impl Fn(&mut super::objects::Exact)) -> String {
     let mut f = Fixture::split();
     for t in &mut f.templates {
-        let t = Arc::make_mut(t);
-        for r in &mut t.spec.spec.devices.requests.items {
-            for e in r.exactly.iter_mut() {
-                for s in &mut e.selectors.items {
-                    if let Some(c) = s.cel.as_mut() {
-                        c.expression =
-                            "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0".into();
-                    }
-                }
-            }
+        for r in &mut Arc::make_mut(t).spec.spec.devices.requests.items {
+            r.exactly.iter_mut().for_each(&edit);
         }
     }
     f.claims.retain(|c| c.status.allocation.is_some());
     let pic = f.picture();
-    let why = pic.blockers.get("training/pretrain-8gpu-0").cloned().unwrap_or_default();
-    assert!(why.starts_with("request gpus has a selector tessera cannot read: device.capacity"), "{why}");
+    pic.blockers.get("training/pretrain-8gpu-0").cloned().unwrap_or_default()
+}
+
+/// A capacity comparison is evaluated on the devices the slices publish: the "80GB" H100
+/// publishes 81152Mi, so `memory >= 80Gi` (81920Mi) finds no card, `>= 40Gi` the usual five.
+#[test]
+fn capacity_selectors_are_evaluated_on_the_published_devices() {
+    let forty = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3' && \
+                 device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0";
+    assert_eq!(
+        blocker_with_selector(forty),
+        "wants 8 whole H100 with memory >= 40Gi on one node (matchAttribute productName): h100-dyn-01 has 5 \
+         (gpu-0 carved into MIG, gpu-1 held, gpu-7 tainted NoExecute); h100-mig-01 publishes no whole GPUs (MIG on)"
+    );
+    let eighty = blocker_with_selector("device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"80Gi\")) >= 0");
+    assert!(
+        eighty.starts_with(
+            "wants 8 whole GPUs with memory >= 80Gi on one node (matchAttribute productName): h100-dyn-01 has 0 \
+             (gpu-0 has memory 81152Mi, gpu-1 has memory 81152Mi,"
+        ),
+        "{eighty}"
+    );
+    // Room enough: nothing said.
+    let small = "device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('1Gi'))";
+    let two = blocker_with(|e| {
+        e.count = Some(2);
+        for s in &mut e.selectors.items {
+            if let Some(c) = s.cel.as_mut() {
+                c.expression = small.into();
+            }
+        }
+    });
+    assert_eq!(two, "");
+    // MIG by capacity: the profiles whose published devices meet it.
+    let mig = |expression: &'static str| {
+        blocker_with(move |e| {
+            e.device_class_name = super::intern::IName(super::intern::intern("mig.nvidia.com"));
+            for s in &mut e.selectors.items {
+                if let Some(c) = s.cel.as_mut() {
+                    c.expression = expression.into();
+                }
+            }
+        })
+    };
+    assert_eq!(
+        mig("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('90Gi')) >= 0"),
+        "wants 8× MIG with memory >= 90Gi: no MIG device the slices publish has it"
+    );
+    assert_eq!(
+        mig("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"),
+        "wants 8× MIG with memory >= 40Gi: no card can place it now"
+    );
+    assert_eq!(mig("device.capacity['gpu.nvidia.com'].memory.isLessThan(quantity('40Gi'))"), "");
 }
 
 /// Recordings and snapshots carry the DRA part: a DRA card reads back as it was written.

@@ -138,7 +138,7 @@ impl Failure {
 }
 
 /// What the last round found: positions by Workload, and a note when some are missing.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Known {
     pub positions: Positions,
     pub note: Option<String>,

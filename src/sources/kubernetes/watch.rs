@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,6 +38,10 @@ const GONE_WINDOW: Duration = Duration::from_secs(10);
 /// Objects asked for a list page: a page of real nodes is a few megabytes, well under what
 /// one answer may take (answers.rs).
 pub const PAGE: u32 = 200;
+/// Slices asked for a list page: a DynamicMIG slice is dense (a GPU's 26 devices, 33 KB of
+/// JSON, weigh about 260 KB decoded, answers.rs), and one may hold 128 devices, so 200 of them
+/// would pass what one answer may weigh; 32 of the largest weigh about 41 MB.
+pub const SLICE_PAGE: u32 = 32;
 
 /// One watched resource's health.
 #[derive(Debug, Clone, Default)]
@@ -105,13 +110,22 @@ pub enum State {
 struct Shared {
     health: Arc<Mutex<Health>>,
     changed: Arc<Notify>,
+    /// Counts every change to a store or to health: what was built from them at one count
+    /// holds until the count moves.
+    generation: Arc<AtomicU64>,
 }
 
 impl Shared {
+    /// Something a build reads changed.
+    fn touch(&self) {
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
     fn update(&self, f: impl FnOnce(&mut Health)) {
         if let Ok(mut h) = self.health.lock() {
             f(&mut h);
         }
+        self.touch();
         // One waiter at a time: a stored permit means no change is missed between a
         // look at the state and the wait.
         self.changed.notify_one();
@@ -214,6 +228,7 @@ impl Watches {
                 ready_once: false,
             })),
             changed: Arc::new(Notify::new()),
+            generation: Arc::new(AtomicU64::new(0)),
         };
         let server = Arc::<str>::from(server);
         let (nodes, w_nodes) = reflector::store();
@@ -282,6 +297,12 @@ impl Watches {
         };
         let rules = d.rules.as_ref().and_then(|r| why("devicetaintrules", r));
         (why("resourceclaims", &d.claims), rules, why("resourceslices", &d.slices))
+    }
+
+    /// Moves whenever a store or the health changes: read it before the stores, and what
+    /// was built from them stays true while it reads the same.
+    pub fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::Acquire)
     }
 
     pub fn state(&self) -> State {
@@ -401,6 +422,7 @@ async fn run<K>(
         let mut stream = std::pin::pin!(watcher::watcher(api.clone(), cfg.clone()));
         let mut gone: Option<(Instant, u32)> = None;
         while let Some(item) = stream.next().await {
+            shared.touch();
             match item {
                 Ok(event) => {
                     let event = event.modify(strip);

@@ -293,9 +293,8 @@ impl UiState {
             }
             (Some("fit"), _) => {
                 let query = text.trim_start().strip_prefix("fit").unwrap_or_default().trim();
-                match crate::advisor::fit::parse(fleet, query) {
-                    Ok(want) => {
-                        let a = crate::advisor::fit::fit(fleet, &want, self.now, self.min_runtime);
+                match crate::advisor::fit::answer(fleet, query, self.now, self.min_runtime) {
+                    Ok(a) => {
                         // A running workload has its place: say so, then where another like it
                         // would fit (it was answered as if it waited).
                         let running = fleet

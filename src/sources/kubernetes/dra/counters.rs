@@ -89,7 +89,7 @@ pub fn layout(set_name: &str, set: Option<&CounterSet>, devices: &[Held]) -> Lay
                 known = false;
                 continue;
             }
-            for (name, v) in &c.counters.items {
+            for (name, v) in c.counters.items.iter() {
                 match (value.get(&**name), v) {
                     (Some(_), Some(v)) => {
                         // A sum past u64 is consumed past any value (a wrapped sum read as fine).

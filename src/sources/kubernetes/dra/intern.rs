@@ -29,6 +29,28 @@ pub fn intern(s: &str) -> Name {
     n
 }
 
+/// A device's capacities or a consumption's counters: (name, whole value).
+pub type Amounts = Arc<[(IName, Option<u64>)]>;
+
+/// Distinct lists of amounts kept: every node of a model publishes the same few dozen.
+const MAX_AMOUNTS: usize = 1 << 16;
+
+/// The one shared copy of `items`: under DynamicMIG 208,000 devices carry a few hundred
+/// distinct capacity and counter lists, each otherwise a vector of its own.
+pub fn intern_amounts(items: Vec<(IName, Option<u64>)>) -> Amounts {
+    static TABLE: OnceLock<Mutex<HashSet<Amounts>>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| Mutex::new(HashSet::new()));
+    let Ok(mut t) = table.lock() else { return Amounts::from(items) };
+    if let Some(a) = t.get(items.as_slice()) {
+        return a.clone();
+    }
+    let a = Amounts::from(items);
+    if t.len() < MAX_AMOUNTS {
+        t.insert(a.clone());
+    }
+    a
+}
+
 /// A name read from JSON, interned as it is decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct IName(pub Name);
@@ -74,5 +96,8 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &b));
         let c: IName = serde_json::from_str("\"gpu-0-counter-set\"").unwrap_or_default();
         assert!(Arc::ptr_eq(&a, &c.0));
+        let list = || vec![(IName(intern("memory")), Some(1 << 30)), (IName(intern("memorySlice0")), Some(1))];
+        assert!(Arc::ptr_eq(&intern_amounts(list()), &intern_amounts(list())));
+        assert!(!Arc::ptr_eq(&intern_amounts(list()), &intern_amounts(list()[..1].to_vec())));
     }
 }

@@ -15,7 +15,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::super::objects::{Qty, nullable};
 use super::super::resources;
-use super::intern::IName;
+use super::intern::{Amounts, IName, intern_amounts};
 
 /// The API's limits (k8s.io/api resource/v1 types.go): devices per slice (64 where any
 /// device has taints or consumes counters), counter sets per slice, counters per set or per
@@ -89,13 +89,14 @@ impl<'de, T: Deserialize<'de>, const N: usize> Deserialize<'de> for Bounded<T, N
 /// entries; a value that is not a whole number is kept as `None`.
 #[derive(Debug, Clone)]
 pub struct Quantities<const N: usize> {
-    pub items: Vec<(IName, Option<u64>)>,
+    /// Shared: the same lists repeat on every device of a kind (intern.rs).
+    pub items: Amounts,
     pub total: usize,
 }
 
 impl<const N: usize> Default for Quantities<N> {
     fn default() -> Self {
-        Self { items: Vec::new(), total: 0 }
+        Self { items: intern_amounts(Vec::new()), total: 0 }
     }
 }
 
@@ -123,17 +124,17 @@ impl<'de, const N: usize> Deserialize<'de> for Quantities<N> {
                 Ok(Quantities::default())
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Quantities::default();
+                let (mut items, mut total) = (Vec::new(), 0);
                 while let Some(k) = map.next_key::<IName>()? {
-                    out.total += 1;
-                    if out.items.len() < N {
+                    total += 1;
+                    if items.len() < N {
                         let v = map.next_value::<Valued>()?;
-                        out.items.push((k, v.value.as_ref().and_then(resources::count)));
+                        items.push((k, v.value.as_ref().and_then(resources::count)));
                     } else {
                         map.next_value::<IgnoredAny>()?;
                     }
                 }
-                Ok(out)
+                Ok(Quantities { items: intern_amounts(items), total })
             }
         }
         d.deserialize_any(V::<N>)

@@ -11,7 +11,7 @@ use kube::{Api, Client};
 
 use super::super::dra::objects::{Claim, Class, Rule, Slice, Template};
 use super::super::kept::{self, Kept};
-use super::{Dra, DraStores, DraSynced, PAGE, Shared, Slot, Synced, run};
+use super::{Dra, DraStores, DraSynced, PAGE, SLICE_PAGE, Shared, Slot, Synced, run};
 
 const GROUP: &str = "resource.k8s.io";
 /// How often to look again for DRA where it was not served.
@@ -66,7 +66,7 @@ pub(super) async fn task(client: Client, slot: Arc<Mutex<Option<DraStores>>>, sh
                 let (sh, sv) = (&shared, &server);
                 let slices = run(
                     Api::<Slice>::all(client.clone()),
-                    cfg.clone(),
+                    watcher::Config::default().page_size(SLICE_PAGE),
                     (w_slices, Kept::new(kept::SLICES), ()),
                     strip_slice,
                     Slot::Slices,
