@@ -89,7 +89,7 @@ pub struct Sim {
     /// The waiting DRA claim's reason, with the DynamicMIG cards' state it was said for
     /// (explaining it clones those cards: it is said when a snapshot is taken, and again only
     /// when those cards changed).
-    claim_why: Option<(u64, usize, String)>,
+    claim_why: Option<(u64, String, String)>,
     /// The first snapshot carries the hour of history before it (as Prometheus sends its own).
     history_sent: bool,
     /// Demand by hour of the previous day, sent with the first snapshot (`seed_demand`).

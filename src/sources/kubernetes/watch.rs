@@ -430,6 +430,9 @@ async fn run<K>(
                     let admitted = kept.admit(&event, reader.len(), known);
                     if admitted {
                         writer.apply_watcher_event(&event);
+                        // Again once the store holds it: a build that read the generation
+                        // between the first touch and this one must not stand for the event.
+                        shared.touch();
                     }
                     if !admitted || matches!(event, Event::InitDone) {
                         let cut = kept.note(slot.objects());

@@ -349,14 +349,15 @@ impl Sim {
             }
         }
         let key = h.finish();
+        // Keyed by the job's id: finished jobs leave the list, so an index moves.
         if let Some((k, job, why)) = &self.claim_why
             && *k == key
-            && *job == i
+            && *job == self.jobs[i].w.id
         {
             return why.clone();
         }
         let why = self.why_claim_waits(&self.jobs[i].w);
-        self.claim_why = Some((key, i, why.clone()));
+        self.claim_why = Some((key, self.jobs[i].w.id.clone(), why.clone()));
         why
     }
 
