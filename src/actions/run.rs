@@ -337,7 +337,8 @@ mod tests {
         crate::engine::simulated_store(42, at()).fleet().clone()
     }
 
-    fn records(path: &std::path::Path) -> Vec<String> {
+    /// The audit log's record kinds, in order (the held-plan tests read them too).
+    pub(super) fn records(path: &std::path::Path) -> Vec<String> {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         text.lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

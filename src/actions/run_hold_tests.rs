@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 
+use super::tests::records;
 use super::{Approval, Runner};
 use crate::actions::{Action, Env};
 use crate::config::Config;
@@ -77,14 +78,6 @@ fn held_by(f: &Fleet, target: &str, who: Option<&str>) -> Fleet {
 
 fn taken(f: &Fleet, target: &str) -> Fleet {
     held_by(f, target, Some("sim:arrived"))
-}
-
-fn records(path: &std::path::Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|v| v["record"].as_str().unwrap_or("?").to_string())
-        .collect()
 }
 
 fn runner(dir: &std::path::Path, sim: SimHandle) -> (Runner, std::path::PathBuf) {
