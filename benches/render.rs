@@ -25,7 +25,7 @@ fn setup(size: Option<(u32, u32)>) -> (Sim, Store, UiState) {
         t,
     );
     let mut st = UiState::new(false, false, Duration::from_secs(1800), t);
-    st.viewport = tessera::ui::viewport(ratatui::layout::Rect::new(0, 0, 160, 48));
+    st.screen.body = tessera::ui::viewport(ratatui::layout::Rect::new(0, 0, 160, 48));
     st.on_fleet(store.fleet());
     (sim, store, st)
 }
@@ -83,7 +83,7 @@ fn bytes_per_refresh() {
     let theme = Theme::load(None, Depth::TrueColor, false).unwrap_or_else(|e| panic!("{e}"));
     for (w, h) in [(80u16, 24u16), (160, 48)] {
         let (mut sim, mut store, mut st) = setup(None);
-        st.viewport = tessera::ui::viewport(ratatui::layout::Rect::new(0, 0, w, h));
+        st.screen.body = tessera::ui::viewport(ratatui::layout::Rect::new(0, 0, w, h));
         let count = Count::default();
         let backend = CrosstermBackend::new(count.clone());
         let mut term = Terminal::with_options(

@@ -47,7 +47,7 @@ pub fn viewport(area: Rect) -> usize {
 
 /// Lines above the view: the replay's timeline, else a schedule banner.
 pub fn lines_above(st: &UiState) -> u16 {
-    u16::from(st.replay.is_some() || st.banner.is_some())
+    u16::from(st.replay.is_some() || st.advice.banner.is_some())
 }
 
 /// The same with a schedule banner or the replay's timeline on screen (it takes a row of
@@ -65,14 +65,14 @@ pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated
     if st.replay.is_some() && a.body.height > 1 {
         views::replay::timeline(f, Rect { height: 1, ..a.body }, st, theme);
         a.body = Rect { y: a.body.y + 1, height: a.body.height - 1, ..a.body };
-    } else if st.banner.is_some() && a.body.height > 1 {
+    } else if st.advice.banner.is_some() && a.body.height > 1 {
         views::group::banner(f, Rect { height: 1, ..a.body }, st, theme);
         a.body = Rect { y: a.body.y + 1, height: a.body.height - 1, ..a.body };
     }
-    match (&st.open_card, st.tab) {
+    match (&st.open.card, st.tab) {
         (Some(card), _) => views::card::draw(f, a.body, st, fleet, theme, card),
-        (None, _) if st.open_workload.is_some() => {
-            views::workload::draw(f, a.body, st, fleet, theme, st.open_workload.as_deref().unwrap_or_default());
+        (None, _) if st.open.workload.is_some() => {
+            views::workload::draw(f, a.body, st, fleet, theme, st.open.workload.as_deref().unwrap_or_default());
         }
         (None, state::Tab::Fleet) => views::fleet::draw(f, a.body, st, fleet, theme),
         (None, state::Tab::Queue) => views::queue::draw(f, a.body, st, fleet, theme),
@@ -81,13 +81,13 @@ pub fn draw(f: &mut Frame, st: &UiState, fleet: &Fleet, theme: &Theme, simulated
         (None, state::Tab::Advice) => views::advice::draw(f, a.body, st, theme),
     }
     views::footer::draw(f, a.footer, st, theme);
-    if let Some((title, lines)) = &st.panel {
+    if let Some((title, lines)) = &st.advice.panel {
         views::panel::draw(f, f.area(), theme, title, lines);
     }
-    if st.help {
-        views::help::draw(f, f.area(), theme, st.read_only, st.replay.is_some(), st.help_scroll);
+    if st.open.help {
+        views::help::draw(f, f.area(), theme, st.settings.read_only, st.replay.is_some(), st.open.help_scroll);
     }
-    if let Some(m) = st.modal.as_ref().filter(|_| !st.action_hidden) {
+    if let Some(m) = st.dialog.modal.as_ref().filter(|_| !st.dialog.hidden) {
         views::modal::draw(f, f.area(), m, fleet, theme);
     }
     if theme.ascii {

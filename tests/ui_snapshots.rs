@@ -39,13 +39,13 @@ fn render(w: u16, h: u16, setup: impl Fn(&mut UiState, &Store), ascii: bool) -> 
     let store = store();
     let theme = Theme::load(None, Depth::TrueColor, ascii).unwrap_or_else(|e| panic!("{e}"));
     let mut st = UiState::new(false, ascii, Duration::from_secs(1800), clock());
-    st.viewport = tessera::ui::viewport(ratatui::layout::Rect::new(0, 0, w, h));
+    st.screen.body = tessera::ui::viewport(ratatui::layout::Rect::new(0, 0, w, h));
     // Replay the history the loop would have recorded, then the latest fleet.
     st.on_fleet(store.fleet());
-    st.wall = clock();
+    st.clock.wall = clock();
     setup(&mut st, &store);
-    if st.banner.is_some() || st.replay.is_some() {
-        st.viewport = tessera::ui::viewport_for(ratatui::layout::Rect::new(0, 0, w, h), &st);
+    if st.advice.banner.is_some() || st.replay.is_some() {
+        st.screen.body = tessera::ui::viewport_for(ratatui::layout::Rect::new(0, 0, w, h), &st);
     }
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap_or_else(|e| panic!("{e}"));
     term.draw(|f| tessera::ui::draw(f, &st, store.fleet(), &theme, store.simulated()))
@@ -67,7 +67,7 @@ fn replaying(st: &mut UiState) {
     r.actions = vec![(t(45), "intent drain gpu-a100-01/6".into()), (t(44), "outcome drain gpu-a100-01/6: done".into())];
     r.outages = vec![(t(30), t(25))];
     r.go(t(10));
-    st.read_only = true;
+    st.settings.read_only = true;
     st.replay = Some(r);
 }
 
@@ -77,8 +77,8 @@ fn schedule_due(st: &mut UiState, s: &Store) -> tessera::schedule::group::GroupP
     let cfg = tessera::config::Config::default();
     let (schedules, _) = tessera::schedule::demo::effective(&cfg, true).unwrap_or_else(|| panic!("the example"));
     let t = tessera::schedule::timelines(&schedules, s.fleet(), clock(), Duration::from_secs(1800), 24);
-    st.banner = tessera::schedule::group::banner(&t, clock());
-    assert!(st.banner.is_some());
+    st.advice.banner = tessera::schedule::group::banner(&t, clock());
+    assert!(st.advice.banner.is_some());
     let runner = tessera::actions::run::Runner::new(&cfg, tessera::actions::Env::default()).with_audit(None);
     tessera::schedule::group::plan(&t[0], s.fleet(), clock(), &|a| runner.check(a, s.fleet()))
         .unwrap_or_else(|| panic!("a change is due"))
@@ -92,7 +92,7 @@ fn views() -> Vec<(&'static str, Setup)> {
             "replay_help",
             Box::new(|st: &mut UiState, _: &Store| {
                 replaying(st);
-                st.help = true;
+                st.open.help = true;
             }),
         ),
         (
@@ -108,7 +108,7 @@ fn views() -> Vec<(&'static str, Setup)> {
         (
             "card",
             Box::new(|st: &mut UiState, _: &Store| {
-                st.open_card = Some(CardRef::new("gpu-a100-01", 0));
+                st.open.card = Some(CardRef::new("gpu-a100-01", 0));
             }),
         ),
         (
@@ -134,7 +134,7 @@ fn views() -> Vec<(&'static str, Setup)> {
             Box::new(|st: &mut UiState, s: &Store| {
                 st.apply(Intent::ViewQueue, s.fleet());
                 st.apply(Intent::Open, s.fleet());
-                assert!(st.open_workload.is_some());
+                assert!(st.open.workload.is_some());
             }),
         ),
         (
@@ -143,7 +143,7 @@ fn views() -> Vec<(&'static str, Setup)> {
                 let cfg = tessera::config::Config::default();
                 let cx = tessera::advisor::Context::new(&cfg, clock());
                 st.on_findings(tessera::advisor::advise(s.fleet(), &cx));
-                assert!(!st.findings.is_empty());
+                assert!(!st.advice.list.rows.is_empty());
                 st.apply(Intent::ViewAdvice, s.fleet());
             }),
         ),
@@ -154,13 +154,13 @@ fn views() -> Vec<(&'static str, Setup)> {
                 let cfg = tessera::config::Config::default();
                 let cx = tessera::advisor::Context::new(&cfg, clock());
                 st.on_findings(tessera::advisor::advise(s.fleet(), &cx));
-                st.projection = Some(Projection {
+                st.advice.projection = Some(Projection {
                     as_is: Outlook { p90_wait_s: 2520, held: 0.62, never_started: 0 },
                     following: Outlook { p90_wait_s: 0, held: 0.55, never_started: 0 },
                     changes: 3,
                     others: 1,
                     jobs: 240,
-                    followed: tessera::advisor::followed(&st.findings),
+                    followed: tessera::advisor::followed(&st.advice.list.rows),
                     sampled: None,
                 });
                 st.apply(Intent::ViewAdvice, s.fleet());
@@ -178,7 +178,7 @@ fn views() -> Vec<(&'static str, Setup)> {
                 let opts = tessera::actions::Options::new(&tessera::config::Config::default(), false, clock());
                 let action = tessera::actions::Action::Drain { target: "gpu-a100-01/0".into(), evict: false };
                 let plan = tessera::actions::plan::plan(&action, s.fleet(), &opts).unwrap_or_else(|e| panic!("{e}"));
-                st.modal = Some(tessera::ui::actions::confirm(plan));
+                st.dialog.modal = Some(tessera::ui::actions::confirm(plan));
             }),
         ),
         (
@@ -191,7 +191,7 @@ fn views() -> Vec<(&'static str, Setup)> {
             "schedule_confirm",
             Box::new(|st: &mut UiState, s: &Store| {
                 let plan = schedule_due(st, s);
-                st.modal = Some(tessera::ui::actions::Modal::Group {
+                st.dialog.modal = Some(tessera::ui::actions::Modal::Group {
                     plan: Box::new(plan),
                     typed: "demo-h100".into(),
                     second: false,
@@ -211,14 +211,14 @@ fn views() -> Vec<(&'static str, Setup)> {
                     run.record(Went::Done, "every step done", clock());
                     assert!(matches!(run.next(s.fleet(), clock()), Next::RunShown(_)));
                 }
-                st.modal = Some(m);
+                st.dialog.modal = Some(m);
             }),
         ),
         (
             "repartition_picker",
             Box::new(|st: &mut UiState, s: &Store| {
                 st.apply(Intent::Repartition, s.fleet());
-                assert!(st.modal.is_some(), "{:?}", st.message);
+                assert!(st.dialog.modal.is_some(), "{:?}", st.footer.message);
             }),
         ),
         (
@@ -229,14 +229,14 @@ fn views() -> Vec<(&'static str, Setup)> {
                 st.on_findings(tessera::advisor::advise(s.fleet(), &cx));
                 st.apply(Intent::ViewAdvice, s.fleet());
                 st.apply(Intent::Open, s.fleet());
-                assert!(st.panel.is_some());
+                assert!(st.advice.panel.is_some());
             }),
         ),
         (
             "fit_panel",
             Box::new(|st: &mut UiState, s: &Store| {
                 st.command("fit 2g.35gb", s.fleet());
-                assert!(st.panel.is_some(), "{:?}", st.message);
+                assert!(st.advice.panel.is_some(), "{:?}", st.footer.message);
             }),
         ),
         (
@@ -245,20 +245,22 @@ fn views() -> Vec<(&'static str, Setup)> {
             "fleet_sharing_modes",
             Box::new(|st: &mut UiState, s: &Store| {
                 let at = st
+                    .fleet
+                    .list
                     .rows
                     .iter()
                     .position(
                         |r| matches!(r, tessera::ui::state::Row::Node(n) if s.fleet().nodes[*n].name == "gpu-h200-01"),
                     )
                     .unwrap_or(0);
-                st.selected[0] = at + 7;
-                st.offset[0] = at + 5;
+                st.fleet.list.selected = at + 7;
+                st.fleet.list.offset = at + 5;
             }),
         ),
         (
             "card_time_sliced",
             Box::new(|st: &mut UiState, _: &Store| {
-                st.open_card = Some(CardRef::new("gpu-l4-01", 0));
+                st.open.card = Some(CardRef::new("gpu-l4-01", 0));
             }),
         ),
         (
@@ -335,7 +337,7 @@ fn long_plans_keep_warnings_and_the_prompt_in_view() {
             card: None,
             wait_idle: false,
         };
-        st.modal = Some(tessera::ui::actions::confirm(plan));
+        st.dialog.modal = Some(tessera::ui::actions::confirm(plan));
     };
     let screen = render(80, 24, setup, false);
     assert!(screen.contains("steps 1-") && screen.contains("below: Down, PgDn"), "{screen}");
@@ -402,7 +404,7 @@ fn help_wraps_at_80_columns_and_scrolls_to_its_end() {
             80,
             24,
             |st, store| {
-                st.screen = ratatui::layout::Rect::new(0, 0, 80, 24);
+                st.screen.area = ratatui::layout::Rect::new(0, 0, 80, 24);
                 st.apply(Intent::Help, store.fleet());
                 for _ in 0..down {
                     st.apply(Intent::Down, store.fleet());
@@ -467,7 +469,7 @@ fn workload_placements_read_at_80_columns() {
 fn the_header_keeps_its_labels_at_80_columns() {
     for setup in [
         Box::new(|_: &mut UiState, _: &Store| {}) as Setup,
-        Box::new(|st: &mut UiState, _: &Store| st.read_only = true),
+        Box::new(|st: &mut UiState, _: &Store| st.settings.read_only = true),
         Box::new(|st: &mut UiState, _: &Store| replaying(st)),
     ] {
         let screen = render(80, 24, setup, false);
@@ -536,9 +538,9 @@ fn source_health_reads_without_colour_at_80_columns() {
     }
     let theme = Theme::load(Some("mono"), Depth::Mono, false).unwrap_or_else(|e| panic!("{e}"));
     let mut st = UiState::new(false, false, Duration::from_secs(1800), clock());
-    st.viewport = tessera::ui::viewport(ratatui::layout::Rect::new(0, 0, 80, 24));
+    st.screen.body = tessera::ui::viewport(ratatui::layout::Rect::new(0, 0, 80, 24));
     st.on_fleet(store.fleet());
-    st.wall = clock();
+    st.clock.wall = clock();
     let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap_or_else(|e| panic!("{e}"));
     term.draw(|f| tessera::ui::draw(f, &st, store.fleet(), &theme, store.simulated()))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -584,8 +586,8 @@ fn the_wide_header_keeps_the_clock() {
         120,
         30,
         |st, _| {
-            st.advice_counts = (18, 12, 40);
-            st.read_only = true;
+            st.advice.counts = (18, 12, 40);
+            st.settings.read_only = true;
         },
         false,
     );

@@ -401,16 +401,16 @@ impl<'a> Console<'a> {
 
     /// The operator's action reported its progress, or how it ended.
     fn on_action_progress(&mut self, ev: ActEvent) -> Then {
-        if matches!(self.st.modal, Some(Modal::GroupRunning { .. })) {
+        if matches!(self.st.dialog.modal, Some(Modal::GroupRunning { .. })) {
             return self.on_group_progress(ev);
         }
         let finished = matches!(ev, ActEvent::Finished(_));
-        if let Some(m) = &mut self.st.modal {
+        if let Some(m) = &mut self.st.dialog.modal {
             match ev {
                 ActEvent::Progress(p) => dialogs::on_progress(m, p, Utc::now()),
                 ActEvent::Finished(o) => {
                     // A hidden dialog closes with the verdict in the footer.
-                    if self.st.action_hidden {
+                    if self.st.dialog.hidden {
                         let verdict = match m {
                             Modal::Running { plan, .. } => Some(dialogs::verdict(plan, &o)),
                             _ => None,
@@ -419,7 +419,7 @@ impl<'a> Console<'a> {
                             self.st.say(v);
                         }
                         self.st.close_dialog();
-                        self.st.action_hidden = false;
+                        self.st.dialog.hidden = false;
                     } else {
                         dialogs::on_outcome(m, o);
                     }
@@ -466,8 +466,8 @@ impl<'a> Console<'a> {
     /// kept; after a merge the schedules' step; a quit waiting for a group change stops it;
     /// what ages on screen is drawn again.
     fn on_tick(&mut self) -> Then {
-        self.st.wall = Utc::now();
-        self.due.draw |= self.st.expire_message(self.st.wall);
+        self.st.clock.wall = Utc::now();
+        self.due.draw |= self.st.expire_message(self.st.clock.wall);
         self.record_frame();
         self.keep_demand();
         self.due.advise = true;
@@ -479,7 +479,7 @@ impl<'a> Console<'a> {
         }
         // Stale sources show their age, so they redraw each second; live ones do not.
         // A running action's countdown, too.
-        self.due.draw |= self.store.check_staleness(self.st.wall)
+        self.due.draw |= self.store.check_staleness(self.st.clock.wall)
             || self.st.action_running()
             || self.store.fleet().sources.iter().any(|s| !matches!(s.health, crate::model::SourceHealth::Live { .. }));
         Then::Go
@@ -488,9 +488,9 @@ impl<'a> Console<'a> {
     /// Recording: a frame a second (what is on screen), with the actions audited since.
     fn record_frame(&mut self) {
         if let Some(r) = &mut self.recording
-            && let Err(e) = r.take(&self.store, self.st.wall)
+            && let Err(e) = r.take(&self.store, self.st.clock.wall)
         {
-            self.st.recording = None;
+            self.st.settings.recording = None;
             let closed = self.recording.take().map(Session::finish);
             self.st.say(match closed {
                 Some(Err(c)) => format!("recording stopped: {e} (and it could not be closed: {c})"),
@@ -515,15 +515,15 @@ impl<'a> Console<'a> {
             self.schedules_for_sim = self.store.simulated();
             self.schedules = crate::schedule::demo::effective(self.cfg, self.schedules_for_sim).map(|(s, _)| s);
         }
-        let was = self.st.banner.clone();
+        let was = self.st.advice.banner.clone();
         self.banner_if_stale();
         let unattended = self.step_unattended();
-        if self.st.banner.is_some() != was.is_some() {
+        if self.st.advice.banner.is_some() != was.is_some() {
             self.st.set_viewport(crate::ui::viewport_for(terminal_area(&self.terminal), &self.st));
         }
         // The merge drew the new data already: a frame here only for what this
         // step changed (one frame a merge, not two a second apart).
-        self.due.draw |= unattended || self.st.banner != was;
+        self.due.draw |= unattended || self.st.advice.banner != was;
     }
 
     /// The banner's timelines take ~55 ms over 1,400 covered cards: made again every ten
@@ -532,7 +532,7 @@ impl<'a> Console<'a> {
     fn banner_if_stale(&mut self) {
         let stale = banner_stale(self.banner.at, self.banner.data, self.store.fleet().taken_at);
         if stale || self.st.action_running() != self.banner.busy {
-            self.st.banner = self.schedules.as_ref().and_then(|s| due_change(s, self.cfg, &self.store));
+            self.st.advice.banner = self.schedules.as_ref().and_then(|s| due_change(s, self.cfg, &self.store));
             self.banner.at = Some(Instant::now());
             self.banner.data = self.store.fleet().taken_at;
             self.banner.busy = self.st.action_running();
@@ -554,7 +554,7 @@ impl<'a> Console<'a> {
         if !self.quitting() {
             return Then::Go;
         }
-        let Some(Modal::GroupRunning { run, .. }) = &mut self.st.modal else { return Then::Go };
+        let Some(Modal::GroupRunning { run, .. }) = &mut self.st.dialog.modal else { return Then::Go };
         run.stop("tessera is quitting");
         self.pump();
         if self.st.action_running() { Then::Go } else { Then::Leave }
@@ -639,8 +639,8 @@ impl<'a> Console<'a> {
     /// At once when the advice's plan is not the one the last projection followed, but never
     /// sooner than PROJECT_SHARE times the last one's time after it began.
     fn project_if_due(&mut self) {
-        let plan = crate::advisor::followed(&self.st.findings);
-        let same = self.st.projection.as_ref().is_some_and(|p| p.followed == plan);
+        let plan = crate::advisor::followed(&self.st.advice.list.rows);
+        let same = self.st.advice.projection.as_ref().is_some_and(|p| p.followed == plan);
         let gap = self.projecting.took * PROJECT_SHARE;
         let wait = if same { gap.max(PROJECT_EVERY) } else { gap };
         if self.projecting.task.is_some() || self.projecting.at.is_some_and(|t| t.elapsed() < wait) {
@@ -666,8 +666,8 @@ impl<'a> Console<'a> {
             // Nothing to project yet (no demand measured, no fleet): try with the next advice.
             self.projecting.at = None;
         }
-        if p.is_some() || self.st.projection.is_some() {
-            self.st.projection = p;
+        if p.is_some() || self.st.advice.projection.is_some() {
+            self.st.advice.projection = p;
             self.due.draw = true;
         }
         Then::Go
@@ -680,14 +680,14 @@ impl<'a> Console<'a> {
 
     /// Asked to quit (once, or by a hangup) while an action runs: leave when it ends.
     fn quitting(&self) -> bool {
-        self.st.quit_after_action || self.leaving.hung_up
+        self.st.dialog.quit_after || self.leaving.hung_up
     }
 
     /// Leave: the terminal restored, then what was recorded, kept or left half-done said on
     /// stderr; an error when a quit at once left something half-done or the terminal was lost.
     fn leave(mut self) -> Result<(), CmdError> {
         // Left at once while a group change ran: say which cards it leaves drained.
-        let drained = match &self.st.modal {
+        let drained = match &self.st.dialog.modal {
             Some(Modal::GroupRunning { run, .. }) => run.still_drained(),
             _ => Vec::new(),
         };
@@ -719,11 +719,11 @@ enum Then {
 /// file, the first fleet.
 fn ui_state(cfg: &Config, ascii: bool, notes: &[String], recording: Option<&Session>, store: &Store) -> UiState {
     let mut st = UiState::new(cfg.read_only, ascii, cfg.policy.min_runtime, Utc::now());
-    st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
+    st.settings.queue_wait_threshold = cfg.policy.queue_wait_threshold;
     if !notes.is_empty() {
         st.say(notes.join("; "));
     }
-    st.recording = recording.and_then(|r| r.recorder().path()).map(|p| p.display().to_string());
+    st.settings.recording = recording.and_then(|r| r.recorder().path()).map(|p| p.display().to_string());
     st.on_fleet(store.fleet());
     st
 }

@@ -13,8 +13,8 @@ pub(super) fn headless(st: &mut UiState) -> bool {
     if !st.action_running() {
         return false;
     }
-    st.quit_after_action = true;
-    if let Some(Modal::GroupRunning { run, .. }) = &mut st.modal {
+    st.dialog.quit_after = true;
+    if let Some(Modal::GroupRunning { run, .. }) = &mut st.dialog.modal {
         run.stop("the terminal was lost");
     }
     true
@@ -24,8 +24,8 @@ pub(super) fn headless(st: &mut UiState) -> bool {
 /// Asked to quit while an action runs: the first time, let it finish (true); the second, go
 /// (`left` then says what was left half-done).
 pub(super) fn wait_for_action(st: &mut UiState, runner: &Runner, left: &mut Option<String>) -> bool {
-    if st.action_running() && !st.quit_after_action {
-        st.quit_after_action = true;
+    if st.action_running() && !st.dialog.quit_after {
+        st.dialog.quit_after = true;
         st.say("an action is running: tessera quits when it ends (again to leave now)");
         return true;
     }
@@ -55,7 +55,7 @@ pub(super) fn quit_signal(
 /// Leaving while an action runs: the runner records where it stood, and the words for stderr
 /// say it too (None when no action was under way).
 pub(super) fn interrupted(st: &UiState, runner: &Runner) -> Option<String> {
-    let under_way = match &st.modal {
+    let under_way = match &st.dialog.modal {
         Some(Modal::Running { plan, status, outcome: None }) => Some((plan, status)),
         // A group change: the action under way (cards it drained stay drained: the audit log
         // has each drain).

@@ -71,7 +71,7 @@ fn show(
     match player.frame(i) {
         Ok(f) => {
             store.show_recorded(f.fleet.clone(), f.simulated, f.demand.clone());
-            st.wall = f.at;
+            st.clock.wall = f.at;
         }
         Err(e) => {
             let why = format!("this moment's frame cannot be read: {e}");
@@ -88,7 +88,7 @@ fn show(
                 s.health = crate::model::SourceHealth::Unavailable { reason: why.clone() };
             }
             store.show_recorded(fleet, store.simulated(), None);
-            st.wall = at;
+            st.clock.wall = at;
             st.forget_history();
             st.say(why);
         }
@@ -115,7 +115,7 @@ fn recorded_source(name: &str, at: DateTime<Utc>) -> crate::model::SourceStatus 
 /// what damage of the recording was skipped.
 fn replay_state(cfg: &Config, ascii: bool, replay: Replay, problems: &[String]) -> UiState {
     let mut st = UiState::new(true, ascii, cfg.policy.min_runtime, replay.pos);
-    st.queue_wait_threshold = cfg.policy.queue_wait_threshold;
+    st.settings.queue_wait_threshold = cfg.policy.queue_wait_threshold;
     st.replay = Some(replay);
     if let Some(r) = &st.replay {
         st.say(format!("replaying {}: space pauses, g jumps to a time, ? lists the keys", r.what));

@@ -44,10 +44,10 @@ pub(super) fn due_change(
 
 /// A running group change's action reported: its progress, or how it ended.
 pub(super) fn group_event(st: &mut UiState, ev: ActEvent, now: chrono::DateTime<Utc>) {
-    let Some(Modal::GroupRunning { run, current }) = &mut st.modal else { return };
+    let Some(Modal::GroupRunning { run, current }) = &mut st.dialog.modal else { return };
     match ev {
         ActEvent::Progress(p) => {
-            if let Some(m) = &mut st.modal {
+            if let Some(m) = &mut st.dialog.modal {
                 dialogs::on_progress(m, p, Utc::now());
             }
         }
@@ -67,7 +67,7 @@ pub(super) fn group_event(st: &mut UiState, ev: ActEvent, now: chrono::DateTime<
 pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::UnboundedSender<ActEvent>) {
     use crate::schedule::group::Next;
     // An unattended schedule's action runs: the group's next waits for it.
-    if st.auto_busy {
+    if st.dialog.auto_busy {
         return;
     }
     let fleet = store.fleet();
@@ -76,16 +76,16 @@ pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::
     // them (an open intent on its card refuses it).
     let unasked = runner.clone().asking(Asking::Nobody { despite: false });
     loop {
-        let Some(Modal::GroupRunning { run, current }) = &mut st.modal else { return };
+        let Some(Modal::GroupRunning { run, current }) = &mut st.dialog.modal else { return };
         let mut runner = runner;
         let shown = match run.next(fleet, now) {
             Next::Busy | Next::Wait(_) => return,
             Next::Finished => {
-                if st.action_hidden {
+                if st.dialog.hidden {
                     let summary = run.summary();
                     st.say(summary);
                     st.close_dialog();
-                    st.action_hidden = false;
+                    st.dialog.hidden = false;
                 }
                 return;
             }
@@ -211,7 +211,7 @@ impl Auto {
         runner: &Runner,
         tx: &mpsc::UnboundedSender<ActEvent>,
     ) {
-        if self.in_flight.is_some() || st.action_running() || st.quit_after_action {
+        if self.in_flight.is_some() || st.action_running() || st.dialog.quit_after {
             return;
         }
         let fleet = store.fleet();
@@ -239,7 +239,7 @@ impl Auto {
                         said.push(format!("({why}) {} ...", p.summary));
                         Self::say(st, &said);
                         self.in_flight = Some((d, approved.plan().clone()));
-                        st.auto_busy = true;
+                        st.dialog.auto_busy = true;
                         spawn_run(*approved, tx.clone());
                         return;
                     }
@@ -256,7 +256,7 @@ impl Auto {
     /// What it did, in the footer (every action is in the audit log too); not over the
     /// operator's own dialog.
     fn say(st: &mut UiState, said: &[String]) {
-        if !said.is_empty() && st.modal.is_none() {
+        if !said.is_empty() && st.dialog.modal.is_none() {
             st.say(format!("unattended: {}", said.join("; ")));
         }
     }
@@ -265,7 +265,7 @@ impl Auto {
     pub(super) fn finished(&mut self, st: &mut UiState, ev: ActEvent, now: chrono::DateTime<Utc>) {
         let ActEvent::Finished(o) = ev else { return };
         let Some((d, _)) = self.in_flight.take() else { return };
-        st.auto_busy = false;
+        st.dialog.auto_busy = false;
         self.after = Some(now);
         let went = if o.ok { Went::Done } else { Went::NotDone };
         if let Decision::Act { action, why, .. } = &d {

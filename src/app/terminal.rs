@@ -138,17 +138,17 @@ pub(crate) fn draw(
         .draw(|f| {
             let area = f.area();
             let vp = crate::ui::viewport_for(area, st);
-            if vp != st.viewport {
+            if vp != st.screen.body {
                 st.set_viewport(vp);
             }
             // What the keys go by: the area this frame is drawn at.
-            st.screen = area;
+            st.screen.area = area;
             crate::ui::draw(f, st, store.fleet(), theme, store.simulated());
         })
         .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?;
     // Drawn: a confirmation's rows on screen now count as read.
-    if let Some(m) = st.modal.as_mut() {
-        crate::ui::actions::drawn(m, st.screen);
+    if let Some(m) = st.dialog.modal.as_mut() {
+        crate::ui::actions::drawn(m, st.screen.area);
     }
     Ok(())
 }

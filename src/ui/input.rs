@@ -32,8 +32,8 @@ pub fn on_event(st: &mut UiState, fleet: &Fleet, ev: Event) -> Effect {
             let body_top = super::HEADER_LINES + 1 + super::lines_above(st);
             match m.kind {
                 MouseEventKind::Down(_) if m.row >= body_top => st.click(usize::from(m.row - body_top)),
-                MouseEventKind::ScrollDown if !st.help && st.open_card.is_none() => st.step(3),
-                MouseEventKind::ScrollUp if !st.help && st.open_card.is_none() => st.step(-3),
+                MouseEventKind::ScrollDown if !st.open.help && st.open.card.is_none() => st.step(3),
+                MouseEventKind::ScrollUp if !st.open.help && st.open.card.is_none() => st.step(-3),
                 _ => return Effect::None,
             }
             Effect::Redraw
@@ -51,45 +51,46 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
     }
     // Ctrl-C quits from anywhere, typing included: raw mode turns it into a key.
     if k.code == KeyCode::Char('c') && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) {
-        if st.action_running() && !st.quit_after_action {
-            st.quit_after_action = true;
-            st.message = Some("an action is running: tessera quits when it ends (Ctrl-C again to leave now)".into());
+        if st.action_running() && !st.dialog.quit_after {
+            st.dialog.quit_after = true;
+            st.footer.message =
+                Some("an action is running: tessera quits when it ends (Ctrl-C again to leave now)".into());
             return Effect::Redraw;
         }
         return Effect::Quit;
     }
     let running = st.action_running();
-    if let Some(modal) = st.modal.as_mut().filter(|_| !st.action_hidden) {
+    if let Some(modal) = st.dialog.modal.as_mut().filter(|_| !st.dialog.hidden) {
         // q in a running action's dialog: leave when it ends, as the signals do.
         if k.code == KeyCode::Char('q') && running {
             st.quit_when_done();
             return Effect::Redraw;
         }
-        return match super::actions::on_key(modal, &k, st.screen) {
+        return match super::actions::on_key(modal, &k, st.screen.area) {
             Answer::Stay => Effect::Redraw,
             Answer::Close(message) => {
-                st.modal = None;
-                st.message = Some(message);
+                st.dialog.modal = None;
+                st.footer.message = Some(message);
                 // A confirmation typed ahead of the loop must not outlive its dialog.
                 Effect::Dismissed
             }
             Answer::Request(r) => Effect::Request(r),
             Answer::Hide => {
-                st.action_hidden = true;
-                st.message = None;
+                st.dialog.hidden = true;
+                st.footer.message = None;
                 Effect::Redraw
             }
         };
     }
-    let read_only = st.read_only;
+    let read_only = st.settings.read_only;
     let replay = st.replay.is_some();
     match &mut st.input {
         Input::Normal => match route_for(&k, read_only, replay) {
             Some(intent) => st.apply(intent, fleet),
             // The action keys do not exist read-only; say so once, not on every key.
-            None if read_only && !st.told_read_only && route(&k, false).is_some_and(Intent::is_action) => {
-                st.told_read_only = true;
-                st.message = Some(if st.replay.is_some() {
+            None if read_only && !st.dialog.told_read_only && route(&k, false).is_some_and(Intent::is_action) => {
+                st.dialog.told_read_only = true;
+                st.footer.message = Some(if st.replay.is_some() {
                     "a replay is read-only: nothing can act on the past".into()
                 } else {
                     "read-only: tessera was started without actions (drain, repartition, preempt)".into()

@@ -139,7 +139,7 @@ pub fn goto(st: &mut UiState, text: &str) {
     let Some(r) = st.replay.as_mut() else { return };
     match crate::config::moment::parse(text, r.end(), Some((r.start(), r.end()))) {
         Ok(t) if t < r.start() || t > r.end() => {
-            st.message = Some(format!(
+            st.footer.message = Some(format!(
                 "{} is outside the recording ({} to {})",
                 t.format("%Y-%m-%d %H:%M:%S"),
                 r.start().format("%Y-%m-%d %H:%M:%S"),
@@ -151,13 +151,13 @@ pub fn goto(st: &mut UiState, text: &str) {
             // The frame shown is the last at or before the time asked for.
             let shown = r.shown_at();
             let asked = t.format("%Y-%m-%d %H:%M:%S UTC");
-            st.message = Some(if shown == t {
+            st.footer.message = Some(if shown == t {
                 format!("at {asked}")
             } else {
                 format!("at {asked}: the frame of {}", shown.format("%H:%M:%S"))
             });
         }
-        Err(e) => st.message = Some(e.to_string()),
+        Err(e) => st.footer.message = Some(e.to_string()),
     }
 }
 

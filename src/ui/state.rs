@@ -2,13 +2,20 @@
 //! feeds it fleets and intents; views only read it. `rows.rs` builds the row lists,
 //! `intents.rs` says what keys and commands do.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use chrono::{DateTime, Utc};
 
 use super::filter::Filter;
 use super::keymap::Intent;
 use crate::model::{CardRef, Fleet, WorkloadState};
+pub use advice::Advice;
+pub use dialog::Dialog;
+pub use fleet::{FleetList, Row, SortKey};
+pub use footer::Footer;
+pub use history::{HISTORY, History, Sample};
+pub use list::List;
+pub use queue::QueueList;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
@@ -46,190 +53,106 @@ pub enum Input {
     Goto(String),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SortKey {
-    Node,
-    Util,
-    Memory,
-    Temp,
-    Power,
-    Free,
-    /// Unhealthy cards first (lost, fatal XID, uncorrectable ECC), then drained ones.
-    Health,
-}
-
-impl SortKey {
-    pub fn next(self) -> Self {
-        match self {
-            Self::Node => Self::Util,
-            Self::Util => Self::Memory,
-            Self::Memory => Self::Temp,
-            Self::Temp => Self::Power,
-            Self::Power => Self::Free,
-            Self::Free => Self::Health,
-            Self::Health => Self::Node,
+/// The console's shared state: which view, the terminal, the clocks, the filter line, the
+/// run's settings and replay; each view's own state is in its owner (`fleet`, `queue`,
+/// `workloads`, `sources`, `advice`), the dialog's in `dialog`, the footer's in `footer`.
+/// `$e` on the list of view `$t`, as `$l`.
+macro_rules! on_list {
+    ($s:expr, $t:expr, $l:ident => $e:expr) => {
+        match $t {
+            Tab::Fleet => {
+                let $l = &mut $s.fleet.list;
+                $e
+            }
+            Tab::Queue => {
+                let $l = &mut $s.queue.list;
+                $e
+            }
+            Tab::Workloads => {
+                let $l = &mut $s.workloads;
+                $e
+            }
+            Tab::Sources => {
+                let $l = &mut $s.sources;
+                $e
+            }
+            Tab::Advice => {
+                let $l = &mut $s.advice.list;
+                $e
+            }
         }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Node => "node",
-            Self::Util => "util",
-            Self::Memory => "memory",
-            Self::Temp => "temp",
-            Self::Power => "power",
-            Self::Free => "free",
-            Self::Health => "health",
-        }
-    }
+    };
 }
-
-/// A fleet table row: a node heading (node index) or a card (node index, card index).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Row {
-    Node(usize),
-    Card(usize, usize),
-}
-
-/// Recent samples per card for the card view's sparklines.
-pub const HISTORY: usize = 120;
-
-/// One second of a card's sparklines: utilisation and memory in use, in hundredths of a
-/// percent, in 4 bytes (32,768 cards keep `HISTORY` each: two `Option<f64>` made 130 MB).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sample {
-    util: u16,
-    mem_pct: u16,
-}
-
-/// `f` on a node's cards' samples, found by name without copying it (once per node per
-/// second): the name is copied only for a node seen the first time.
-fn on_node_samples(
-    history: &mut HashMap<String, HashMap<u32, VecDeque<Sample>>>,
-    node: &str,
-    f: impl FnOnce(&mut HashMap<u32, VecDeque<Sample>>),
-) {
-    if let Some(cards) = history.get_mut(node) {
-        return f(cards);
-    }
-    f(history.entry(node.to_string()).or_default());
-}
-
-/// Unknown, in a sample.
-const NO_PCT: u16 = u16::MAX;
-
-fn pct_cell(v: Option<f64>) -> u16 {
-    match v {
-        Some(v) if v.is_finite() => (v * 100.0).round().clamp(0.0, f64::from(NO_PCT - 1)) as u16,
-        _ => NO_PCT,
-    }
-}
-
-fn pct_of(c: u16) -> Option<f64> {
-    (c != NO_PCT).then(|| f64::from(c) / 100.0)
-}
-
-impl Sample {
-    /// Percentages beyond 655.34 are kept as 655.34; not a number is unknown.
-    pub fn new(util: Option<f64>, mem_pct: Option<f64>) -> Self {
-        Self { util: pct_cell(util), mem_pct: pct_cell(mem_pct) }
-    }
-
-    pub fn util(&self) -> Option<f64> {
-        pct_of(self.util)
-    }
-
-    pub fn mem_pct(&self) -> Option<f64> {
-        pct_of(self.mem_pct)
-    }
-}
-
 #[derive(Debug)]
 pub struct UiState {
     pub tab: Tab,
-    pub open_card: Option<CardRef>,
+    /// What is open in front of the view: a card, a workload, the help.
+    pub open: Opened,
+    pub input: Input,
+    pub filter: FilterLine,
+    pub screen: Screen,
+    pub clock: Clock,
+    pub settings: Settings,
+    /// Each card's sparkline samples.
+    pub history: History,
+    pub fleet: FleetList,
+    pub queue: QueueList,
+    /// The workloads view: indexes of active workloads, by place.
+    pub workloads: List<usize>,
+    /// The sources view: indexes of the fleet's sources.
+    pub sources: List<usize>,
+    pub advice: Advice,
+    pub dialog: Dialog,
+    pub footer: Footer,
+    /// Replaying a recording: where it stands (`None`: live).
+    pub replay: Option<super::replay::Replay>,
+}
+
+/// What is open in front of the current view.
+#[derive(Debug, Default)]
+pub struct Opened {
+    pub card: Option<CardRef>,
+    /// The workload whose detail is open (Enter in the queue or workloads view).
+    pub workload: Option<String>,
     pub help: bool,
     /// First help line shown; keys that move a selection scroll the help while it is open.
     pub help_scroll: usize,
-    pub input: Input,
-    pub filter_text: String,
-    pub filter: Filter,
-    pub sort: SortKey,
-    /// The sort runs the other way (`S`).
-    pub sort_reverse: bool,
-    /// The workload whose detail is open (Enter in the queue or workloads view).
-    pub open_workload: Option<String>,
-    pub rows: Vec<Row>,
-    pub queue_rows: Vec<usize>,
-    pub workload_rows: Vec<usize>,
-    pub selected: [usize; 5],
-    pub offset: [usize; 5],
-    /// Node names and card indexes of the fleet the rows were built from, so the selection
-    /// can be found again by identity in the next fleet, whatever its order.
-    built_from: Vec<(String, Vec<u32>)>,
-    /// Rows the body shows; set by the loop from the terminal size.
-    pub viewport: usize,
+}
+
+/// The filter line as typed and as parsed.
+#[derive(Debug, Default)]
+pub struct FilterLine {
+    pub text: String,
+    pub parsed: Filter,
+}
+
+/// The terminal.
+#[derive(Debug, Default)]
+pub struct Screen {
     /// The terminal's size at the last draw: a confirmation is answerable only when what it
     /// asks shows whole at it (0×0 before the first draw: nothing is).
-    pub screen: ratatui::layout::Rect,
-    pub message: Option<String>,
-    /// The message shown and since when (wall clock): it goes after `MESSAGE_FOR`.
-    pub message_since: Option<(String, DateTime<Utc>)>,
-    /// Each card's sparkline samples, by node name then card index: sampled every second, so
-    /// looked up by the node's name without building a `CardRef` per card (see `samples`).
-    history: HashMap<String, HashMap<u32, VecDeque<Sample>>>,
+    pub area: ratatui::layout::Rect,
+    /// Rows the body shows; set by the loop from the terminal size.
+    pub body: usize,
+}
+
+/// The clocks.
+#[derive(Debug)]
+pub struct Clock {
+    /// The data's clock (the simulator's, or wall time for real sources).
+    pub now: DateTime<Utc>,
+    /// Wall-clock time, for source ages.
+    pub wall: DateTime<Utc>,
+}
+
+/// How this console runs.
+#[derive(Debug)]
+pub struct Settings {
     pub read_only: bool,
     pub ascii: bool,
     pub min_runtime: std::time::Duration,
     /// Waits longer than this stand out in the queue view (policy `queue_wait_threshold`).
     pub queue_wait_threshold: std::time::Duration,
-    /// The data's clock (the simulator's, or wall time for real sources).
-    pub now: DateTime<Utc>,
-    /// Wall-clock time, for source ages.
-    pub wall: DateTime<Utc>,
-    /// Data time of the last sparkline sample.
-    last_sample: Option<DateTime<Utc>>,
-    /// Header figures and the queue summary, computed once per fleet update, not per frame.
-    pub totals: crate::model::Totals,
-    pub queue: crate::model::QueueSummary,
-    /// The action dialog on screen, if any: it takes every key until it closes.
-    pub modal: Option<super::actions::Modal>,
-    /// Quit was asked while an action ran: leave when it ends.
-    pub quit_after_action: bool,
-    /// The running action's dialog is hidden: keys browse, the footer shows its progress.
-    pub action_hidden: bool,
-    /// An action key was pressed read-only and the footer said why nothing happens.
-    pub told_read_only: bool,
-    /// Sources in the fleet, for the sources view's selection.
-    pub source_count: usize,
-    /// The advisor's findings in `advice_order` (the loop sets them, on a recent fleet: the
-    /// advisor is paced by its own cost, every second at 4,096 cards, up to ten at 32,768).
-    pub findings: Vec<crate::advisor::Finding>,
-    /// The Advice view's order: the most severe first, or the most costly (`s` there).
-    pub advice_order: crate::advisor::Order,
-    /// A text panel in front of the view until Esc (title, lines): the answer of `:fit`, or a
-    /// finding in full (Enter in the Advice view).
-    pub panel: Option<(String, Vec<String>)>,
-    /// The finding the panel shows, by kind and subject: each advice pass shows it anew, or
-    /// marks it gone, and `a` acts on it only while the latest pass has it.
-    pub panel_finding: Option<(crate::advisor::Kind, crate::advisor::Subject)>,
-    /// Findings by severity (high, warn, info), counted once per update for the header.
-    pub advice_counts: (usize, usize, usize),
-    /// The data's clock when the findings were made (the advisor is paced: at 600× a pass can
-    /// be an hour of simulated time old).
-    pub findings_at: Option<DateTime<Utc>>,
-    /// Cards some warn or high finding is about: their fleet rows say `advice`.
-    pub flagged: std::collections::HashSet<CardRef>,
-    /// What the next 24 hours of measured demand would do as is and with the advice's
-    /// layout changes (a simulation the loop runs off the render path; `None` until then).
-    pub projection: Option<crate::simulate::projection::Projection>,
-    /// A schedule change due now or within its lead (the loop sets it with the advice).
-    pub banner: Option<crate::schedule::group::Banner>,
-    /// An unattended schedule's action runs (the console applies them on the simulated
-    /// cluster): the operator's own actions wait for it, as it waits for theirs.
-    pub auto_busy: bool,
-    /// Replaying a recording: where it stands (`None`: live).
-    pub replay: Option<super::replay::Replay>,
     /// The console records what it shows (`--record`): the file, for the header.
     pub recording: Option<String>,
 }
@@ -252,89 +175,64 @@ impl UiState {
     pub fn new(read_only: bool, ascii: bool, min_runtime: std::time::Duration, now: DateTime<Utc>) -> Self {
         Self {
             tab: Tab::Fleet,
-            open_card: None,
-            help: false,
-            help_scroll: 0,
+            open: Opened::default(),
             input: Input::Normal,
-            filter_text: String::new(),
-            filter: Filter::default(),
-            sort: SortKey::Node,
-            sort_reverse: false,
-            open_workload: None,
-            rows: Vec::new(),
-            queue_rows: Vec::new(),
-            workload_rows: Vec::new(),
-            selected: [0; 5],
-            offset: [0; 5],
-            built_from: Vec::new(),
-            viewport: 20,
-            message: None,
-            message_since: None,
-            history: HashMap::new(),
-            read_only,
-            ascii,
-            min_runtime,
-            queue_wait_threshold: std::time::Duration::from_secs(15 * 60),
-            now,
-            wall: now,
-            last_sample: None,
-            totals: crate::model::Totals::default(),
-            queue: crate::model::QueueSummary::default(),
-            modal: None,
-            screen: ratatui::layout::Rect::default(),
-            panel: None,
-            panel_finding: None,
-            quit_after_action: false,
-            action_hidden: false,
-            told_read_only: false,
-            source_count: 0,
-            findings: Vec::new(),
-            advice_order: crate::advisor::Order::default(),
-            flagged: std::collections::HashSet::new(),
-            banner: None,
-            auto_busy: false,
+            filter: FilterLine::default(),
+            screen: Screen { area: ratatui::layout::Rect::default(), body: 20 },
+            clock: Clock { now, wall: now },
+            settings: Settings {
+                read_only,
+                ascii,
+                min_runtime,
+                queue_wait_threshold: std::time::Duration::from_secs(15 * 60),
+                recording: None,
+            },
+            history: History::default(),
+            fleet: FleetList::default(),
+            queue: QueueList::default(),
+            workloads: List::default(),
+            sources: List::default(),
+            advice: Advice::default(),
+            dialog: Dialog::default(),
+            footer: Footer::default(),
             replay: None,
-            recording: None,
-            advice_counts: (0, 0, 0),
-            findings_at: None,
-            projection: None,
         }
     }
 
     /// Say `text` in the footer (it goes once shown `MESSAGE_FOR`, or with its view).
     pub fn say(&mut self, text: impl Into<String>) {
-        self.message = Some(text.into());
+        self.footer.message = Some(text.into());
     }
 
     /// Put a dialog in front (a confirmation, a running action's progress).
     pub fn show_dialog(&mut self, dialog: super::actions::Modal) {
-        self.modal = Some(dialog);
+        self.dialog.modal = Some(dialog);
     }
 
     /// Close the dialog in front, if any.
     pub fn close_dialog(&mut self) {
-        self.modal = None;
+        self.dialog.modal = None;
     }
 
     /// A footer message goes once shown this long (it stayed for minutes, long after what it
     /// said was over). True when one went.
     pub fn expire_message(&mut self, wall: DateTime<Utc>) -> bool {
         const MESSAGE_FOR: i64 = 15;
-        match (&self.message, &self.message_since) {
+        match (&self.footer.message, &self.footer.since) {
             (None, _) => {
-                self.message_since = None;
+                self.footer.since = None;
                 false
             }
             (Some(m), Some((seen, at))) if m == seen => {
                 if (wall - *at).num_seconds() >= MESSAGE_FOR {
-                    self.message = None;
-                    self.message_since = None;
+                    self.footer.message = None;
+                    self.footer.since = None;
                     return true;
                 }
                 false
             }
             (Some(m), _) => {
-                self.message_since = Some((m.clone(), wall));
+                self.footer.since = Some((m.clone(), wall));
                 false
             }
         }
@@ -343,12 +241,12 @@ impl UiState {
     /// A new fleet arrived: record history, rebuild rows, keep the selection on its card.
     pub fn on_fleet(&mut self, fleet: &Fleet) {
         if let Some(t) = fleet.taken_at {
-            self.now = t;
+            self.clock.now = t;
         }
         // History from a source (Prometheus) seeds a card's sparklines once, before its own samples.
         // Card sparklines: the whole-card series (instance series seed workload activity).
         for h in fleet.history.iter().filter(|h| h.gi.is_none()) {
-            on_node_samples(&mut self.history, &h.card.node, |cards| {
+            history::on_node_samples(&mut self.history.by_node, &h.card.node, |cards| {
                 let mine = cards.entry(h.card.index).or_default();
                 if mine.len() <= 1 {
                     let mem = h.mem_pct.iter().copied().chain(std::iter::repeat(None));
@@ -363,12 +261,12 @@ impl UiState {
             });
         }
         // One sample per second of data time, however often sources merge.
-        let sample = self.last_sample.is_none_or(|t| self.now - t >= chrono::Duration::seconds(1));
+        let sample = self.history.last_sample.is_none_or(|t| self.clock.now - t >= chrono::Duration::seconds(1));
         if sample {
-            self.last_sample = Some(self.now);
+            self.history.last_sample = Some(self.clock.now);
         }
         for n in fleet.nodes.iter().filter(|_| sample) {
-            on_node_samples(&mut self.history, &n.name, |cards| {
+            history::on_node_samples(&mut self.history.by_node, &n.name, |cards| {
                 for c in &n.cards {
                     let h = cards.entry(c.index).or_default();
                     let mem_pct = match (c.memory_used_mib, c.memory_total_mib) {
@@ -382,67 +280,67 @@ impl UiState {
                 }
             });
         }
-        self.totals = crate::model::Totals::compute(fleet);
-        self.source_count = fleet.sources.len();
-        self.queue = crate::model::QueueSummary::compute(fleet, self.now);
+        self.fleet.totals = crate::model::Totals::compute(fleet);
+        self.sources.rows = (0..fleet.sources.len()).collect();
+        self.queue.summary = crate::model::QueueSummary::compute(fleet, self.clock.now);
         self.rebuild(fleet);
     }
 
     /// The sparkline samples of card `r`, oldest first.
     pub fn samples(&self, r: &CardRef) -> Option<&VecDeque<Sample>> {
-        self.history.get(r.node.as_str())?.get(&r.index)
+        self.history.by_node.get(r.node.as_str())?.get(&r.index)
     }
 
     /// New findings from the advisor: keep the selection in range.
     /// Drop the sparklines' samples (a replay went back or jumped: they belong elsewhere).
     pub fn forget_history(&mut self) {
-        self.history.clear();
-        self.last_sample = None;
+        self.history.by_node.clear();
+        self.history.last_sample = None;
     }
 
     /// New findings from the advisor: listed in the order asked for, the selection kept on
     /// its finding, the finding the panel shows shown anew or marked gone.
     pub fn on_findings(&mut self, findings: Vec<crate::advisor::Finding>) {
-        self.flagged = findings
+        self.advice.flagged = findings
             .iter()
             .filter(|f| f.severity >= crate::advisor::Severity::Warn)
             .flat_map(|f| f.cards.iter().cloned())
             .collect();
-        self.advice_counts = crate::advisor::counts(&findings);
-        self.findings_at = Some(self.now);
+        self.advice.counts = crate::advisor::counts(&findings);
+        self.advice.at = Some(self.clock.now);
         self.list_findings(findings);
         self.show_panel_finding();
     }
 
     /// `findings` in `advice_order`, the selection kept on its finding where it is still listed.
     fn list_findings(&mut self, mut findings: Vec<crate::advisor::Finding>) {
-        let kept = self.findings.get(self.selected[4]).map(|x| (x.kind, x.subject.clone()));
-        crate::advisor::order(&mut findings, self.advice_order);
-        self.findings = findings;
+        let kept = self.advice.list.rows.get(self.advice.list.selected).map(|x| (x.kind, x.subject.clone()));
+        crate::advisor::order(&mut findings, self.advice.order);
+        self.advice.list.rows = findings;
         if let Some(i) = kept.and_then(|(kind, subject)| self.finding_at(kind, &subject)) {
-            self.selected[4] = i;
+            self.advice.list.selected = i;
         }
         self.clamp(Tab::Advice);
     }
 
     /// Where the finding of `kind` about `subject` is listed now.
     pub fn finding_at(&self, kind: crate::advisor::Kind, subject: &crate::advisor::Subject) -> Option<usize> {
-        self.findings.iter().position(|x| x.kind == kind && &x.subject == subject)
+        self.advice.list.rows.iter().position(|x| x.kind == kind && &x.subject == subject)
     }
 
     /// The Advice view's other order (`s` there), the selection kept on its finding.
     pub fn toggle_advice_order(&mut self) {
-        self.advice_order = self.advice_order.toggled();
-        self.list_findings(self.findings.clone());
+        self.advice.order = self.advice.order.toggled();
+        self.list_findings(self.advice.list.rows.clone());
     }
 
     /// The panel's finding as the latest pass has it, or, gone from it, said to be gone.
     fn show_panel_finding(&mut self) {
-        let Some((kind, subject)) = self.panel_finding.clone() else { return };
+        let Some((kind, subject)) = self.advice.panel_finding.clone() else { return };
         match self.finding_at(kind, &subject) {
-            Some(i) => self.panel = Some(intents::finding_panel(&self.findings[i])),
+            Some(i) => self.advice.panel = Some(intents::finding_panel(&self.advice.list.rows[i])),
             None => {
-                if let Some((title, lines)) = self.panel.as_mut()
+                if let Some((title, lines)) = self.advice.panel.as_mut()
                     && !lines.first().is_some_and(|l| l.starts_with(GONE))
                 {
                     title.push_str(": gone");
@@ -456,14 +354,14 @@ impl UiState {
 
     /// Asked to quit while an action runs: leave when it ends (a second request leaves now).
     pub fn quit_when_done(&mut self) {
-        self.quit_after_action = true;
-        self.message = Some("an action is running: tessera quits when it ends (Ctrl-C twice leaves now)".into());
+        self.dialog.quit_after = true;
+        self.footer.message = Some("an action is running: tessera quits when it ends (Ctrl-C twice leaves now)".into());
     }
 
     /// An action is executing (its dialog shows progress and no outcome yet).
     pub fn action_running(&self) -> bool {
-        self.auto_busy
-            || match &self.modal {
+        self.dialog.auto_busy
+            || match &self.dialog.modal {
                 Some(super::actions::Modal::Running { outcome, .. }) => outcome.is_none(),
                 Some(super::actions::Modal::GroupRunning { run, .. }) => !run.finished(),
                 _ => false,
@@ -471,23 +369,26 @@ impl UiState {
     }
 
     pub fn selected_card(&self) -> Option<CardRef> {
-        self.ref_at(self.selected[0])
+        self.ref_at(self.fleet.list.selected)
     }
 
     /// Rows of data a tab shows: the queue gives part of the body to its demand table.
     pub fn rows_visible(&self, t: Tab) -> usize {
         match t {
-            Tab::Queue => self.viewport.saturating_sub(queue_demand_height(self.viewport + 1, self.queue.demand.len())),
+            Tab::Queue => self
+                .screen
+                .body
+                .saturating_sub(queue_demand_height(self.screen.body + 1, self.queue.summary.demand.len())),
             // The list gives part of the body to the selected finding and its own first line.
-            Tab::Advice => crate::ui::views::advice::list_rows(self.viewport + 1, self.projection.is_some()),
-            _ => self.viewport,
+            Tab::Advice => crate::ui::views::advice::list_rows(self.screen.body + 1, self.advice.projection.is_some()),
+            _ => self.screen.body,
         }
         .max(1)
     }
 
     /// The terminal changed size: keep the selections in view (no rebuild needed).
     pub fn set_viewport(&mut self, rows: usize) {
-        self.viewport = rows;
+        self.screen.body = rows;
         for t in Tab::ALL {
             self.clamp(t);
         }
@@ -495,30 +396,17 @@ impl UiState {
 
     fn len(&self, t: Tab) -> usize {
         match t {
-            Tab::Fleet => self.rows.len(),
-            Tab::Queue => self.queue_rows.len(),
-            Tab::Workloads => self.workload_rows.len(),
-            Tab::Sources => self.source_count,
-            Tab::Advice => self.findings.len(),
+            Tab::Fleet => self.fleet.list.rows.len(),
+            Tab::Queue => self.queue.list.rows.len(),
+            Tab::Workloads => self.workloads.rows.len(),
+            Tab::Sources => self.sources.rows.len(),
+            Tab::Advice => self.advice.list.rows.len(),
         }
     }
 
     fn clamp(&mut self, t: Tab) {
-        let i = t.index();
-        let len = self.len(t);
-        self.selected[i] = self.selected[i].min(len.saturating_sub(1));
         let vp = self.rows_visible(t);
-        // A card right under its node heading shows the heading too.
-        let top = match (t, self.selected[i].checked_sub(1)) {
-            (Tab::Fleet, Some(above)) if matches!(self.rows.get(above), Some(Row::Node(_))) && vp > 1 => above,
-            _ => self.selected[i],
-        };
-        if top < self.offset[i] {
-            self.offset[i] = top;
-        } else if self.selected[i] >= self.offset[i] + vp {
-            self.offset[i] = self.selected[i] + 1 - vp;
-        }
-        self.offset[i] = self.offset[i].min(len.saturating_sub(vp));
+        on_list!(self, t, l => l.clamp(vp));
     }
 
     /// Move the selection by `delta` rows, skipping node headings in the fleet view.
@@ -527,33 +415,19 @@ impl UiState {
     }
 
     fn step_in(&mut self, t: Tab, delta: isize) {
-        let i = t.index();
-        let len = self.len(t);
-        if len == 0 {
-            return;
-        }
-        let mut pos = (self.selected[i] as isize + delta).clamp(0, len as isize - 1) as usize;
-        if t == Tab::Fleet {
-            let dir = if delta < 0 { -1 } else { 1 };
-            while matches!(self.rows.get(pos), Some(Row::Node(_))) {
-                let next = pos as isize + dir;
-                if next < 0 || next >= len as isize {
-                    // Nothing beyond: turn around.
-                    pos = (pos as isize - dir).clamp(0, len as isize - 1) as usize;
-                    if matches!(self.rows.get(pos), Some(Row::Node(_))) && len > 1 {
-                        pos = (pos as isize - dir).clamp(0, len as isize - 1) as usize;
-                    }
-                    break;
-                }
-                pos = next as usize;
-            }
-        }
-        self.selected[i] = pos;
-        self.clamp(t);
+        let vp = self.rows_visible(t);
+        on_list!(self, t, l => l.step(delta, vp));
     }
 }
 
+mod advice;
+mod dialog;
+mod fleet;
+mod footer;
+mod history;
 mod intents;
+mod list;
+mod queue;
 mod rows;
 
 #[cfg(test)]

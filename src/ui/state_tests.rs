@@ -12,7 +12,7 @@ fn fleet() -> Fleet {
 
 fn state(f: &Fleet) -> UiState {
     let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), Utc::now());
-    st.viewport = 10;
+    st.screen.body = 10;
     st.on_fleet(f);
     st
 }
@@ -21,19 +21,19 @@ fn state(f: &Fleet) -> UiState {
 fn selection_skips_node_headings() {
     let f = fleet();
     let mut st = state(&f);
-    assert_eq!(st.rows[0], Row::Node(0));
-    assert_eq!(st.selected[0], 1, "starts on the first card");
+    assert_eq!(st.fleet.list.rows[0], Row::Node(0));
+    assert_eq!(st.fleet.list.selected, 1, "starts on the first card");
     for _ in 0..8 {
         st.apply(Intent::Down, &f);
     }
-    assert_eq!(st.rows[st.selected[0]], Row::Card(1, 0), "jumped over the second heading");
+    assert_eq!(st.fleet.list.rows[st.fleet.list.selected], Row::Card(1, 0), "jumped over the second heading");
     st.apply(Intent::Up, &f);
-    assert_eq!(st.rows[st.selected[0]], Row::Card(0, 7));
+    assert_eq!(st.fleet.list.rows[st.fleet.list.selected], Row::Card(0, 7));
     st.apply(Intent::Top, &f);
-    assert_eq!(st.selected[0], 1);
+    assert_eq!(st.fleet.list.selected, 1);
     st.apply(Intent::Bottom, &f);
-    assert_eq!(st.selected[0], st.rows.len() - 1);
-    assert!(st.offset[0] + st.viewport > st.selected[0], "the selection stays in view");
+    assert_eq!(st.fleet.list.selected, st.fleet.list.rows.len() - 1);
+    assert!(st.fleet.list.offset + st.screen.body > st.fleet.list.selected, "the selection stays in view");
 }
 
 #[test]
@@ -41,17 +41,17 @@ fn filter_sort_and_jump() {
     let f = fleet();
     let mut st = state(&f);
     st.set_filter("h200 mig".into(), &f);
-    let cards = st.rows.iter().filter(|r| matches!(r, Row::Card(..))).count();
+    let cards = st.fleet.list.rows.iter().filter(|r| matches!(r, Row::Card(..))).count();
     assert_eq!(cards, 2);
     st.apply(Intent::Back, &f);
-    assert!(st.filter_text.is_empty());
+    assert!(st.filter.text.is_empty());
     st.apply(Intent::Sort, &f);
-    assert_eq!(st.sort, SortKey::Util);
-    assert!(st.rows.iter().all(|r| matches!(r, Row::Card(..))), "sorted views are flat");
+    assert_eq!(st.fleet.sort, SortKey::Util);
+    assert!(st.fleet.list.rows.iter().all(|r| matches!(r, Row::Card(..))), "sorted views are flat");
     st.command("node gpu-h100-dra-01", &f);
     assert_eq!(st.selected_card().map(|c| c.node), Some("gpu-h100-dra-01".to_string()));
     assert_eq!(st.command("bogus", &f), Effect::Redraw);
-    assert!(st.message.as_deref().is_some_and(|m| m.contains("unknown command")));
+    assert!(st.footer.message.as_deref().is_some_and(|m| m.contains("unknown command")));
     assert_eq!(st.command("q", &f), Effect::Quit);
 }
 
@@ -64,7 +64,7 @@ fn node_by_its_start_and_fit_of_a_running_job() {
     st.command("node gpu-h200", &f);
     assert_eq!(st.selected_card().map(|c| c.node), Some("gpu-h200-01".to_string()));
     st.command("node gpu-h100", &f);
-    let m = st.message.clone().unwrap_or_default();
+    let m = st.footer.message.clone().unwrap_or_default();
     assert!(m.starts_with("gpu-h100 begins 2 nodes (gpu-h100-01, gpu-h100-dra-01)"), "{m}");
     let running = f
         .workloads
@@ -73,7 +73,7 @@ fn node_by_its_start_and_fit_of_a_running_job() {
         .map(|w| w.id.clone())
         .unwrap_or_default();
     st.command(&format!("fit {running}"), &f);
-    let title = st.panel.as_ref().map(|(t, _)| t.clone()).unwrap_or_default();
+    let title = st.advice.panel.as_ref().map(|(t, _)| t.clone()).unwrap_or_default();
     assert!(title.starts_with(&format!("{running} runs on ")) && title.contains("where another"), "{title}");
 }
 
@@ -86,7 +86,7 @@ fn acting_on_advice_in_a_replay_says_it_is_read_only() {
     st.replay = Some(crate::ui::replay::Replay::new(vec![Utc::now()], 1.0, "night.tsrec".into()));
     st.command("advice", &f);
     assert_eq!(st.apply(Intent::ShowAction, &f), Effect::Redraw);
-    let m = st.message.clone().unwrap_or_default();
+    let m = st.footer.message.clone().unwrap_or_default();
     assert!(m.starts_with("a replay is read-only"), "{m}");
 }
 
@@ -95,14 +95,14 @@ fn open_and_close_a_card() {
     let f = fleet();
     let mut st = state(&f);
     st.apply(Intent::Open, &f);
-    assert_eq!(st.open_card, Some(CardRef::new("gpu-a100-01", 0)));
+    assert_eq!(st.open.card, Some(CardRef::new("gpu-a100-01", 0)));
     st.apply(Intent::Back, &f);
-    assert_eq!(st.open_card, None);
+    assert_eq!(st.open.card, None);
     st.apply(Intent::ViewQueue, &f);
     assert_eq!(st.tab, Tab::Queue);
-    assert!(!st.queue_rows.is_empty());
+    assert!(!st.queue.list.rows.is_empty());
     st.click(0);
-    assert_eq!(st.selected[1], 0);
+    assert_eq!(st.queue.list.selected, 0);
 }
 
 #[test]
@@ -117,11 +117,11 @@ fn the_selection_follows_its_card_and_headings_stay_visible() {
     st.on_fleet(&f);
     assert_eq!(st.selected_card(), before);
     st.apply(Intent::Top, &f);
-    assert_eq!(st.offset[0], 0, "the first node heading is in view");
+    assert_eq!(st.fleet.list.offset, 0, "the first node heading is in view");
     st.apply(Intent::Help, &f);
-    let sel = st.selected[0];
+    let sel = st.fleet.list.selected;
     st.click(3);
-    assert_eq!(st.selected[0], sel, "clicks under the help do not move the list");
+    assert_eq!(st.fleet.list.selected, sel, "clicks under the help do not move the list");
 }
 
 #[test]
@@ -159,16 +159,16 @@ fn held_but_idle_workloads_are_found_by_the_filter_in_every_list() {
     assert!(idle.iter().all(|w| w.kind == crate::model::WorkloadKind::Other), "only the idle notebooks");
     let mut st = state(&f);
     st.set_filter("held-idle".into(), &f);
-    let cards: Vec<CardRef> = (0..st.rows.len()).filter_map(|i| st.ref_at(i)).collect();
+    let cards: Vec<CardRef> = (0..st.fleet.list.rows.len()).filter_map(|i| st.ref_at(i)).collect();
     assert!(!cards.is_empty() && cards.iter().all(|r| idle.iter().any(|w| w.cards.contains(r))), "{cards:?}");
-    assert_eq!(st.workload_rows.len(), idle.len(), "the workloads view is filtered too");
+    assert_eq!(st.workloads.rows.len(), idle.len(), "the workloads view is filtered too");
     // The queue view filters by text as well.
     st.set_filter(String::new(), &f);
-    let all = st.queue_rows.len();
-    let first = f.workloads[st.queue_rows[0]].id.clone();
+    let all = st.queue.list.rows.len();
+    let first = f.workloads[st.queue.list.rows[0]].id.clone();
     st.set_filter(first.clone(), &f);
-    assert!(st.queue_rows.len() < all || all == 1, "{first}");
-    assert!(st.queue_rows.iter().all(|&i| f.workloads[i].id.contains(&first)));
+    assert!(st.queue.list.rows.len() < all || all == 1, "{first}");
+    assert!(st.queue.list.rows.iter().all(|&i| f.workloads[i].id.contains(&first)));
 }
 
 #[test]
@@ -178,14 +178,14 @@ fn esc_goes_back_to_the_fleet_and_help_scrolls_without_moving_the_list() {
     st.apply(Intent::ViewQueue, &f);
     st.apply(Intent::Back, &f);
     assert_eq!(st.tab, Tab::Fleet);
-    let before = st.selected[0];
+    let before = st.fleet.list.selected;
     st.apply(Intent::Help, &f);
     st.apply(Intent::Down, &f);
     st.apply(Intent::Down, &f);
-    assert_eq!(st.selected[0], before, "j/k in help do not move the selection behind it");
-    assert_eq!(st.help_scroll, 2);
+    assert_eq!(st.fleet.list.selected, before, "j/k in help do not move the selection behind it");
+    assert_eq!(st.open.help_scroll, 2);
     st.apply(Intent::Top, &f);
-    assert_eq!(st.help_scroll, 0);
+    assert_eq!(st.open.help_scroll, 0);
 }
 
 #[test]
@@ -194,18 +194,18 @@ fn enter_opens_a_workload_and_health_sorts_the_sick_first() {
     let mut st = state(&f);
     st.apply(Intent::ViewQueue, &f);
     st.apply(Intent::Open, &f);
-    let id = st.open_workload.clone().unwrap_or_else(|| panic!("nothing opened"));
-    assert_eq!(f.workloads[st.queue_rows[0]].id, id);
+    let id = st.open.workload.clone().unwrap_or_else(|| panic!("nothing opened"));
+    assert_eq!(f.workloads[st.queue.list.rows[0]].id, id);
     st.apply(Intent::Back, &f);
-    assert!(st.open_workload.is_none() && st.tab == Tab::Queue, "Esc closes the detail first");
+    assert!(st.open.workload.is_none() && st.tab == Tab::Queue, "Esc closes the detail first");
     st.apply(Intent::ViewFleet, &f);
-    while st.sort != SortKey::Health {
+    while st.fleet.sort != SortKey::Health {
         st.apply(Intent::Sort, &f);
     }
     let first = st.ref_at(0).and_then(|r| f.card(&r).cloned()).unwrap_or_default();
     assert!(first.health.fault().is_some(), "the lost card leads");
     st.apply(Intent::ReverseSort, &f);
-    let last = st.ref_at(st.rows.len() - 1).and_then(|r| f.card(&r).cloned()).unwrap_or_default();
+    let last = st.ref_at(st.fleet.list.rows.len() - 1).and_then(|r| f.card(&r).cloned()).unwrap_or_default();
     assert!(last.health.fault().is_some(), "reversed, it is last");
     // The card off the bus and the one with uncorrectable ECC errors under running training.
     assert_eq!(crate::model::Totals::compute(&f).unhealthy, 2);
@@ -230,7 +230,7 @@ fn a_plans_the_selected_advice_through_a_request() {
         cards: vec![CardRef::new("gpu-a100-01", 0)],
     };
     st.on_findings(vec![finding]);
-    assert!(st.flagged.contains(&CardRef::new("gpu-a100-01", 0)), "its fleet row says advice");
+    assert!(st.advice.flagged.contains(&CardRef::new("gpu-a100-01", 0)), "its fleet row says advice");
     assert!(matches!(st.apply(Intent::ShowAction, &f), Effect::Redraw), "outside the Advice view: nothing");
     st.apply(Intent::ViewAdvice, &f);
     let e = st.apply(Intent::ShowAction, &f);
@@ -238,7 +238,7 @@ fn a_plans_the_selected_advice_through_a_request() {
     assert_eq!(a, crate::actions::Action::Drain { target: "gpu-a100-01/0".into(), evict: false });
     let mut ro = UiState::new(true, false, std::time::Duration::from_secs(1800), Utc::now());
     ro.on_fleet(&f);
-    ro.on_findings(st.findings.clone());
+    ro.on_findings(st.advice.list.rows.clone());
     ro.apply(Intent::ViewAdvice, &f);
     assert_eq!(ro.apply(Intent::ShowAction, &f), Effect::Redraw, "read-only: no request");
 }
@@ -248,14 +248,14 @@ fn fit_answers_in_a_panel_that_esc_closes() {
     let f = fleet();
     let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), f.taken_at.unwrap_or_default());
     st.command("fit 3g.40gb", &f);
-    let Some((title, lines)) = st.panel.clone() else { panic!("no panel: {:?}", st.message) };
+    let Some((title, lines)) = st.advice.panel.clone() else { panic!("no panel: {:?}", st.footer.message) };
     assert_eq!(title, "where it fits: a 3g.40gb instance");
     assert!(!lines.is_empty());
     st.apply(Intent::Back, &f);
-    assert!(st.panel.is_none());
+    assert!(st.advice.panel.is_none());
     st.command("fit nonsense", &f);
-    assert!(st.panel.is_none());
-    assert!(st.message.as_deref().is_some_and(|m| m.contains("not a MIG profile")), "{:?}", st.message);
+    assert!(st.advice.panel.is_none());
+    assert!(st.footer.message.as_deref().is_some_and(|m| m.contains("not a MIG profile")), "{:?}", st.footer.message);
 }
 
 #[test]
@@ -268,7 +268,7 @@ fn enter_shows_a_finding_in_full_and_esc_closes_it() {
     st.on_findings(found);
     st.apply(Intent::ViewAdvice, &f);
     st.apply(Intent::Open, &f);
-    let Some((title, lines)) = st.panel.clone() else { panic!("no panel") };
+    let Some((title, lines)) = st.advice.panel.clone() else { panic!("no panel") };
     assert!(title.starts_with(first.kind.as_str()), "{title}");
     assert_eq!(lines[0], first.title);
     for e in &first.evidence {
@@ -276,7 +276,7 @@ fn enter_shows_a_finding_in_full_and_esc_closes_it() {
     }
     assert!(lines.iter().any(|l| l.starts_with("suggestion: ")), "{lines:?}");
     st.apply(Intent::Back, &f);
-    assert!(st.panel.is_none() && st.tab == Tab::Advice, "Esc closes the panel first");
+    assert!(st.advice.panel.is_none() && st.tab == Tab::Advice, "Esc closes the panel first");
 }
 
 #[test]
@@ -295,14 +295,14 @@ fn a_sparkline_sample_keeps_hundredths_and_unknown() {
 fn the_free_sort_ranks_capacity_not_units() {
     let f = fleet();
     let mut st = state(&f);
-    while st.sort != SortKey::Free {
+    while st.fleet.sort != SortKey::Free {
         st.apply(Intent::Sort, &f);
     }
     let free = |r: &Row| match *r {
         Row::Card(ni, ci) => crate::model::capacity::free_gib(&f.nodes[ni], &f.nodes[ni].cards[ci]),
         Row::Node(_) => 0.0,
     };
-    let order: Vec<f64> = st.rows.iter().map(free).collect();
+    let order: Vec<f64> = st.fleet.list.rows.iter().map(free).collect();
     assert!(order.windows(2).all(|w| w[0] >= w[1]), "{order:?}");
     let whole_h200 = f
         .cards()
@@ -336,13 +336,13 @@ fn j_and_k_go_from_card_to_card() {
     let f = fleet();
     let mut st = state(&f);
     st.apply(Intent::Open, &f);
-    let first = st.open_card.clone();
+    let first = st.open.card.clone();
     assert!(first.is_some());
     st.apply(Intent::Down, &f);
-    let second = st.open_card.clone();
+    let second = st.open.card.clone();
     assert!(second.is_some() && second != first, "{second:?}");
     st.apply(Intent::Up, &f);
-    assert_eq!(st.open_card, first);
+    assert_eq!(st.open.card, first);
 }
 
 /// A footer message goes fifteen seconds after it was first shown; a new one starts anew.
@@ -351,14 +351,14 @@ fn footer_messages_expire() {
     let f = fleet();
     let mut st = state(&f);
     let t0 = Utc::now();
-    st.message = Some("drain gpu-a100-01/0: done".into());
+    st.footer.message = Some("drain gpu-a100-01/0: done".into());
     assert!(!st.expire_message(t0));
     assert!(!st.expire_message(t0 + chrono::Duration::seconds(10)));
-    st.message = Some("another".into());
+    st.footer.message = Some("another".into());
     assert!(!st.expire_message(t0 + chrono::Duration::seconds(14)), "a new message starts anew");
     assert!(!st.expire_message(t0 + chrono::Duration::seconds(20)));
     assert!(st.expire_message(t0 + chrono::Duration::seconds(29)));
-    assert_eq!(st.message, None);
+    assert_eq!(st.footer.message, None);
 }
 
 /// #47 (words): a footer message does not outlive its view ("sorted by free" stayed over the
@@ -368,11 +368,11 @@ fn a_footer_message_does_not_outlive_its_view() {
     let f = fleet();
     let mut st = state(&f);
     let _ = st.apply(Intent::Sort, &f);
-    assert!(st.message.as_deref().is_some_and(|m| m.starts_with("sorted by")), "{:?}", st.message);
+    assert!(st.footer.message.as_deref().is_some_and(|m| m.starts_with("sorted by")), "{:?}", st.footer.message);
     let _ = st.apply(Intent::ViewFleet, &f);
-    assert!(st.message.is_some(), "the same view");
+    assert!(st.footer.message.is_some(), "the same view");
     let _ = st.apply(Intent::ViewQueue, &f);
-    assert_eq!(st.message, None);
+    assert_eq!(st.footer.message, None);
 }
 
 /// A finding of `kind` and `severity` about card `card`, `gpu_hours` a day, suggesting a drain.
@@ -413,19 +413,23 @@ fn advice_is_severity_first_and_s_toggles_cost_first() {
         finding(Kind::UnhealthyHeld, Severity::High, "n/4", 5.0),
     ];
     st.on_findings(found.clone());
-    let cards = |st: &UiState| st.findings.iter().map(|x| x.subject.text()).collect::<Vec<_>>();
+    let cards = |st: &UiState| st.advice.list.rows.iter().map(|x| x.subject.text()).collect::<Vec<_>>();
     assert_eq!(cards(&st), ["n/4", "n/2", "n/3", "n/1"], "severity first, then GPU-hours");
     // The header's counts are the list's, and its first rows are the ones counted.
-    assert_eq!(st.advice_counts, (2, 1, 1));
+    assert_eq!(st.advice.counts, (2, 1, 1));
     st.apply(Intent::ViewAdvice, &f);
     st.apply(Intent::Down, &f);
-    assert_eq!(st.findings[st.selected[4]].subject.text(), "n/2");
+    assert_eq!(st.advice.list.rows[st.advice.list.selected].subject.text(), "n/2");
     st.apply(Intent::Sort, &f);
     assert_eq!(cards(&st), ["n/1", "n/3", "n/4", "n/2"], "cost first");
-    assert_eq!(st.findings[st.selected[4]].subject.text(), "n/2", "the selection stays on its finding");
-    let m = st.message.clone().unwrap_or_default();
+    assert_eq!(
+        st.advice.list.rows[st.advice.list.selected].subject.text(),
+        "n/2",
+        "the selection stays on its finding"
+    );
+    let m = st.footer.message.clone().unwrap_or_default();
     assert!(m.contains("cost first"), "{m}");
-    assert_eq!(st.sort, SortKey::Node, "the fleet's sort is not touched from the Advice view");
+    assert_eq!(st.fleet.sort, SortKey::Node, "the fleet's sort is not touched from the Advice view");
     st.on_findings(found.clone());
     assert_eq!(cards(&st), ["n/1", "n/3", "n/4", "n/2"], "the next pass keeps the order asked for");
     st.apply(Intent::Sort, &f);
@@ -447,7 +451,7 @@ fn a_findings_detail_goes_stale_never() {
     st.on_findings(vec![a.clone(), b.clone()]);
     st.apply(Intent::ViewAdvice, &f);
     st.apply(Intent::Open, &f);
-    assert!(st.panel.as_ref().is_some_and(|(_, l)| l[0] == a.title));
+    assert!(st.advice.panel.as_ref().is_some_and(|(_, l)| l[0] == a.title));
     // The next pass: the same finding, its drain now under way.
     let mut under_way = a.clone();
     under_way.suggestion = Suggestion::InProgress {
@@ -456,22 +460,22 @@ fn a_findings_detail_goes_stale_never() {
     };
     st.on_findings(vec![b.clone(), under_way]);
     assert_eq!(st.apply(Intent::ShowAction, &f), Effect::Redraw, "under way: nothing to plan");
-    let m = st.message.clone().unwrap_or_default();
+    let m = st.footer.message.clone().unwrap_or_default();
     assert!(m.starts_with("in progress: draining gpu-a100-01/0"), "{m}");
     // Then it goes.
     st.on_findings(vec![b.clone()]);
-    let (title, lines) = st.panel.clone().unwrap_or_else(|| panic!("closed or marked, not left as it was"));
+    let (title, lines) = st.advice.panel.clone().unwrap_or_else(|| panic!("closed or marked, not left as it was"));
     assert!(title.contains("gone") && lines[0].starts_with("this finding is gone"), "{title}: {lines:?}");
     assert_eq!(st.apply(Intent::ShowAction, &f), Effect::Redraw, "a gone finding is not acted on");
-    let m = st.message.clone().unwrap_or_default();
+    let m = st.footer.message.clone().unwrap_or_default();
     assert!(m.contains("gone"), "{m}");
     // It does not follow to other views.
     st.apply(Intent::ViewFleet, &f);
-    assert!(st.panel.is_none(), "a finding's detail closes when its view is left");
+    assert!(st.advice.panel.is_none(), "a finding's detail closes when its view is left");
     // `:fit`'s answer is not a finding: a pass leaves it.
     st.command("fit 3g.40gb", &f);
     st.on_findings(Vec::new());
-    assert!(st.panel.as_ref().is_some_and(|(t, _)| t.starts_with("where it fits")));
+    assert!(st.advice.panel.as_ref().is_some_and(|(t, _)| t.starts_with("where it fits")));
 }
 
 /// `a` on a finding whose action is already under way says what is under way (it said the
@@ -490,7 +494,7 @@ fn a_on_advice_in_progress_says_so() {
     st.on_findings(vec![x]);
     st.apply(Intent::ViewAdvice, &f);
     assert_eq!(st.apply(Intent::ShowAction, &f), Effect::Redraw);
-    let m = st.message.clone().unwrap_or_default();
+    let m = st.footer.message.clone().unwrap_or_default();
     assert_eq!(
         m,
         "in progress: preempting sim:40: it is checkpointing, then it requeues and sim:43 starts; nothing to do until it lands"

@@ -7,7 +7,7 @@ use crate::advisor::Suggestion;
 impl UiState {
     /// Apply an intent from the keymap.
     pub fn apply(&mut self, intent: Intent, fleet: &Fleet) -> Effect {
-        let page = self.viewport.max(1) as isize;
+        let page = self.screen.body.max(1) as isize;
         if let Some(e) = self.scroll_help(intent) {
             return e;
         }
@@ -21,16 +21,16 @@ impl UiState {
                 }
             }
             Intent::Help => {
-                self.help = !self.help;
-                self.help_scroll = 0;
+                self.open.help = !self.open.help;
+                self.open.help_scroll = 0;
             }
             Intent::Back => self.back(fleet),
-            Intent::Filter => self.input = Input::Filter(self.filter_text.clone()),
+            Intent::Filter => self.input = Input::Filter(self.filter.text.clone()),
             Intent::Command => self.input = Input::Command(String::new()),
             // In a card's view j/k go to the previous and next card.
-            Intent::Up | Intent::Down if self.open_card.is_some() && self.tab == Tab::Fleet => {
+            Intent::Up | Intent::Down if self.open.card.is_some() && self.tab == Tab::Fleet => {
                 self.step(if intent == Intent::Up { -1 } else { 1 });
-                self.open_card = self.selected_card();
+                self.open.card = self.selected_card();
             }
             Intent::Up => self.step(-1),
             Intent::Down => self.step(1),
@@ -46,12 +46,14 @@ impl UiState {
             Intent::ViewSources => self.switch(Tab::Sources),
             Intent::ViewAdvice => self.switch(Tab::Advice),
             Intent::Sort | Intent::ReverseSort => self.sort_by(intent, fleet),
-            Intent::ScheduleChange => match &self.banner {
+            Intent::ScheduleChange => match &self.advice.banner {
                 _ if self.action_running() => {
-                    self.message = Some("an action is running: start the next when it ends".into());
+                    self.footer.message = Some("an action is running: start the next when it ends".into());
                 }
                 Some(b) => return Effect::Request(crate::ui::actions::Request::PlanGroup(b.schedule.clone())),
-                None => self.message = Some("no schedule change is due (tessera schedule shows the timeline)".into()),
+                None => {
+                    self.footer.message = Some("no schedule change is due (tessera schedule shows the timeline)".into())
+                }
             },
             Intent::ReplayPause
             | Intent::ReplayBack
@@ -75,8 +77,8 @@ impl UiState {
 
     /// With the help in front, moving keys scroll it, not the list behind it.
     fn scroll_help(&mut self, intent: Intent) -> Option<Effect> {
-        let page = self.viewport.max(1) as isize;
-        if self.help {
+        let page = self.screen.body.max(1) as isize;
+        if self.open.help {
             let by: isize = match intent {
                 Intent::Up => -1,
                 Intent::Down => 1,
@@ -89,13 +91,17 @@ impl UiState {
             if by != 0 {
                 // The box shows the screen's rows less three (see views/help.rs), its lines
                 // wrapped to the screen's width; before a frame is drawn, the body's rows plus one.
-                let room = match self.screen.height {
-                    0 => self.viewport + 1,
+                let room = match self.screen.area.height {
+                    0 => self.screen.body + 1,
                     h => usize::from(h.saturating_sub(3)).max(1),
                 };
-                let last = crate::ui::views::help::line_count(self.read_only, self.replay.is_some(), self.screen.width)
-                    .saturating_sub(room);
-                self.help_scroll = self.help_scroll.saturating_add_signed(by).min(last);
+                let last = crate::ui::views::help::line_count(
+                    self.settings.read_only,
+                    self.replay.is_some(),
+                    self.screen.area.width,
+                )
+                .saturating_sub(room);
+                self.open.help_scroll = self.open.help_scroll.saturating_add_signed(by).min(last);
                 return Some(Effect::Redraw);
             }
         }
@@ -105,69 +111,69 @@ impl UiState {
     /// `a`: the shown or selected finding's suggestion, planned (in the Advice view); else say
     /// why nothing is done.
     fn show_action(&mut self) -> Option<Effect> {
-        if self.action_hidden {
-            self.action_hidden = false;
+        if self.dialog.hidden {
+            self.dialog.hidden = false;
         } else if self.tab == Tab::Advice {
             // The shown or selected finding's suggestion as the latest advice pass has
             // it, through the same plan and confirmation; a finding no longer listed is
             // not acted on.
-            let shown = match (&self.panel, &self.panel_finding) {
+            let shown = match (&self.advice.panel, &self.advice.panel_finding) {
                 (Some(_), Some((kind, subject))) => Some(self.finding_at(*kind, subject)),
                 // Another panel (`:fit`'s answer) suggests nothing.
                 (Some(_), None) => Some(None),
                 (None, _) => None,
             };
-            let gone = shown == Some(None) && self.panel_finding.is_some();
-            let at = shown.unwrap_or(Some(self.selected[4]));
-            let suggestion = at.and_then(|i| self.findings.get(i)).map(|x| x.suggestion.clone());
+            let gone = shown == Some(None) && self.advice.panel_finding.is_some();
+            let at = shown.unwrap_or(Some(self.advice.list.selected));
+            let suggestion = at.and_then(|i| self.advice.list.rows.get(i)).map(|x| x.suggestion.clone());
             match suggestion {
                 // A replay shows what was advised then; nothing is acted on from it.
                 _ if self.replay.is_some() => {
-                    self.message =
+                    self.footer.message =
                         Some("a replay is read-only: it shows what was advised then (act in the live console)".into())
                 }
                 _ if gone => {
-                    self.message = Some(format!("{GONE}: the latest advice no longer has it, nothing to act on"))
+                    self.footer.message = Some(format!("{GONE}: the latest advice no longer has it, nothing to act on"))
                 }
-                Some(Suggestion::Action { action, .. }) if !self.read_only && !self.action_running() => {
+                Some(Suggestion::Action { action, .. }) if !self.settings.read_only && !self.action_running() => {
                     return Some(Effect::Request(crate::ui::actions::Request::Plan(action)));
                 }
-                Some(Suggestion::Action { .. }) if self.read_only => {
-                    self.message = Some("read-only: actions are off".into())
+                Some(Suggestion::Action { .. }) if self.settings.read_only => {
+                    self.footer.message = Some("read-only: actions are off".into())
                 }
                 Some(Suggestion::Action { .. }) => {
-                    self.message = Some("an action is running: start the next when it ends".into())
+                    self.footer.message = Some("an action is running: start the next when it ends".into())
                 }
                 Some(Suggestion::InProgress { text, .. }) => {
-                    self.message = Some(format!("in progress: {text}; nothing to do until it lands"))
+                    self.footer.message = Some(format!("in progress: {text}; nothing to do until it lands"))
                 }
                 Some(Suggestion::Words { .. }) | None => {
-                    self.message = Some("this finding suggests nothing tessera can do itself".into())
+                    self.footer.message = Some("this finding suggests nothing tessera can do itself".into())
                 }
             }
         } else {
-            self.message = Some("no action is running (a acts on advice in the Advice view, 5)".into());
+            self.footer.message = Some("no action is running (a acts on advice in the Advice view, 5)".into());
         }
         None
     }
 
     /// `Esc`: close what is in front, else clear the filter, else go back to the fleet.
     fn back(&mut self, fleet: &Fleet) {
-        if self.help {
-            self.help = false;
-        } else if self.panel.is_some() {
-            self.panel = None;
-            self.panel_finding = None;
-        } else if self.open_card.is_some() {
-            self.open_card = None;
-        } else if self.open_workload.is_some() {
-            self.open_workload = None;
-        } else if !self.filter_text.is_empty() {
+        if self.open.help {
+            self.open.help = false;
+        } else if self.advice.panel.is_some() {
+            self.advice.panel = None;
+            self.advice.panel_finding = None;
+        } else if self.open.card.is_some() {
+            self.open.card = None;
+        } else if self.open.workload.is_some() {
+            self.open.workload = None;
+        } else if !self.filter.text.is_empty() {
             self.set_filter(String::new(), fleet);
         } else if self.tab != Tab::Fleet {
             self.switch(Tab::Fleet);
         } else {
-            self.message = None;
+            self.footer.message = None;
         }
     }
 
@@ -175,13 +181,13 @@ impl UiState {
     fn open(&mut self, fleet: &Fleet) {
         let row = |rows: &[usize], i: usize| rows.get(i).and_then(|&w| fleet.workloads.get(w)).map(|w| w.id.clone());
         match self.tab {
-            Tab::Fleet => self.open_card = self.selected_card(),
-            Tab::Queue => self.open_workload = row(&self.queue_rows, self.selected[1]),
-            Tab::Workloads => self.open_workload = row(&self.workload_rows, self.selected[2]),
+            Tab::Fleet => self.open.card = self.selected_card(),
+            Tab::Queue => self.open.workload = row(&self.queue.list.rows, self.queue.list.selected),
+            Tab::Workloads => self.open.workload = row(&self.workloads.rows, self.workloads.selected),
             Tab::Advice => {
-                if let Some(x) = self.findings.get(self.selected[4]) {
-                    self.panel = Some(finding_panel(x));
-                    self.panel_finding = Some((x.kind, x.subject.clone()));
+                if let Some(x) = self.advice.list.rows.get(self.advice.list.selected) {
+                    self.advice.panel = Some(finding_panel(x));
+                    self.advice.panel_finding = Some((x.kind, x.subject.clone()));
                 }
             }
             Tab::Sources => {}
@@ -194,18 +200,18 @@ impl UiState {
             // In the Advice view: the most severe first, or the most costly.
             Intent::Sort | Intent::ReverseSort if self.tab == Tab::Advice => {
                 self.toggle_advice_order();
-                let other = self.advice_order.toggled().as_str();
-                self.message = Some(format!("advice: {} (s: {other})", self.advice_order.as_str()));
+                let other = self.advice.order.toggled().as_str();
+                self.footer.message = Some(format!("advice: {} (s: {other})", self.advice.order.as_str()));
             }
             Intent::Sort => {
-                self.sort = self.sort.next();
-                self.message = Some(format!("sorted by {}", self.sort.name()));
+                self.fleet.sort = self.fleet.sort.next();
+                self.footer.message = Some(format!("sorted by {}", self.fleet.sort.name()));
                 self.rebuild(fleet);
             }
             Intent::ReverseSort => {
-                self.sort_reverse = !self.sort_reverse;
-                let way = if self.sort_reverse { "smallest first" } else { "largest first" };
-                self.message = Some(format!("sorted by {}, {way}", self.sort.name()));
+                self.fleet.reverse = !self.fleet.reverse;
+                let way = if self.fleet.reverse { "smallest first" } else { "largest first" };
+                self.footer.message = Some(format!("sorted by {}, {way}", self.fleet.sort.name()));
                 self.rebuild(fleet);
             }
             _ => {}
@@ -214,26 +220,28 @@ impl UiState {
 
     fn switch(&mut self, t: Tab) {
         // A finding's detail belongs to the Advice view: it does not stay over another.
-        if t != Tab::Advice && self.panel_finding.take().is_some() {
-            self.panel = None;
+        if t != Tab::Advice && self.advice.panel_finding.take().is_some() {
+            self.advice.panel = None;
         }
         // A message says something about the view it was given in ("sorted by free", a
         // filter's problem): it does not follow the operator to another.
         if t != self.tab {
-            self.message = None;
+            self.footer.message = None;
         }
         self.tab = t;
-        self.open_card = None;
-        self.open_workload = None;
-        self.help = false;
+        self.open.card = None;
+        self.open.workload = None;
+        self.open.help = false;
     }
 
     pub fn set_filter(&mut self, text: String, fleet: &Fleet) {
-        self.filter = Filter::parse(&text);
-        self.filter_text = text;
-        for i in 0..3 {
-            self.selected[i] = 0;
-            self.offset[i] = 0;
+        self.filter.parsed = Filter::parse(&text);
+        self.filter.text = text;
+        for t in [Tab::Fleet, Tab::Queue, Tab::Workloads] {
+            on_list!(self, t, l => {
+                l.selected = 0;
+                l.offset = 0;
+            });
         }
         self.rebuild(fleet);
         self.step(0);
@@ -258,13 +266,13 @@ impl UiState {
                     None => match starting.as_slice() {
                         [one] => one,
                         [] => {
-                            self.message = Some(format!("no node named {name}"));
+                            self.footer.message = Some(format!("no node named {name}"));
                             return Effect::Redraw;
                         }
                         many => {
                             let shown: Vec<&str> = many.iter().take(4).copied().collect();
                             let more = if many.len() > 4 { ", ..." } else { "" };
-                            self.message = Some(format!(
+                            self.footer.message = Some(format!(
                                 "{name} begins {} ({}{more}): type more of the name",
                                 crate::units::count(many.len() as u64, "node", "nodes"),
                                 shown.join(", ")
@@ -274,26 +282,26 @@ impl UiState {
                     },
                 };
                 self.switch(Tab::Fleet);
-                if !self.filter_text.is_empty() {
+                if !self.filter.text.is_empty() {
                     self.set_filter(String::new(), fleet);
                 }
-                let pos = self.rows.iter().position(|r| match r {
+                let pos = self.fleet.list.rows.iter().position(|r| match r {
                     Row::Card(ni, _) => fleet.nodes[*ni].name == name,
                     Row::Node(_) => false,
                 });
                 match pos {
                     Some(p) => {
-                        self.selected[0] = p;
+                        self.fleet.list.selected = p;
                         // Show the node heading too.
-                        self.offset[0] = p.saturating_sub(1);
+                        self.fleet.list.offset = p.saturating_sub(1);
                         self.clamp(Tab::Fleet);
                     }
-                    None => self.message = Some(format!("no node named {name}")),
+                    None => self.footer.message = Some(format!("no node named {name}")),
                 }
             }
             (Some("fit"), _) => {
                 let query = text.trim_start().strip_prefix("fit").unwrap_or_default().trim();
-                match crate::advisor::fit::answer(fleet, query, self.now, self.min_runtime) {
+                match crate::advisor::fit::answer(fleet, query, self.clock.now, self.settings.min_runtime) {
                     Ok(a) => {
                         // A running workload has its place: say so, then where another like it
                         // would fit (it was answered as if it waited).
@@ -309,14 +317,14 @@ impl UiState {
                             }
                             None => format!("where it fits: {}", a.wants),
                         };
-                        self.panel = Some((title, crate::advisor::fit::lines(&a)));
-                        self.panel_finding = None;
+                        self.advice.panel = Some((title, crate::advisor::fit::lines(&a)));
+                        self.advice.panel_finding = None;
                     }
-                    Err(e) => self.message = Some(e.to_string()),
+                    Err(e) => self.footer.message = Some(e.to_string()),
                 }
             }
             (Some(other), _) => {
-                self.message =
+                self.footer.message =
                     Some(format!("unknown command :{other} (try :node NAME, :fit 3g.40gb|4|WORKLOAD, :queue, :q)"))
             }
             (None, _) => {}
@@ -326,16 +334,11 @@ impl UiState {
 
     /// A click on body row `y` (0 = first data row) selects it.
     pub fn click(&mut self, y: usize) {
-        if y >= self.rows_visible(self.tab) || self.help || self.open_card.is_some() {
+        if y >= self.rows_visible(self.tab) || self.open.help || self.open.card.is_some() {
             return;
         }
-        let i = self.tab.index();
-        let target = self.offset[i] + y;
-        if target < self.len(self.tab) && !matches!(self.rows.get(target), Some(Row::Node(_)) if self.tab == Tab::Fleet)
-        {
-            self.selected[i] = target;
-            self.clamp(self.tab);
-        }
+        let vp = self.rows_visible(self.tab);
+        on_list!(self, self.tab, l => l.click(y, vp));
     }
 }
 

@@ -6,30 +6,30 @@ use super::*;
 impl UiState {
     /// Rebuild the row lists from the fleet, the filter and the sort.
     pub fn rebuild(&mut self, fleet: &Fleet) {
-        let keep = self.ref_at(self.selected[0]);
-        let matcher = self.filter.over(fleet);
+        let keep = self.ref_at(self.fleet.list.selected);
+        let matcher = self.filter.parsed.over(fleet);
         let mut cards: Vec<(usize, usize)> = Vec::new();
         for (ni, n) in fleet.nodes.iter().enumerate() {
             for (ci, c) in n.cards.iter().enumerate() {
-                if self.filter.is_empty() || matcher.card(n, c) {
+                if self.filter.parsed.is_empty() || matcher.card(n, c) {
                     cards.push((ni, ci));
                 }
             }
         }
-        self.rows.clear();
-        if self.sort == SortKey::Node {
+        self.fleet.list.rows.clear();
+        if self.fleet.sort == SortKey::Node {
             let mut last = None;
             for (ni, ci) in cards {
                 if last != Some(ni) {
-                    self.rows.push(Row::Node(ni));
+                    self.fleet.list.rows.push(Row::Node(ni));
                     last = Some(ni);
                 }
-                self.rows.push(Row::Card(ni, ci));
+                self.fleet.list.rows.push(Row::Card(ni, ci));
             }
         } else {
             let key = |&(ni, ci): &(usize, usize)| -> f64 {
                 let c = &fleet.nodes[ni].cards[ci];
-                match self.sort {
+                match self.fleet.sort {
                     SortKey::Util => c.activity_pct().unwrap_or(-1.0),
                     SortKey::Memory => c.memory_used_mib.map_or(-1.0, |m| m as f64),
                     SortKey::Temp => c.temperature_c.unwrap_or(-1.0),
@@ -42,14 +42,14 @@ impl UiState {
             };
             let mut keyed: Vec<(f64, (usize, usize))> = cards.into_iter().map(|c| (key(&c), c)).collect();
             // Largest first (htop's habit); reversed, smallest first. Ties keep fleet order.
-            let reverse = self.sort_reverse;
+            let reverse = self.fleet.reverse;
             keyed.sort_by(|a, b| {
                 let by = if reverse { a.0.total_cmp(&b.0) } else { b.0.total_cmp(&a.0) };
                 by.then(a.1.cmp(&b.1))
             });
-            self.rows.extend(keyed.into_iter().map(|(_, (n, c))| Row::Card(n, c)));
+            self.fleet.list.rows.extend(keyed.into_iter().map(|(_, (n, c))| Row::Card(n, c)));
         }
-        let shown = |i: &usize| self.filter.is_empty() || matcher.workload(&fleet.workloads[*i]);
+        let shown = |i: &usize| self.filter.parsed.is_empty() || matcher.workload(&fleet.workloads[*i]);
         let mut pending: Vec<usize> = (0..fleet.workloads.len())
             .filter(|&i| fleet.workloads[i].state == WorkloadState::Pending)
             .filter(shown)
@@ -58,12 +58,12 @@ impl UiState {
             let w = &fleet.workloads[i];
             (std::cmp::Reverse(w.priority), w.submitted_at, i)
         });
-        self.queue_rows = pending;
+        self.queue.list.rows = pending;
         let active: Vec<usize> =
             (0..fleet.workloads.len()).filter(|&i| fleet.workloads[i].state.is_active()).filter(shown).collect();
-        self.workload_rows = by_place(fleet, active);
+        self.workloads.rows = by_place(fleet, active);
         if let Some(r) = keep
-            && let Some(pos) = self.rows.iter().position(|row| match row {
+            && let Some(pos) = self.fleet.list.rows.iter().position(|row| match row {
                 Row::Card(ni, ci) => {
                     fleet.nodes[*ni].name == r.node
                         && fleet.nodes[*ni].cards.get(*ci).is_some_and(|c| c.index == r.index)
@@ -71,32 +71,32 @@ impl UiState {
                 Row::Node(_) => false,
             })
         {
-            self.selected[0] = pos;
+            self.fleet.list.selected = pos;
         }
         for t in Tab::ALL {
             self.clamp(t);
         }
-        if matches!(self.rows.get(self.selected[0]), Some(Row::Node(_))) {
+        if matches!(self.fleet.list.rows.get(self.fleet.list.selected), Some(Row::Node(_))) {
             self.step_in(Tab::Fleet, 1);
         }
         // Most rebuilds (a filter, a sort, a refresh) see the same nodes and cards: keep the
         // list then, rather than copy every node's name again.
-        let same = self.built_from.len() == fleet.nodes.len()
-            && self.built_from.iter().zip(&fleet.nodes).all(|((name, cards), n)| {
+        let same = self.fleet.built_from.len() == fleet.nodes.len()
+            && self.fleet.built_from.iter().zip(&fleet.nodes).all(|((name, cards), n)| {
                 *name == n.name
                     && cards.len() == n.cards.len()
                     && cards.iter().zip(&n.cards).all(|(i, c)| *i == c.index)
             });
         if !same {
-            self.built_from =
+            self.fleet.built_from =
                 fleet.nodes.iter().map(|n| (n.name.clone(), n.cards.iter().map(|c| c.index).collect())).collect();
         }
     }
 
     /// The card on fleet row `row`, by identity.
     pub(super) fn ref_at(&self, row: usize) -> Option<CardRef> {
-        let Row::Card(ni, ci) = *self.rows.get(row)? else { return None };
-        let (name, cards) = self.built_from.get(ni)?;
+        let Row::Card(ni, ci) = *self.fleet.list.rows.get(row)? else { return None };
+        let (name, cards) = self.fleet.built_from.get(ni)?;
         Some(CardRef::new(name.clone(), *cards.get(ci)?))
     }
 }

@@ -29,9 +29,9 @@ pub fn list_rows(height: usize, projection: bool) -> usize {
 /// The projection's line: the next 24 hours of measured demand, simulated as is and with the
 /// advice's layout changes (`None` until the loop has computed one).
 pub fn projection_line(st: &UiState) -> Option<String> {
-    let p = st.projection.as_ref()?;
-    let arrow = if st.ascii { "->" } else { "→" };
-    let dot = if st.ascii { "-" } else { "·" };
+    let p = st.advice.projection.as_ref()?;
+    let arrow = if st.settings.ascii { "->" } else { "→" };
+    let dot = if st.settings.ascii { "-" } else { "·" };
     let wait = crate::units::duration::short;
     let pct = |v: f64| format!("{:.0}%", v * 100.0);
     let others = match p.others {
@@ -65,22 +65,23 @@ pub fn projection_line(st: &UiState) -> Option<String> {
 
 /// The counts line: "34 findings: 8 high, 2 warn, 24 info · severity first (s: cost first)".
 fn counts_line(st: &UiState) -> String {
-    let (h, w, i) = st.advice_counts;
-    let n = crate::units::count(st.findings.len() as u64, "finding", "findings");
-    let order = st.advice_order;
-    let dot = if st.ascii { "-" } else { "·" };
+    let (h, w, i) = st.advice.counts;
+    let n = crate::units::count(st.advice.list.rows.len() as u64, "finding", "findings");
+    let order = st.advice.order;
+    let dot = if st.settings.ascii { "-" } else { "·" };
     // Advice made a minute of the data's time ago or more says when (a paced pass at 600× is
     // an hour of simulated time old).
     let age = st
-        .findings_at
-        .filter(|at| (st.now - *at).num_seconds() >= 60)
+        .advice
+        .at
+        .filter(|at| (st.clock.now - *at).num_seconds() >= 60)
         .map(|at| format!(" {dot} as of {}", at.format("%H:%M")))
         .unwrap_or_default();
     format!("{n}: {h} high, {w} warn, {i} info {dot} {} (s: {}){age}", order.as_str(), order.toggled().as_str())
 }
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
-    let a = st.ascii;
+    let a = st.settings.ascii;
     let w = usize::from(area.width);
     let head = theme.title();
     // The list above, the selected finding below (when there is room for both).
@@ -99,7 +100,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
         cell("FINDING", title_w, head, a),
     ]));
     let vp = usize::from(parts[0].height.saturating_sub(2 + u16::from(projection.is_some())));
-    for (i, x) in st.findings.iter().enumerate().skip(st.offset[4]).take(vp) {
+    for (i, x) in st.advice.list.rows.iter().enumerate().skip(st.advice.list.offset).take(vp) {
         let sev = match x.severity {
             Severity::High => theme.fg(theme.c.danger),
             Severity::Warn => theme.fg(theme.c.warning),
@@ -116,16 +117,16 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
             ),
             cell(&x.title, title_w, theme.text(), a),
         ]);
-        lines.push(if i == st.selected[4] { row.patch_style(theme.selection()) } else { row });
+        lines.push(if i == st.advice.list.selected { row.patch_style(theme.selection()) } else { row });
     }
-    if st.findings.is_empty() {
+    if st.advice.list.rows.is_empty() {
         lines.push(Line::from(Span::styled("no findings: nothing held idle, oversized or failing", theme.dim())));
     }
     f.render_widget(Paragraph::new(lines), parts[0]);
     if detail_h == 0 {
         return;
     }
-    let Some(x) = st.findings.get(st.selected[4]) else { return };
+    let Some(x) = st.advice.list.rows.get(st.advice.list.selected) else { return };
     let mut d = vec![Line::from(Span::styled(fit(&x.title, w, a), theme.title()))];
     for e in &x.evidence {
         d.push(Line::from(Span::styled(fit(&format!("  {e}"), w, a), theme.text())));
@@ -136,7 +137,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
         fit(&format!("  GPU-hours a day: {:.1}{cost}", x.gpu_hours_per_day), w, a),
         theme.dim(),
     )));
-    let act = if x.suggestion.action().is_some() && !st.read_only { "  (a plans it)" } else { "" };
+    let act = if x.suggestion.action().is_some() && !st.settings.read_only { "  (a plans it)" } else { "" };
     d.push(Line::from(Span::styled(fit(&format!("=> {}{act}", x.suggestion.text()), w, a), theme.fg(theme.c.ok))));
     f.render_widget(Paragraph::new(d), parts[1]);
 }
@@ -151,10 +152,10 @@ mod tests {
     fn old_advice_says_its_age() {
         let now = chrono::Utc::now();
         let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), now);
-        st.now = now;
+        st.clock.now = now;
         st.on_findings(Vec::new());
         assert!(!counts_line(&st).contains("as of"), "{}", counts_line(&st));
-        st.now = now + chrono::Duration::minutes(50);
+        st.clock.now = now + chrono::Duration::minutes(50);
         assert!(counts_line(&st).ends_with(&format!("as of {}", now.format("%H:%M"))), "{}", counts_line(&st));
     }
 
@@ -164,7 +165,7 @@ mod tests {
     fn the_projection_line_names_what_it_follows() {
         let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), chrono::Utc::now());
         let o = |w, h| Outlook { p90_wait_s: w, held: h, never_started: 0 };
-        st.projection = Some(Projection {
+        st.advice.projection = Some(Projection {
             as_is: o(3600, 0.5),
             following: o(3600, 0.5),
             changes: 0,
@@ -177,7 +178,7 @@ mod tests {
             projection_line(&st).as_deref(),
             Some("simulated 24h: p90 wait 1h00m · held 50% (the plan lays out no card; 2 other actions not modelled)")
         );
-        st.projection = Some(Projection {
+        st.advice.projection = Some(Projection {
             as_is: o(3600, 0.5),
             following: o(0, 0.6),
             changes: 2,
@@ -197,7 +198,7 @@ mod tests {
     fn a_sampled_projection_says_so() {
         let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), chrono::Utc::now());
         let o = |w, h| Outlook { p90_wait_s: w, held: h, never_started: 0 };
-        st.projection = Some(Projection {
+        st.advice.projection = Some(Projection {
             as_is: o(3600, 0.5),
             following: o(3600, 0.5),
             changes: 0,

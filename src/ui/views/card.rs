@@ -34,7 +34,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         f.render_widget(Paragraph::new(Span::styled(msg, theme.fg(theme.c.warning))), area);
         return;
     };
-    let a = st.ascii;
+    let a = st.settings.ascii;
     let w = usize::from(area.width);
     let model = match (card.gpu_model(), card.short_model()) {
         (Some(m), _) => m.name.clone(),

@@ -47,9 +47,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     if area.height == 0 {
         return;
     }
-    let flat = st.sort != SortKey::Node;
+    let flat = st.fleet.sort != SortKey::Node;
     let c = cols(area.width, flat);
-    let a = st.ascii;
+    let a = st.settings.ascii;
     let head = theme.title();
     let mut heading = vec![
         cell(if flat { "NODE/GPU" } else { "GPU" }, c.first, head, a),
@@ -62,10 +62,10 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     }
     // The sort column is marked: underlined, with the direction where it fits.
     let sorted = |name: &str, key: SortKey, width: usize| {
-        if st.sort != key {
+        if st.fleet.sort != key {
             return rcell(name, width, head, a);
         }
-        let arrow = match (st.sort_reverse, a) {
+        let arrow = match (st.fleet.reverse, a) {
             (false, false) => "▼",
             (true, false) => "▲",
             (false, true) => "v",
@@ -86,22 +86,22 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     heading.push(cell("HOLDERS", c.holders, head, a));
     let mut lines = vec![Line::from(heading)];
     let vp = usize::from(area.height.saturating_sub(1));
-    let start = st.offset[0];
-    for (i, row) in st.rows.iter().enumerate().skip(start).take(vp) {
-        let selected = i == st.selected[0];
+    let start = st.fleet.list.offset;
+    for (i, row) in st.fleet.list.rows.iter().enumerate().skip(start).take(vp) {
+        let selected = i == st.fleet.list.selected;
         let line = match *row {
             Row::Node(ni) => node_line(&fleet.nodes[ni], theme, area.width),
             Row::Card(ni, ci) => {
                 let node = &fleet.nodes[ni];
                 let card = &node.cards[ci];
-                let flagged = st.flagged.contains(&crate::model::CardRef::new(node.name.clone(), card.index));
+                let flagged = st.advice.flagged.contains(&crate::model::CardRef::new(node.name.clone(), card.index));
                 card_line(fleet, node, card, &c, theme, flat, flagged)
             }
         };
         lines.push(if selected { line.patch_style(theme.selection()) } else { line });
     }
-    if st.rows.is_empty() {
-        let msg = if st.filter_text.is_empty() { "no cards yet" } else { "no card matches the filter (Esc clears it)" };
+    if st.fleet.list.rows.is_empty() {
+        let msg = if st.filter.text.is_empty() { "no cards yet" } else { "no card matches the filter (Esc clears it)" };
         lines.push(Line::from(Span::styled(msg, theme.dim())));
     }
     crate::ui::widgets::rows::draw(f.buffer_mut(), area, &lines);

@@ -65,34 +65,35 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
         ]),
         Input::Normal => {
             let mut status = Vec::new();
-            if !st.filter_text.is_empty() {
-                let problems = st.filter.problems();
+            if !st.filter.text.is_empty() {
+                let problems = st.filter.parsed.problems();
                 if problems.is_empty() {
-                    status.push(format!("filter: {}", st.filter_text));
+                    status.push(format!("filter: {}", st.filter.text));
                 } else {
-                    status.push(format!("filter: {} ({})", st.filter_text, problems.join("; ")));
+                    status.push(format!("filter: {} ({})", st.filter.text, problems.join("; ")));
                 }
             }
             // The fleet's sort; the Advice view says its own order on its first line; a message
             // that says the sort just chosen says it once ("sort: free · sorted by free").
-            let said = st.message.as_deref().is_some_and(|m| m.starts_with("sorted by "));
-            if st.sort != SortKey::Node && st.tab != Tab::Advice && !said {
-                status.push(format!("sort: {}", st.sort.name()));
+            let said = st.footer.message.as_deref().is_some_and(|m| m.starts_with("sorted by "));
+            if st.fleet.sort != SortKey::Node && st.tab != Tab::Advice && !said {
+                status.push(format!("sort: {}", st.fleet.sort.name()));
             }
             if let Some(line) = st
+                .dialog
                 .modal
                 .as_ref()
-                .filter(|_| st.action_hidden)
-                .and_then(|m| crate::ui::actions::progress_line(m, st.wall))
+                .filter(|_| st.dialog.hidden)
+                .and_then(|m| crate::ui::actions::progress_line(m, st.clock.wall))
             {
                 status.push(line);
             }
-            if let Some(m) = &st.message {
+            if let Some(m) = &st.footer.message {
                 status.push(m.clone());
             }
             let (dot, bar) = if theme.ascii { (" - ", " | ") } else { (" · ", " │ ") };
             let left = status.join(dot);
-            let right = hints_in(st.read_only, st.replay.is_some(), st.tab);
+            let right = hints_in(st.settings.read_only, st.replay.is_some(), st.tab);
             let text = if left.is_empty() { right } else { format!("{left}{bar}{right}") };
             Line::from(Span::styled(fit(&text, w, theme.ascii), theme.dim()))
         }

@@ -15,10 +15,10 @@ use crate::ui::widgets::text::fit;
 
 /// The banner line: the due change, and the key that reviews it.
 pub fn banner(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
-    let Some(b) = &st.banner else { return };
-    let key = if st.read_only { "" } else { " · m reviews the plan" };
+    let Some(b) = &st.advice.banner else { return };
+    let key = if st.settings.read_only { "" } else { " · m reviews the plan" };
     let dot = if theme.ascii { " - " } else { " · " };
-    let text = format!(" {}{key} ", b.text(st.now)).replace(" · ", dot);
+    let text = format!(" {}{key} ", b.text(st.clock.now)).replace(" · ", dot);
     let style = theme.fg(theme.c.warning).add_modifier(Modifier::BOLD | Modifier::REVERSED);
     let w = usize::from(area.width);
     let line = format!("{:<w$}", fit(&text, w, theme.ascii));

@@ -25,8 +25,8 @@ fn mem_pair(used_mib: u64, total_mib: u64) -> String {
 /// its numbers, and a part that does not fit in `room` columns is left out whole (narrow
 /// terminals show fewer parts, never a bare number or one cut in half).
 fn summary(st: &UiState, wide: bool, room: usize) -> String {
-    let t = &st.totals;
-    let q = &st.queue;
+    let t = &st.fleet.totals;
+    let q = &st.queue.summary;
     let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), short);
     let util = t.mean_util.map_or_else(|| "N/A".into(), |u| format!("{}%", crate::units::whole(u)));
     // No source reports memory (a scheduler alone): unknown, not zero.
@@ -43,7 +43,7 @@ fn summary(st: &UiState, wide: bool, room: usize) -> String {
     let queued = q.known.count_text(q.pending);
     // Advice that needs someone: high and warn findings, and a short form ("8H 2W") to try
     // before leaving it out.
-    let advice = match st.advice_counts {
+    let advice = match st.advice.counts {
         (0, 0, _) => None,
         (0, w, _) => Some(vec![format!("advice {w} warn"), format!("{w}W")]),
         (h, 0, _) => Some(vec![format!("advice {h} high"), format!("{h}H")]),
@@ -63,7 +63,7 @@ fn summary(st: &UiState, wide: bool, room: usize) -> String {
         parts.push(vec![format!("MIG {}/{} used", t.mig_used, t.mig_total)]);
         parts.push(vec![format!("queue {queued} (oldest {oldest})")]);
         parts.extend(advice);
-        let c = st.now.format("%H:%M:%S UTC").to_string();
+        let c = st.clock.now.format("%H:%M:%S UTC").to_string();
         if st.replay.is_some() {
             // A replay's label says its moment: the clock comes last, where it fits.
             parts.push(vec![c]);
@@ -145,10 +145,10 @@ fn title_line(st: &UiState, theme: &Theme, simulated: bool, w: usize) -> Line<'s
             crate::ui::views::replay::header_label(r, theme.ascii),
             hs.add_modifier(Modifier::REVERSED | Modifier::BOLD),
         ));
-    } else if st.read_only {
+    } else if st.settings.read_only {
         spans.push(Span::styled(" READ-ONLY ", hs.add_modifier(Modifier::REVERSED)));
     }
-    if st.recording.is_some() {
+    if st.settings.recording.is_some() {
         let rec = if theme.ascii { " REC " } else { " ● REC " };
         let style = if theme.mono {
             hs.add_modifier(Modifier::BOLD)
@@ -170,13 +170,13 @@ fn tabs_and_health(st: &UiState, fleet: &Fleet, theme: &Theme, w: usize) -> Line
     let mut tabs: Vec<Span> = Vec::new();
     for tab in Tab::ALL {
         let label = format!(" {} {} ", tab.index() + 1, tab.title());
-        let style = if tab == st.tab && st.open_card.is_none() { theme.selection() } else { theme.dim() };
+        let style = if tab == st.tab && st.open.card.is_none() { theme.selection() } else { theme.dim() };
         tabs.push(Span::styled(label, style));
     }
-    if let Some(id) = st.open_workload.as_ref().filter(|_| st.open_card.is_none()) {
+    if let Some(id) = st.open.workload.as_ref().filter(|_| st.open.card.is_none()) {
         tabs.push(Span::styled(format!(" {id} "), theme.selection()));
     }
-    if let Some(c) = &st.open_card {
+    if let Some(c) = &st.open.card {
         tabs.push(Span::styled(format!(" card {c} "), theme.selection()));
     }
     let tab_w: usize = tabs.iter().map(|s| s.content.chars().count()).sum();
@@ -237,7 +237,7 @@ fn health_spans(st: &UiState, fleet: &Fleet, theme: &Theme, room: usize) -> (Vec
         };
         // Each source gets a fair share, so one long reason cannot hide the others' health.
         let share = (room / fleet.sources.len().max(1)).max(1);
-        let text = health_text(s, st.wall, share.min(room.saturating_sub(used)), theme.ascii);
+        let text = health_text(s, st.clock.wall, share.min(room.saturating_sub(used)), theme.ascii);
         used += text.chars().count();
         health.push(Span::styled(text, style));
     }

@@ -35,15 +35,15 @@ pub fn request_text(w: &Workload) -> String {
 }
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
-    let q = &st.queue;
+    let q = &st.queue.summary;
     let demand_h = crate::ui::state::queue_demand_height(usize::from(area.height), q.demand.len()) as u16;
     let parts = Layout::vertical([Constraint::Min(2), Constraint::Length(demand_h)]).split(area);
-    let a = st.ascii;
+    let a = st.settings.ascii;
     let w = usize::from(area.width);
     let head = theme.title();
     let vp = usize::from(parts[0].height.saturating_sub(1));
     let shown: Vec<&Workload> =
-        st.queue_rows.iter().skip(st.offset[1]).take(vp).map(|&i| &fleet.workloads[i]).collect();
+        st.queue.list.rows.iter().skip(st.queue.list.offset).take(vp).map(|&i| &fleet.workloads[i]).collect();
     // Columns as wide as what they show; the reason takes the rest.
     let wide = w >= 120;
     use super::workloads::content_width as content;
@@ -62,10 +62,10 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         cell("REASON", reason_w, head, a),
     ])];
     for (i, (wl, req)) in shown.into_iter().zip(&reqs).enumerate() {
-        let i = st.offset[1] + i;
+        let i = st.queue.list.offset + i;
         let text = theme.text();
-        let wait = wl.wait(st.now).map(|d| d.num_seconds());
-        let over = wait.is_some_and(|s| s > 0 && s as u64 > st.queue_wait_threshold.as_secs());
+        let wait = wl.wait(st.clock.now).map(|d| d.num_seconds());
+        let over = wait.is_some_and(|s| s > 0 && s as u64 > st.settings.queue_wait_threshold.as_secs());
         let line = Line::from(vec![
             cell(&wl.id, id_w, text, a),
             cell(&wl.name, name_w, text, a),
@@ -75,9 +75,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             rcell(&wait.map_or("-".into(), short), 6, if over { theme.fg(theme.c.warning) } else { text }, a),
             cell(wl.reason.as_deref().unwrap_or("-"), reason_w, theme.dim(), a),
         ]);
-        lines.push(if i == st.selected[1] { line.patch_style(theme.selection()) } else { line });
+        lines.push(if i == st.queue.list.selected { line.patch_style(theme.selection()) } else { line });
     }
-    if st.queue_rows.is_empty() {
+    if st.queue.list.rows.is_empty() {
         lines.push(nothing_listed(st, theme, w));
     }
     f.render_widget(Paragraph::new(lines), parts[0]);
@@ -90,8 +90,8 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
 /// The line where no row is listed: nothing waits (or nothing matches), no queue source, or
 /// the queue is unknown (never shown as empty).
 fn nothing_listed(st: &UiState, theme: &Theme, w: usize) -> Line<'static> {
-    let (text, style) = match &st.queue.known {
-        crate::model::QueueKnown::Known if !st.filter_text.is_empty() => {
+    let (text, style) = match &st.queue.summary.known {
+        crate::model::QueueKnown::Known if !st.filter.text.is_empty() => {
             ("nothing waiting matches the filter".to_string(), theme.dim())
         }
         crate::model::QueueKnown::Known => ("nothing is waiting".to_string(), theme.dim()),
@@ -102,12 +102,12 @@ fn nothing_listed(st: &UiState, theme: &Theme, w: usize) -> Line<'static> {
             (format!("queue unknown (not empty): {reason}"), theme.fg(theme.c.warning))
         }
     };
-    Line::from(Span::styled(crate::ui::widgets::text::fit(&text, w, st.ascii), style))
+    Line::from(Span::styled(crate::ui::widgets::text::fit(&text, w, st.settings.ascii), style))
 }
 
 /// The demand against free capacity, a row per resource, with where free is not free together.
 fn demand_lines(st: &UiState, theme: &Theme, w: usize) -> Vec<Line<'static>> {
-    let (q, a, head) = (&st.queue, st.ascii, theme.title());
+    let (q, a, head) = (&st.queue.summary, st.settings.ascii, theme.title());
     let mut d = vec![
         Line::from(Span::styled(format!("demand against free capacity · {} pending", q.pending), theme.title())),
         Line::from(vec![

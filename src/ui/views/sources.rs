@@ -15,7 +15,7 @@ use crate::ui::widgets::text::wrap;
 use crate::units::duration::short;
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
-    let a = st.ascii;
+    let a = st.settings.ascii;
     let w = usize::from(area.width);
     let head = theme.title();
     let name_w = fleet.sources.iter().map(|s| s.name.chars().count()).max().unwrap_or(4).clamp(6, 40);
@@ -30,7 +30,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         rcell("WORK", 6, head, a),
         cell("QUEUE", 5, head, a),
     ])];
-    let rows: Vec<&crate::model::SourceStatus> = fleet.sources.iter().skip(st.offset[3]).collect();
+    let rows: Vec<&crate::model::SourceStatus> = fleet.sources.iter().skip(st.sources.offset).collect();
     for (i, s) in rows.into_iter().enumerate() {
         let style = match s.health {
             SourceHealth::Live { .. } => theme.fg(theme.c.ok),
@@ -55,7 +55,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             rcell(&work, 6, theme.text(), a),
             cell(if s.queue { "yes" } else { "-" }, 5, theme.dim(), a),
         ]);
-        lines.push(if st.offset[3] + i == st.selected[3] { row.patch_style(theme.selection()) } else { row });
+        lines.push(if st.sources.offset + i == st.sources.selected { row.patch_style(theme.selection()) } else { row });
         let detail = [("error: ", s.health.error(), style), ("note: ", s.note.as_deref(), theme.dim())];
         for (label, text, style) in detail.into_iter().filter_map(|(l, t, s)| Some((l, t?, s))) {
             for piece in wrap(&format!("{label}{text}"), w.saturating_sub(4)) {
@@ -72,7 +72,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
 /// Seconds since `t`: on the wall clock live, on the recording's clock in a replay (a live
 /// source of a recording made at `--speed` read "LAST OK 2h19m ago").
 fn age_s(st: &UiState, t: chrono::DateTime<chrono::Utc>) -> i64 {
-    let reference = if st.replay.is_some() { st.now } else { st.wall };
+    let reference = if st.replay.is_some() { st.clock.now } else { st.clock.wall };
     (reference - t).num_seconds().max(0)
 }
 
@@ -85,8 +85,8 @@ mod tests {
         let mut st = UiState::new(false, false, std::time::Duration::from_secs(1800), chrono::Utc::now());
         let recorded =
             chrono::DateTime::parse_from_rfc3339("2026-11-30T03:12:00Z").map(|t| t.to_utc()).unwrap_or_default();
-        st.now = recorded + chrono::Duration::seconds(2);
-        st.wall = recorded + chrono::Duration::hours(2);
+        st.clock.now = recorded + chrono::Duration::seconds(2);
+        st.clock.wall = recorded + chrono::Duration::hours(2);
         assert_eq!(age_s(&st, recorded), 7200, "live: the wall clock");
         st.replay = Some(crate::ui::replay::Replay::new(vec![recorded], 1.0, "r.tsrec".into()));
         assert_eq!(age_s(&st, recorded), 2, "replay: the recording's clock");

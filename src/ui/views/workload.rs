@@ -17,7 +17,7 @@ use crate::ui::widgets::text::{fit, wrap};
 use crate::units::duration::short;
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme, id: &str) {
-    let a = st.ascii;
+    let a = st.settings.ascii;
     let w = usize::from(area.width);
     let Some(wl) = fleet.workload(id) else {
         let msg = format!("{id} is gone: it finished or left the queue (Esc goes back)");
@@ -52,15 +52,15 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     // What only running work has (started, ran, node, preemption) is left out of a pending
     // workload's detail, which says how long it has waited instead.
     if wl.state == crate::model::WorkloadState::Pending {
-        lines.push(field("waited", wl.waited(st.now).map_or("-".into(), |d| short(d.num_seconds()))));
+        lines.push(field("waited", wl.waited(st.clock.now).map_or("-".into(), |d| short(d.num_seconds()))));
     } else {
         lines.push(field("started", time(wl.started_at)));
         lines.push(field(
             "waited / ran",
             format!(
                 "{} / {}",
-                wl.waited(st.now).map_or("-".into(), |d| short(d.num_seconds())),
-                wl.runtime(st.now).map_or("-".into(), |d| short(d.num_seconds()))
+                wl.waited(st.clock.now).map_or("-".into(), |d| short(d.num_seconds())),
+                wl.runtime(st.clock.now).map_or("-".into(), |d| short(d.num_seconds()))
             ),
         ));
         lines.push(field("node", wl.node.clone().unwrap_or_else(|| "-".into())));

@@ -21,8 +21,8 @@ pub fn preempt_text(w: &Workload, st: &UiState) -> (String, bool) {
     match w.kind {
         WorkloadKind::Inference => ("never (inference)".into(), false),
         _ => {
-            let ran = w.runtime(st.now).map_or(0, |d| d.num_seconds());
-            let min = st.min_runtime.as_secs() as i64;
+            let ran = w.runtime(st.clock.now).map_or(0, |d| d.num_seconds());
+            let min = st.settings.min_runtime.as_secs() as i64;
             if ran >= min { ("yes".into(), true) } else { (format!("in {}", short(min - ran)), false) }
         }
     }
@@ -94,13 +94,13 @@ pub fn pct_text(p: Option<f64>) -> String {
 }
 
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
-    let a = st.ascii;
+    let a = st.settings.ascii;
     let w = usize::from(area.width);
     let head = theme.title();
     let wide = w >= 120;
     let vp = usize::from(area.height.saturating_sub(1));
     let rows: Vec<&Workload> =
-        st.workload_rows.iter().skip(st.offset[2]).take(vp).map(|&i| &fleet.workloads[i]).collect();
+        st.workloads.rows.iter().skip(st.workloads.offset).take(vp).map(|&i| &fleet.workloads[i]).collect();
     let forms: Vec<Vec<String>> = rows.iter().map(|w| placements(w, fleet)).collect();
     // Columns as wide as what they show; the placement takes the rest. Narrow, kind and then
     // runtime make way until the placement fits whole (the workload's own view shows both).
@@ -159,7 +159,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             cells.push(cell(if wide { kind } else { &kind[..5.min(kind.len())] }, kind_w, text, a));
         }
         if show_runtime {
-            cells.push(rcell(&wl.runtime(st.now).map_or("-".into(), |d| short(d.num_seconds())), 7, text, a));
+            cells.push(rcell(&wl.runtime(st.clock.now).map_or("-".into(), |d| short(d.num_seconds())), 7, text, a));
         }
         cells.extend([
             rcell(&pct_text(act.and_then(|x| x.now_pct)), 4, text, a),
@@ -169,10 +169,14 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
             cell(&fit_placement(forms, place_w, a), place_w, text, a),
         ]);
         let line = Line::from(cells);
-        lines.push(if st.offset[2] + i == st.selected[2] { line.patch_style(theme.selection()) } else { line });
+        lines.push(if st.workloads.offset + i == st.workloads.selected {
+            line.patch_style(theme.selection())
+        } else {
+            line
+        });
     }
-    if st.workload_rows.is_empty() {
-        let empty = if st.filter_text.is_empty() { "nothing is running" } else { "nothing running matches the filter" };
+    if st.workloads.rows.is_empty() {
+        let empty = if st.filter.text.is_empty() { "nothing is running" } else { "nothing running matches the filter" };
         lines.push(Line::from(Span::styled(empty, theme.dim())));
     }
     f.render_widget(Paragraph::new(lines), area);
