@@ -507,8 +507,8 @@ fn the_picker_fit_and_the_advisor_give_one_layout() {
         .unwrap_or_else(|| panic!("{answer:?}"))
         .to_string();
     let card = f.card(&r).unwrap_or_else(|| panic!("n/2"));
-    let picker = match crate::ui::actions::picker(&f, &r, card) {
-        Ok(crate::ui::actions::Modal::Picker { choices, selected, .. }) => choices[selected].layout.clone(),
+    let picker = match crate::ui::dialogs::picker(&f, &r, card) {
+        Ok(crate::ui::dialogs::Modal::Picker { choices, selected, .. }) => choices[selected].layout.clone(),
         other => panic!("{other:?}"),
     };
     assert_eq!((fit.as_str(), picker.as_str()), (advisor.as_str(), advisor.as_str()));

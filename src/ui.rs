@@ -2,9 +2,8 @@
 //! input logic, views, widgets and themes live here; the owner loop is `crate::app`, and
 //! `draw` is a pure function of state, fleet and theme.
 
-pub mod actions;
+pub mod dialogs;
 pub mod filter;
-pub mod group;
 pub mod input;
 pub mod keymap;
 pub mod replay;

@@ -178,7 +178,7 @@ fn views() -> Vec<(&'static str, Setup)> {
                 let opts = tessera::actions::Options::new(&tessera::config::Config::default(), false, clock());
                 let action = tessera::actions::Action::Drain { target: "gpu-a100-01/0".into(), evict: false };
                 let plan = tessera::actions::plan::plan(&action, s.fleet(), &opts).unwrap_or_else(|e| panic!("{e}"));
-                st.dialog.modal = Some(tessera::ui::actions::confirm(plan));
+                st.dialog.modal = Some(tessera::ui::dialogs::confirm(plan));
             }),
         ),
         (
@@ -191,7 +191,7 @@ fn views() -> Vec<(&'static str, Setup)> {
             "schedule_confirm",
             Box::new(|st: &mut UiState, s: &Store| {
                 let plan = schedule_due(st, s);
-                st.dialog.modal = Some(tessera::ui::actions::Modal::Group {
+                st.dialog.modal = Some(tessera::ui::dialogs::Modal::Group {
                     plan: Box::new(plan),
                     typed: "demo-h100".into(),
                     second: false,
@@ -204,8 +204,8 @@ fn views() -> Vec<(&'static str, Setup)> {
             Box::new(|st: &mut UiState, s: &Store| {
                 use tessera::schedule::group::Next;
                 use tessera::schedule::unattended::Went;
-                let mut m = tessera::ui::group::running(schedule_due(st, s));
-                if let tessera::ui::actions::Modal::GroupRunning { run, .. } = &mut m {
+                let mut m = tessera::ui::dialogs::group::running(schedule_due(st, s));
+                if let tessera::ui::dialogs::Modal::GroupRunning { run, .. } = &mut m {
                     // The first card changed, the second under way.
                     assert!(matches!(run.next(s.fleet(), clock()), Next::RunShown(_)));
                     run.record(Went::Done, "every step done", clock());
@@ -337,7 +337,7 @@ fn long_plans_keep_warnings_and_the_prompt_in_view() {
             card: None,
             wait_idle: false,
         };
-        st.dialog.modal = Some(tessera::ui::actions::confirm(plan));
+        st.dialog.modal = Some(tessera::ui::dialogs::confirm(plan));
     };
     let screen = render(80, 24, setup, false);
     assert!(screen.contains("steps 1-") && screen.contains("below: Down, PgDn"), "{screen}");

@@ -28,7 +28,7 @@ use crate::out::to_stderr;
 use crate::record::session::Session;
 use crate::sources::SourceUpdate;
 use crate::store::Store;
-use crate::ui::actions::{self as dialogs, Modal};
+use crate::ui::dialogs::{self as dialogs, Modal};
 use crate::ui::state::{Effect, UiState};
 use crate::ui::theme::Theme;
 

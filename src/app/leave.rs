@@ -4,7 +4,7 @@
 
 use crate::actions::StepResult;
 use crate::actions::run::Runner;
-use crate::ui::actions::{Modal, StepState};
+use crate::ui::dialogs::{Modal, StepState};
 use crate::ui::state::UiState;
 
 /// The terminal is lost: with an action under way, go on headless until it ends (a group

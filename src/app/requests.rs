@@ -9,7 +9,7 @@ use super::ActEvent;
 use crate::actions::run::{Approval, Runner};
 use crate::config::Config;
 use crate::store::Store;
-use crate::ui::actions::{self as dialogs, Request};
+use crate::ui::dialogs::{self as dialogs, Request};
 use crate::ui::state::UiState;
 
 /// Plan an action (opening its confirmation) or hand a confirmed plan to the runner, which
@@ -29,7 +29,7 @@ pub(super) fn on_request(
     }
     match req {
         Request::PlanGroup(name) => match group_plan(&name, store, runner, schedules, cfg) {
-            Some(p) => st.show_dialog(crate::ui::group::confirm(p)),
+            Some(p) => st.show_dialog(crate::ui::dialogs::group::confirm(p)),
             None => st.say(format!("schedule {name}: nothing is due now")),
         },
         Request::RunGroup(plan) => {
@@ -37,12 +37,12 @@ pub(super) fn on_request(
             // preemption that became possible since it was shown: confirm the new one.
             match group_plan(&plan.schedule, store, runner, schedules, cfg) {
                 Some(p) if crate::schedule::group::same_run(&p, &plan) => {
-                    st.show_dialog(crate::ui::group::running(*plan));
+                    st.show_dialog(crate::ui::dialogs::group::running(*plan));
                     st.dialog.hidden = false;
                 }
                 Some(p) => {
                     st.say("the cluster changed since the plan was shown: confirm the new plan");
-                    st.show_dialog(crate::ui::group::confirm(p));
+                    st.show_dialog(crate::ui::dialogs::group::confirm(p));
                 }
                 None => {
                     st.close_dialog();

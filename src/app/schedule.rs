@@ -13,7 +13,7 @@ use crate::actions::run::{Approval, Asking, Runner};
 use crate::config::Config;
 use crate::schedule::unattended::{Decision, State, Went, decide};
 use crate::store::Store;
-use crate::ui::actions::{self as dialogs, Modal, StepState};
+use crate::ui::dialogs::{self as dialogs, Modal, StepState};
 use crate::ui::state::UiState;
 
 /// The first schedule change due now or within its lead, for the banner.

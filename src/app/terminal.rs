@@ -148,7 +148,7 @@ pub(crate) fn draw(
         .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?;
     // Drawn: a confirmation's rows on screen now count as read.
     if let Some(m) = st.dialog.modal.as_mut() {
-        crate::ui::actions::drawn(m, st.screen.area);
+        crate::ui::dialogs::drawn(m, st.screen.area);
     }
     Ok(())
 }

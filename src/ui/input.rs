@@ -4,7 +4,7 @@
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
 
-use super::actions::Answer;
+use super::dialogs::Answer;
 use super::keymap::{Intent, route, route_for};
 use super::state::{Effect, Input, UiState};
 use crate::model::Fleet;
@@ -66,7 +66,7 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
             st.quit_when_done();
             return Effect::Redraw;
         }
-        return match super::actions::on_key(modal, &k, st.screen.area) {
+        return match super::dialogs::on_key(modal, &k, st.screen.area) {
             Answer::Stay => Effect::Redraw,
             Answer::Close(message) => {
                 st.dialog.modal = None;
@@ -121,7 +121,7 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
             Effect::Redraw
         }
         Input::Goto(_) => typed(st, k, |st, t| {
-            super::replay::goto(st, t);
+            super::state::replay_keys::goto(st, t);
             Effect::Redraw
         }),
         Input::Command(text) if k.code == KeyCode::Tab => {
@@ -181,7 +181,7 @@ fn typed(st: &mut UiState, k: KeyEvent, enter: impl FnOnce(&mut UiState, &str) -
 mod tests {
     use super::*;
     use crate::actions::Action;
-    use crate::ui::actions::Request;
+    use crate::ui::dialogs::Request;
 
     /// Tab completes `:node` to the longest start the matching nodes share.
     #[test]

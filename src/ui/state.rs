@@ -164,7 +164,7 @@ pub enum Effect {
     Redraw,
     Quit,
     /// Something only the loop can do: plan an action, run a confirmed plan.
-    Request(super::actions::Request),
+    Request(super::dialogs::Request),
     /// A dialog closed (redraw): a request typed ahead of its closing is void.
     Dismissed,
     /// Ctrl-Z: give the terminal back and stop, like any job; redraw when continued.
@@ -205,7 +205,7 @@ impl UiState {
     }
 
     /// Put a dialog in front (a confirmation, a running action's progress).
-    pub fn show_dialog(&mut self, dialog: super::actions::Modal) {
+    pub fn show_dialog(&mut self, dialog: super::dialogs::Modal) {
         self.dialog.modal = Some(dialog);
     }
 
@@ -362,8 +362,8 @@ impl UiState {
     pub fn action_running(&self) -> bool {
         self.dialog.auto_busy
             || match &self.dialog.modal {
-                Some(super::actions::Modal::Running { outcome, .. }) => outcome.is_none(),
-                Some(super::actions::Modal::GroupRunning { run, .. }) => !run.finished(),
+                Some(super::dialogs::Modal::Running { outcome, .. }) => outcome.is_none(),
+                Some(super::dialogs::Modal::GroupRunning { run, .. }) => !run.finished(),
                 _ => false,
             }
     }
@@ -380,7 +380,7 @@ impl UiState {
                 .body
                 .saturating_sub(queue_demand_height(self.screen.body + 1, self.queue.summary.demand.len())),
             // The list gives part of the body to the selected finding and its own first line.
-            Tab::Advice => crate::ui::views::advice::list_rows(self.screen.body + 1, self.advice.projection.is_some()),
+            Tab::Advice => advice::list_rows(self.screen.body + 1, self.advice.projection.is_some()),
             _ => self.screen.body,
         }
         .max(1)
@@ -420,7 +420,8 @@ impl UiState {
     }
 }
 
-mod advice;
+pub mod action_keys;
+pub mod advice;
 mod dialog;
 mod fleet;
 mod footer;
@@ -428,6 +429,7 @@ mod history;
 mod intents;
 mod list;
 mod queue;
+pub mod replay_keys;
 mod rows;
 
 #[cfg(test)]

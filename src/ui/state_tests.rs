@@ -234,7 +234,7 @@ fn a_plans_the_selected_advice_through_a_request() {
     assert!(matches!(st.apply(Intent::ShowAction, &f), Effect::Redraw), "outside the Advice view: nothing");
     st.apply(Intent::ViewAdvice, &f);
     let e = st.apply(Intent::ShowAction, &f);
-    let Effect::Request(crate::ui::actions::Request::Plan(a)) = e else { panic!("{e:?}") };
+    let Effect::Request(crate::ui::dialogs::Request::Plan(a)) = e else { panic!("{e:?}") };
     assert_eq!(a, crate::actions::Action::Drain { target: "gpu-a100-01/0".into(), evict: false });
     let mut ro = UiState::new(true, false, std::time::Duration::from_secs(1800), Utc::now());
     ro.on_fleet(&f);

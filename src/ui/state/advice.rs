@@ -33,3 +33,15 @@ pub struct Advice {
     /// A schedule change due now or within its lead (the loop sets it with the advice).
     pub banner: Option<crate::schedule::group::Banner>,
 }
+
+/// Lines the selected finding takes below the list in a body of `height` lines (none where
+/// there is no room for both).
+pub fn detail_height(height: usize) -> usize {
+    if height >= 14 { 7 } else { 0 }
+}
+
+/// Findings the list shows in a body of `height` lines: less the selected finding below, the
+/// counts line and the column heads.
+pub fn list_rows(height: usize, projection: bool) -> usize {
+    height.saturating_sub(detail_height(height) + 2 + usize::from(projection)).max(1)
+}

@@ -4,7 +4,7 @@
 #[derive(Debug, Default)]
 pub struct Dialog {
     /// The action dialog on screen, if any: it takes every key until it closes.
-    pub modal: Option<crate::ui::actions::Modal>,
+    pub modal: Option<crate::ui::dialogs::Modal>,
     /// Quit was asked while an action ran: leave when it ends.
     pub quit_after: bool,
     /// The running action's dialog is hidden: keys browse, the footer shows its progress.

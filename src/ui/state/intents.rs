@@ -50,7 +50,7 @@ impl UiState {
                 _ if self.action_running() => {
                     self.footer.message = Some("an action is running: start the next when it ends".into());
                 }
-                Some(b) => return Effect::Request(crate::ui::actions::Request::PlanGroup(b.schedule.clone())),
+                Some(b) => return Effect::Request(crate::ui::dialogs::Request::PlanGroup(b.schedule.clone())),
                 None => {
                     self.footer.message = Some("no schedule change is due (tessera schedule shows the timeline)".into())
                 }
@@ -60,14 +60,14 @@ impl UiState {
             | Intent::ReplayForward
             | Intent::ReplaySlower
             | Intent::ReplayFaster
-            | Intent::ReplayGoto => return crate::ui::replay::apply(self, intent),
+            | Intent::ReplayGoto => return super::replay_keys::apply(self, intent),
             Intent::Drain
             | Intent::DrainEvict
             | Intent::Undrain
             | Intent::Repartition
             | Intent::Preempt
             | Intent::ForcePreempt => {
-                if let Some(r) = crate::ui::actions::on_intent(self, intent, fleet) {
+                if let Some(r) = crate::ui::state::action_keys::on_intent(self, intent, fleet) {
                     return Effect::Request(r);
                 }
             }
@@ -136,7 +136,7 @@ impl UiState {
                     self.footer.message = Some(format!("{GONE}: the latest advice no longer has it, nothing to act on"))
                 }
                 Some(Suggestion::Action { action, .. }) if !self.settings.read_only && !self.action_running() => {
-                    return Some(Effect::Request(crate::ui::actions::Request::Plan(action)));
+                    return Some(Effect::Request(crate::ui::dialogs::Request::Plan(action)));
                 }
                 Some(Suggestion::Action { .. }) if self.settings.read_only => {
                     self.footer.message = Some("read-only: actions are off".into())

@@ -11,20 +11,9 @@ use ratatui::widgets::Paragraph;
 use super::{cell, rcell};
 use crate::advisor::Severity;
 use crate::ui::state::UiState;
+use crate::ui::state::advice::detail_height;
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;
-
-/// Lines the selected finding takes below the list in a body of `height` lines (none where
-/// there is no room for both).
-fn detail_height(height: usize) -> usize {
-    if height >= 14 { 7 } else { 0 }
-}
-
-/// Findings the list shows in a body of `height` lines: less the selected finding below, the
-/// counts line and the column heads.
-pub fn list_rows(height: usize, projection: bool) -> usize {
-    height.saturating_sub(detail_height(height) + 2 + usize::from(projection)).max(1)
-}
 
 /// The projection's line: the next 24 hours of measured demand, simulated as is and with the
 /// advice's layout changes (`None` until the loop has computed one).

@@ -84,7 +84,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, theme: &Theme) {
                 .modal
                 .as_ref()
                 .filter(|_| st.dialog.hidden)
-                .and_then(|m| crate::ui::actions::progress_line(m, st.clock.wall))
+                .and_then(|m| crate::ui::dialogs::progress_line(m, st.clock.wall))
             {
                 status.push(line);
             }

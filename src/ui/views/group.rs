@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::schedule::group::{CardState, GroupRun};
-use crate::ui::actions::{Modal, StepState};
+use crate::ui::dialogs::{Modal, StepState};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 use crate::ui::widgets::text::fit;

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use crate::model::{Card, Fleet};
-use crate::ui::actions::{Modal, StepState};
+use crate::ui::dialogs::{Modal, StepState};
 use crate::ui::sheet::Tone;
 use crate::ui::theme::Theme;
 use crate::ui::widgets::mig_bar::mig_bar;
@@ -21,7 +21,7 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
     let (title, lines) = match modal {
         // Confirmations: the sheet the keys go by (every row whole, wrapped already).
         Modal::Confirm { .. } | Modal::Group { .. } => {
-            let Some((sheet, scroll)) = crate::ui::actions::confirmation(modal) else { return };
+            let Some((sheet, scroll)) = crate::ui::dialogs::confirmation(modal) else { return };
             let shown = crate::ui::sheet::show(&sheet, area, scroll);
             let title = if matches!(modal, Modal::Group { .. }) { " schedule change " } else { " confirm " };
             (title, shown.rows.into_iter().map(|(t, tone)| row(t, tone, theme)).collect())
@@ -53,7 +53,7 @@ pub fn draw(f: &mut Frame, area: Rect, modal: &Modal, fleet: &Fleet, theme: &The
 /// inner width and its height.
 fn picker_lines(
     card: &crate::model::CardRef,
-    choices: &[crate::ui::actions::Choice],
+    choices: &[crate::ui::dialogs::Choice],
     selected: usize,
     current: &str,
     fleet: &Fleet,

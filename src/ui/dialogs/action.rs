@@ -1,124 +1,19 @@
-//! The console's action dialogs as pure state: the repartition picker, the confirmation
-//! rendered from a plan (typing the target's name for destructive actions, a second question
-//! for a forced preemption), and the progress of a running action. Keys go in, requests for
-//! the loop come out; nothing here does IO.
+//! One action's dialogs: the repartition picker, the confirmation rendered from a plan
+//! (typing the target's name for destructive actions, a second question for a forced
+//! preemption) and the running action's progress; their keys, requests out.
 
 use crossterm::event::{KeyCode, KeyEvent};
 
-use crate::actions::{Action, Outcome, Plan, Progress};
+use super::modal::{Answer, Choice, Modal, Request, StepState};
+use crate::actions::{Action, Outcome, Plan};
 use crate::model::mig::{enumerate, lookup};
 use crate::model::{Card, CardRef, Fleet, capacity};
-use crate::schedule::group::{GroupPlan, GroupRun};
-use crate::ui::keymap::Intent;
 use crate::ui::sheet::{Scroll, Sheet, Tone};
-use crate::ui::state::{Tab, UiState};
-
-/// One layout the picker offers.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Choice {
-    /// `3g.40gb@0,3g.40gb@4`, or `whole`.
-    pub layout: String,
-    /// Queued workloads the card would start once laid out so.
-    pub fits: u64,
-    /// The card's layout now.
-    pub current: bool,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Modal {
-    Picker {
-        card: CardRef,
-        choices: Vec<Choice>,
-        selected: usize,
-        current: String,
-    },
-    Confirm {
-        plan: Box<Plan>,
-        typed: String,
-        /// Enter was pressed on a name that is not the target's: said until the next key.
-        mismatch: bool,
-        second: bool,
-        /// Long plans scroll; the question counts once every step was on screen.
-        scroll: Scroll,
-    },
-    Running {
-        plan: Box<Plan>,
-        status: Vec<StepState>,
-        outcome: Option<Outcome>,
-    },
-    /// A schedule's change for its group of cards, confirmed once (`ui/group.rs`).
-    Group {
-        plan: Box<GroupPlan>,
-        typed: String,
-        second: bool,
-        scroll: Scroll,
-    },
-    /// The group change running card by card; `current` is the action under way.
-    GroupRunning {
-        run: Box<GroupRun>,
-        current: Option<(Box<Plan>, Vec<StepState>)>,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum StepState {
-    Waiting,
-    /// Running since `since` (wall clock); a wait step says how long it waits.
-    Running {
-        since: chrono::DateTime<chrono::Utc>,
-        wait_s: Option<u64>,
-    },
-    Done(String),
-    Failed(String),
-}
-
-/// What the loop must do after a key in a dialog.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Request {
-    /// Plan this action and open its confirmation.
-    Plan(Action),
-    /// The operator confirmed: audit and execute.
-    Execute(Box<Plan>),
-    /// Plan the change due now of this schedule for its group and open its confirmation.
-    PlanGroup(String),
-    /// The operator confirmed the group change: run it card by card.
-    RunGroup(Box<GroupPlan>),
-}
-
-/// Result of a key in a dialog.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
-    Stay,
-    /// Close the dialog with this message for the status line.
-    Close(String),
-    Request(Request),
-    /// Hide a running action's dialog: it runs on and the footer follows it.
-    Hide,
-}
 
 /// How an action ended, in one line for the footer.
 pub fn verdict(plan: &Plan, o: &Outcome) -> String {
     let v = if o.ok { "done".to_string() } else { format!("FAILED: {}", o.reached) };
     format!("{} {}: {v}", plan.action.verb(), plan.target)
-}
-
-/// A running action in one line: which step, and for a wait how long is left.
-pub fn progress_line(modal: &Modal, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
-    if let Modal::GroupRunning { run, .. } = modal {
-        return super::group::progress_line(run);
-    }
-    let Modal::Running { plan, status, outcome: None } = modal else { return None };
-    let total = status.len();
-    let (i, state) = status.iter().enumerate().find(|(_, s)| matches!(s, StepState::Running { .. }))?;
-    let what = plan.steps.get(i).map_or("", |s| s.what.as_str());
-    let left = match state {
-        StepState::Running { since, wait_s: Some(w) } => {
-            let gone = (now - *since).num_seconds().max(0) as u64;
-            format!(" · {} s left", w.saturating_sub(gone))
-        }
-        _ => String::new(),
-    };
-    Some(format!("{} {}: step {}/{total} {what}{left} · a shows it", plan.action.verb(), plan.target, i + 1))
 }
 
 /// Why a card has no layout picker.
@@ -193,51 +88,7 @@ fn config_picker(
     Modal::Picker { card: r.clone(), choices, selected: 0, current }
 }
 
-/// A key in a dialog drawn on `screen`. A confirmation whose question cannot show whole
-/// accepts nothing but Esc, the scrolling keys and Backspace; one whose plan (or second
-/// question) has not all been drawn scrolls, takes a typed name, but does not confirm.
-pub fn on_key(modal: &mut Modal, k: &KeyEvent, screen: ratatui::layout::Rect) -> Answer {
-    let Some((sheet, scroll)) = confirmation(modal) else { return answer(modal, k) };
-    // Scrolling and Backspace confirm nothing: they work even when the dialog cannot show
-    // whole (a way back from a tall item, a name typed too long).
-    let by = match k.code {
-        KeyCode::Up => -1,
-        KeyCode::Down => 1,
-        KeyCode::PageUp => -2,
-        KeyCode::PageDown => 2,
-        _ => 0,
-    };
-    if by != 0 {
-        if let Modal::Confirm { scroll: s, .. } | Modal::Group { scroll: s, .. } = modal {
-            *s = scroll.moved(&sheet, screen, by);
-        }
-        return Answer::Stay;
-    }
-    if !matches!(k.code, KeyCode::Esc | KeyCode::Backspace) && !super::sheet::show(&sheet, screen, scroll).legible {
-        return Answer::Stay;
-    }
-    if ready(modal, &sheet, scroll, screen) {
-        return answer(modal, k);
-    }
-    // Not all read yet: a key that would confirm (run, or go on to the second question)
-    // leaves the dialog as it was.
-    let before = modal.clone();
-    let second = |m: &Modal| matches!(m, Modal::Confirm { second: true, .. } | Modal::Group { second: true, .. });
-    match answer(modal, k) {
-        Answer::Request(Request::Execute(_) | Request::RunGroup(_)) => {
-            *modal = before;
-            Answer::Stay
-        }
-        a if second(modal) && !second(&before) => {
-            *modal = before;
-            let _ = a;
-            Answer::Stay
-        }
-        a => a,
-    }
-}
-
-fn answer(modal: &mut Modal, k: &KeyEvent) -> Answer {
+pub(super) fn answer(modal: &mut Modal, k: &KeyEvent) -> Answer {
     match modal {
         Modal::Picker { card, choices, selected, .. } => match k.code {
             KeyCode::Esc => Answer::Close("repartition cancelled: nothing done".into()),
@@ -338,56 +189,6 @@ pub fn offers_drain(plan: &Plan) -> bool {
     matches!(plan.action, Action::Repartition { .. }) && plan.blockers.iter().any(|b| b.cleared_by_drain())
 }
 
-/// An action key: the card it is on (fleet view or an open card) or the workload
-/// (workloads view), then a plan request or the repartition picker.
-pub fn on_intent(st: &mut UiState, intent: Intent, fleet: &Fleet) -> Option<Request> {
-    if st.settings.read_only {
-        st.footer.message = Some("read-only: actions are off".into());
-        return None;
-    }
-    // One action at a time: a new dialog would hide the running one and lose its tracking.
-    if st.action_running() {
-        st.footer.message = Some("an action is running: a shows its progress; start the next when it ends".into());
-        return None;
-    }
-    if matches!(intent, Intent::Preempt | Intent::ForcePreempt) {
-        let id = st.open.workload.clone().or_else(|| {
-            (st.tab == Tab::Workloads && st.open.card.is_none())
-                .then(|| st.workloads.rows.get(st.workloads.selected).and_then(|&i| fleet.workloads.get(i)))
-                .flatten()
-                .map(|w| w.id.clone())
-        });
-        match id {
-            Some(workload) => {
-                let force = intent == Intent::ForcePreempt;
-                return Some(Request::Plan(Action::Preempt { workload, force }));
-            }
-            None => st.footer.message = Some("preempt: select a workload in the workloads view (3)".into()),
-        }
-        return None;
-    }
-    let card = st.open.card.clone().or_else(|| (st.tab == Tab::Fleet).then(|| st.selected_card()).flatten());
-    let Some(r) = card else {
-        st.footer.message = Some("select a card in the fleet view (1) first".into());
-        return None;
-    };
-    let target = r.to_string();
-    match intent {
-        Intent::Drain => return Some(Request::Plan(Action::Drain { target, evict: false })),
-        Intent::DrainEvict => return Some(Request::Plan(Action::Drain { target, evict: true })),
-        Intent::Undrain => return Some(Request::Plan(Action::Undrain { target, force: false })),
-        _ => match fleet
-            .card(&r)
-            .ok_or_else(|| format!("{r} is gone"))
-            .and_then(|c| picker(fleet, &r, c).map_err(|e| e.to_string()))
-        {
-            Ok(m) => st.dialog.modal = Some(m),
-            Err(e) => st.footer.message = Some(e),
-        },
-    }
-    None
-}
-
 /// A confirmation dialog for a plan.
 pub fn confirm(plan: Plan) -> Modal {
     Modal::Confirm {
@@ -403,63 +204,6 @@ pub fn confirm(plan: Plan) -> Modal {
 pub fn running(plan: Box<Plan>) -> Modal {
     let status = vec![StepState::Waiting; plan.steps.len()];
     Modal::Running { plan, status, outcome: None }
-}
-
-/// Fold one progress event, received at wall-clock `now`, into the dialog.
-pub fn on_progress(modal: &mut Modal, p: Progress, now: chrono::DateTime<chrono::Utc>) {
-    let status = match modal {
-        Modal::Running { status, .. } | Modal::GroupRunning { current: Some((_, status)), .. } => Some(status),
-        _ => None,
-    };
-    if let Some(status) = status {
-        let (i, s) = match p {
-            Progress::Started { step, wait_s } => (step, StepState::Running { since: now, wait_s }),
-            Progress::Done { step, message } => (step, StepState::Done(message)),
-            Progress::Failed { step, message } => (step, StepState::Failed(message)),
-        };
-        if let Some(x) = status.get_mut(i) {
-            *x = s;
-        }
-    }
-}
-
-pub fn on_outcome(modal: &mut Modal, o: Outcome) {
-    if let Modal::Running { outcome, .. } = modal {
-        *outcome = Some(o);
-    }
-}
-
-#[cfg(test)]
-#[path = "actions_tests.rs"]
-mod tests;
-
-/// A frame showing the dialog was drawn on `screen`: what it showed counts as seen.
-pub fn drawn(modal: &mut Modal, screen: ratatui::layout::Rect) {
-    if let Some((sheet, _)) = confirmation(modal)
-        && let Modal::Confirm { scroll, second, .. } | Modal::Group { scroll, second, .. } = modal
-    {
-        scroll.saw(&sheet, screen);
-        scroll.second_drawn |= *second && super::sheet::show(&sheet, screen, *scroll).legible;
-    }
-}
-
-/// The question on screen may be answered: everything it confirms was drawn, the second
-/// question too when it is the one asked.
-fn ready(modal: &Modal, sheet: &Sheet, scroll: Scroll, screen: ratatui::layout::Rect) -> bool {
-    let second = matches!(modal, Modal::Confirm { second: true, .. } | Modal::Group { second: true, .. });
-    scroll.answerable(sheet, screen) && (!second || scroll.second_drawn)
-}
-
-/// A confirmation's sheet and scroll, for the keys and the drawing alike; None for the other
-/// dialogs.
-pub fn confirmation(modal: &Modal) -> Option<(Sheet, Scroll)> {
-    match modal {
-        Modal::Confirm { plan, typed, second, scroll, mismatch } => {
-            Some((confirm_sheet(plan, typed, *second, *mismatch), *scroll))
-        }
-        Modal::Group { scroll, .. } => Some((super::group::sheet(modal), *scroll)),
-        _ => None,
-    }
 }
 
 /// The confirmation of one action: what it does and through which backend, every step with

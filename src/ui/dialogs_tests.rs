@@ -1,6 +1,7 @@
 use super::*;
 use crate::actions::Env;
 use crate::actions::run::Runner;
+use crate::actions::{Action, Plan};
 use crate::store::Store;
 use crate::ui::input::on_key;
 use crate::ui::state::Effect;

@@ -5,9 +5,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::actions::{Answer, Modal, Request};
-use super::sheet::{Sheet, Tone};
+use super::modal::{Answer, Modal, Request};
 use crate::schedule::group::GroupRun;
+use crate::ui::sheet::{Sheet, Tone};
 
 /// A key in a group dialog.
 pub fn on_key(modal: &mut Modal, k: &KeyEvent) -> Answer {
