@@ -415,11 +415,7 @@ impl<'a> Console<'a> {
                             Modal::Running { plan, .. } => Some(dialogs::verdict(plan, &o)),
                             _ => None,
                         };
-                        if let Some(v) = verdict {
-                            self.st.say(v);
-                        }
-                        self.st.close_dialog();
-                        self.st.dialog.hidden = false;
+                        self.st.close_hidden_dialog(verdict);
                     } else {
                         dialogs::on_outcome(m, o);
                     }
@@ -466,7 +462,7 @@ impl<'a> Console<'a> {
     /// kept; after a merge the schedules' step; a quit waiting for a group change stops it;
     /// what ages on screen is drawn again.
     fn on_tick(&mut self) -> Then {
-        self.st.clock.wall = Utc::now();
+        self.st.set_wall(Utc::now());
         self.due.draw |= self.st.expire_message(self.st.clock.wall);
         self.record_frame();
         self.keep_demand();
@@ -490,7 +486,7 @@ impl<'a> Console<'a> {
         if let Some(r) = &mut self.recording
             && let Err(e) = r.take(&self.store, self.st.clock.wall)
         {
-            self.st.settings.recording = None;
+            self.st.set_recording(None);
             let closed = self.recording.take().map(Session::finish);
             self.st.say(match closed {
                 Some(Err(c)) => format!("recording stopped: {e} (and it could not be closed: {c})"),
@@ -532,7 +528,7 @@ impl<'a> Console<'a> {
     fn banner_if_stale(&mut self) {
         let stale = banner_stale(self.banner.at, self.banner.data, self.store.fleet().taken_at);
         if stale || self.st.action_running() != self.banner.busy {
-            self.st.advice.banner = self.schedules.as_ref().and_then(|s| due_change(s, self.cfg, &self.store));
+            self.st.set_banner(self.schedules.as_ref().and_then(|s| due_change(s, self.cfg, &self.store)));
             self.banner.at = Some(Instant::now());
             self.banner.data = self.store.fleet().taken_at;
             self.banner.busy = self.st.action_running();
@@ -667,7 +663,7 @@ impl<'a> Console<'a> {
             self.projecting.at = None;
         }
         if p.is_some() || self.st.advice.projection.is_some() {
-            self.st.advice.projection = p;
+            self.st.set_projection(p);
             self.due.draw = true;
         }
         Then::Go
@@ -719,11 +715,11 @@ enum Then {
 /// file, the first fleet.
 fn ui_state(cfg: &Config, ascii: bool, notes: &[String], recording: Option<&Session>, store: &Store) -> UiState {
     let mut st = UiState::new(cfg.read_only, ascii, cfg.policy.min_runtime, Utc::now());
-    st.settings.queue_wait_threshold = cfg.policy.queue_wait_threshold;
+    st.set_queue_wait_threshold(cfg.policy.queue_wait_threshold);
     if !notes.is_empty() {
         st.say(notes.join("; "));
     }
-    st.settings.recording = recording.and_then(|r| r.recorder().path()).map(|p| p.display().to_string());
+    st.set_recording(recording.and_then(|r| r.recorder().path()).map(|p| p.display().to_string()));
     st.on_fleet(store.fleet());
     st
 }

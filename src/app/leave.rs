@@ -13,7 +13,7 @@ pub(super) fn headless(st: &mut UiState) -> bool {
     if !st.action_running() {
         return false;
     }
-    st.dialog.quit_after = true;
+    st.dialog.leave_when_done();
     if let Some(Modal::GroupRunning { run, .. }) = &mut st.dialog.modal {
         run.stop("the terminal was lost");
     }
@@ -25,7 +25,7 @@ pub(super) fn headless(st: &mut UiState) -> bool {
 /// (`left` then says what was left half-done).
 pub(super) fn wait_for_action(st: &mut UiState, runner: &Runner, left: &mut Option<String>) -> bool {
     if st.action_running() && !st.dialog.quit_after {
-        st.dialog.quit_after = true;
+        st.dialog.leave_when_done();
         st.say("an action is running: tessera quits when it ends (again to leave now)");
         return true;
     }

@@ -71,7 +71,7 @@ fn show(
     match player.frame(i) {
         Ok(f) => {
             store.show_recorded(f.fleet.clone(), f.simulated, f.demand.clone());
-            st.clock.wall = f.at;
+            st.set_wall(f.at);
         }
         Err(e) => {
             let why = format!("this moment's frame cannot be read: {e}");
@@ -88,7 +88,7 @@ fn show(
                 s.health = crate::model::SourceHealth::Unavailable { reason: why.clone() };
             }
             store.show_recorded(fleet, store.simulated(), None);
-            st.clock.wall = at;
+            st.set_wall(at);
             st.forget_history();
             st.say(why);
         }
@@ -115,8 +115,8 @@ fn recorded_source(name: &str, at: DateTime<Utc>) -> crate::model::SourceStatus 
 /// what damage of the recording was skipped.
 fn replay_state(cfg: &Config, ascii: bool, replay: Replay, problems: &[String]) -> UiState {
     let mut st = UiState::new(true, ascii, cfg.policy.min_runtime, replay.pos);
-    st.settings.queue_wait_threshold = cfg.policy.queue_wait_threshold;
-    st.replay = Some(replay);
+    st.set_queue_wait_threshold(cfg.policy.queue_wait_threshold);
+    st.set_replay(replay);
     if let Some(r) = &st.replay {
         st.say(format!("replaying {}: space pauses, g jumps to a time, ? lists the keys", r.what));
     }

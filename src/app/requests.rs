@@ -38,7 +38,6 @@ pub(super) fn on_request(
             match group_plan(&plan.schedule, store, runner, schedules, cfg) {
                 Some(p) if crate::schedule::group::same_run(&p, &plan) => {
                     st.show_dialog(crate::ui::dialogs::group::running(*plan));
-                    st.dialog.hidden = false;
                 }
                 Some(p) => {
                     st.say("the cluster changed since the plan was shown: confirm the new plan");

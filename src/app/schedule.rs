@@ -83,9 +83,7 @@ pub(super) fn pump(st: &mut UiState, store: &Store, runner: &Runner, tx: &mpsc::
             Next::Finished => {
                 if st.dialog.hidden {
                     let summary = run.summary();
-                    st.say(summary);
-                    st.close_dialog();
-                    st.dialog.hidden = false;
+                    st.close_hidden_dialog(Some(summary));
                 }
                 return;
             }
@@ -239,7 +237,7 @@ impl Auto {
                         said.push(format!("({why}) {} ...", p.summary));
                         Self::say(st, &said);
                         self.in_flight = Some((d, approved.plan().clone()));
-                        st.dialog.auto_busy = true;
+                        st.dialog.set_auto_busy(true);
                         spawn_run(*approved, tx.clone());
                         return;
                     }
@@ -265,7 +263,7 @@ impl Auto {
     pub(super) fn finished(&mut self, st: &mut UiState, ev: ActEvent, now: chrono::DateTime<Utc>) {
         let ActEvent::Finished(o) = ev else { return };
         let Some((d, _)) = self.in_flight.take() else { return };
-        st.dialog.auto_busy = false;
+        st.dialog.set_auto_busy(false);
         self.after = Some(now);
         let went = if o.ok { Went::Done } else { Went::NotDone };
         if let Decision::Act { action, why, .. } = &d {

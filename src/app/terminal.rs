@@ -142,13 +142,11 @@ pub(crate) fn draw(
                 st.set_viewport(vp);
             }
             // What the keys go by: the area this frame is drawn at.
-            st.screen.area = area;
+            st.set_screen(area);
             crate::ui::draw(f, st, store.fleet(), theme, store.simulated());
         })
         .map_err(|e| CmdError::Failed(format!("cannot draw: {e}")))?;
     // Drawn: a confirmation's rows on screen now count as read.
-    if let Some(m) = st.dialog.modal.as_mut() {
-        crate::ui::dialogs::drawn(m, st.screen.area);
-    }
+    st.dialog_drawn();
     Ok(())
 }

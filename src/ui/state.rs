@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use super::filter::Filter;
 use super::keymap::Intent;
 use crate::model::{CardRef, Fleet, WorkloadState};
-pub use advice::Advice;
+pub use advice::{Advice, GONE};
 pub use dialog::Dialog;
 pub use fleet::{FleetList, Row, SortKey};
 pub use footer::Footer;
@@ -201,12 +201,13 @@ impl UiState {
 
     /// Say `text` in the footer (it goes once shown `MESSAGE_FOR`, or with its view).
     pub fn say(&mut self, text: impl Into<String>) {
-        self.footer.message = Some(text.into());
+        self.footer.say(text);
     }
 
-    /// Put a dialog in front (a confirmation, a running action's progress).
-    pub fn show_dialog(&mut self, dialog: super::dialogs::Modal) {
+    /// Put a dialog in front (a confirmation, a running action's progress): shown, not hidden.
+    pub fn show_dialog(&mut self, dialog: crate::ui::dialogs::Modal) {
         self.dialog.modal = Some(dialog);
+        self.dialog.hidden = false;
     }
 
     /// Close the dialog in front, if any.
@@ -214,28 +215,61 @@ impl UiState {
         self.dialog.modal = None;
     }
 
+    /// A hidden running dialog ended: close it, saying `line` (its verdict) in the footer.
+    pub fn close_hidden_dialog(&mut self, line: Option<String>) {
+        if let Some(l) = line {
+            self.say(l);
+        }
+        self.close_dialog();
+        self.dialog.hidden = false;
+    }
+
+    /// The wall clock's time now (source ages; a replay's frame time).
+    pub fn set_wall(&mut self, t: DateTime<Utc>) {
+        self.clock.wall = t;
+    }
+
+    /// Waits longer than `d` stand out in the queue view.
+    pub fn set_queue_wait_threshold(&mut self, d: std::time::Duration) {
+        self.settings.queue_wait_threshold = d;
+    }
+
+    /// The file the console records to, for the header (`None`: it stopped recording).
+    pub fn set_recording(&mut self, file: Option<String>) {
+        self.settings.recording = file;
+    }
+
+    /// A schedule change due now or within its lead, or none.
+    pub fn set_banner(&mut self, banner: Option<crate::schedule::group::Banner>) {
+        self.advice.banner = banner;
+    }
+
+    /// The loop's latest projection of the next 24 hours.
+    pub fn set_projection(&mut self, p: Option<crate::simulate::projection::Projection>) {
+        self.advice.projection = p;
+    }
+
+    /// Replaying a recording from now on.
+    pub fn set_replay(&mut self, r: super::replay::Replay) {
+        self.replay = Some(r);
+    }
+
+    /// The terminal's area for the frame about to be drawn (the keys go by it).
+    pub fn set_screen(&mut self, area: ratatui::layout::Rect) {
+        self.screen.area = area;
+    }
+
+    /// A frame was drawn: what the dialog showed in it counts as seen.
+    pub fn dialog_drawn(&mut self) {
+        if let Some(m) = self.dialog.modal.as_mut() {
+            crate::ui::dialogs::drawn(m, self.screen.area);
+        }
+    }
+
     /// A footer message goes once shown this long (it stayed for minutes, long after what it
     /// said was over). True when one went.
     pub fn expire_message(&mut self, wall: DateTime<Utc>) -> bool {
-        const MESSAGE_FOR: i64 = 15;
-        match (&self.footer.message, &self.footer.since) {
-            (None, _) => {
-                self.footer.since = None;
-                false
-            }
-            (Some(m), Some((seen, at))) if m == seen => {
-                if (wall - *at).num_seconds() >= MESSAGE_FOR {
-                    self.footer.message = None;
-                    self.footer.since = None;
-                    return true;
-                }
-                false
-            }
-            (Some(m), _) => {
-                self.footer.since = Some((m.clone(), wall));
-                false
-            }
-        }
+        self.footer.expire(wall)
     }
 
     /// A new fleet arrived: record history, rebuild rows, keep the selection on its card.
@@ -243,43 +277,7 @@ impl UiState {
         if let Some(t) = fleet.taken_at {
             self.clock.now = t;
         }
-        // History from a source (Prometheus) seeds a card's sparklines once, before its own samples.
-        // Card sparklines: the whole-card series (instance series seed workload activity).
-        for h in fleet.history.iter().filter(|h| h.gi.is_none()) {
-            history::on_node_samples(&mut self.history.by_node, &h.card.node, |cards| {
-                let mine = cards.entry(h.card.index).or_default();
-                if mine.len() <= 1 {
-                    let mem = h.mem_pct.iter().copied().chain(std::iter::repeat(None));
-                    let seeded: Vec<Sample> = h.util.iter().zip(mem).map(|(u, m)| Sample::new(*u, m)).collect();
-                    let own: Vec<Sample> = mine.drain(..).collect();
-                    mine.extend(seeded);
-                    mine.extend(own);
-                    while mine.len() > HISTORY {
-                        mine.pop_front();
-                    }
-                }
-            });
-        }
-        // One sample per second of data time, however often sources merge.
-        let sample = self.history.last_sample.is_none_or(|t| self.clock.now - t >= chrono::Duration::seconds(1));
-        if sample {
-            self.history.last_sample = Some(self.clock.now);
-        }
-        for n in fleet.nodes.iter().filter(|_| sample) {
-            history::on_node_samples(&mut self.history.by_node, &n.name, |cards| {
-                for c in &n.cards {
-                    let h = cards.entry(c.index).or_default();
-                    let mem_pct = match (c.memory_used_mib, c.memory_total_mib) {
-                        (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
-                        _ => None,
-                    };
-                    h.push_back(Sample::new(c.activity_pct(), mem_pct));
-                    if h.len() > HISTORY {
-                        h.pop_front();
-                    }
-                }
-            });
-        }
+        self.history.record(fleet, self.clock.now);
         self.fleet.totals = crate::model::Totals::compute(fleet);
         self.sources.rows = (0..fleet.sources.len()).collect();
         self.queue.summary = crate::model::QueueSummary::compute(fleet, self.clock.now);
@@ -288,68 +286,30 @@ impl UiState {
 
     /// The sparkline samples of card `r`, oldest first.
     pub fn samples(&self, r: &CardRef) -> Option<&VecDeque<Sample>> {
-        self.history.by_node.get(r.node.as_str())?.get(&r.index)
+        self.history.samples(r)
     }
 
-    /// New findings from the advisor: keep the selection in range.
     /// Drop the sparklines' samples (a replay went back or jumped: they belong elsewhere).
     pub fn forget_history(&mut self) {
-        self.history.by_node.clear();
-        self.history.last_sample = None;
+        self.history.forget();
     }
 
     /// New findings from the advisor: listed in the order asked for, the selection kept on
     /// its finding, the finding the panel shows shown anew or marked gone.
     pub fn on_findings(&mut self, findings: Vec<crate::advisor::Finding>) {
-        self.advice.flagged = findings
-            .iter()
-            .filter(|f| f.severity >= crate::advisor::Severity::Warn)
-            .flat_map(|f| f.cards.iter().cloned())
-            .collect();
-        self.advice.counts = crate::advisor::counts(&findings);
-        self.advice.at = Some(self.clock.now);
-        self.list_findings(findings);
-        self.show_panel_finding();
-    }
-
-    /// `findings` in `advice_order`, the selection kept on its finding where it is still listed.
-    fn list_findings(&mut self, mut findings: Vec<crate::advisor::Finding>) {
-        let kept = self.advice.list.rows.get(self.advice.list.selected).map(|x| (x.kind, x.subject.clone()));
-        crate::advisor::order(&mut findings, self.advice.order);
-        self.advice.list.rows = findings;
-        if let Some(i) = kept.and_then(|(kind, subject)| self.finding_at(kind, &subject)) {
-            self.advice.list.selected = i;
-        }
-        self.clamp(Tab::Advice);
+        let visible = self.rows_visible(Tab::Advice);
+        self.advice.on_findings(findings, self.clock.now, visible);
     }
 
     /// Where the finding of `kind` about `subject` is listed now.
     pub fn finding_at(&self, kind: crate::advisor::Kind, subject: &crate::advisor::Subject) -> Option<usize> {
-        self.advice.list.rows.iter().position(|x| x.kind == kind && &x.subject == subject)
+        self.advice.finding_at(kind, subject)
     }
 
     /// The Advice view's other order (`s` there), the selection kept on its finding.
     pub fn toggle_advice_order(&mut self) {
-        self.advice.order = self.advice.order.toggled();
-        self.list_findings(self.advice.list.rows.clone());
-    }
-
-    /// The panel's finding as the latest pass has it, or, gone from it, said to be gone.
-    fn show_panel_finding(&mut self) {
-        let Some((kind, subject)) = self.advice.panel_finding.clone() else { return };
-        match self.finding_at(kind, &subject) {
-            Some(i) => self.advice.panel = Some(intents::finding_panel(&self.advice.list.rows[i])),
-            None => {
-                if let Some((title, lines)) = self.advice.panel.as_mut()
-                    && !lines.first().is_some_and(|l| l.starts_with(GONE))
-                {
-                    title.push_str(": gone");
-                    // What it suggested is no longer advice: nothing to plan.
-                    lines.retain(|l| !l.starts_with("  a plans it"));
-                    lines.insert(0, format!("{GONE}: the latest advice no longer has it (Esc closes)"));
-                }
-            }
-        }
+        let visible = self.rows_visible(Tab::Advice);
+        self.advice.toggle_order(visible);
     }
 
     /// Asked to quit while an action runs: leave when it ends (a second request leaves now).
@@ -360,12 +320,7 @@ impl UiState {
 
     /// An action is executing (its dialog shows progress and no outcome yet).
     pub fn action_running(&self) -> bool {
-        self.dialog.auto_busy
-            || match &self.dialog.modal {
-                Some(super::dialogs::Modal::Running { outcome, .. }) => outcome.is_none(),
-                Some(super::dialogs::Modal::GroupRunning { run, .. }) => !run.finished(),
-                _ => false,
-            }
+        self.dialog.action_running()
     }
 
     pub fn selected_card(&self) -> Option<CardRef> {
@@ -435,9 +390,6 @@ mod rows;
 #[cfg(test)]
 #[path = "state_tests.rs"]
 mod tests;
-
-/// How a finding's panel begins once an advice pass no longer has the finding.
-pub const GONE: &str = "this finding is gone";
 
 /// Lines the queue view gives its demand table in a body of `body_height` lines.
 pub fn queue_demand_height(body_height: usize, demand_rows: usize) -> usize {

@@ -15,3 +15,25 @@ pub struct Dialog {
     /// cluster): the operator's own actions wait for it, as it waits for theirs.
     pub auto_busy: bool,
 }
+
+impl Dialog {
+    /// An action is executing (its dialog shows progress and no outcome yet).
+    pub fn action_running(&self) -> bool {
+        self.auto_busy
+            || match &self.modal {
+                Some(crate::ui::dialogs::Modal::Running { outcome, .. }) => outcome.is_none(),
+                Some(crate::ui::dialogs::Modal::GroupRunning { run, .. }) => !run.finished(),
+                _ => false,
+            }
+    }
+
+    /// Leave when the running action ends.
+    pub fn leave_when_done(&mut self) {
+        self.quit_after = true;
+    }
+
+    /// Whether an unattended schedule's action runs.
+    pub fn set_auto_busy(&mut self, busy: bool) {
+        self.auto_busy = busy;
+    }
+}

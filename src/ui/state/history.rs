@@ -65,3 +65,58 @@ pub struct History {
     /// Data time of the last sparkline sample.
     pub(super) last_sample: Option<DateTime<Utc>>,
 }
+
+impl History {
+    /// Sample every card of `fleet` at data time `now` (once per second of it), after seeding
+    /// sparklines from the history a source sent.
+    pub fn record(&mut self, fleet: &crate::model::Fleet, now: DateTime<Utc>) {
+        // History from a source (Prometheus) seeds a card's sparklines once, before its own samples.
+        // Card sparklines: the whole-card series (instance series seed workload activity).
+        for h in fleet.history.iter().filter(|h| h.gi.is_none()) {
+            on_node_samples(&mut self.by_node, &h.card.node, |cards| {
+                let mine = cards.entry(h.card.index).or_default();
+                if mine.len() <= 1 {
+                    let mem = h.mem_pct.iter().copied().chain(std::iter::repeat(None));
+                    let seeded: Vec<Sample> = h.util.iter().zip(mem).map(|(u, m)| Sample::new(*u, m)).collect();
+                    let own: Vec<Sample> = mine.drain(..).collect();
+                    mine.extend(seeded);
+                    mine.extend(own);
+                    while mine.len() > HISTORY {
+                        mine.pop_front();
+                    }
+                }
+            });
+        }
+        // One sample per second of data time, however often sources merge.
+        let sample = self.last_sample.is_none_or(|t| now - t >= chrono::Duration::seconds(1));
+        if sample {
+            self.last_sample = Some(now);
+        }
+        for n in fleet.nodes.iter().filter(|_| sample) {
+            on_node_samples(&mut self.by_node, &n.name, |cards| {
+                for c in &n.cards {
+                    let h = cards.entry(c.index).or_default();
+                    let mem_pct = match (c.memory_used_mib, c.memory_total_mib) {
+                        (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
+                        _ => None,
+                    };
+                    h.push_back(Sample::new(c.activity_pct(), mem_pct));
+                    if h.len() > HISTORY {
+                        h.pop_front();
+                    }
+                }
+            });
+        }
+    }
+
+    /// The sparkline samples of card `r`, oldest first.
+    pub fn samples(&self, r: &crate::model::CardRef) -> Option<&VecDeque<Sample>> {
+        self.by_node.get(r.node.as_str())?.get(&r.index)
+    }
+
+    /// Drop every sample.
+    pub fn forget(&mut self) {
+        self.by_node.clear();
+        self.last_sample = None;
+    }
+}

@@ -186,7 +186,7 @@ impl UiState {
             Tab::Workloads => self.open.workload = row(&self.workloads.rows, self.workloads.selected),
             Tab::Advice => {
                 if let Some(x) = self.advice.list.rows.get(self.advice.list.selected) {
-                    self.advice.panel = Some(finding_panel(x));
+                    self.advice.panel = Some(advice::finding_panel(x));
                     self.advice.panel_finding = Some((x.kind, x.subject.clone()));
                 }
             }
@@ -340,22 +340,4 @@ impl UiState {
         let vp = self.rows_visible(self.tab);
         on_list!(self, self.tab, l => l.click(y, vp));
     }
-}
-
-/// A finding's panel: its kind and severity as the title, the finding in full.
-pub(super) fn finding_panel(x: &crate::advisor::Finding) -> (String, Vec<String>) {
-    (format!("{} ({})", x.kind.as_str(), x.severity.as_str()), finding_lines(x))
-}
-
-/// A finding in full for the panel: what, the evidence, the cost, the suggestion.
-fn finding_lines(x: &crate::advisor::Finding) -> Vec<String> {
-    let mut out = vec![x.title.clone(), "evidence:".into()];
-    out.extend(x.evidence.iter().map(|e| format!("  {e}")));
-    // Waste for most kinds; for waiting work, what it would use or start (docs/advisor.md).
-    out.push(format!("GPU-hours a day: {:.1}", x.gpu_hours_per_day));
-    out.push(format!("suggestion: {}", x.suggestion.text()));
-    if x.suggestion.action().is_some() {
-        out.push("  a plans it (confirmation first)".into());
-    }
-    out
 }
