@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use super::filter::Filter;
 use super::keymap::Intent;
-use crate::model::{CardRef, Fleet, WorkloadState};
+use crate::model::{CardRef, Fleet};
 pub use advice::{Advice, GONE};
 pub use dialog::Dialog;
 pub use fleet::{FleetList, Row, SortKey};
@@ -386,6 +386,7 @@ mod list;
 mod queue;
 pub mod replay_keys;
 mod rows;
+mod workloads;
 
 #[cfg(test)]
 #[path = "state_tests.rs"]
