@@ -377,6 +377,7 @@ impl UiState {
 
 pub mod action_keys;
 pub mod advice;
+mod commands;
 mod dialog;
 mod fleet;
 mod footer;

@@ -5,9 +5,8 @@ use super::*;
 use crate::advisor::Suggestion;
 
 impl UiState {
-    /// Apply an intent from the keymap.
+    /// Apply an intent from the keymap: each kind of key to its handler.
     pub fn apply(&mut self, intent: Intent, fleet: &Fleet) -> Effect {
-        let page = self.screen.body.max(1) as isize;
         if let Some(e) = self.scroll_help(intent) {
             return e;
         }
@@ -15,11 +14,7 @@ impl UiState {
             Intent::Quit if self.action_running() => self.quit_when_done(),
             Intent::Quit => return Effect::Quit,
             Intent::Suspend => return Effect::Suspend,
-            Intent::ShowAction => {
-                if let Some(e) = self.show_action() {
-                    return e;
-                }
-            }
+            Intent::ShowAction => return self.show_action().unwrap_or(Effect::Redraw),
             Intent::Help => {
                 self.open.help = !self.open.help;
                 self.open.help_scroll = 0;
@@ -27,34 +22,18 @@ impl UiState {
             Intent::Back => self.back(fleet),
             Intent::Filter => self.input = Input::Filter(self.filter.text.clone()),
             Intent::Command => self.input = Input::Command(String::new()),
-            // In a card's view j/k go to the previous and next card.
-            Intent::Up | Intent::Down if self.open.card.is_some() && self.tab == Tab::Fleet => {
-                self.step(if intent == Intent::Up { -1 } else { 1 });
-                self.open.card = self.selected_card();
+            Intent::Up | Intent::Down | Intent::PageUp | Intent::PageDown | Intent::Top | Intent::Bottom => {
+                self.navigate(intent)
             }
-            Intent::Up => self.step(-1),
-            Intent::Down => self.step(1),
-            Intent::PageUp => self.step(-page),
-            Intent::PageDown => self.step(page),
-            Intent::Top => self.step(-(self.len(self.tab) as isize)),
-            Intent::Bottom => self.step(self.len(self.tab) as isize),
             Intent::Open => self.open(fleet),
             Intent::NextView => self.switch(Tab::ALL[(self.tab.index() + 1) % Tab::ALL.len()]),
-            Intent::ViewFleet => self.switch(Tab::Fleet),
-            Intent::ViewQueue => self.switch(Tab::Queue),
-            Intent::ViewWorkloads => self.switch(Tab::Workloads),
-            Intent::ViewSources => self.switch(Tab::Sources),
-            Intent::ViewAdvice => self.switch(Tab::Advice),
+            Intent::ViewFleet
+            | Intent::ViewQueue
+            | Intent::ViewWorkloads
+            | Intent::ViewSources
+            | Intent::ViewAdvice => self.switch(view_of(intent)),
             Intent::Sort | Intent::ReverseSort => self.sort_by(intent, fleet),
-            Intent::ScheduleChange => match &self.advice.banner {
-                _ if self.action_running() => {
-                    self.footer.message = Some("an action is running: start the next when it ends".into());
-                }
-                Some(b) => return Effect::Request(crate::ui::dialogs::Request::PlanGroup(b.schedule.clone())),
-                None => {
-                    self.footer.message = Some("no schedule change is due (tessera schedule shows the timeline)".into())
-                }
-            },
+            Intent::ScheduleChange => return self.schedule_change(),
             Intent::ReplayPause
             | Intent::ReplayBack
             | Intent::ReplayForward
@@ -67,10 +46,39 @@ impl UiState {
             | Intent::Repartition
             | Intent::Preempt
             | Intent::ForcePreempt => {
-                if let Some(r) = crate::ui::state::action_keys::on_intent(self, intent, fleet) {
-                    return Effect::Request(r);
-                }
+                return super::action_keys::on_intent(self, intent, fleet).map_or(Effect::Redraw, Effect::Request);
             }
+        }
+        Effect::Redraw
+    }
+
+    /// A moving key: the selection moves in the view (in a card's view j/k go to the
+    /// previous and next card).
+    fn navigate(&mut self, intent: Intent) {
+        let page = self.screen.body.max(1) as isize;
+        let all = self.len(self.tab) as isize;
+        let by = match intent {
+            Intent::Up => -1,
+            Intent::Down => 1,
+            Intent::PageUp => -page,
+            Intent::PageDown => page,
+            Intent::Top => -all,
+            _ => all,
+        };
+        if self.open.card.is_some() && self.tab == Tab::Fleet && matches!(intent, Intent::Up | Intent::Down) {
+            self.step(by);
+            self.open.card = self.selected_card();
+        } else {
+            self.step(by);
+        }
+    }
+
+    /// The banner's key: plan the schedule change that is due, unless an action runs.
+    fn schedule_change(&mut self) -> Effect {
+        match &self.advice.banner {
+            _ if self.action_running() => self.say("an action is running: start the next when it ends"),
+            Some(b) => return Effect::Request(crate::ui::dialogs::Request::PlanGroup(b.schedule.clone())),
+            None => self.say("no schedule change is due (tessera schedule shows the timeline)"),
         }
         Effect::Redraw
     }
@@ -218,7 +226,7 @@ impl UiState {
         }
     }
 
-    fn switch(&mut self, t: Tab) {
+    pub(super) fn switch(&mut self, t: Tab) {
         // A finding's detail belongs to the Advice view: it does not stay over another.
         if t != Tab::Advice && self.advice.panel_finding.take().is_some() {
             self.advice.panel = None;
@@ -247,91 +255,6 @@ impl UiState {
         self.step(0);
     }
 
-    /// Run a `:` command. Unknown commands say so in the message line.
-    pub fn command(&mut self, text: &str, fleet: &Fleet) -> Effect {
-        let mut words = text.split_whitespace();
-        match (words.next(), words.next()) {
-            (Some("q" | "quit"), _) => return Effect::Quit,
-            (Some("fleet"), _) => self.switch(Tab::Fleet),
-            (Some("queue"), _) => self.switch(Tab::Queue),
-            (Some("workloads" | "wl"), _) => self.switch(Tab::Workloads),
-            (Some("sources" | "src"), _) => self.switch(Tab::Sources),
-            (Some("advice" | "advise"), _) => self.switch(Tab::Advice),
-            (Some("node"), Some(name)) => {
-                // The whole name, else the one node it begins.
-                let starting: Vec<&str> =
-                    fleet.nodes.iter().map(|n| n.name.as_str()).filter(|n| n.starts_with(name)).collect();
-                let name = match fleet.nodes.iter().find(|n| n.name == name) {
-                    Some(n) => n.name.as_str(),
-                    None => match starting.as_slice() {
-                        [one] => one,
-                        [] => {
-                            self.footer.message = Some(format!("no node named {name}"));
-                            return Effect::Redraw;
-                        }
-                        many => {
-                            let shown: Vec<&str> = many.iter().take(4).copied().collect();
-                            let more = if many.len() > 4 { ", ..." } else { "" };
-                            self.footer.message = Some(format!(
-                                "{name} begins {} ({}{more}): type more of the name",
-                                crate::units::count(many.len() as u64, "node", "nodes"),
-                                shown.join(", ")
-                            ));
-                            return Effect::Redraw;
-                        }
-                    },
-                };
-                self.switch(Tab::Fleet);
-                if !self.filter.text.is_empty() {
-                    self.set_filter(String::new(), fleet);
-                }
-                let pos = self.fleet.list.rows.iter().position(|r| match r {
-                    Row::Card(ni, _) => fleet.nodes[*ni].name == name,
-                    Row::Node(_) => false,
-                });
-                match pos {
-                    Some(p) => {
-                        self.fleet.list.selected = p;
-                        // Show the node heading too.
-                        self.fleet.list.offset = p.saturating_sub(1);
-                        self.clamp(Tab::Fleet);
-                    }
-                    None => self.footer.message = Some(format!("no node named {name}")),
-                }
-            }
-            (Some("fit"), _) => {
-                let query = text.trim_start().strip_prefix("fit").unwrap_or_default().trim();
-                match crate::advisor::fit::answer(fleet, query, self.clock.now, self.settings.min_runtime) {
-                    Ok(a) => {
-                        // A running workload has its place: say so, then where another like it
-                        // would fit (it was answered as if it waited).
-                        let running = fleet
-                            .workload(query)
-                            .or_else(|| fleet.workloads.iter().find(|w| w.name == query))
-                            .filter(|w| w.state == crate::model::WorkloadState::Running);
-                        let title = match running {
-                            Some(w) => {
-                                let on: Vec<String> = w.cards.iter().map(ToString::to_string).collect();
-                                let on = if on.is_empty() { "its cards".to_string() } else { on.join(", ") };
-                                format!("{} runs on {on} now; where another {} would fit", w.id, a.wants)
-                            }
-                            None => format!("where it fits: {}", a.wants),
-                        };
-                        self.advice.panel = Some((title, crate::advisor::fit::lines(&a)));
-                        self.advice.panel_finding = None;
-                    }
-                    Err(e) => self.footer.message = Some(e.to_string()),
-                }
-            }
-            (Some(other), _) => {
-                self.footer.message =
-                    Some(format!("unknown command :{other} (try :node NAME, :fit 3g.40gb|4|WORKLOAD, :queue, :q)"))
-            }
-            (None, _) => {}
-        }
-        Effect::Redraw
-    }
-
     /// A click on body row `y` (0 = first data row) selects it.
     pub fn click(&mut self, y: usize) {
         if y >= self.rows_visible(self.tab) || self.open.help || self.open.card.is_some() {
@@ -339,5 +262,16 @@ impl UiState {
         }
         let vp = self.rows_visible(self.tab);
         on_list!(self, self.tab, l => l.click(y, vp));
+    }
+}
+
+/// The view a view key goes to.
+fn view_of(intent: Intent) -> Tab {
+    match intent {
+        Intent::ViewQueue => Tab::Queue,
+        Intent::ViewWorkloads => Tab::Workloads,
+        Intent::ViewSources => Tab::Sources,
+        Intent::ViewAdvice => Tab::Advice,
+        _ => Tab::Fleet,
     }
 }
