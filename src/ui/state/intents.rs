@@ -11,17 +11,10 @@ impl UiState {
             return e;
         }
         match intent {
-            Intent::Quit if self.action_running() => self.quit_when_done(),
-            Intent::Quit => return Effect::Quit,
-            Intent::Suspend => return Effect::Suspend,
+            Intent::Quit | Intent::Suspend => return self.leave(intent),
             Intent::ShowAction => return self.show_action().unwrap_or(Effect::Redraw),
-            Intent::Help => {
-                self.open.help = !self.open.help;
-                self.open.help_scroll = 0;
-            }
+            Intent::Help | Intent::Filter | Intent::Command => self.begin(intent),
             Intent::Back => self.back(fleet),
-            Intent::Filter => self.input = Input::Filter(self.filter.text.clone()),
-            Intent::Command => self.input = Input::Command(String::new()),
             Intent::Up | Intent::Down | Intent::PageUp | Intent::PageDown | Intent::Top | Intent::Bottom => {
                 self.navigate(intent)
             }
@@ -50,6 +43,28 @@ impl UiState {
             }
         }
         Effect::Redraw
+    }
+
+    /// Quit (once an action running ends) or suspend.
+    fn leave(&mut self, intent: Intent) -> Effect {
+        match intent {
+            Intent::Quit if self.action_running() => self.quit_when_done(),
+            Intent::Quit => return Effect::Quit,
+            _ => return Effect::Suspend,
+        }
+        Effect::Redraw
+    }
+
+    /// The help toggled, or a line to type opened: the filter (as it stands) or a command.
+    fn begin(&mut self, intent: Intent) {
+        match intent {
+            Intent::Help => {
+                self.open.help = !self.open.help;
+                self.open.help_scroll = 0;
+            }
+            Intent::Filter => self.input = Input::Filter(self.filter.text.clone()),
+            _ => self.input = Input::Command(String::new()),
+        }
     }
 
     /// A moving key: the selection moves in the view (in a card's view j/k go to the
