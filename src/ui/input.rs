@@ -44,82 +44,15 @@ pub fn on_event(st: &mut UiState, fleet: &Fleet, ev: Event) -> Effect {
 }
 
 pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
-    // Ctrl-Z suspends from anywhere, typing and dialogs included (raw mode turns it into a
-    // key, as it does Ctrl-C; the keymap lists it).
-    if k.code == KeyCode::Char('z') && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) {
-        return Effect::Suspend;
+    if let Some(e) = control_key(st, &k) {
+        return e;
     }
-    // Ctrl-C quits from anywhere, typing included: raw mode turns it into a key.
-    if k.code == KeyCode::Char('c') && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) {
-        if st.action_running() && !st.dialog.quit_after {
-            st.dialog.quit_after = true;
-            st.footer.message =
-                Some("an action is running: tessera quits when it ends (Ctrl-C again to leave now)".into());
-            return Effect::Redraw;
-        }
-        return Effect::Quit;
+    if let Some(e) = dialog_key(st, &k) {
+        return e;
     }
-    let running = st.action_running();
-    if let Some(modal) = st.dialog.modal.as_mut().filter(|_| !st.dialog.hidden) {
-        // q in a running action's dialog: leave when it ends, as the signals do.
-        if k.code == KeyCode::Char('q') && running {
-            st.quit_when_done();
-            return Effect::Redraw;
-        }
-        return match super::dialogs::on_key(modal, &k, st.screen.area) {
-            Answer::Stay => Effect::Redraw,
-            Answer::Close(message) => {
-                st.dialog.modal = None;
-                st.footer.message = Some(message);
-                // A confirmation typed ahead of the loop must not outlive its dialog.
-                Effect::Dismissed
-            }
-            Answer::Request(r) => Effect::Request(r),
-            Answer::Hide => {
-                st.dialog.hidden = true;
-                st.footer.message = None;
-                Effect::Redraw
-            }
-        };
-    }
-    let read_only = st.settings.read_only;
-    let replay = st.replay.is_some();
     match &mut st.input {
-        Input::Normal => match route_for(&k, read_only, replay) {
-            Some(intent) => st.apply(intent, fleet),
-            // The action keys do not exist read-only; say so once, not on every key.
-            None if read_only && !st.dialog.told_read_only && route(&k, false).is_some_and(Intent::is_action) => {
-                st.dialog.told_read_only = true;
-                st.footer.message = Some(if st.replay.is_some() {
-                    "a replay is read-only: nothing can act on the past".into()
-                } else {
-                    "read-only: tessera was started without actions (drain, repartition, preempt)".into()
-                });
-                Effect::Redraw
-            }
-            None => Effect::None,
-        },
-        Input::Filter(text) => {
-            match k.code {
-                KeyCode::Esc => {
-                    st.input = Input::Normal;
-                    st.set_filter(String::new(), fleet);
-                }
-                KeyCode::Enter => st.input = Input::Normal,
-                KeyCode::Backspace => {
-                    text.pop();
-                    let t = text.clone();
-                    st.set_filter(t, fleet);
-                }
-                KeyCode::Char(c) => {
-                    text.push(c);
-                    let t = text.clone();
-                    st.set_filter(t, fleet);
-                }
-                _ => return Effect::None,
-            }
-            Effect::Redraw
-        }
+        Input::Normal => normal_key(st, fleet, &k),
+        Input::Filter(_) => filter_key(st, fleet, &k),
         Input::Goto(_) => typed(st, k, |st, t| {
             super::state::replay_keys::goto(st, t);
             Effect::Redraw
@@ -130,6 +63,94 @@ pub fn on_key(st: &mut UiState, fleet: &Fleet, k: KeyEvent) -> Effect {
         }
         Input::Command(_) => typed(st, k, |st, t| st.command(t, fleet)),
     }
+}
+
+/// Ctrl-Z and Ctrl-C, from anywhere, typing and dialogs included (raw mode turns them into
+/// keys; the keymap lists them).
+fn control_key(st: &mut UiState, k: &KeyEvent) -> Option<Effect> {
+    let ctrl = k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL);
+    if k.code == KeyCode::Char('z') && ctrl {
+        return Some(Effect::Suspend);
+    }
+    if k.code == KeyCode::Char('c') && ctrl {
+        if st.action_running() && !st.dialog.quit_after {
+            st.dialog.leave_when_done();
+            st.say("an action is running: tessera quits when it ends (Ctrl-C again to leave now)");
+            return Some(Effect::Redraw);
+        }
+        return Some(Effect::Quit);
+    }
+    None
+}
+
+/// A key for the dialog in front, if one shows: it takes every key.
+fn dialog_key(st: &mut UiState, k: &KeyEvent) -> Option<Effect> {
+    let running = st.action_running();
+    let modal = st.dialog.modal.as_mut().filter(|_| !st.dialog.hidden)?;
+    // q in a running action's dialog: leave when it ends, as the signals do.
+    if k.code == KeyCode::Char('q') && running {
+        st.quit_when_done();
+        return Some(Effect::Redraw);
+    }
+    Some(match super::dialogs::on_key(modal, k, st.screen.area) {
+        Answer::Stay => Effect::Redraw,
+        Answer::Close(message) => {
+            st.close_dialog();
+            st.say(message);
+            // A confirmation typed ahead of the loop must not outlive its dialog.
+            Effect::Dismissed
+        }
+        Answer::Request(r) => Effect::Request(r),
+        Answer::Hide => {
+            st.dialog.hide();
+            st.footer.clear();
+            Effect::Redraw
+        }
+    })
+}
+
+/// A key with nothing typed and no dialog: through the keymap to the state.
+fn normal_key(st: &mut UiState, fleet: &Fleet, k: &KeyEvent) -> Effect {
+    let read_only = st.settings.read_only;
+    let replay = st.replay.is_some();
+    match route_for(k, read_only, replay) {
+        Some(intent) => st.apply(intent, fleet),
+        // The action keys do not exist read-only; say so once, not on every key.
+        None if read_only && !st.dialog.told_read_only && route(k, false).is_some_and(Intent::is_action) => {
+            st.dialog.told_read_only = true;
+            st.say(if replay {
+                "a replay is read-only: nothing can act on the past"
+            } else {
+                "read-only: tessera was started without actions (drain, repartition, preempt)"
+            });
+            Effect::Redraw
+        }
+        None => Effect::None,
+    }
+}
+
+/// A key while the filter is typed: it applies at every key; Esc clears it, Enter keeps it.
+fn filter_key(st: &mut UiState, fleet: &Fleet, k: &KeyEvent) -> Effect {
+    let Input::Filter(text) = &mut st.input else { return Effect::None };
+    match k.code {
+        KeyCode::Esc => {
+            st.input = Input::Normal;
+            st.set_filter(String::new(), fleet);
+        }
+        KeyCode::Enter => st.input = Input::Normal,
+        KeyCode::Backspace => {
+            text.pop();
+            let t = text.clone();
+            st.set_filter(t, fleet);
+        }
+        KeyCode::Char(c) => {
+            text.push(c);
+            let t = text.clone();
+            st.set_filter(t, fleet);
+        }
+        _ => return Effect::None,
+    }
+    Effect::Redraw
 }
 
 /// Tab in `:node NAME`: the name completed as far as the nodes that begin with it agree (the

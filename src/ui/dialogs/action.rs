@@ -90,90 +90,104 @@ fn config_picker(
 
 pub(super) fn answer(modal: &mut Modal, k: &KeyEvent) -> Answer {
     match modal {
-        Modal::Picker { card, choices, selected, .. } => match k.code {
-            KeyCode::Esc => Answer::Close("repartition cancelled: nothing done".into()),
-            KeyCode::Down | KeyCode::Char('j') => {
-                *selected = (*selected + 1).min(choices.len().saturating_sub(1));
-                Answer::Stay
-            }
-            KeyCode::Up | KeyCode::Char('k') => {
-                *selected = selected.saturating_sub(1);
-                Answer::Stay
-            }
-            KeyCode::Enter => match choices.get(*selected) {
-                Some(c) => Answer::Request(Request::Plan(Action::Repartition {
-                    target: card.to_string(),
-                    layout: c.layout.clone(),
-                })),
-                None => Answer::Stay,
-            },
-            _ => Answer::Stay,
-        },
-        Modal::Confirm { plan, typed, second, mismatch, .. } => {
-            *mismatch = false;
-            let cancelled = || Answer::Close(format!("{} {} cancelled: nothing done", plan.action.verb(), plan.target));
-            if k.code == KeyCode::Esc {
-                if !plan.allowed() {
-                    return Answer::Close(format!("{} {} refused: nothing done", plan.action.verb(), plan.target));
-                }
-                return cancelled();
-            }
-            if !plan.allowed() {
-                // A busy card cannot be repartitioned: offer the first step, a drain. An
-                // unhealthy card's undrain may be forced, with a second question.
-                return match (&plan.action, k.code) {
-                    (Action::Repartition { target, .. }, KeyCode::Char('d')) if offers_drain(plan) => {
-                        Answer::Request(Request::Plan(Action::Drain { target: target.clone(), evict: false }))
-                    }
-                    (Action::Undrain { target, force: false }, KeyCode::Char('f')) if offers_force(plan) => {
-                        Answer::Request(Request::Plan(Action::Undrain { target: target.clone(), force: true }))
-                    }
-                    _ => Answer::Stay,
-                };
-            }
-            if *second {
-                return match k.code {
-                    KeyCode::Char('y') => Answer::Request(Request::Execute(plan.clone())),
-                    KeyCode::Char('n') => cancelled(),
-                    _ => Answer::Stay,
-                };
-            }
-            let confirmed = if plan.destructive {
-                match k.code {
-                    KeyCode::Char(c) => {
-                        typed.push(c);
-                        false
-                    }
-                    KeyCode::Backspace => {
-                        typed.pop();
-                        false
-                    }
-                    KeyCode::Enter => {
-                        *mismatch = *typed != plan.target;
-                        !*mismatch
-                    }
-                    _ => false,
-                }
-            } else {
-                // Only a y: an Enter meant for the view behind must not act on a card.
-                k.code == KeyCode::Char('y')
-            };
-            if !confirmed {
-                return if k.code == KeyCode::Char('n') && !plan.destructive { cancelled() } else { Answer::Stay };
-            }
-            if plan.second_confirmation.is_some() {
-                *second = true;
-                return Answer::Stay;
-            }
-            Answer::Request(Request::Execute(plan.clone()))
-        }
+        Modal::Picker { card, choices, selected, .. } => picker_key(card, choices, selected, k),
+        Modal::Confirm { plan, typed, second, mismatch, .. } => confirm_key(plan, typed, second, mismatch, k),
         Modal::Group { .. } | Modal::GroupRunning { .. } => super::group::on_key(modal, k),
-        Modal::Running { plan, outcome, .. } => match (k.code, outcome) {
-            (KeyCode::Esc | KeyCode::Enter, Some(o)) => Answer::Close(verdict(plan, o)),
-            // The action runs on; the operator may look elsewhere meanwhile.
-            (KeyCode::Esc, None) => Answer::Hide,
-            _ => Answer::Stay,
+        Modal::Running { plan, outcome, .. } => running_key(plan, outcome.as_ref(), k),
+    }
+}
+
+/// A key in the layout picker: move, cancel, or plan the layout chosen.
+fn picker_key(card: &CardRef, choices: &[Choice], selected: &mut usize, k: &KeyEvent) -> Answer {
+    match k.code {
+        KeyCode::Esc => Answer::Close("repartition cancelled: nothing done".into()),
+        KeyCode::Down | KeyCode::Char('j') => {
+            *selected = (*selected + 1).min(choices.len().saturating_sub(1));
+            Answer::Stay
+        }
+        KeyCode::Up | KeyCode::Char('k') => {
+            *selected = selected.saturating_sub(1);
+            Answer::Stay
+        }
+        KeyCode::Enter => match choices.get(*selected) {
+            Some(c) => Answer::Request(Request::Plan(Action::Repartition {
+                target: card.to_string(),
+                layout: c.layout.clone(),
+            })),
+            None => Answer::Stay,
         },
+        _ => Answer::Stay,
+    }
+}
+
+/// A key in a confirmation: the typed name, a yes, the second question, or what a refused
+/// plan offers instead (a drain first, a forced undrain).
+fn confirm_key(plan: &Plan, typed: &mut String, second: &mut bool, mismatch: &mut bool, k: &KeyEvent) -> Answer {
+    *mismatch = false;
+    let cancelled = || Answer::Close(format!("{} {} cancelled: nothing done", plan.action.verb(), plan.target));
+    if k.code == KeyCode::Esc {
+        if !plan.allowed() {
+            return Answer::Close(format!("{} {} refused: nothing done", plan.action.verb(), plan.target));
+        }
+        return cancelled();
+    }
+    if !plan.allowed() {
+        // A busy card cannot be repartitioned: offer the first step, a drain. An
+        // unhealthy card's undrain may be forced, with a second question.
+        return match (&plan.action, k.code) {
+            (Action::Repartition { target, .. }, KeyCode::Char('d')) if offers_drain(plan) => {
+                Answer::Request(Request::Plan(Action::Drain { target: target.clone(), evict: false }))
+            }
+            (Action::Undrain { target, force: false }, KeyCode::Char('f')) if offers_force(plan) => {
+                Answer::Request(Request::Plan(Action::Undrain { target: target.clone(), force: true }))
+            }
+            _ => Answer::Stay,
+        };
+    }
+    if *second {
+        return match k.code {
+            KeyCode::Char('y') => Answer::Request(Request::Execute(Box::new(plan.clone()))),
+            KeyCode::Char('n') => cancelled(),
+            _ => Answer::Stay,
+        };
+    }
+    let confirmed = if plan.destructive {
+        match k.code {
+            KeyCode::Char(c) => {
+                typed.push(c);
+                false
+            }
+            KeyCode::Backspace => {
+                typed.pop();
+                false
+            }
+            KeyCode::Enter => {
+                *mismatch = *typed != plan.target;
+                !*mismatch
+            }
+            _ => false,
+        }
+    } else {
+        // Only a y: an Enter meant for the view behind must not act on a card.
+        k.code == KeyCode::Char('y')
+    };
+    if !confirmed {
+        return if k.code == KeyCode::Char('n') && !plan.destructive { cancelled() } else { Answer::Stay };
+    }
+    if plan.second_confirmation.is_some() {
+        *second = true;
+        return Answer::Stay;
+    }
+    Answer::Request(Request::Execute(Box::new(plan.clone())))
+}
+
+/// A key in a running action's dialog: close it once it ended, hide it while it runs.
+fn running_key(plan: &Plan, outcome: Option<&Outcome>, k: &KeyEvent) -> Answer {
+    match (k.code, outcome) {
+        (KeyCode::Esc | KeyCode::Enter, Some(o)) => Answer::Close(verdict(plan, o)),
+        // The action runs on; the operator may look elsewhere meanwhile.
+        (KeyCode::Esc, None) => Answer::Hide,
+        _ => Answer::Stay,
     }
 }
 

@@ -36,4 +36,9 @@ impl Dialog {
     pub fn set_auto_busy(&mut self, busy: bool) {
         self.auto_busy = busy;
     }
+
+    /// Hide the running action's dialog: keys browse, the footer follows it.
+    pub fn hide(&mut self) {
+        self.hidden = true;
+    }
 }

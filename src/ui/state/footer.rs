@@ -39,4 +39,9 @@ impl Footer {
             }
         }
     }
+
+    /// Say nothing.
+    pub fn clear(&mut self) {
+        self.message = None;
+    }
 }
