@@ -36,33 +36,8 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     };
     let a = st.settings.ascii;
     let w = usize::from(area.width);
-    let model = match (card.gpu_model(), card.short_model()) {
-        (Some(m), _) => m.name.clone(),
-        (None, Some(short)) => format!("{short} (no MIG)"),
-        (None, None) => "unknown model: MIG planning off".into(),
-    };
-    let dot = if a { "-" } else { "·" };
-    let title = format!(" {r} {dot} {model} {dot} {} {dot} {} ", card.model, card.uuid.as_deref().unwrap_or("no UUID"));
+    let (title, facts) = title_and_facts(r, card, a);
     let (state, state_style) = card_state(card, theme);
-    let facts = format!(
-        "util {}  mem {} GiB  temp {}  power {}/{}  mode {}  ECC {}  XID {}{}  ",
-        if card.mig.enabled {
-            card.activity_pct().map_or("N/A".into(), |u| format!("~{}%", crate::units::whole(u)))
-        } else {
-            pct(card.utilization_pct)
-        },
-        gib_pair(card.memory_used_mib, card.memory_total_mib),
-        card.temperature_c.map_or("-".into(), |t| format!("{t:.0}C")),
-        card.power_w.map_or("-".into(), |p| format!("{p:.0}W")),
-        card.power_limit_w.map_or("-".into(), |p| format!("{p:.0}W")),
-        card.compute_mode.map_or("-".into(), |m| format!("{m:?}").to_lowercase()),
-        card.health.ecc_volatile_uncorrected.map_or("-".into(), |e| e.to_string()),
-        card.health.last_xid.map_or("-".into(), |x| x.to_string()),
-        card.health
-            .remapped_rows_uncorrectable
-            .filter(|r| *r > 0)
-            .map_or(String::new(), |r| format!("  remapped rows {r}")),
-    );
     let name = |id: &str| holder_name(fleet, id);
     let mut top = vec![
         Line::from(Span::styled(fit(&title, w, a), theme.title())),
@@ -94,30 +69,72 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     f.render_widget(Paragraph::new(top), rows[0]);
 
     if spark_h > 0 {
-        let halves = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).split(rows[1]);
-        let hist = st.samples(r);
-        let series = |pick: fn(&Sample) -> Option<f64>| -> Vec<Option<u64>> {
-            hist.map(|h| h.iter().map(|s| pick(s).map(|v| v.round() as u64)).collect()).unwrap_or_default()
-        };
-        let borders = if a { Borders::NONE } else { Borders::TOP };
-        for (i, (what, data)) in
-            [("utilisation", series(Sample::util)), ("memory", series(Sample::mem_pct))].into_iter().enumerate()
-        {
-            let width = usize::from(halves[i].width);
-            let tail: Vec<u64> = data.iter().rev().take(width).rev().map(|v| v.unwrap_or(0)).collect();
-            // The scale is always 0-100 %; samples come a second apart, or at a source's own
-            // step where it sent history, so the span is not claimed.
-            let label = format!("{what} 0-100% (newest right)");
-            let block =
-                Block::new().borders(borders).border_style(theme.border()).title(Span::styled(label, theme.dim()));
-            let mut spark = Sparkline::default().block(block).data(&tail).max(100).style(theme.fg(theme.c.util_mid));
-            if a {
-                spark = spark.bar_set(ASCII_BARS);
-            }
-            f.render_widget(spark, halves[i]);
-        }
+        draw_sparklines(f, rows[1], st, r, theme);
     }
 
+    draw_events(f, rows[2], events, theme, w, a);
+}
+
+/// The card's title line (name, model, UUID) and its facts line (utilisation, memory,
+/// temperature, power, mode, ECC, XID).
+fn title_and_facts(r: &CardRef, card: &Card, a: bool) -> (String, String) {
+    let model = match (card.gpu_model(), card.short_model()) {
+        (Some(m), _) => m.name.clone(),
+        (None, Some(short)) => format!("{short} (no MIG)"),
+        (None, None) => "unknown model: MIG planning off".into(),
+    };
+    let dot = if a { "-" } else { "·" };
+    let title = format!(" {r} {dot} {model} {dot} {} {dot} {} ", card.model, card.uuid.as_deref().unwrap_or("no UUID"));
+    let facts = format!(
+        "util {}  mem {} GiB  temp {}  power {}/{}  mode {}  ECC {}  XID {}{}  ",
+        if card.mig.enabled {
+            card.activity_pct().map_or("N/A".into(), |u| format!("~{}%", crate::units::whole(u)))
+        } else {
+            pct(card.utilization_pct)
+        },
+        gib_pair(card.memory_used_mib, card.memory_total_mib),
+        card.temperature_c.map_or("-".into(), |t| format!("{t:.0}C")),
+        card.power_w.map_or("-".into(), |p| format!("{p:.0}W")),
+        card.power_limit_w.map_or("-".into(), |p| format!("{p:.0}W")),
+        card.compute_mode.map_or("-".into(), |m| format!("{m:?}").to_lowercase()),
+        card.health.ecc_volatile_uncorrected.map_or("-".into(), |e| e.to_string()),
+        card.health.last_xid.map_or("-".into(), |x| x.to_string()),
+        card.health
+            .remapped_rows_uncorrectable
+            .filter(|r| *r > 0)
+            .map_or(String::new(), |r| format!("  remapped rows {r}")),
+    );
+    (title, facts)
+}
+
+/// The utilisation and memory sparklines of card `r`, side by side in `area`.
+fn draw_sparklines(f: &mut Frame, area: Rect, st: &UiState, r: &CardRef, theme: &Theme) {
+    let a = st.settings.ascii;
+    let halves = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).split(area);
+    let hist = st.samples(r);
+    let series = |pick: fn(&Sample) -> Option<f64>| -> Vec<Option<u64>> {
+        hist.map(|h| h.iter().map(|s| pick(s).map(|v| v.round() as u64)).collect()).unwrap_or_default()
+    };
+    let borders = if a { Borders::NONE } else { Borders::TOP };
+    for (i, (what, data)) in
+        [("utilisation", series(Sample::util)), ("memory", series(Sample::mem_pct))].into_iter().enumerate()
+    {
+        let width = usize::from(halves[i].width);
+        let tail: Vec<u64> = data.iter().rev().take(width).rev().map(|v| v.unwrap_or(0)).collect();
+        // The scale is always 0-100 %; samples come a second apart, or at a source's own
+        // step where it sent history, so the span is not claimed.
+        let label = format!("{what} 0-100% (newest right)");
+        let block = Block::new().borders(borders).border_style(theme.border()).title(Span::styled(label, theme.dim()));
+        let mut spark = Sparkline::default().block(block).data(&tail).max(100).style(theme.fg(theme.c.util_mid));
+        if a {
+            spark = spark.bar_set(ASCII_BARS);
+        }
+        f.render_widget(spark, halves[i]);
+    }
+}
+
+/// The card's recent events, the newest first, in `area`.
+fn draw_events(f: &mut Frame, area: Rect, events: Vec<&crate::model::Event>, theme: &Theme, w: usize, a: bool) {
     let mut ev_lines = vec![Line::from(Span::styled("recent events", theme.title()))];
     if events.is_empty() {
         ev_lines.push(Line::from(Span::styled("none", theme.dim())));
@@ -131,7 +148,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         let text = format!("{}  {}", e.at.format("%m-%d %H:%M:%S"), e.text);
         ev_lines.push(Line::from(Span::styled(fit(&text, w, a), style)));
     }
-    f.render_widget(Paragraph::new(ev_lines), rows[2]);
+    f.render_widget(Paragraph::new(ev_lines), area);
 }
 
 /// What an unheld card is: free, or why nothing can start on it.
@@ -147,46 +164,64 @@ fn idle_words(card: &Card) -> String {
     }
 }
 
+/// The card's workloads: on a whole card, who holds or shares it; on a MIG card, its
+/// instances one a line; then the processes, and the free and stranded slices.
 fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) -> Vec<Line<'static>> {
-    let head = theme.title();
-    let text = theme.text();
-    let holders_w = w.saturating_sub(4 + 11 + 6 + 12 + 6 + 5);
     let mut out = Vec::new();
     if !card.mig.enabled {
-        if let Some(line) = sharing_line(card, a) {
-            let style = if card.sharing_mode().is_some_and(SharingMode::unisolated) {
-                theme.fg(theme.c.warning)
-            } else {
-                theme.dim()
-            };
-            out.push(Line::from(Span::styled(fit(&line, w, a), style)));
-        }
-        if card.sharing_mode().is_some_and(SharingMode::unisolated) && !card.workloads.is_empty() {
-            // Everyone sharing the card, one a line: the replicas' holders.
-            out.push(Line::from(Span::styled(format!("sharing it ({}):", card.workloads.len()), head)));
-            for id in card.workloads.iter().take(16) {
-                let mem = fleet
-                    .workload(id)
-                    .and_then(|x| x.memory_used_mib)
-                    .map_or_else(String::new, |m| format!("  {:.1} GiB", m as f64 / 1024.0));
-                out.push(Line::from(Span::styled(fit(&format!("  {}{mem}", describe(fleet, id)), w, a), text)));
-            }
-            if card.workloads.len() > 16 {
-                out.push(Line::from(Span::styled(format!("  … {} more", card.workloads.len() - 16), theme.dim())));
-            }
-        } else {
-            let who: Vec<String> = card.workloads.iter().map(|id| describe(fleet, id)).collect();
-            out.push(Line::from(vec![
-                Span::styled(if a { "whole card - " } else { "whole card · " }, head),
-                Span::styled(
-                    fit(&if who.is_empty() { idle_words(card) } else { who.join(", ") }, w.saturating_sub(13), a),
-                    text,
-                ),
-            ]));
-        }
+        out.extend(whole_card_lines(fleet, card, w, theme, a));
         out.extend(process_lines(card, theme, a));
         return out;
     }
+    out.extend(mig_notes(card, w, theme, a));
+    out.extend(instance_table(fleet, card, w, theme, a));
+    out.extend(process_lines(card, theme, a));
+    out.extend(free_slices_line(card, theme));
+    out
+}
+
+/// A card without MIG: how it is shared and who shares it, or who holds it whole.
+fn whole_card_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) -> Vec<Line<'static>> {
+    let head = theme.title();
+    let text = theme.text();
+    let mut out = Vec::new();
+    if let Some(line) = sharing_line(card, a) {
+        let style = if card.sharing_mode().is_some_and(SharingMode::unisolated) {
+            theme.fg(theme.c.warning)
+        } else {
+            theme.dim()
+        };
+        out.push(Line::from(Span::styled(fit(&line, w, a), style)));
+    }
+    if card.sharing_mode().is_some_and(SharingMode::unisolated) && !card.workloads.is_empty() {
+        // Everyone sharing the card, one a line: the replicas' holders.
+        out.push(Line::from(Span::styled(format!("sharing it ({}):", card.workloads.len()), head)));
+        for id in card.workloads.iter().take(16) {
+            let mem = fleet
+                .workload(id)
+                .and_then(|x| x.memory_used_mib)
+                .map_or_else(String::new, |m| format!("  {:.1} GiB", m as f64 / 1024.0));
+            out.push(Line::from(Span::styled(fit(&format!("  {}{mem}", describe(fleet, id)), w, a), text)));
+        }
+        if card.workloads.len() > 16 {
+            out.push(Line::from(Span::styled(format!("  … {} more", card.workloads.len() - 16), theme.dim())));
+        }
+    } else {
+        let who: Vec<String> = card.workloads.iter().map(|id| describe(fleet, id)).collect();
+        out.push(Line::from(vec![
+            Span::styled(if a { "whole card - " } else { "whole card · " }, head),
+            Span::styled(
+                fit(&if who.is_empty() { idle_words(card) } else { who.join(", ") }, w.saturating_sub(13), a),
+                text,
+            ),
+        ]));
+    }
+    out
+}
+
+/// What is not known about a MIG card's instances: an error, placements inferred or unknown.
+fn mig_notes(card: &Card, w: usize, theme: &Theme, a: bool) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
     if let Some(e) = &card.mig.error {
         out.push(Line::from(Span::styled(
             fit(&format!("MIG instances unknown: {e}"), w, a),
@@ -205,6 +240,15 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
     if let Some(p) = placements {
         out.push(Line::from(Span::styled(fit(p, w, a), theme.fg(theme.c.warning))));
     }
+    out
+}
+
+/// A MIG card's instances, one a line: profile, placement, memory, utilisation, holders.
+fn instance_table(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) -> Vec<Line<'static>> {
+    let head = theme.title();
+    let text = theme.text();
+    let holders_w = w.saturating_sub(4 + 11 + 6 + 12 + 6 + 5);
+    let mut out = Vec::new();
     out.push(Line::from(vec![
         cell("GI", 3, head, a),
         cell("PROFILE", 10, head, a),
@@ -231,21 +275,23 @@ fn instance_lines(fleet: &Fleet, card: &Card, w: usize, theme: &Theme, a: bool) 
             cell(&who, holders_w, if i.workloads.is_empty() { theme.dim() } else { text }, a),
         ]));
     }
-    out.extend(process_lines(card, theme, a));
-    if let Some(free) = card.free_slice_mask().filter(|m| *m != 0) {
-        let reachable = card.reachable_slices();
-        let list =
-            |mask: u16| (0..16).filter(|s| mask & (1 << s) != 0).map(|s| s.to_string()).collect::<Vec<_>>().join(",");
-        let mut text = String::new();
-        if free & reachable != 0 {
-            text.push_str(&format!("free memory slices: {}  ", list(free & reachable)));
-        }
-        if free & !reachable != 0 {
-            text.push_str(&format!("stranded (no profile fits): {}", list(free & !reachable)));
-        }
-        out.push(Line::from(Span::styled(text, theme.dim())));
-    }
     out
+}
+
+/// The free memory slices a profile can still use, and those stranded (none fits).
+fn free_slices_line(card: &Card, theme: &Theme) -> Option<Line<'static>> {
+    let free = card.free_slice_mask().filter(|m| *m != 0)?;
+    let reachable = card.reachable_slices();
+    let list =
+        |mask: u16| (0..16).filter(|s| mask & (1 << s) != 0).map(|s| s.to_string()).collect::<Vec<_>>().join(",");
+    let mut text = String::new();
+    if free & reachable != 0 {
+        text.push_str(&format!("free memory slices: {}  ", list(free & reachable)));
+    }
+    if free & !reachable != 0 {
+        text.push_str(&format!("stranded (no profile fits): {}", list(free & !reachable)));
+    }
+    Some(Line::from(Span::styled(text, theme.dim())))
 }
 
 /// How the card is shared, in one line: `time-sliced ×4 · 3 of 4 replicas in use · 3 contexts
