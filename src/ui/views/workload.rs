@@ -49,23 +49,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         ),
         field("submitted", time(wl.submitted_at)),
     ];
-    // What only running work has (started, ran, node, preemption) is left out of a pending
-    // workload's detail, which says how long it has waited instead.
-    if wl.state == crate::model::WorkloadState::Pending {
-        lines.push(field("waited", wl.waited(st.clock.now).map_or("-".into(), |d| short(d.num_seconds()))));
-    } else {
-        lines.push(field("started", time(wl.started_at)));
-        lines.push(field(
-            "waited / ran",
-            format!(
-                "{} / {}",
-                wl.waited(st.clock.now).map_or("-".into(), |d| short(d.num_seconds())),
-                wl.runtime(st.clock.now).map_or("-".into(), |d| short(d.num_seconds()))
-            ),
-        ));
-        lines.push(field("node", wl.node.clone().unwrap_or_else(|| "-".into())));
-        lines.push(field("preempt", preempt_text(wl, st).0));
-    }
+    lines.extend(when_lines(wl, st, &field));
     if let Some(act) = wl.activity {
         let idle = if act.held_idle() { "  HELD BUT IDLE" } else { "" };
         let over = short(act.covered_s as i64);
@@ -78,6 +62,44 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
     for piece in wrap(wl.reason.as_deref().unwrap_or("-"), w.saturating_sub(2)) {
         lines.push(Line::from(Span::styled(format!("  {piece}"), theme.text())));
     }
+    lines.extend(holds_lines(fleet, wl, w, theme, a));
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+/// When the workload was seen: how long a pending one waited; for running work, when it
+/// started, how long it waited and ran, its node and whether it may be preempted.
+fn when_lines(
+    wl: &crate::model::Workload,
+    st: &UiState,
+    field: &dyn Fn(&str, String) -> Line<'static>,
+) -> Vec<Line<'static>> {
+    let time = |t: Option<chrono::DateTime<chrono::Utc>>| {
+        t.map_or_else(|| "-".into(), |t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+    };
+    let mut out = Vec::new();
+    // What only running work has (started, ran, node, preemption) is left out of a pending
+    // workload's detail, which says how long it has waited instead.
+    if wl.state == crate::model::WorkloadState::Pending {
+        out.push(field("waited", wl.waited(st.clock.now).map_or("-".into(), |d| short(d.num_seconds()))));
+    } else {
+        out.push(field("started", time(wl.started_at)));
+        out.push(field(
+            "waited / ran",
+            format!(
+                "{} / {}",
+                wl.waited(st.clock.now).map_or("-".into(), |d| short(d.num_seconds())),
+                wl.runtime(st.clock.now).map_or("-".into(), |d| short(d.num_seconds()))
+            ),
+        ));
+        out.push(field("node", wl.node.clone().unwrap_or_else(|| "-".into())));
+        out.push(field("preempt", preempt_text(wl, st).0));
+    }
+    out
+}
+
+/// The cards the workload holds, each with its model and what of it the workload has.
+fn holds_lines(fleet: &Fleet, wl: &crate::model::Workload, w: usize, theme: &Theme, a: bool) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
     if !wl.cards.is_empty() {
         lines.push(Line::from(Span::styled("holds", theme.dim())));
     }
@@ -109,5 +131,5 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         };
         lines.push(Line::from(Span::styled(fit(&format!("  {r} {model}: {what}"), w, a), theme.text())));
     }
-    f.render_widget(Paragraph::new(lines), area);
+    lines
 }

@@ -96,79 +96,14 @@ pub fn pct_text(p: Option<f64>) -> String {
 pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Theme) {
     let a = st.settings.ascii;
     let w = usize::from(area.width);
-    let head = theme.title();
-    let wide = w >= 120;
     let vp = usize::from(area.height.saturating_sub(1));
     let rows: Vec<&Workload> =
         st.workloads.rows.iter().skip(st.workloads.offset).take(vp).map(|&i| &fleet.workloads[i]).collect();
     let forms: Vec<Vec<String>> = rows.iter().map(|w| placements(w, fleet)).collect();
-    // Columns as wide as what they show; the placement takes the rest. Narrow, kind and then
-    // runtime make way until the placement fits whole (the workload's own view shows both).
-    let id_w = content_width(rows.iter().map(|w| w.id.as_str()), 6, if wide { 28 } else { 10 });
-    let name_w = content_width(rows.iter().map(|w| w.name.as_str()), 8, if wide { 36 } else { 14 });
-    let (kind_w, pre_w) = if wide { (9, 17) } else { (5, 7) };
-    let mems: Vec<String> = rows.iter().map(|w| gib_pair(w.memory_used_mib, w.request.gpu_memory_mib)).collect();
-    let mem_w = if wide { 13 } else { content_width(mems.iter().map(String::as_str), 7, 13) };
-    let place_need = content_width(forms.iter().filter_map(|f| f.first()).map(String::as_str), 9, 60);
-    let base = id_w + 1 + name_w + 1 + 5 + 10 + mem_w + 1 + pre_w + 1;
-    let (show_kind, show_runtime) = if wide || w >= base + kind_w + 1 + 8 + place_need {
-        (true, true)
-    } else {
-        (false, w >= base + 8 + place_need)
-    };
-    let fixed = base + if show_kind { kind_w + 1 } else { 0 } + if show_runtime { 8 } else { 0 };
-    // The last cell's trailing space may fall off the screen.
-    let place_w = w.saturating_sub(fixed);
-    let mut heading = vec![cell("ID", id_w, head, a), cell("NAME", name_w, head, a)];
-    if show_kind {
-        heading.push(cell("KIND", kind_w, head, a));
-    }
-    if show_runtime {
-        heading.push(rcell("RUNTIME", 7, head, a));
-    }
-    heading.extend([
-        rcell("UTIL", 4, head, a),
-        rcell("30m MEAN", 9, head, a),
-        rcell("MEM GiB", mem_w, head, a),
-        cell("PREEMPT", pre_w, head, a),
-        cell("PLACEMENT", place_w, head, a),
-    ]);
-    let mut lines = vec![Line::from(heading)];
+    let cols = Columns::fit(&rows, &forms, w);
+    let mut lines = vec![cols.heading(theme.title(), a)];
     for (i, (wl, forms)) in rows.into_iter().zip(&forms).enumerate() {
-        let text = theme.text();
-        let (mut pre, allowed) = preempt_text(wl, st);
-        if !wide && pre.starts_with("never") {
-            pre = "never".into();
-        }
-        // Held but idle: under 5 % activity for the whole window.
-        let idle = wl.activity.is_some_and(|x| x.held_idle());
-        let act = wl.activity;
-        let mean = act.and_then(|x| x.mean_pct);
-        // The column is the 30-minute mean; a mean over less says over how long (a replica
-        // seen for a minute read as a 30-minute mean).
-        let mean_text = match (mean, idle, act) {
-            (Some(_), true, _) => format!("idle {}", pct_text(mean)),
-            (Some(_), false, Some(x)) if !x.window_covered() => {
-                format!("{}/{}", pct_text(mean), short(i64::try_from(x.covered_s).unwrap_or(0)))
-            }
-            _ => pct_text(mean),
-        };
-        let mut cells = vec![cell(&wl.id, id_w, text, a), cell(&wl.name, name_w, text, a)];
-        if show_kind {
-            let kind = wl.kind.as_str();
-            cells.push(cell(if wide { kind } else { &kind[..5.min(kind.len())] }, kind_w, text, a));
-        }
-        if show_runtime {
-            cells.push(rcell(&wl.runtime(st.clock.now).map_or("-".into(), |d| short(d.num_seconds())), 7, text, a));
-        }
-        cells.extend([
-            rcell(&pct_text(act.and_then(|x| x.now_pct)), 4, text, a),
-            rcell(&mean_text, 9, if idle { theme.fg(theme.c.warning) } else { text }, a),
-            rcell(&gib_pair(wl.memory_used_mib, wl.request.gpu_memory_mib), mem_w, text, a),
-            cell(&pre, pre_w, if allowed { theme.fg(theme.c.ok) } else { theme.dim() }, a),
-            cell(&fit_placement(forms, place_w, a), place_w, text, a),
-        ]);
-        let line = Line::from(cells);
+        let line = cols.row(wl, forms, st, theme);
         lines.push(if st.workloads.offset + i == st.workloads.selected {
             line.patch_style(theme.selection())
         } else {
@@ -180,6 +115,106 @@ pub fn draw(f: &mut Frame, area: Rect, st: &UiState, fleet: &Fleet, theme: &Them
         lines.push(Line::from(Span::styled(empty, theme.dim())));
     }
     f.render_widget(Paragraph::new(lines), area);
+}
+
+/// The table's columns at a width: how wide each is and which show.
+struct Columns {
+    wide: bool,
+    id_w: usize,
+    name_w: usize,
+    kind_w: usize,
+    pre_w: usize,
+    mem_w: usize,
+    place_w: usize,
+    show_kind: bool,
+    show_runtime: bool,
+}
+
+impl Columns {
+    /// Columns as wide as what they show; the placement takes the rest. Narrow, kind and then
+    /// runtime make way until the placement fits whole (the workload's own view shows both).
+    fn fit(rows: &[&Workload], forms: &[Vec<String>], w: usize) -> Self {
+        let wide = w >= 120;
+        let id_w = content_width(rows.iter().map(|w| w.id.as_str()), 6, if wide { 28 } else { 10 });
+        let name_w = content_width(rows.iter().map(|w| w.name.as_str()), 8, if wide { 36 } else { 14 });
+        let (kind_w, pre_w) = if wide { (9, 17) } else { (5, 7) };
+        let mems: Vec<String> = rows.iter().map(|w| gib_pair(w.memory_used_mib, w.request.gpu_memory_mib)).collect();
+        let mem_w = if wide { 13 } else { content_width(mems.iter().map(String::as_str), 7, 13) };
+        let place_need = content_width(forms.iter().filter_map(|f| f.first()).map(String::as_str), 9, 60);
+        let base = id_w + 1 + name_w + 1 + 5 + 10 + mem_w + 1 + pre_w + 1;
+        let (show_kind, show_runtime) = if wide || w >= base + kind_w + 1 + 8 + place_need {
+            (true, true)
+        } else {
+            (false, w >= base + 8 + place_need)
+        };
+        let fixed = base + if show_kind { kind_w + 1 } else { 0 } + if show_runtime { 8 } else { 0 };
+        // The last cell's trailing space may fall off the screen.
+        let place_w = w.saturating_sub(fixed);
+        Self { wide, id_w, name_w, kind_w, pre_w, mem_w, place_w, show_kind, show_runtime }
+    }
+
+    /// The column heads.
+    fn heading(&self, head: ratatui::style::Style, a: bool) -> Line<'static> {
+        let mut heading = vec![cell("ID", self.id_w, head, a), cell("NAME", self.name_w, head, a)];
+        if self.show_kind {
+            heading.push(cell("KIND", self.kind_w, head, a));
+        }
+        if self.show_runtime {
+            heading.push(rcell("RUNTIME", 7, head, a));
+        }
+        heading.extend([
+            rcell("UTIL", 4, head, a),
+            rcell("30m MEAN", 9, head, a),
+            rcell("MEM GiB", self.mem_w, head, a),
+            cell("PREEMPT", self.pre_w, head, a),
+            cell("PLACEMENT", self.place_w, head, a),
+        ]);
+        Line::from(heading)
+    }
+
+    /// One workload's row, its placement in the first of its `forms` that fits.
+    fn row(&self, wl: &Workload, forms: &[String], st: &UiState, theme: &Theme) -> Line<'static> {
+        let a = st.settings.ascii;
+        let text = theme.text();
+        let (mut pre, allowed) = preempt_text(wl, st);
+        if !self.wide && pre.starts_with("never") {
+            pre = "never".into();
+        }
+        // Held but idle: under 5 % activity for the whole window.
+        let idle = wl.activity.is_some_and(|x| x.held_idle());
+        let act = wl.activity;
+        let mut cells = vec![cell(&wl.id, self.id_w, text, a), cell(&wl.name, self.name_w, text, a)];
+        if self.show_kind {
+            let kind = wl.kind.as_str();
+            cells.push(cell(if self.wide { kind } else { &kind[..5.min(kind.len())] }, self.kind_w, text, a));
+        }
+        if self.show_runtime {
+            cells.push(rcell(&wl.runtime(st.clock.now).map_or("-".into(), |d| short(d.num_seconds())), 7, text, a));
+        }
+        cells.extend([
+            rcell(&pct_text(act.and_then(|x| x.now_pct)), 4, text, a),
+            rcell(&mean_text(wl), 9, if idle { theme.fg(theme.c.warning) } else { text }, a),
+            rcell(&gib_pair(wl.memory_used_mib, wl.request.gpu_memory_mib), self.mem_w, text, a),
+            cell(&pre, self.pre_w, if allowed { theme.fg(theme.c.ok) } else { theme.dim() }, a),
+            cell(&fit_placement(forms, self.place_w, a), self.place_w, text, a),
+        ]);
+        Line::from(cells)
+    }
+}
+
+/// The 30-minute mean activity; a mean over less says over how long (a replica seen for a
+/// minute read as a 30-minute mean); held but idle says so.
+fn mean_text(wl: &Workload) -> String {
+    let idle = wl.activity.is_some_and(|x| x.held_idle());
+    let act = wl.activity;
+    let mean = act.and_then(|x| x.mean_pct);
+    match (mean, idle, act) {
+        (Some(_), true, _) => format!("idle {}", pct_text(mean)),
+        (Some(_), false, Some(x)) if !x.window_covered() => {
+            format!("{}/{}", pct_text(mean), short(i64::try_from(x.covered_s).unwrap_or(0)))
+        }
+        _ => pct_text(mean),
+    }
 }
 
 #[cfg(test)]
