@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::act::Action;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -151,54 +152,15 @@ pub enum Command {
         #[arg(long)]
         example: bool,
     },
-    /// Stop new work on a card (NODE/INDEX or GPU UUID) or a node.
-    Drain {
-        /// A card (NODE/INDEX, e.g. gpu-a100-01/0, or its GPU UUID) or a node (NODE).
-        target: String,
-        #[command(flatten)]
-        how: ActOptions,
-        /// On a DRA card: also evict the pods holding it (DeviceTaintRules with effect
-        /// NoExecute instead of NoSchedule); asks a second time.
-        #[arg(long)]
-        evict: bool,
-    },
-    /// Let a drained card or node take new work again.
-    Undrain {
-        /// A card (NODE/INDEX, e.g. gpu-a100-01/0, or its GPU UUID) or a node (NODE).
-        target: String,
-        #[command(flatten)]
-        how: ActOptions,
-        /// Undrain a card that is unhealthy (XID 48/79/94/95, uncorrectable ECC, lost); asks a
-        /// second time.
-        #[arg(long)]
-        force: bool,
-    },
-    /// Replace a card's MIG layout, e.g. 3g.40gb@0,2g.20gb@4,1g.10gb@6, or `whole`.
-    Repartition {
-        /// A card: NODE/INDEX (e.g. gpu-h100-01/7) or its GPU UUID.
-        target: String,
-        /// The layout: profiles with placements (3g.40gb@0,2g.20gb@4), without (placed by
-        /// search), or `whole` (MIG off).
-        layout: String,
-        #[command(flatten)]
-        how: ActOptions,
-    },
     /// The read-only device check's steps (scripts/device-check.sh runs them all): what NVML
     /// answers and how fast, tessera against nvidia-smi, a scenario for the fake library.
     DeviceCheck {
         #[command(subcommand)]
         what: DeviceCommand,
     },
-    /// Checkpoint a training workload and put it back in the queue (slurm:ID, k8s:NS/POD, sim:ID).
-    Preempt {
-        /// The workload: slurm:JOBID, k8s:NAMESPACE/POD, or sim:ID on the simulated cluster.
-        workload: String,
-        #[command(flatten)]
-        how: ActOptions,
-        /// Preempt training that has not run the minimum runtime (asks a second time).
-        #[arg(long)]
-        force: bool,
-    },
+    /// The actions: drain, undrain, repartition, preempt (each planned, guarded, confirmed).
+    #[command(flatten)]
+    Act(ActCommand),
 }
 
 /// What `tessera schedule` does besides printing the timeline.
@@ -446,4 +408,63 @@ pub fn command() -> clap::Command {
     }
     let args = hidden(&|id| SOURCE_FLAGS.contains(&id));
     cmd.mut_subcommand("schedule", |sc| sc.mut_subcommand("export", |e| e.args(args)))
+}
+
+/// The action subcommands: each becomes an `Action` and how to confirm it.
+#[derive(Debug, Subcommand)]
+pub enum ActCommand {
+    /// Stop new work on a card (NODE/INDEX or GPU UUID) or a node.
+    Drain {
+        /// A card (NODE/INDEX, e.g. gpu-a100-01/0, or its GPU UUID) or a node (NODE).
+        target: String,
+        #[command(flatten)]
+        how: ActOptions,
+        /// On a DRA card: also evict the pods holding it (DeviceTaintRules with effect
+        /// NoExecute instead of NoSchedule); asks a second time.
+        #[arg(long)]
+        evict: bool,
+    },
+    /// Let a drained card or node take new work again.
+    Undrain {
+        /// A card (NODE/INDEX, e.g. gpu-a100-01/0, or its GPU UUID) or a node (NODE).
+        target: String,
+        #[command(flatten)]
+        how: ActOptions,
+        /// Undrain a card that is unhealthy (XID 48/79/94/95, uncorrectable ECC, lost); asks a
+        /// second time.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Replace a card's MIG layout, e.g. 3g.40gb@0,2g.20gb@4,1g.10gb@6, or `whole`.
+    Repartition {
+        /// A card: NODE/INDEX (e.g. gpu-h100-01/7) or its GPU UUID.
+        target: String,
+        /// The layout: profiles with placements (3g.40gb@0,2g.20gb@4), without (placed by
+        /// search), or `whole` (MIG off).
+        layout: String,
+        #[command(flatten)]
+        how: ActOptions,
+    },
+    /// Checkpoint a training workload and put it back in the queue (slurm:ID, k8s:NS/POD, sim:ID).
+    Preempt {
+        /// The workload: slurm:JOBID, k8s:NAMESPACE/POD, or sim:ID on the simulated cluster.
+        workload: String,
+        #[command(flatten)]
+        how: ActOptions,
+        /// Preempt training that has not run the minimum runtime (asks a second time).
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+impl ActCommand {
+    /// The action asked for, and how to confirm it.
+    pub fn into_action(self) -> (Action, ActOptions) {
+        match self {
+            Self::Drain { target, how, evict } => (Action::Drain { target, evict }, how),
+            Self::Undrain { target, how, force } => (Action::Undrain { target, force }, how),
+            Self::Repartition { target, layout, how } => (Action::Repartition { target, layout }, how),
+            Self::Preempt { workload, how, force } => (Action::Preempt { workload, force }, how),
+        }
+    }
 }

@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use tessera::actions::Action;
 use tessera::cli::{Cli, Command};
 use tessera::commands;
 
@@ -54,16 +53,10 @@ fn main() -> ExitCode {
         Some(Command::Simulate(a)) => commands::simulate(&cli.global, &commands::SimulateOptions::from(*a)),
         Some(Command::Advise { json, fail_on }) => commands::advise(&cli.global, json, fail_on.map(|f| f.severity())),
         Some(Command::Schedule { json, what }) => commands::schedule(&cli.global, json, what),
-        Some(Command::Drain { target, how, evict }) => commands::act(&cli.global, Action::Drain { target, evict }, how),
-        Some(Command::Undrain { target, how, force }) => {
-            commands::act(&cli.global, Action::Undrain { target, force }, how)
-        }
-        Some(Command::Repartition { target, layout, how }) => {
-            commands::act(&cli.global, Action::Repartition { target, layout }, how)
-        }
         Some(Command::DeviceCheck { what }) => commands::device_check(&cli.global, what),
-        Some(Command::Preempt { workload, how, force }) => {
-            commands::act(&cli.global, Action::Preempt { workload, force }, how)
+        Some(Command::Act(a)) => {
+            let (action, how) = a.into_action();
+            commands::act(&cli.global, action, how)
         }
         None => commands::console(&cli.global),
     };
