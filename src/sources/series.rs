@@ -317,41 +317,83 @@ struct Counts {
     cut_cards: usize,
 }
 
+/// One sample as the dialect that claims it reads it, placed on a GPU index.
+struct Read<'a, 'd> {
+    dialect: &'d dyn Dialect,
+    labels: Labels<'a>,
+    reading: Reading,
+    mig: Option<MigMode>,
+    gpu: u32,
+}
+
 impl<'a> Acc<'a> {
+    /// Read one sample into its card, GPU instance and holder: read, find (or make) the card,
+    /// describe it, pick the slots, name the holder, keep the value.
     fn add(&mut self, s: Sample<'a>, fixed: bool, dialects: &[&dyn Dialect]) {
+        let Some(Read { dialect, labels: mut l, reading, mig, gpu }) = self.read(s, dialects) else { return };
+        let node: Cow<'a, str> =
+            if fixed { Cow::Borrowed("") } else { l.host.clone().unwrap_or(Cow::Borrowed("unknown")) };
+        let Some(ci) = self.card_for(node, gpu, &l, dialect) else { return };
+        let Some(card) = self.cards.get_mut(ci) else { return };
+        card.describe(ci, &mut l, mig, &mut self.by_uuid);
+        let gi = l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok());
+        let Some(slots) = card.slots(gi, l.profile.take()) else { return };
+        let holder = holder_of(&mut self.holders, slots, ci, gi, l);
+        self.stats.keep(slots, reading, holder);
+    }
+
+    /// The sample as the first of `dialects` that claims it reads it, with its GPU index;
+    /// `None` where it is about no card, or about one it cannot be placed on (counted).
+    fn read<'d>(&mut self, s: Sample<'a>, dialects: &[&'d dyn Dialect]) -> Option<Read<'a, 'd>> {
         let name = s.name;
         let value = s.value;
         // Detected per sample: the first dialect that claims the name reads it.
-        let Some(dialect) = dialects.iter().copied().find(|d| d.claims(name)) else { return };
+        let dialect = dialects.iter().copied().find(|d| d.claims(name))?;
         let family = dialect.family(name);
         if family == Family::Skip {
             // The host's own rows (CPU, memory, disk, processes): nothing about a card.
-            return;
+            return None;
         }
         let l = dialect.labels(s.labels);
         let reading = dialect.value(name, value, &l);
         let mig = dialect.mig_mode(name, value, &l);
         let Some(gpu) = l.gpu_index() else {
             self.stats.unknown_gpu += 1;
-            return;
+            return None;
         };
         if family == Family::Instance && l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok()).is_none() {
             // An instance row with no GPU instance id cannot be placed on its card.
             self.stats.unknown_gpu += 1;
-            return;
+            return None;
         }
-        let node: Cow<'a, str> =
-            if fixed { Cow::Borrowed("") } else { l.host.clone().unwrap_or(Cow::Borrowed("unknown")) };
-        let cards = &mut self.cards;
+        Some(Read { dialect, labels: l, reading, mig, gpu })
+    }
+
+    /// The card a series on `node` and index `gpu` is about: one already read, else a new one;
+    /// `None` for a new card past `MAX_CARDS` (counted).
+    fn card_for(&mut self, node: Cow<'a, str>, gpu: u32, l: &Labels<'a>, dialect: &dyn Dialect) -> Option<usize> {
         // Looked up without making entries: a card past `MAX_CARDS` leaves nothing behind.
         let key = (node.clone(), gpu);
+        let found = self.find_card(&key, l);
+        if found.is_none() && self.cards.len() >= MAX_CARDS {
+            self.stats.cut_cards += 1;
+            return None;
+        }
+        Some(found.unwrap_or_else(|| self.new_card(node, key, l.uuid.is_none(), dialect)))
+    }
+
+    /// The card already read for a host label and index (`key`) that the series' UUID and host
+    /// label agree with, if any.
+    fn find_card(&self, key: &(Cow<'a, str>, u32), l: &Labels<'a>) -> Option<usize> {
+        let cards = &self.cards;
+        let gpu = key.1;
         let no_list: &[usize] = &[];
-        let same = self.index.get(&key).map_or(no_list, Vec::as_slice);
+        let same = self.index.get(key).map_or(no_list, Vec::as_slice);
         // Cards with different UUIDs are different cards, whatever their index says; without
         // a UUID, a different host label (one target fronting many hosts) tells them apart.
         let agree = |a: Option<&str>, b: Option<&str>| a.zip(b).is_none_or(|(a, b)| a == b);
-        let anonymous = self.no_uuid.get(&key).map_or(no_list, Vec::as_slice);
-        let found = match &l.uuid {
+        let anonymous = self.no_uuid.get(key).map_or(no_list, Vec::as_slice);
+        match &l.uuid {
             // A known UUID is one lookup; a new one joins only a card that has no UUID yet.
             Some(u) => self.by_uuid.get(u).copied().filter(|&i| cards[i].index == gpu).or_else(|| {
                 anonymous
@@ -361,129 +403,42 @@ impl<'a> Acc<'a> {
                     .find(|&i| agree(cards[i].host.as_deref(), l.host.as_deref()))
             }),
             None => same.iter().copied().find(|&i| agree(cards[i].host.as_deref(), l.host.as_deref())),
-        };
-        if found.is_none() && cards.len() >= MAX_CARDS {
-            self.stats.cut_cards += 1;
-            return;
         }
-        let ci = found.unwrap_or_else(|| {
-            cards.push(CardAcc {
-                node,
-                host: None,
-                index: gpu,
-                uuid: None,
-                model: None,
-                pci: None,
-                whole: Slots::default(),
-                instances: Vec::new(),
-                vgpus: Vec::new(),
-                vgpu_overflow: false,
-                mig_mode: None,
-                no_instances: dialect.no_instances(),
-                vendor: dialect.vendor(),
-                serial: None,
-                compute_partition: None,
-                memory_partition: None,
-            });
-            self.index.entry(key.clone()).or_default().push(cards.len() - 1);
-            if l.uuid.is_none() {
-                self.no_uuid.entry(key.clone()).or_default().push(cards.len() - 1);
-            }
-            cards.len() - 1
+    }
+
+    /// A new card on `node` with the index in `key`, listed under `key` (and among the cards
+    /// a new UUID may join where its series has none): its position.
+    fn new_card(
+        &mut self,
+        node: Cow<'a, str>,
+        key: (Cow<'a, str>, u32),
+        no_uuid: bool,
+        dialect: &dyn Dialect,
+    ) -> usize {
+        let cards = &mut self.cards;
+        cards.push(CardAcc {
+            node,
+            host: None,
+            index: key.1,
+            uuid: None,
+            model: None,
+            pci: None,
+            whole: Slots::default(),
+            instances: Vec::new(),
+            vgpus: Vec::new(),
+            vgpu_overflow: false,
+            mig_mode: None,
+            no_instances: dialect.no_instances(),
+            vendor: dialect.vendor(),
+            serial: None,
+            compute_partition: None,
+            memory_partition: None,
         });
-        let Some(card) = self.cards.get_mut(ci) else { return };
-        fill(&mut card.host, l.host);
-        if card.uuid.is_none()
-            && let Some(u) = &l.uuid
-        {
-            self.by_uuid.insert(u.clone(), ci);
+        self.index.entry(key.clone()).or_default().push(cards.len() - 1);
+        if no_uuid {
+            self.no_uuid.entry(key.clone()).or_default().push(cards.len() - 1);
         }
-        fill(&mut card.uuid, l.uuid);
-        fill(&mut card.model, l.model);
-        fill(&mut card.pci, l.pci);
-        fill(&mut card.serial, l.serial);
-        fill(&mut card.compute_partition, l.compute_partition);
-        fill(&mut card.memory_partition, l.memory_partition);
-        // A live gauge wins; a label read once when the exporter started only fills.
-        match mig {
-            Some(m) if m.live => card.mig_mode = Some(m.on),
-            Some(m) if card.mig_mode.is_none() => card.mig_mode = Some(m.on),
-            _ => {}
-        }
-        let has_holder = l.pod.is_some() || l.exported_pod.is_some();
-        if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
-            && !card.vgpus.contains(&v)
-        {
-            if card.vgpus.len() < MAX_VGPUS {
-                card.vgpus.push(v);
-            } else {
-                card.vgpu_overflow = true;
-            }
-        }
-
-        let gi = l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok());
-        let slots = match gi {
-            None => &mut card.whole,
-            Some(gi) => {
-                let at = match card.instances.iter().position(|i| i.gi == gi) {
-                    Some(at) => at,
-                    None => {
-                        card.instances.push(InstAcc { gi, profile: None, slots: Slots::default() });
-                        card.instances.len() - 1
-                    }
-                };
-                let Some(inst) = card.instances.get_mut(at) else { return };
-                fill(&mut inst.profile, l.profile);
-                &mut inst.slots
-            }
-        };
-
-        let exported = l.exported_pod.is_some() || l.exported_namespace.is_some() || l.exported_container.is_some();
-        let (pod, namespace, container) = if exported {
-            (l.exported_pod, l.exported_namespace, l.exported_container)
-        } else {
-            (l.pod, l.namespace, l.container)
-        };
-        let holder = if pod.is_none() && l.hpc_job.is_none() {
-            NO_HOLDER
-        } else {
-            let holders = &mut self.holders;
-            let known = slots
-                .holders
-                .iter()
-                .copied()
-                .find(|&h| holders.get(h as usize).is_some_and(|x| x.pod == pod && x.hpc_job == l.hpc_job));
-            match known {
-                Some(h) => h,
-                None => {
-                    let h = u32::try_from(holders.len()).unwrap_or(NO_HOLDER);
-                    holders.push(HolderAcc { card: ci, gi, namespace, pod, container, hpc_job: l.hpc_job });
-                    slots.holders.push(h);
-                    h
-                }
-            }
-        };
-
-        let (f, value) = match reading {
-            Reading::Value(f, v) => (f, v),
-            Reading::Blank => {
-                self.stats.blank_sentinels += 1;
-                return;
-            }
-            Reading::NonFinite => {
-                self.stats.non_finite += 1;
-                return;
-            }
-            Reading::Skip => return,
-        };
-        match &mut slots.vals[f as usize] {
-            Some((_, first)) => {
-                if *first == holder {
-                    self.stats.duplicates += 1;
-                }
-            }
-            empty => *empty = Some((value, holder)),
-        }
+        cards.len() - 1
     }
 
     fn finish(self, node: &NodeName) -> (Vec<Node>, Vec<Holder>, Naming) {
@@ -534,6 +489,135 @@ impl<'a> Acc<'a> {
     }
 }
 
+impl<'a> CardAcc<'a> {
+    /// Fill in what a series says of its card and the card does not know yet: host, UUID
+    /// (listed in `by_uuid` as card `ci`), model, bus id, serial, partition modes, MIG mode,
+    /// and the `vgpu` replica it is about.
+    fn describe(
+        &mut self,
+        ci: usize,
+        l: &mut Labels<'a>,
+        mig: Option<MigMode>,
+        by_uuid: &mut HashMap<Cow<'a, str>, usize>,
+    ) {
+        fill(&mut self.host, l.host.take());
+        if self.uuid.is_none()
+            && let Some(u) = &l.uuid
+        {
+            by_uuid.insert(u.clone(), ci);
+        }
+        fill(&mut self.uuid, l.uuid.take());
+        fill(&mut self.model, l.model.take());
+        fill(&mut self.pci, l.pci.take());
+        fill(&mut self.serial, l.serial.take());
+        fill(&mut self.compute_partition, l.compute_partition.take());
+        fill(&mut self.memory_partition, l.memory_partition.take());
+        // A live gauge wins; a label read once when the exporter started only fills.
+        match mig {
+            Some(m) if m.live => self.mig_mode = Some(m.on),
+            Some(m) if self.mig_mode.is_none() => self.mig_mode = Some(m.on),
+            _ => {}
+        }
+        self.note_replica(l);
+    }
+
+    /// Count the `vgpu` replica a series with a holder is about, once, up to `MAX_VGPUS`.
+    fn note_replica(&mut self, l: &Labels<'a>) {
+        let has_holder = l.pod.is_some() || l.exported_pod.is_some();
+        if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
+            && !self.vgpus.contains(&v)
+        {
+            if self.vgpus.len() < MAX_VGPUS {
+                self.vgpus.push(v);
+            } else {
+                self.vgpu_overflow = true;
+            }
+        }
+    }
+
+    /// The slots a series fills: the card's own, or those of its GPU instance `gi` (added on
+    /// first sight, its profile filled in).
+    fn slots(&mut self, gi: Option<u32>, profile: Option<Cow<'a, str>>) -> Option<&mut Slots> {
+        match gi {
+            None => Some(&mut self.whole),
+            Some(gi) => {
+                let at = match self.instances.iter().position(|i| i.gi == gi) {
+                    Some(at) => at,
+                    None => {
+                        self.instances.push(InstAcc { gi, profile: None, slots: Slots::default() });
+                        self.instances.len() - 1
+                    }
+                };
+                let inst = self.instances.get_mut(at)?;
+                fill(&mut inst.profile, profile);
+                Some(&mut inst.slots)
+            }
+        }
+    }
+}
+
+/// The holder a series names on card `ci` (instance `gi`): one its slots have seen (same pod
+/// and HPC job), else a new one; `NO_HOLDER` where it names neither pod nor HPC job.
+fn holder_of<'a>(
+    holders: &mut Vec<HolderAcc<'a>>,
+    slots: &mut Slots,
+    ci: usize,
+    gi: Option<u32>,
+    l: Labels<'a>,
+) -> u32 {
+    let exported = l.exported_pod.is_some() || l.exported_namespace.is_some() || l.exported_container.is_some();
+    let (pod, namespace, container) = if exported {
+        (l.exported_pod, l.exported_namespace, l.exported_container)
+    } else {
+        (l.pod, l.namespace, l.container)
+    };
+    if pod.is_none() && l.hpc_job.is_none() {
+        return NO_HOLDER;
+    }
+    let known = slots
+        .holders
+        .iter()
+        .copied()
+        .find(|&h| holders.get(h as usize).is_some_and(|x| x.pod == pod && x.hpc_job == l.hpc_job));
+    match known {
+        Some(h) => h,
+        None => {
+            let h = u32::try_from(holders.len()).unwrap_or(NO_HOLDER);
+            holders.push(HolderAcc { card: ci, gi, namespace, pod, container, hpc_job: l.hpc_job });
+            slots.holders.push(h);
+            h
+        }
+    }
+}
+
+impl Counts {
+    /// Keep a reading's value in its slot if the slot has none: the same field again from the
+    /// same holder is a duplicate (counted), from another pod it is not. Blanks and
+    /// non-finite values are counted, not kept.
+    fn keep(&mut self, slots: &mut Slots, reading: Reading, holder: u32) {
+        let (f, value) = match reading {
+            Reading::Value(f, v) => (f, v),
+            Reading::Blank => {
+                self.blank_sentinels += 1;
+                return;
+            }
+            Reading::NonFinite => {
+                self.non_finite += 1;
+                return;
+            }
+            Reading::Skip => return,
+        };
+        match &mut slots.vals[f as usize] {
+            Some((_, first)) => {
+                if *first == holder {
+                    self.duplicates += 1;
+                }
+            }
+            empty => *empty = Some((value, holder)),
+        }
+    }
+}
+
 fn fill<'a>(slot: &mut Option<Cow<'a, str>>, v: Option<Cow<'a, str>>) {
     if slot.is_none() {
         *slot = v;
@@ -553,67 +637,21 @@ fn to_u32(v: f64) -> Option<u32> {
     (0.0..=f64::from(u32::MAX)).contains(&v).then(|| v.round() as u32)
 }
 
+/// A card as its series describe it: its device-wide readings, its GPU instances, its MIG
+/// mode, and how it is shared.
 fn card(c: CardAcc) -> Card {
     let model = c.model.map(Cow::into_owned).unwrap_or_default();
     let mut instances = c.instances;
     instances.sort_by_key(|i| i.gi);
-    let device = |f: Field| c.whole.get(f).or_else(|| instances.iter().find_map(|i| i.slots.get(f)));
     let mut card = Card {
         index: c.index,
         uuid: c.uuid.map(Cow::into_owned),
         pci_bus_id: c.pci.map(Cow::into_owned),
-        temperature_c: device(Field::Temp),
-        power_w: device(Field::Power),
-        power_limit_w: device(Field::PowerLimit),
-        sm_clock_mhz: device(Field::SmClock).and_then(to_u32),
-        memory_clock_mhz: device(Field::MemClock).and_then(to_u32),
         ..Card::default()
     };
-    card.health.last_xid = device(Field::Xid).and_then(to_u32).filter(|&x| x != 0);
-    card.health.ecc_volatile_uncorrected = device(Field::EccDbe).and_then(to_u64);
-    card.health.remapped_rows_uncorrectable = device(Field::RemappedRows).and_then(to_u64);
-    // A parent series (whole card, or a MIG card's parent on older exporters) measures the card.
-    card.utilization_pct =
-        c.whole.get(Field::GpuUtil).and_then(pct).or_else(|| c.whole.get(Field::GrActive).and_then(|r| pct(r * 100.0)));
-    let (used, total) = c.whole.memory();
-    card.memory_used_mib = used;
-    card.memory_total_mib = total;
+    read_device(&mut card, &c.whole, &instances);
     if !instances.is_empty() {
-        let catalog = crate::model::mig::lookup(&model);
-        card.mig.enabled = true;
-        // DCGM says nothing about placement: the store infers it unless a source knows it.
-        card.mig.placements = crate::model::Placements::Inferred;
-        card.mig.instances = instances
-            .into_iter()
-            .map(|i| {
-                let profile = i.profile.map(Cow::into_owned).unwrap_or_default();
-                let size = catalog.and_then(|m| m.profile(&profile)).map_or(0, |p| p.memory_slices);
-                let (used, total) = i.slots.memory();
-                MigInstance {
-                    gi_id: i.gi,
-                    profile,
-                    start: 0,
-                    size,
-                    memory_used_mib: used,
-                    memory_total_mib: total,
-                    utilization_pct: i
-                        .slots
-                        .get(Field::InstUtil)
-                        .and_then(pct)
-                        .or_else(|| i.slots.get(Field::GrActive).and_then(|r| pct(r * 100.0))),
-                    ..MigInstance::default()
-                }
-            })
-            .collect();
-        let mut sum = None;
-        for u in card.mig.instances.iter().filter_map(|i| i.memory_used_mib) {
-            sum = Some(sum.unwrap_or(0u64).saturating_add(u));
-        }
-        if sum.is_some() {
-            card.memory_used_mib = sum;
-            // The instances' sum above a parent series' total: that total is not this card's.
-            card.memory_total_mib = card.memory_total_mib.filter(|&t| sum.is_none_or(|u| u <= t));
-        }
+        add_instances(&mut card, instances, &model);
     }
     if c.mig_mode == Some(true) {
         // all-smi writes 0 where NVML gives no whole-card use (it gives none with MIG on).
@@ -625,24 +663,94 @@ fn card(c: CardAcc) -> Card {
         card.mig.placements = crate::model::Placements::Unknown;
         card.mig.error = Some(c.no_instances.into());
     }
-    if !c.vgpus.is_empty() {
+    count_replicas(&mut card, &c.vgpus, c.vgpu_overflow);
+    read_partitions(&mut card, c.compute_partition, c.memory_partition);
+    card.vendor = c.vendor;
+    card.serial = c.serial.map(Cow::into_owned);
+    card.model = model;
+    card
+}
+
+/// The card's device-wide readings (its own series, else its lowest instance's), health,
+/// utilisation and memory.
+fn read_device(card: &mut Card, whole: &Slots, instances: &[InstAcc]) {
+    let device = |f: Field| whole.get(f).or_else(|| instances.iter().find_map(|i| i.slots.get(f)));
+    card.temperature_c = device(Field::Temp);
+    card.power_w = device(Field::Power);
+    card.power_limit_w = device(Field::PowerLimit);
+    card.sm_clock_mhz = device(Field::SmClock).and_then(to_u32);
+    card.memory_clock_mhz = device(Field::MemClock).and_then(to_u32);
+    card.health.last_xid = device(Field::Xid).and_then(to_u32).filter(|&x| x != 0);
+    card.health.ecc_volatile_uncorrected = device(Field::EccDbe).and_then(to_u64);
+    card.health.remapped_rows_uncorrectable = device(Field::RemappedRows).and_then(to_u64);
+    // A parent series (whole card, or a MIG card's parent on older exporters) measures the card.
+    card.utilization_pct =
+        whole.get(Field::GpuUtil).and_then(pct).or_else(|| whole.get(Field::GrActive).and_then(|r| pct(r * 100.0)));
+    let (used, total) = whole.memory();
+    card.memory_used_mib = used;
+    card.memory_total_mib = total;
+}
+
+/// Make the card a MIG card with its GPU instances (sorted by id); its memory used is their
+/// sum.
+fn add_instances(card: &mut Card, instances: Vec<InstAcc>, model: &str) {
+    let catalog = crate::model::mig::lookup(model);
+    card.mig.enabled = true;
+    // DCGM says nothing about placement: the store infers it unless a source knows it.
+    card.mig.placements = crate::model::Placements::Inferred;
+    card.mig.instances = instances
+        .into_iter()
+        .map(|i| {
+            let profile = i.profile.map(Cow::into_owned).unwrap_or_default();
+            let size = catalog.and_then(|m| m.profile(&profile)).map_or(0, |p| p.memory_slices);
+            let (used, total) = i.slots.memory();
+            MigInstance {
+                gi_id: i.gi,
+                profile,
+                start: 0,
+                size,
+                memory_used_mib: used,
+                memory_total_mib: total,
+                utilization_pct: i
+                    .slots
+                    .get(Field::InstUtil)
+                    .and_then(pct)
+                    .or_else(|| i.slots.get(Field::GrActive).and_then(|r| pct(r * 100.0))),
+                ..MigInstance::default()
+            }
+        })
+        .collect();
+    let mut sum = None;
+    for u in card.mig.instances.iter().filter_map(|i| i.memory_used_mib) {
+        sum = Some(sum.unwrap_or(0u64).saturating_add(u));
+    }
+    if sum.is_some() {
+        card.memory_used_mib = sum;
+        // The instances' sum above a parent series' total: that total is not this card's.
+        card.memory_total_mib = card.memory_total_mib.filter(|&t| sum.is_none_or(|u| u <= t));
+    }
+}
+
+/// The replicas in use on the card: its distinct `vgpu` labels (unknown past the bound).
+fn count_replicas(card: &mut Card, vgpus: &[Cow<str>], overflow: bool) {
+    if !vgpus.is_empty() {
         // Past the bound the count is not known: unknown, not 256.
-        card.sharing.replicas_used = u32::try_from(c.vgpus.len()).ok().filter(|_| !c.vgpu_overflow);
+        card.sharing.replicas_used = u32::try_from(vgpus.len()).ok().filter(|_| !overflow);
         card.sharing.origin = Some("dcgm-exporter vgpu labels".into());
     }
-    // A partition mode (`none`: the exporter does not know it) is how the card is shared.
+}
+
+/// A partition mode (`none`: the exporter does not know it) is how a card that is not a MIG
+/// card is shared.
+fn read_partitions(card: &mut Card, compute: Option<Cow<str>>, memory: Option<Cow<str>>) {
     let mode = |m: Option<Cow<str>>| m.map(|m| m.trim().to_ascii_uppercase()).filter(|m| !m.is_empty() && m != "NONE");
-    let (compute, memory) = (mode(c.compute_partition), mode(c.memory_partition));
+    let (compute, memory) = (mode(compute), mode(memory));
     if (compute.is_some() || memory.is_some()) && !card.mig.enabled {
         card.sharing.mode = Some(SharingMode::Partitioned);
         card.sharing.compute_partition = compute;
         card.sharing.memory_partition = memory;
         card.sharing.origin = Some("the exporter's partition labels".into());
     }
-    card.vendor = c.vendor;
-    card.serial = c.serial.map(Cow::into_owned);
-    card.model = model;
-    card
 }
 
 /// Map a scrape into nodes and holders, each sample read by the first of `dialects` that
