@@ -178,6 +178,9 @@ pub(super) trait Dialect: Sync {
     fn no_instances(&self) -> &'static str {
         "MIG mode on but no MIG instances exported: instances unknown"
     }
+    /// Correct a card this exporter states MIG mode on for, once the shared rules have read
+    /// it: a whole-card reading the exporter writes where NVML gives none.
+    fn mig_on(&self, _card: &mut Card) {}
 }
 
 /// No holder on the series.
@@ -233,8 +236,9 @@ struct CardAcc<'a> {
     vgpus: Vec<Cow<'a, str>>,
     /// More distinct `vgpu` labels than are kept: the count is unknown.
     vgpu_overflow: bool,
-    /// The MIG mode a row states (dcgm-exporter says it only through instances).
-    mig_mode: Option<bool>,
+    /// The MIG mode a row states (dcgm-exporter says it only through instances), and the
+    /// dialect that stated it.
+    mig_mode: Option<(bool, &'a dyn Dialect)>,
     /// What the card says when that mode is on and no instances came.
     no_instances: &'static str,
     vendor: Option<Vendor>,
@@ -318,8 +322,8 @@ struct Counts {
 }
 
 /// One sample as the dialect that claims it reads it, placed on a GPU index.
-struct Read<'a, 'd> {
-    dialect: &'d dyn Dialect,
+struct Read<'a> {
+    dialect: &'a dyn Dialect,
     labels: Labels<'a>,
     reading: Reading,
     mig: Option<MigMode>,
@@ -329,13 +333,13 @@ struct Read<'a, 'd> {
 impl<'a> Acc<'a> {
     /// Read one sample into its card, GPU instance and holder: read, find (or make) the card,
     /// describe it, pick the slots, name the holder, keep the value.
-    fn add(&mut self, s: Sample<'a>, fixed: bool, dialects: &[&dyn Dialect]) {
+    fn add(&mut self, s: Sample<'a>, fixed: bool, dialects: &[&'a dyn Dialect]) {
         let Some(Read { dialect, labels: mut l, reading, mig, gpu }) = self.read(s, dialects) else { return };
         let node: Cow<'a, str> =
             if fixed { Cow::Borrowed("") } else { l.host.clone().unwrap_or(Cow::Borrowed("unknown")) };
         let Some(ci) = self.card_for(node, gpu, &l, dialect) else { return };
         let Some(card) = self.cards.get_mut(ci) else { return };
-        card.describe(ci, &mut l, mig, &mut self.by_uuid);
+        card.describe(ci, &mut l, (mig, dialect), &mut self.by_uuid);
         let gi = l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok());
         let Some(slots) = card.slots(gi, l.profile.take()) else { return };
         let holder = holder_of(&mut self.holders, slots, ci, gi, l);
@@ -344,7 +348,7 @@ impl<'a> Acc<'a> {
 
     /// The sample as the first of `dialects` that claims it reads it, with its GPU index;
     /// `None` where it is about no card, or about one it cannot be placed on (counted).
-    fn read<'d>(&mut self, s: Sample<'a>, dialects: &[&'d dyn Dialect]) -> Option<Read<'a, 'd>> {
+    fn read(&mut self, s: Sample<'a>, dialects: &[&'a dyn Dialect]) -> Option<Read<'a>> {
         let name = s.name;
         let value = s.value;
         // Detected per sample: the first dialect that claims the name reads it.
@@ -491,13 +495,13 @@ impl<'a> Acc<'a> {
 
 impl<'a> CardAcc<'a> {
     /// Fill in what a series says of its card and the card does not know yet: host, UUID
-    /// (listed in `by_uuid` as card `ci`), model, bus id, serial, partition modes, MIG mode,
-    /// and the `vgpu` replica it is about.
+    /// (listed in `by_uuid` as card `ci`), model, bus id, serial, partition modes, the MIG
+    /// mode its dialect reads in it, and the `vgpu` replica it is about.
     fn describe(
         &mut self,
         ci: usize,
         l: &mut Labels<'a>,
-        mig: Option<MigMode>,
+        (mig, dialect): (Option<MigMode>, &'a dyn Dialect),
         by_uuid: &mut HashMap<Cow<'a, str>, usize>,
     ) {
         fill(&mut self.host, l.host.take());
@@ -514,8 +518,8 @@ impl<'a> CardAcc<'a> {
         fill(&mut self.memory_partition, l.memory_partition.take());
         // A live gauge wins; a label read once when the exporter started only fills.
         match mig {
-            Some(m) if m.live => self.mig_mode = Some(m.on),
-            Some(m) if self.mig_mode.is_none() => self.mig_mode = Some(m.on),
+            Some(m) if m.live => self.mig_mode = Some((m.on, dialect)),
+            Some(m) if self.mig_mode.is_none() => self.mig_mode = Some((m.on, dialect)),
             _ => {}
         }
         self.note_replica(l);
@@ -653,12 +657,11 @@ fn card(c: CardAcc) -> Card {
     if !instances.is_empty() {
         add_instances(&mut card, instances, &model);
     }
-    if c.mig_mode == Some(true) {
-        // all-smi writes 0 where NVML gives no whole-card use (it gives none with MIG on).
-        card.utilization_pct = None;
+    if let Some((true, dialect)) = c.mig_mode {
+        dialect.mig_on(&mut card);
     }
-    if card.mig.instances.is_empty() && c.mig_mode == Some(true) {
-        // all-smi says MIG is on and lists no instances: they are unknown, not absent.
+    if card.mig.instances.is_empty() && c.mig_mode.is_some_and(|(on, _)| on) {
+        // An exporter says MIG is on and lists no instances: they are unknown, not absent.
         card.mig.enabled = true;
         card.mig.placements = crate::model::Placements::Unknown;
         card.mig.error = Some(c.no_instances.into());
