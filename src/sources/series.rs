@@ -153,9 +153,9 @@ pub(super) struct MigMode {
     pub live: bool,
 }
 
-/// One exporter's names: the small interface between an exporter and the accumulator. Which
-/// dialect reads a sample is decided per sample, by its name ([`Dialect::claims`]), so one
-/// scrape may mix exporters.
+/// One exporter's names, and its corrections to what the shared rules read: the small
+/// interface between an exporter and the accumulator. Which dialect reads a sample is decided
+/// per sample, by its name ([`Dialect::claims`]), so one scrape may mix exporters.
 pub(super) trait Dialect: Sync {
     /// Whether the sample is this exporter's.
     fn claims(&self, name: &str) -> bool;
@@ -181,6 +181,11 @@ pub(super) trait Dialect: Sync {
     /// Correct a card this exporter states MIG mode on for, once the shared rules have read
     /// it: a whole-card reading the exporter writes where NVML gives none.
     fn mig_on(&self, _card: &mut Card) {}
+    /// Where a card's replica count comes from, as the card says it, when this exporter's
+    /// `vgpu` labels name the replicas.
+    fn replicas_origin(&self) -> &'static str {
+        "the exporter's replica labels"
+    }
 }
 
 /// No holder on the series.
@@ -236,6 +241,8 @@ struct CardAcc<'a> {
     vgpus: Vec<Cow<'a, str>>,
     /// More distinct `vgpu` labels than are kept: the count is unknown.
     vgpu_overflow: bool,
+    /// The dialect of the first series that named a replica.
+    vgpus_named_by: Option<&'a dyn Dialect>,
     /// The MIG mode a row states (dcgm-exporter says it only through instances), and the
     /// dialect that stated it.
     mig_mode: Option<(bool, &'a dyn Dialect)>,
@@ -431,6 +438,7 @@ impl<'a> Acc<'a> {
             instances: Vec::new(),
             vgpus: Vec::new(),
             vgpu_overflow: false,
+            vgpus_named_by: None,
             mig_mode: None,
             no_instances: dialect.no_instances(),
             vendor: dialect.vendor(),
@@ -522,17 +530,19 @@ impl<'a> CardAcc<'a> {
             Some(m) if self.mig_mode.is_none() => self.mig_mode = Some((m.on, dialect)),
             _ => {}
         }
-        self.note_replica(l);
+        self.note_replica(l, dialect);
     }
 
-    /// Count the `vgpu` replica a series with a holder is about, once, up to `MAX_VGPUS`.
-    fn note_replica(&mut self, l: &Labels<'a>) {
+    /// Count the `vgpu` replica a series with a holder is about, once, up to `MAX_VGPUS`
+    /// (read by `dialect`).
+    fn note_replica(&mut self, l: &Labels<'a>, dialect: &'a dyn Dialect) {
         let has_holder = l.pod.is_some() || l.exported_pod.is_some();
         if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
             && !self.vgpus.contains(&v)
         {
             if self.vgpus.len() < MAX_VGPUS {
                 self.vgpus.push(v);
+                self.vgpus_named_by.get_or_insert(dialect);
             } else {
                 self.vgpu_overflow = true;
             }
@@ -666,7 +676,7 @@ fn card(c: CardAcc) -> Card {
         card.mig.placements = crate::model::Placements::Unknown;
         card.mig.error = Some(c.no_instances.into());
     }
-    count_replicas(&mut card, &c.vgpus, c.vgpu_overflow);
+    count_replicas(&mut card, &c.vgpus, c.vgpu_overflow, c.vgpus_named_by);
     read_partitions(&mut card, c.compute_partition, c.memory_partition);
     card.vendor = c.vendor;
     card.serial = c.serial.map(Cow::into_owned);
@@ -699,7 +709,7 @@ fn read_device(card: &mut Card, whole: &Slots, instances: &[InstAcc]) {
 fn add_instances(card: &mut Card, instances: Vec<InstAcc>, model: &str) {
     let catalog = crate::model::mig::lookup(model);
     card.mig.enabled = true;
-    // DCGM says nothing about placement: the store infers it unless a source knows it.
+    // Exporters say nothing about placement: the store infers it unless a source knows it.
     card.mig.placements = crate::model::Placements::Inferred;
     card.mig.instances = instances
         .into_iter()
@@ -734,12 +744,13 @@ fn add_instances(card: &mut Card, instances: Vec<InstAcc>, model: &str) {
     }
 }
 
-/// The replicas in use on the card: its distinct `vgpu` labels (unknown past the bound).
-fn count_replicas(card: &mut Card, vgpus: &[Cow<str>], overflow: bool) {
+/// The replicas in use on the card: its distinct `vgpu` labels (unknown past the bound), as
+/// the dialect that named them says.
+fn count_replicas(card: &mut Card, vgpus: &[Cow<str>], overflow: bool, named_by: Option<&dyn Dialect>) {
     if !vgpus.is_empty() {
         // Past the bound the count is not known: unknown, not 256.
         card.sharing.replicas_used = u32::try_from(vgpus.len()).ok().filter(|_| !overflow);
-        card.sharing.origin = Some("dcgm-exporter vgpu labels".into());
+        card.sharing.origin = named_by.map(|d| d.replicas_origin().into());
     }
 }
 
