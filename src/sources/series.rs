@@ -3,7 +3,9 @@
 //!
 //! `map` turns one scrape (or several concatenated) into them. It is pure: the scrape itself
 //! happens elsewhere. The names are each exporter's, in its dialect (`dcgm.rs`, `allsmi.rs`,
-//! `amd.rs`, behind `Dialect`); the rules that follow are the same for all of them:
+//! `amd.rs`, behind `Dialect`), and so are an exporter's quirks (a reading it writes where it
+//! has none, the words a card says of its labels); the rules that follow are the same for all
+//! of them:
 //!
 //! * A card is node + GPU index. A UUID, model name and PCI bus id describe it. Series with no
 //!   usable index are counted in [`MapStats::unknown_gpu`] and skipped.
