@@ -32,6 +32,7 @@
 use std::borrow::Cow;
 
 use super::series::{Dialect, Family, Field, Labels, MigMode, Reading};
+use crate::model::Card;
 
 /// Bytes to MiB.
 const MIB: f64 = 1.0 / 1_048_576.0;
@@ -125,6 +126,12 @@ impl Dialect for AllSmi {
 
     fn no_instances(&self) -> &'static str {
         NO_INSTANCES
+    }
+
+    /// all-smi writes a whole-card utilisation of 0 where NVML gives none (it gives none with
+    /// MIG on): unknown.
+    fn mig_on(&self, card: &mut Card) {
+        card.utilization_pct = None;
     }
 }
 

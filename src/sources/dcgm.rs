@@ -116,6 +116,11 @@ impl Dialect for Dcgm {
     fn vendor(&self) -> Option<Vendor> {
         Some(Vendor::Nvidia)
     }
+
+    /// `vgpu` is dcgm-exporter's label (`--kubernetes-virtual-gpus`).
+    fn replicas_origin(&self) -> &'static str {
+        "dcgm-exporter vgpu labels"
+    }
 }
 
 mod generate;

@@ -409,42 +409,49 @@ impl<'n> Collector<'n> {
         };
         card.mig.error = self.mig_error.take();
         if slow || !self.processes.contains_key(&index) {
-            let compute =
-                self.calls.known("nvmlDeviceGetComputeRunningProcesses_v3", index, dev.running_compute_processes())?;
-            // MPS clients (Volta and newer; MPS never runs on a MIG card).
-            let clients = if mig_enabled {
-                None
-            } else {
-                self.calls.known(
-                    "nvmlDeviceGetMPSComputeRunningProcesses_v3",
-                    index,
-                    dev.mps_running_compute_processes(),
-                )?
-            };
-            let process = |p: nvml_wrapper::struct_wrappers::device::ProcessInfo, mps: bool| Process {
-                pid: p.pid,
-                name: procfs::name(p.pid),
-                user: procfs::uid(p.pid).and_then(|u| self.users.get(&u).cloned()),
-                used_mib: match p.used_gpu_memory {
-                    UsedGpuMemory::Used(b) => Some(b / MIB),
-                    UsedGpuMemory::Unavailable => None,
-                },
-                gi_id: p.gpu_instance_id,
-                mps,
-            };
-            let mut list: Vec<Process> =
-                clients.clone().unwrap_or_default().into_iter().map(|p| process(p, true)).collect();
-            for p in compute.clone().unwrap_or_default() {
-                if !list.iter().any(|x| x.pid == p.pid) {
-                    list.push(process(p, false));
-                }
-            }
-            self.processes.insert(index, (compute.is_some(), list));
+            self.read_processes(index, dev, mig_enabled)?;
         }
         let (readable, list) = self.processes.get(&index).cloned().unwrap_or_default();
         card.processes = list;
         card.sharing = sharing_of(&card.processes, readable);
         Ok(card)
+    }
+
+    /// Read the card's compute processes and MPS clients (none on a MIG card) and keep them
+    /// for `index`, with whether the compute processes could be read.
+    fn read_processes(&mut self, index: u32, dev: &Device<'n>, mig_enabled: bool) -> Result<(), NvmlError> {
+        let compute =
+            self.calls.known("nvmlDeviceGetComputeRunningProcesses_v3", index, dev.running_compute_processes())?;
+        // MPS clients (Volta and newer; MPS never runs on a MIG card).
+        let clients = if mig_enabled {
+            None
+        } else {
+            self.calls.known(
+                "nvmlDeviceGetMPSComputeRunningProcesses_v3",
+                index,
+                dev.mps_running_compute_processes(),
+            )?
+        };
+        let process = |p: nvml_wrapper::struct_wrappers::device::ProcessInfo, mps: bool| Process {
+            pid: p.pid,
+            name: procfs::name(p.pid),
+            user: procfs::uid(p.pid).and_then(|u| self.users.get(&u).cloned()),
+            used_mib: match p.used_gpu_memory {
+                UsedGpuMemory::Used(b) => Some(b / MIB),
+                UsedGpuMemory::Unavailable => None,
+            },
+            gi_id: p.gpu_instance_id,
+            mps,
+        };
+        let mut list: Vec<Process> =
+            clients.clone().unwrap_or_default().into_iter().map(|p| process(p, true)).collect();
+        for p in compute.clone().unwrap_or_default() {
+            if !list.iter().any(|x| x.pid == p.pid) {
+                list.push(process(p, false));
+            }
+        }
+        self.processes.insert(index, (compute.is_some(), list));
+        Ok(())
     }
 
     fn instances(&mut self, index: u32, dev: &Device<'n>, model_name: &str) -> Result<Vec<MigInstance>, NvmlError> {

@@ -335,15 +335,61 @@ pub async fn collect(
     let with_history = *history_wanted;
     let (base, node) = (&s.base, s.node);
     let selector = s.query.as_deref().unwrap_or(DEFAULT_QUERY);
+    let (answers, field_error) = ask_fields(s, client, at).await;
+    let main = ask_main(s, client, selector, at).await;
+    let mut result = read_answers(client, main.answer, main.federation, answers, field_error, node).await;
+    if let (Some(why), Ok(p)) = (main.fell_back, &mut result) {
+        p.note = Some(p.note.take().map_or(why.clone(), |n| format!("{why}; {n}")));
+    }
+    if s.with_queue
+        && let Ok(p) = &mut result
+    {
+        queue_into(client, base, p, at).await;
+    }
+    if with_history && let Ok(p) = &mut result {
+        history::into_partial(client, base, node, at, p, history_wanted).await;
+    }
+    // Errors and notes can quote an answer: never a credential it echoed.
+    match &mut result {
+        Ok(p) => p.note = p.note.take().map(|n| client.scrub(&n)),
+        Err(e) => e.message = client.scrub(&e.message),
+    }
+    result
+}
+
+/// Each `[sources.promql]` field's query, asked in turn at `at`: the answers under their DCGM
+/// names, and the last field that failed.
+async fn ask_fields(
+    s: &Settings,
+    client: &Client,
+    at: Option<DateTime<Utc>>,
+) -> (Vec<(&'static str, String)>, Option<String>) {
     let mut answers: Vec<(&'static str, String)> = Vec::new();
     let mut field_error = None;
     for (field, expr) in &s.fields {
         let Some(metric) = crate::config::promql_metric(field) else { continue };
-        match client.get(&at_time(query_url(base, expr), at)).await {
+        match client.get(&at_time(query_url(&s.base, expr), at)).await {
             Ok(body) => answers.push((metric, body)),
             Err(e) => field_error = Some(format!("promql.{field}: {e}")),
         }
     }
+    (answers, field_error)
+}
+
+/// The main query's answer, and how it was asked.
+struct MainAnswer {
+    /// The federation endpoint's text (else an instant vector).
+    federation: bool,
+    /// Why this collection fell back from federation to instant queries, where it did.
+    fell_back: Option<String>,
+    answer: Result<Vec<String>, super::http::FetchError>,
+}
+
+/// The main query (`selector`) asked at `at`: from the federation endpoint where it is used
+/// (falling back to instant queries for good under `api = "auto"` where it is not served),
+/// else as an instant query.
+async fn ask_main(s: &Settings, client: &Client, selector: &str, at: Option<DateTime<Utc>>) -> MainAnswer {
+    let base = &s.base;
     let mut federation = s.federation(at);
     let mut fell_back = None;
     let mut answer = None;
@@ -376,7 +422,21 @@ pub async fn collect(
         Some(a) => a,
         None => client.get(&at_time(query_url(base, selector), at)).await.map(|b| vec![b]),
     };
-    let mut result = match answer {
+    MainAnswer { federation, fell_back, answer }
+}
+
+/// The main answer (`federation`: the federation endpoint's text) and the fields' answers
+/// mapped into a partial fleet, off the async threads; a field that failed, or a main answer
+/// that did, is the collection's error.
+async fn read_answers(
+    client: &Client,
+    answer: Result<Vec<String>, super::http::FetchError>,
+    federation: bool,
+    answers: Vec<(&'static str, String)>,
+    mut field_error: Option<String>,
+    node: ScrapeNode,
+) -> Result<Partial, SourceError> {
+    match answer {
         Ok(_) if field_error.is_some() => Err(source_error(field_error.take().unwrap_or_default())),
         Ok(mut bodies) => {
             // A message quoting the answer is cut before it reaches `scrub` below: the body is
@@ -403,47 +463,7 @@ pub async fn collect(
             Err(source_error(format!("{url}: {msg}")))
         }
         Err(e) => Err(SourceError { unanswered: e.unanswered(), ..source_error(e.to_string()) }),
-    };
-    if let (Some(why), Ok(p)) = (fell_back, &mut result) {
-        p.note = Some(p.note.take().map_or(why.clone(), |n| format!("{why}; {n}")));
     }
-    if s.with_queue
-        && let Ok(p) = &mut result
-    {
-        queue_into(client, base, p, at).await;
-    }
-    if with_history && let Ok(p) = &mut result {
-        let known: history::Known =
-            p.nodes.iter().flat_map(|n| n.cards.iter().map(move |c| (n.name.clone(), c.index))).collect();
-        let fetched =
-            tokio::time::timeout(HISTORY_WAIT, history::fetch(client, base, node, at.unwrap_or_else(Utc::now), known))
-                .await;
-        let failed = match fetched {
-            Ok(Ok((h, cut))) => {
-                p.history = h;
-                *history_wanted = false;
-                (cut > 0)
-                    .then(|| format!("history: {cut} series of instances past {} per card cut", history::MAX_INSTANCES))
-            }
-            Ok(Err(e)) => {
-                *history_wanted = false;
-                Some(e.to_string())
-            }
-            Err(_) => Some(format!(
-                "history: no answer within {}s: the sparklines fill as the console runs; asked again with the next answer",
-                HISTORY_WAIT.as_secs()
-            )),
-        };
-        if let Some(e) = failed {
-            p.note = Some(p.note.take().map_or(e.clone(), |n| format!("{n}; {e}")));
-        }
-    }
-    // Errors and notes can quote an answer: never a credential it echoed.
-    match &mut result {
-        Ok(p) => p.note = p.note.take().map(|n| client.scrub(&n)),
-        Err(e) => e.message = client.scrub(&e.message),
-    }
-    result
 }
 
 /// Poll Prometheus until the receiver goes away; failures back off, capped at a minute.

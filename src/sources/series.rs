@@ -3,7 +3,9 @@
 //!
 //! `map` turns one scrape (or several concatenated) into them. It is pure: the scrape itself
 //! happens elsewhere. The names are each exporter's, in its dialect (`dcgm.rs`, `allsmi.rs`,
-//! `amd.rs`, behind `Dialect`); the rules that follow are the same for all of them:
+//! `amd.rs`, behind `Dialect`), and so are an exporter's quirks (a reading it writes where it
+//! has none, the words a card says of its labels); the rules that follow are the same for all
+//! of them:
 //!
 //! * A card is node + GPU index. A UUID, model name and PCI bus id describe it. Series with no
 //!   usable index are counted in [`MapStats::unknown_gpu`] and skipped.
@@ -153,9 +155,9 @@ pub(super) struct MigMode {
     pub live: bool,
 }
 
-/// One exporter's names: the small interface between an exporter and the accumulator. Which
-/// dialect reads a sample is decided per sample, by its name ([`Dialect::claims`]), so one
-/// scrape may mix exporters.
+/// One exporter's names, and its corrections to what the shared rules read: the small
+/// interface between an exporter and the accumulator. Which dialect reads a sample is decided
+/// per sample, by its name ([`Dialect::claims`]), so one scrape may mix exporters.
 pub(super) trait Dialect: Sync {
     /// Whether the sample is this exporter's.
     fn claims(&self, name: &str) -> bool;
@@ -177,6 +179,14 @@ pub(super) trait Dialect: Sync {
     /// What a card says when this exporter calls MIG on and sends no instance rows.
     fn no_instances(&self) -> &'static str {
         "MIG mode on but no MIG instances exported: instances unknown"
+    }
+    /// Correct a card this exporter states MIG mode on for, once the shared rules have read
+    /// it: a whole-card reading the exporter writes where NVML gives none.
+    fn mig_on(&self, _card: &mut Card) {}
+    /// Where a card's replica count comes from, as the card says it, when this exporter's
+    /// `vgpu` labels name the replicas.
+    fn replicas_origin(&self) -> &'static str {
+        "the exporter's replica labels"
     }
 }
 
@@ -233,8 +243,11 @@ struct CardAcc<'a> {
     vgpus: Vec<Cow<'a, str>>,
     /// More distinct `vgpu` labels than are kept: the count is unknown.
     vgpu_overflow: bool,
-    /// The MIG mode a row states (dcgm-exporter says it only through instances).
-    mig_mode: Option<bool>,
+    /// The dialect of the first series that named a replica.
+    vgpus_named_by: Option<&'a dyn Dialect>,
+    /// The MIG mode a row states (dcgm-exporter says it only through instances), and the
+    /// dialect that stated it.
+    mig_mode: Option<(bool, &'a dyn Dialect)>,
     /// What the card says when that mode is on and no instances came.
     no_instances: &'static str,
     vendor: Option<Vendor>,
@@ -317,41 +330,83 @@ struct Counts {
     cut_cards: usize,
 }
 
+/// One sample as the dialect that claims it reads it, placed on a GPU index.
+struct Read<'a> {
+    dialect: &'a dyn Dialect,
+    labels: Labels<'a>,
+    reading: Reading,
+    mig: Option<MigMode>,
+    gpu: u32,
+}
+
 impl<'a> Acc<'a> {
-    fn add(&mut self, s: Sample<'a>, fixed: bool, dialects: &[&dyn Dialect]) {
+    /// Read one sample into its card, GPU instance and holder: read, find (or make) the card,
+    /// describe it, pick the slots, name the holder, keep the value.
+    fn add(&mut self, s: Sample<'a>, fixed: bool, dialects: &[&'a dyn Dialect]) {
+        let Some(Read { dialect, labels: mut l, reading, mig, gpu }) = self.read(s, dialects) else { return };
+        let node: Cow<'a, str> =
+            if fixed { Cow::Borrowed("") } else { l.host.clone().unwrap_or(Cow::Borrowed("unknown")) };
+        let Some(ci) = self.card_for(node, gpu, &l, dialect) else { return };
+        let Some(card) = self.cards.get_mut(ci) else { return };
+        card.describe(ci, &mut l, (mig, dialect), &mut self.by_uuid);
+        let gi = l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok());
+        let Some(slots) = card.slots(gi, l.profile.take()) else { return };
+        let holder = holder_of(&mut self.holders, slots, ci, gi, l);
+        self.stats.keep(slots, reading, holder);
+    }
+
+    /// The sample as the first of `dialects` that claims it reads it, with its GPU index;
+    /// `None` where it is about no card, or about one it cannot be placed on (counted).
+    fn read(&mut self, s: Sample<'a>, dialects: &[&'a dyn Dialect]) -> Option<Read<'a>> {
         let name = s.name;
         let value = s.value;
         // Detected per sample: the first dialect that claims the name reads it.
-        let Some(dialect) = dialects.iter().copied().find(|d| d.claims(name)) else { return };
+        let dialect = dialects.iter().copied().find(|d| d.claims(name))?;
         let family = dialect.family(name);
         if family == Family::Skip {
             // The host's own rows (CPU, memory, disk, processes): nothing about a card.
-            return;
+            return None;
         }
         let l = dialect.labels(s.labels);
         let reading = dialect.value(name, value, &l);
         let mig = dialect.mig_mode(name, value, &l);
         let Some(gpu) = l.gpu_index() else {
             self.stats.unknown_gpu += 1;
-            return;
+            return None;
         };
         if family == Family::Instance && l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok()).is_none() {
             // An instance row with no GPU instance id cannot be placed on its card.
             self.stats.unknown_gpu += 1;
-            return;
+            return None;
         }
-        let node: Cow<'a, str> =
-            if fixed { Cow::Borrowed("") } else { l.host.clone().unwrap_or(Cow::Borrowed("unknown")) };
-        let cards = &mut self.cards;
+        Some(Read { dialect, labels: l, reading, mig, gpu })
+    }
+
+    /// The card a series on `node` and index `gpu` is about: one already read, else a new one;
+    /// `None` for a new card past `MAX_CARDS` (counted).
+    fn card_for(&mut self, node: Cow<'a, str>, gpu: u32, l: &Labels<'a>, dialect: &dyn Dialect) -> Option<usize> {
         // Looked up without making entries: a card past `MAX_CARDS` leaves nothing behind.
         let key = (node.clone(), gpu);
+        let found = self.find_card(&key, l);
+        if found.is_none() && self.cards.len() >= MAX_CARDS {
+            self.stats.cut_cards += 1;
+            return None;
+        }
+        Some(found.unwrap_or_else(|| self.new_card(node, key, l.uuid.is_none(), dialect)))
+    }
+
+    /// The card already read for a host label and index (`key`) that the series' UUID and host
+    /// label agree with, if any.
+    fn find_card(&self, key: &(Cow<'a, str>, u32), l: &Labels<'a>) -> Option<usize> {
+        let cards = &self.cards;
+        let gpu = key.1;
         let no_list: &[usize] = &[];
-        let same = self.index.get(&key).map_or(no_list, Vec::as_slice);
+        let same = self.index.get(key).map_or(no_list, Vec::as_slice);
         // Cards with different UUIDs are different cards, whatever their index says; without
         // a UUID, a different host label (one target fronting many hosts) tells them apart.
         let agree = |a: Option<&str>, b: Option<&str>| a.zip(b).is_none_or(|(a, b)| a == b);
-        let anonymous = self.no_uuid.get(&key).map_or(no_list, Vec::as_slice);
-        let found = match &l.uuid {
+        let anonymous = self.no_uuid.get(key).map_or(no_list, Vec::as_slice);
+        match &l.uuid {
             // A known UUID is one lookup; a new one joins only a card that has no UUID yet.
             Some(u) => self.by_uuid.get(u).copied().filter(|&i| cards[i].index == gpu).or_else(|| {
                 anonymous
@@ -361,129 +416,43 @@ impl<'a> Acc<'a> {
                     .find(|&i| agree(cards[i].host.as_deref(), l.host.as_deref()))
             }),
             None => same.iter().copied().find(|&i| agree(cards[i].host.as_deref(), l.host.as_deref())),
-        };
-        if found.is_none() && cards.len() >= MAX_CARDS {
-            self.stats.cut_cards += 1;
-            return;
         }
-        let ci = found.unwrap_or_else(|| {
-            cards.push(CardAcc {
-                node,
-                host: None,
-                index: gpu,
-                uuid: None,
-                model: None,
-                pci: None,
-                whole: Slots::default(),
-                instances: Vec::new(),
-                vgpus: Vec::new(),
-                vgpu_overflow: false,
-                mig_mode: None,
-                no_instances: dialect.no_instances(),
-                vendor: dialect.vendor(),
-                serial: None,
-                compute_partition: None,
-                memory_partition: None,
-            });
-            self.index.entry(key.clone()).or_default().push(cards.len() - 1);
-            if l.uuid.is_none() {
-                self.no_uuid.entry(key.clone()).or_default().push(cards.len() - 1);
-            }
-            cards.len() - 1
+    }
+
+    /// A new card on `node` with the index in `key`, listed under `key` (and among the cards
+    /// a new UUID may join where its series has none): its position.
+    fn new_card(
+        &mut self,
+        node: Cow<'a, str>,
+        key: (Cow<'a, str>, u32),
+        no_uuid: bool,
+        dialect: &dyn Dialect,
+    ) -> usize {
+        let cards = &mut self.cards;
+        cards.push(CardAcc {
+            node,
+            host: None,
+            index: key.1,
+            uuid: None,
+            model: None,
+            pci: None,
+            whole: Slots::default(),
+            instances: Vec::new(),
+            vgpus: Vec::new(),
+            vgpu_overflow: false,
+            vgpus_named_by: None,
+            mig_mode: None,
+            no_instances: dialect.no_instances(),
+            vendor: dialect.vendor(),
+            serial: None,
+            compute_partition: None,
+            memory_partition: None,
         });
-        let Some(card) = self.cards.get_mut(ci) else { return };
-        fill(&mut card.host, l.host);
-        if card.uuid.is_none()
-            && let Some(u) = &l.uuid
-        {
-            self.by_uuid.insert(u.clone(), ci);
+        self.index.entry(key.clone()).or_default().push(cards.len() - 1);
+        if no_uuid {
+            self.no_uuid.entry(key.clone()).or_default().push(cards.len() - 1);
         }
-        fill(&mut card.uuid, l.uuid);
-        fill(&mut card.model, l.model);
-        fill(&mut card.pci, l.pci);
-        fill(&mut card.serial, l.serial);
-        fill(&mut card.compute_partition, l.compute_partition);
-        fill(&mut card.memory_partition, l.memory_partition);
-        // A live gauge wins; a label read once when the exporter started only fills.
-        match mig {
-            Some(m) if m.live => card.mig_mode = Some(m.on),
-            Some(m) if card.mig_mode.is_none() => card.mig_mode = Some(m.on),
-            _ => {}
-        }
-        let has_holder = l.pod.is_some() || l.exported_pod.is_some();
-        if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
-            && !card.vgpus.contains(&v)
-        {
-            if card.vgpus.len() < MAX_VGPUS {
-                card.vgpus.push(v);
-            } else {
-                card.vgpu_overflow = true;
-            }
-        }
-
-        let gi = l.gi.as_deref().and_then(|g| g.trim().parse::<u32>().ok());
-        let slots = match gi {
-            None => &mut card.whole,
-            Some(gi) => {
-                let at = match card.instances.iter().position(|i| i.gi == gi) {
-                    Some(at) => at,
-                    None => {
-                        card.instances.push(InstAcc { gi, profile: None, slots: Slots::default() });
-                        card.instances.len() - 1
-                    }
-                };
-                let Some(inst) = card.instances.get_mut(at) else { return };
-                fill(&mut inst.profile, l.profile);
-                &mut inst.slots
-            }
-        };
-
-        let exported = l.exported_pod.is_some() || l.exported_namespace.is_some() || l.exported_container.is_some();
-        let (pod, namespace, container) = if exported {
-            (l.exported_pod, l.exported_namespace, l.exported_container)
-        } else {
-            (l.pod, l.namespace, l.container)
-        };
-        let holder = if pod.is_none() && l.hpc_job.is_none() {
-            NO_HOLDER
-        } else {
-            let holders = &mut self.holders;
-            let known = slots
-                .holders
-                .iter()
-                .copied()
-                .find(|&h| holders.get(h as usize).is_some_and(|x| x.pod == pod && x.hpc_job == l.hpc_job));
-            match known {
-                Some(h) => h,
-                None => {
-                    let h = u32::try_from(holders.len()).unwrap_or(NO_HOLDER);
-                    holders.push(HolderAcc { card: ci, gi, namespace, pod, container, hpc_job: l.hpc_job });
-                    slots.holders.push(h);
-                    h
-                }
-            }
-        };
-
-        let (f, value) = match reading {
-            Reading::Value(f, v) => (f, v),
-            Reading::Blank => {
-                self.stats.blank_sentinels += 1;
-                return;
-            }
-            Reading::NonFinite => {
-                self.stats.non_finite += 1;
-                return;
-            }
-            Reading::Skip => return,
-        };
-        match &mut slots.vals[f as usize] {
-            Some((_, first)) => {
-                if *first == holder {
-                    self.stats.duplicates += 1;
-                }
-            }
-            empty => *empty = Some((value, holder)),
-        }
+        cards.len() - 1
     }
 
     fn finish(self, node: &NodeName) -> (Vec<Node>, Vec<Holder>, Naming) {
@@ -534,6 +503,137 @@ impl<'a> Acc<'a> {
     }
 }
 
+impl<'a> CardAcc<'a> {
+    /// Fill in what a series says of its card and the card does not know yet: host, UUID
+    /// (listed in `by_uuid` as card `ci`), model, bus id, serial, partition modes, the MIG
+    /// mode its dialect reads in it, and the `vgpu` replica it is about.
+    fn describe(
+        &mut self,
+        ci: usize,
+        l: &mut Labels<'a>,
+        (mig, dialect): (Option<MigMode>, &'a dyn Dialect),
+        by_uuid: &mut HashMap<Cow<'a, str>, usize>,
+    ) {
+        fill(&mut self.host, l.host.take());
+        if self.uuid.is_none()
+            && let Some(u) = &l.uuid
+        {
+            by_uuid.insert(u.clone(), ci);
+        }
+        fill(&mut self.uuid, l.uuid.take());
+        fill(&mut self.model, l.model.take());
+        fill(&mut self.pci, l.pci.take());
+        fill(&mut self.serial, l.serial.take());
+        fill(&mut self.compute_partition, l.compute_partition.take());
+        fill(&mut self.memory_partition, l.memory_partition.take());
+        // A live gauge wins; a label read once when the exporter started only fills.
+        match mig {
+            Some(m) if m.live => self.mig_mode = Some((m.on, dialect)),
+            Some(m) if self.mig_mode.is_none() => self.mig_mode = Some((m.on, dialect)),
+            _ => {}
+        }
+        self.note_replica(l, dialect);
+    }
+
+    /// Count the `vgpu` replica a series with a holder is about, once, up to `MAX_VGPUS`
+    /// (read by `dialect`).
+    fn note_replica(&mut self, l: &Labels<'a>, dialect: &'a dyn Dialect) {
+        let has_holder = l.pod.is_some() || l.exported_pod.is_some();
+        if let Some(v) = l.vgpu.clone().filter(|_| has_holder)
+            && !self.vgpus.contains(&v)
+        {
+            if self.vgpus.len() < MAX_VGPUS {
+                self.vgpus.push(v);
+                self.vgpus_named_by.get_or_insert(dialect);
+            } else {
+                self.vgpu_overflow = true;
+            }
+        }
+    }
+
+    /// The slots a series fills: the card's own, or those of its GPU instance `gi` (added on
+    /// first sight, its profile filled in).
+    fn slots(&mut self, gi: Option<u32>, profile: Option<Cow<'a, str>>) -> Option<&mut Slots> {
+        match gi {
+            None => Some(&mut self.whole),
+            Some(gi) => {
+                let at = match self.instances.iter().position(|i| i.gi == gi) {
+                    Some(at) => at,
+                    None => {
+                        self.instances.push(InstAcc { gi, profile: None, slots: Slots::default() });
+                        self.instances.len() - 1
+                    }
+                };
+                let inst = self.instances.get_mut(at)?;
+                fill(&mut inst.profile, profile);
+                Some(&mut inst.slots)
+            }
+        }
+    }
+}
+
+/// The holder a series names on card `ci` (instance `gi`): one its slots have seen (same pod
+/// and HPC job), else a new one; `NO_HOLDER` where it names neither pod nor HPC job.
+fn holder_of<'a>(
+    holders: &mut Vec<HolderAcc<'a>>,
+    slots: &mut Slots,
+    ci: usize,
+    gi: Option<u32>,
+    l: Labels<'a>,
+) -> u32 {
+    let exported = l.exported_pod.is_some() || l.exported_namespace.is_some() || l.exported_container.is_some();
+    let (pod, namespace, container) = if exported {
+        (l.exported_pod, l.exported_namespace, l.exported_container)
+    } else {
+        (l.pod, l.namespace, l.container)
+    };
+    if pod.is_none() && l.hpc_job.is_none() {
+        return NO_HOLDER;
+    }
+    let known = slots
+        .holders
+        .iter()
+        .copied()
+        .find(|&h| holders.get(h as usize).is_some_and(|x| x.pod == pod && x.hpc_job == l.hpc_job));
+    match known {
+        Some(h) => h,
+        None => {
+            let h = u32::try_from(holders.len()).unwrap_or(NO_HOLDER);
+            holders.push(HolderAcc { card: ci, gi, namespace, pod, container, hpc_job: l.hpc_job });
+            slots.holders.push(h);
+            h
+        }
+    }
+}
+
+impl Counts {
+    /// Keep a reading's value in its slot if the slot has none: the same field again from the
+    /// same holder is a duplicate (counted), from another pod it is not. Blanks and
+    /// non-finite values are counted, not kept.
+    fn keep(&mut self, slots: &mut Slots, reading: Reading, holder: u32) {
+        let (f, value) = match reading {
+            Reading::Value(f, v) => (f, v),
+            Reading::Blank => {
+                self.blank_sentinels += 1;
+                return;
+            }
+            Reading::NonFinite => {
+                self.non_finite += 1;
+                return;
+            }
+            Reading::Skip => return,
+        };
+        match &mut slots.vals[f as usize] {
+            Some((_, first)) => {
+                if *first == holder {
+                    self.duplicates += 1;
+                }
+            }
+            empty => *empty = Some((value, holder)),
+        }
+    }
+}
+
 fn fill<'a>(slot: &mut Option<Cow<'a, str>>, v: Option<Cow<'a, str>>) {
     if slot.is_none() {
         *slot = v;
@@ -553,96 +653,120 @@ fn to_u32(v: f64) -> Option<u32> {
     (0.0..=f64::from(u32::MAX)).contains(&v).then(|| v.round() as u32)
 }
 
+/// A card as its series describe it: its device-wide readings, its GPU instances, its MIG
+/// mode, and how it is shared.
 fn card(c: CardAcc) -> Card {
     let model = c.model.map(Cow::into_owned).unwrap_or_default();
     let mut instances = c.instances;
     instances.sort_by_key(|i| i.gi);
-    let device = |f: Field| c.whole.get(f).or_else(|| instances.iter().find_map(|i| i.slots.get(f)));
     let mut card = Card {
         index: c.index,
         uuid: c.uuid.map(Cow::into_owned),
         pci_bus_id: c.pci.map(Cow::into_owned),
-        temperature_c: device(Field::Temp),
-        power_w: device(Field::Power),
-        power_limit_w: device(Field::PowerLimit),
-        sm_clock_mhz: device(Field::SmClock).and_then(to_u32),
-        memory_clock_mhz: device(Field::MemClock).and_then(to_u32),
         ..Card::default()
     };
+    read_device(&mut card, &c.whole, &instances);
+    if !instances.is_empty() {
+        add_instances(&mut card, instances, &model);
+    }
+    if let Some((true, dialect)) = c.mig_mode {
+        dialect.mig_on(&mut card);
+    }
+    if card.mig.instances.is_empty() && c.mig_mode.is_some_and(|(on, _)| on) {
+        // An exporter says MIG is on and lists no instances: they are unknown, not absent.
+        card.mig.enabled = true;
+        card.mig.placements = crate::model::Placements::Unknown;
+        card.mig.error = Some(c.no_instances.into());
+    }
+    count_replicas(&mut card, &c.vgpus, c.vgpu_overflow, c.vgpus_named_by);
+    read_partitions(&mut card, c.compute_partition, c.memory_partition);
+    card.vendor = c.vendor;
+    card.serial = c.serial.map(Cow::into_owned);
+    card.model = model;
+    card
+}
+
+/// The card's device-wide readings (its own series, else its lowest instance's), health,
+/// utilisation and memory.
+fn read_device(card: &mut Card, whole: &Slots, instances: &[InstAcc]) {
+    let device = |f: Field| whole.get(f).or_else(|| instances.iter().find_map(|i| i.slots.get(f)));
+    card.temperature_c = device(Field::Temp);
+    card.power_w = device(Field::Power);
+    card.power_limit_w = device(Field::PowerLimit);
+    card.sm_clock_mhz = device(Field::SmClock).and_then(to_u32);
+    card.memory_clock_mhz = device(Field::MemClock).and_then(to_u32);
     card.health.last_xid = device(Field::Xid).and_then(to_u32).filter(|&x| x != 0);
     card.health.ecc_volatile_uncorrected = device(Field::EccDbe).and_then(to_u64);
     card.health.remapped_rows_uncorrectable = device(Field::RemappedRows).and_then(to_u64);
     // A parent series (whole card, or a MIG card's parent on older exporters) measures the card.
     card.utilization_pct =
-        c.whole.get(Field::GpuUtil).and_then(pct).or_else(|| c.whole.get(Field::GrActive).and_then(|r| pct(r * 100.0)));
-    let (used, total) = c.whole.memory();
+        whole.get(Field::GpuUtil).and_then(pct).or_else(|| whole.get(Field::GrActive).and_then(|r| pct(r * 100.0)));
+    let (used, total) = whole.memory();
     card.memory_used_mib = used;
     card.memory_total_mib = total;
-    if !instances.is_empty() {
-        let catalog = crate::model::mig::lookup(&model);
-        card.mig.enabled = true;
-        // DCGM says nothing about placement: the store infers it unless a source knows it.
-        card.mig.placements = crate::model::Placements::Inferred;
-        card.mig.instances = instances
-            .into_iter()
-            .map(|i| {
-                let profile = i.profile.map(Cow::into_owned).unwrap_or_default();
-                let size = catalog.and_then(|m| m.profile(&profile)).map_or(0, |p| p.memory_slices);
-                let (used, total) = i.slots.memory();
-                MigInstance {
-                    gi_id: i.gi,
-                    profile,
-                    start: 0,
-                    size,
-                    memory_used_mib: used,
-                    memory_total_mib: total,
-                    utilization_pct: i
-                        .slots
-                        .get(Field::InstUtil)
-                        .and_then(pct)
-                        .or_else(|| i.slots.get(Field::GrActive).and_then(|r| pct(r * 100.0))),
-                    ..MigInstance::default()
-                }
-            })
-            .collect();
-        let mut sum = None;
-        for u in card.mig.instances.iter().filter_map(|i| i.memory_used_mib) {
-            sum = Some(sum.unwrap_or(0u64).saturating_add(u));
-        }
-        if sum.is_some() {
-            card.memory_used_mib = sum;
-            // The instances' sum above a parent series' total: that total is not this card's.
-            card.memory_total_mib = card.memory_total_mib.filter(|&t| sum.is_none_or(|u| u <= t));
-        }
+}
+
+/// Make the card a MIG card with its GPU instances (sorted by id); its memory used is their
+/// sum.
+fn add_instances(card: &mut Card, instances: Vec<InstAcc>, model: &str) {
+    let catalog = crate::model::mig::lookup(model);
+    card.mig.enabled = true;
+    // Exporters say nothing about placement: the store infers it unless a source knows it.
+    card.mig.placements = crate::model::Placements::Inferred;
+    card.mig.instances = instances
+        .into_iter()
+        .map(|i| {
+            let profile = i.profile.map(Cow::into_owned).unwrap_or_default();
+            let size = catalog.and_then(|m| m.profile(&profile)).map_or(0, |p| p.memory_slices);
+            let (used, total) = i.slots.memory();
+            MigInstance {
+                gi_id: i.gi,
+                profile,
+                start: 0,
+                size,
+                memory_used_mib: used,
+                memory_total_mib: total,
+                utilization_pct: i
+                    .slots
+                    .get(Field::InstUtil)
+                    .and_then(pct)
+                    .or_else(|| i.slots.get(Field::GrActive).and_then(|r| pct(r * 100.0))),
+                ..MigInstance::default()
+            }
+        })
+        .collect();
+    let mut sum = None;
+    for u in card.mig.instances.iter().filter_map(|i| i.memory_used_mib) {
+        sum = Some(sum.unwrap_or(0u64).saturating_add(u));
     }
-    if c.mig_mode == Some(true) {
-        // all-smi writes 0 where NVML gives no whole-card use (it gives none with MIG on).
-        card.utilization_pct = None;
+    if sum.is_some() {
+        card.memory_used_mib = sum;
+        // The instances' sum above a parent series' total: that total is not this card's.
+        card.memory_total_mib = card.memory_total_mib.filter(|&t| sum.is_none_or(|u| u <= t));
     }
-    if card.mig.instances.is_empty() && c.mig_mode == Some(true) {
-        // all-smi says MIG is on and lists no instances: they are unknown, not absent.
-        card.mig.enabled = true;
-        card.mig.placements = crate::model::Placements::Unknown;
-        card.mig.error = Some(c.no_instances.into());
-    }
-    if !c.vgpus.is_empty() {
+}
+
+/// The replicas in use on the card: its distinct `vgpu` labels (unknown past the bound), as
+/// the dialect that named them says.
+fn count_replicas(card: &mut Card, vgpus: &[Cow<str>], overflow: bool, named_by: Option<&dyn Dialect>) {
+    if !vgpus.is_empty() {
         // Past the bound the count is not known: unknown, not 256.
-        card.sharing.replicas_used = u32::try_from(c.vgpus.len()).ok().filter(|_| !c.vgpu_overflow);
-        card.sharing.origin = Some("dcgm-exporter vgpu labels".into());
+        card.sharing.replicas_used = u32::try_from(vgpus.len()).ok().filter(|_| !overflow);
+        card.sharing.origin = named_by.map(|d| d.replicas_origin().into());
     }
-    // A partition mode (`none`: the exporter does not know it) is how the card is shared.
+}
+
+/// A partition mode (`none`: the exporter does not know it) is how a card that is not a MIG
+/// card is shared.
+fn read_partitions(card: &mut Card, compute: Option<Cow<str>>, memory: Option<Cow<str>>) {
     let mode = |m: Option<Cow<str>>| m.map(|m| m.trim().to_ascii_uppercase()).filter(|m| !m.is_empty() && m != "NONE");
-    let (compute, memory) = (mode(c.compute_partition), mode(c.memory_partition));
+    let (compute, memory) = (mode(compute), mode(memory));
     if (compute.is_some() || memory.is_some()) && !card.mig.enabled {
         card.sharing.mode = Some(SharingMode::Partitioned);
         card.sharing.compute_partition = compute;
         card.sharing.memory_partition = memory;
         card.sharing.origin = Some("the exporter's partition labels".into());
     }
-    card.vendor = c.vendor;
-    card.serial = c.serial.map(Cow::into_owned);
-    card.model = model;
-    card
 }
 
 /// Map a scrape into nodes and holders, each sample read by the first of `dialects` that

@@ -5,6 +5,7 @@ mod actions;
 mod build;
 mod jobs;
 mod observe;
+mod opening;
 pub mod rng;
 mod scenes;
 mod scheduler;

@@ -8,6 +8,7 @@ pub mod json;
 pub mod nodes;
 pub mod stream;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -223,38 +224,65 @@ pub async fn collect(
     version: &mut usize,
 ) -> Result<Partial, SourceError> {
     let mut notes = Vec::new();
-    let kinds = &settings.kinds;
     let (mut found, nodes_found) = match (&settings.rest, client) {
-        (Some(rest), Some(client)) => {
-            let late = || err(format!("slurmrestd: no answer within {:?}", settings.timeout));
-            let t = settings.timeout;
-            let jobs = tokio::time::timeout(t, rest_get(client, rest, "jobs", version)).await.map_err(|_| late())??;
-            let jobs = jobs_document(&jobs, "slurmrestd jobs", kinds, &mut notes)?;
-            let nodes =
-                tokio::time::timeout(t, rest_get(client, rest, "nodes", version)).await.map_err(|_| late())??;
-            let what = "slurmrestd nodes";
-            (jobs, nodes_document(read_nodes(&nodes, what)?, what, &mut notes)?)
-        }
-        _ => {
-            let jobs = jobs_document(&run(settings, "squeue", &["--json"]).await?, "squeue --json", kinds, &mut notes)?;
-            let text = run(settings, "sinfo", &["--json"]).await?;
-            let read = read_nodes(&text, "sinfo --json")?;
-            drop(text);
-            // Since 23.11 `sinfo --json` prints per-partition summaries under "sinfo" instead of
-            // nodes; `scontrol show nodes --json` (23.02 and later) has the node objects.
-            let nodes = if !read.1.named && read.1.sinfo {
-                let what = "scontrol show nodes --json";
-                let text = run(settings, "scontrol", &["show", "nodes", "--json"]).await?;
-                nodes_document(read_nodes(&text, what)?, what, &mut notes)?
-            } else {
-                nodes_document(read, "sinfo --json", &mut notes)?
-            };
-            (jobs, nodes)
-        }
+        (Some(rest), Some(client)) => ask_rest(settings, rest, client, version, &mut notes).await?,
+        _ => ask_commands(settings, &mut notes).await?,
     };
     notes.dedup();
     let nodes::Nodes { mut nodes, unreadable: bad_nodes, indexes, .. } = nodes_found;
-    // Jobs name GRES device indexes; cards are numbered among whole-GPU devices only.
+    number_cards(&mut found, &indexes);
+    hold_cards(&mut nodes, &found);
+    if found.unreadable + bad_nodes > 0 {
+        notes.push(format!("{} unreadable jobs, {bad_nodes} unreadable nodes", found.unreadable));
+    }
+    if found.without_gpu > 0 {
+        notes.push(format!("{} jobs without GPUs not shown", found.without_gpu));
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    Ok(Partial { nodes, workloads: found.workloads, note, ..Partial::default() })
+}
+
+/// Jobs then nodes from slurmrestd, each waited for at most the source's timeout.
+async fn ask_rest(
+    settings: &Settings,
+    rest: &Rest,
+    client: &http::Client,
+    version: &mut usize,
+    notes: &mut Vec<String>,
+) -> Result<(jobs::Jobs, nodes::Nodes), SourceError> {
+    let kinds = &settings.kinds;
+    let late = || err(format!("slurmrestd: no answer within {:?}", settings.timeout));
+    let t = settings.timeout;
+    let jobs = tokio::time::timeout(t, rest_get(client, rest, "jobs", version)).await.map_err(|_| late())??;
+    let jobs = jobs_document(&jobs, "slurmrestd jobs", kinds, notes)?;
+    let nodes = tokio::time::timeout(t, rest_get(client, rest, "nodes", version)).await.map_err(|_| late())??;
+    let what = "slurmrestd nodes";
+    Ok((jobs, nodes_document(read_nodes(&nodes, what)?, what, notes)?))
+}
+
+/// Jobs then nodes from the commands: `squeue --json`, then `sinfo --json` (or `scontrol show
+/// nodes --json` where sinfo prints no nodes).
+async fn ask_commands(settings: &Settings, notes: &mut Vec<String>) -> Result<(jobs::Jobs, nodes::Nodes), SourceError> {
+    let kinds = &settings.kinds;
+    let jobs = jobs_document(&run(settings, "squeue", &["--json"]).await?, "squeue --json", kinds, notes)?;
+    let text = run(settings, "sinfo", &["--json"]).await?;
+    let read = read_nodes(&text, "sinfo --json")?;
+    drop(text);
+    // Since 23.11 `sinfo --json` prints per-partition summaries under "sinfo" instead of
+    // nodes; `scontrol show nodes --json` (23.02 and later) has the node objects.
+    let nodes = if !read.1.named && read.1.sinfo {
+        let what = "scontrol show nodes --json";
+        let text = run(settings, "scontrol", &["show", "nodes", "--json"]).await?;
+        nodes_document(read_nodes(&text, what)?, what, notes)?
+    } else {
+        nodes_document(read, "sinfo --json", notes)?
+    };
+    Ok((jobs, nodes))
+}
+
+/// Jobs name GRES device indexes; cards are numbered among whole-GPU devices only: the jobs'
+/// cards and shares renumbered by the nodes' `indexes`.
+fn number_cards(found: &mut jobs::Jobs, indexes: &HashMap<String, HashMap<u32, u32>>) {
     for w in &mut found.workloads {
         w.cards.retain_mut(|c| match indexes.get(&c.node).and_then(|m| m.get(&c.index)) {
             Some(&i) => {
@@ -270,6 +298,10 @@ pub async fn collect(
             c.index = i;
         }
     }
+}
+
+/// The cards running jobs hold: their shares in use, and each job as a holder of its cards.
+fn hold_cards(nodes: &mut [crate::model::Node], found: &jobs::Jobs) {
     // Cards a running job holds as a whole GPU (not through a share of it).
     let whole: Vec<crate::model::CardRef> = found
         .workloads
@@ -280,7 +312,7 @@ pub async fn collect(
     // An unreadable job, or shares no gres_detail places, leave what is in use unknown.
     let unreadable = found.unreadable > 0;
     let unplaced = found.unplaced.clone();
-    nodes::apply_shares(&mut nodes, &found.shares, &whole, &|n| unreadable || unplaced.iter().any(|u| u == n));
+    nodes::apply_shares(nodes, &found.shares, &whole, &|n| unreadable || unplaced.iter().any(|u| u == n));
     for w in found.workloads.iter().filter(|w| w.state.is_active()) {
         for c in &w.cards {
             let card = nodes
@@ -292,14 +324,6 @@ pub async fn collect(
             }
         }
     }
-    if found.unreadable + bad_nodes > 0 {
-        notes.push(format!("{} unreadable jobs, {bad_nodes} unreadable nodes", found.unreadable));
-    }
-    if found.without_gpu > 0 {
-        notes.push(format!("{} jobs without GPUs not shown", found.without_gpu));
-    }
-    let note = (!notes.is_empty()).then(|| notes.join("; "));
-    Ok(Partial { nodes, workloads: found.workloads, note, ..Partial::default() })
 }
 
 /// Collect every `interval` until the receiver goes away, backing off while Slurm fails.

@@ -152,118 +152,169 @@ pub fn generate(nodes: usize, gpus: usize, mig_every: usize) -> String {
         let model = &GEN_MODELS[n % GEN_MODELS.len()];
         let host = format!("gpu-node-{n:03}");
         // Each card: its whole-card unit, or its instances' units (with profile and gi).
-        let mut cards: Vec<(u32, bool, Vec<GenUnit>, u64)> = Vec::with_capacity(gpus);
+        let mut cards: Vec<GenCard> = Vec::with_capacity(gpus);
         for g in 0..gpus {
-            let global = n * gpus + g;
-            let seed = splitmix(global as u64);
-            let uuid = format!(
-                "GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-                seed >> 32,
-                (seed >> 16) & 0xffff,
-                seed & 0xffff,
-                splitmix(seed) >> 48,
-                splitmix(seed) & 0xffff_ffff_ffff
-            );
-            let bus = GEN_BUSES[g % GEN_BUSES.len()] + 0x100 * (g / GEN_BUSES.len()) as u32;
-            let head = format!(
-                "gpu=\"{g}\",UUID=\"{uuid}\",pci_bus_id=\"00000000:{bus:02X}:00.0\",device=\"nvidia{g}\",modelName=\"{}\"",
-                model.name
-            );
-            let tail = format!("Hostname=\"{host}\",DCGM_FI_DRIVER_VERSION=\"550.90.07\"");
-            let holder = |r: u64, what: &str, gi: Option<u32>| {
-                if r.is_multiple_of(4) {
-                    "container=\"\",namespace=\"\",pod=\"\"".to_string()
-                } else {
-                    let gi = gi.map(|x| format!("-{x}")).unwrap_or_default();
-                    format!(
-                        "container=\"main\",namespace=\"team-{}\",pod=\"{what}-{n}-{g}{gi}-{:05x}\"",
-                        r % 5,
-                        (r >> 8) & 0xfffff
-                    )
-                }
-            };
-            let mig = mig_every > 0 && global % mig_every == mig_every - 1;
-            let mut units = Vec::new();
-            if mig {
-                for &(p, gi) in GEN_LAYOUTS[global / mig_every.max(1) % GEN_LAYOUTS.len()] {
-                    let profile = model.profiles[p];
-                    let r = splitmix(seed ^ u64::from(gi + 1));
-                    let mem = crate::model::mig::lookup(model.name)
-                        .and_then(|m| m.profile(profile))
-                        .and_then(|p| p.memory_mib)
-                        .unwrap_or(model.memory_mib / 8);
-                    let busy = !r.is_multiple_of(4);
-                    let util = if busy { (r % 1000) as f64 / 1000.0 } else { 0.0 };
-                    let fb_used = if busy { mem * (20 + r % 75) / 100 } else { 0 };
-                    units.push(GenUnit {
-                        labels: format!(
-                            "{head},GPU_I_PROFILE=\"{profile}\",GPU_I_ID=\"{gi}\",{tail},{}",
-                            holder(r, "infer", Some(gi))
-                        ),
-                        util,
-                        fb_used,
-                        fb_free: mem.saturating_sub(fb_used),
-                        fb_reserved: 0,
-                    });
-                }
-            } else {
-                let busy = !seed.is_multiple_of(4);
-                let util = if busy { (seed % 1000) as f64 / 1000.0 } else { 0.0 };
-                let reserved = model.memory_mib / 160;
-                let fb_used = if busy { model.memory_mib * (30 + seed % 65) / 100 } else { 0 };
-                units.push(GenUnit {
-                    labels: format!("{head},{tail},{}", holder(seed, "train", None)),
-                    util,
-                    fb_used,
-                    fb_free: model.memory_mib.saturating_sub(fb_used + reserved),
-                    fb_reserved: reserved,
-                });
-            }
-            cards.push((g as u32, mig, units, seed));
+            cards.push(gen_card(model, &host, n, g, n * gpus + g, mig_every));
         }
-
         for &(family, kind, help, scope) in FAMILIES {
             let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} {kind}");
-            for (g, mig, units, seed) in &cards {
-                if *mig && scope == Scope::Whole {
+            for card in &cards {
+                if card.mig && scope == Scope::Whole {
                     continue;
                 }
-                // Device-wide values come from the card, the same in every instance's series.
-                let card_util = units.iter().map(|u| u.util).sum::<f64>() / units.len().max(1) as f64;
-                let temp = 30 + (seed % 11) + (card_util * 45.0) as u64;
-                let power = model.tdp_w * (0.15 + 0.8 * card_util);
-                for u in units {
-                    let _ = write!(out, "{family}{{{}}} ", u.labels);
-                    let r = seed.rotate_left(*g + 7);
-                    let _ = match family {
-                        "DCGM_FI_DEV_SM_CLOCK" => {
-                            writeln!(out, "{}", if card_util > 0.0 { model.sm_clock } else { 210 })
-                        }
-                        "DCGM_FI_DEV_MEM_CLOCK" => writeln!(out, "{}", model.mem_clock),
-                        "DCGM_FI_DEV_MEMORY_TEMP" => writeln!(out, "{}", temp + 6),
-                        "DCGM_FI_DEV_GPU_TEMP" => writeln!(out, "{temp}"),
-                        "DCGM_FI_DEV_POWER_USAGE" => writeln!(out, "{power:.6}"),
-                        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" => {
-                            writeln!(out, "{}", 90_000_000_000 + r % 900_000_000_000)
-                        }
-                        "DCGM_FI_DEV_GPU_UTIL" => writeln!(out, "{}", (u.util * 100.0).round()),
-                        "DCGM_FI_DEV_MEM_COPY_UTIL" => writeln!(out, "{}", (u.util * 40.0).round()),
-                        "DCGM_FI_DEV_XID_ERRORS" => writeln!(out, "{}", if r % 61 == 0 { 79 } else { 0 }),
-                        "DCGM_FI_DEV_FB_FREE" => writeln!(out, "{}", u.fb_free),
-                        "DCGM_FI_DEV_FB_USED" => writeln!(out, "{}", u.fb_used),
-                        "DCGM_FI_DEV_FB_RESERVED" => writeln!(out, "{}", u.fb_reserved),
-                        "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => writeln!(out, "{:.6}", u.util),
-                        "DCGM_FI_PROF_SM_ACTIVE" => writeln!(out, "{:.6}", u.util * 0.9),
-                        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" => writeln!(out, "{:.6}", u.util * 0.6),
-                        "DCGM_FI_PROF_DRAM_ACTIVE" => writeln!(out, "{:.6}", u.util * 0.45),
-                        "DCGM_FI_PROF_PCIE_TX_BYTES" | "DCGM_FI_PROF_PCIE_RX_BYTES" => {
-                            writeln!(out, "{}", (u.util * 2.0e9) as u64 + r % 1_000_000)
-                        }
-                        _ => writeln!(out, "0"),
-                    };
-                }
+                write_series(&mut out, family, model, card);
             }
         }
     }
     out
+}
+
+/// One generated card: its index, whether it is in MIG mode, what it (or each of its GPU
+/// instances) reports, and the seed its values come from.
+struct GenCard {
+    g: u32,
+    mig: bool,
+    units: Vec<GenUnit>,
+    seed: u64,
+}
+
+/// Where a generated card is and the label text all its series share.
+struct GenAt<'m> {
+    model: &'m GenModel,
+    n: usize,
+    g: usize,
+    seed: u64,
+    /// Labels from `gpu` through `modelName`.
+    head: String,
+    /// `Hostname` and the driver version.
+    tail: String,
+}
+
+/// Card `g` of node `n` (number `global` across nodes), named by `host`: in MIG mode where it
+/// is a `mig_every`-th card.
+fn gen_card(model: &GenModel, host: &str, n: usize, g: usize, global: usize, mig_every: usize) -> GenCard {
+    let seed = splitmix(global as u64);
+    let uuid = format!(
+        "GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        seed >> 32,
+        (seed >> 16) & 0xffff,
+        seed & 0xffff,
+        splitmix(seed) >> 48,
+        splitmix(seed) & 0xffff_ffff_ffff
+    );
+    let bus = GEN_BUSES[g % GEN_BUSES.len()] + 0x100 * (g / GEN_BUSES.len()) as u32;
+    let head = format!(
+        "gpu=\"{g}\",UUID=\"{uuid}\",pci_bus_id=\"00000000:{bus:02X}:00.0\",device=\"nvidia{g}\",modelName=\"{}\"",
+        model.name
+    );
+    let tail = format!("Hostname=\"{host}\",DCGM_FI_DRIVER_VERSION=\"550.90.07\"");
+    let at = GenAt { model, n, g, seed, head, tail };
+    let mig = mig_every > 0 && global % mig_every == mig_every - 1;
+    let units = if mig {
+        at.mig_units(GEN_LAYOUTS[global / mig_every.max(1) % GEN_LAYOUTS.len()])
+    } else {
+        vec![at.whole_unit()]
+    };
+    GenCard { g: g as u32, mig, units, seed }
+}
+
+impl GenAt<'_> {
+    /// The holder labels of a unit, from its random `r`: empty on a quarter of them, else a
+    /// pod named by `what`, the card and the GPU instance `gi`.
+    fn holder(&self, r: u64, what: &str, gi: Option<u32>) -> String {
+        let (n, g) = (self.n, self.g);
+        if r.is_multiple_of(4) {
+            "container=\"\",namespace=\"\",pod=\"\"".to_string()
+        } else {
+            let gi = gi.map(|x| format!("-{x}")).unwrap_or_default();
+            format!(
+                "container=\"main\",namespace=\"team-{}\",pod=\"{what}-{n}-{g}{gi}-{:05x}\"",
+                r % 5,
+                (r >> 8) & 0xfffff
+            )
+        }
+    }
+
+    /// The GPU instances of a MIG card in `layout`, each with its share of the card's memory.
+    fn mig_units(&self, layout: &[(usize, u32)]) -> Vec<GenUnit> {
+        let (model, head, tail) = (self.model, &self.head, &self.tail);
+        let mut units = Vec::new();
+        for &(p, gi) in layout {
+            let profile = model.profiles[p];
+            let r = splitmix(self.seed ^ u64::from(gi + 1));
+            let mem = crate::model::mig::lookup(model.name)
+                .and_then(|m| m.profile(profile))
+                .and_then(|p| p.memory_mib)
+                .unwrap_or(model.memory_mib / 8);
+            let busy = !r.is_multiple_of(4);
+            let util = if busy { (r % 1000) as f64 / 1000.0 } else { 0.0 };
+            let fb_used = if busy { mem * (20 + r % 75) / 100 } else { 0 };
+            units.push(GenUnit {
+                labels: format!(
+                    "{head},GPU_I_PROFILE=\"{profile}\",GPU_I_ID=\"{gi}\",{tail},{}",
+                    self.holder(r, "infer", Some(gi))
+                ),
+                util,
+                fb_used,
+                fb_free: mem.saturating_sub(fb_used),
+                fb_reserved: 0,
+            });
+        }
+        units
+    }
+
+    /// A whole card's one unit, with the driver's reserved memory.
+    fn whole_unit(&self) -> GenUnit {
+        let (model, seed) = (self.model, self.seed);
+        let busy = !seed.is_multiple_of(4);
+        let util = if busy { (seed % 1000) as f64 / 1000.0 } else { 0.0 };
+        let reserved = model.memory_mib / 160;
+        let fb_used = if busy { model.memory_mib * (30 + seed % 65) / 100 } else { 0 };
+        GenUnit {
+            labels: format!("{},{},{}", self.head, self.tail, self.holder(seed, "train", None)),
+            util,
+            fb_used,
+            fb_free: model.memory_mib.saturating_sub(fb_used + reserved),
+            fb_reserved: reserved,
+        }
+    }
+}
+
+/// A card's series of one family: one per unit, device-wide values the same in each.
+fn write_series(out: &mut String, family: &str, model: &GenModel, card: &GenCard) {
+    let GenCard { g, units, seed, .. } = card;
+    // Device-wide values come from the card, the same in every instance's series.
+    let card_util = units.iter().map(|u| u.util).sum::<f64>() / units.len().max(1) as f64;
+    let temp = 30 + (seed % 11) + (card_util * 45.0) as u64;
+    let power = model.tdp_w * (0.15 + 0.8 * card_util);
+    for u in units {
+        let _ = write!(out, "{family}{{{}}} ", u.labels);
+        let r = seed.rotate_left(*g + 7);
+        let _ = match family {
+            "DCGM_FI_DEV_SM_CLOCK" => {
+                writeln!(out, "{}", if card_util > 0.0 { model.sm_clock } else { 210 })
+            }
+            "DCGM_FI_DEV_MEM_CLOCK" => writeln!(out, "{}", model.mem_clock),
+            "DCGM_FI_DEV_MEMORY_TEMP" => writeln!(out, "{}", temp + 6),
+            "DCGM_FI_DEV_GPU_TEMP" => writeln!(out, "{temp}"),
+            "DCGM_FI_DEV_POWER_USAGE" => writeln!(out, "{power:.6}"),
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" => {
+                writeln!(out, "{}", 90_000_000_000 + r % 900_000_000_000)
+            }
+            "DCGM_FI_DEV_GPU_UTIL" => writeln!(out, "{}", (u.util * 100.0).round()),
+            "DCGM_FI_DEV_MEM_COPY_UTIL" => writeln!(out, "{}", (u.util * 40.0).round()),
+            "DCGM_FI_DEV_XID_ERRORS" => writeln!(out, "{}", if r % 61 == 0 { 79 } else { 0 }),
+            "DCGM_FI_DEV_FB_FREE" => writeln!(out, "{}", u.fb_free),
+            "DCGM_FI_DEV_FB_USED" => writeln!(out, "{}", u.fb_used),
+            "DCGM_FI_DEV_FB_RESERVED" => writeln!(out, "{}", u.fb_reserved),
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => writeln!(out, "{:.6}", u.util),
+            "DCGM_FI_PROF_SM_ACTIVE" => writeln!(out, "{:.6}", u.util * 0.9),
+            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" => writeln!(out, "{:.6}", u.util * 0.6),
+            "DCGM_FI_PROF_DRAM_ACTIVE" => writeln!(out, "{:.6}", u.util * 0.45),
+            "DCGM_FI_PROF_PCIE_TX_BYTES" | "DCGM_FI_PROF_PCIE_RX_BYTES" => {
+                writeln!(out, "{}", (u.util * 2.0e9) as u64 + r % 1_000_000)
+            }
+            _ => writeln!(out, "0"),
+        };
+    }
 }

@@ -434,6 +434,40 @@ pub(super) async fn fetch(
     Ok((rows, cut))
 }
 
+/// The span before `at` for the cards of `p`, waited for at most [`super::HISTORY_WAIT`]:
+/// kept in `p`, with a note where it failed or was cut; `history_wanted` is cleared once it
+/// answered.
+pub(super) async fn into_partial(
+    client: &Client,
+    base: &str,
+    node: ScrapeNode,
+    at: Option<DateTime<Utc>>,
+    p: &mut crate::sources::Partial,
+    history_wanted: &mut bool,
+) {
+    let known: Known = p.nodes.iter().flat_map(|n| n.cards.iter().map(move |c| (n.name.clone(), c.index))).collect();
+    let fetched =
+        tokio::time::timeout(super::HISTORY_WAIT, fetch(client, base, node, at.unwrap_or_else(Utc::now), known)).await;
+    let failed = match fetched {
+        Ok(Ok((h, cut))) => {
+            p.history = h;
+            *history_wanted = false;
+            (cut > 0).then(|| format!("history: {cut} series of instances past {} per card cut", MAX_INSTANCES))
+        }
+        Ok(Err(e)) => {
+            *history_wanted = false;
+            Some(e.to_string())
+        }
+        Err(_) => Some(format!(
+            "history: no answer within {}s: the sparklines fill as the console runs; asked again with the next answer",
+            super::HISTORY_WAIT.as_secs()
+        )),
+    };
+    if let Some(e) = failed {
+        p.note = Some(p.note.take().map_or(e.clone(), |n| format!("{n}; {e}")));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

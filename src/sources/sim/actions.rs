@@ -104,43 +104,9 @@ impl Sim {
         self.free = None;
         let (text, card) = match op {
             SimOp::Drain { node, index } | SimOp::Undrain { node, index } => {
-                let drain = matches!(op, SimOp::Drain { .. });
-                let c = self.card_mut(node, *index)?;
-                c.draining = drain;
-                let holders = c.holders().count();
-                self.reschedule = true;
-                let text = if drain {
-                    let who =
-                        crate::units::count(holders as u64, "running workload continues", "running workloads continue");
-                    format!("{node}/{index} drained: no new work; {who}")
-                } else {
-                    format!("{node}/{index} undrained: accepts new work")
-                };
-                (text, Some(crate::model::CardRef::new(node.clone(), *index)))
+                self.set_draining(node, *index, matches!(op, SimOp::Drain { .. }))?
             }
-            SimOp::Repartition { node, index, layout } => {
-                let c = self.card_mut(node, *index)?;
-                if super::build::dynamic(c) {
-                    return Err(SimError::PerClaim { node: node.clone(), index: *index });
-                }
-                if c.holders().next().is_some() {
-                    let holders = c.holders().count() as u64;
-                    return Err(SimError::NotIdle { node: node.clone(), index: *index, holders });
-                }
-                let model = c.model.clone();
-                c.mig = if layout == "whole" {
-                    crate::model::MigState::default()
-                } else {
-                    let m = super::build::mig_state(&model, layout);
-                    if m.instances.is_empty() {
-                        return Err(SimError::BadLayout { layout: layout.clone(), model });
-                    }
-                    m
-                };
-                self.reschedule = true;
-                self.configured = None;
-                (format!("{node}/{index} now {layout}"), Some(crate::model::CardRef::new(node.clone(), *index)))
-            }
+            SimOp::Repartition { node, index, layout } => self.repartition(node, *index, layout)?,
             SimOp::Checkpoint { workload } => {
                 let j = self.job_mut(workload)?;
                 if !j.w.state.is_active() {
@@ -153,30 +119,82 @@ impl Sim {
             // A question, answered before anything is marked changed (above); here for the
             // match to name every operation.
             SimOp::WaitIdle { node, index, .. } => return self.idle(node, *index),
-            SimOp::Requeue { workload } => {
-                let i = self
-                    .jobs
-                    .iter()
-                    .position(|j| j.w.id == *workload)
-                    .ok_or_else(|| SimError::Gone(workload.clone()))?;
-                let job = self.jobs[i].clone();
-                self.hold(&job, false);
-                let j = &mut self.jobs[i];
-                let card = j.w.cards.first().cloned();
-                j.w.state = WorkloadState::Pending;
-                j.w.reason = Some("Requeued: preempted by tessera".into());
-                j.w.started_at = None;
-                j.w.node = None;
-                j.w.cards.clear();
-                j.w.memory_used_mib = None;
-                j.gi = None;
-                j.w.submitted_at = Some(now);
-                self.reschedule = true;
-                (format!("{workload} requeued"), card)
-            }
+            SimOp::Requeue { workload } => self.requeue(workload)?,
         };
         self.events.push(Event { at: now, card, severity: Severity::Warning, text: format!("tessera: {text}") });
         Ok(text)
+    }
+
+    /// Drain a card (`drain`) or undrain it: what changed, and the card.
+    fn set_draining(
+        &mut self,
+        node: &String,
+        index: u32,
+        drain: bool,
+    ) -> Result<(String, Option<crate::model::CardRef>), SimError> {
+        let c = self.card_mut(node, index)?;
+        c.draining = drain;
+        let holders = c.holders().count();
+        self.reschedule = true;
+        let text = if drain {
+            let who = crate::units::count(holders as u64, "running workload continues", "running workloads continue");
+            format!("{node}/{index} drained: no new work; {who}")
+        } else {
+            format!("{node}/{index} undrained: accepts new work")
+        };
+        Ok((text, Some(crate::model::CardRef::new(node.clone(), index))))
+    }
+
+    /// Lay an idle card out as `layout` (`whole`: MIG off): what changed, and the card. A
+    /// DynamicMIG card, a held card and a layout the model has not are refused.
+    fn repartition(
+        &mut self,
+        node: &String,
+        index: u32,
+        layout: &String,
+    ) -> Result<(String, Option<crate::model::CardRef>), SimError> {
+        let c = self.card_mut(node, index)?;
+        if super::build::dynamic(c) {
+            return Err(SimError::PerClaim { node: node.clone(), index });
+        }
+        if c.holders().next().is_some() {
+            let holders = c.holders().count() as u64;
+            return Err(SimError::NotIdle { node: node.clone(), index, holders });
+        }
+        let model = c.model.clone();
+        c.mig = if layout == "whole" {
+            crate::model::MigState::default()
+        } else {
+            let m = super::build::mig_state(&model, layout);
+            if m.instances.is_empty() {
+                return Err(SimError::BadLayout { layout: layout.clone(), model });
+            }
+            m
+        };
+        self.reschedule = true;
+        self.configured = None;
+        Ok((format!("{node}/{index} now {layout}"), Some(crate::model::CardRef::new(node.clone(), index))))
+    }
+
+    /// Put a workload back in the queue as if just submitted, its cards given back: what
+    /// changed, and the first card it held.
+    fn requeue(&mut self, workload: &String) -> Result<(String, Option<crate::model::CardRef>), SimError> {
+        let now = self.now;
+        let i = self.jobs.iter().position(|j| j.w.id == *workload).ok_or_else(|| SimError::Gone(workload.clone()))?;
+        let job = self.jobs[i].clone();
+        self.hold(&job, false);
+        let j = &mut self.jobs[i];
+        let card = j.w.cards.first().cloned();
+        j.w.state = WorkloadState::Pending;
+        j.w.reason = Some("Requeued: preempted by tessera".into());
+        j.w.started_at = None;
+        j.w.node = None;
+        j.w.cards.clear();
+        j.w.memory_used_mib = None;
+        j.gi = None;
+        j.w.submitted_at = Some(now);
+        self.reschedule = true;
+        Ok((format!("{workload} requeued"), card))
     }
 
     /// Whether a card is idle now: no workload holds it.

@@ -56,11 +56,65 @@ struct Round {
 /// A DRA claim's reason until the next snapshot says why it waits.
 const CLAIM_WAITS: &str = "Resources: cannot allocate all claims";
 
+/// The kind of request a job makes (a DRA claim is a kind of its own): jobs of one kind wait
+/// behind the first of them that cannot start.
+fn request_key(w: &Workload, claim: bool) -> Key {
+    (
+        w.request.mig_profile.clone(),
+        w.request.gpus,
+        w.request.model.clone(),
+        if claim { Some("claim".into()) } else { w.request.shares.map(|s| format!("{s:?}")) },
+    )
+}
+
 impl Sim {
+    /// One scheduling round: pending jobs, highest priority and oldest first, each started
+    /// where a spot is free or given the reason it waits; the starts happen after the round.
     pub(super) fn schedule(&mut self) {
         let mut order: Vec<usize> =
             (0..self.jobs.len()).filter(|&i| self.jobs[i].w.state == WorkloadState::Pending).collect();
         order.sort_by_key(|&i| (std::cmp::Reverse(self.jobs[i].w.priority), self.jobs[i].w.submitted_at, i));
+        let mut round = self.new_round();
+        let mut blocked: HashSet<Key> = HashSet::new();
+        let mut starts = Vec::new();
+        let mut taken: Taken = HashSet::new();
+        // Where the last search for a kind of request found its spot: within one round,
+        // capacity only shrinks (`taken` grows), so the nodes before it cannot serve that kind
+        // now and the next search of the kind starts there.
+        let mut resume: HashMap<Key, usize> = HashMap::new();
+        for i in order {
+            let w = &self.jobs[i].w;
+            let claim = self.jobs[i].claim;
+            let key = request_key(w, claim);
+            if blocked.contains(&key) {
+                // Something ahead of it waits for the same thing.
+                self.jobs[i].w.reason = Some("Priority".into());
+                continue;
+            }
+            let from = resume.get(&key).copied().unwrap_or(0);
+            match self.find_spot(w, claim, &taken, &round, from) {
+                Some(spot) => {
+                    resume.insert(key, spot.node());
+                    self.mark_taken(&spot, w.request.mig_profile.as_ref(), &mut taken, &mut round);
+                    starts.push((i, spot));
+                }
+                None => {
+                    // A claim's reason is said when a snapshot is taken (`say_claim_reasons`):
+                    // explaining it at every round was most of a round's work at scale.
+                    let reason = if claim { CLAIM_WAITS.to_string() } else { self.why_not(w, &round) };
+                    blocked.insert(key);
+                    self.jobs[i].w.reason = Some(reason);
+                }
+            }
+        }
+        for (i, spot) in starts {
+            self.start_at(i, spot);
+        }
+    }
+
+    /// A round that begins with the free capacity as kept (counted afresh where an operation
+    /// dropped it), and the usable cards and configured profiles its reasons name.
+    fn new_round(&mut self) -> Round {
         let configured = self.configured_profiles();
         let usable = match &self.usable {
             Some(u) => u.clone(),
@@ -78,7 +132,7 @@ impl Sim {
                 f
             }
         };
-        let mut round = Round {
+        Round {
             taken_whole: vec![0; self.nodes.len()],
             free_whole: free.whole,
             free_instances: free.instances,
@@ -87,77 +141,43 @@ impl Sim {
             configured,
             created: HashMap::new(),
             dynamic: self.nodes.iter().any(|n| n.cards.first().is_some_and(super::build::dynamic)),
-        };
-        let mut blocked: HashSet<Key> = HashSet::new();
-        let mut starts = Vec::new();
-        let mut taken: Taken = HashSet::new();
-        // Where the last search for a kind of request found its spot: within one round,
-        // capacity only shrinks (`taken` grows), so the nodes before it cannot serve that kind
-        // now and the next search of the kind starts there.
-        let mut resume: HashMap<Key, usize> = HashMap::new();
-        for i in order {
-            let w = &self.jobs[i].w;
-            let claim = self.jobs[i].claim;
-            let key: Key = (
-                w.request.mig_profile.clone(),
-                w.request.gpus,
-                w.request.model.clone(),
-                if claim { Some("claim".into()) } else { w.request.shares.map(|s| format!("{s:?}")) },
-            );
-            if blocked.contains(&key) {
-                // Something ahead of it waits for the same thing.
-                self.jobs[i].w.reason = Some("Priority".into());
-                continue;
-            }
-            let from = resume.get(&key).copied().unwrap_or(0);
-            match self.find_spot(w, claim, &taken, &round, from) {
-                Some(spot) => {
-                    resume.insert(key, spot.node());
-                    match &spot {
-                        Spot::Whole { node, cards } => {
-                            cards.iter().for_each(|&c| {
-                                taken.insert((*node, c, None));
-                            });
-                            round.taken_whole[*node] += cards.len();
-                        }
-                        Spot::Mig { node, card, gi } => {
-                            taken.insert((*node, *card, Some(*gi)));
-                            if let Some(p) = &w.request.mig_profile {
-                                *round.taken_instances.entry(p.clone()).or_default() += 1;
-                            }
-                        }
-                        // A replica each: the k-th start on a card takes pseudo-instance k.
-                        Spot::Share { node, card } => {
-                            let k = (0..).find(|k| !taken.contains(&(*node, *card, Some(SHARE_BASE + k)))).unwrap_or(0);
-                            taken.insert((*node, *card, Some(SHARE_BASE + k)));
-                        }
-                        // The card is no longer whole-free this round.
-                        Spot::Create { node, card, profile, start, size } => {
-                            let first = !round.created.contains_key(&(*node, *card));
-                            if first && self.nodes[*node].cards[*card].mig.instances.is_empty() {
-                                taken.insert((*node, *card, None));
-                                round.taken_whole[*node] += 1;
-                            }
-                            round.created.entry((*node, *card)).or_default().push(crate::model::mig::Placed {
-                                profile: profile.clone(),
-                                start: *start,
-                                size: *size,
-                            });
-                        }
-                    }
-                    starts.push((i, spot));
-                }
-                None => {
-                    // A claim's reason is said when a snapshot is taken (`say_claim_reasons`):
-                    // explaining it at every round was most of a round's work at scale.
-                    let reason = if claim { CLAIM_WAITS.to_string() } else { self.why_not(w, &round) };
-                    blocked.insert(key);
-                    self.jobs[i].w.reason = Some(reason);
-                }
-            }
         }
-        for (i, spot) in starts {
-            self.start_at(i, spot);
+    }
+
+    /// Mark what a job started at `spot` takes this round (`profile`: the MIG profile it asks
+    /// for), in `taken` and in the round's counts.
+    fn mark_taken(&self, spot: &Spot, profile: Option<&String>, taken: &mut Taken, round: &mut Round) {
+        match spot {
+            Spot::Whole { node, cards } => {
+                cards.iter().for_each(|&c| {
+                    taken.insert((*node, c, None));
+                });
+                round.taken_whole[*node] += cards.len();
+            }
+            Spot::Mig { node, card, gi } => {
+                taken.insert((*node, *card, Some(*gi)));
+                if let Some(p) = profile {
+                    *round.taken_instances.entry(p.clone()).or_default() += 1;
+                }
+            }
+            // A replica each: the k-th start on a card takes pseudo-instance k.
+            Spot::Share { node, card } => {
+                let k = (0..).find(|k| !taken.contains(&(*node, *card, Some(SHARE_BASE + k)))).unwrap_or(0);
+                taken.insert((*node, *card, Some(SHARE_BASE + k)));
+            }
+            // The card is no longer whole-free this round.
+            Spot::Create { node, card, profile, start, size } => {
+                let first = !round.created.contains_key(&(*node, *card));
+                if first && self.nodes[*node].cards[*card].mig.instances.is_empty() {
+                    taken.insert((*node, *card, None));
+                    round.taken_whole[*node] += 1;
+                }
+                round.created.entry((*node, *card)).or_default().push(crate::model::mig::Placed {
+                    profile: profile.clone(),
+                    start: *start,
+                    size: *size,
+                });
+            }
         }
     }
 

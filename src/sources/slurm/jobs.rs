@@ -81,21 +81,7 @@ fn workload(
     let wants_gpu = request.wants_gpu();
     let kind = kinds.classify([partition, qos], wants_gpu);
     let name = text(job.get("name")).unwrap_or("(no name)");
-    // An array task is `ARRAY_TASK` to Slurm's commands; a pending array record stands for
-    // all its waiting tasks (`0-99%4`), so its request counts every one of them.
-    let array = num(job.get("array_job_id")).filter(|&a| a > 0);
-    let (id, name, tasks) = match (array, num(job.get("array_task_id"))) {
-        (Some(a), Some(t)) => (format!("{a}_{t}"), name.to_string(), 1),
-        (Some(_), None) => match text(job.get("array_task_string")) {
-            Some(range) => {
-                let range = range.split('%').next().unwrap_or(range);
-                let n = gres::index_list(range).map_or(1, |v| v.len().max(1));
-                (id.to_string(), format!("{name}[{range}]"), n)
-            }
-            None => (id.to_string(), name.to_string(), 1),
-        },
-        _ => (id.to_string(), name.to_string(), 1),
-    };
+    let (id, name, tasks) = array_identity(job, id, name);
     let mut request = request;
     if tasks > 1 {
         let times = u32::try_from(tasks).unwrap_or(u32::MAX);
@@ -119,54 +105,80 @@ fn workload(
     };
     if state.is_active() {
         w.started_at = time(job.get("start_time"));
-        let nodes = text(job.get("nodes")).map(hostlist).unwrap_or_default();
-        w.node = nodes.first().cloned();
-        let detail: Vec<&str> =
-            job.get("gres_detail").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        // gres_detail lists allocated nodes in the job's node order.
-        // Nodes on which this job's shares were placed on one card.
-        let mut placed: Vec<&String> = Vec::new();
-        for (node, d) in nodes.iter().zip(detail.iter().copied()) {
-            for g in gres::parse(d).iter().filter(|g| g.name == "gpu" && g.mig_profile().is_none()) {
-                for &i in g.indexes.iter().flatten() {
-                    w.cards.push(CardRef::new(node.clone(), i));
-                }
+        hold_cards(&mut w, job, shares, unplaced);
+    }
+    Some(Some(w))
+}
+
+/// The job's id, name and how many tasks its record stands for. An array task is
+/// `ARRAY_TASK` to Slurm's commands; a pending array record stands for all its waiting tasks
+/// (`0-99%4`), so its request counts every one of them.
+fn array_identity(job: &Value, id: i64, name: &str) -> (String, String, usize) {
+    let array = num(job.get("array_job_id")).filter(|&a| a > 0);
+    match (array, num(job.get("array_task_id"))) {
+        (Some(a), Some(t)) => (format!("{a}_{t}"), name.to_string(), 1),
+        (Some(_), None) => match text(job.get("array_task_string")) {
+            Some(range) => {
+                let range = range.split('%').next().unwrap_or(range);
+                let n = gres::index_list(range).map_or(1, |v| v.len().max(1));
+                (id.to_string(), format!("{name}[{range}]"), n)
             }
-            for g in gres::parse(d) {
-                let (Some(unit), Some(idx)) = (share_unit(&g.name), g.indexes.as_ref()) else { continue };
-                // Each card once, however the list repeats it.
-                let mut idx = idx.clone();
-                idx.sort_unstable();
-                idx.dedup();
-                for &i in &idx {
-                    let card = CardRef::new(node.clone(), i);
-                    if !w.cards.contains(&card) {
-                        w.cards.push(card);
-                    }
-                }
-                match idx.as_slice() {
-                    [i] => {
-                        shares.push((CardRef::new(node.clone(), *i), unit, u32::try_from(g.count).unwrap_or(u32::MAX)));
-                        placed.push(node);
-                    }
-                    // Spread over several cards (MULTIPLE_SHARING_GRES_PJ), Slurm does not say
-                    // how many on each: those cards' shares in use are unknown.
-                    _ if !unplaced.contains(node) => unplaced.push(node.clone()),
-                    _ => {}
-                }
+            None => (id.to_string(), name.to_string(), 1),
+        },
+        _ => (id.to_string(), name.to_string(), 1),
+    }
+}
+
+/// The node and cards a running job holds, from `nodes` and `gres_detail`; the shares it
+/// holds on one card go to `shares`, and the nodes where they are not placed on one card to
+/// `unplaced`.
+fn hold_cards(w: &mut Workload, job: &Value, shares: &mut Vec<(CardRef, ShareUnit, u32)>, unplaced: &mut Vec<String>) {
+    let nodes = text(job.get("nodes")).map(hostlist).unwrap_or_default();
+    w.node = nodes.first().cloned();
+    let detail: Vec<&str> =
+        job.get("gres_detail").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    // gres_detail lists allocated nodes in the job's node order.
+    // Nodes on which this job's shares were placed on one card.
+    let mut placed: Vec<&String> = Vec::new();
+    for (node, d) in nodes.iter().zip(detail.iter().copied()) {
+        for g in gres::parse(d).iter().filter(|g| g.name == "gpu" && g.mig_profile().is_none()) {
+            for &i in g.indexes.iter().flatten() {
+                w.cards.push(CardRef::new(node.clone(), i));
             }
         }
-        // A node of a share job with no share placed there (no gres_detail for it, or spread
-        // over cards): its shares in use are unknown.
-        if w.request.shares.is_some() {
-            for n in nodes.iter().filter(|n| !placed.contains(n)) {
-                if !unplaced.contains(n) {
-                    unplaced.push(n.clone());
+        for g in gres::parse(d) {
+            let (Some(unit), Some(idx)) = (share_unit(&g.name), g.indexes.as_ref()) else { continue };
+            // Each card once, however the list repeats it.
+            let mut idx = idx.clone();
+            idx.sort_unstable();
+            idx.dedup();
+            for &i in &idx {
+                let card = CardRef::new(node.clone(), i);
+                if !w.cards.contains(&card) {
+                    w.cards.push(card);
                 }
+            }
+            match idx.as_slice() {
+                [i] => {
+                    shares.push((CardRef::new(node.clone(), *i), unit, u32::try_from(g.count).unwrap_or(u32::MAX)));
+                    placed.push(node);
+                }
+                // Spread over several cards (MULTIPLE_SHARING_GRES_PJ), Slurm does not say
+                // how many on each: those cards' shares in use are unknown.
+                _ if !unplaced.contains(node) => unplaced.push(node.clone()),
+                _ => {}
             }
         }
     }
-    Some(Some(w))
+    // A node of a share job with no share placed there (no gres_detail for it, or spread
+    // over cards): its shares in use are unknown.
+    if w.request.shares.is_some() {
+        for n in nodes.iter().filter(|n| !placed.contains(n)) {
+            if !unplaced.contains(n) {
+                unplaced.push(n.clone());
+            }
+        }
+    }
 }
 
 fn state_of(st: &[String]) -> Option<WorkloadState> {

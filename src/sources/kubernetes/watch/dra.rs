@@ -52,71 +52,7 @@ pub(super) async fn task(client: Client, slot: Arc<Mutex<Option<DraStores>>>, sh
     loop {
         match discover(&client).await {
             Ok(Served { v1: true, rules }) => {
-                let (slices, w_slices) = reflector::store();
-                let (claims, w_claims) = reflector::store();
-                let (templates, w_templates) = reflector::store();
-                let (classes, w_classes) = reflector::store();
-                let (rule_store, w_rules) = reflector::store::<Rule>();
-                if let Ok(mut s) = slot.lock() {
-                    *s = Some(DraStores { slices, claims, templates, classes, rules: rules.then_some(rule_store) });
-                }
-                let synced = DraSynced { rules: rules.then(Synced::default), ..DraSynced::default() };
-                shared.update(|h| h.dra = Dra::Present(Box::new(synced)));
-                let cfg = watcher::Config::default().page_size(PAGE);
-                let (sh, sv) = (&shared, &server);
-                let slices = run(
-                    Api::<Slice>::all(client.clone()),
-                    watcher::Config::default().page_size(SLICE_PAGE),
-                    (w_slices, Kept::new(kept::SLICES), ()),
-                    strip_slice,
-                    Slot::Slices,
-                    sh.clone(),
-                    sv.clone(),
-                );
-                let claims = run(
-                    Api::<Claim>::all(client.clone()),
-                    cfg.clone(),
-                    (w_claims, Kept::new(kept::PODS), ()),
-                    super::strip_meta::<Claim>,
-                    Slot::Claims,
-                    sh.clone(),
-                    sv.clone(),
-                );
-                let templates = run(
-                    Api::<Template>::all(client.clone()),
-                    cfg.clone(),
-                    (w_templates, Kept::new(kept::PODS), ()),
-                    super::strip_meta::<Template>,
-                    Slot::Templates,
-                    sh.clone(),
-                    sv.clone(),
-                );
-                let classes = run(
-                    Api::<Class>::all(client.clone()),
-                    cfg.clone(),
-                    (w_classes, Kept::new(kept::CLASSES), ()),
-                    super::strip_meta::<Class>,
-                    Slot::DeviceClasses,
-                    sh.clone(),
-                    sv.clone(),
-                );
-                let rule_watch = async {
-                    if rules {
-                        let store = (w_rules, Kept::new(kept::SLICES), ());
-                        let api = Api::<Rule>::all(client.clone());
-                        run(
-                            api,
-                            cfg.clone(),
-                            store,
-                            super::strip_meta::<Rule>,
-                            Slot::TaintRules,
-                            sh.clone(),
-                            sv.clone(),
-                        )
-                        .await;
-                    }
-                };
-                tokio::join!(slices, claims, templates, classes, rule_watch);
+                watch(&client, &slot, &shared, &server, rules).await;
                 return;
             }
             Ok(Served { v1: false, .. }) => {
@@ -130,4 +66,65 @@ pub(super) async fn task(client: Client, slot: Arc<Mutex<Option<DraStores>>>, sh
             }
         }
     }
+}
+
+/// Watch each DRA kind the group serves (DeviceTaintRules where `rules`), their stores in
+/// `slot` and their state in `shared`, until the watches end.
+async fn watch(client: &Client, slot: &Mutex<Option<DraStores>>, shared: &Shared, server: &Arc<str>, rules: bool) {
+    let (slices, w_slices) = reflector::store();
+    let (claims, w_claims) = reflector::store();
+    let (templates, w_templates) = reflector::store();
+    let (classes, w_classes) = reflector::store();
+    let (rule_store, w_rules) = reflector::store::<Rule>();
+    if let Ok(mut s) = slot.lock() {
+        *s = Some(DraStores { slices, claims, templates, classes, rules: rules.then_some(rule_store) });
+    }
+    let synced = DraSynced { rules: rules.then(Synced::default), ..DraSynced::default() };
+    shared.update(|h| h.dra = Dra::Present(Box::new(synced)));
+    let cfg = watcher::Config::default().page_size(PAGE);
+    let slices = run(
+        Api::<Slice>::all(client.clone()),
+        watcher::Config::default().page_size(SLICE_PAGE),
+        (w_slices, Kept::new(kept::SLICES), ()),
+        strip_slice,
+        Slot::Slices,
+        shared.clone(),
+        server.clone(),
+    );
+    let claims = run(
+        Api::<Claim>::all(client.clone()),
+        cfg.clone(),
+        (w_claims, Kept::new(kept::PODS), ()),
+        super::strip_meta::<Claim>,
+        Slot::Claims,
+        shared.clone(),
+        server.clone(),
+    );
+    let templates = run(
+        Api::<Template>::all(client.clone()),
+        cfg.clone(),
+        (w_templates, Kept::new(kept::PODS), ()),
+        super::strip_meta::<Template>,
+        Slot::Templates,
+        shared.clone(),
+        server.clone(),
+    );
+    let classes = run(
+        Api::<Class>::all(client.clone()),
+        cfg.clone(),
+        (w_classes, Kept::new(kept::CLASSES), ()),
+        super::strip_meta::<Class>,
+        Slot::DeviceClasses,
+        shared.clone(),
+        server.clone(),
+    );
+    let rule_watch = async {
+        if rules {
+            let store = (w_rules, Kept::new(kept::SLICES), ());
+            let api = Api::<Rule>::all(client.clone());
+            run(api, cfg.clone(), store, super::strip_meta::<Rule>, Slot::TaintRules, shared.clone(), server.clone())
+                .await;
+        }
+    };
+    tokio::join!(slices, claims, templates, classes, rule_watch);
 }
