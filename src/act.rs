@@ -4,6 +4,7 @@
 //! the schedules, which propose actions; `actions` runs the plans (the runner, the lock, the
 //! audit, each backend's execution).
 
+pub mod claims;
 pub mod guard;
 pub mod kubernetes;
 pub mod nvml;

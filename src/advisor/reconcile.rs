@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{Finding, Kind, Subject, Suggestion};
 use crate::act::Action;
-use crate::model::{Card, Fleet, Node};
+use crate::model::Fleet;
 
 /// The order conflicts are settled in, first wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -75,28 +75,10 @@ pub struct Lost {
 fn claims(fleet: &Fleet, f: &Finding) -> Vec<String> {
     let Suggestion::Action { action, .. } = &f.suggestion else { return Vec::new() };
     let mut out: Vec<String> = Vec::new();
-    let card = |n: &Node, c: &Card| format!("card:{}/{}", n.name, c.index);
-    match action {
-        Action::Preempt { workload, .. } => {
-            out.push(format!("workload:{workload}"));
-            // Freeing its cards for waiting work claims them; preempting idle work does not.
-            if f.kind == Kind::PreemptionCandidate {
-                out.extend(f.cards.iter().map(|c| format!("card:{c}")));
-            }
-        }
-        Action::Drain { target, .. } | Action::Undrain { target, .. } => {
-            for (n, c) in super::in_flight::target(fleet, target) {
-                out.push(format!("node:{}", n.name));
-                if target == &n.name || whole_node(fleet, n) {
-                    out.extend(n.cards.iter().map(|c| card(n, c)));
-                } else {
-                    out.push(card(n, c));
-                }
-            }
-        }
-        Action::Repartition { target, .. } => {
-            out.extend(super::in_flight::target(fleet, target).into_iter().map(|(n, c)| card(n, c)));
-        }
+    out.extend(action.claims(fleet));
+    // Freeing its cards for waiting work claims them; preempting idle work does not.
+    if matches!(action, Action::Preempt { .. }) && f.kind == Kind::PreemptionCandidate {
+        out.extend(f.cards.iter().map(|c| format!("card:{c}")));
     }
     if out.is_empty() {
         // A target the fleet does not know: claimed as written.
@@ -109,14 +91,6 @@ fn claims(fleet: &Fleet, f: &Finding) -> Vec<String> {
     out.sort();
     out.dedup();
     out
-}
-
-/// Whether a drain on `n` stops the whole node: its actions go to a scheduler.
-fn whole_node(fleet: &Fleet, n: &Node) -> bool {
-    use crate::model::SourceKind;
-    let kind = |name: &String| fleet.sources.iter().find(|s| s.name == *name).map(|s| s.kind);
-    n.sources.iter().filter_map(kind).any(|k| matches!(k, SourceKind::Slurm | SourceKind::Kubernetes))
-        && !n.sources.iter().filter_map(kind).any(|k| matches!(k, SourceKind::Simulated | SourceKind::Nvml))
 }
 
 /// Settle the findings' suggestions into one plan: losers' suggestions are rewritten to say

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::advisor::Severity;
-use crate::model::CardRef;
+use crate::model::{Card, CardRef, Node};
 
 fn finding(kind: Kind, subject: Subject, action: Option<Action>, cards: &[&str]) -> Finding {
     Finding {
