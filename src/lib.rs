@@ -25,7 +25,7 @@
 //! | `allocator` | ground floor | the binary's allocator settings |
 //! | `budget` | ground floor | the memory budget every bounded read (HTTP answers, program output) draws from |
 //! | `model` | model (pure) | the fleet, workloads, queue, free capacity, the MIG catalog, schedules' windows |
-//! | `config` | model | the config file (read here), its defaults and its errors |
+//! | `config` | ground floor (reads its file) | the config file (read here), its defaults and its errors |
 //! | `sources` | sources | one collector per backend; each sends whole updates |
 //! | `inputs` | sources | every parser of outside input behind one door each (fuzzed) |
 //! | `store` | sources | merges the updates into one fleet; each source's health |
@@ -35,7 +35,7 @@
 //! | `simulate` | advisor (pure) | the what-if engine: a demand replayed on a fleet under each sharing policy; packing; the capacity search |
 //! | `act` | sources | the actions' pure floor: `Action`, `Target`, `Backend`, `Plan`, `Op`, the guards, planning and each backend's step writer, from the fleet alone |
 //! | `actions` | actions | the runner, the lock, execution and the audit; one file per backend's execution |
-//! | `ui` | ui | state, keys to requests, dialogs, views; never does IO |
+//! | `ui` | ui | the console's state (`ui/state/`: one owner per view, the dialog, the footer), keys to requests, the dialogs (`ui/dialogs/`), views; never does IO |
 //! | `engine` | engine | the composition root: sources, store, runner |
 //! | `app` | engine | the console: one object, one method per event it serves |
 //! | `commands` | engine | each subcommand |
@@ -48,15 +48,20 @@
 //! - **An exporter dialect** (metrics named another way): `sources/NAME.rs` implementing
 //!   `series::Dialect`, one line in `DIALECTS` in `sources/scrape.rs`; a fixture with its source
 //!   in `tests/fixtures/NAME/`.
-//! - **An action**: a variant of `act::Action` and its `Op`s; a method on `act::Capabilities`
-//!   (default: cannot), called from `act/plan.rs` and implemented in each backend's step
-//!   writer that can do it (`act/NAME.rs`), its operations run by `actions/NAME.rs`; its guard
-//!   in `act/guard.rs`; its subcommand in `cli.rs` and `commands/act.rs`, its key and intent
-//!   in `ui/keymap.rs` (`scripts/structure.py` counts the files an existing verb touches).
+//! - **An action** (a new verb), in the order the compiler points to them: a variant of
+//!   `act::Action` with its verb and target (`act.rs`); its plan and guards (`act/plan.rs`,
+//!   a method on `act::Capabilities`, default: cannot); what it claims and how the fleet shows
+//!   it under way (`act/claims.rs`); its subcommand in `cli::ActCommand` (`cli.rs`); its key
+//!   and `Intent` (`ui/keymap.rs`), what the key plans (`ui/state/action_keys.rs`) and its arm
+//!   in `UiState::apply` (`ui/state/intents.rs`). Seven files; a verb that needs a new
+//!   operation adds it to each backend that can do it (`act/NAME.rs` writes the step,
+//!   `actions/NAME.rs` runs it). `scripts/structure.py` counts the files an existing verb names.
 //! - **An advisor rule**: `advisor/NAME.rs`, called from `advisor::advise_with_plan`; its kind
 //!   in `advisor::Kind` and its rank in `advisor/reconcile.rs`; a row in docs/advisor.md.
-//! - **A view**: `ui/views/NAME.rs`, its state in `ui/state.rs`, its keys in `ui/keymap.rs`;
-//!   snapshots at 80×24 and 160×48 in `tests/ui_snapshots.rs`.
+//! - **A view**: its state in `ui/state/NAME.rs` (a `List` of its rows, and what else it
+//!   keeps), its drawing in `ui/views/NAME.rs`, and a `Tab` variant in `ui/state.rs` (the
+//!   compiler then points to the arms that name the view: its list, its title, its draw, its
+//!   key); snapshots at 80×24 and 160×48 in `tests/ui_snapshots.rs`.
 //! - **A what-if demand input**: `simulate/input/NAME.rs`, a pure parser over `BufRead` to
 //!   `simulate::Job`s (errors name file, line and field), its door in `inputs.rs`, its flag in
 //!   `cli.rs` and `commands/simulate.rs`; a section in docs/simulate.md.
