@@ -25,7 +25,7 @@
 //! | `allocator` | ground floor | the binary's allocator settings |
 //! | `budget` | ground floor | the memory budget every bounded read (HTTP answers, program output) draws from |
 //! | `model` | model (pure) | the fleet, workloads, queue, free capacity, the MIG catalog, schedules' windows |
-//! | `config` | ground floor (reads its file) | the config file (read here), its defaults and its errors |
+//! | `config` | model (it reads its file: the one part of this layer that is not pure) | the config file (read here), its defaults and its errors |
 //! | `sources` | sources | one collector per backend; each sends whole updates |
 //! | `inputs` | sources | every parser of outside input behind one door each (fuzzed) |
 //! | `store` | sources | merges the updates into one fleet; each source's health |
