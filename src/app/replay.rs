@@ -127,74 +127,126 @@ fn replay_state(cfg: &Config, ascii: bool, replay: Replay, problems: &[String]) 
     st
 }
 
-async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> Result<(), CmdError> {
-    let Replaying { mut player, from, speed, what } = r;
-    let mut replay = state(&player, speed, what);
-    if let Some(t) = from {
-        replay.go(t);
-        replay.jumped = false;
-    }
-    let problems = player.rec.problems.clone();
-    let mut st = replay_state(cfg, ascii, replay, &problems);
-    let mut store = Store::new();
-    let mut shown = None;
-    let mut suggestions = Suggestions::default();
-    show(&mut player, &mut store, &mut st, &mut shown, &mut suggestions);
-    st.on_findings(advise(cfg, &store, &mut suggestions));
-    let mut advised = std::time::Instant::now();
-    // The frame the findings on screen are of.
-    let mut advice_for = shown;
+/// The console on a recording: the player, the frame shown, the advice of it, and whether
+/// the screen needs drawing. One method per event the loop serves.
+struct ReplayConsole<'c> {
+    cfg: &'c Config,
+    player: Player,
+    store: Store,
+    st: UiState,
+    /// The frame on screen.
+    shown: Option<usize>,
+    suggestions: Suggestions,
+    /// When the advisor last ran, and the frame the findings on screen are of.
+    advised: std::time::Instant,
+    advice_for: Option<usize>,
+    dirty: bool,
+}
 
+impl<'c> ReplayConsole<'c> {
+    /// The replay at its first moment (or `from`), shown and advised.
+    fn open(cfg: &'c Config, ascii: bool, r: Replaying) -> Self {
+        let Replaying { player, from, speed, what } = r;
+        let mut replay = state(&player, speed, what);
+        if let Some(t) = from {
+            replay.go(t);
+            replay.jumped = false;
+        }
+        let problems = player.rec.problems.clone();
+        let st = replay_state(cfg, ascii, replay, &problems);
+        let mut c = Self {
+            cfg,
+            player,
+            store: Store::new(),
+            st,
+            shown: None,
+            suggestions: Suggestions::default(),
+            advised: std::time::Instant::now(),
+            advice_for: None,
+            dirty: true,
+        };
+        c.show();
+        c.advise();
+        c
+    }
+
+    /// Decode and show the frame for the moment the replay stands at; true when it changed.
+    fn show(&mut self) -> bool {
+        show(&mut self.player, &mut self.store, &mut self.st, &mut self.shown, &mut self.suggestions)
+    }
+
+    /// The advice of the frame shown, now.
+    fn advise(&mut self) {
+        self.st.on_findings(advise(self.cfg, &self.store, &mut self.suggestions));
+        (self.advised, self.advice_for) = (std::time::Instant::now(), self.shown);
+    }
+
+    /// A key: false when it quits. A step or a jump shows the advice of that moment at once.
+    fn on_input(
+        &mut self,
+        ev: crossterm::event::Event,
+        input: &mut tokio::sync::mpsc::Receiver<crossterm::event::Event>,
+        terminal: &mut ratatui::Terminal<ratatui::backend::CrosstermBackend<std::io::Stdout>>,
+    ) -> bool {
+        match keys(ev, input, &mut self.st, self.store.fleet()) {
+            Effect::Quit => return false,
+            Effect::Suspend => super::suspend(terminal),
+            // No action key exists in a replay; a request cannot come, but if one did it
+            // would be refused here.
+            Effect::Request(_) => self.st.say("a replay is read-only: nothing can act on the past"),
+            Effect::Redraw | Effect::Dismissed | Effect::None => {}
+        }
+        if self.show() && self.advice_for != self.shown {
+            self.advise();
+        }
+        self.dirty = true;
+        true
+    }
+
+    /// Playback's tick, `real` after the last: the moment moves; while playing, the advisor
+    /// runs at most once a second, a paused moment's at once.
+    fn on_tick(&mut self, real: Duration) {
+        let playing = self.st.replay.as_ref().is_some_and(|r| !r.paused);
+        if let Some(r) = self.st.replay.as_mut() {
+            r.advance(real);
+        }
+        self.dirty |= self.show();
+        if self.advice_for != self.shown && (self.advised.elapsed() >= ADVISE_EVERY || !playing) {
+            self.advise();
+            self.dirty = true;
+        }
+        // The header's clock moves while playing.
+        self.dirty |= playing;
+    }
+}
+
+async fn replay_loop(cfg: &Config, theme: Theme, ascii: bool, r: Replaying) -> Result<(), CmdError> {
+    let mut c = ReplayConsole::open(cfg, ascii, r);
     let (mut terminal, _restore, mut input) = open_terminal();
     let mut sig = signals()?;
     let mut tick = tokio::time::interval(PLAY_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_tick = std::time::Instant::now();
-    let mut dirty = true;
     loop {
-        if dirty {
-            draw(&mut terminal, &mut st, &store, &theme)?;
-            dirty = false;
+        if std::mem::take(&mut c.dirty) {
+            draw(&mut terminal, &mut c.st, &c.store, &theme)?;
         }
         tokio::select! {
             Some(ev) = input.recv() => {
-                match keys(ev, &mut input, &mut st, store.fleet()) {
-                    Effect::Quit => break,
-                    Effect::Suspend => super::suspend(&mut terminal),
-                    // No action key exists in a replay; a request cannot come, but if one did
-                    // it would be refused here.
-                    Effect::Request(_) => st.say("a replay is read-only: nothing can act on the past"),
-                    Effect::Redraw | Effect::Dismissed | Effect::None => {}
+                if !c.on_input(ev, &mut input, &mut terminal) {
+                    break;
                 }
-                // A step or a jump: the advice of that moment at once.
-                if show(&mut player, &mut store, &mut st, &mut shown, &mut suggestions) && advice_for != shown {
-                    st.on_findings(advise(cfg, &store, &mut suggestions));
-                    (advised, advice_for) = (std::time::Instant::now(), shown);
-                }
-                dirty = true;
             }
             _ = tick.tick() => {
                 let real = last_tick.elapsed();
                 last_tick = std::time::Instant::now();
-                let playing = st.replay.as_ref().is_some_and(|r| !r.paused);
-                if let Some(r) = st.replay.as_mut() {
-                    r.advance(real);
-                }
-                dirty |= show(&mut player, &mut store, &mut st, &mut shown, &mut suggestions);
-                // While playing, the advisor at most once a second; a paused moment's at once.
-                if advice_for != shown && (advised.elapsed() >= ADVISE_EVERY || !playing) {
-                    st.on_findings(advise(cfg, &store, &mut suggestions));
-                    (advised, advice_for) = (std::time::Instant::now(), shown);
-                    dirty = true;
-                }
-                // The header's clock moves while playing.
-                dirty |= playing;
+                c.on_tick(real);
             }
             _ = sig.term.recv() => break,
             _ = sig.hup.recv() => break,
             _ = sig.int.recv() => break,
             _ = sig.quit.recv() => break,
-            _ = sig.tstp.recv() => { super::suspend(&mut terminal); dirty = true }
+            _ = sig.tstp.recv() => { super::suspend(&mut terminal); c.dirty = true }
         }
     }
     Ok(())
