@@ -48,7 +48,7 @@ fn dynamic_free(node: &Node, card: &Card, placeable: &[String]) -> Vec<(String, 
     let free = if card.mig.enabled {
         card.free_slice_mask()
     } else {
-        Some(crate::model::fleet::slice_mask(0, model.memory_slices))
+        Some(crate::model::mig::catalog::slice_mask(0, model.memory_slices))
     };
     let Some(free) = free else { return Vec::new() };
     placeable

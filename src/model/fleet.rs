@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::event::Event;
-use super::mig::catalog::{self, GpuModel};
+use super::mig::catalog::{self, GpuModel, slice_mask};
 use super::source::SourceStatus;
 use super::workload::Workload;
 
@@ -485,17 +485,6 @@ impl Card {
     }
 }
 
-/// A bit mask of `size` slices starting at `start`; out-of-range slices are dropped.
-pub fn slice_mask(start: u8, size: u8) -> u16 {
-    let mut m = 0u16;
-    for s in start..start.saturating_add(size) {
-        if s < 16 {
-            m |= 1 << s;
-        }
-    }
-    m
-}
-
 impl Fleet {
     pub fn cards(&self) -> impl Iterator<Item = (&Node, &Card)> {
         self.nodes.iter().flat_map(|n| n.cards.iter().map(move |c| (n, c)))
@@ -572,13 +561,6 @@ mod tests {
         }
         assert_eq!(found(&unsorted, 2), None);
         assert_eq!(found(&node(&[]), 0), None);
-    }
-
-    #[test]
-    fn slice_masks() {
-        assert_eq!(slice_mask(0, 8), 0xff);
-        assert_eq!(slice_mask(4, 2), 0b0011_0000);
-        assert_eq!(slice_mask(15, 4), 1 << 15);
     }
 
     #[test]

@@ -15,8 +15,19 @@ pub struct Placement {
 
 impl Placement {
     pub fn mask(self) -> u16 {
-        crate::model::fleet::slice_mask(self.start, self.size)
+        slice_mask(self.start, self.size)
     }
+}
+
+/// A bit mask of `size` slices starting at `start`; out-of-range slices are dropped.
+pub fn slice_mask(start: u8, size: u8) -> u16 {
+    let mut m = 0u16;
+    for s in start..start.saturating_add(size) {
+        if s < 16 {
+            m |= 1 << s;
+        }
+    }
+    m
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -94,7 +105,7 @@ impl GpuModel {
     }
 
     pub fn all_slices(&self) -> u16 {
-        crate::model::fleet::slice_mask(0, self.memory_slices)
+        slice_mask(0, self.memory_slices)
     }
 }
 
@@ -257,6 +268,13 @@ pub fn by_pci_device_id(id: &str) -> Option<&'static GpuModel> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slice_masks() {
+        assert_eq!(slice_mask(0, 8), 0xff);
+        assert_eq!(slice_mask(4, 2), 0b0011_0000);
+        assert_eq!(slice_mask(15, 4), 1 << 15);
+    }
 
     #[test]
     fn cards_without_mig_are_named_not_flagged() {
