@@ -12,7 +12,8 @@ type HashMap<K, V> = foldhash::HashMap<K, V>;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::fleet::{Card, CardHistory, CardRef, Fleet};
+use super::card_ref::CardRef;
+use super::fleet::{Card, CardHistory, Fleet};
 use super::workload::Workload;
 
 /// Below this mean activity a held workload is idle (peers' default: DCGM-based idle reports

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::card_ref::CardRef;
 use super::event::Event;
 use super::mig::catalog::{self, GpuModel, slice_mask};
 use super::source::SourceStatus;
@@ -93,25 +94,6 @@ pub struct Capacity {
 impl Capacity {
     pub fn free(&self) -> u64 {
         self.total.saturating_sub(self.used)
-    }
-}
-
-/// Where a card lives: the node name and the card index on that node.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
-pub struct CardRef {
-    pub node: String,
-    pub index: u32,
-}
-
-impl CardRef {
-    pub fn new(node: impl Into<String>, index: u32) -> Self {
-        Self { node: node.into(), index }
-    }
-}
-
-impl std::fmt::Display for CardRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.node, self.index)
     }
 }
 
