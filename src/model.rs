@@ -14,6 +14,7 @@ pub mod invariants;
 pub mod kinds;
 pub mod mig;
 pub mod queue;
+pub mod resource;
 pub mod schedule;
 pub mod sharing;
 pub mod source;
@@ -27,7 +28,8 @@ pub use fleet::{
     Process, Vendor,
 };
 pub use kinds::KindRules;
-pub use queue::{Demand, QueueKnown, QueueSummary, Resource};
+pub use queue::{Demand, QueueKnown, QueueSummary};
+pub use resource::Resource;
 pub use sharing::{ShareUnit, Sharing, SharingMode};
 pub use source::{SourceHealth, SourceKind, SourceStatus};
 pub use totals::Totals;

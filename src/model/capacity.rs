@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::fleet::{Card, Fleet, Node};
 use super::mig::Placed;
-use super::queue::Resource;
+use super::resource::Resource;
 use super::sharing::ShareUnit;
 use super::workload::Workload;
 

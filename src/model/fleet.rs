@@ -81,7 +81,7 @@ pub const MAX_LABEL_LEN: usize = 317;
 /// One schedulable GPU resource on a node: whole cards of a model or MIG instances of a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Capacity {
-    pub resource: super::queue::Resource,
+    pub resource: super::resource::Resource,
     /// Units the scheduler can allocate (allocatable, not raw capacity).
     pub total: u64,
     /// Units allocated to running workloads.

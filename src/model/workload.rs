@@ -82,8 +82,8 @@ pub struct Shares {
 impl Request {
     /// What the request asks for and how many units, as the queue and the free-capacity
     /// counts match it: a share, a MIG profile, or whole cards (1 where no count is given).
-    pub fn asks(&self) -> (super::queue::Resource, u64) {
-        use super::queue::Resource;
+    pub fn asks(&self) -> (super::resource::Resource, u64) {
+        use super::resource::Resource;
         if let Some(s) = self.shares {
             let model = self.model.as_deref().map(super::capacity::model_key);
             return (Resource::Shared { unit: s.unit, model }, u64::from(s.count.max(1)));
