@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::fleet::{Card, Fleet, Node};
 use super::mig::Placed;
+use super::mig::catalog::model_key;
 use super::resource::Resource;
 use super::sharing::ShareUnit;
 use super::workload::Workload;
@@ -104,16 +105,6 @@ pub fn free_gib(node: &Node, card: &Card) -> f64 {
         }
     };
     share.min(1.0) * total
-}
-
-/// A card's catalog model name, the short name of a known card without MIG (`L4`), or the
-/// reported name when tessera does not know it.
-pub fn model_key(model: &str) -> String {
-    use super::mig::catalog;
-    catalog::lookup(model).map_or_else(
-        || catalog::without_mig(model).map_or_else(|| model.to_string(), str::to_string),
-        |m| m.name.clone(),
-    )
 }
 
 /// Free units per resource across the fleet: idle whole cards per model, idle MIG instances

@@ -85,13 +85,13 @@ impl Request {
     pub fn asks(&self) -> (super::resource::Resource, u64) {
         use super::resource::Resource;
         if let Some(s) = self.shares {
-            let model = self.model.as_deref().map(super::capacity::model_key);
+            let model = self.model.as_deref().map(super::mig::catalog::model_key);
             return (Resource::Shared { unit: s.unit, model }, u64::from(s.count.max(1)));
         }
         let n = u64::from(self.gpus.unwrap_or(1).max(1));
         match &self.mig_profile {
             Some(p) => (Resource::MigInstance { profile: p.clone() }, n),
-            None => (Resource::WholeCard { model: self.model.as_deref().map(super::capacity::model_key) }, n),
+            None => (Resource::WholeCard { model: self.model.as_deref().map(super::mig::catalog::model_key) }, n),
         }
     }
 

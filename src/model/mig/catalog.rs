@@ -143,6 +143,13 @@ pub fn without_mig(name: &str) -> Option<&'static str> {
     WITHOUT_MIG.iter().copied().find(|m| w.iter().any(|x| x == m))
 }
 
+/// A card's catalog model name, the short name of a known card without MIG (`L4`), or the
+/// reported name when tessera does not know it.
+pub fn model_key(model: &str) -> String {
+    lookup(model)
+        .map_or_else(|| without_mig(model).map_or_else(|| model.to_string(), str::to_string), |m| m.name.clone())
+}
+
 fn words(s: &str) -> Vec<String> {
     s.split(|c: char| !c.is_ascii_alphanumeric() && c != '.')
         .filter(|w| !w.is_empty())
