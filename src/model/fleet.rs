@@ -9,6 +9,8 @@ use super::mig::catalog::{self, GpuModel, slice_mask};
 use super::source::SourceStatus;
 use super::workload::Workload;
 
+mod card_sharing;
+
 /// Everything tessera knows at one moment: merged from every source.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Fleet {
