@@ -606,7 +606,8 @@ fn the_demo_shows_every_kind_from_its_first_minute_at_any_hour() {
 /// whole cards of its model or of any on a card neither MIG-enabled nor shared, a profile of its
 /// model, a share in a unit its card is shared in.
 fn pool_serves(f: &Fleet, pool: &str, resource: &str) -> bool {
-    use crate::model::capacity::{model_key, usable};
+    use crate::model::capacity::usable;
+    use crate::model::mig::catalog::model_key;
     f.cards().filter(|(n, c)| usable(n, c) && model_key(&c.model) == pool).any(|(_, c)| {
         let named = |kind: &str| resource == format!("{kind} (any)") || resource == format!("{kind} {pool}");
         let whole = !c.mig.enabled && c.sharing.replicas.is_none() && named("whole");

@@ -340,53 +340,54 @@ fn read_sources(r: &Reader, t: &Table, s: &mut Sources) -> Result<(), ConfigErro
             }
             "http" => http::read_http(r, r.table(&key, v)?, &mut s.http)?,
             "auth" => s.auth = http::read_auth(r, &key, v)?,
-            "memory_budget" => {
-                let text = r.string(&key, v)?;
-                let bytes = crate::units::parse_size(&text).map_err(|why| r.bad(&key, v, &why))?;
-                if bytes < 1 << 20 {
-                    return Err(r.bad(&key, v, "expected at least 1MiB"));
-                }
-                if bytes > MAX_MEMORY_BUDGET {
-                    return Err(r.bad(
-                        &key,
-                        v,
-                        "expected at most 64GiB (the sources' reads together; the default is 192MiB)",
-                    ));
-                }
-                s.memory_budget = Some(usize::try_from(bytes).unwrap_or(usize::MAX));
-            }
-            "promql" => {
-                for (field, expr) in r.table(&key, v)? {
-                    let fkey = format!("sources.promql.{field}");
-                    if promql_metric(field).is_none() {
-                        let known: Vec<&str> = PROMQL_FIELDS.iter().map(|(f, _)| *f).collect();
-                        return Err(r.unknown(&fkey, &known));
-                    }
-                    s.promql.push((field.clone(), r.string(&fkey, expr)?));
-                }
-            }
-            _ => {
-                return Err(r.unknown(
-                    &key,
-                    &[
-                        "demo",
-                        "nvml",
-                        "prometheus",
-                        "prometheus_query",
-                        "prometheus_queue",
-                        "prometheus_api",
-                        "scrape",
-                        "scrape_node",
-                        "slurm",
-                        "kubernetes",
-                        "http",
-                        "auth",
-                        "memory_budget",
-                        "promql",
-                    ],
-                ));
-            }
+            "memory_budget" => s.memory_budget = Some(read_memory_budget(r, &key, v)?),
+            "promql" => read_promql(r, &key, v, &mut s.promql)?,
+            _ => return Err(r.unknown(&key, SOURCES_KEYS)),
         }
+    }
+    Ok(())
+}
+
+/// The keys `[sources]` takes.
+const SOURCES_KEYS: &[&str] = &[
+    "demo",
+    "nvml",
+    "prometheus",
+    "prometheus_query",
+    "prometheus_queue",
+    "prometheus_api",
+    "scrape",
+    "scrape_node",
+    "slurm",
+    "kubernetes",
+    "http",
+    "auth",
+    "memory_budget",
+    "promql",
+];
+
+/// `sources.memory_budget`: a size from 1MiB to `MAX_MEMORY_BUDGET`, in bytes.
+fn read_memory_budget(r: &Reader, key: &str, v: &Value) -> Result<usize, ConfigError> {
+    let text = r.string(key, v)?;
+    let bytes = crate::units::parse_size(&text).map_err(|why| r.bad(key, v, &why))?;
+    if bytes < 1 << 20 {
+        return Err(r.bad(key, v, "expected at least 1MiB"));
+    }
+    if bytes > MAX_MEMORY_BUDGET {
+        return Err(r.bad(key, v, "expected at most 64GiB (the sources' reads together; the default is 192MiB)"));
+    }
+    Ok(usize::try_from(bytes).unwrap_or(usize::MAX))
+}
+
+/// `[sources.promql]`: one PromQL expression per known field, added to `promql` in order.
+fn read_promql(r: &Reader, key: &str, v: &Value, promql: &mut Vec<(String, String)>) -> Result<(), ConfigError> {
+    for (field, expr) in r.table(key, v)? {
+        let fkey = format!("sources.promql.{field}");
+        if promql_metric(field).is_none() {
+            let known: Vec<&str> = PROMQL_FIELDS.iter().map(|(f, _)| *f).collect();
+            return Err(r.unknown(&fkey, &known));
+        }
+        promql.push((field.clone(), r.string(&fkey, expr)?));
     }
     Ok(())
 }

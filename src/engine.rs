@@ -298,6 +298,34 @@ fn spawn_all(
     crate::budget::Budget::configure(s.memory_budget.unwrap_or(crate::budget::DEFAULT));
     // NVML first: where it and a metrics source report the same card, its values and MIG
     // placements win (the store ranks sources by registration order).
+    let run_sim = spawn_nvml(cfg, store, &tx);
+    // Schedulers before the metrics sources: their workloads (kind, reason, request) are the
+    // richer record of a job or pod that an exporter's holder labels also name.
+    if s.slurm {
+        spawn_slurm(cfg, store, &tx)?;
+    }
+    if let Some(settings) = kubernetes_settings(cfg) {
+        let every = cfg.refresh.max(Duration::from_secs(2));
+        store.register("kubernetes", SourceKind::Kubernetes, every);
+        kubernetes::spawn("kubernetes".into(), settings, every, tx.clone());
+    }
+    if let Some(base) = &s.prometheus {
+        spawn_prometheus(cfg, base, store, &tx)?;
+    }
+    if !s.scrape.is_empty() {
+        spawn_scrapes(cfg, store, &tx)?;
+    }
+    if !run_sim {
+        return Ok(None);
+    }
+    Ok(Some(spawn_sim(cfg, store, tx)))
+}
+
+/// Start NVML where the config names its library, or where nothing is configured and this
+/// host has GPUs. Whether the simulated cluster runs instead (`demo`, or nothing configured
+/// and no GPU found).
+fn spawn_nvml(cfg: &Config, store: &mut Store, tx: &mpsc::Sender<SourceUpdate>) -> bool {
+    let s = &cfg.sources;
     let mut run_sim = s.demo;
     if let Some(lib) = &s.nvml {
         store.register("nvml", SourceKind::Nvml, cfg.refresh);
@@ -321,59 +349,66 @@ fn spawn_all(
             }
         }
     }
-    // Schedulers before the metrics sources: their workloads (kind, reason, request) are the
-    // richer record of a job or pod that an exporter's holder labels also name.
-    if s.slurm {
-        let c = &cfg.slurm;
-        check_slurm_rest(c)?;
-        let rest = c.rest_url.as_ref().map(|url| slurm::Rest {
-            url: url.clone(),
-            user: c.rest_user.clone(),
-            token_file: c.rest_token_file.clone(),
-        });
-        let client = match &rest {
-            Some(_) => Some(http_client(s, None)?),
-            None => None,
-        };
-        let settings = slurm::Settings {
-            commands_dir: c.commands_dir.clone(),
-            timeout: c.timeout,
-            rest,
-            kinds: cfg.kinds.clone(),
-        };
-        let every = cfg.refresh.max(Duration::from_secs(5));
-        store.register("slurm", SourceKind::Slurm, every);
-        slurm::spawn("slurm".into(), settings, client, every, tx.clone());
+    run_sim
+}
+
+/// Start the Slurm source: its commands, or slurmrestd where a URL is set.
+fn spawn_slurm(cfg: &Config, store: &mut Store, tx: &mpsc::Sender<SourceUpdate>) -> Result<(), StartError> {
+    let c = &cfg.slurm;
+    check_slurm_rest(c)?;
+    let rest = c.rest_url.as_ref().map(|url| slurm::Rest {
+        url: url.clone(),
+        user: c.rest_user.clone(),
+        token_file: c.rest_token_file.clone(),
+    });
+    let client = match &rest {
+        Some(_) => Some(http_client(&cfg.sources, None)?),
+        None => None,
+    };
+    let settings =
+        slurm::Settings { commands_dir: c.commands_dir.clone(), timeout: c.timeout, rest, kinds: cfg.kinds.clone() };
+    let every = cfg.refresh.max(Duration::from_secs(5));
+    store.register("slurm", SourceKind::Slurm, every);
+    slurm::spawn("slurm".into(), settings, client, every, tx.clone());
+    Ok(())
+}
+
+/// Start the Prometheus source for the server at `base`.
+fn spawn_prometheus(
+    cfg: &Config,
+    base: &str,
+    store: &mut Store,
+    tx: &mpsc::Sender<SourceUpdate>,
+) -> Result<(), StartError> {
+    let client = http_client(&cfg.sources, Some(base))?;
+    let every = cfg.refresh.max(Duration::from_secs(5));
+    store.register("prometheus", SourceKind::Prometheus, every);
+    if cfg.sources.prometheus_queue {
+        store.reports_queue("prometheus");
     }
-    if let Some(settings) = kubernetes_settings(cfg) {
-        let every = cfg.refresh.max(Duration::from_secs(2));
-        store.register("kubernetes", SourceKind::Kubernetes, every);
-        kubernetes::spawn("kubernetes".into(), settings, every, tx.clone());
+    let settings = prometheus_settings(cfg, base);
+    prometheus::spawn(settings, client, every, tx.clone());
+    Ok(())
+}
+
+/// Start one scrape source per exporter URL (the same source named twice runs once), all
+/// sharing one client, one limit on scrapes at once and one clock.
+fn spawn_scrapes(cfg: &Config, store: &mut Store, tx: &mpsc::Sender<SourceUpdate>) -> Result<(), StartError> {
+    let s = &cfg.sources;
+    let client = http_client(s, None)?;
+    let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(scrape::MAX_CONCURRENT));
+    let mut seen = std::collections::HashSet::new();
+    let clock = (tokio::time::Instant::now(), cfg.refresh);
+    let urls: Vec<String> = s.scrape.iter().filter(|u| seen.insert(scrape::source_name(u))).cloned().collect();
+    for (url, node) in urls.iter().zip(scrape::node_names(&urls, s.scrape_node)) {
+        store.register(scrape::source_name(url), SourceKind::Scrape, cfg.refresh);
+        scrape::spawn(url.clone(), node, client.clone(), limit.clone(), clock, tx.clone());
     }
-    if let Some(base) = &s.prometheus {
-        let client = http_client(s, Some(base))?;
-        let every = cfg.refresh.max(Duration::from_secs(5));
-        store.register("prometheus", SourceKind::Prometheus, every);
-        if s.prometheus_queue {
-            store.reports_queue("prometheus");
-        }
-        let settings = prometheus_settings(cfg, base);
-        prometheus::spawn(settings, client, every, tx.clone());
-    }
-    if !s.scrape.is_empty() {
-        let client = http_client(s, None)?;
-        let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(scrape::MAX_CONCURRENT));
-        let mut seen = std::collections::HashSet::new();
-        let clock = (tokio::time::Instant::now(), cfg.refresh);
-        let urls: Vec<String> = s.scrape.iter().filter(|u| seen.insert(scrape::source_name(u))).cloned().collect();
-        for (url, node) in urls.iter().zip(scrape::node_names(&urls, s.scrape_node)) {
-            store.register(scrape::source_name(url), SourceKind::Scrape, cfg.refresh);
-            scrape::spawn(url.clone(), node, client.clone(), limit.clone(), clock, tx.clone());
-        }
-    }
-    if !run_sim {
-        return Ok(None);
-    }
+    Ok(())
+}
+
+/// Start the simulated cluster, built off the owner loop; its handle, for executors.
+fn spawn_sim(cfg: &Config, store: &mut Store, tx: mpsc::Sender<SourceUpdate>) -> sim::SimHandle {
     let start = Utc::now().with_nanosecond(0).unwrap_or_else(Utc::now);
     let sim_cfg = sim::SimConfig { size: cfg.demo.size, ..sim::SimConfig::new(cfg.demo.seed, start) };
     let name = "sim".to_string();
@@ -397,7 +432,7 @@ fn spawn_all(
         };
         sim::run(sim, name, refresh, speed, tx, ops).await;
     });
-    Ok(Some(sim::SimHandle { tx: ops_tx, speed }))
+    sim::SimHandle { tx: ops_tx, speed }
 }
 
 /// A store holding one snapshot of the simulated cluster (`seed`, first snapshot at `start`),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::model::activity::ActivityHistory;
+use crate::model::activity::history::ActivityHistory;
 use crate::model::source::Reported;
 use crate::model::{Card, Fleet, Node, SourceHealth, SourceKind, SourceStatus, Workload, invariants};
 use crate::sources::{Partial, SourceUpdate};

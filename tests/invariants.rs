@@ -9,7 +9,8 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use proptest::prelude::*;
 
-use tessera::model::capacity::{Free, free_units, model_key};
+use tessera::model::capacity::{Free, free_units};
+use tessera::model::mig::catalog::model_key;
 use tessera::model::{Fleet, SourceKind, WorkloadKind, WorkloadState, invariants};
 use tessera::sources::SourceUpdate;
 use tessera::sources::sim::{Sim, SimConfig, SimOp};

@@ -323,6 +323,31 @@ impl Seen {
         }
         self.last = value;
     }
+
+    /// The label kept the value it had before the change for `UNCHANGED_PATIENCE` (within
+    /// `timeout`).
+    fn unchanged(&self, key: &str, node: &str, timeout: Duration) -> KubeStepError {
+        let was = self.last.clone().unwrap_or_default();
+        let secs = UNCHANGED_PATIENCE.min(timeout).as_secs();
+        KubeStepError::Unchanged { key: key.to_string(), was, secs, node: node.to_string() }
+    }
+
+    /// `timeout` passed before the label became `want.success`: what was last seen, or why
+    /// nothing was (`error`, the last watch error).
+    fn timed_out(&self, want: &Want<'_>, error: Option<&str>, timeout: Duration) -> KubeStepError {
+        let last = match (&self.first, &self.last, error) {
+            (Some(_), Some(v), _) => v.clone(),
+            (Some(_), None, _) => "none (the label is not set)".into(),
+            (None, _, Some(e)) => format!("none (no answer: {e})"),
+            (None, _, None) => "none (no answer)".into(),
+        };
+        KubeStepError::TimedOut {
+            key: want.key.to_string(),
+            success: want.success.to_string(),
+            secs: timeout.as_secs(),
+            last,
+        }
+    }
 }
 
 /// A watch rather than polling: the GPU Operator's state goes pending -> success, and a poll
@@ -348,48 +373,10 @@ async fn wait_label(
         let event = match tokio::time::timeout_at(until, stream.next()).await {
             Ok(Some(e)) => e,
             Ok(None) => return Err(KubeStepError::WatchEnded { node: node.to_string() }),
-            Err(_) if stuck => {
-                let was = seen.last.clone().unwrap_or_default();
-                let secs = UNCHANGED_PATIENCE.min(timeout).as_secs();
-                return Err(KubeStepError::Unchanged { key: key.to_string(), was, secs, node: node.to_string() });
-            }
-            Err(_) => {
-                let last = match (&seen.first, &seen.last, &error) {
-                    (Some(_), Some(v), _) => v.clone(),
-                    (Some(_), None, _) => "none (the label is not set)".into(),
-                    (None, _, Some(e)) => format!("none (no answer: {e})"),
-                    (None, _, None) => "none (no answer)".into(),
-                };
-                return Err(KubeStepError::TimedOut {
-                    key: key.to_string(),
-                    success: want.success.to_string(),
-                    secs: timeout.as_secs(),
-                    last,
-                });
-            }
+            Err(_) if stuck => return Err(seen.unchanged(key, node, timeout)),
+            Err(_) => return Err(seen.timed_out(want, error.as_deref(), timeout)),
         };
-        let n = match event {
-            Ok(Event::Init) => {
-                listed = false;
-                continue;
-            }
-            Ok(Event::InitDone) if !listed => return Err(KubeStepError::NotListed { node: node.to_string() }),
-            Ok(Event::InitDone) => continue,
-            Ok(Event::Delete(_)) => {
-                return Err(KubeStepError::Deleted { node: node.to_string(), key: key.to_string() });
-            }
-            Ok(Event::InitApply(n) | Event::Apply(n)) => n,
-            // 401, 403, 404...: waiting will not help. Others (unreachable, 5xx, 429) may pass.
-            Err(e) => match error_code(&e) {
-                Some(c) if (400..500).contains(&c) && c != 410 && c != 429 => {
-                    return Err(KubeStepError::Watch { node: node.to_string(), source: e });
-                }
-                _ => {
-                    error = Some(watch_error(&e));
-                    continue;
-                }
-            },
-        };
+        let Some(n) = applied(event, node, key, &mut listed, &mut error)? else { continue };
         listed = true;
         error = None;
         let value = n.metadata.labels.as_ref().and_then(|l| l.get(key)).cloned();
@@ -407,6 +394,38 @@ async fn wait_label(
             }
             _ => {}
         }
+    }
+}
+
+/// The node a watch event brings, if it brings one (`None`: wait for the next event). A
+/// relist clears `listed`; a list that ended without the node, the node's deletion and a
+/// watch error that waiting will not mend are errors; another watch error is kept in `error`.
+fn applied(
+    event: Result<Event<Node>, watcher::Error>,
+    node: &str,
+    key: &str,
+    listed: &mut bool,
+    error: &mut Option<String>,
+) -> Result<Option<Node>, KubeStepError> {
+    match event {
+        Ok(Event::Init) => {
+            *listed = false;
+            Ok(None)
+        }
+        Ok(Event::InitDone) if !*listed => Err(KubeStepError::NotListed { node: node.to_string() }),
+        Ok(Event::InitDone) => Ok(None),
+        Ok(Event::Delete(_)) => Err(KubeStepError::Deleted { node: node.to_string(), key: key.to_string() }),
+        Ok(Event::InitApply(n) | Event::Apply(n)) => Ok(Some(n)),
+        // 401, 403, 404...: waiting will not help. Others (unreachable, 5xx, 429) may pass.
+        Err(e) => match error_code(&e) {
+            Some(c) if (400..500).contains(&c) && c != 410 && c != 429 => {
+                Err(KubeStepError::Watch { node: node.to_string(), source: e })
+            }
+            _ => {
+                *error = Some(watch_error(&e));
+                Ok(None)
+            }
+        },
     }
 }
 

@@ -5,8 +5,9 @@
 //! plans (the planner leaves them out: the driver lays them out per claim).
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion};
-use crate::model::capacity::{model_key, usable};
+use crate::model::capacity::usable;
 use crate::model::mig::GpuModel;
+use crate::model::mig::catalog::model_key;
 use crate::model::{Card, CardRef, Fleet, WorkloadState};
 
 /// The card is laid out per claim by the DRA driver (DynamicMIG).

@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use crate::model::capacity::{model_key, usable};
+use crate::model::capacity::usable;
+use crate::model::mig::catalog::model_key;
 use crate::model::mig::{GpuModel, Placed, catalog};
 use crate::model::{CardRef, Fleet, Workload, WorkloadState};
 

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
 use crate::model::activity::HOUR_MIN;
-use crate::model::capacity::{Free, model_key, usable};
+use crate::model::capacity::{Free, usable};
 use crate::model::mig::GpuModel;
+use crate::model::mig::catalog::model_key;
 use crate::model::{CardRef, Fleet, QueueSummary, Resource, ShareUnit, WorkloadState};
 
 /// One pool: its usable cards, their activity summed over the last hour, whether every
@@ -303,7 +304,7 @@ pub(super) fn scale_out(fleet: &Fleet, cx: &Context, free: &Free, served: &[Stri
 fn whole_of(c: &crate::model::Card, resource: &crate::model::Resource) -> bool {
     match resource {
         crate::model::Resource::WholeCard { model } => {
-            model.as_deref().is_none_or(|m| crate::model::capacity::model_key(&c.model) == m)
+            model.as_deref().is_none_or(|m| crate::model::mig::catalog::model_key(&c.model) == m)
         }
         _ => false,
     }
@@ -474,7 +475,7 @@ fn replicas_per_card(fleet: &Fleet, unit: crate::model::ShareUnit, model: Option
     let mut seen = fleet
         .cards()
         .filter(|(_, c)| c.sharing.unit == Some(unit))
-        .filter(|(_, c)| model.is_none_or(|m| crate::model::capacity::model_key(&c.model) == m))
+        .filter(|(_, c)| model.is_none_or(|m| crate::model::mig::catalog::model_key(&c.model) == m))
         .filter_map(|(_, c)| c.sharing.replicas);
     let first = seen.next()?;
     seen.all(|r| r == first).then_some(f64::from(first.max(1)))

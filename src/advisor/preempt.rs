@@ -5,7 +5,8 @@
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion, gpu_share};
 use crate::act::Action;
-use crate::model::capacity::{Free, model_key};
+use crate::model::capacity::Free;
+use crate::model::mig::catalog::model_key;
 use crate::model::{Fleet, Resource, Workload, WorkloadKind, WorkloadState};
 
 /// Units of `res` that preempting `t` would free on one node (the most on any of its nodes):

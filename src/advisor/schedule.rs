@@ -112,7 +112,7 @@ impl Cap {
                     *self.inst.entry(i.profile.clone()).or_default() += sign;
                 }
             } else {
-                *self.whole.entry(crate::model::capacity::model_key(&c.model)).or_default() += sign;
+                *self.whole.entry(crate::model::mig::catalog::model_key(&c.model)).or_default() += sign;
             }
         }
     }
@@ -235,7 +235,7 @@ pub fn suggest(fleet: &Fleet, demand: &DemandHistory, skip: &dyn Fn(&Node, &Card
     let mut models: Vec<&'static GpuModel> = Vec::new();
     for (_, c) in fleet.cards() {
         if let Some(m) = c.memory_total_mib {
-            gib.insert(crate::model::capacity::model_key(&c.model), m as f64 / 1024.0);
+            gib.insert(crate::model::mig::catalog::model_key(&c.model), m as f64 / 1024.0);
         }
         if let Some(m) = c.gpu_model()
             && !models.iter().any(|x| x.name == m.name)

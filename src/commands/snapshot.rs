@@ -188,12 +188,24 @@ pub fn snapshot_table_at((fleet, simulated): &(Fleet, bool), wall: chrono::DateT
     ));
     let health: Vec<String> = fleet.sources.iter().map(|s| s.summary(wall)).collect();
     out.push_str(&format!("sources: {}\n\n", health.join(", ")));
-    // Columns as wide as their widest value, so long node names and layouts stay aligned.
-    let model_of = |c: &Card| match (c.gpu_model(), c.short_model()) {
+    card_lines(&mut out, fleet);
+    queue_lines(&mut out, fleet, now);
+    out
+}
+
+/// A card's model as the table names it: the catalog's, the short name of a known card
+/// without MIG, else the reported name marked unknown.
+fn model_of(c: &Card) -> String {
+    match (c.gpu_model(), c.short_model()) {
         (Some(m), _) => m.name.clone(),
         (None, Some(short)) => short,
         (None, None) => format!("{} (unknown)", c.model),
-    };
+    }
+}
+
+/// The cards' header and one line per card, in columns as wide as their widest value, so
+/// long node names and layouts stay aligned.
+fn card_lines(out: &mut String, fleet: &Fleet) {
     let width = |f: &dyn Fn(&Node, &Card) -> usize, head: &str| {
         fleet.cards().map(|(n, c)| f(n, c)).max().unwrap_or(0).max(head.len())
     };
@@ -237,6 +249,10 @@ pub fn snapshot_table_at((fleet, simulated): &(Fleet, bool), wall: chrono::DateT
             flags
         ));
     }
+}
+
+/// The queue at `now`: how many wait and for how long, then one line per resource waited for.
+fn queue_lines(out: &mut String, fleet: &Fleet, now: chrono::DateTime<Utc>) {
     let q = QueueSummary::compute(fleet, now);
     let oldest = q.oldest_wait_s.map_or_else(|| "-".into(), duration::short);
     let pending = q.known.count_text(q.pending);
@@ -269,7 +285,6 @@ pub fn snapshot_table_at((fleet, simulated): &(Fleet, bool), wall: chrono::DateT
             d.free
         ));
     }
-    out
 }
 
 #[cfg(test)]

@@ -3,9 +3,26 @@
 use super::{Config, scheduler};
 use crate::units::duration;
 
-/// The commented example config, built from the defaults so it cannot drift from them.
+/// The commented example config, built from the defaults so it cannot drift from them: one
+/// section after another, a blank line between.
 pub fn example() -> String {
     let d = Config::default();
+    format!(
+        "{top}\n{sources}\n{http}\n{demo}\n{policy}{scheduler}\n{actions}{advisor}{schedule}",
+        top = top(&d),
+        sources = SOURCES,
+        http = sources_http(&d),
+        demo = demo(&d),
+        policy = policy(&d),
+        scheduler = scheduler::example(),
+        actions = super::actions::example(),
+        advisor = super::advisor::example(),
+        schedule = super::schedule::example(),
+    )
+}
+
+/// The file's opening comment and the top-level keys.
+fn top(d: &Config) -> String {
     format!(
         r#"# tessera configuration: $XDG_CONFIG_HOME/tessera/config.toml (else ~/.config/tessera/config.toml).
 # Check a file with `tessera check-config [PATH]`. Every key is optional; the values shown are
@@ -17,8 +34,14 @@ read_only = {read_only}
 refresh = "{refresh}"
 # A theme name (default, light, high-contrast, colorblind, mono) or a path to a theme file.
 # theme = "default"
+"#,
+        read_only = d.read_only,
+        refresh = duration::format(d.refresh),
+    )
+}
 
-[sources]
+/// `[sources]`: which sources run and how their cards are named.
+const SOURCES: &str = r#"[sources]
 # With no source configured (and no GPU found) tessera runs the simulated cluster.
 # Set demo = true to run it alongside (or instead of) real sources.
 demo = false
@@ -27,8 +50,8 @@ demo = false
 # A Prometheus server that scrapes dcgm-exporter.
 # prometheus = "http://prometheus.example:9090"
 # The instant query whose series are mapped like dcgm-exporter's (the default selects the DCGM
-# families tessera reads); use it to add label filters, e.g. {{__name__=~"DCGM_FI_.*",cluster="a"}}.
-# prometheus_query = '{{__name__=~"DCGM_FI_.*",cluster="a"}}'
+# families tessera reads); use it to add label filters, e.g. {__name__=~"DCGM_FI_.*",cluster="a"}.
+# prometheus_query = '{__name__=~"DCGM_FI_.*",cluster="a"}'
 # Also read the queue from Prometheus: pending pods that request GPUs (kube-state-metrics)
 # and Kueue's pending count.
 prometheus_queue = false
@@ -50,8 +73,12 @@ scrape_node = "target"
 # together: past it a read fails (and says so) instead of taking more. Each response is also
 # capped at 256MiB. A Prometheus answer takes about 5KB a GPU: past some 35,000 GPUs, raise it.
 # memory_budget = "192MiB"
+"#;
 
-[sources.http]
+/// `[sources.http]`, `[[sources.auth]]` and `[sources.promql]`: how the HTTP sources connect.
+fn sources_http(d: &Config) -> String {
+    format!(
+        r#"[sources.http]
 # Transport for every HTTP source (Prometheus, the exporters, slurmrestd).
 connect_timeout = "{connect}"
 timeout = "{timeout}"
@@ -79,36 +106,41 @@ insecure_skip_verify = false
 # Hostname) in the answer.
 # [sources.promql]
 # temperature = 'max_over_time(DCGM_FI_DEV_GPU_TEMP[1m])'
+"#,
+        connect = duration::format(d.sources.http.connect_timeout),
+        timeout = duration::format(d.sources.http.timeout),
+    )
+}
 
-[demo]
+/// `[demo]`: the simulated cluster.
+fn demo(d: &Config) -> String {
+    format!(
+        r#"[demo]
 # The simulated cluster: the same seed gives the same cluster.
 seed = {seed}
 # Simulated seconds per real second.
 speed = {speed:?}
 # NODESxGPUS to scale it up, for load and render testing.
 # size = "512x8"
+"#,
+        seed = d.demo.seed,
+        speed = d.demo.speed,
+    )
+}
 
-[policy]
+/// `[policy]`: when preemption, scale-in and scale-out are suggested.
+fn policy(d: &Config) -> String {
+    format!(
+        r#"[policy]
 # Training may be preempted only after running this long (checkpoints are costly).
 min_runtime = "{min_runtime}"
 # Suggest scale-in when utilisation stays under this percentage.
 scale_in_utilization_pct = {scale_in:?}
 # Suggest scale-out when a workload has waited longer than this.
 queue_wait_threshold = "{wait}"
-{scheduler}
-{actions}{advisor}{schedule}"#,
-        scheduler = scheduler::example(),
-        actions = super::actions::example(),
-        advisor = super::advisor::example(),
-        schedule = super::schedule::example(),
-        read_only = d.read_only,
-        refresh = duration::format(d.refresh),
-        seed = d.demo.seed,
-        speed = d.demo.speed,
+"#,
         min_runtime = duration::format(d.policy.min_runtime),
         scale_in = d.policy.scale_in_utilization_pct,
         wait = duration::format(d.policy.queue_wait_threshold),
-        connect = duration::format(d.sources.http.connect_timeout),
-        timeout = duration::format(d.sources.http.timeout),
     )
 }

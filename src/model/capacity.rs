@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::fleet::{Card, Fleet, Node};
 use super::mig::Placed;
-use super::queue::Resource;
+use super::mig::catalog::model_key;
+use super::resource::Resource;
 use super::sharing::ShareUnit;
 use super::workload::Workload;
 
@@ -48,7 +49,7 @@ fn dynamic_free(node: &Node, card: &Card, placeable: &[String]) -> Vec<(String, 
     let free = if card.mig.enabled {
         card.free_slice_mask()
     } else {
-        Some(crate::model::fleet::slice_mask(0, model.memory_slices))
+        Some(crate::model::mig::catalog::slice_mask(0, model.memory_slices))
     };
     let Some(free) = free else { return Vec::new() };
     placeable
@@ -106,16 +107,6 @@ pub fn free_gib(node: &Node, card: &Card) -> f64 {
     share.min(1.0) * total
 }
 
-/// A card's catalog model name, the short name of a known card without MIG (`L4`), or the
-/// reported name when tessera does not know it.
-pub fn model_key(model: &str) -> String {
-    use super::mig::catalog;
-    catalog::lookup(model).map_or_else(
-        || catalog::without_mig(model).map_or_else(|| model.to_string(), str::to_string),
-        |m| m.name.clone(),
-    )
-}
-
 /// Free units per resource across the fleet: idle whole cards per model, idle MIG instances
 /// per profile, free replicas of shared cards per unit and model. Where a scheduler counts a
 /// node's resources, its count is what a pending job can get.
@@ -163,101 +154,11 @@ impl Free {
         // A catalog lookup per card name, not per card: thousands of cards share a few names.
         let mut keys: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
         for node in &fleet.nodes {
-            // What the cards say: usable and unheld, by model and profile; free replicas.
-            let mut n = NodeFree::default();
-            let (mut seen_whole, mut seen_mig) = (BTreeSet::<String>::new(), BTreeSet::<String>::new());
-            // Shares the cards show, and whether every such card says how many are in use.
-            let mut seen_shared: BTreeMap<(ShareUnit, String), bool> = BTreeMap::new();
-            // The most a usable card of each share could give: replicas on usable cards.
-            let mut shared_most: BTreeMap<(ShareUnit, String), u64> = BTreeMap::new();
+            let mut said = CardsSay::default();
             for card in &node.cards {
-                // DynamicMIG: what the counters can still place is free MIG capacity (it was
-                // counted as none); an idle card is free whole as well, below.
-                if let Some(placeable) = card.dra.as_deref().filter(|d| d.dynamic).and_then(|d| d.placeable.as_ref()) {
-                    for (profile, count) in dynamic_free(node, card, placeable) {
-                        seen_mig.insert(profile.clone());
-                        *n.mig.entry(profile).or_default() += count;
-                    }
-                    if card.mig.enabled {
-                        continue;
-                    }
-                }
-                if card.mig.enabled {
-                    for inst in &card.mig.instances {
-                        seen_mig.insert(inst.profile.clone());
-                        if usable(node, card) && inst.workloads.is_empty() && !inst.in_use_by_unknown() {
-                            *n.mig.entry(inst.profile.clone()).or_default() += 1;
-                        }
-                    }
-                    continue;
-                }
-                let key = keys.entry(card.model.as_str()).or_insert_with(|| model_key(&card.model)).clone();
-                // A shared card serves replicas; only a scheduler that also hands it out whole
-                // (Slurm: an idle shard GPU is a free gpu) counts it as a whole card.
-                // A Slurm shard GPU whose shares in use are unknown may be in use: not free whole.
-                let shared = card.sharing.replicas.is_some()
-                    && (node.capacity.is_empty() || card.sharing.replicas_used.is_none());
-                if usable(node, card) && card.is_idle() && !shared {
-                    *n.whole.entry(key.clone()).or_default() += 1;
-                }
-                seen_whole.insert(key.clone());
-                if let (Some(unit), Some(_)) = (card.sharing.unit, card.sharing.replicas) {
-                    let k = (unit, key);
-                    let free = card.free_replicas();
-                    let known = seen_shared.entry(k.clone()).or_insert(true);
-                    *known &= free.is_some();
-                    if usable(node, card) {
-                        *shared_most.entry(k.clone()).or_default() += u64::from(card.sharing.replicas.unwrap_or(0));
-                    }
-                    if let Some(free) = free.filter(|_| usable(node, card)) {
-                        *n.shared.entry(k.clone()).or_default() += u64::from(free);
-                        let best = n.shared_card.entry(k).or_default();
-                        *best = (*best).max(u64::from(free));
-                    }
-                }
+                said.add(node, card, &mut keys);
             }
-            if !node.capacity.is_empty() {
-                // A scheduler's count is what a job can get, but never more than the cards it
-                // can see allow: a drained or dead card it still counts is not free.
-                let mut s = NodeFree::default();
-                for c in node.capacity.iter().filter(|_| node.schedulable) {
-                    match &c.resource {
-                        Resource::WholeCard { model } => {
-                            let key = model_of(model.as_ref());
-                            let cap = seen_whole.contains(&key).then(|| n.whole.get(&key).copied().unwrap_or(0));
-                            let free = cap.map_or(c.free(), |cap| c.free().min(cap));
-                            *s.whole.entry(key).or_default() += free;
-                        }
-                        Resource::MigInstance { profile } => {
-                            let cap = seen_mig.contains(profile).then(|| n.mig.get(profile).copied().unwrap_or(0));
-                            *s.mig.entry(profile.clone()).or_default() += cap.map_or(c.free(), |cap| c.free().min(cap));
-                        }
-                        Resource::Shared { unit, model } => {
-                            let k = (*unit, model_of(model.as_ref()));
-                            // Capped by what the cards have free where every shared card says
-                            // what it has in use, else by the replicas of the usable cards (a
-                            // dead card's replicas are never free).
-                            let cap = match seen_shared.get(&k) {
-                                Some(true) => Some(n.shared.get(&k).copied().unwrap_or(0)),
-                                Some(false) => Some(shared_most.get(&k).copied().unwrap_or(0)),
-                                None => None,
-                            };
-                            let free = cap.map_or(c.free(), |cap| c.free().min(cap));
-                            if c.whole_requests {
-                                // Handed out under the GPU resource's name: whole-card requests
-                                // get them, requests for the renamed shared resource do not.
-                                *s.gpu_replicas.entry(k.1).or_default() += free;
-                                continue;
-                            }
-                            *s.shared.entry(k.clone()).or_default() += free;
-                            if let Some(&best) = n.shared_card.get(&k) {
-                                s.shared_card.insert(k.clone(), best.min(free));
-                            }
-                        }
-                    }
-                }
-                n = s;
-            }
+            let n = if node.capacity.is_empty() { said.free } else { said.scheduler_free(node) };
             merge(&mut f.whole, &n.whole);
             merge(&mut f.mig, &n.mig);
             merge(&mut f.shared, &n.shared);
@@ -313,6 +214,119 @@ impl Free {
             Resource::Shared { .. } => self.of(resource),
             Resource::MigInstance { .. } => 0,
         }
+    }
+}
+
+/// What a node's cards say, card by card: usable and unheld, by model and profile; free
+/// replicas; and which models, profiles and shares the cards show at all (a scheduler's
+/// count is capped by the cards only where they show the resource).
+#[derive(Default)]
+struct CardsSay {
+    free: NodeFree,
+    seen_whole: BTreeSet<String>,
+    seen_mig: BTreeSet<String>,
+    /// Shares the cards show, and whether every such card says how many are in use.
+    seen_shared: BTreeMap<(ShareUnit, String), bool>,
+    /// The most a usable card of each share could give: replicas on usable cards.
+    shared_most: BTreeMap<(ShareUnit, String), u64>,
+}
+
+impl CardsSay {
+    /// Count one card of `node`; `keys` keeps the model key of each card name seen.
+    fn add<'f>(&mut self, node: &Node, card: &'f Card, keys: &mut std::collections::HashMap<&'f str, String>) {
+        // DynamicMIG: what the counters can still place is free MIG capacity (it was
+        // counted as none); an idle card is free whole as well, below.
+        if let Some(placeable) = card.dra.as_deref().filter(|d| d.dynamic).and_then(|d| d.placeable.as_ref()) {
+            for (profile, count) in dynamic_free(node, card, placeable) {
+                self.seen_mig.insert(profile.clone());
+                *self.free.mig.entry(profile).or_default() += count;
+            }
+            if card.mig.enabled {
+                return;
+            }
+        }
+        if card.mig.enabled {
+            for inst in &card.mig.instances {
+                self.seen_mig.insert(inst.profile.clone());
+                if usable(node, card) && inst.workloads.is_empty() && !inst.in_use_by_unknown() {
+                    *self.free.mig.entry(inst.profile.clone()).or_default() += 1;
+                }
+            }
+            return;
+        }
+        let key = keys.entry(card.model.as_str()).or_insert_with(|| model_key(&card.model)).clone();
+        // A shared card serves replicas; only a scheduler that also hands it out whole
+        // (Slurm: an idle shard GPU is a free gpu) counts it as a whole card.
+        // A Slurm shard GPU whose shares in use are unknown may be in use: not free whole.
+        let shared =
+            card.sharing.replicas.is_some() && (node.capacity.is_empty() || card.sharing.replicas_used.is_none());
+        if usable(node, card) && card.is_idle() && !shared {
+            *self.free.whole.entry(key.clone()).or_default() += 1;
+        }
+        self.seen_whole.insert(key.clone());
+        if let (Some(unit), Some(_)) = (card.sharing.unit, card.sharing.replicas) {
+            self.add_replicas(node, card, (unit, key));
+        }
+    }
+
+    /// Count the replicas of a shared card of share `k`.
+    fn add_replicas(&mut self, node: &Node, card: &Card, k: (ShareUnit, String)) {
+        let free = card.free_replicas();
+        let known = self.seen_shared.entry(k.clone()).or_insert(true);
+        *known &= free.is_some();
+        if usable(node, card) {
+            *self.shared_most.entry(k.clone()).or_default() += u64::from(card.sharing.replicas.unwrap_or(0));
+        }
+        if let Some(free) = free.filter(|_| usable(node, card)) {
+            *self.free.shared.entry(k.clone()).or_default() += u64::from(free);
+            let best = self.free.shared_card.entry(k).or_default();
+            *best = (*best).max(u64::from(free));
+        }
+    }
+
+    /// The free units of a node whose scheduler counts its resources: the scheduler's count
+    /// is what a job can get, but never more than the cards it can see allow (a drained or
+    /// dead card it still counts is not free).
+    fn scheduler_free(&self, node: &Node) -> NodeFree {
+        let n = &self.free;
+        let mut s = NodeFree::default();
+        for c in node.capacity.iter().filter(|_| node.schedulable) {
+            match &c.resource {
+                Resource::WholeCard { model } => {
+                    let key = model_of(model.as_ref());
+                    let cap = self.seen_whole.contains(&key).then(|| n.whole.get(&key).copied().unwrap_or(0));
+                    let free = cap.map_or(c.free(), |cap| c.free().min(cap));
+                    *s.whole.entry(key).or_default() += free;
+                }
+                Resource::MigInstance { profile } => {
+                    let cap = self.seen_mig.contains(profile).then(|| n.mig.get(profile).copied().unwrap_or(0));
+                    *s.mig.entry(profile.clone()).or_default() += cap.map_or(c.free(), |cap| c.free().min(cap));
+                }
+                Resource::Shared { unit, model } => {
+                    let k = (*unit, model_of(model.as_ref()));
+                    // Capped by what the cards have free where every shared card says
+                    // what it has in use, else by the replicas of the usable cards (a
+                    // dead card's replicas are never free).
+                    let cap = match self.seen_shared.get(&k) {
+                        Some(true) => Some(n.shared.get(&k).copied().unwrap_or(0)),
+                        Some(false) => Some(self.shared_most.get(&k).copied().unwrap_or(0)),
+                        None => None,
+                    };
+                    let free = cap.map_or(c.free(), |cap| c.free().min(cap));
+                    if c.whole_requests {
+                        // Handed out under the GPU resource's name: whole-card requests
+                        // get them, requests for the renamed shared resource do not.
+                        *s.gpu_replicas.entry(k.1).or_default() += free;
+                        continue;
+                    }
+                    *s.shared.entry(k.clone()).or_default() += free;
+                    if let Some(&best) = n.shared_card.get(&k) {
+                        s.shared_card.insert(k.clone(), best.min(free));
+                    }
+                }
+            }
+        }
+        s
     }
 }
 

@@ -10,7 +10,7 @@ use chrono::{DateTime, Timelike, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::fleet::Fleet;
-use super::queue::Resource;
+use super::resource::Resource;
 use super::source::SourceHealth;
 use super::workload::WorkloadState;
 

@@ -3,10 +3,13 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::card_ref::CardRef;
 use super::event::Event;
-use super::mig::catalog::{self, GpuModel};
+use super::mig::catalog::{self, GpuModel, slice_mask};
 use super::source::SourceStatus;
 use super::workload::Workload;
+
+mod card_sharing;
 
 /// Everything tessera knows at one moment: merged from every source.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
@@ -80,7 +83,7 @@ pub const MAX_LABEL_LEN: usize = 317;
 /// One schedulable GPU resource on a node: whole cards of a model or MIG instances of a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Capacity {
-    pub resource: super::queue::Resource,
+    pub resource: super::resource::Resource,
     /// Units the scheduler can allocate (allocatable, not raw capacity).
     pub total: u64,
     /// Units allocated to running workloads.
@@ -93,25 +96,6 @@ pub struct Capacity {
 impl Capacity {
     pub fn free(&self) -> u64 {
         self.total.saturating_sub(self.used)
-    }
-}
-
-/// Where a card lives: the node name and the card index on that node.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
-pub struct CardRef {
-    pub node: String,
-    pub index: u32,
-}
-
-impl CardRef {
-    pub fn new(node: impl Into<String>, index: u32) -> Self {
-        Self { node: node.into(), index }
-    }
-}
-
-impl std::fmt::Display for CardRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.node, self.index)
     }
 }
 
@@ -485,17 +469,6 @@ impl Card {
     }
 }
 
-/// A bit mask of `size` slices starting at `start`; out-of-range slices are dropped.
-pub fn slice_mask(start: u8, size: u8) -> u16 {
-    let mut m = 0u16;
-    for s in start..start.saturating_add(size) {
-        if s < 16 {
-            m |= 1 << s;
-        }
-    }
-    m
-}
-
 impl Fleet {
     pub fn cards(&self) -> impl Iterator<Item = (&Node, &Card)> {
         self.nodes.iter().flat_map(|n| n.cards.iter().map(move |c| (n, c)))
@@ -572,13 +545,6 @@ mod tests {
         }
         assert_eq!(found(&unsorted, 2), None);
         assert_eq!(found(&node(&[]), 0), None);
-    }
-
-    #[test]
-    fn slice_masks() {
-        assert_eq!(slice_mask(0, 8), 0xff);
-        assert_eq!(slice_mask(4, 2), 0b0011_0000);
-        assert_eq!(slice_mask(15, 4), 1 << 15);
     }
 
     #[test]

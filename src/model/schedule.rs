@@ -221,7 +221,7 @@ impl Schedule {
         let model_ok = self
             .model
             .as_deref()
-            .is_none_or(|m| super::capacity::model_key(m) == super::capacity::model_key(&card.model));
+            .is_none_or(|m| super::mig::catalog::model_key(m) == super::mig::catalog::model_key(&card.model));
         node_ok && model_ok
     }
 

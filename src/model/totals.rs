@@ -1,7 +1,7 @@
 //! Fleet totals for the header: cards, mean activity, memory, MIG instances.
 
 use super::fleet::Fleet;
-use super::queue::Resource;
+use super::resource::Resource;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Totals {

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::fleet::CardRef;
+use super::card_ref::CardRef;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -82,16 +82,16 @@ pub struct Shares {
 impl Request {
     /// What the request asks for and how many units, as the queue and the free-capacity
     /// counts match it: a share, a MIG profile, or whole cards (1 where no count is given).
-    pub fn asks(&self) -> (super::queue::Resource, u64) {
-        use super::queue::Resource;
+    pub fn asks(&self) -> (super::resource::Resource, u64) {
+        use super::resource::Resource;
         if let Some(s) = self.shares {
-            let model = self.model.as_deref().map(super::capacity::model_key);
+            let model = self.model.as_deref().map(super::mig::catalog::model_key);
             return (Resource::Shared { unit: s.unit, model }, u64::from(s.count.max(1)));
         }
         let n = u64::from(self.gpus.unwrap_or(1).max(1));
         match &self.mig_profile {
             Some(p) => (Resource::MigInstance { profile: p.clone() }, n),
-            None => (Resource::WholeCard { model: self.model.as_deref().map(super::capacity::model_key) }, n),
+            None => (Resource::WholeCard { model: self.model.as_deref().map(super::mig::catalog::model_key) }, n),
         }
     }
 

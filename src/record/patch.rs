@@ -186,60 +186,11 @@ pub fn apply(a: &mut Value, p: &Value) -> Result<(), PatchError> {
     }
     if let Some(Value::Object(m)) = op.get("o") {
         let Some(obj) = a.as_object_mut() else { return Err(Misfit::NotObject.into()) };
-        for (k, sub) in m {
-            if sub.get("-").is_some() {
-                obj.remove(k);
-            } else if let Some(v) = obj.get_mut(k) {
-                apply(v, sub).map_err(|e| e.under(k.as_str()))?;
-            } else if let Some(v) = sub.get("=") {
-                obj.insert(k.clone(), v.clone());
-            } else if !sub.is_object() {
-                obj.insert(k.clone(), sub.clone());
-            } else {
-                return Err(PatchError::from(Misfit::NoKey).under(k.as_str()));
-            }
-        }
-        return Ok(());
+        return apply_to_keys(obj, m);
     }
     let Some(arr) = a.as_array_mut() else { return Err(Misfit::NotList.into()) };
     if let (Some(Value::String(k)), Some(Value::Object(changed))) = (op.get("k"), op.get("p")) {
-        let name = |v: &Value| v.get(k.as_str()).and_then(Value::as_str).map(str::to_string);
-        let order: Vec<String> = match op.get("n") {
-            // Each name once: a hostile list naming one item over and over would copy it as
-            // often.
-            Some(Value::Array(n))
-                if {
-                    let mut seen = std::collections::HashSet::new();
-                    !n.iter().all(|x| seen.insert(x))
-                } =>
-            {
-                return Err(Misfit::NamedTwice.into());
-            }
-            Some(Value::Array(n)) => {
-                n.iter().map(|s| s.as_str().map(str::to_string)).collect::<Option<_>>().ok_or(Misfit::OrderNotNames)?
-            }
-            Some(_) => return Err(Misfit::OrderNotList.into()),
-            None => arr.iter().map(name).collect::<Option<_>>().ok_or(Misfit::ItemWithoutKey)?,
-        };
-        let mut old: std::collections::HashMap<String, Value> =
-            std::mem::take(arr).into_iter().filter_map(|v| Some((name(&v)?, v))).collect();
-        for n in order {
-            let v = match (old.remove(&n), changed.get(&n)) {
-                (Some(mut v), Some(sub)) => {
-                    apply(&mut v, sub).map_err(|e| e.under(n.as_str()))?;
-                    v
-                }
-                (Some(v), None) => v,
-                (None, Some(sub)) => match sub.get("=") {
-                    Some(v) => v.clone(),
-                    None if !sub.is_object() => sub.clone(),
-                    None => return Err(PatchError::from(Misfit::NoItemToPatch).under(n)),
-                },
-                (None, None) => return Err(PatchError::from(Misfit::NoItem).under(n)),
-            };
-            arr.push(v);
-        }
-        return Ok(());
+        return apply_to_named(arr, k, op.get("n"), changed);
     }
     if let (Some(k), Some(Value::Array(add))) = (op.get("s").and_then(Value::as_u64), op.get("+")) {
         let k = usize::try_from(k).unwrap_or(usize::MAX);
@@ -259,6 +210,71 @@ pub fn apply(a: &mut Value, p: &Value) -> Result<(), PatchError> {
         return Ok(());
     }
     Err(Misfit::UnknownKind.into())
+}
+
+/// An object's patch (`o`): each key removed, patched, or added whole.
+fn apply_to_keys(obj: &mut Map<String, Value>, m: &Map<String, Value>) -> Result<(), PatchError> {
+    for (k, sub) in m {
+        if sub.get("-").is_some() {
+            obj.remove(k);
+        } else if let Some(v) = obj.get_mut(k) {
+            apply(v, sub).map_err(|e| e.under(k.as_str()))?;
+        } else if let Some(v) = sub.get("=") {
+            obj.insert(k.clone(), v.clone());
+        } else if !sub.is_object() {
+            obj.insert(k.clone(), sub.clone());
+        } else {
+            return Err(PatchError::from(Misfit::NoKey).under(k.as_str()));
+        }
+    }
+    Ok(())
+}
+
+/// A list of items named by key `k` (`k`, `p`, `n`): the items in the order `n` names them
+/// (else as they are), those in `changed` patched or added.
+fn apply_to_named(
+    arr: &mut Vec<Value>,
+    k: &str,
+    n: Option<&Value>,
+    changed: &Map<String, Value>,
+) -> Result<(), PatchError> {
+    let name = |v: &Value| v.get(k).and_then(Value::as_str).map(str::to_string);
+    let order: Vec<String> = match n {
+        // Each name once: a hostile list naming one item over and over would copy it as
+        // often.
+        Some(Value::Array(n))
+            if {
+                let mut seen = std::collections::HashSet::new();
+                !n.iter().all(|x| seen.insert(x))
+            } =>
+        {
+            return Err(Misfit::NamedTwice.into());
+        }
+        Some(Value::Array(n)) => {
+            n.iter().map(|s| s.as_str().map(str::to_string)).collect::<Option<_>>().ok_or(Misfit::OrderNotNames)?
+        }
+        Some(_) => return Err(Misfit::OrderNotList.into()),
+        None => arr.iter().map(name).collect::<Option<_>>().ok_or(Misfit::ItemWithoutKey)?,
+    };
+    let mut old: std::collections::HashMap<String, Value> =
+        std::mem::take(arr).into_iter().filter_map(|v| Some((name(&v)?, v))).collect();
+    for n in order {
+        let v = match (old.remove(&n), changed.get(&n)) {
+            (Some(mut v), Some(sub)) => {
+                apply(&mut v, sub).map_err(|e| e.under(n.as_str()))?;
+                v
+            }
+            (Some(v), None) => v,
+            (None, Some(sub)) => match sub.get("=") {
+                Some(v) => v.clone(),
+                None if !sub.is_object() => sub.clone(),
+                None => return Err(PatchError::from(Misfit::NoItemToPatch).under(n)),
+            },
+            (None, None) => return Err(PatchError::from(Misfit::NoItem).under(n)),
+        };
+        arr.push(v);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -13,9 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 
+use super::{CardPlan, Step};
 use crate::act::Action;
 use crate::model::schedule::Schedule;
-use crate::model::{CardRef, Fleet};
+use crate::model::{Card, CardRef, Fleet};
 
 /// What the loop remembers between ticks.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -128,88 +129,111 @@ pub fn decide(
                 state.report(text, &mut out);
                 continue;
             }
-            let target = c.card.to_string();
-            let ours = state.drained.contains(&c.card);
+            let at = CardAt { s, plan: c, card, now, ours: state.drained.contains(&c.card) };
             let due = c.steps.iter().find(|st| st.due && !st.no_op && st.skipped.is_none());
-            let mut acted = false;
             if let (Some(st), Some(start)) = (due, start)
                 && state.skipped.get(&c.card) != Some(&start)
             {
-                acted = true;
-                let held = s.held(state.changed.get(&c.card).copied(), now);
-                if st.readiness.starts_with("ready") && !held {
-                    out.push(Decision::Act {
-                        card: c.card.clone(),
-                        action: Action::Repartition { target: target.clone(), layout: st.layout.clone() },
-                        why: format!("schedule {}: window {} began", s.name, st.window),
-                        window_start: Some(start),
-                    });
-                    if ours {
-                        out.push(give_back(&c.card, "drained for the change"));
-                    }
-                } else if st.readiness.starts_with("cannot") {
-                    // Not changeable here: skip this window, give it back.
-                    state.skipped.insert(c.card.clone(), start);
-                    if ours {
-                        out.push(give_back(&c.card, "the change was skipped"));
-                    }
-                    let text = format!(
-                        "schedule {}: {target} skipped for window {} ({}); tried again at the next window",
-                        s.name, st.window, st.readiness
-                    );
-                    state.report(text, &mut out);
-                } else if held {
-                    // Within min_hold of its last change: changed once the hold ends (if idle
-                    // then); not kept from work meanwhile.
-                    if ours {
-                        out.push(give_back(&c.card, "held by min_hold"));
-                    }
-                    let text = format!(
-                        "schedule {}: {target} due for window {} but within min_hold of its last change: changed when \
-                         the hold ends",
-                        s.name, st.window
-                    );
-                    state.report(text, &mut out);
-                } else {
-                    // Busy at the change (running = wait): changed once it is idle, kept from new
-                    // work meanwhile (it was skipped for the whole window, idle or not).
-                    if !card.draining && !ours && card.health.fault().is_none() {
-                        out.push(Decision::Act {
-                            card: c.card.clone(),
-                            action: Action::Drain { target: target.clone(), evict: false },
-                            why: format!("schedule {}: window {} is due ({})", s.name, st.window, st.readiness),
-                            window_start: None,
-                        });
-                    }
-                    let text = format!(
-                        "schedule {}: {target} due for window {} ({}): changed when it is idle, no new work lands \
-                         meanwhile",
-                        s.name, st.window, st.readiness
-                    );
-                    state.report(text, &mut out);
-                }
-            }
-            if acted {
+                at.change_due(st, start, state, &mut out);
                 continue;
             }
-            // Ahead of the next real change that can happen: drain from `lead` before it.
-            let next = c.steps.iter().find(|st| !st.due && !st.no_op && st.skipped.is_none());
-            let within = next.filter(|st| !st.readiness.starts_with("cannot") && now >= st.drain_at);
-            match within {
-                Some(st) if !card.draining && !ours && card.health.fault().is_none() => out.push(Decision::Act {
-                    card: c.card.clone(),
-                    action: Action::Drain { target: target.clone(), evict: false },
-                    why: format!("schedule {}: {} begins at {}", s.name, st.window, st.at.format("%H:%M UTC")),
-                    window_start: None,
-                }),
-                Some(_) => {}
-                // No change within `lead` (it became a no-op, or cannot happen): give it back.
-                None if ours => out.push(give_back(&c.card, "no change is coming")),
-                None => {}
-            }
+            at.ahead_of_change(&mut out);
         }
     }
     out
+}
+
+/// One card of an unattended schedule at `now`: what its decision reads.
+struct CardAt<'a> {
+    s: &'a Schedule,
+    plan: &'a CardPlan,
+    card: &'a Card,
+    now: DateTime<Utc>,
+    /// tessera drained it ahead of a change.
+    ours: bool,
+}
+
+impl CardAt<'_> {
+    /// Step `st` is due in the window that began at `start`: change an idle card (and give it
+    /// back if ours); skip a window it cannot be changed in; wait out `min_hold`; or keep a
+    /// busy card from new work until it is idle.
+    fn change_due(&self, st: &Step, start: DateTime<Utc>, state: &mut State, out: &mut Vec<Decision>) {
+        let (s, c, card, ours) = (self.s, self.plan, self.card, self.ours);
+        let target = c.card.to_string();
+        let held = s.held(state.changed.get(&c.card).copied(), self.now);
+        if st.readiness.starts_with("ready") && !held {
+            out.push(Decision::Act {
+                card: c.card.clone(),
+                action: Action::Repartition { target: target.clone(), layout: st.layout.clone() },
+                why: format!("schedule {}: window {} began", s.name, st.window),
+                window_start: Some(start),
+            });
+            if ours {
+                out.push(give_back(&c.card, "drained for the change"));
+            }
+        } else if st.readiness.starts_with("cannot") {
+            // Not changeable here: skip this window, give it back.
+            state.skipped.insert(c.card.clone(), start);
+            if ours {
+                out.push(give_back(&c.card, "the change was skipped"));
+            }
+            let text = format!(
+                "schedule {}: {target} skipped for window {} ({}); tried again at the next window",
+                s.name, st.window, st.readiness
+            );
+            state.report(text, out);
+        } else if held {
+            // Within min_hold of its last change: changed once the hold ends (if idle
+            // then); not kept from work meanwhile.
+            if ours {
+                out.push(give_back(&c.card, "held by min_hold"));
+            }
+            let text = format!(
+                "schedule {}: {target} due for window {} but within min_hold of its last change: changed when \
+                 the hold ends",
+                s.name, st.window
+            );
+            state.report(text, out);
+        } else {
+            // Busy at the change (running = wait): changed once it is idle, kept from new
+            // work meanwhile (it was skipped for the whole window, idle or not).
+            if !card.draining && !ours && card.health.fault().is_none() {
+                out.push(Decision::Act {
+                    card: c.card.clone(),
+                    action: Action::Drain { target: target.clone(), evict: false },
+                    why: format!("schedule {}: window {} is due ({})", s.name, st.window, st.readiness),
+                    window_start: None,
+                });
+            }
+            let text = format!(
+                "schedule {}: {target} due for window {} ({}): changed when it is idle, no new work lands \
+                 meanwhile",
+                s.name, st.window, st.readiness
+            );
+            state.report(text, out);
+        }
+    }
+
+    /// Nothing due: ahead of the next real change that can happen, drain from `lead` before
+    /// it; with none coming, give back a card tessera drained.
+    fn ahead_of_change(&self, out: &mut Vec<Decision>) {
+        let (s, c, card, ours) = (self.s, self.plan, self.card, self.ours);
+        let target = c.card.to_string();
+        let next = c.steps.iter().find(|st| !st.due && !st.no_op && st.skipped.is_none());
+        let within = next.filter(|st| !st.readiness.starts_with("cannot") && self.now >= st.drain_at);
+        match within {
+            Some(st) if !card.draining && !ours && card.health.fault().is_none() => out.push(Decision::Act {
+                card: c.card.clone(),
+                action: Action::Drain { target: target.clone(), evict: false },
+                why: format!("schedule {}: {} begins at {}", s.name, st.window, st.at.format("%H:%M UTC")),
+                window_start: None,
+            }),
+            Some(_) => {}
+            // No change within `lead` (it became a no-op, or cannot happen): give it back.
+            None if ours => out.push(give_back(&c.card, "no change is coming")),
+            None => {}
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::job::Job;
-use super::search::Search;
+use super::search::space::Search;
 
 /// The constraint that decided an answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,7 +7,7 @@
 //! device that fits, so the lowest free placement (devices in name order); tessera's
 //! placements take the one that leaves the most placements open.
 
-use super::state::Inst;
+use super::state::inst::Inst;
 use crate::model::mig::{GpuModel, Placement};
 
 /// The profile (index into the model's catalog profiles) a share of `milli` thousandths of a

@@ -1,9 +1,9 @@
-//! The model's fleet and workloads as a what-if's fleet and jobs: the demo's cluster and
-//! arrivals, a recording's, the live fleet's (the console's projection).
+//! The model's fleet and workloads as a what-if's fleet and jobs: the demo's cluster, a
+//! recording's, the live fleet's (the console's projection); the names, classes and
+//! priorities a workload's job takes (`input::recording::job` makes the demo's arrivals jobs).
 
-use super::input::recording::{Notes, OnCard, shape};
-use super::{Class, Fleet, Job, Model, Node};
-use crate::model::{Fleet as ModelFleet, Workload, WorkloadKind};
+use super::{Class, Fleet, Model, Node};
+use crate::model::{Fleet as ModelFleet, WorkloadKind};
 
 /// Training checkpoints this often where nothing says (the simulator's rhythm).
 pub const CHECKPOINT_S: u32 = 30 * 60;
@@ -70,23 +70,4 @@ pub fn class(kind: WorkloadKind) -> Class {
 /// A scheduler's priority, clamped to the engine's.
 pub fn priority(p: Option<i64>) -> i32 {
     p.unwrap_or(0).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
-}
-
-/// What a workload asks as a job arriving at `submit` (seconds) for `duration` seconds,
-/// training checkpointing every half hour; `None` where it asks for no GPU.
-pub fn job(w: &Workload, submit: i64, duration: i64, use_pct: Option<f64>) -> Option<Job> {
-    if !w.request.wants_gpu() {
-        return None;
-    }
-    let (gpus, milli, mem_mib) = shape(&w.id, &w.request, OnCard::default(), &mut Notes::default())?;
-    let mut j = Job::new(&w.id, submit, duration, gpus);
-    (j.milli, j.mem_mib) = (milli, mem_mib);
-    if let Some(m) = &w.request.model {
-        j.models = vec![model_name(m)];
-    }
-    j.class = class(w.kind);
-    j.priority = priority(w.priority);
-    j.checkpoint_s = (j.class == Class::Training).then_some(CHECKPOINT_S);
-    j.use_milli = use_pct.map_or(1000, |p| (p.clamp(0.0, 100.0) * 10.0).round() as u32);
-    Some(j)
 }

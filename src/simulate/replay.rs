@@ -5,7 +5,7 @@
 //! the cluster's totals between events.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 use super::fleet::Fleet;
 use super::job::{Class, Job};
@@ -14,6 +14,10 @@ use super::place::{Chooser, Mix};
 use super::policy::{Policy, Settings};
 use super::state::{Cluster, Hold};
 use crate::model::mig::Placed;
+
+mod queue;
+
+use queue::{Head, Queue};
 
 /// Event kinds in the order they apply at one instant: ends free capacity first.
 pub(super) const END: u8 = 0;
@@ -37,72 +41,6 @@ pub(super) struct JobState {
     /// The checkpoint reload this run began with (counted as lost when it runs).
     pub restore: i64,
     pub run: JobRun,
-}
-
-/// The queue: jobs of one shape wait in arrival order; shapes are served by their head.
-#[derive(Debug, Default)]
-pub(super) struct Queue {
-    pub shape_of: Vec<u32>,
-    pub shapes: Vec<BTreeSet<(i64, u32)>>,
-    /// Per shape: class rank and priority (higher first).
-    pub order: Vec<(u8, Reverse<i32>)>,
-    pub len: u32,
-}
-
-/// How a shape's head is served: class rank, priority, arrival, id.
-type Head = (u8, Reverse<i32>, i64, u32);
-
-type ShapeKey = (u8, Reverse<i32>, u32, u32, u64, u32, u64, Vec<Box<str>>);
-
-impl Queue {
-    fn new(jobs: &[Job], exclusive: bool) -> Self {
-        let mut q = Queue::default();
-        let mut ids: HashMap<ShapeKey, u32> = HashMap::new();
-        for j in jobs {
-            let milli = if exclusive { 1000 } else { j.milli };
-            let key = (
-                j.class.rank(),
-                Reverse(j.priority),
-                j.gpus,
-                milli,
-                j.mem_mib,
-                j.cpu_milli,
-                j.host_mem_mib,
-                j.models.clone(),
-            );
-            let next = ids.len() as u32;
-            let id = *ids.entry(key).or_insert_with(|| {
-                q.shapes.push(BTreeSet::new());
-                q.order.push((j.class.rank(), Reverse(j.priority)));
-                next
-            });
-            q.shape_of.push(id);
-        }
-        q
-    }
-
-    pub fn push(&mut self, id: u32, submit: i64) {
-        self.shapes[self.shape_of[id as usize] as usize].insert((submit, id));
-        self.len += 1;
-    }
-
-    pub fn remove(&mut self, id: u32, submit: i64) {
-        if self.shapes[self.shape_of[id as usize] as usize].remove(&(submit, id)) {
-            self.len -= 1;
-        }
-    }
-
-    /// The key a shape's head is served by (`None`: nobody waits in it).
-    fn head(&self, shape: usize) -> Option<Head> {
-        self.shapes[shape].first().map(|&(t, id)| (self.order[shape].0, self.order[shape].1, t, id))
-    }
-
-    /// Waiting jobs, best first: the head of each shape (and only heads).
-    pub fn heads(&self) -> Vec<u32> {
-        let mut h: Vec<Head> = (0..self.shapes.len()).filter_map(|s| self.head(s)).collect();
-        h.sort_unstable();
-        h.into_iter().map(|x| x.3).collect()
-    }
 }
 
 /// The books a run keeps, as they stood at one instant: what a run whose queue never moves
@@ -420,7 +358,6 @@ impl<'a> Run<'a> {
     /// Play every arrival and event, to the horizon or until nothing can change.
     pub fn play(&mut self, progress: &mut dyn FnMut(f64)) {
         let mut next = 0usize;
-        let n = self.jobs.len();
         let horizon = self.s.horizon_s.unwrap_or(i64::MAX);
         self.first_ticks();
         loop {
@@ -430,70 +367,18 @@ impl<'a> Run<'a> {
             if t == i64::MAX || t > horizon {
                 break;
             }
-            // Only ticks left, nothing runs, and nothing has started for two days (every
-            // window of a schedule has come round): what still waits never will.
-            if t_arrive == i64::MAX
-                && self.cl.held_milli == 0
-                && (self.queue.len == 0 || t - self.last_start > STALE_S)
-                && self.only_ticks()
-            {
+            if t_arrive == i64::MAX && self.nothing_can_start(t) {
                 break;
             }
             self.advance(t);
-            while let Some(&Reverse((te, kind, id, epoch))) = self.heap.peek() {
-                if te != t || kind > CARD_UP {
-                    break;
-                }
-                self.heap.pop();
-                self.on_event(kind, id, epoch);
-            }
-            let mut arrived = false;
-            while next < n && self.jobs[next].submit == t {
-                arrived = true;
-                let id = next as u32;
-                next += 1;
-                self.arrivals_left -= 1;
-                self.st[id as usize].remaining = self.jobs[id as usize].duration;
-                self.st[id as usize].arrived = true;
-                if placeable(self.fleet, &self.jobs[id as usize]) {
-                    self.enqueue(id);
-                } else {
-                    self.unplaceable += 1;
-                }
-                if next.is_multiple_of(4096) {
-                    progress(next as f64 / n as f64);
-                }
-            }
+            self.events_at(t, CARD_UP);
+            let arrived = self.arrive(&mut next, t, progress);
             if arrived && self.tick_parked {
-                // The next point of the ticks' grid (first arrival + k intervals) at or after now.
-                self.tick_parked = false;
-                let (step, first) = (self.s.interval_s.max(1), self.jobs.first().map_or(0, |j| j.submit));
-                let k = (t - first + step - 1).div_euclid(step).max(1);
-                self.heap.push(Reverse((first + k * step, TICK, 0, 0)));
+                self.resume_ticks(t);
             }
-            while let Some(&Reverse((te, kind, id, epoch))) = self.heap.peek() {
-                if te != t {
-                    break;
-                }
-                self.heap.pop();
-                self.on_event(kind, id, epoch);
-            }
+            self.events_at(t, u8::MAX);
             if self.dirty {
-                // Adaptive looks at cards the moment they are idle, before the queue takes
-                // them as they are.
-                // Adaptive looks at the cards just freed, and at every idle card when new work
-                // that a cut card could serve (a share of a card) waits; whole-card work needs
-                // no cut, and a scan of every card per arrival would cost the run its speed.
-                let freed = std::mem::take(&mut self.freed);
-                if self.policy == Policy::Adaptive && self.queue.len > 0 {
-                    if !freed.is_empty() {
-                        self.relayout_for_waiting(Some(&freed));
-                    }
-                    if arrived && self.queue.heads().iter().any(|&id| self.jobs[id as usize].milli < 1000) {
-                        self.relayout_for_waiting(None);
-                    }
-                }
-                self.pass();
+                self.relayout_and_pass(arrived);
             }
             #[cfg(test)]
             self.check();
@@ -508,6 +393,74 @@ impl<'a> Run<'a> {
             self.restore(b);
         }
         progress(1.0);
+    }
+
+    /// With no arrival left: only ticks left, nothing runs, and nothing has started for two
+    /// days (every window of a schedule has come round): what still waits never will.
+    fn nothing_can_start(&self, t: i64) -> bool {
+        self.cl.held_milli == 0 && (self.queue.len == 0 || t - self.last_start > STALE_S) && self.only_ticks()
+    }
+
+    /// Handle the events due at `t` of a kind up to `through` (ends, then cards back up, then
+    /// ticks: the heap's order), one at a time.
+    fn events_at(&mut self, t: i64, through: u8) {
+        while let Some(&Reverse((te, kind, id, epoch))) = self.heap.peek() {
+            if te != t || kind > through {
+                break;
+            }
+            self.heap.pop();
+            self.on_event(kind, id, epoch);
+        }
+    }
+
+    /// The jobs arriving at `t`, from `next` on: each queued, or counted unplaceable where no
+    /// node of the fleet could ever host it. Whether any arrived.
+    fn arrive(&mut self, next: &mut usize, t: i64, progress: &mut dyn FnMut(f64)) -> bool {
+        let n = self.jobs.len();
+        let mut arrived = false;
+        while *next < n && self.jobs[*next].submit == t {
+            arrived = true;
+            let id = *next as u32;
+            *next += 1;
+            self.arrivals_left -= 1;
+            self.st[id as usize].remaining = self.jobs[id as usize].duration;
+            self.st[id as usize].arrived = true;
+            if placeable(self.fleet, &self.jobs[id as usize]) {
+                self.enqueue(id);
+            } else {
+                self.unplaceable += 1;
+            }
+            if next.is_multiple_of(4096) {
+                progress(*next as f64 / n as f64);
+            }
+        }
+        arrived
+    }
+
+    /// Parked ticks start again at the next point of their grid (first arrival + k intervals)
+    /// at or after `t`.
+    fn resume_ticks(&mut self, t: i64) {
+        self.tick_parked = false;
+        let (step, first) = (self.s.interval_s.max(1), self.jobs.first().map_or(0, |j| j.submit));
+        let k = (t - first + step - 1).div_euclid(step).max(1);
+        self.heap.push(Reverse((first + k * step, TICK, 0, 0)));
+    }
+
+    /// Something changed: Adaptive looks at cards the moment they are idle, before the queue
+    /// takes them as they are (the cards just freed, and every idle card when new work that a
+    /// cut card could serve, a share of a card, waits: whole-card work needs no cut, and a
+    /// scan of every card per arrival would cost the run its speed); then the queue's pass.
+    fn relayout_and_pass(&mut self, arrived: bool) {
+        let freed = std::mem::take(&mut self.freed);
+        if self.policy == Policy::Adaptive && self.queue.len > 0 {
+            if !freed.is_empty() {
+                self.relayout_for_waiting(Some(&freed));
+            }
+            if arrived && self.queue.heads().iter().any(|&id| self.jobs[id as usize].milli < 1000) {
+                self.relayout_for_waiting(None);
+            }
+        }
+        self.pass();
     }
 
     fn only_ticks(&self) -> bool {

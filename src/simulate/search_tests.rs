@@ -4,6 +4,7 @@
 
 use proptest::prelude::*;
 
+use super::space::probe;
 use super::*;
 use crate::simulate::tests::{fleet, frac};
 use crate::simulate::{Class, Job, fleet, node_types};

@@ -7,17 +7,9 @@ use super::job::{Class, Job, milli_of_slices, slices_for};
 use super::policy::Policy;
 use crate::model::mig::{GpuModel, Placed};
 
-/// A MIG instance of a card's layout.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Inst {
-    /// Its profile: an index into the card model's catalog profiles.
-    pub profile: u8,
-    pub start: u8,
-    pub size: u8,
-    pub compute: u8,
-    pub mem_mib: u64,
-    pub holder: Option<u32>,
-}
+pub mod inst;
+
+use inst::Inst;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

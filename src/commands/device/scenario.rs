@@ -57,9 +57,20 @@ fn failed_calls(probe: Option<&Value>, index: u64, kind: &str) -> BTreeSet<Strin
         .collect()
 }
 
+/// The fake's card for card `c` of the snapshot, the `position`th: its readings, MIG
+/// instances, processes and the calls that fail on it.
 fn card(position: u64, c: &Value, probe: Option<&Value>) -> Value {
     let index = c["index"].as_u64().unwrap_or(position);
     let mut m = Map::new();
+    readings(&mut m, position, c);
+    let mig_on = mig(&mut m, c);
+    m.insert("processes".into(), Value::Array(processes(c, mig_on)));
+    failing_calls(&mut m, c, probe, index, mig_on);
+    Value::Object(m)
+}
+
+/// The card's name, stand-in UUID and bus id, and the readings tessera had of it.
+fn readings(m: &mut Map<String, Value>, position: u64, c: &Value) {
     m.insert("name".into(), c["model"].clone());
     if let Some(model) = c["gpu_model"].as_str() {
         m.insert("mig_model".into(), json!(model));
@@ -74,18 +85,23 @@ fn card(position: u64, c: &Value, probe: Option<&Value>) -> Value {
         }
     };
     let int = |k: &str| c[k].as_f64().filter(|v| *v >= 0.0).map(|v| v.round() as u64);
-    copy(&mut m, "memory_total_mib", int("memory_total_mib"));
-    copy(&mut m, "memory_used_mib", int("memory_used_mib"));
-    copy(&mut m, "utilization_gpu", int("utilization_pct"));
-    copy(&mut m, "temperature_c", int("temperature_c"));
-    copy(&mut m, "power_mw", c["power_w"].as_f64().map(|w| (w * 1000.0).round() as u64));
-    copy(&mut m, "power_limit_mw", c["power_limit_w"].as_f64().map(|w| (w * 1000.0).round() as u64));
-    copy(&mut m, "sm_clock_mhz", int("sm_clock_mhz"));
-    copy(&mut m, "mem_clock_mhz", int("memory_clock_mhz"));
-    copy(&mut m, "ecc_volatile_uncorrected", c["health"]["ecc_volatile_uncorrected"].as_u64());
+    copy(m, "memory_total_mib", int("memory_total_mib"));
+    copy(m, "memory_used_mib", int("memory_used_mib"));
+    copy(m, "utilization_gpu", int("utilization_pct"));
+    copy(m, "temperature_c", int("temperature_c"));
+    copy(m, "power_mw", c["power_w"].as_f64().map(|w| (w * 1000.0).round() as u64));
+    copy(m, "power_limit_mw", c["power_limit_w"].as_f64().map(|w| (w * 1000.0).round() as u64));
+    copy(m, "sm_clock_mhz", int("sm_clock_mhz"));
+    copy(m, "mem_clock_mhz", int("memory_clock_mhz"));
+    copy(m, "ecc_volatile_uncorrected", c["health"]["ecc_volatile_uncorrected"].as_u64());
     if let Some(mode) = c["compute_mode"].as_str() {
         m.insert("compute_mode".into(), json!(mode));
     }
+}
+
+/// The card's MIG mode and, with MIG on, its instances and whether it has GPM; whether MIG
+/// is on.
+fn mig(m: &mut Map<String, Value>, c: &Value) -> bool {
     let mig_on = c["mig"]["enabled"].as_bool().unwrap_or(false);
     m.insert("mig_enabled".into(), json!(mig_on));
     if let Some(p) = c["mig"]["pending"].as_bool() {
@@ -111,6 +127,11 @@ fn card(position: u64, c: &Value, probe: Option<&Value>) -> Value {
         m.insert("gpm".into(), json!(gpm));
         m.insert("instances".into(), Value::Array(instances));
     }
+    mig_on
+}
+
+/// The card's processes, each in its GPU instance where the card has MIG on.
+fn processes(c: &Value, mig_on: bool) -> Vec<Value> {
     // The fake numbers GPU instances 1, 2, ... in the order listed; a real driver's ids are
     // not positional (3, 4, 5, 6 on one capture): a process keeps its instance by position.
     let gi_ids: Vec<Option<u64>> =
@@ -120,7 +141,7 @@ fn card(position: u64, c: &Value, probe: Option<&Value>) -> Value {
         let at = gi_ids.iter().position(|g| *g == Some(gi))?;
         mig_on.then_some(at as u64 + 1)
     };
-    let processes: Vec<Value> = c["processes"]
+    c["processes"]
         .as_array()
         .into_iter()
         .flatten()
@@ -136,8 +157,12 @@ fn card(position: u64, c: &Value, probe: Option<&Value>) -> Value {
             }
             Some(Value::Object(o))
         })
-        .collect();
-    m.insert("processes".into(), Value::Array(processes));
+        .collect()
+}
+
+/// The calls that fail on card `index`: NO_PERMISSION where the probe saw it, NOT_SUPPORTED
+/// where it saw that or where the snapshot has no value.
+fn failing_calls(m: &mut Map<String, Value>, c: &Value, probe: Option<&Value>, index: u64, mig_on: bool) {
     let no_permission = failed_calls(probe, index, "no_permission");
     let mut not_supported = failed_calls(probe, index, "not_supported");
     for (field, call) in FIELD_CALLS {
@@ -157,7 +182,6 @@ fn card(position: u64, c: &Value, probe: Option<&Value>) -> Value {
     if !no_permission.is_empty() {
         m.insert("no_permission".into(), json!(no_permission));
     }
-    Value::Object(m)
 }
 
 #[cfg(test)]

@@ -15,30 +15,14 @@ use crate::error::CmdError;
 /// `despite_open_intent`.
 pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: bool) -> Result<(), CmdError> {
     use crate::out::say;
-    use crate::schedule::unattended::{State, decide};
+    use crate::schedule::unattended::State;
     let cfg = settings(g)?;
-    if cfg.read_only {
-        return Err(CmdError::Refused(
-            "tessera runs read-only: schedule run changes cards, so it does not start".into(),
-        ));
-    }
-    if !cfg.schedules.iter().any(|s| s.unattended) {
-        return Err(CmdError::Usage(
-            "no [[schedule]] has unattended = true: schedule run applies only schedules that allow it".into(),
-        ));
-    }
+    may_start(&cfg)?;
     let rt = crate::engine::runtime()?;
     rt.block_on(async {
         // Signals are caught from the start, so one never lands in the middle of an action.
         let mut interrupts = super::super::interrupts::Interrupts::watch()?;
-        let mut engine = crate::engine::Engine::start(&cfg)?;
-        let asking = crate::actions::run::Asking::Nobody { despite: despite_open_intent };
-        engine.runner = engine.runner.clone().asking(asking);
-        super::super::act::say_open_intents(&engine.runner);
-        for n in &engine.notes {
-            say(&format!("{n}\n"));
-        }
-        engine.first_answers().await;
+        let mut engine = start_engine(&cfg, despite_open_intent).await?;
         // Real sources: the cards an earlier run drained and did not give back (it was killed)
         // are this run's to give back or change. The simulator's go with its process.
         let keep = if engine.store.simulated() { None } else { drained_path() };
@@ -47,7 +31,6 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: 
         let mut kept = state.drained.clone();
         let began = std::time::Instant::now();
         let tick = cfg.refresh.max(std::time::Duration::from_secs(1));
-        let stamp = |t: DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
         say(&format!("schedule run: {} unattended schedules\n", cfg.schedules.iter().filter(|s| s.unattended).count()));
         let mut stale_said = false;
         // The demand by hour is kept for the suggestion, at each new sample (real sources).
@@ -58,23 +41,9 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: 
                 say(&format!("demand by hour not kept: {e}\n"));
                 demand_saved = engine.store.demand().last;
             }
-            let fleet = engine.store.fleet().clone();
-            // The simulator's clock is its own; real sources are judged at the wall clock, and
-            // with no live source nothing is decided on stale data.
-            let live = fleet.sources.iter().any(|s| matches!(s.health, crate::model::SourceHealth::Live { .. }));
-            let now = if engine.store.simulated() { fleet.taken_at.unwrap_or_else(Utc::now) } else { Utc::now() };
-            if !live {
-                if !stale_said {
-                    say(&format!("{} no source is live: waiting before deciding anything\n", stamp(now)));
-                }
-                stale_said = true;
-            } else {
-                stale_said = false;
-                let todo = decide(&cfg.schedules, &fleet, now, cfg.policy.min_runtime, &mut state);
-                act_on(&mut engine, &mut interrupts, &mut state, todo, now)
-                    .await
-                    .map_err(|e| left_drained(e, keep.as_deref(), &state.drained))?;
-            }
+            decide_and_act(&cfg, &mut engine, &mut interrupts, &mut state, &mut stale_said)
+                .await
+                .map_err(|e| left_drained(e, keep.as_deref(), &state.drained))?;
             if let Some(path) = keep.as_ref().filter(|_| state.drained != kept) {
                 match save_drained(path, &state.drained) {
                     Ok(()) => kept.clone_from(&state.drained),
@@ -86,18 +55,88 @@ pub fn run(g: &Global, limit: Option<std::time::Duration>, despite_open_intent: 
                 _ = interrupts.next() => {}
             }
         }
-        // Give back what was drained for changes that did not come.
-        give_back_all(&mut engine, &mut interrupts, &mut state)
-            .await
-            .map_err(|e| left_drained(e, keep.as_deref(), &state.drained))?;
-        if let Some(path) = &keep
-            && let Err(e) = save_drained(path, &state.drained)
-        {
-            say(&format!("{e}\n"));
-        }
-        say("schedule run: stopped\n");
-        Ok(())
+        stop(&mut engine, &mut interrupts, &mut state, keep.as_deref()).await
     })
+}
+
+/// Refuse to start read-only or without an `unattended = true` schedule.
+fn may_start(cfg: &crate::config::Config) -> Result<(), CmdError> {
+    if cfg.read_only {
+        return Err(CmdError::Refused(
+            "tessera runs read-only: schedule run changes cards, so it does not start".into(),
+        ));
+    }
+    if !cfg.schedules.iter().any(|s| s.unattended) {
+        return Err(CmdError::Usage(
+            "no [[schedule]] has unattended = true: schedule run applies only schedules that allow it".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Start the sources and the runner (asking nobody: an open intent refuses its target unless
+/// `despite_open_intent`), say what starting had to say, and wait for the first answers.
+async fn start_engine(
+    cfg: &crate::config::Config,
+    despite_open_intent: bool,
+) -> Result<crate::engine::Engine, CmdError> {
+    use crate::out::say;
+    let mut engine = crate::engine::Engine::start(cfg)?;
+    let asking = crate::actions::run::Asking::Nobody { despite: despite_open_intent };
+    engine.runner = engine.runner.clone().asking(asking);
+    super::super::act::say_open_intents(&engine.runner);
+    for n in &engine.notes {
+        say(&format!("{n}\n"));
+    }
+    engine.first_answers().await;
+    Ok(engine)
+}
+
+/// One tick: decide on the fleet as it is now and act on the decisions, where some source is
+/// live (said once while none is). `Err` when a second signal left at once.
+async fn decide_and_act(
+    cfg: &crate::config::Config,
+    engine: &mut crate::engine::Engine,
+    interrupts: &mut super::super::interrupts::Interrupts,
+    state: &mut crate::schedule::unattended::State,
+    stale_said: &mut bool,
+) -> Result<(), CmdError> {
+    use crate::out::say;
+    let stamp = |t: DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    let fleet = engine.store.fleet().clone();
+    // The simulator's clock is its own; real sources are judged at the wall clock, and
+    // with no live source nothing is decided on stale data.
+    let live = fleet.sources.iter().any(|s| matches!(s.health, crate::model::SourceHealth::Live { .. }));
+    let now = if engine.store.simulated() { fleet.taken_at.unwrap_or_else(Utc::now) } else { Utc::now() };
+    if !live {
+        if !*stale_said {
+            say(&format!("{} no source is live: waiting before deciding anything\n", stamp(now)));
+        }
+        *stale_said = true;
+        return Ok(());
+    }
+    *stale_said = false;
+    let todo = crate::schedule::unattended::decide(&cfg.schedules, &fleet, now, cfg.policy.min_runtime, state);
+    act_on(engine, interrupts, state, todo, now).await
+}
+
+/// The end: give back what was drained for changes that did not come, and keep what could
+/// not be given back for the next run.
+async fn stop(
+    engine: &mut crate::engine::Engine,
+    interrupts: &mut super::super::interrupts::Interrupts,
+    state: &mut crate::schedule::unattended::State,
+    keep: Option<&std::path::Path>,
+) -> Result<(), CmdError> {
+    use crate::out::say;
+    give_back_all(engine, interrupts, state).await.map_err(|e| left_drained(e, keep, &state.drained))?;
+    if let Some(path) = keep
+        && let Err(e) = save_drained(path, &state.drained)
+    {
+        say(&format!("{e}\n"));
+    }
+    say("schedule run: stopped\n");
+    Ok(())
 }
 
 /// The cards an earlier run drained and did not give back, read from `keep` (none for the

@@ -52,7 +52,7 @@ pub(super) fn demo(g: &Global, cfg: &crate::config::Config, span: Option<&str>) 
     let jobs = arrivals
         .iter()
         .filter_map(|a| {
-            let j = simulate::from_model::job(
+            let j = simulate::input::recording::job(
                 &a.w,
                 (a.at - start).num_seconds(),
                 a.duration.num_seconds().max(1),

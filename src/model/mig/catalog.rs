@@ -15,8 +15,19 @@ pub struct Placement {
 
 impl Placement {
     pub fn mask(self) -> u16 {
-        crate::model::fleet::slice_mask(self.start, self.size)
+        slice_mask(self.start, self.size)
     }
+}
+
+/// A bit mask of `size` slices starting at `start`; out-of-range slices are dropped.
+pub fn slice_mask(start: u8, size: u8) -> u16 {
+    let mut m = 0u16;
+    for s in start..start.saturating_add(size) {
+        if s < 16 {
+            m |= 1 << s;
+        }
+    }
+    m
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -94,7 +105,7 @@ impl GpuModel {
     }
 
     pub fn all_slices(&self) -> u16 {
-        crate::model::fleet::slice_mask(0, self.memory_slices)
+        slice_mask(0, self.memory_slices)
     }
 }
 
@@ -130,6 +141,13 @@ const WITHOUT_MIG: &[&str] =
 pub fn without_mig(name: &str) -> Option<&'static str> {
     let w = words(name);
     WITHOUT_MIG.iter().copied().find(|m| w.iter().any(|x| x == m))
+}
+
+/// A card's catalog model name, the short name of a known card without MIG (`L4`), or the
+/// reported name when tessera does not know it.
+pub fn model_key(model: &str) -> String {
+    lookup(model)
+        .map_or_else(|| without_mig(model).map_or_else(|| model.to_string(), str::to_string), |m| m.name.clone())
 }
 
 fn words(s: &str) -> Vec<String> {
@@ -257,6 +275,13 @@ pub fn by_pci_device_id(id: &str) -> Option<&'static GpuModel> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slice_masks() {
+        assert_eq!(slice_mask(0, 8), 0xff);
+        assert_eq!(slice_mask(4, 2), 0b0011_0000);
+        assert_eq!(slice_mask(15, 4), 1 << 15);
+    }
 
     #[test]
     fn cards_without_mig_are_named_not_flagged() {

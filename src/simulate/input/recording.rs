@@ -1,8 +1,9 @@
 //! A tessera recording as a demand and a fleet: the workloads its frames saw, with their
 //! requests, submit, start and end, and the fleet as the last frame shows it. The conversion
 //! from the model's types is pure (`Walk` hears one frame at a time; `from_model::fleet` serves
-//! the live and the demo fleet too); `jobs_from_recording` walks an opened recording's frames
-//! (the command opens it).
+//! the live and the demo fleet too, and `job` shapes the demo's arrivals as a recording's
+//! workloads are); `jobs_from_recording` walks an opened recording's frames (the command opens
+//! it).
 //!
 //! Per workload id: submit = `submitted_at` (else when it was first seen); start =
 //! `started_at` (else the first frame that shows it running); end = the last frame that shows
@@ -22,7 +23,7 @@ use crate::record::reader::Player;
 use crate::simulate::fleet::Fleet;
 use crate::simulate::from_model;
 use crate::simulate::input::KEPT_ERRORS;
-use crate::simulate::job::{Job, milli_of_slices};
+use crate::simulate::job::{Class, Job, milli_of_slices};
 
 /// The share of a card one share is taken for where the card's replicas are unknown (a
 /// quarter: the time-slicing default of four replicas).
@@ -282,6 +283,25 @@ pub fn shape(id: &str, r: &Request, on: OnCard, notes: &mut Notes) -> Option<(u3
     }
     let gpus = r.gpus.filter(|&n| n > 0).unwrap_or(on.held).clamp(1, super::openb::MAX_GPUS);
     Some((gpus, 1000, 0))
+}
+
+/// What a workload asks as a job arriving at `submit` (seconds) for `duration` seconds,
+/// training checkpointing every half hour; `None` where it asks for no GPU.
+pub fn job(w: &Workload, submit: i64, duration: i64, use_pct: Option<f64>) -> Option<Job> {
+    if !w.request.wants_gpu() {
+        return None;
+    }
+    let (gpus, milli, mem_mib) = shape(&w.id, &w.request, OnCard::default(), &mut Notes::default())?;
+    let mut j = Job::new(&w.id, submit, duration, gpus);
+    (j.milli, j.mem_mib) = (milli, mem_mib);
+    if let Some(m) = &w.request.model {
+        j.models = vec![from_model::model_name(m)];
+    }
+    j.class = from_model::class(w.kind);
+    j.priority = from_model::priority(w.priority);
+    j.checkpoint_s = (j.class == Class::Training).then_some(from_model::CHECKPOINT_S);
+    j.use_milli = use_pct.map_or(1000, |p| (p.clamp(0.0, 100.0) * 10.0).round() as u32);
+    Some(j)
 }
 
 /// The jobs of an opened recording, frame by frame; frames that cannot be decoded are

@@ -444,7 +444,7 @@ mod property {
             // What the drawn instances consume, each found by its profile and slices.
             let mut drawn: BTreeMap<String, u64> = BTreeMap::new();
             for i in &c.mig.instances {
-                let mask = crate::model::fleet::slice_mask(i.start, i.size);
+                let mask = crate::model::mig::catalog::slice_mask(i.start, i.size);
                 let d = devices.iter().find(|d| {
                     d.attributes.profile.as_deref() == Some(i.profile.as_str())
                         && super::super::objects::slices(consumption(d).iter().map(|(n, v)| (n.as_str(), Some(*v))), "memory-slice-") == mask

@@ -149,7 +149,7 @@ pub fn split_product(product: &str) -> (&str, Option<&str>) {
 /// The catalog's name for a product label, else the label without its MIG suffix.
 pub fn model_name(product: &str) -> String {
     let (base, _) = split_product(product);
-    crate::model::capacity::model_key(base)
+    crate::model::mig::catalog::model_key(base)
 }
 
 /// The `nvidia.com/gpu.product` a pod is pinned to by its node selector, or by a required
