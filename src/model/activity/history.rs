@@ -260,7 +260,7 @@ impl ActivityHistory {
                 }
                 if let Some(u) = u {
                     let mem = h.mem_mib.get(i).copied().flatten().map(|m| m as u64);
-                    s.add(t.timestamp().div_euclid(60), *u, mem);
+                    s.add(t.timestamp().div_euclid(60), f64::from(*u), mem);
                 }
             }
         }

@@ -423,9 +423,9 @@ pub(super) async fn fetch(
     let rows = keys
         .into_iter()
         .map(|k| crate::model::CardHistory {
-            util: util.remove(&k).unwrap_or_default(),
-            mem_pct: mem.remove(&k).unwrap_or_default(),
-            mem_mib: fb.remove(&k).unwrap_or_default(),
+            util: narrow(util.remove(&k).unwrap_or_default()),
+            mem_pct: narrow(mem.remove(&k).unwrap_or_default()),
+            mem_mib: narrow(fb.remove(&k).unwrap_or_default()),
             card: crate::model::CardRef::new(k.0, k.1),
             gi: k.2,
             step_s: step,
@@ -466,6 +466,11 @@ pub(super) async fn into_partial(
     if let Some(e) = failed {
         p.note = Some(p.note.take().map_or(e.clone(), |n| format!("{n}; {e}")));
     }
+}
+
+/// A series as the model keeps it (`f32` points).
+fn narrow(points: Vec<Option<f64>>) -> Vec<Option<f32>> {
+    points.into_iter().map(|p| p.map(|v| v as f32)).collect()
 }
 
 #[cfg(test)]

@@ -17,12 +17,12 @@ impl Sim {
     pub(super) fn past_history(&self) -> Vec<crate::model::CardHistory> {
         const MINUTES: i64 = crate::model::activity::KEEP_MIN;
         let by_id: foldhash::HashMap<&str, &Job> = self.jobs.iter().map(|j| (j.w.id.as_str(), j)).collect();
-        let series = |j: &Job| -> Vec<Option<f64>> {
+        let series = |j: &Job| -> Vec<Option<f32>> {
             (0..MINUTES)
                 .rev()
                 .map(|m| {
                     let t = self.now - Span::minutes(m);
-                    j.w.started_at.filter(|s| *s <= t).map(|_| round1(j.utilization(t)))
+                    j.w.started_at.filter(|s| *s <= t).map(|_| round1(j.utilization(t)) as f32)
                 })
                 .collect()
         };
@@ -44,7 +44,7 @@ impl Sim {
                     out.push(crate::model::CardHistory {
                         card: card.clone(),
                         gi,
-                        mem_mib: vec![Some(j.mem_mib as f64); MINUTES as usize],
+                        mem_mib: vec![Some(j.mem_mib as f32); MINUTES as usize],
                         step_s: 60,
                         util,
                         mem_pct: Vec::new(),

@@ -77,7 +77,8 @@ impl History {
                 let mine = cards.entry(h.card.index).or_default();
                 if mine.len() <= 1 {
                     let mem = h.mem_pct.iter().copied().chain(std::iter::repeat(None));
-                    let seeded: Vec<Sample> = h.util.iter().zip(mem).map(|(u, m)| Sample::new(*u, m)).collect();
+                    let seeded: Vec<Sample> =
+                        h.util.iter().zip(mem).map(|(u, m)| Sample::new(u.map(f64::from), m.map(f64::from))).collect();
                     let own: Vec<Sample> = mine.drain(..).collect();
                     mine.extend(seeded);
                     mine.extend(own);
