@@ -8,7 +8,7 @@ use crate::advisor::{Context, Finding, Kind, Severity, Subject, Suggestion, minu
 use crate::model::activity::HOUR_MIN;
 use crate::model::capacity::{model_key, usable};
 use crate::model::mig::GpuModel;
-use crate::model::{Fleet, Resource, ShareUnit, WorkloadState};
+use crate::model::{Card, Fleet, Node, Resource, ShareUnit, WorkloadState};
 
 /// One pool: its usable cards, their activity summed over the last hour, whether every
 /// holder is covered, and what its cards serve.
@@ -66,16 +66,32 @@ fn wanted(resource: &Resource) -> (u8, String) {
 /// Runs after `scale_out`: a pool whose cards serve work with a scale-out finding has none,
 /// and that finding says so.
 pub(in crate::advisor) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64, out: &mut Vec<Finding>) {
-    // Per model: cards, activity summed over the last hour (a whole card: its holder's mean; a
-    // MIG card: its instances' holders' means weighted by slices; idle parts add 0), and
-    // whether every holder is covered, its hour or at least 30 minutes of it (else: no
-    // activity data, no finding).
+    let pools = pools(fleet);
+    // What the queue asks for: capacity that waiting work could use is not for release.
+    let pending: Vec<(Resource, u64)> =
+        fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending).map(|w| w.request.asks()).collect();
+    for (model, pool) in pools {
+        let Some(slack) = pool.slack(target_pct) else { continue };
+        let waiting = Waiting::served_by(&pool.serves, &model, &pending);
+        let kept = waiting.cards_kept(slack.spare);
+        let text = waiting_text(&waiting.jobs);
+        // Work it serves has a scale-out: the pool has no cards to give, and the scale-out
+        // says why no scale-in stands beside it.
+        let withheld = withheld_for_scale_out(out, &waiting.served, slack.spare, &model, &text);
+        let left = slack.spare - kept;
+        if withheld || left == 0 {
+            continue;
+        }
+        out.push(finding(cx, model, &slack, target_pct, kept, left, &text));
+    }
+}
+
+/// Per model: cards, activity summed over the last hour (a whole card: its holder's mean; a
+/// MIG card: its instances' holders' means weighted by slices; idle parts add 0), and
+/// whether every holder is covered, its hour or at least 30 minutes of it (else: no
+/// activity data, no finding).
+fn pools(fleet: &Fleet) -> BTreeMap<String, Pool> {
     let mut pools: BTreeMap<String, Pool> = BTreeMap::new();
-    // Work younger than an hour counts its covered 30-minute mean.
-    let mean = |id: &str| {
-        let a = fleet.workload(id).and_then(|w| w.activity)?;
-        a.mean_1h_pct.or(a.mean_pct.filter(|_| a.window_covered()))
-    };
     for (n, c) in fleet.cards().filter(|(n, c)| usable(n, c)) {
         let e = pools.entry(model_key(&c.model)).or_insert_with(|| Pool {
             cards: 0,
@@ -83,113 +99,175 @@ pub(in crate::advisor) fn scale_in(fleet: &Fleet, cx: &Context, target_pct: f64,
             known: true,
             serves: Serves::default(),
         });
-        e.cards += 1;
-        // What it serves, busy or not: as `Free::compute` counts a card.
-        let shared = c.sharing.replicas.is_some() && (n.capacity.is_empty() || c.sharing.replicas_used.is_none());
-        e.serves.whole |= !c.mig.enabled && (!shared || n.capacity.iter().any(|x| x.whole_requests));
-        e.serves.mig = e.serves.mig.or(c.gpu_model());
-        if let (Some(unit), Some(replicas)) = (c.sharing.unit, c.sharing.replicas) {
-            let most = e.serves.shared.entry(unit).or_default();
-            *most = (*most).max(replicas);
-        }
+        e.add(fleet, n, c);
+    }
+    pools
+}
+
+/// The mean activity of workload `id` over the last hour; work younger than an hour counts its
+/// covered 30-minute mean.
+fn hour_mean(fleet: &Fleet, id: &str) -> Option<f64> {
+    let a = fleet.workload(id).and_then(|w| w.activity)?;
+    a.mean_1h_pct.or(a.mean_pct.filter(|_| a.window_covered()))
+}
+
+impl Pool {
+    /// Counts card `c` of node `n` in the pool: what it serves, and its holders' activity.
+    fn add(&mut self, fleet: &Fleet, n: &Node, c: &Card) {
+        self.cards += 1;
+        self.serves.add(n, c);
         // Busy with nobody to ask: the pool's activity is unknown.
         if c.in_use_by_unknown() {
-            e.known = false;
-            continue;
+            self.known = false;
+            return;
         }
         if c.mig.enabled {
-            // An instance weighs its share of the card's compute (a 1g of seven is 1/7).
-            let Some(model) = c.gpu_model() else {
-                e.known = false;
-                continue;
-            };
-            let compute = f64::from(model.profiles.iter().map(|p| p.compute_slices).max().unwrap_or(1).max(1));
-            for i in c.mig.instances.iter().filter(|i| !i.workloads.is_empty()) {
-                let share = model.profile(&i.profile).map_or(0.0, |p| f64::from(p.compute_slices)) / compute;
-                let means: Vec<Option<f64>> = i.workloads.iter().map(|h| mean(h)).collect();
-                if means.iter().any(Option::is_none) {
-                    e.known = false;
-                }
-                e.sum += means.into_iter().flatten().fold(0.0, f64::max) * share;
-            }
-            continue;
+            self.add_instances(fleet, c);
+            return;
         }
         let holders: Vec<&str> = c.holders().collect();
         if holders.is_empty() {
-            continue;
+            return;
         }
-        e.known &= holders.iter().all(|h| mean(h).is_some());
-        e.sum += holders.iter().filter_map(|h| mean(h)).fold(0.0, f64::max);
+        self.known &= holders.iter().all(|h| hour_mean(fleet, h).is_some());
+        self.sum += holders.iter().filter_map(|h| hour_mean(fleet, h)).fold(0.0, f64::max);
     }
-    // What the queue asks for: capacity that waiting work could use is not for release.
-    let pending: Vec<(Resource, u64)> =
-        fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending).map(|w| w.request.asks()).collect();
-    for (model, Pool { cards, sum, known, serves }) in pools {
+
+    /// Adds the activity of MIG card `c`'s held instances, each weighing its share of the
+    /// card's compute (a 1g of seven is 1/7).
+    fn add_instances(&mut self, fleet: &Fleet, c: &Card) {
+        let Some(model) = c.gpu_model() else {
+            self.known = false;
+            return;
+        };
+        let compute = f64::from(model.profiles.iter().map(|p| p.compute_slices).max().unwrap_or(1).max(1));
+        for i in c.mig.instances.iter().filter(|i| !i.workloads.is_empty()) {
+            let share = model.profile(&i.profile).map_or(0.0, |p| f64::from(p.compute_slices)) / compute;
+            let means: Vec<Option<f64>> = i.workloads.iter().map(|h| hour_mean(fleet, h)).collect();
+            if means.iter().any(Option::is_none) {
+                self.known = false;
+            }
+            self.sum += means.into_iter().flatten().fold(0.0, f64::max) * share;
+        }
+    }
+
+    /// The pool's activity against `target_pct`, where it has cards to spare; `None` where its
+    /// activity is unknown, it has fewer than two cards, it is busy enough, or its work needs
+    /// every card.
+    fn slack(&self, target_pct: f64) -> Option<Slack> {
+        let Self { cards, sum, known, .. } = *self;
         if !known || cards < 2 {
-            continue;
+            return None;
         }
         let mean = sum / cards as f64;
         if mean >= target_pct {
-            continue;
+            return None;
         }
         let needed = ((sum / target_pct.max(1.0)).ceil() as usize).max(1);
         let spare = cards.saturating_sub(needed);
-        if spare == 0 {
-            continue;
+        (spare > 0).then_some(Slack { cards, mean, needed, spare })
+    }
+}
+
+impl Serves {
+    /// Adds what card `c` of node `n` serves, busy or not: as `Free::compute` counts a card.
+    fn add(&mut self, n: &Node, c: &Card) {
+        let shared = c.sharing.replicas.is_some() && (n.capacity.is_empty() || c.sharing.replicas_used.is_none());
+        self.whole |= !c.mig.enabled && (!shared || n.capacity.iter().any(|x| x.whole_requests));
+        self.mig = self.mig.or(c.gpu_model());
+        if let (Some(unit), Some(replicas)) = (c.sharing.unit, c.sharing.replicas) {
+            let most = self.shared.entry(unit).or_default();
+            *most = (*most).max(replicas);
         }
-        // The waiting work this pool's cards serve, and the cards it could use (a hair under a
-        // whole card is a card: float sums of slices and replicas).
-        let mut jobs: BTreeMap<(u8, String), usize> = BTreeMap::new();
-        let mut served: Vec<String> = Vec::new();
-        let mut could_use = 0.0;
-        for (r, n) in &pending {
-            let Some(share) = serves.card_share(&model, r) else { continue };
-            could_use += share * *n as f64;
-            *jobs.entry(wanted(r)).or_default() += 1;
-            served.push(r.to_string());
+    }
+}
+
+/// A pool with cards to spare: its usable cards, their mean activity, the cards its work needs
+/// at the target and those beyond them.
+struct Slack {
+    cards: usize,
+    mean: f64,
+    needed: usize,
+    spare: usize,
+}
+
+/// The waiting work a pool's cards serve: the jobs by what they want, the requests as findings
+/// name them, and the cards they could use.
+struct Waiting {
+    jobs: BTreeMap<(u8, String), usize>,
+    served: Vec<String>,
+    could_use: f64,
+}
+
+impl Waiting {
+    /// The requests of `pending` that a pool of `model` serving `serves` could take.
+    fn served_by(serves: &Serves, model: &str, pending: &[(Resource, u64)]) -> Self {
+        let mut w = Self { jobs: BTreeMap::new(), served: Vec::new(), could_use: 0.0 };
+        for (r, n) in pending {
+            let Some(share) = serves.card_share(model, r) else { continue };
+            w.could_use += share * *n as f64;
+            *w.jobs.entry(wanted(r)).or_default() += 1;
+            w.served.push(r.to_string());
         }
-        let kept = ((could_use - 1e-9).ceil().max(0.0) as usize).min(spare);
-        let waiting = waiting_text(&jobs);
-        // Work it serves has a scale-out: the pool has no cards to give, and the scale-out
-        // says why no scale-in stands beside it.
-        let mut withheld = false;
-        for f in out.iter_mut().filter(|f| f.kind == Kind::ScaleOut) {
-            if matches!(&f.subject, Subject::Resource { resource } if served.contains(resource)) {
-                f.evidence.push(format!("scale-in of {spare} {model} withheld: {waiting}"));
-                withheld = true;
-            }
+        w
+    }
+
+    /// The cards kept for this work, at most `spare` (a hair under a whole card is a card:
+    /// float sums of slices and replicas).
+    fn cards_kept(&self, spare: usize) -> usize {
+        ((self.could_use - 1e-9).ceil().max(0.0) as usize).min(spare)
+    }
+}
+
+/// Says on each scale-out for work in `served` that the scale-in of `spare` cards of `model`
+/// is withheld; whether any was.
+fn withheld_for_scale_out(out: &mut [Finding], served: &[String], spare: usize, model: &str, waiting: &str) -> bool {
+    let mut withheld = false;
+    for f in out.iter_mut().filter(|f| f.kind == Kind::ScaleOut) {
+        if matches!(&f.subject, Subject::Resource { resource } if served.contains(resource)) {
+            f.evidence.push(format!("scale-in of {spare} {model} withheld: {waiting}"));
+            withheld = true;
         }
-        let left = spare - kept;
-        if withheld || left == 0 {
-            continue;
-        }
-        let mut evidence = vec![format!(
-            "mean activity {mean:.0} % over the last {} (30m for work younger than that) across {cards} usable cards, MIG instances weighted by their share of compute (target {target_pct:.0} %)",
-            minutes((HOUR_MIN * 60) as u64)
-        )];
-        if kept > 0 {
-            evidence.push(format!(
-                "{} kept for waiting work: {waiting}",
-                crate::units::count(kept as u64, "card", "cards")
-            ));
-        }
-        let gpu_hours = left as f64 * 24.0;
-        out.push(Finding {
-            kind: Kind::ScaleIn,
-            severity: Severity::Info,
-            subject: Subject::Pool { model: model.clone() },
-            title: format!("{model} cards average {mean:.0} %: {needed} of {cards} would carry the work"),
-            evidence,
-            gpu_hours_per_day: gpu_hours,
-            cost_per_day: cx.money(Some(&model), gpu_hours),
-            suggestion: Suggestion::Words {
-                text: format!(
-                    "release or lend {}, or pack the work onto {needed} (scale-in)",
-                    crate::units::count(left as u64, &format!("{model} card"), &format!("{model} cards"))
-                ),
-            },
-            cards: Vec::new(),
-        });
+    }
+    withheld
+}
+
+/// The scale-in finding for the pool of `model`: `left` cards to release, `kept` kept for the
+/// waiting work `waiting` says.
+fn finding(
+    cx: &Context,
+    model: String,
+    slack: &Slack,
+    target_pct: f64,
+    kept: usize,
+    left: usize,
+    waiting: &str,
+) -> Finding {
+    let Slack { cards, mean, needed, .. } = *slack;
+    let mut evidence = vec![format!(
+        "mean activity {mean:.0} % over the last {} (30m for work younger than that) across {cards} usable cards, MIG instances weighted by their share of compute (target {target_pct:.0} %)",
+        minutes((HOUR_MIN * 60) as u64)
+    )];
+    if kept > 0 {
+        evidence
+            .push(format!("{} kept for waiting work: {waiting}", crate::units::count(kept as u64, "card", "cards")));
+    }
+    let gpu_hours = left as f64 * 24.0;
+    Finding {
+        kind: Kind::ScaleIn,
+        severity: Severity::Info,
+        subject: Subject::Pool { model: model.clone() },
+        title: format!("{model} cards average {mean:.0} %: {needed} of {cards} would carry the work"),
+        evidence,
+        gpu_hours_per_day: gpu_hours,
+        cost_per_day: cx.money(Some(&model), gpu_hours),
+        suggestion: Suggestion::Words {
+            text: format!(
+                "release or lend {}, or pack the work onto {needed} (scale-in)",
+                crate::units::count(left as u64, &format!("{model} card"), &format!("{model} cards"))
+            ),
+        },
+        cards: Vec::new(),
     }
 }
 
