@@ -14,9 +14,9 @@ pub(super) use scale_in::scale_in;
 pub(super) use scale_out::scale_out;
 
 use super::{Context, Finding, Kind, Severity, Subject, Suggestion};
-use crate::model::capacity::{model_key, usable};
+use crate::model::capacity::{Free, model_key, usable};
 use crate::model::mig::GpuModel;
-use crate::model::{CardRef, Fleet, WorkloadState};
+use crate::model::{CardRef, Fleet, Resource, Workload, WorkloadState};
 
 /// Whether card `c` could be one of `resource` (a whole card of its model, or of any): as it
 /// is, or laid out whole (a MIG or shared card becomes one once idle).
@@ -32,6 +32,37 @@ fn whole_of(c: &crate::model::Card, resource: &crate::model::Resource) -> bool {
 /// A card that must be laid out whole first (MIG on, or shared).
 fn not_whole(c: &crate::model::Card) -> bool {
     c.mig.enabled || c.sharing.replicas.is_some()
+}
+
+/// The work waiting past the threshold for one resource, as scale-out and packing judge it.
+struct Late<'f> {
+    /// The waiting jobs.
+    jobs: Vec<&'f Workload>,
+    /// How long the oldest of them has waited, in seconds.
+    oldest: u64,
+    /// The units they want in all.
+    wanted: u64,
+    /// The units the largest one request wants.
+    biggest: u64,
+    /// The most units of the resource free on one node.
+    block: u64,
+    /// High past twice the threshold, else a warning.
+    severity: Severity,
+}
+
+impl<'f> Late<'f> {
+    /// The jobs of `waiting` that ask for `resource`, with what they want; `None` where none
+    /// has a wait to tell.
+    fn of(waiting: &[(&'f Workload, Resource)], resource: &Resource, cx: &Context, free: &Free) -> Option<Self> {
+        let jobs: Vec<&Workload> = waiting.iter().filter(|(_, r)| r == resource).map(|(w, _)| *w).collect();
+        let oldest = jobs.iter().filter_map(|w| w.wait(cx.now)).map(|x| x.num_seconds().max(0) as u64).max()?;
+        let units = |w: &&Workload| w.request.asks().1;
+        let wanted: u64 = jobs.iter().map(units).sum();
+        let biggest = jobs.iter().map(units).max().unwrap_or(0);
+        let block = free.largest_block(resource);
+        let severity = if oldest >= cx.queue_wait.as_secs() * 2 { Severity::High } else { Severity::Warn };
+        Some(Self { jobs, oldest, wanted, biggest, block, severity })
+    }
 }
 
 /// Free slices no profile can use next to a card's instances, where that is usable capacity
