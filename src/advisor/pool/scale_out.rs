@@ -25,16 +25,7 @@ pub(in crate::advisor) fn scale_out(
         let short = short(fleet, free, &d.resource, &late);
         if short == 0 {
             if late.biggest > late.block
-                && let Some(f) = packing(
-                    fleet,
-                    &d.resource,
-                    &late.jobs,
-                    late.biggest,
-                    late.block,
-                    free.of(&d.resource),
-                    late.oldest,
-                    late.severity,
-                )
+                && let Some(f) = packing(fleet, &d.resource, &late, free.of(&d.resource))
             {
                 out.push(f);
             }
