@@ -142,23 +142,21 @@ impl std::fmt::Display for Refusal {
             Self::Inference { id } => write!(f, "{id} is inference: inference is never preempted"),
             Self::NotPreemptible { id } => write!(f, "{id} is neither training nor inference: not preemptible"),
             Self::NotRunning { id, state } => write!(f, "{id} is {state}: only running work can be preempted"),
-            Self::TooYoung { id, ran, min } => write!(
+            Self::TooYoung { id, ran, min } => forcible(
                 f,
-                "{id} has run {} of the {} minimum (checkpoints are costly); forcing overrides this \
-                 (--force on the command line, P in the console)",
-                minutes(*ran),
-                minutes(*min)
+                format_args!(
+                    "{id} has run {} of the {} minimum (checkpoints are costly)",
+                    minutes(*ran),
+                    minutes(*min)
+                ),
+                'P',
             ),
-            Self::StartUnknown { id } => write!(
-                f,
-                "{id}: start time unknown, so the minimum runtime cannot be checked; forcing overrides this \
-                 (--force on the command line, P in the console)"
-            ),
-            Self::Unhealthy { target, fault } => write!(
-                f,
-                "{target} is unhealthy ({fault}): have it checked before it takes work; forcing overrides this \
-                 (--force on the command line, f in the console)"
-            ),
+            Self::StartUnknown { id } => {
+                forcible(f, format_args!("{id}: start time unknown, so the minimum runtime cannot be checked"), 'P')
+            }
+            Self::Unhealthy { target, fault } => {
+                forcible(f, format_args!("{target} is unhealthy ({fault}): have it checked before it takes work"), 'f')
+            }
             Self::NotRequeueable { id } => {
                 write!(f, "{id} was submitted with --no-requeue: Slurm would refuse the requeue")
             }
@@ -168,9 +166,8 @@ impl std::fmt::Display for Refusal {
             }
             Self::CardBusy { holders } => write!(
                 f,
-                "the card is not idle: {} {} it (drain it first, wait for them to finish, then repartition)",
-                crate::units::count(*holders as u64, "workload", "workloads"),
-                if *holders == 1 { "holds" } else { "hold" }
+                "the card is not idle: {} it (drain it first, wait for them to finish, then repartition)",
+                holding(*holders)
             ),
             Self::ProcessesRunning { count } => write!(f, "the card is not idle: {count} processes run on it"),
             Self::InUseUnknown => {
@@ -180,40 +177,16 @@ impl std::fmt::Display for Refusal {
                 f.write_str("the card's MIG instances cannot be read, so they cannot be replaced safely")
             }
             Self::NodeBusy { node, holders } => {
-                let who = crate::units::count(*holders as u64, "workload", "workloads");
-                let verb = if *holders == 1 { "holds" } else { "hold" };
-                write!(f, "{who} {verb} GPUs on {node}: drain (cordon) and wait first")
+                write!(f, "{} GPUs on {node}: drain (cordon) and wait first", holding(*holders))
             }
             Self::NotAConfigName { layout } => write!(
                 f,
                 "Kubernetes takes a named config from the mig-parted ConfigMap (e.g. all-balanced), not a layout: {layout}"
             ),
-            Self::DraDynamic { card } => write!(
-                f,
-                "{card} is under DynamicMIG: the DRA driver lays this card out per claim (it creates each \
-                 claim's MIG instance when its pod starts), so there is no layout to set"
-            ),
-            Self::TaintRulesNotServed => f.write_str(
-                "the API server does not serve DeviceTaintRules (resource.k8s.io/v1beta2), which a drain through \
-                 DRA creates: they need Kubernetes 1.36 or later with the DRADeviceTaintRules feature gate on and \
-                 --runtime-config=resource.k8s.io/v1beta2=true",
-            ),
-            Self::DraDevicesUnknown { card, named, published } => write!(
-                f,
-                "{card} publishes {published} devices and tessera knows the names of {named}: a drain must taint \
-                 every one"
-            ),
-            Self::NotTesserasRules { card, rules } => {
-                let first = rules.first().map(String::as_str).unwrap_or_default();
-                let more = if rules.len() > 1 { format!(", ... {} in all", rules.len()) } else { String::new() };
-                write!(
-                    f,
-                    "{card} is kept off by DeviceTaintRules tessera did not make ({first}{more}): tessera deletes \
-                     only its own (label {}={}); whoever made them deletes them (kubectl delete devicetaintrule)",
-                    crate::model::dra::MANAGED_BY.0,
-                    crate::model::dra::MANAGED_BY.1
-                )
-            }
+            Self::DraDynamic { card } => dra_dynamic(f, card),
+            Self::TaintRulesNotServed => f.write_str(TAINT_RULES_NOT_SERVED),
+            Self::DraDevicesUnknown { card, named, published } => dra_devices_unknown(f, card, *named, *published),
+            Self::NotTesserasRules { card, rules } => not_tesseras_rules(f, card, rules),
             Self::Backend(why) => f.write_str(why),
             Self::OpenIntent { open } => write!(
                 f,
@@ -223,6 +196,56 @@ impl std::fmt::Display for Refusal {
             ),
         }
     }
+}
+
+/// A forcible refusal's sentence: `why`, then how forcing overrides it (`--force` on the
+/// command line, `key` in the console).
+fn forcible(f: &mut std::fmt::Formatter<'_>, why: std::fmt::Arguments<'_>, key: char) -> std::fmt::Result {
+    write!(f, "{why}; forcing overrides this (--force on the command line, {key} in the console)")
+}
+
+/// `1 workload holds`, `3 workloads hold`: who holds a card or a node's GPUs.
+fn holding(holders: usize) -> String {
+    let who = crate::units::count(holders as u64, "workload", "workloads");
+    let verb = if holders == 1 { "holds" } else { "hold" };
+    format!("{who} {verb}")
+}
+
+/// Why a DynamicMIG card has no layout to set.
+fn dra_dynamic(f: &mut std::fmt::Formatter<'_>, card: &str) -> std::fmt::Result {
+    write!(
+        f,
+        "{card} is under DynamicMIG: the DRA driver lays this card out per claim (it creates each \
+         claim's MIG instance when its pod starts), so there is no layout to set"
+    )
+}
+
+/// What a drain through DRA needs that the API server does not serve.
+const TAINT_RULES_NOT_SERVED: &str = "the API server does not serve DeviceTaintRules (resource.k8s.io/v1beta2), \
+     which a drain through DRA creates: they need Kubernetes 1.36 or later with the DRADeviceTaintRules feature gate \
+     on and --runtime-config=resource.k8s.io/v1beta2=true";
+
+/// Why a drain cannot taint every device of a DRA card: tessera knows `named` of the
+/// `published` devices' names.
+fn dra_devices_unknown(f: &mut std::fmt::Formatter<'_>, card: &str, named: usize, published: u32) -> std::fmt::Result {
+    write!(
+        f,
+        "{card} publishes {published} devices and tessera knows the names of {named}: a drain must taint every one"
+    )
+}
+
+/// Whose DeviceTaintRules keep a DRA card off, when they are not tessera's: the first of
+/// `rules`, how many in all, and who deletes them.
+fn not_tesseras_rules(f: &mut std::fmt::Formatter<'_>, card: &str, rules: &[String]) -> std::fmt::Result {
+    let first = rules.first().map(String::as_str).unwrap_or_default();
+    let more = if rules.len() > 1 { format!(", ... {} in all", rules.len()) } else { String::new() };
+    write!(
+        f,
+        "{card} is kept off by DeviceTaintRules tessera did not make ({first}{more}): tessera deletes \
+         only its own (label {}={}); whoever made them deletes them (kubectl delete devicetaintrule)",
+        crate::model::dra::MANAGED_BY.0,
+        crate::model::dra::MANAGED_BY.1
+    )
 }
 
 impl serde::Serialize for Refusal {

@@ -101,89 +101,107 @@ pub fn plan(action: &Action, fleet: &Fleet, o: &Options) -> Result<Plan, PlanErr
     match action {
         Action::Preempt { workload, .. } => preempt(action, workload, fleet, o),
         Action::Drain { target, .. } | Action::Undrain { target, .. } | Action::Repartition { target, .. } => {
-            let (node, card) = resolve(fleet, target)?;
-            let Some((backend, source)) = backend_for(fleet, node, card, action) else {
-                let what = match action {
-                    Action::Repartition { .. } => "repartition MIG (Slurm cannot; run tessera on the GPU node)",
-                    _ => action.verb(),
-                };
-                return Err(PlanError::NoBackend { node: node.name.clone(), what });
-            };
-            let caps = capabilities(backend);
-            let mut p = Plan {
-                action: action.clone(),
-                backend,
-                source: source.clone(),
-                target: target.trim().to_string(),
-                summary: String::new(),
-                steps: Vec::new(),
-                warnings: Vec::new(),
-                blockers: guard::common(
-                    &o.ctx,
-                    &source,
-                    fleet.sources.iter().find(|s| s.name == source).map(|s| &s.health),
-                ),
-                destructive: matches!(action, Action::Repartition { .. }),
-                second_confirmation: None,
-                nothing_to_do: None,
-                // Schedulers act on the whole node, so the action names no card there (but
-                // Kubernetes on a DRA card).
-                card: card.filter(|c| caps.on_card(c)).map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
-                wait_idle: o.wait_idle && backend == Backend::Simulated && matches!(action, Action::Repartition { .. }),
-            };
-            // `backend_for` chose a backend that can: neither is `None`.
-            let wrote = match action {
-                Action::Repartition { layout, .. } => {
-                    caps.repartition().map(|write| write(&mut p, fleet, node, card, layout))
-                }
-                _ => caps.drain().map(|write| write(&mut p, node, card, matches!(action, Action::Drain { .. }), o)),
-            };
-            if wrote == Some(Err(NeedsCard)) {
-                return Err(PlanError::NeedsCard { target: target.clone(), backend });
-            }
-            // The card acted on; a card-level backend given a node (the simulator's drain of a
-            // node's cards) says itself what it leaves alone.
-            let on_card = card.filter(|c| caps.on_card(c));
-            let node_drain = caps.on_cards() && card.is_none();
-            if matches!(action, Action::Drain { evict: true, .. }) && on_card.and_then(|c| c.dra.as_ref()).is_none() {
-                p.blockers.push(guard::Refusal::Backend(
-                    "--evict drains a DRA card by DeviceTaintRules with effect NoExecute; this target is not one \
-                     (drain it without --evict, then preempt what runs there)"
-                        .into(),
-                ));
-            }
-            if let Action::Undrain { .. } = action {
-                // A card that fell off the bus or lost memory must not take work unnoticed.
-                let faults: Vec<String> = match on_card {
-                    Some(c) => c.health.fault().into_iter().collect(),
-                    None => node
-                        .cards
-                        .iter()
-                        .filter_map(|c| c.health.fault().map(|f| format!("card {}: {f}", c.index)))
-                        .collect(),
-                };
-                let (refusals, second) = guard::undrain(&p.target, &faults, &o.ctx);
-                p.blockers.extend(refusals);
-                p.second_confirmation = second;
-            }
-            if let Some(why) = nothing_to_do(action, node, on_card).filter(|_| !node_drain) {
-                p.steps.clear();
-                p.warnings.clear();
-                p.second_confirmation = None;
-                p.summary = format!("Nothing to do: {why}");
-                p.nothing_to_do = Some(why);
-                return Ok(p);
-            }
-            // A scheduler's drain or cordon may be someone else's: say whose before replacing it.
-            if on_card.is_none()
-                && !caps.on_cards()
-                && let Some(reason) = node.reason.as_deref().filter(|_| !node.schedulable)
-                && !reason.contains("tessera:")
-            {
-                p.warnings.push(format!("{} is already unschedulable, not by tessera: {reason}", node.name));
-            }
-            Ok(p)
+            on_target(action, target, fleet, o)
         }
+    }
+}
+
+/// The plan of a drain, undrain or repartition of `target` (a node or a card): the backend's
+/// steps, the guards' refusals, or nothing to do where it is already as asked.
+fn on_target(action: &Action, target: &str, fleet: &Fleet, o: &Options) -> Result<Plan, PlanError> {
+    let (node, card) = resolve(fleet, target)?;
+    let Some((backend, source)) = backend_for(fleet, node, card, action) else {
+        let what = match action {
+            Action::Repartition { .. } => "repartition MIG (Slurm cannot; run tessera on the GPU node)",
+            _ => action.verb(),
+        };
+        return Err(PlanError::NoBackend { node: node.name.clone(), what });
+    };
+    let caps = capabilities(backend);
+    let mut p = unwritten(action, fleet, o, target, (node, card), (backend, source));
+    // `backend_for` chose a backend that can: neither is `None`.
+    let wrote = match action {
+        Action::Repartition { layout, .. } => caps.repartition().map(|write| write(&mut p, fleet, node, card, layout)),
+        _ => caps.drain().map(|write| write(&mut p, node, card, matches!(action, Action::Drain { .. }), o)),
+    };
+    if wrote == Some(Err(NeedsCard)) {
+        return Err(PlanError::NeedsCard { target: target.to_string(), backend });
+    }
+    // The card acted on; a card-level backend given a node (the simulator's drain of a
+    // node's cards) says itself what it leaves alone.
+    let on_card = card.filter(|c| caps.on_card(c));
+    let node_drain = caps.on_cards() && card.is_none();
+    guard_target(&mut p, action, node, on_card, o);
+    if let Some(why) = nothing_to_do(action, node, on_card).filter(|_| !node_drain) {
+        p.steps.clear();
+        p.warnings.clear();
+        p.second_confirmation = None;
+        p.summary = format!("Nothing to do: {why}");
+        p.nothing_to_do = Some(why);
+        return Ok(p);
+    }
+    // A scheduler's drain or cordon may be someone else's: say whose before replacing it.
+    if on_card.is_none()
+        && !caps.on_cards()
+        && let Some(reason) = node.reason.as_deref().filter(|_| !node.schedulable)
+        && !reason.contains("tessera:")
+    {
+        p.warnings.push(format!("{} is already unschedulable, not by tessera: {reason}", node.name));
+    }
+    Ok(p)
+}
+
+/// The plan of `action` on `target` (`node`, or its `card`) by `backend` through `source`,
+/// before the backend writes its steps: the source's refusals, and the card it names.
+fn unwritten(
+    action: &Action,
+    fleet: &Fleet,
+    o: &Options,
+    target: &str,
+    (node, card): (&Node, Option<&Card>),
+    (backend, source): (Backend, String),
+) -> Plan {
+    let caps = capabilities(backend);
+    Plan {
+        action: action.clone(),
+        backend,
+        source: source.clone(),
+        target: target.trim().to_string(),
+        summary: String::new(),
+        steps: Vec::new(),
+        warnings: Vec::new(),
+        blockers: guard::common(&o.ctx, &source, fleet.sources.iter().find(|s| s.name == source).map(|s| &s.health)),
+        destructive: matches!(action, Action::Repartition { .. }),
+        second_confirmation: None,
+        nothing_to_do: None,
+        // Schedulers act on the whole node, so the action names no card there (but
+        // Kubernetes on a DRA card).
+        card: card.filter(|c| caps.on_card(c)).map(|c| crate::model::CardRef::new(node.name.clone(), c.index)),
+        wait_idle: o.wait_idle && backend == Backend::Simulated && matches!(action, Action::Repartition { .. }),
+    }
+}
+
+/// The guards on the target itself: an eviction only where it is a DRA card, and an undrain
+/// only of cards that may take work (`on_card`, or each card of `node`).
+fn guard_target(p: &mut Plan, action: &Action, node: &Node, on_card: Option<&Card>, o: &Options) {
+    if matches!(action, Action::Drain { evict: true, .. }) && on_card.and_then(|c| c.dra.as_ref()).is_none() {
+        p.blockers.push(guard::Refusal::Backend(
+            "--evict drains a DRA card by DeviceTaintRules with effect NoExecute; this target is not one \
+             (drain it without --evict, then preempt what runs there)"
+                .into(),
+        ));
+    }
+    if let Action::Undrain { .. } = action {
+        // A card that fell off the bus or lost memory must not take work unnoticed.
+        let faults: Vec<String> = match on_card {
+            Some(c) => c.health.fault().into_iter().collect(),
+            None => {
+                node.cards.iter().filter_map(|c| c.health.fault().map(|f| format!("card {}: {f}", c.index))).collect()
+            }
+        };
+        let (refusals, second) = guard::undrain(&p.target, &faults, &o.ctx);
+        p.blockers.extend(refusals);
+        p.second_confirmation = second;
     }
 }
 

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::planner::{Ask, card_layout};
 use crate::model::capacity::usable;
+use crate::model::mig::Profile;
 use crate::model::{Card, CardRef, Fleet, Node, Workload, WorkloadKind, WorkloadState};
 
 /// What is asked about.
@@ -112,94 +113,104 @@ pub fn fit(fleet: &Fleet, want: &Want, now: DateTime<Utc>, min_runtime: Duration
         })
     };
     match want {
-        Want::Profile { profile } => {
-            for (n, c) in fleet.cards().filter(|(n, c)| usable(n, c)) {
-                let Some(model) = c.gpu_model() else { continue };
-                let Some(p) = model.profile(profile) else { continue };
-                let r = CardRef::new(n.name.clone(), c.index);
-                if c.mig.enabled {
-                    for i in c.mig.instances.iter().filter(|i| i.profile == *profile) {
-                        if i.workloads.is_empty() && !i.in_use_by_unknown() {
-                            a.now.push(format!("{r} GI {} ({}@{}), free", i.gi_id, i.profile, i.start));
-                        } else if !i.workloads.is_empty() && i.workloads.iter().all(|w| eligible(w)) {
-                            a.after_preempt.push(format!(
-                                "{r} GI {}: preempt {} (training past its minimum runtime)",
-                                i.gi_id,
-                                i.workloads.join(", ")
-                            ));
-                        }
-                    }
-                    // Free slices where the profile can be created next to what runs.
-                    let count = c.mig.instances.iter().filter(|i| i.profile == *profile).count();
-                    let free = c.usable_free_slices().unwrap_or(0);
-                    if count < usize::from(p.max_count)
-                        && let Some(pl) = p.placements.iter().find(|pl| pl.mask() & !free == 0)
-                    {
-                        a.now.push(format!(
-                            "{r}: free slices {}-{}, create {profile}@{}",
-                            pl.start,
-                            pl.start + pl.size - 1,
-                            pl.start
-                        ));
-                    }
-                }
-                // The planner's layout for this card and this request alone, as the picker and
-                // the layout plan give it; none where the card's layout serves it already.
-                let ask = Ask::One { profile: Some(profile.clone()) };
-                if c.is_idle()
-                    && let Some(layout) = card_layout(fleet, &r, &ask, now)
-                    && layout != c.layout_text()
-                {
-                    a.after_repartition.push(format!("{r} {} to {layout}", c.layout_text()));
-                }
-            }
-        }
-        Want::Gpus { count } => {
-            let count = *count as usize;
-            for n in fleet.nodes.iter().filter(|n| n.schedulable) {
-                let whole_idle: Vec<&Card> = n.cards.iter().filter(|c| whole_free(n, c)).collect();
-                let mig_idle: Vec<&Card> =
-                    n.cards.iter().filter(|c| usable(n, c) && c.mig.enabled && c.is_idle()).collect();
-                let preemptible: Vec<(&Card, Vec<&str>)> = n
-                    .cards
-                    .iter()
-                    .filter(|c| usable(n, c) && !c.mig.enabled && !c.is_idle())
-                    .map(|c| (c, c.holders().collect::<Vec<_>>()))
-                    .filter(|(_, h)| !h.is_empty() && h.iter().all(|w| eligible(w)))
-                    .collect();
-                let list = |cs: &[&Card]| cs.iter().map(|c| c.index.to_string()).collect::<Vec<_>>().join(",");
-                if whole_idle.len() >= count {
-                    a.now.push(format!("{}: idle whole cards {}", n.name, list(&whole_idle[..count])));
-                } else if whole_idle.len() + mig_idle.len() >= count {
-                    let turn = &mig_idle[..count - whole_idle.len()];
-                    a.after_repartition.push(format!(
-                        "{}: make idle MIG cards {} whole{}",
-                        n.name,
-                        list(turn),
-                        if whole_idle.is_empty() {
-                            String::new()
-                        } else {
-                            format!(", with idle cards {}", list(&whole_idle))
-                        }
-                    ));
-                } else if whole_idle.len() + mig_idle.len() + preemptible.len() >= count {
-                    let need = count - whole_idle.len() - mig_idle.len();
-                    let mut jobs: Vec<&str> = preemptible[..need].iter().flat_map(|(_, h)| h.iter().copied()).collect();
-                    jobs.sort_unstable();
-                    jobs.dedup();
-                    a.after_preempt.push(format!(
-                        "{}: preempt {} (training past its minimum runtime)",
-                        n.name,
-                        jobs.join(", ")
-                    ));
-                }
-            }
-        }
+        Want::Profile { profile } => fit_profile(fleet, profile, now, &eligible, &mut a),
+        Want::Gpus { count } => fit_gpus(fleet, *count as usize, &eligible, &mut a),
     }
     if a.now.is_empty() && a.after_repartition.is_empty() && a.after_preempt.is_empty() {
         a.nowhere = Some(why_nowhere(fleet, want));
     }
     a
+}
+
+/// Where an instance of `profile` fits, on each usable card whose model has it: free now, after
+/// the preemption of `eligible` training, or after a repartition of the idle card.
+fn fit_profile(fleet: &Fleet, profile: &str, now: DateTime<Utc>, eligible: &impl Fn(&str) -> bool, a: &mut Answer) {
+    for (n, c) in fleet.cards().filter(|(n, c)| usable(n, c)) {
+        let Some(model) = c.gpu_model() else { continue };
+        let Some(p) = model.profile(profile) else { continue };
+        let r = CardRef::new(n.name.clone(), c.index);
+        if c.mig.enabled {
+            fit_on_instances(c, &r, profile, p, eligible, a);
+        }
+        // The planner's layout for this card and this request alone, as the picker and
+        // the layout plan give it; none where the card's layout serves it already.
+        let ask = Ask::One { profile: Some(profile.to_string()) };
+        if c.is_idle()
+            && let Some(layout) = card_layout(fleet, &r, &ask, now)
+            && layout != c.layout_text()
+        {
+            a.after_repartition.push(format!("{r} {} to {layout}", c.layout_text()));
+        }
+    }
+}
+
+/// On MIG card `c` (`r`): its free instances of `profile` (`p` in its model's catalog), those
+/// `eligible` training holds, and free slices where one can be created next to what runs.
+fn fit_on_instances(
+    c: &Card,
+    r: &CardRef,
+    profile: &str,
+    p: &Profile,
+    eligible: &impl Fn(&str) -> bool,
+    a: &mut Answer,
+) {
+    for i in c.mig.instances.iter().filter(|i| i.profile == *profile) {
+        if i.workloads.is_empty() && !i.in_use_by_unknown() {
+            a.now.push(format!("{r} GI {} ({}@{}), free", i.gi_id, i.profile, i.start));
+        } else if !i.workloads.is_empty() && i.workloads.iter().all(|w| eligible(w)) {
+            a.after_preempt.push(format!(
+                "{r} GI {}: preempt {} (training past its minimum runtime)",
+                i.gi_id,
+                i.workloads.join(", ")
+            ));
+        }
+    }
+    // Free slices where the profile can be created next to what runs.
+    let count = c.mig.instances.iter().filter(|i| i.profile == *profile).count();
+    let free = c.usable_free_slices().unwrap_or(0);
+    if count < usize::from(p.max_count)
+        && let Some(pl) = p.placements.iter().find(|pl| pl.mask() & !free == 0)
+    {
+        a.now.push(format!("{r}: free slices {}-{}, create {profile}@{}", pl.start, pl.start + pl.size - 1, pl.start));
+    }
+}
+
+/// Where `count` whole GPUs fit on one node: idle whole cards now, with idle MIG cards made
+/// whole, or with cards `eligible` training holds preempted.
+fn fit_gpus(fleet: &Fleet, count: usize, eligible: &impl Fn(&str) -> bool, a: &mut Answer) {
+    for n in fleet.nodes.iter().filter(|n| n.schedulable) {
+        let whole_idle: Vec<&Card> = n.cards.iter().filter(|c| whole_free(n, c)).collect();
+        let mig_idle: Vec<&Card> = n.cards.iter().filter(|c| usable(n, c) && c.mig.enabled && c.is_idle()).collect();
+        let preemptible: Vec<(&Card, Vec<&str>)> = n
+            .cards
+            .iter()
+            .filter(|c| usable(n, c) && !c.mig.enabled && !c.is_idle())
+            .map(|c| (c, c.holders().collect::<Vec<_>>()))
+            .filter(|(_, h)| !h.is_empty() && h.iter().all(|w| eligible(w)))
+            .collect();
+        let list = |cs: &[&Card]| cs.iter().map(|c| c.index.to_string()).collect::<Vec<_>>().join(",");
+        if whole_idle.len() >= count {
+            a.now.push(format!("{}: idle whole cards {}", n.name, list(&whole_idle[..count])));
+        } else if whole_idle.len() + mig_idle.len() >= count {
+            let turn = &mig_idle[..count - whole_idle.len()];
+            a.after_repartition.push(format!(
+                "{}: make idle MIG cards {} whole{}",
+                n.name,
+                list(turn),
+                if whole_idle.is_empty() { String::new() } else { format!(", with idle cards {}", list(&whole_idle)) }
+            ));
+        } else if whole_idle.len() + mig_idle.len() + preemptible.len() >= count {
+            let need = count - whole_idle.len() - mig_idle.len();
+            let mut jobs: Vec<&str> = preemptible[..need].iter().flat_map(|(_, h)| h.iter().copied()).collect();
+            jobs.sort_unstable();
+            jobs.dedup();
+            a.after_preempt.push(format!(
+                "{}: preempt {} (training past its minimum runtime)",
+                n.name,
+                jobs.join(", ")
+            ));
+        }
+    }
 }
 
 fn whole_free(n: &Node, c: &Card) -> bool {

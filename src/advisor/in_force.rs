@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::planner::{CardChange, Pinned, Plan};
-use super::{Context, Finding, Kind, Subject, Suggestion, minutes};
+use super::{Context, Finding, Kind, Severity, Subject, Suggestion, minutes};
 use crate::act::Action;
-use crate::model::schedule::Schedule;
+use crate::model::schedule::{Schedule, Window};
 use crate::model::{CardRef, Fleet};
 
 /// Which schedule and window hold a pinned card.
@@ -57,6 +57,22 @@ pub fn findings(
     out: &mut Vec<Finding>,
 ) -> Vec<String> {
     let mut served = Vec::new();
+    for ((si, wi), changes) in by_schedule(f, free, around) {
+        let Some(schedule) = cx.schedules.get(si) else { continue };
+        let Some(window) = schedule.windows.get(wi) else { continue };
+        let starts: Vec<&String> = changes.iter().flat_map(|(_, st)| st.iter().copied()).collect();
+        // As a layout plan: work that has just arrived may yet be placed.
+        let Some((oldest, severity)) = super::waited_past(fleet, cx, &starts) else { continue };
+        let held = Held { key: (si, wi), schedule, window, changes, starts };
+        out.push(held.finding(fleet, cx, f, oldest, severity));
+        served.extend(held.starts.into_iter().cloned());
+    }
+    served
+}
+
+/// The changes of `free` on pinned cards that start work `around` does not, by the schedule
+/// and window that hold each card.
+fn by_schedule<'p>(f: &InForce, free: &'p Plan, around: &Plan) -> BTreeMap<(usize, usize), Vec<Starting<'p>>> {
     let mut by_schedule: BTreeMap<(usize, usize), Vec<Starting>> = BTreeMap::new();
     for c in &free.changes {
         let Some(&key) = f.by_card.get(&c.card) else { continue };
@@ -65,19 +81,33 @@ pub fn findings(
             by_schedule.entry(key).or_default().push((c, starts));
         }
     }
-    for ((si, wi), changes) in by_schedule {
-        let Some(s) = cx.schedules.get(si) else { continue };
-        let Some(w) = s.windows.get(wi) else { continue };
-        let starts: Vec<&String> = changes.iter().flat_map(|(_, st)| st.iter().copied()).collect();
-        // As a layout plan: work that has just arrived may yet be placed.
-        let Some((oldest, severity)) = super::waited_past(fleet, cx, &starts) else { continue };
+    by_schedule
+}
+
+/// The idle cards one schedule's window holds from waiting work: the changes that would start
+/// it, and that work.
+struct Held<'a> {
+    /// The schedule's and window's indices.
+    key: (usize, usize),
+    schedule: &'a Schedule,
+    window: &'a Window,
+    changes: Vec<Starting<'a>>,
+    starts: Vec<&'a String>,
+}
+
+impl Held<'_> {
+    /// The finding: what the window holds until its next change, priced, with the first change
+    /// to make now; the oldest of the work has waited `oldest` seconds.
+    fn finding(&self, fleet: &Fleet, cx: &Context, f: &InForce, oldest: u64, severity: Severity) -> Finding {
+        let (s, w, changes) = (self.schedule, self.window, &self.changes);
         let until = s.changes(cx.now, 48).first().map(|c| c.at);
         let hours_left = until.map_or(24.0, |u| ((u - cx.now).num_seconds().max(0) as f64 / 3600.0).min(24.0));
         let until_text = until.map_or_else(|| "its end".into(), |u| local_hhmm(s, u));
         let model = changes.first().map(|(c, _)| c.model.clone()).unwrap_or_default();
         let n = changes.len();
-        let holds = holds_as(fleet, &changes);
-        let gpus: u64 = starts
+        let holds = holds_as(fleet, changes);
+        let gpus: u64 = self
+            .starts
             .iter()
             .filter_map(|id| fleet.workload(id))
             .map(|w| u64::from(w.request.gpus.unwrap_or(1).max(1)))
@@ -88,24 +118,11 @@ pub fn findings(
             s.name,
             w.name,
             if n == 1 { "card" } else { "cards" },
-            crate::units::count(starts.len() as u64, "job", "jobs"),
+            crate::units::count(self.starts.len() as u64, "job", "jobs"),
             crate::units::count(gpus, "GPU", "GPUs"),
             if n == 1 { "it" } else { "them" },
         );
-        let mut evidence: Vec<String> = changes
-            .iter()
-            .map(|(c, st)| {
-                let ids: Vec<&str> = st.iter().take(4).map(|s| s.as_str()).collect();
-                format!("{}: {} → {} would start {}", c.card, c.from, c.to, ids.join(", "))
-            })
-            .collect();
-        evidence.push(format!("the oldest of them has waited {}", minutes(oldest)));
-        evidence.push(format!(
-            "window {} sets {} on {} cards until {until_text}; the schedule changes them back at its next window",
-            w.name,
-            w.mig_config.as_deref().unwrap_or(&w.layout),
-            f.by_card.values().filter(|&&k| k == (si, wi)).count()
-        ));
+        let evidence = self.evidence(f, oldest, &until_text);
         let first = changes[0].0;
         let why = format!(
             "schedule {}'s window {} holds it until {until_text}; {} start",
@@ -114,7 +131,7 @@ pub fn findings(
             crate::units::count(first.serves.len() as u64, "waiting job", "waiting jobs")
         );
         let gpu_hours = n as f64 * hours_left;
-        out.push(Finding {
+        Finding {
             kind: Kind::ScheduleCost,
             severity,
             subject: Subject::Pool { model: model.clone() },
@@ -127,10 +144,30 @@ pub fn findings(
                 why,
             },
             cards: changes.iter().map(|(c, _)| c.card.clone()).collect(),
-        });
-        served.extend(starts.into_iter().cloned());
+        }
     }
-    served
+
+    /// Each change and the work it would start, how long the oldest has waited, and what the
+    /// window sets on how many cards until `until_text`.
+    fn evidence(&self, f: &InForce, oldest: u64, until_text: &str) -> Vec<String> {
+        let w = self.window;
+        let mut evidence: Vec<String> = self
+            .changes
+            .iter()
+            .map(|(c, st)| {
+                let ids: Vec<&str> = st.iter().take(4).map(|s| s.as_str()).collect();
+                format!("{}: {} → {} would start {}", c.card, c.from, c.to, ids.join(", "))
+            })
+            .collect();
+        evidence.push(format!("the oldest of them has waited {}", minutes(oldest)));
+        evidence.push(format!(
+            "window {} sets {} on {} cards until {until_text}; the schedule changes them back at its next window",
+            w.name,
+            w.mig_config.as_deref().unwrap_or(&w.layout),
+            f.by_card.values().filter(|&&k| k == self.key).count()
+        ));
+        evidence
+    }
 }
 
 /// What the idle cards hold now, as one text: "35 unused 1g.10gb" or "whole cards".

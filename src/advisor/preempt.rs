@@ -51,74 +51,119 @@ pub(super) fn candidates(fleet: &Fleet, cx: &Context, free: &Free, served: &[Str
         .filter(|t| t.kind == WorkloadKind::Training && t.state == WorkloadState::Checkpointing)
         .collect();
     let served: std::collections::HashSet<&str> = served.iter().map(String::as_str).collect();
-    // Each resource's largest free block, worked out once: a walk over every node, and
-    // hundreds of waiting requests ask for a few resources.
-    let mut blocks: Vec<(crate::model::Resource, u64)> = Vec::new();
-    let mut largest_block = |res: &crate::model::Resource| match blocks.iter().find(|(r, _)| r == res) {
-        Some((_, b)) => *b,
-        None => {
-            let b = free.largest_block(res);
-            blocks.push((res.clone(), b));
-            b
-        }
-    };
+    let mut blocks = Blocks { free, known: Vec::new() };
     for w in fleet.workloads.iter().filter(|w| w.state == WorkloadState::Pending && w.kind == WorkloadKind::Inference) {
         let Some(waited) = w.wait(cx.now).and_then(|d| d.to_std().ok()) else { continue };
         let (res, need) = w.request.asks();
         // Several GPUs must be on one node: what one node has free is what counts.
-        if waited < cx.queue_wait || largest_block(&res) >= need || served.contains(w.id.as_str()) {
+        if waited < cx.queue_wait || blocks.largest(&res) >= need || served.contains(w.id.as_str()) {
             continue;
         }
-        let coming = under_way
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (frees(fleet, t, &res), i))
-            .filter(|(units, _)| *units >= need)
-            .min_by_key(|(units, _)| *units);
-        if let Some((units, i)) = coming {
-            let t = under_way.remove(i);
+        if let Some((units, t)) = take_under_way(&mut under_way, fleet, &res, need) {
             out.push(in_progress(fleet, cx, w, t, (&res, need, units), waited));
             continue;
         }
-        let best = eligible
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (frees(fleet, t, &res), i, t))
-            .filter(|(units, ..)| *units >= need)
-            .min_by_key(|(units, _, t)| (*units, t.runtime(cx.now).map_or(i64::MAX, |d| d.num_seconds())))
-            .map(|(units, i, _)| (units, i));
         // A victim frees its GPUs once: the next waiting job needs another (or capacity).
-        let Some((units, i)) = best else { continue };
-        let t = eligible.remove(i);
-        let ran = t.runtime(cx.now).map_or(0, |d| d.num_seconds().max(0) as u64);
-        out.push(Finding {
-            title: format!(
-                "{} ({res}) has waited {}: preempting {} would start it",
-                w.name,
+        let Some((units, t)) = take_victim(&mut eligible, fleet, cx, &res, need) else { continue };
+        out.push(proposed(fleet, cx, free, w, t, (&res, need, units), waited));
+    }
+}
+
+/// Each resource's largest free block, worked out once: a walk over every node, and
+/// hundreds of waiting requests ask for a few resources.
+struct Blocks<'a> {
+    free: &'a Free,
+    known: Vec<(Resource, u64)>,
+}
+
+impl Blocks<'_> {
+    /// The most units of `res` free on one node.
+    fn largest(&mut self, res: &Resource) -> u64 {
+        match self.known.iter().find(|(r, _)| r == res) {
+            Some((_, b)) => *b,
+            None => {
+                let b = self.free.largest_block(res);
+                self.known.push((res.clone(), b));
+                b
+            }
+        }
+    }
+}
+
+/// The checkpointing training (of `under_way`) that frees at least `need` units of `res`,
+/// the least of them first, taken out with the units it frees.
+fn take_under_way<'f>(
+    under_way: &mut Vec<&'f Workload>,
+    fleet: &Fleet,
+    res: &Resource,
+    need: u64,
+) -> Option<(u64, &'f Workload)> {
+    let (units, i) = under_way
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (frees(fleet, t, res), i))
+        .filter(|(units, _)| *units >= need)
+        .min_by_key(|(units, _)| *units)?;
+    Some((units, under_way.remove(i)))
+}
+
+/// The eligible training (of `eligible`) that frees just enough of `res` for `need` and has
+/// run the shortest, taken out with the units it frees.
+fn take_victim<'f>(
+    eligible: &mut Vec<&'f Workload>,
+    fleet: &Fleet,
+    cx: &Context,
+    res: &Resource,
+    need: u64,
+) -> Option<(u64, &'f Workload)> {
+    let (units, i) = eligible
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (frees(fleet, t, res), i, t))
+        .filter(|(units, ..)| *units >= need)
+        .min_by_key(|(units, _, t)| (*units, t.runtime(cx.now).map_or(i64::MAX, |d| d.num_seconds())))
+        .map(|(units, i, _)| (units, i))?;
+    Some((units, eligible.remove(i)))
+}
+
+/// The finding that proposes preempting `t` for waiting `w`.
+fn proposed(
+    fleet: &Fleet,
+    cx: &Context,
+    free: &Free,
+    w: &Workload,
+    t: &Workload,
+    (res, need, units): (&Resource, u64, u64),
+    waited: std::time::Duration,
+) -> Finding {
+    let ran = t.runtime(cx.now).map_or(0, |d| d.num_seconds().max(0) as u64);
+    Finding {
+        title: format!(
+            "{} ({res}) has waited {}: preempting {} would start it",
+            w.name,
+            super::minutes(waited.as_secs()),
+            t.id
+        ),
+        evidence: vec![
+            format!(
+                "{}; waited {} (threshold {})",
+                free_against_wanted(free, res, need),
                 super::minutes(waited.as_secs()),
-                t.id
+                super::minutes(cx.queue_wait.as_secs())
             ),
-            evidence: vec![
-                format!(
-                    "{}; waited {} (threshold {})",
-                    free_against_wanted(free, &res, need),
-                    super::minutes(waited.as_secs()),
-                    super::minutes(cx.queue_wait.as_secs())
-                ),
-                format!(
-                    "{} ({}) has run {} (minimum {}) and holds {units} of it",
-                    t.id,
-                    t.name,
-                    super::minutes(ran),
-                    super::minutes(cx.min_runtime.as_secs())
-                ),
-            ],
-            suggestion: Suggestion::Action {
-                action: Action::Preempt { workload: t.id.clone(), force: false },
-                why: format!("inference first: {} checkpoints and requeues, {} starts", t.id, w.id),
-            },
-            ..serving(fleet, cx, w, t, units, waited)
-        });
+            format!(
+                "{} ({}) has run {} (minimum {}) and holds {units} of it",
+                t.id,
+                t.name,
+                super::minutes(ran),
+                super::minutes(cx.min_runtime.as_secs())
+            ),
+        ],
+        suggestion: Suggestion::Action {
+            action: Action::Preempt { workload: t.id.clone(), force: false },
+            why: format!("inference first: {} checkpoints and requeues, {} starts", t.id, w.id),
+        },
+        ..serving(fleet, cx, w, t, units, waited)
     }
 }
 
