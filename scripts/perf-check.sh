@@ -34,6 +34,7 @@
 # PEERS_DIR, where set, is a `cargo install --root` or prefix whose bin/ is searched first:
 #   pip install nvitop==1.7.2
 #   cargo install all-smi --version 0.28.1 --ignore-rust-version --root "$PEERS_DIR"
+# (all-smi's build script needs protoc: `apt-get install protobuf-compiler` on Debian.)
 #
 # Needs: `cargo build --release --workspace` (tessera and the fake NVML), tmux, bc, python3,
 # curl, GNU time (/usr/bin/time). Environment: TESSERA (the binary), PERF_WINDOW, PERF_WARMUP
