@@ -1,7 +1,9 @@
 //! Ingest throughput: dcgm-exporter text for 512 nodes × 8 GPUs (some MIG) through tessera's
 //! parser and mapping, against prometheus-parse alone on the same text; and the same cards as
 //! Prometheus would answer them (the default query's families, behind one `instance`), from
-//! the federation endpoint and as an instant query.
+//! the federation endpoint and as an instant query; and one all-smi answer (8 GPUs), as
+//! `scripts/allsmi-serve.py` serves it to the console 64 times a second in perf-check's
+//! `allsmi64`.
 
 use std::hint::black_box;
 
@@ -95,6 +97,29 @@ fn benches(c: &mut Criterion) {
         b.iter(|| black_box(to_partial_from_api(&answer, ScrapeNode::Target).map(|p| p.nodes.len())))
     });
     g.finish();
+    let one = allsmi_answer();
+    let mut g = c.benchmark_group("allsmi_one_answer");
+    g.throughput(Throughput::Bytes(one.len() as u64));
+    g.bench_function("tessera_parse", |b| b.iter(|| black_box(parse(&one, |s| drop(black_box(s))))));
+    g.bench_function("scrape_to_partial", |b| {
+        b.iter(|| black_box(tessera::sources::scrape::to_partial(&one, &NodeName::Label)))
+    });
+    g.finish();
+}
+
+/// all-smi 0.25's mock answer without its MIG rows, MIG mode off: what
+/// `scripts/allsmi-serve.py` serves (its values, not moved).
+fn allsmi_answer() -> String {
+    let fixture = include_str!("../tests/fixtures/allsmi/mock-0.25.0-mig.prom");
+    let mut out = String::new();
+    for line in fixture.lines().filter(|l| !l.contains("all_smi_mig_instance_")) {
+        match line.strip_prefix("all_smi_gpu_mig_mode").and_then(|rest| rest.rsplit_once(' ')) {
+            Some((head, _)) => out.push_str(&format!("all_smi_gpu_mig_mode{head} 0")),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 criterion_group!(ingest, benches);
