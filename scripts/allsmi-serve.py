@@ -64,6 +64,10 @@ def serve(port, lines, ready):
     rng = random.Random(port)
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        # HTTP/1.1: connections kept alive between requests, as all-smi's own server (axum)
+        # and dcgm-exporter (Go's net/http) keep them.
+        protocol_version = "HTTP/1.1"
+
         def do_GET(self):
             if self.path != "/metrics":
                 self.send_error(404)
