@@ -69,10 +69,10 @@ impl Dialect for AllSmi {
         }
     }
 
-    fn labels<'a>(&self, labels: Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a> {
+    fn labels<'a>(&self, labels: &mut Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a> {
         let mut l = Labels::default();
         let (mut host, mut exported, mut instance) = (None, None, None);
-        for (k, v) in labels {
+        for (k, v) in labels.drain(..) {
             let slot = match k {
                 "gpu_index" => &mut l.gpu,
                 "gpu_uuid" => &mut l.uuid,

@@ -19,6 +19,13 @@ fn all_smi_api_rows_map_like_dcgm_exporter_ones() {
     // The host's rows (CPU, memory, disk, processes, energy) are skipped without a word.
     assert_eq!(m.stats, MapStats { parse: m.stats.parse.clone(), ..MapStats::default() });
     assert_eq!(m.stats.parse.bad_lines, 0);
+    // ... read no further than their names.
+    let host_rows = fixture("api-0.25.0-from-source.prom")
+        .lines()
+        .filter(|l| l.starts_with("all_smi_") && !l.starts_with("all_smi_gpu_") && !l.starts_with("all_smi_mig_"))
+        .count();
+    assert!(host_rows > 0);
+    assert_eq!(m.stats.parse.skipped, host_rows);
     assert_eq!(m.nodes.len(), 1);
     assert_eq!(m.nodes[0].name, "gpu-node1");
     let cards = &m.nodes[0].cards;

@@ -62,9 +62,9 @@ impl Dialect for Amd {
         if name == "gpu_nodes_total" { Family::Skip } else { Family::Card }
     }
 
-    fn labels<'a>(&self, labels: Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a> {
+    fn labels<'a>(&self, labels: &mut Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a> {
         let mut l = Labels::default();
-        for (k, v) in labels {
+        for (k, v) in labels.drain(..) {
             let slot = match k {
                 "gpu_id" => &mut l.gpu,
                 "gpu_uuid" => &mut l.uuid,

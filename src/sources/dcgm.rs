@@ -68,9 +68,9 @@ impl Dialect for Dcgm {
         Family::Card
     }
 
-    fn labels<'a>(&self, labels: Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a> {
+    fn labels<'a>(&self, labels: &mut Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a> {
         let mut l = Labels::default();
-        for (k, v) in labels {
+        for (k, v) in labels.drain(..) {
             let slot = match k {
                 "gpu" => &mut l.gpu,
                 "device" => &mut l.device,

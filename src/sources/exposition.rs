@@ -2,8 +2,10 @@
 //!
 //! [`parse`] walks the text once and hands each sample to a callback. Names and label values
 //! borrow from the text; a label value is copied only when it holds an escape (`\\`, `\"`,
-//! `\n`). Lines that do not parse are counted and skipped, never fatal: one bad series must not
-//! cost the whole scrape.
+//! `\n`). [`parse_wanted`] is the scrape's form: it reads no further than the name of a
+//! family its reader does not keep, and reuses one `Vec` for every sample's labels. Lines
+//! that do not parse are counted and skipped, never fatal: one bad series must not cost the
+//! whole scrape.
 //!
 //! Accepted: the text format 0.0.4 as Prometheus' Go parser reads it (spaces or tabs between
 //! tokens and around `=` and `,`, a trailing comma before `}`, `NaN`, `+Inf`, `-Inf`, `Inf`,
@@ -55,6 +57,9 @@ pub struct ParseStats {
     pub samples: usize,
     /// Lines starting with `#` (after optional whitespace): HELP, TYPE, EOF and any other.
     pub comments: usize,
+    /// Sample lines of families the reader does not keep ([`parse_wanted`]): read no further
+    /// than their name.
+    pub skipped: usize,
     /// Lines that are not valid exposition (see the module docs).
     pub bad_lines: usize,
     /// Sample lines whose value is not a number.
@@ -65,9 +70,30 @@ pub struct ParseStats {
 
 /// Calls `on_sample` for every sample line that parses; counts the rest. Never panics.
 pub fn parse<'a>(text: &'a str, mut on_sample: impl FnMut(Sample<'a>)) -> ParseStats {
+    parse_wanted(
+        text,
+        |_| true,
+        |s| {
+            let labels = std::mem::take(&mut s.labels);
+            on_sample(Sample { name: s.name, labels, value: s.value, timestamp_ms: s.timestamp_ms });
+        },
+    )
+}
+
+/// [`parse`] for a reader that keeps some families and reads each sample in place: a line
+/// whose metric name `wanted` refuses is skipped after its name (not checked further, counted
+/// in [`ParseStats::skipped`]), and the labels are one `Vec`, handed to `on_sample` line after
+/// line (it may take from it; what it leaves is cleared): no allocation per sample. Never
+/// panics.
+pub fn parse_wanted<'a>(
+    text: &'a str,
+    mut wanted: impl FnMut(&str) -> bool,
+    mut on_sample: impl FnMut(&mut Sample<'a>),
+) -> ParseStats {
     let mut stats = ParseStats::default();
-    // Most series of one scrape have the same number of labels: size the next Vec like the last.
+    // Most series of one scrape have the same number of labels: size a new Vec like the last.
     let mut label_hint = 0usize;
+    let mut labels = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
         let (raw, next) = match rest.find('\n') {
@@ -77,13 +103,19 @@ pub fn parse<'a>(text: &'a str, mut on_sample: impl FnMut(Sample<'a>)) -> ParseS
         rest = next;
         stats.lines += 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
-        match parse_line(line, label_hint) {
+        if labels.capacity() == 0 {
+            labels.reserve(label_hint);
+        }
+        match parse_line(line, &mut labels, &mut wanted) {
             Line::Blank => {}
             Line::Comment => stats.comments += 1,
-            Line::Sample(s) => {
-                label_hint = s.labels.len();
+            Line::Skipped => stats.skipped += 1,
+            Line::Sample { name, value, timestamp_ms } => {
+                label_hint = labels.len();
                 stats.samples += 1;
-                on_sample(s);
+                let mut s = Sample { name, labels, value, timestamp_ms };
+                on_sample(&mut s);
+                labels = s.labels;
             }
             Line::BadValue(what) => {
                 stats.bad_values += 1;
@@ -94,6 +126,7 @@ pub fn parse<'a>(text: &'a str, mut on_sample: impl FnMut(Sample<'a>)) -> ParseS
                 note(&mut stats.first_error, stats.lines, what, line);
             }
         }
+        labels.clear();
     }
     stats
 }
@@ -123,7 +156,13 @@ fn note(first: &mut Option<String>, line_no: usize, what: &str, line: &str) {
 enum Line<'a> {
     Blank,
     Comment,
-    Sample(Sample<'a>),
+    Skipped,
+    /// A sample; its labels are in the caller's `Vec`.
+    Sample {
+        name: &'a str,
+        value: f64,
+        timestamp_ms: Option<i64>,
+    },
     BadValue(&'static str),
     Bad(&'static str),
 }
@@ -193,19 +232,13 @@ impl<'a> Cursor<'a> {
     fn quoted(&mut self) -> Result<Cow<'a, str>, &'static str> {
         const UNTERMINATED: &str = "unterminated label value";
         let start = self.i;
-        let mut j = start;
-        while let Some(&c) = self.b.get(j) {
-            match c {
-                b'"' => {
-                    self.i = j + 1;
-                    return Ok(Cow::Borrowed(&self.s[start..j]));
-                }
-                b'\\' => break,
-                _ => j += 1,
-            }
-        }
-        if j >= self.b.len() {
-            return Err(UNTERMINATED);
+        let rest = self.b.get(start..).unwrap_or_default();
+        // The closing quote or the first escape, whichever comes first.
+        let Some(at) = memchr::memchr2(b'"', b'\\', rest) else { return Err(UNTERMINATED) };
+        let mut j = start + at;
+        if self.b.get(j) == Some(&b'"') {
+            self.i = j + 1;
+            return Ok(Cow::Borrowed(&self.s[start..j]));
         }
         // An escape: copy from here on. `seg` is the start of the pending unescaped run.
         let mut out = String::with_capacity(j - start + 16);
@@ -244,7 +277,11 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn parse_line(line: &str, label_hint: usize) -> Line<'_> {
+fn parse_line<'a>(
+    line: &'a str,
+    labels: &mut Vec<(&'a str, Cow<'a, str>)>,
+    wanted: &mut impl FnMut(&str) -> bool,
+) -> Line<'a> {
     let mut c = Cursor { s: line, b: line.as_bytes(), i: 0 };
     c.skip_ws();
     match c.peek() {
@@ -256,12 +293,13 @@ fn parse_line(line: &str, label_hint: usize) -> Line<'_> {
     }
     let name = c.take_while(is_name_char);
     let name_end = c.i;
+    if !wanted(name) {
+        return Line::Skipped;
+    }
     c.skip_ws();
-    let mut labels = Vec::new();
     if c.peek() == Some(b'{') {
         c.i += 1;
-        labels.reserve(label_hint);
-        if let Err(what) = parse_labels(&mut c, &mut labels) {
+        if let Err(what) = parse_labels(&mut c, labels) {
             return Line::Bad(what);
         }
         c.skip_ws();
@@ -291,7 +329,7 @@ fn parse_line(line: &str, label_hint: usize) -> Line<'_> {
             }
         }
     }
-    Line::Sample(Sample { name, labels, value, timestamp_ms })
+    Line::Sample { name, value, timestamp_ms }
 }
 
 /// Labels after the opening `{`, through the closing `}`.

@@ -44,6 +44,39 @@ const REAL: &[(&str, usize, usize, usize, usize, usize)] = &[
 ];
 
 #[test]
+fn refused_families_are_skipped_after_their_name_and_never_counted_bad() {
+    let text =
+        "host_cpu{core=\"0\"} 5\nhost_bad{x=1} 1\ngpu_util{gpu=\"0\"} 7\n# HELP gpu_util u\ngpu_util{gpu=\"1\" 8\n";
+    let mut got = Vec::new();
+    let st = parse_wanted(text, |n| n.starts_with("gpu_"), |s| got.push((s.name, s.labels.len(), s.value)));
+    assert_eq!(got, [("gpu_util", 1, 7.0)]);
+    assert_eq!((st.lines, st.samples, st.skipped, st.comments, st.bad_lines), (5, 1, 2, 1, 1), "{st:?}");
+    // The same text read whole: the refused family's bad line counts.
+    let whole = parse(text, |_| {});
+    assert_eq!((whole.samples, whole.skipped, whole.bad_lines), (2, 0, 2), "{whole:?}");
+}
+
+#[test]
+fn a_reader_may_take_the_labels_or_leave_them() {
+    let text = "m{a=\"1\",b=\"2\"} 1\nm{c=\"3\"} 2\nm 3\n";
+    let mut seen = Vec::new();
+    let mut i = 0;
+    parse_wanted(
+        text,
+        |_| true,
+        |s| {
+            seen.push(s.labels.iter().map(|(k, _)| *k).collect::<Vec<_>>());
+            // Take the first sample's labels, leave the others.
+            if i == 0 {
+                drop(std::mem::take(&mut s.labels));
+            }
+            i += 1;
+        },
+    );
+    assert_eq!(seen, [vec!["a", "b"], vec!["c"], vec![]]);
+}
+
+#[test]
 fn real_samples_parse_with_the_expected_counts() {
     for &(file, lines, samples, comments, bad_lines, bad_values) in REAL {
         let text = fixture(file);
@@ -391,6 +424,30 @@ proptest! {
         prop_assert_eq!(s.len(), st.samples);
         prop_assert!(st.samples + st.comments + st.bad_lines + st.bad_values <= st.lines);
         prop_assert_eq!(st.first_error.is_some(), st.bad_lines + st.bad_values > 0);
+    }
+
+    /// `parse_wanted` reads what `parse` reads, less the families it refuses, whatever the
+    /// text; labels a callback leaves in the reused `Vec` never reach the next sample.
+    #[test]
+    fn a_filter_keeps_the_samples_it_wants_and_no_others(
+        text in "[a-z_:{}=\",\\\\ \t#\n\r.0-9+eINaé-]{0,200}",
+        keep_a in any::<bool>(),
+    ) {
+        let wanted = |n: &str| n.contains('a') == keep_a;
+        let owned = |name: &str, labels: &[(&str, Cow<str>)], v: f64, ts: Option<i64>| {
+            let labels: Vec<(String, String)> = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            (name.to_string(), labels, value_key(v), ts)
+        };
+        let mut all = Vec::new();
+        let full = parse(&text, |s| all.push(owned(s.name, &s.labels, s.value, s.timestamp_ms)));
+        let mut some = Vec::new();
+        let part = parse_wanted(&text, wanted, |s| some.push(owned(s.name, &s.labels, s.value, s.timestamp_ms)));
+        all.retain(|(name, ..)| wanted(name));
+        prop_assert_eq!(&some, &all);
+        prop_assert_eq!(part.samples, some.len());
+        prop_assert!(part.skipped + part.samples <= full.samples + full.bad_lines + full.bad_values);
+        prop_assert_eq!(part.lines, full.lines);
+        prop_assert_eq!(part.comments, full.comments);
     }
 
     /// Whatever label values are written (escaped the standard way), they come back.

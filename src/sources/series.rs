@@ -163,8 +163,8 @@ pub(super) trait Dialect: Sync {
     fn claims(&self, name: &str) -> bool;
     /// The family filter: a card's, an instance's, or nothing tessera reads.
     fn family(&self, name: &str) -> Family;
-    /// The labels the accumulator reads, in its slots.
-    fn labels<'a>(&self, labels: Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a>;
+    /// The labels the accumulator reads, in its slots, taken from `labels` (left empty).
+    fn labels<'a>(&self, labels: &mut Vec<(&'a str, Cow<'a, str>)>) -> Labels<'a>;
     /// The field the sample feeds and its value in the model's unit (`labels` are the
     /// sample's: a value may mean something else in another mode).
     fn value(&self, name: &str, value: f64, labels: &Labels) -> Reading;
@@ -342,7 +342,7 @@ struct Read<'a> {
 impl<'a> Acc<'a> {
     /// Read one sample into its card, GPU instance and holder: read, find (or make) the card,
     /// describe it, pick the slots, name the holder, keep the value.
-    fn add(&mut self, s: Sample<'a>, fixed: bool, dialects: &[&'a dyn Dialect]) {
+    fn add(&mut self, s: &mut Sample<'a>, fixed: bool, dialects: &[&'a dyn Dialect]) {
         let Some(Read { dialect, labels: mut l, reading, mig, gpu }) = self.read(s, dialects) else { return };
         let node: Cow<'a, str> =
             if fixed { Cow::Borrowed("") } else { l.host.clone().unwrap_or(Cow::Borrowed("unknown")) };
@@ -357,7 +357,7 @@ impl<'a> Acc<'a> {
 
     /// The sample as the first of `dialects` that claims it reads it, with its GPU index;
     /// `None` where it is about no card, or about one it cannot be placed on (counted).
-    fn read(&mut self, s: Sample<'a>, dialects: &[&'a dyn Dialect]) -> Option<Read<'a>> {
+    fn read(&mut self, s: &mut Sample<'a>, dialects: &[&'a dyn Dialect]) -> Option<Read<'a>> {
         let name = s.name;
         let value = s.value;
         // Detected per sample: the first dialect that claims the name reads it.
@@ -367,7 +367,7 @@ impl<'a> Acc<'a> {
             // The host's own rows (CPU, memory, disk, processes): nothing about a card.
             return None;
         }
-        let l = dialect.labels(s.labels);
+        let l = dialect.labels(&mut s.labels);
         let reading = dialect.value(name, value, &l);
         let mig = dialect.mig_mode(name, value, &l);
         let Some(gpu) = l.gpu_index() else {
@@ -774,7 +774,9 @@ fn read_partitions(card: &mut Card, compute: Option<Cow<str>>, memory: Option<Co
 pub(super) fn map(text: &str, node: &NodeName, dialects: &[&dyn Dialect]) -> Mapped {
     let fixed = matches!(node, NodeName::Fixed(_) | NodeName::Shared(_));
     let mut acc = Acc::default();
-    let mut parse = exposition::parse(text, |s| acc.add(s, fixed, dialects));
+    // A family no dialect reads (the host's rows) is skipped after its name.
+    let wanted = |name: &str| dialects.iter().find(|d| d.claims(name)).is_some_and(|d| d.family(name) != Family::Skip);
+    let mut parse = exposition::parse_wanted(text, wanted, |s| acc.add(s, fixed, dialects));
     let counts = std::mem::take(&mut acc.stats);
     parse.bad_values += counts.non_finite;
     let (nodes, holders, naming) = acc.finish(node);
