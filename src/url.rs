@@ -78,6 +78,15 @@ pub fn host(url: &str) -> String {
 
 /// [`host`] as a slice of `url` (all-smi rows name their host per sample: no copy each).
 pub fn host_str(url: &str) -> &str {
+    // A bare host (all-smi's `instance`, on every row): nothing to take off.
+    if !url.bytes().any(|b| matches!(b, b':' | b'/' | b'@' | b'?' | b'#' | b'[')) {
+        return url;
+    }
+    parsed_host(url)
+}
+
+/// [`host_str`] the long way, for any URL.
+fn parsed_host(url: &str) -> &str {
     let hp = host_port_str(url);
     if hp.starts_with('[') {
         return hp.find(']').map_or(hp, |i| &hp[..=i]);
@@ -107,5 +116,14 @@ mod tests {
         assert_eq!(host_str("node-7:9090"), "node-7", "a slice, for all-smi rows");
         assert_eq!(host_str("[::1"), "[::1", "no closing bracket: as written");
         assert_eq!(host_port("gpu-2:9400"), "gpu-2:9400");
+    }
+
+    proptest::proptest! {
+        /// The bare host's shortcut answers as the long way does, whatever the text.
+        #[test]
+        fn a_bare_host_is_its_own_host(s in "[a-z0-9:/@?#\\[\\]._-]{0,24}", any in proptest::prelude::any::<String>()) {
+            proptest::prop_assert_eq!(host_str(&s), parsed_host(&s));
+            proptest::prop_assert_eq!(host_str(&any), parsed_host(&any));
+        }
     }
 }
