@@ -290,13 +290,13 @@ impl Client {
     /// GET with extra headers (slurmrestd's `X-SLURM-USER-TOKEN`, say). Header values are
     /// never part of an error message.
     pub async fn get_with(&self, url: &str, headers: &[(&str, &str)]) -> Result<String, FetchError> {
-        let shown = redact(url);
-        let url_for_errors = shown.as_str();
+        // Made only for an error: a scrape a second per exporter parses no URL it needs not.
+        let shown = || redact(url);
         let mut req = self.inner.get(url).header("Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1");
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let here = origin(url);
+        let here = if self.creds.is_empty() { None } else { origin(url) };
         req = match self.creds.iter().find(|(o, _)| Some(o) == here.as_ref()).map(|(_, a)| a) {
             None => req,
             Some(Auth::Bearer(t)) => req.bearer_auth(t),
@@ -304,25 +304,25 @@ impl Client {
         };
         let map = |e: reqwest::Error| {
             if e.is_timeout() {
-                FetchError::Timeout { url: url_for_errors.into() }
+                FetchError::Timeout { url: shown() }
             } else if e.is_connect() {
-                FetchError::Connect { url: url_for_errors.into(), why: super::tls::explain(&e) }
+                FetchError::Connect { url: shown(), why: super::tls::explain(&e) }
             } else {
-                FetchError::Other { url: url_for_errors.into(), why: super::tls::explain(&e) }
+                FetchError::Other { url: shown(), why: super::tls::explain(&e) }
             }
         };
         let mut resp = req.send().await.map_err(map)?;
         let status = resp.status();
         if resp.content_length().is_some_and(|n| n > self.max_body as u64) {
-            return Err(FetchError::TooLarge { url: url_for_errors.into(), limit: self.max_body });
+            return Err(FetchError::TooLarge { url: shown(), limit: self.max_body });
         }
         // The memory the body takes is held against the sources' budget until the text is
         // handed over.
-        let over = |e: crate::budget::Exhausted| FetchError::Other { url: url_for_errors.into(), why: e.to_string() };
+        let over = |e: crate::budget::Exhausted| FetchError::Other { url: shown(), why: e.to_string() };
         let mut body = Chunks::new(&self.budget);
         while let Some(chunk) = resp.chunk().await.map_err(map)? {
             if body.len() + chunk.len() > self.max_body {
-                return Err(FetchError::TooLarge { url: url_for_errors.into(), limit: self.max_body });
+                return Err(FetchError::TooLarge { url: shown(), limit: self.max_body });
             }
             body.extend(&chunk).map_err(over)?;
         }
@@ -333,7 +333,7 @@ impl Client {
             // line, never a credential a server echoes back.
             // Scrubbed whole, then cut: a secret cut at the edge would leave its prefix.
             let body = Some(self.scrub(&text).chars().take(4096).collect::<String>()).filter(|b| !b.trim().is_empty());
-            return Err(FetchError::Status { url: url_for_errors.into(), status: status.as_u16(), body });
+            return Err(FetchError::Status { url: shown(), status: status.as_u16(), body });
         }
         Ok(text)
     }
