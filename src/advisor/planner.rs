@@ -192,6 +192,8 @@ impl Problem {
         let mut p = Problem::default();
         let mut model_ix: BTreeMap<String, usize> = BTreeMap::new();
         let mut keys: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
+        // A node's backend, asked once for its cards (they come node by node).
+        let mut node_backend: Option<(&crate::model::Node, Option<crate::act::Backend>)> = None;
         for (node, card) in fleet.cards().filter(|(n, c)| usable(n, c)) {
             let key = keys.entry(card.model.as_str()).or_insert_with(|| model_key(&card.model)).clone();
             let m = match model_ix.get(&key) {
@@ -204,7 +206,14 @@ impl Problem {
             };
             let r = CardRef::new(node.name.clone(), card.index);
             // What the repartition guard asks of a card, and a backend that can change it.
-            let backend = crate::act::plan::repartition_backend(fleet, node);
+            let backend = match node_backend {
+                Some((n, b)) if std::ptr::eq(n, node) => b,
+                _ => {
+                    let b = crate::act::plan::repartition_backend(fleet, node);
+                    node_backend = Some((node, b));
+                    b
+                }
+            };
             // A time-sliced or MPS card serves replicas: the device plugin's config changes too,
             // which is not a repartition.
             let shared = !card.mig.enabled && card.sharing.replicas.is_some();
