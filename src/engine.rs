@@ -57,6 +57,9 @@ pub struct Engine {
     pub runner: Runner,
     /// What starting had to say without stopping (a kept file that could not be read).
     pub notes: Vec<String>,
+    /// The run's clock: the scrape targets poll at `epoch + k × refresh`, and the console's
+    /// clock ticks a little after, so that the answers of one poll are merged and drawn once.
+    pub epoch: tokio::time::Instant,
 }
 
 impl Engine {
@@ -64,7 +67,8 @@ impl Engine {
     pub fn start(cfg: &Config) -> Result<Self, StartError> {
         let (tx, updates) = mpsc::channel(64);
         let mut store = Store::new();
-        let sim = spawn_all(cfg, &mut store, tx)?;
+        let epoch = tokio::time::Instant::now();
+        let sim = spawn_all(cfg, &mut store, tx, epoch)?;
         // Real sources: start from the demand an earlier run measured (a file that cannot be
         // read is reported and moved aside; sampling starts afresh).
         let mut notes = Vec::new();
@@ -104,7 +108,7 @@ impl Engine {
             kubernetes: kubernetes_settings(cfg),
             hold: None,
         };
-        Ok(Self { store, updates, runner: Runner::new(cfg, env), notes })
+        Ok(Self { store, updates, runner: Runner::new(cfg, env), notes, epoch })
     }
 
     /// Apply updates until every source answered once (or the timeout passed), then rebuild.
@@ -293,6 +297,7 @@ fn spawn_all(
     cfg: &Config,
     store: &mut Store,
     tx: mpsc::Sender<SourceUpdate>,
+    epoch: tokio::time::Instant,
 ) -> Result<Option<sim::SimHandle>, StartError> {
     let s = &cfg.sources;
     crate::budget::Budget::configure(s.memory_budget.unwrap_or(crate::budget::DEFAULT));
@@ -313,7 +318,7 @@ fn spawn_all(
         spawn_prometheus(cfg, base, store, &tx)?;
     }
     if !s.scrape.is_empty() {
-        spawn_scrapes(cfg, store, &tx)?;
+        spawn_scrapes(cfg, store, &tx, epoch)?;
     }
     if !run_sim {
         return Ok(None);
@@ -392,13 +397,18 @@ fn spawn_prometheus(
 }
 
 /// Start one scrape source per exporter URL (the same source named twice runs once), all
-/// sharing one client, one limit on scrapes at once and one clock.
-fn spawn_scrapes(cfg: &Config, store: &mut Store, tx: &mpsc::Sender<SourceUpdate>) -> Result<(), StartError> {
+/// sharing one client, one limit on scrapes at once and the run's clock (`epoch`).
+fn spawn_scrapes(
+    cfg: &Config,
+    store: &mut Store,
+    tx: &mpsc::Sender<SourceUpdate>,
+    epoch: tokio::time::Instant,
+) -> Result<(), StartError> {
     let s = &cfg.sources;
     let client = http_client(s, None)?;
     let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(scrape::MAX_CONCURRENT));
     let mut seen = std::collections::HashSet::new();
-    let clock = (tokio::time::Instant::now(), cfg.refresh);
+    let clock = (epoch, cfg.refresh);
     let urls: Vec<String> = s.scrape.iter().filter(|u| seen.insert(scrape::source_name(u))).cloned().collect();
     for (url, node) in urls.iter().zip(scrape::node_names(&urls, s.scrape_node)) {
         store.register(scrape::source_name(url), SourceKind::Scrape, cfg.refresh);

@@ -51,6 +51,11 @@ fn banner_stale(made: Option<Instant>, made_data: Option<DateTime<Utc>>, data: O
 /// twice a refresh (or once a second, for long refreshes) (64 exporters polled each second, each on its own clock, would otherwise
 /// merge and draw the whole fleet ten times a second for data that change once).
 const MERGE_EVERY: Duration = Duration::from_millis(100);
+/// The console's clock ticks each second, this long after the sources' polls (a quarter of
+/// the refresh at most): the answers that come within it are merged at the tick and drawn
+/// with it, one draw a second, not one for the clock and one for the data.
+const CLOCK_LAG_MAX: Duration = Duration::from_millis(250);
+const TICK: Duration = Duration::from_secs(1);
 /// The advisor waits this many times its last pass before the next, at most ADVICE_GAP_MAX.
 const ADVICE_SHARE: u32 = 20;
 const ADVICE_GAP_MAX: Duration = Duration::from_secs(10);
@@ -161,13 +166,47 @@ struct Pacing {
     /// at least 20 d (a second at 4,096 cards, several at 32,768).
     advised_at: Option<Instant>,
     advice_gap: Duration,
+    /// The clock ticks at `clock_at + k s`, `window` after the sources' polls (on the run's
+    /// epoch): a merge due within `window` before a tick waits for it.
+    clock_at: tokio::time::Instant,
+    window: Duration,
 }
 
 impl Pacing {
-    fn new(refresh: Duration) -> Self {
+    fn new(refresh: Duration, epoch: tokio::time::Instant) -> Self {
         let merge_every = MERGE_EVERY.max((refresh / 2).min(Duration::from_secs(1)));
         let now = tokio::time::Instant::now();
-        Self { merge_every, merge_at: now, last_merge: now - merge_every, advised_at: None, advice_gap: Duration::ZERO }
+        let window = (refresh / 4).min(CLOCK_LAG_MAX);
+        Self {
+            merge_every,
+            merge_at: now,
+            last_merge: now - merge_every,
+            advised_at: None,
+            advice_gap: Duration::ZERO,
+            clock_at: epoch + window,
+            window,
+        }
+    }
+
+    /// When a merge that may run from `at` on runs: with the clock's next tick when that is
+    /// at most `window` away (the tick merges it: [`Pacing::at_tick`]; the timer, a window
+    /// later, only if the tick is late), else at `at`.
+    fn merge_time(&self, at: tokio::time::Instant) -> tokio::time::Instant {
+        let just_before = at.checked_sub(Duration::from_nanos(1)).unwrap_or(at);
+        // The clock's first tick is at `clock_at` itself.
+        let tick = if just_before < self.clock_at {
+            self.clock_at
+        } else {
+            crate::sources::scrape::next_tick(self.clock_at, TICK, just_before)
+        };
+        if tick.saturating_duration_since(at) <= self.window { tick + self.window } else { at }
+    }
+
+    /// The clock ticked: a merge waiting for it (or due within a window) runs now.
+    fn at_tick(&mut self, now: tokio::time::Instant) {
+        if self.merge_at <= now + self.window {
+            self.merge_at = self.merge_at.min(now);
+        }
     }
 }
 
@@ -226,7 +265,7 @@ impl<'a> Console<'a> {
         ascii: bool,
         record: Option<crate::record::writer::Settings>,
     ) -> Result<Self, CmdError> {
-        let Engine { store, updates, runner, mut notes } = Engine::start(cfg)?;
+        let Engine { store, updates, runner, mut notes, epoch } = Engine::start(cfg)?;
         // Actions left half-done (an intent with no outcome): said at the start; acting on
         // their target again asks first.
         notes.extend(
@@ -248,7 +287,8 @@ impl<'a> Console<'a> {
         let (terminal, restore, input) = open_terminal();
         let signals = signals()?;
         let st = ui_state(cfg, ascii, &notes, recording.as_ref(), &store);
-        let mut clock = tokio::time::interval(Duration::from_secs(1));
+        let pacing = Pacing::new(cfg.refresh, epoch);
+        let mut clock = tokio::time::interval_at(pacing.clock_at, TICK);
         clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         Ok(Self {
             cfg,
@@ -269,7 +309,7 @@ impl<'a> Console<'a> {
             banner: BannerMade::default(),
             auto: Auto::default(),
             due: Due::START,
-            pacing: Pacing::new(cfg.refresh),
+            pacing,
             leaving: Leaving::default(),
             projecting: Projecting::default(),
         })
@@ -453,7 +493,8 @@ impl<'a> Console<'a> {
         // Merge at most ten times a second, however many exporters report.
         if changed && !self.due.merge {
             self.due.merge = true;
-            self.pacing.merge_at = tokio::time::Instant::now().max(self.pacing.last_merge + self.pacing.merge_every);
+            let at = tokio::time::Instant::now().max(self.pacing.last_merge + self.pacing.merge_every);
+            self.pacing.merge_at = self.pacing.merge_time(at);
         }
         Then::Go
     }
@@ -462,6 +503,9 @@ impl<'a> Console<'a> {
     /// kept; after a merge the schedules' step; a quit waiting for a group change stops it;
     /// what ages on screen is drawn again.
     fn on_tick(&mut self) -> Then {
+        if self.due.merge {
+            self.pacing.at_tick(tokio::time::Instant::now());
+        }
         self.st.set_wall(Utc::now());
         self.due.draw |= self.st.expire_message(self.st.clock.wall);
         self.record_frame();
@@ -758,7 +802,38 @@ fn say_drained(drained: &[crate::model::CardRef]) {
 
 #[cfg(test)]
 mod tests {
-    use super::banner_stale;
+    use std::time::Duration;
+
+    use super::{Pacing, banner_stale};
+
+    /// Answers of one poll that come within the window are merged at the clock's tick, which
+    /// draws once for the data and the clock; later ones merge at once, as before.
+    #[test]
+    fn a_polls_answers_merge_with_the_clocks_tick() {
+        let epoch = tokio::time::Instant::now();
+        let ms = |n: u64| epoch + Duration::from_millis(n);
+        let mut p = Pacing::new(Duration::from_secs(1), epoch);
+        assert_eq!((p.clock_at, p.window), (ms(250), Duration::from_millis(250)));
+        // Answers 30 ms after the poll: merged with the tick at 250 ms (the timer a window
+        // later is the fallback), not at once and again for the clock.
+        assert_eq!(p.merge_time(ms(30)), ms(500));
+        p.merge_at = p.merge_time(ms(30));
+        p.at_tick(ms(250));
+        assert_eq!(p.merge_at, ms(250));
+        // On the tick itself: the same.
+        assert_eq!(p.merge_time(ms(1250)), ms(1500));
+        // A slow exporter, 400 ms after the poll: the next tick is 850 ms away: at once.
+        assert_eq!(p.merge_time(ms(1400)), ms(1400));
+        // A merge paced for later than a window after the tick is not pulled in by it.
+        p.merge_at = ms(2600);
+        p.at_tick(ms(2250));
+        assert_eq!(p.merge_at, ms(2600));
+        // A short refresh has a short window: four merges a second, one with the tick.
+        let q = Pacing::new(Duration::from_millis(200), epoch);
+        assert_eq!((q.clock_at, q.window), (ms(50), Duration::from_millis(50)));
+        assert_eq!(q.merge_time(ms(1010)), ms(1100));
+        assert_eq!(q.merge_time(ms(1210)), ms(1210));
+    }
 
     /// The banner is made again when the data's clock moved ten seconds, not only the wall's:
     /// at 600× it named the window before a change for two simulated hours.

@@ -95,7 +95,7 @@ pub fn record(g: &Global, o: RecordOptions) -> Result<(), CmdError> {
     let run_for = dur("--for", &o.run_for)?;
     let rt = crate::engine::runtime()?;
     rt.block_on(async move {
-        let crate::engine::Engine { mut store, mut updates, runner, notes } = crate::engine::Engine::start(&cfg)?;
+        let crate::engine::Engine { mut store, mut updates, runner, notes, .. } = crate::engine::Engine::start(&cfg)?;
         for n in &notes {
             super::to_stderr(&format!("tessera: {n}"));
         }
