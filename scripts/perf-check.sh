@@ -36,9 +36,10 @@
 #   cargo install all-smi --version 0.28.1 --ignore-rust-version --root "$PEERS_DIR"
 # (all-smi's build script needs protoc: `apt-get install protobuf-compiler` on Debian.)
 #
-# Needs: `cargo build --release --workspace` (tessera and the fake NVML), tmux, bc, python3,
-# curl, GNU time (/usr/bin/time). Environment: TESSERA (the binary), PERF_WINDOW, PERF_WARMUP
-# (seconds), PERF_PORT (the endpoints' first port, default 19101).
+# Needs: `cargo build --profile dist --workspace` (tessera and the fake NVML, as installed:
+# whole-program LTO; PERF_PROFILE=release measures `--release` builds), tmux, bc, python3,
+# curl, GNU time (/usr/bin/time). Environment: TESSERA (the binary), PERF_PROFILE, PERF_WINDOW,
+# PERF_WARMUP (seconds), PERF_PORT (the endpoints' first port, default 19101).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,8 +65,9 @@ done
 [ -n "${PEERS_DIR:-}" ] && PATH="$PEERS_DIR/bin:$PATH"
 window=${PERF_WINDOW:-$([ -n "$quick" ] && echo 10 || echo 30)}
 warmup=${PERF_WARMUP:-5}
-tessera=${TESSERA:-$PWD/target/release/tessera}
-fake="$PWD/target/release/libfake_nvml.so"
+profile=${PERF_PROFILE:-dist}
+tessera=${TESSERA:-$PWD/target/$profile/tessera}
+fake="$PWD/target/$profile/libfake_nvml.so"
 port=${PERF_PORT:-19101}
 work=$(mktemp -d)
 sock="perf-check-$$"
@@ -94,7 +96,7 @@ cleanup() {
 trap cleanup EXIT
 
 for f in "$tessera" "$fake"; do
-  [ -e "$f" ] || { echo "missing $f: run cargo build --release --workspace" >&2; exit 2; }
+  [ -e "$f" ] || { echo "missing $f: run cargo build --profile $profile --workspace" >&2; exit 2; }
 done
 for t in tmux bc python3 curl /usr/bin/time; do
   command -v "$t" >/dev/null || { echo "perf-check needs $t" >&2; exit 2; }
