@@ -48,8 +48,9 @@ fn banner_stale(made: Option<Instant>, made_data: Option<DateTime<Utc>>, data: O
 }
 
 /// The most often source updates are merged and drawn: ten times a second, and at most
-/// twice a refresh (or once a second, for long refreshes) (64 exporters polled each second, each on its own clock, would otherwise
-/// merge and draw the whole fleet ten times a second for data that change once).
+/// twice a refresh (or once a second, for long refreshes): 64 exporters answering over a
+/// second would otherwise merge and draw the whole fleet ten times a second for data that
+/// change once. A merge due just before the clock's tick waits for it ([`CLOCK_LAG_MAX`]).
 const MERGE_EVERY: Duration = Duration::from_millis(100);
 /// The console's clock ticks each second, this long after the sources' polls (a quarter of
 /// the refresh at most): the answers that come within it are merged at the tick and drawn
@@ -167,7 +168,8 @@ struct Pacing {
     advised_at: Option<Instant>,
     advice_gap: Duration,
     /// The clock ticks at `clock_at + k s`, `window` after the sources' polls (on the run's
-    /// epoch): a merge due within `window` before a tick waits for it.
+    /// epoch) where the refresh divides a second or is whole seconds (at 1.5 s, every other
+    /// poll): a merge due within `window` before a tick waits for it.
     clock_at: tokio::time::Instant,
     window: Duration,
 }
@@ -202,7 +204,8 @@ impl Pacing {
         if tick.saturating_duration_since(at) <= self.window { tick + self.window } else { at }
     }
 
-    /// The clock ticked: a merge waiting for it (or due within a window) runs now.
+    /// The clock ticked: a merge waiting for it (or due within a window) runs now, up to a
+    /// window sooner than `merge_every` after the last (at a 100 ms refresh, 75 ms apart).
     fn at_tick(&mut self, now: tokio::time::Instant) {
         if self.merge_at <= now + self.window {
             self.merge_at = self.merge_at.min(now);
@@ -503,8 +506,11 @@ impl<'a> Console<'a> {
     /// kept; after a merge the schedules' step; a quit waiting for a group change stops it;
     /// what ages on screen is drawn again.
     fn on_tick(&mut self) -> Then {
+        // A merge waiting for this tick runs first: the frame recorded, the demand kept and
+        // the schedules' step below see the poll's answers, not the last second's.
         if self.due.merge {
             self.pacing.at_tick(tokio::time::Instant::now());
+            self.merge_if_due();
         }
         self.st.set_wall(Utc::now());
         self.due.draw |= self.st.expire_message(self.st.clock.wall);
