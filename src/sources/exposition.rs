@@ -13,7 +13,8 @@
 //! `\r\n` line ends, a missing final newline) plus OpenMetrics text (`# EOF` is a comment and an
 //! exemplar ` # {...} v [ts]` after the value or timestamp is ignored).
 //!
-//! Rejected, counted in [`ParseStats::bad_lines`]: an invalid metric name (`...`, `met-ric`,
+//! Rejected, counted in [`ParseStats::bad_lines`] (by [`parse_wanted`] only in the families it
+//! reads: a refused name's line is not checked past the name): an invalid metric name (`...`, `met-ric`,
 //! `@x`, a line starting with `{`), an invalid or quoted label name, a label value without
 //! quotes, an unterminated label value or label set, `__name__` as a label, a missing value, a
 //! fractional or non-numeric timestamp (so OpenMetrics' float-second sample timestamps are
@@ -60,7 +61,7 @@ pub struct ParseStats {
     /// Sample lines of families the reader does not keep ([`parse_wanted`]): read no further
     /// than their name.
     pub skipped: usize,
-    /// Lines that are not valid exposition (see the module docs).
+    /// Lines that are not valid exposition (see the module docs), of the families read.
     pub bad_lines: usize,
     /// Sample lines whose value is not a number.
     pub bad_values: usize,

@@ -161,8 +161,8 @@ fn problems(stats: &MapStats) -> Option<String> {
 /// The first tick of the shared clock after `now`: every target started with the same
 /// `epoch` polls at `epoch + k × interval`, so a hundred targets wake the process once a
 /// refresh, not a hundred times, and their answers arrive together (the console's clock ticks
-/// a little after the poll and merges and draws what came with it, once). A fetch longer than the interval skips the ticks it covered.
-/// An interval of no nanoseconds or too many for a `u64` (never a configured refresh) waits
+/// a little after the poll and merges and draws what came with it, once). A fetch longer than
+/// the interval skips the ticks it covered. An interval of no nanoseconds or too many for a `u64` (never a configured refresh) waits
 /// the interval, at least a millisecond, from `now`: never a busy loop.
 pub fn next_tick(epoch: tokio::time::Instant, interval: Duration, now: tokio::time::Instant) -> tokio::time::Instant {
     let Some(ns) = u64::try_from(interval.as_nanos()).ok().filter(|n| *n > 0) else {
