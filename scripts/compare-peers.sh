@@ -18,7 +18,8 @@
 #
 #   scripts/compare-peers.sh [SECONDS] [WARMUP]        (default 60 and 5)
 #
-# Needs: a release build (`cargo build --release --workspace`: tessera and the fake NVML),
+# Needs: the dist build (`cargo build --profile dist --workspace`: tessera and the fake NVML,
+# as installed; PERF_PROFILE=release for a `--release` build),
 # tmux, bc, curl; the peers on PATH, each row skipped with the reason where one is missing:
 #   nvitop 1.7.2:   pip install nvitop==1.7.2
 #   all-smi 0.25.0: apt-get install protobuf-compiler libprotobuf-dev libdrm-dev cmake
@@ -29,8 +30,9 @@ cd "$(dirname "$0")/.."
 
 secs="${1:-60}"
 warm="${2:-5}"
-tessera="$PWD/target/release/tessera"
-fake="$PWD/target/release/libfake_nvml.so"
+profile="${PERF_PROFILE:-dist}"
+tessera="$PWD/target/$profile/tessera"
+fake="$PWD/target/$profile/libfake_nvml.so"
 scenario="$PWD/tests/fixtures/nvml/h100x8.json"
 work="$(mktemp -d)"
 sock="peers-$$"
@@ -56,7 +58,7 @@ cleanup() {
 trap cleanup EXIT
 
 for f in "$tessera" "$fake"; do
-  [ -e "$f" ] || { echo "missing $f: run cargo build --release --workspace" >&2; exit 2; }
+  [ -e "$f" ] || { echo "missing $f: run cargo build --profile $profile --workspace" >&2; exit 2; }
 done
 command -v tmux >/dev/null || { echo "tmux is needed" >&2; exit 2; }
 
