@@ -174,6 +174,10 @@ mod tests {
         assert!(pr.jobs > 0);
         assert_eq!((pr.changes, pr.others), (plan.changes.len(), 1), "what it follows, and what it only counts");
         assert!((0.0..=1.0).contains(&pr.as_is.held) && (0.0..=1.0).contains(&pr.following.held));
+        // It reads the fleet's nodes alone: the console hands it no more (#50: a whole clone
+        // at 32,768 cards was most of the console's peak memory).
+        let nodes_only = ModelFleet { nodes: fleet.nodes.clone(), ..ModelFleet::default() };
+        assert_eq!(project(&nodes_only, &demand, start, 1800, &actions), Some(pr.clone()));
         // The same inputs, the same answer.
         assert_eq!(project(&fleet, &demand, start, 1800, &actions), Some(pr));
         // Following nothing: as is, twice (it said "2 changes advised" with none in the list).
