@@ -195,12 +195,7 @@ impl Pacing {
     /// later, only if the tick is late), else at `at`.
     fn merge_time(&self, at: tokio::time::Instant) -> tokio::time::Instant {
         let just_before = at.checked_sub(Duration::from_nanos(1)).unwrap_or(at);
-        // The clock's first tick is at `clock_at` itself.
-        let tick = if just_before < self.clock_at {
-            self.clock_at
-        } else {
-            crate::sources::scrape::next_tick(self.clock_at, TICK, just_before)
-        };
+        let tick = crate::sources::scrape::next_tick(self.clock_at, TICK, just_before);
         if tick.saturating_duration_since(at) <= self.window { tick + self.window } else { at }
     }
 

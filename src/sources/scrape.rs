@@ -158,7 +158,7 @@ fn problems(stats: &MapStats) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
-/// The first tick of the shared clock after `now`: every target started with the same
+/// The first tick of the shared clock after `now` (`epoch` itself before it): every target started with the same
 /// `epoch` polls at `epoch + k × interval`, so a hundred targets wake the process once a
 /// refresh, not a hundred times, and their answers arrive together (the console's clock ticks
 /// a little after the poll and merges and draws what came with it, once). A fetch longer than
@@ -168,7 +168,10 @@ pub fn next_tick(epoch: tokio::time::Instant, interval: Duration, now: tokio::ti
     let Some(ns) = u64::try_from(interval.as_nanos()).ok().filter(|n| *n > 0) else {
         return now + interval.max(Duration::from_millis(1));
     };
-    let since = u64::try_from(now.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX);
+    if now < epoch {
+        return epoch;
+    }
+    let since = u64::try_from(now.duration_since(epoch).as_nanos()).unwrap_or(u64::MAX);
     let ticks = (since / ns).saturating_add(1);
     epoch + Duration::from_nanos(ticks.saturating_mul(ns))
 }
@@ -312,5 +315,7 @@ mod tests {
         // A fetch that took longer than the refresh skips the ticks it covered.
         assert_eq!(next_tick(epoch, s, at(3500)), at(4000));
         assert_eq!(next_tick(epoch, Duration::ZERO, at(10)), at(11), "no interval: a millisecond, not a busy loop");
+        // Before the clock's start: its start is the first tick.
+        assert_eq!(next_tick(at(500), s, at(30)), at(500));
     }
 }
