@@ -90,6 +90,24 @@ impl Blocks<'_> {
     }
 }
 
+/// The workload of `list` that frees at least `need` units of `res` and the fewest of them
+/// (ties to the least `then`, then the first), taken out with the units it frees.
+fn take_least<'f>(
+    list: &mut Vec<&'f Workload>,
+    fleet: &Fleet,
+    res: &Resource,
+    need: u64,
+    then: impl Fn(&Workload) -> i64,
+) -> Option<(u64, &'f Workload)> {
+    let (units, _, i) = list
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (frees(fleet, t, res), then(t), i))
+        .filter(|(units, ..)| *units >= need)
+        .min_by_key(|(units, then, _)| (*units, *then))?;
+    Some((units, list.remove(i)))
+}
+
 /// The checkpointing training (of `under_way`) that frees at least `need` units of `res`,
 /// the least of them first, taken out with the units it frees.
 fn take_under_way<'f>(
@@ -98,13 +116,7 @@ fn take_under_way<'f>(
     res: &Resource,
     need: u64,
 ) -> Option<(u64, &'f Workload)> {
-    let (units, i) = under_way
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (frees(fleet, t, res), i))
-        .filter(|(units, _)| *units >= need)
-        .min_by_key(|(units, _)| *units)?;
-    Some((units, under_way.remove(i)))
+    take_least(under_way, fleet, res, need, |_| 0)
 }
 
 /// The eligible training (of `eligible`) that frees just enough of `res` for `need` and has
@@ -116,14 +128,7 @@ fn take_victim<'f>(
     res: &Resource,
     need: u64,
 ) -> Option<(u64, &'f Workload)> {
-    let (units, i) = eligible
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (frees(fleet, t, res), i, t))
-        .filter(|(units, ..)| *units >= need)
-        .min_by_key(|(units, _, t)| (*units, t.runtime(cx.now).map_or(i64::MAX, |d| d.num_seconds())))
-        .map(|(units, i, _)| (units, i))?;
-    Some((units, eligible.remove(i)))
+    take_least(eligible, fleet, res, need, |t| t.runtime(cx.now).map_or(i64::MAX, |d| d.num_seconds()))
 }
 
 /// The finding that proposes preempting `t` for waiting `w`.
